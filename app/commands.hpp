@@ -1,0 +1,22 @@
+// The subcommands of `gridrun`. Each lives in its own cmd_*.cpp, parses its own flags with
+// Boost.Program_options into one options struct, and returns the process exit code
+// (0 ok, 1 runtime failure, 2 bad input). main.cpp only dispatches.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gridrun::app {
+
+using Args = std::vector<std::string>;  // arguments after the subcommand name
+
+int cmd_plan(const Args& args);
+int cmd_run(const Args& args);       // also `simulate` (= run --simulate)
+int cmd_simulate(const Args& args);
+int cmd_submit(const Args& args);
+int cmd_status(const Args& args);
+int cmd_cancel(const Args& args);
+int cmd_collect(const Args& args);
+int cmd_report(const Args& args);
+
+}  // namespace gridrun::app

@@ -1,0 +1,30 @@
+// A job as it travels between the planner, the scheduler and the runner: `runs/<name>/jobs/<id>.json`.
+//
+// The file is the only contract between `gridrun` and `gridrun-train`: the runner never sees the grid.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "gridrun/jobs/params.hpp"
+
+namespace gridrun::jobs {
+
+struct Job {
+  std::string id;        // job_id(params)
+  std::string run;       // the grid's name
+  std::size_t index = 0; // position in the expanded grid (stable order for fifo and job arrays)
+  Params params;         // resolved, complete
+  // Free-form string facts added by whoever launches the job (scheduler: "cores", "gpus", "host",
+  // "phase"); written as a flat "meta" object and recorded by the runner in the results file.
+  std::map<std::string, std::string> meta;
+};
+
+// {"id":..,"run":..,"index":..,"params":{canonical},"meta":{..}}; written to a temp file and
+// renamed, so a reader never sees half a job file.
+std::string job_to_json(const Job& job);
+void write_job_file(const std::string& path, const Job& job);
+// Throws std::runtime_error naming the file and the offending key.
+Job read_job_file(const std::string& path);
+
+}  // namespace gridrun::jobs

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs whatever Debian 12 packages gridrun needs and are missing. Idempotent: a machine that has
+# everything is left untouched and no package index is fetched. Run as root or with sudo.
+#   scripts/install-deps.sh          build + run dependencies
+#   scripts/install-deps.sh --test   also what the test suite needs (h5py, Slurm, munge, chromium)
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build git pkg-config
+      libtorch-dev libopenmpi-dev openmpi-bin
+      libhdf5-dev hdf5-tools libboost-program-options-dev libyaml-cpp-dev libgtest-dev
+      python3 python3-h5py python3-numpy)
+if [[ "${1:-}" == "--test" ]]; then
+  pkgs+=(slurm-wlm munge procps python3-torch)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
