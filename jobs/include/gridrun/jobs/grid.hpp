@@ -1,0 +1,49 @@
+// Grid files: YAML -> validated, expanded, deduplicated jobs with stable ids.
+//
+// Why validation is all-up-front: nothing may be written for a grid with any error, and every
+// error must point at the file, line, column and key path that caused it (see docs/grid.md).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gridrun/jobs/job.hpp"
+
+namespace gridrun::jobs {
+
+// A bad grid. what() is "<file>:<line>:<col>: <key.path>: <message>"; callers exit with code 2.
+class GridError : public std::invalid_argument {
+ public:
+  GridError(const std::string& file, int line, int col, const std::string& key_path,
+            const std::string& message);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+  int col() const { return col_; }
+  const std::string& key_path() const { return key_path_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string file_, key_path_, message_;
+  int line_, col_;
+};
+
+struct Expansion {
+  std::string name;                   // run name, [A-Za-z0-9_.-]+
+  std::string source;                 // the grid file's path
+  std::vector<Job> jobs;              // grid order; index = position; ids unique
+  std::vector<std::string> varying;   // parameter names whose value differs between jobs
+  std::vector<std::string> warnings;  // "<file>:<line>:<col>: <key>: ..." (exclude matched nothing, duplicates)
+  std::string compare_by;             // `compare: {by: KEY}`; empty when absent
+};
+
+struct LoadOptions {
+  bool allow_empty = false;           // an empty expansion is an error unless set
+};
+
+// Throws GridError on any problem (the first one found, in file order).
+Expansion load_grid(const std::string& path, const LoadOptions& opts = {});
+Expansion load_grid_string(const std::string& yaml, const std::string& display_name,
+                           const LoadOptions& opts = {});
+
+}  // namespace gridrun::jobs
