@@ -1,8 +1,252 @@
-// placeholder: replaced when the owning library lands
+// `gridrun submit`, `gridrun status`, `gridrun cancel`: flag parsing and printing only; the work is
+// in gridrun::slurm (slurm/include/gridrun/slurm/submit.hpp).
+//
+// Each command fills one options struct from Boost.Program_options and validates it right away, so
+// a bad flag exits 2 with its name before anything is written or submitted.
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
 #include "commands.hpp"
+#include "gridrun/jobs/params.hpp"
+#include "gridrun/slurm/submit.hpp"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
 namespace gridrun::app {
-int cmd_submit(const Args&) { std::cerr << "gridrun submit: not built yet\n"; return 1; }
-int cmd_status(const Args&) { std::cerr << "gridrun status: not built yet\n"; return 1; }
-int cmd_cancel(const Args&) { std::cerr << "gridrun cancel: not built yet\n"; return 1; }
+namespace {
+
+struct SubmitCli {
+  slurm::SubmitOptions submit;
+  bool slurm = true;
+  std::string template_file;
+  std::size_t max_array = 0;  // 0 = ask Slurm
+  int node_gpus = 0;          // 0 = ask sinfo, else 4
+  int node_cores = 0;         // 0 = ask sinfo
+  bool help = false;
+};
+
+struct StatusCli {
+  std::string run_dir;
+  std::string format = "table";
+  bool help = false;
+};
+
+struct CancelCli {
+  std::string run_dir;
+  double wait_s = 60;
+  bool help = false;
+};
+
+// Parses with the given options; positional arguments fill `positional` in order. Any Boost
+// error becomes std::invalid_argument (exit 2) with the flag named.
+po::variables_map parse(const Args& args, const po::options_description& desc,
+                        const po::positional_options_description& pos) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw std::invalid_argument(std::string(e.what()) + " (see --help)");
+  }
+  return vm;
 }
+
+// The gridrun-train next to this gridrun binary (build*/bin/ or an install prefix), else PATH.
+std::string self_exe() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("gridrun") : p.string();
+}
+std::string default_train_bin() {
+  std::string self = self_exe();
+  if (self == "gridrun") return "gridrun-train";
+  auto cand = fs::path(self).parent_path() / "gridrun-train";
+  return fs::exists(cand) ? cand.string() : std::string("gridrun-train");
+}
+
+void print_help(std::ostream& os, const char* usage, const char* about,
+                const po::options_description& desc) {
+  os << "usage: " << usage << "\n\n" << about << "\n\n" << desc << "\n";
+}
+
+}  // namespace
+
+int cmd_submit(const Args& args) {
+  SubmitCli c;
+  auto& s = c.submit;
+  auto& so = s.script;
+  std::string time, out = "runs";
+  po::options_description desc("options", 100);
+  desc.add_options()
+      ("help,h", po::bool_switch(&c.help), "show this help")
+      ("grid", po::value<std::string>(&s.grid_file), "the grid file (positional)")
+      ("slurm", po::bool_switch(&c.slurm), "submit through Slurm (the only executor of submit; "
+       "accepted for symmetry with `gridrun run`)")
+      ("out", po::value<std::string>(&out)->default_value("runs"),
+       "runs directory: the run goes to OUT/<grid name>/ (same layout as `gridrun run`)")
+      ("partition,p", po::value<std::string>(&so.partition), "sbatch --partition")
+      ("account,A", po::value<std::string>(&so.account), "sbatch --account")
+      ("qos", po::value<std::string>(&so.qos), "sbatch --qos")
+      ("time,t", po::value<std::string>(&time),
+       "time limit for jobs whose grid sets no time_limit (MM, HH:MM:SS, D-HH:MM:SS)")
+      ("constraint,C", po::value<std::string>(&so.constraint), "sbatch --constraint")
+      ("sbatch-arg", po::value<std::vector<std::string>>(&so.sbatch_args)->composing(),
+       "extra '#SBATCH ARG' line in every array script, e.g. --sbatch-arg=--mem=8G (repeatable)")
+      ("template", po::value<std::string>(&c.template_file),
+       "file whose lines (site #SBATCH lines, module loads) go into every array script")
+      ("max-array", po::value<std::size_t>(&c.max_array),
+       "tasks per job array at most (default: the cluster's MaxArraySize, else 1000)")
+      ("throttle", po::value<std::size_t>(&so.throttle)->default_value(0),
+       "run at most N tasks of each array at once (sbatch --array=...%N); 0 = no limit")
+      ("pack-nodes", po::bool_switch(&s.pack_nodes),
+       "bundle GPU jobs smaller than a node into whole-node allocations of concurrent "
+       "`srun --exact` steps, placed by the scheduler's packed policy")
+      ("node-gpus", po::value<int>(&c.node_gpus),
+       "GPUs per node for --pack-nodes (default: sinfo of the partition, else 4)")
+      ("node-cores", po::value<int>(&c.node_cores),
+       "cores per node for --pack-nodes (default: sinfo of the partition)")
+      ("launcher", po::value<std::string>(&so.launcher)->default_value("srun"),
+       "srun (srun --mpi=pmix) or mpirun, to start the ranks inside each job")
+      ("signal", po::value<std::string>(&so.signal)->default_value("B:USR1@120"),
+       "sbatch --signal: warning sent to the batch shell before the time limit; forwarded to "
+       "the runner, which checkpoints and is requeued")
+      ("train-bin", po::value<std::string>(&so.train_bin),
+       "gridrun-train as the compute nodes see it (default: next to this gridrun)")
+      ("dry-run", po::bool_switch(&s.dry_run), "write and print the scripts, submit nothing");
+  po::positional_options_description pos;
+  pos.add("grid", 1);
+  auto vm = parse(args, desc, pos);
+  if (c.help) {
+    print_help(std::cout, "gridrun submit GRID.yaml --slurm [options]",
+               "Writes OUT/<name>/slurm/*.sbatch (one job array per resource shape: device, ranks,\n"
+               "threads, time limit) and submits them with sbatch, then a collect job that builds\n"
+               "results.h5 once all arrays ended. Running it again submits only jobs that are not\n"
+               "completed, pending or running.",
+               desc);
+    return 0;
+  }
+  // Validation right after parsing.
+  if (s.grid_file.empty()) throw std::invalid_argument("GRID: missing grid file (see --help)");
+  s.out_dir = out;
+  if (out.empty()) throw std::invalid_argument("--out: must not be empty");
+  if (!time.empty()) {
+    try {
+      jobs::time_limit_seconds(time);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("--time: '" + time + "' is not a Slurm time limit (" + e.what() + ")");
+    }
+    so.default_time = time;
+  }
+  if (vm.count("max-array")) {
+    if (c.max_array < 1) throw std::invalid_argument("--max-array: must be >= 1");
+    s.max_array = c.max_array;
+  }
+  if (so.launcher != "srun" && so.launcher != "mpirun")
+    throw std::invalid_argument("--launcher: '" + so.launcher + "' is not one of srun, mpirun");
+  static const std::regex kSignal("^((R|B|RB|BR):)?[A-Za-z0-9]+(@[0-9]+)?$");
+  if (!so.signal.empty() && !std::regex_match(so.signal, kSignal))
+    throw std::invalid_argument("--signal: '" + so.signal + "' is not [{R|B}:]SIG[@SECONDS]");
+  for (const auto& a : so.sbatch_args)
+    if (a.empty() || a[0] != '-')
+      throw std::invalid_argument("--sbatch-arg: '" + a + "' is not an sbatch option (starts with -)");
+  if (!c.template_file.empty()) {
+    std::ifstream f(c.template_file);
+    if (!f) throw std::invalid_argument("--template: cannot read '" + c.template_file + "'");
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    so.template_text = ss.str();
+  }
+  if (vm.count("node-gpus") && c.node_gpus < 1) throw std::invalid_argument("--node-gpus: must be >= 1");
+  if (vm.count("node-cores") && c.node_cores < 1) throw std::invalid_argument("--node-cores: must be >= 1");
+  if (!fs::exists(s.grid_file)) throw std::invalid_argument(s.grid_file + ": no such grid file");
+  so.gridrun_bin = self_exe();
+  if (so.train_bin.empty()) so.train_bin = default_train_bin();
+
+  slurm::SlurmCli cli;
+  if (s.pack_nodes) {
+    if (vm.count("node-gpus")) so.node_gpus = c.node_gpus;
+    else if (auto g = cli.node_gpus(so.partition)) so.node_gpus = *g;
+    if (vm.count("node-cores")) s.node_cores = c.node_cores;
+  }
+  auto res = slurm::submit(s, cli, std::cout);
+  if (s.dry_run) {
+    for (const auto& a : res.scripts.arrays)
+      std::cout << "==> " << a.script_path << " <==\n" << a.script << "\n";
+    if (!res.scripts.collect_script.empty())
+      std::cout << "==> " << res.scripts.collect_path << " <==\n" << res.scripts.collect_script;
+    std::cout << "gridrun submit: dry run: " << res.scripts.arrays.size() << " array script(s) for "
+              << (res.total_jobs - res.skipped_jobs) << " job(s) written to " << res.run_dir
+              << "/slurm, nothing submitted\n";
+    return 0;
+  }
+  if (res.submitted_jobs > 0)
+    std::cout << "gridrun submit: " << res.submitted_jobs << " job(s) submitted in "
+              << res.array_ids.size() << " array(s), " << res.skipped_jobs
+              << " already completed/queued; watch with: gridrun status " << res.run_dir << "\n";
+  return 0;
+}
+
+int cmd_status(const Args& args) {
+  StatusCli c;
+  po::options_description desc("options", 100);
+  desc.add_options()
+      ("help,h", po::bool_switch(&c.help), "show this help")
+      ("run-dir", po::value<std::string>(&c.run_dir), "the run directory (positional)")
+      ("format", po::value<std::string>(&c.format)->default_value("table"), "table, json or csv");
+  po::positional_options_description pos;
+  pos.add("run-dir", 1);
+  parse(args, desc, pos);
+  if (c.help) {
+    print_help(std::cout, "gridrun status RUN_DIR [--format table|json|csv]",
+               "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
+               "when accounting answers) merged with state.json and the results files on disk.\n"
+               "Works for local runs too (state.json and results files only).",
+               desc);
+    return 0;
+  }
+  if (c.run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
+  slurm::StatusFormat fmt;
+  if (c.format == "table") fmt = slurm::StatusFormat::Table;
+  else if (c.format == "json") fmt = slurm::StatusFormat::Json;
+  else if (c.format == "csv") fmt = slurm::StatusFormat::Csv;
+  else throw std::invalid_argument("--format: '" + c.format + "' is not one of table, json, csv");
+  slurm::SlurmCli cli;
+  auto st = slurm::run_status(c.run_dir, &cli);
+  slurm::print_status(st, fmt, std::cout);
+  return 0;
+}
+
+int cmd_cancel(const Args& args) {
+  CancelCli c;
+  po::options_description desc("options", 100);
+  desc.add_options()
+      ("help,h", po::bool_switch(&c.help), "show this help")
+      ("run-dir", po::value<std::string>(&c.run_dir), "the run directory (positional)")
+      ("wait", po::value<double>(&c.wait_s)->default_value(60),
+       "seconds to wait until squeue no longer lists the cancelled jobs");
+  po::positional_options_description pos;
+  pos.add("run-dir", 1);
+  parse(args, desc, pos);
+  if (c.help) {
+    print_help(std::cout, "gridrun cancel RUN_DIR [--wait S]",
+               "scancel every array and collect job of the run that squeue still lists, then wait\n"
+               "until they are gone. Finished results stay; `gridrun submit` again resumes the rest.",
+               desc);
+    return 0;
+  }
+  if (c.run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
+  if (c.wait_s < 0) throw std::invalid_argument("--wait: must be >= 0");
+  slurm::SlurmCli cli;
+  auto res = slurm::cancel_run(c.run_dir, cli, c.wait_s, std::cout);
+  return res.drained ? 0 : 1;
+}
+
+}  // namespace gridrun::app

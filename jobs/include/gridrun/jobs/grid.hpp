@@ -35,10 +35,13 @@ struct Expansion {
   std::vector<std::string> varying;   // parameter names whose value differs between jobs
   std::vector<std::string> warnings;  // "<file>:<line>:<col>: <key>: ..." (exclude matched nothing, duplicates)
   std::string compare_by;             // `compare: {by: KEY}`; empty when absent
+  std::size_t excluded = 0;           // product jobs dropped by exclude: entries
+  std::size_t duplicates = 0;         // jobs dropped because an identical job came earlier
 };
 
 struct LoadOptions {
   bool allow_empty = false;           // an empty expansion is an error unless set
+  std::size_t max_jobs = 10'000'000;  // a larger product is an error (a typo, not an experiment)
 };
 
 // Throws GridError on any problem (the first one found, in file order).

@@ -29,6 +29,7 @@ struct ParamSpec {
   std::vector<std::string> choices; // for String parameters with a closed set of names; empty = any
   std::optional<double> min;        // inclusive numeric range, where one applies
   std::optional<double> max;
+  bool min_exclusive = false;       // the range is (min, max]: lr and comm_timeout_s must be > 0
 };
 
 // The table, in documentation order.
@@ -95,5 +96,12 @@ Params params_from_json(const std::string& json);
 // `gridrun-train --lr 0.2`). Throws std::invalid_argument naming the key.
 Value parse_value(const ParamSpec& spec, const std::string& text);
 std::string to_string(const Value& v);
+
+// "bool", "integer", "number", "string": the names used in type errors and docs.
+const char* type_name(Type t);
+
+// Seconds in a Slurm-style time limit: "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM",
+// "D-HH:MM:SS"; "" is 0 (no limit). Throws std::invalid_argument on a malformed value.
+std::int64_t time_limit_seconds(const std::string& text);
 
 }  // namespace gridrun::jobs

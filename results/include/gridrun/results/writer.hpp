@@ -9,6 +9,8 @@
 // `<id>.h5.partial` to `<id>.h5`.
 //
 // Only rank 0 writes; other ranks send their per-step figures over the runner's communicator.
+// The full schema is in docs/results.md. Thread-safety: every method may be called from any thread
+// (one internal mutex), so a UtilSampler's sink may call append_util while training appends steps.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,9 @@ struct JobFileInfo {
   int gpus = 0;                                  // devices sampled in /util (0 for cpu jobs)
   std::string gpu_absent_reason;                 // why GPU columns are absent (e.g. "NVML not found")
   std::int64_t resume_from_step = 0;             // > 0 when the job resumed: rows continue
+  // append_* also flush on their own when the last flush is older than this (crash safety without
+  // a timer thread); <= 0 disables the automatic flush.
+  double flush_interval_s = 30.0;
 };
 
 struct StepRow {
@@ -60,12 +65,17 @@ struct UtilRow {
 using Summary = std::map<std::string, double>;
 
 enum class Status { Running, Completed, Failed, Interrupted, TargetReached };
-std::string to_string(Status s);
+std::string to_string(Status s);      // "running", "completed", "failed", "interrupted", "target_reached"
 
 class JobWriter {
  public:
   // Creates `<dir>/<id>.h5.partial` (replacing a stale one unless info.resume_from_step > 0, in
   // which case existing rows are kept and new rows continue after them).
+  // Resume: reopens `<id>.h5.partial` (or a finished `<id>.h5`, renamed back), clearing the flags a
+  // killed writer left; keeps step rows with step < resume_from_step, epoch rows before the epoch
+  // of the first dropped step, and all util rows; sets status back to "running". Throws
+  // std::invalid_argument if the file's ranks/gpus differ from info. No file: starts a fresh one.
+  // Errors: std::runtime_error naming the path and the failing HDF5 call (file:line).
   static std::unique_ptr<JobWriter> create(const std::string& dir, const JobFileInfo& info);
   virtual ~JobWriter() = default;
 
@@ -75,6 +85,10 @@ class JobWriter {
   // Writes buffered rows and flushes the file; called at epoch ends and by a timer (>= every 30 s).
   virtual void flush() = 0;
   // Ends the file: final status, exit reason, end time, summary; renames to `<id>.h5`.
+  // `/summary` holds the figures the writer derives from the file's own rows (derive_summary in
+  // reader.hpp: step_s_p50/p95 after param.timing_warmup_steps, samples_per_s, comm_share, ...)
+  // merged with `summary`, whose entries win (the runner adds e.g. flops_per_s, mfu).
+  // Later calls to any method throw std::logic_error.
   virtual void finish(Status status, const std::string& exit_reason, const Summary& summary) = 0;
   virtual std::string path() const = 0;
 };

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -59,13 +60,40 @@ class RunDir {
   std::string slurm_dir() const;
   std::string state_file() const;
   std::string index_file() const;                          // results.h5
+  std::string grid_copy() const;                           // grid.yaml
+  std::string lock_file() const;                           // lock
+  std::string rankfile(const std::string& id) const;       // jobs/<id>.rankfile (Open MPI binding)
   void create_layout() const;                              // mkdir -p of all folders
 
-  RunState load_state() const;                             // empty state if no file
+  RunState load_state() const;                             // empty state if no file; throws
+                                                           // std::runtime_error naming a corrupt file
   void save_state(const RunState& s) const;                // temp file + rename (atomic)
 
  private:
   std::string root_;
+};
+
+// Exclusive ownership of a run directory for one `gridrun run`: flock() on runs/<name>/lock, which
+// holds the owner's PID. The kernel drops the lock when the process dies, so a crashed run never
+// leaves a stale lock behind; the PID is only there to name the holder.
+class RunLocked : public std::runtime_error {
+ public:
+  RunLocked(const std::string& msg, long pid) : std::runtime_error(msg), pid_(pid) {}
+  long pid() const { return pid_; }
+ private:
+  long pid_;
+};
+
+class RunLock {
+ public:
+  // Throws RunLocked ("... is in use by gridrun PID 1234") when another process holds it.
+  explicit RunLock(const RunDir& dir);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
 };
 
 }  // namespace gridrun::scheduler

@@ -1,0 +1,45 @@
+// Public entry points of grid loading: read the file, parse (grid_parse.cpp), expand
+// (grid_expand.cpp). GridError formats its location once, here.
+#include "gridrun/jobs/grid.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "grid_spec.hpp"
+
+namespace gridrun::jobs {
+
+namespace {
+std::string format_error(const std::string& file, int line, int col, const std::string& key_path,
+                         const std::string& message) {
+  std::string s = file;
+  if (line > 0) s += ":" + std::to_string(line) + ":" + std::to_string(col);
+  s += ": ";
+  if (!key_path.empty()) s += key_path + ": ";
+  return s + message;
+}
+}  // namespace
+
+GridError::GridError(const std::string& file, int line, int col, const std::string& key_path,
+                     const std::string& message)
+    : std::invalid_argument(format_error(file, line, col, key_path, message)),
+      file_(file),
+      key_path_(key_path),
+      message_(message),
+      line_(line),
+      col_(col) {}
+
+Expansion load_grid_string(const std::string& yaml, const std::string& display_name,
+                           const LoadOptions& opts) {
+  return detail::expand_grid(detail::parse_grid(yaml, display_name), opts);
+}
+
+Expansion load_grid(const std::string& path, const LoadOptions& opts) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw GridError(path, 0, 0, "", "cannot open grid file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return load_grid_string(ss.str(), path, opts);
+}
+
+}  // namespace gridrun::jobs

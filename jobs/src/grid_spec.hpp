@@ -1,0 +1,71 @@
+// The parsed, type-checked form of a grid file, between the YAML reader (grid_parse.cpp) and the
+// expander (grid_expand.cpp). Not installed.
+//
+// Why two stages: every per-value problem (unknown key, wrong type, bad choice, out of range) is
+// found while walking the YAML in file order, with its location at hand; the expander then only
+// deals with combinations (gpu rank limits, half precision on cpu, batch divisibility, excludes,
+// duplicates) and refers back to the recorded locations by index.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/params.hpp"
+
+namespace gridrun::jobs::detail {
+
+// Where something was written: 1-based line/column and the key path ("grid.ranks[2]").
+struct Loc {
+  int line = 0;
+  int col = 0;
+  std::string path;
+};
+
+// One parameter value with the index of its Loc in GridSpec::locs.
+struct Setting {
+  int param = -1;
+  Value value;
+  int loc = -1;
+};
+
+// One axis of the cartesian product: a grid key (one param), the zip group (several params
+// varying together) or the seeds. points[i] holds the settings of the axis' i-th position.
+struct Axis {
+  std::vector<int> params;
+  std::vector<std::vector<Setting>> points;
+};
+
+struct ExcludeEntry {
+  std::vector<std::pair<int, std::vector<Value>>> match;  // param -> any of these values
+  int loc = -1;
+};
+
+struct IncludeEntry {
+  std::vector<Setting> settings;
+  int loc = -1;
+};
+
+struct GridSpec {
+  std::string file;
+  std::string name;
+  std::vector<Loc> locs;
+  int root_loc = -1;                 // the whole document, for problems with no better location
+  int product_loc = -1;              // `grid:` (else `zip:`, `seeds:`): where product jobs come from
+  std::vector<Setting> defaults;
+  std::vector<Axis> axes;            // grid keys in file order, then the zip group
+  bool has_seeds = false;
+  Axis seeds;
+  bool has_product = false;          // grid: or zip: given, or no include: (a single default job)
+  std::vector<ExcludeEntry> excludes;
+  std::vector<IncludeEntry> includes;
+  std::string compare_by;
+
+  [[noreturn]] void fail(int loc, const std::string& message) const;
+  std::string warning(int loc, const std::string& message) const;
+};
+
+GridSpec parse_grid(const std::string& yaml_text, const std::string& file);
+Expansion expand_grid(const GridSpec& spec, const LoadOptions& opts);
+
+}  // namespace gridrun::jobs::detail

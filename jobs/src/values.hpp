@@ -1,0 +1,30 @@
+// Conversions between scalar text and typed parameter values, shared by the grid loader, the job
+// file reader and CLI overrides (not installed). Why shared: a value must be accepted or refused
+// identically whether it comes from a grid, a job file or `gridrun-train --lr`.
+#pragma once
+
+#include <string>
+
+#include "gridrun/jobs/params.hpp"
+
+namespace YAML {
+class Node;
+}
+
+namespace gridrun::jobs::detail {
+
+// Text -> Value of the spec's type. On failure returns false and sets `err` to a message such as
+// "expected an integer, got 'abc'".
+bool text_to_value(const ParamSpec& spec, const std::string& text, Value& out, std::string& err);
+
+// Checks choices and range. Returns "" when fine, else a message such as
+// "0 is out of range (must be > 0)" or "unknown model 'resnet'; did you mean 'resnet18'?".
+std::string check_value(const ParamSpec& spec, const Value& v);
+
+// A JSON object node (already parsed) -> complete Params; throws std::runtime_error naming the key.
+Params params_from_node(const YAML::Node& node);
+
+// Index of a parameter in param_table(), or -1.
+int param_index(const std::string& name);
+
+}  // namespace gridrun::jobs::detail

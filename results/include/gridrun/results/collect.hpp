@@ -1,0 +1,50 @@
+// The run index: `gridrun collect RUN_DIR` -> RUN_DIR/results.h5.
+//
+// Why an index file: users open one file to get a one-row-per-job table (ids, parameters, status,
+// summary figures) and reach every job's full data through HDF5 external links, without copying
+// data; `gridrun report` reads either the index or the job files directly. Layout in
+// docs/results.md ("Run index").
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gridrun/results/reader.hpp"
+
+namespace gridrun::results {
+
+// One row of /jobs: what report and collect need from a job file.
+struct JobRecord {
+  std::string id, status, exit_reason, file;      // file: relative to the run dir
+  std::map<std::string, ParamValue> params;
+  Summary summary;                                // /summary, or derived from rows if unfinished
+};
+
+JobRecord record_of(const JobData& job, const std::string& relative_file);
+
+// Job files of RUN_DIR/results (`<id>.h5`, else `<id>.h5.partial`), sorted by id. Unreadable ones
+// and job ids listed in RUN_DIR/jobs/*.json without any results file are appended to `skipped`
+// as "<path>: <reason>" and left out.
+std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped);
+
+// Reads the /jobs table of a results.h5 written by collect(). Throws std::runtime_error.
+std::vector<JobRecord> read_index(const std::string& results_h5);
+
+struct CollectOptions {
+  std::string run_dir;
+  bool quiet = false;                              // no progress lines on `log`
+};
+
+struct CollectResult {
+  std::string index_path;
+  std::size_t jobs = 0;
+  std::vector<std::string> skipped;                // "<path>: <reason>"
+};
+
+// Writes RUN_DIR/results.h5 atomically (temporary file + rename); running it again rebuilds it.
+// Skipped files are named on `log`. Throws std::invalid_argument if RUN_DIR has no results/ folder.
+CollectResult collect(const CollectOptions& opts, std::ostream& log);
+
+}  // namespace gridrun::results

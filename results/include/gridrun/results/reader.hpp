@@ -1,0 +1,78 @@
+// Reading per-job results files: used by `gridrun collect`/`report`, by tests, and by the scheduler
+// to learn whether a job already finished (job_status).
+//
+// Why a dedicated reader: a job file may be finished (`<id>.h5`), being written right now by a
+// SWMR writer, or left behind by a writer that was killed (`<id>.h5.partial` with the superblock's
+// "open for writing" flags still set). read_job copes with all three without touching the
+// original: plain open, else SWMR-read open, else a private copy with the flags cleared (what
+// `h5clear -s` does). Tables are cut to the committed-rows counter so half-written rows of a
+// crashed writer are never returned.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "gridrun/results/writer.hpp"
+
+namespace gridrun::results {
+
+// A root attribute or a parameter value (JSON booleans become `bool`).
+using AttrValue = std::variant<std::int64_t, double, std::string>;
+using ParamValue = std::variant<bool, std::int64_t, double, std::string>;
+std::string to_string(const ParamValue& v);
+
+// [rows x cols] row-major matrix (e.g. /steps/rank_step_s).
+struct Matrix {
+  std::size_t rows = 0, cols = 0;
+  std::vector<double> data;
+  double at(std::size_t r, std::size_t c) const { return data[r * cols + c]; }
+};
+
+// One of /steps, /epochs, /util: equal-length numeric columns (integers as doubles).
+struct TableData {
+  std::size_t rows = 0;                          // committed rows
+  std::map<std::string, std::vector<double>> columns;
+  std::map<std::string, Matrix> matrices;
+  const std::vector<double>* column(const std::string& name) const;
+};
+
+struct JobData {
+  std::string path;
+  bool partial = false;                          // file name ends in .partial
+  std::map<std::string, AttrValue> attrs;        // root attributes
+  std::map<std::string, ParamValue> params;      // parsed from the `params` JSON attribute
+  std::string id, run, status, exit_reason, start_time, end_time;
+  int schema_version = 0;
+  TableData steps, epochs, util;
+  std::string gpu_absent_reason;                 // /util attribute when no GPU columns
+  Summary summary;                               // /summary (empty while running)
+
+  std::string attr_string(const std::string& name, const std::string& fallback = "") const;
+  double attr_number(const std::string& name, double fallback) const;  // NaN-friendly
+};
+
+struct ReadOptions {
+  bool tables = true;                            // false: attributes and /summary only (fast)
+};
+
+// Reads a job file (.h5 or .h5.partial, live or left by a dead writer). Throws std::runtime_error
+// naming the path when it is missing, not HDF5, or not a gridrun job file.
+JobData read_job(const std::string& path, const ReadOptions& opts = {});
+
+// The `status` attribute of a job file ("running", "completed", "failed", "interrupted",
+// "target_reached"), or "" when the file is missing or unreadable. Never throws.
+std::string job_status(const std::string& path);
+
+// Parses a flat JSON object of scalars (the `params` attribute). Throws std::runtime_error.
+std::map<std::string, ParamValue> parse_params_json(const std::string& json);
+
+// Figures derived from a job's rows (see docs/results.md, "/summary"): step-time percentiles after
+// `timing_warmup_steps`, throughput, comm shares, time/epochs to target, peak memory, utilization,
+// power and energy. The writer stores these at finish(); entries of the Summary passed to
+// finish() override or extend them.
+Summary derive_summary(const JobData& job);
+
+}  // namespace gridrun::results

@@ -1,0 +1,60 @@
+// `gridrun report`: the analysis tables users read after a run (per job, scaling over ranks,
+// GPU vs CPU, convergence, one-large vs several-small phases), as text, markdown, CSV or JSON.
+//
+// Why tables are built as data first (Table/Cell) and rendered last: the same numbers go to
+// people (aligned text wrapped to the terminal width, "mean ±95% CI" cells) and to programs
+// (CSV/JSON with the interval in its own `<column>_ci95` column), and golden tests compare both.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gridrun/results/collect.hpp"
+
+namespace gridrun::results {
+
+struct Cell {
+  std::string text;                                     // as shown in table/markdown
+  double value = std::numeric_limits<double>::quiet_NaN();  // numeric cells: for csv/json
+  double ci95 = std::numeric_limits<double>::quiet_NaN();   // half-width of the 95% interval
+  bool numeric = false;
+};
+
+struct Table {
+  std::string title;
+  std::vector<std::string> columns;
+  std::vector<std::vector<Cell>> rows;
+  std::vector<std::string> notes;                        // printed under the table
+};
+
+struct ReportOptions {
+  std::string input;                                     // RUN_DIR or a results.h5
+  std::string format = "table";                          // table | markdown | csv | json
+  std::string group_by;                                  // parameter name, or ""
+  std::vector<std::pair<std::string, std::string>> filters;  // key=value, all must match
+  int width = 100;                                       // text/markdown wrap width
+};
+
+// One phase of a one-large vs several-small comparison, as the scheduler writes it in state.json.
+struct Phase {
+  std::string name;
+  double makespan_s = std::nan(""), samples_per_s = std::nan(""), util_mean = std::nan("");
+  std::vector<std::string> jobs;
+};
+// "phases" of RUN_DIR/state.json; empty if the file or the key is absent. Throws on bad JSON.
+std::vector<Phase> read_phases(const std::string& state_json);
+
+// Validates filters/group-by against the records (std::invalid_argument naming the flag).
+std::vector<Table> build_tables(const std::vector<JobRecord>& jobs, const std::vector<Phase>& phases,
+                                const ReportOptions& opts);
+void render(const std::vector<Table>& tables, const ReportOptions& opts, std::ostream& out);
+
+// Loads records (index file, else job files), builds and renders. Skipped files go to `log`.
+void write_report(const ReportOptions& opts, std::ostream& out, std::ostream& log);
+
+}  // namespace gridrun::results

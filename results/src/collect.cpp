@@ -1,0 +1,265 @@
+// `gridrun collect`: job files -> RUN_DIR/results.h5 (/jobs table + /links external links), and
+// the inverse (read_index) used by `gridrun report`.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include "gridrun/results/collect.hpp"
+#include "h5.hpp"
+#include "internal.hpp"
+
+namespace gridrun::results {
+
+namespace fs = std::filesystem;
+using h5::Id;
+
+JobRecord record_of(const JobData& job, const std::string& relative_file) {
+  JobRecord r;
+  r.id = job.id;
+  r.status = job.status;
+  r.exit_reason = job.exit_reason;
+  r.file = relative_file;
+  r.params = job.params;
+  // A finished file carries its summary; a running or killed one gets it derived from its rows.
+  r.summary = job.summary.empty() ? derive_summary(job) : job.summary;
+  return r;
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string iso_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+enum class Kind { Bool, Int, Float, String };
+
+// The one type a parameter column can take across jobs (ints widen to float if any is missing).
+Kind column_kind(const std::vector<JobRecord>& jobs, const std::string& key) {
+  bool any_str = false, any_float = false, any_int = false, any_bool = false, missing = false;
+  for (const auto& j : jobs) {
+    auto it = j.params.find(key);
+    if (it == j.params.end()) { missing = true; continue; }
+    if (std::holds_alternative<std::string>(it->second)) any_str = true;
+    else if (std::holds_alternative<double>(it->second)) any_float = true;
+    else if (std::holds_alternative<std::int64_t>(it->second)) any_int = true;
+    else any_bool = true;
+  }
+  if (any_str) return Kind::String;
+  if (any_float || missing) return Kind::Float;
+  if (any_int) return Kind::Int;
+  return any_bool ? Kind::Bool : Kind::String;
+}
+
+double as_double(const ParamValue& v) {
+  if (auto* b = std::get_if<bool>(&v)) return *b ? 1 : 0;
+  if (auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&v)) return *d;
+  return std::nan("");
+}
+
+void write_index(const std::string& path, const std::string& run_dir, const std::vector<JobRecord>& jobs) {
+  Id file = H5_OWN(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  h5::write_attr(file, "run", fs::path(run_dir).lexically_normal().filename().string().empty()
+                                  ? fs::absolute(run_dir).lexically_normal().parent_path().filename().string()
+                                  : fs::path(run_dir).lexically_normal().filename().string());
+  h5::write_attr(file, "schema_version", static_cast<std::int64_t>(kSchemaVersion));
+  h5::write_attr(file, "gridrun_version", std::string(GRIDRUN_VERSION));
+  h5::write_attr(file, "created", iso_now());
+  h5::write_attr(file, "jobs", static_cast<std::int64_t>(jobs.size()));
+
+  Id g = H5_OWN(H5Gcreate2(file, "jobs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  std::vector<std::string> ids, status, reason, files;
+  std::set<std::string> param_keys, summary_keys;
+  for (const auto& j : jobs) {
+    ids.push_back(j.id);
+    status.push_back(j.status);
+    reason.push_back(j.exit_reason);
+    files.push_back(j.file);
+    for (const auto& [k, v] : j.params) param_keys.insert(k);
+    for (const auto& [k, v] : j.summary) summary_keys.insert(k);
+  }
+  h5::write_strings(g, "id", ids);
+  h5::write_strings(g, "status", status);
+  h5::write_strings(g, "exit_reason", reason);
+  h5::write_strings(g, "file", files);
+
+  Id pg = H5_OWN(H5Gcreate2(g, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  for (const auto& key : param_keys) {
+    Kind kind = column_kind(jobs, key);
+    if (kind == Kind::String) {
+      std::vector<std::string> col;
+      for (const auto& j : jobs) {
+        auto it = j.params.find(key);
+        col.push_back(it == j.params.end() ? "" : to_string(it->second));
+      }
+      h5::write_strings(pg, key, col);
+    } else if (kind == Kind::Float) {
+      std::vector<double> col;
+      for (const auto& j : jobs) {
+        auto it = j.params.find(key);
+        col.push_back(it == j.params.end() ? std::nan("") : as_double(it->second));
+      }
+      h5::write_doubles(pg, key, col);
+    } else {
+      std::vector<std::int64_t> col;
+      for (const auto& j : jobs) col.push_back(static_cast<std::int64_t>(as_double(j.params.at(key))));
+      h5::write_int64s(pg, key, col);
+      if (kind == Kind::Bool) {
+        Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);
+        h5::write_attr(ds, "type", std::string("bool"));
+      }
+    }
+  }
+  Id sg = H5_OWN(H5Gcreate2(g, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  for (const auto& key : summary_keys) {
+    std::vector<double> col;
+    for (const auto& j : jobs) {
+      auto it = j.summary.find(key);
+      col.push_back(it == j.summary.end() ? std::nan("") : it->second);
+    }
+    h5::write_doubles(sg, key, col);
+  }
+  // External links resolve relative to the index file's folder, so the run dir can be moved.
+  Id lg = H5_OWN(H5Gcreate2(file, "links", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  for (const auto& j : jobs)
+    H5_CHECK(H5Lcreate_external(j.file.c_str(), "/", lg, j.id.c_str(), H5P_DEFAULT, H5P_DEFAULT));
+  lg.reset();
+  sg.reset();
+  pg.reset();
+  g.reset();
+  file.close_checked(__FILE__, __LINE__);
+}
+
+}  // namespace
+
+std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped) {
+  fs::path results = fs::path(run_dir) / "results";
+  std::map<std::string, fs::path> by_id;  // id -> chosen file (.h5 wins over .partial)
+  std::error_code ec;
+  if (fs::is_directory(results, ec)) {
+    for (const auto& e : fs::directory_iterator(results)) {
+      std::string name = e.path().filename().string();
+      std::string id;
+      if (ends_with(name, ".h5.partial")) id = name.substr(0, name.size() - 11);
+      else if (ends_with(name, ".h5")) id = name.substr(0, name.size() - 3);
+      else continue;
+      auto it = by_id.find(id);
+      if (it == by_id.end() || ends_with(it->second.string(), ".partial")) by_id[id] = e.path();
+    }
+  }
+  // Jobs planned in jobs/*.json but without any results file: named, not fatal.
+  fs::path jobs_dir = fs::path(run_dir) / "jobs";
+  if (fs::is_directory(jobs_dir, ec)) {
+    std::vector<std::string> missing;
+    for (const auto& e : fs::directory_iterator(jobs_dir)) {
+      if (e.path().extension() != ".json") continue;
+      std::string id = e.path().stem().string();
+      if (!by_id.count(id)) missing.push_back((results / (id + ".h5")).string() + ": missing (job has no results file)");
+    }
+    std::sort(missing.begin(), missing.end());
+    skipped.insert(skipped.end(), missing.begin(), missing.end());
+  }
+  std::vector<JobRecord> out;
+  for (const auto& [id, path] : by_id) {
+    try {
+      JobData job = read_job(path.string());
+      out.push_back(record_of(job, "results/" + path.filename().string()));
+    } catch (const std::exception& e) {
+      // read_job's message starts with the path already.
+      skipped.push_back(e.what());
+    }
+  }
+  return out;
+}
+
+std::vector<JobRecord> read_index(const std::string& results_h5) {
+  h5::Quiet quiet;
+  try {
+    if (!fs::exists(results_h5)) throw std::runtime_error("no such file");
+    Id file = H5_OWN(H5Fopen(results_h5.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!h5::exists(file, "jobs/id")) throw std::runtime_error("not a gridrun results.h5 (no /jobs/id)");
+    Id g = H5_OWN(H5Gopen2(file, "jobs", H5P_DEFAULT), H5Gclose);
+    auto strings = [&](const char* n) {
+      Id ds = H5_OWN(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose);
+      return h5::read_strings(ds);
+    };
+    std::vector<std::string> ids = strings("id"), status = strings("status"), reason = strings("exit_reason"),
+                             files = strings("file");
+    std::vector<JobRecord> out(ids.size());
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      out[k].id = ids[k];
+      out[k].status = k < status.size() ? status[k] : "";
+      out[k].exit_reason = k < reason.size() ? reason[k] : "";
+      out[k].file = k < files.size() ? files[k] : "";
+    }
+    Id pg = H5_OWN(H5Gopen2(g, "params", H5P_DEFAULT), H5Gclose);
+    for (const auto& key : h5::list_group(pg)) {
+      Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);
+      Id type = H5_OWN(H5Dget_type(ds), H5Tclose);
+      H5T_class_t cls = H5Tget_class(type);
+      if (cls == H5T_STRING) {
+        auto v = h5::read_strings(ds);
+        for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) out[k].params[key] = v[k];
+      } else {
+        bool is_bool = h5::has_attr(ds, "type");
+        auto v = h5::read_doubles(ds, out.size());
+        for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) {
+          if (std::isnan(v[k])) continue;
+          if (is_bool) out[k].params[key] = v[k] != 0;
+          else if (cls == H5T_INTEGER) out[k].params[key] = static_cast<std::int64_t>(v[k]);
+          else out[k].params[key] = v[k];
+        }
+      }
+    }
+    Id sg = H5_OWN(H5Gopen2(g, "summary", H5P_DEFAULT), H5Gclose);
+    for (const auto& key : h5::list_group(sg)) {
+      Id ds = H5_OWN(H5Dopen2(sg, key.c_str(), H5P_DEFAULT), H5Dclose);
+      auto v = h5::read_doubles(ds, out.size());
+      for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) out[k].summary[key] = v[k];
+    }
+    return out;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(results_h5 + ": " + e.what());
+  }
+}
+
+CollectResult collect(const CollectOptions& opts, std::ostream& log) {
+  fs::path run = opts.run_dir;
+  if (!fs::is_directory(run / "results"))
+    throw std::invalid_argument(opts.run_dir + ": not a run directory (no results/ folder)");
+  CollectResult res;
+  res.index_path = (run / "results.h5").string();
+  std::vector<JobRecord> jobs = scan_run_dir(opts.run_dir, res.skipped);
+  for (const auto& s : res.skipped) log << "collect: skipped " << s << "\n";
+  std::string tmp = res.index_path + ".tmp-" + std::to_string(getpid());
+  h5::Quiet quiet;
+  try {
+    write_index(tmp, opts.run_dir, jobs);
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw std::runtime_error(tmp + ": " + e.what());
+  }
+  fs::rename(tmp, res.index_path);
+  res.jobs = jobs.size();
+  if (!opts.quiet)
+    log << "collect: indexed " << res.jobs << " job(s) into " << res.index_path
+        << (res.skipped.empty() ? "" : " (" + std::to_string(res.skipped.size()) + " skipped)") << "\n";
+  return res;
+}
+
+}  // namespace gridrun::results

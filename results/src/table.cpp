@@ -1,0 +1,201 @@
+// Rendering report tables: aligned text and markdown wrapped to a width (column blocks that
+// repeat the first column), CSV sections and JSON for programs. See report.hpp for why.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "gridrun/results/report.hpp"
+#include "internal.hpp"
+
+namespace gridrun::results {
+
+namespace {
+
+std::string number(double v) {
+  if (std::isnan(v)) return "null";
+  if (std::isinf(v)) return v > 0 ? "1e308" : "-1e308";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Splits column indices 1..n-1 into blocks that fit `width` together with column 0.
+std::vector<std::vector<std::size_t>> blocks(const std::vector<std::size_t>& widths, int width, int sep) {
+  std::vector<std::vector<std::size_t>> out;
+  std::vector<std::size_t> cur = {0};
+  int used = static_cast<int>(widths[0]);
+  for (std::size_t c = 1; c < widths.size(); ++c) {
+    int w = static_cast<int>(widths[c]) + sep;
+    if (cur.size() > 1 && used + w > width) {
+      out.push_back(cur);
+      cur = {0};
+      used = static_cast<int>(widths[0]);
+    }
+    cur.push_back(c);
+    used += w;
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::size_t display_width(const std::string& s);
+
+// Word-wraps a note to lines of at most `width` display columns.
+std::vector<std::string> wrap(const std::string& text, std::size_t width) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string word, line;
+  while (in >> word) {
+    if (!line.empty() && display_width(line) + 1 + display_width(word) > width) {
+      lines.push_back(line);
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+std::size_t display_width(const std::string& s) {
+  // UTF-8: count code points, not bytes ("±" is two bytes, one column).
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string pad(const std::string& s, std::size_t w, bool right) {
+  std::size_t d = display_width(s);
+  if (d >= w) return s;
+  return right ? std::string(w - d, ' ') + s : s + std::string(w - d, ' ');
+}
+
+void render_text(const Table& t, int width, bool markdown, std::ostream& out) {
+  std::size_t n = t.columns.size();
+  std::vector<std::size_t> w(n);
+  std::vector<bool> right(n, true);
+  for (std::size_t c = 0; c < n; ++c) {
+    w[c] = display_width(t.columns[c]);
+    bool all_num = !t.rows.empty();
+    for (const auto& r : t.rows) {
+      w[c] = std::max(w[c], display_width(r[c].text));
+      if (!r[c].numeric && r[c].text != "-") all_num = false;
+    }
+    right[c] = all_num;
+  }
+  int sep = markdown ? 3 : 2;
+  auto bl = blocks(w, width - (markdown ? 4 : 0), sep);
+  std::string title = t.title + (bl.size() > 1 ? " (" + std::to_string(bl.size()) + " parts)" : "");
+  out << (markdown ? "### " : "") << title << "\n";
+  if (!markdown) out << std::string(std::min<std::size_t>(display_width(title), width), '=') << "\n";
+  else out << "\n";
+  for (std::size_t b = 0; b < bl.size(); ++b) {
+    const auto& cols = bl[b];
+    if (b > 0) out << "\n";
+    auto line = [&](auto cell_text) {
+      std::string s = markdown ? "| " : "";
+      for (std::size_t k = 0; k < cols.size(); ++k) {
+        std::size_t c = cols[k];
+        if (k) s += markdown ? " | " : "  ";
+        s += pad(cell_text(c), w[c], right[c]);
+      }
+      if (markdown) s += " |";
+      else while (!s.empty() && s.back() == ' ') s.pop_back();
+      out << s << "\n";
+    };
+    line([&](std::size_t c) { return t.columns[c]; });
+    if (markdown) {
+      std::string s = "|";
+      for (std::size_t c : cols) s += " " + std::string(w[c] - 1, '-') + (right[c] ? ":" : "-") + " |";
+      out << s << "\n";
+    } else {
+      line([&](std::size_t c) { return std::string(w[c], '-'); });
+    }
+    for (const auto& r : t.rows) line([&](std::size_t c) { return r[c].text; });
+  }
+  if (!t.notes.empty()) out << (markdown ? "\n" : "");
+  for (const auto& note : t.notes) {
+    std::string text = markdown ? "_" + note + "_" : note;
+    for (const auto& l : wrap(text, static_cast<std::size_t>(width) - 2)) out << (markdown ? "" : "  ") << l << "\n";
+  }
+  out << "\n";
+}
+
+// Machine formats: a numeric column with intervals gets a `<name>_ci95` column after it.
+std::vector<std::pair<std::string, int>> machine_columns(const Table& t) {
+  std::vector<std::pair<std::string, int>> cols;  // name, (column index << 1) | is_ci
+  for (std::size_t c = 0; c < t.columns.size(); ++c) {
+    cols.emplace_back(t.columns[c], static_cast<int>(c << 1));
+    bool has_ci = false;
+    for (const auto& r : t.rows) has_ci |= !std::isnan(r[c].ci95);
+    if (has_ci) cols.emplace_back(t.columns[c] + "_ci95", static_cast<int>((c << 1) | 1));
+  }
+  return cols;
+}
+
+std::string machine_value(const Cell& cell, bool ci, bool json) {
+  if (ci) return json ? number(cell.ci95) : (std::isnan(cell.ci95) ? "" : number(cell.ci95));
+  if (cell.numeric) return json ? number(cell.value) : (std::isnan(cell.value) ? "" : number(cell.value));
+  return json ? "\"" + detail::json_escape(cell.text) + "\"" : csv_field(cell.text);
+}
+
+}  // namespace
+
+void render(const std::vector<Table>& tables, const ReportOptions& opts, std::ostream& out) {
+  if (opts.format == "table" || opts.format == "markdown") {
+    for (const auto& t : tables) render_text(t, opts.width, opts.format == "markdown", out);
+    return;
+  }
+  if (opts.format == "csv") {
+    bool first = true;
+    for (const auto& t : tables) {
+      if (!first) out << "\n";
+      first = false;
+      out << "# " << t.title << "\n";
+      auto cols = machine_columns(t);
+      for (std::size_t k = 0; k < cols.size(); ++k) out << (k ? "," : "") << csv_field(cols[k].first);
+      out << "\n";
+      for (const auto& r : t.rows) {
+        for (std::size_t k = 0; k < cols.size(); ++k)
+          out << (k ? "," : "") << machine_value(r[cols[k].second >> 1], cols[k].second & 1, false);
+        out << "\n";
+      }
+    }
+    return;
+  }
+  // json
+  out << "{\"tables\": [";
+  for (std::size_t ti = 0; ti < tables.size(); ++ti) {
+    const Table& t = tables[ti];
+    auto cols = machine_columns(t);
+    out << (ti ? ",\n " : "\n ") << "{\"title\": \"" << detail::json_escape(t.title) << "\", \"columns\": [";
+    for (std::size_t k = 0; k < cols.size(); ++k)
+      out << (k ? ", " : "") << "\"" << detail::json_escape(cols[k].first) << "\"";
+    out << "],\n  \"rows\": [";
+    for (std::size_t ri = 0; ri < t.rows.size(); ++ri) {
+      out << (ri ? ",\n   " : "\n   ") << "{";
+      for (std::size_t k = 0; k < cols.size(); ++k)
+        out << (k ? ", " : "") << "\"" << detail::json_escape(cols[k].first)
+            << "\": " << machine_value(t.rows[ri][cols[k].second >> 1], cols[k].second & 1, true);
+      out << "}";
+    }
+    out << "],\n  \"notes\": [";
+    for (std::size_t k = 0; k < t.notes.size(); ++k)
+      out << (k ? ", " : "") << "\"" << detail::json_escape(t.notes[k]) << "\"";
+    out << "]}";
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace gridrun::results

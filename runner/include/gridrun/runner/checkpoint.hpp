@@ -1,0 +1,49 @@
+// Checkpoints: everything needed to continue a run bit-for-bit on the same number of ranks.
+//
+// Layout under the checkpoint dir:  ckpt-<global step>/state.pt   model, optimizer, TrainState
+//                                   ckpt-<global step>/rng-<rank>.pt   each rank's RNG state(s)
+// A checkpoint is written into `ckpt-<step>.tmp/`, all ranks meet at a barrier, then rank 0 renames
+// the folder (atomic on POSIX file systems) and deletes older checkpoints; a reader only ever sees
+// complete checkpoints. The learning-rate schedule is a function of the step, so it needs no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gridrun/runner/communicator.hpp"
+#include "gridrun/runner/model.hpp"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace gridrun::runner {
+
+// The loop's position and running figures, saved with every checkpoint.
+struct TrainState {
+  std::int64_t epoch = 0;          // 0-based epoch in progress
+  std::int64_t step_in_epoch = 0;  // steps of `epoch` already done
+  std::int64_t global_step = 0;    // steps done in total
+  double wall_s = 0;               // training wall time spent before this process started
+  double epoch_loss_sum = 0, epoch_correct = 0, epoch_count = 0, epoch_s = 0;
+  double best_test_acc = -1;
+  std::int64_t world = 1;
+  double loss_scale = 65536.0;     // fp16 dynamic loss scale
+};
+
+class Checkpointer {
+ public:
+  Checkpointer(std::string dir, Communicator& comm);
+  // Collective: every rank calls it at the same step.
+  void save(Model& model, torch::optim::Optimizer& opt, const TrainState& st);
+  // Loads the newest complete checkpoint, if any (returns false when there is none). Throws
+  // BadInput when it was written by a different number of ranks.
+  bool load(Model& model, torch::optim::Optimizer& opt, TrainState& st);
+  std::string latest() const;  // path of the newest complete checkpoint folder, "" if none
+
+ private:
+  std::string dir_;
+  Communicator& comm_;
+};
+
+}  // namespace gridrun::runner

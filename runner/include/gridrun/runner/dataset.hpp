@@ -1,0 +1,65 @@
+// Data sets, chosen by name. A Dataset is an in-memory split that returns ready-to-use batches for
+// given sample indices; readers validate files fully at load, so a bad file fails the job at start
+// (BadInput, exit 2) naming the file and the expected format, never in the middle of an epoch.
+//
+//   synthetic  images 3x32x32 (or token ids for text models), 10 classes, labels from a fixed
+//              random teacher; generated in memory from a fixed data seed (same data for every job)
+//   cifar10    official binary version: data_batch_1..5.bin, test_batch.bin (1 label + 3072 bytes)
+//   mnist      idx files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-* (raw or .gz)
+//   text       train.tsv, test.tsv: one `label<TAB>text` per line; byte tokenizer (docs/runner.md)
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gridrun::runner {
+
+struct Batch {
+  at::Tensor x;  // float [N, C, H, W] (normalised) or int64 [N, seq_len]
+  at::Tensor y;  // int64 [N]
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::int64_t size() const = 0;
+  virtual Batch get(const std::vector<std::int64_t>& indices) const = 0;
+};
+
+// What the model needs to know about the input (mirrors ModelSpec's fields).
+struct InputInfo {
+  std::int64_t channels = 3, height = 32, width = 32;  // channels = 0 for token inputs
+  std::int64_t num_classes = 10;
+  std::int64_t vocab = 257, seq_len = 128;
+};
+
+struct DataSplits {
+  std::shared_ptr<Dataset> train, test;
+  InputInfo input;
+};
+
+struct DatasetOptions {
+  std::string name = "synthetic";
+  std::string data_dir;
+  std::int64_t train_samples = 0;  // 0 = whole split (synthetic: 4096)
+  std::int64_t test_samples = 0;   // 0 = whole split (synthetic: 1024)
+  bool tokens = false;             // the model takes token ids (synthetic then makes text)
+};
+
+// Throws BadInput for an unknown name or a missing/malformed file.
+DataSplits make_dataset(const DatasetOptions& o);
+const std::vector<std::string>& dataset_names();
+
+// The text format's tokenizer (exposed for tests): whitespace runs collapse to one space, each
+// byte b becomes token b + 1, 0 pads; truncated/padded to seq_len.
+std::vector<std::int64_t> tokenize(const std::string& text, std::int64_t seq_len);
+
+inline constexpr std::int64_t kTextSeqLen = 128;
+inline constexpr std::int64_t kSyntheticSeqLen = 64;
+inline constexpr std::uint64_t kSyntheticDataSeed = 20240601;
+
+}  // namespace gridrun::runner

@@ -1,0 +1,44 @@
+// Models, chosen by name. Every model is a torch::nn::Module that also knows its own cost: the
+// parameter count and the analytic forward FLOPs per sample, which the results file turns into
+// achieved FLOP/s (and MFU on GPUs).
+//
+// FLOP convention: one multiply-add = 2 FLOPs; counted for convolutions, linear layers and the
+// attention matrix products; biases, normalisation, activations, pooling and softmax are left out
+// (they are < 1 % for these models). Training FLOPs per sample are taken as 3x forward.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gridrun::runner {
+
+// What the data set tells the model about its input.
+struct ModelSpec {
+  std::string name;
+  std::int64_t channels = 3, height = 32, width = 32;  // image inputs
+  std::int64_t num_classes = 10;
+  std::int64_t vocab = 257, seq_len = 128;               // token inputs (text)
+};
+
+class Model : public torch::nn::Module {
+ public:
+  // Images: [N, C, H, W] float; text: [N, seq_len] int64 token ids. Returns logits [N, classes].
+  virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+  virtual double flops_per_sample() const = 0;
+  std::int64_t parameter_count() const;
+  // Bytes of parameters (weights read once per forward; a lower bound of memory traffic).
+  std::int64_t parameter_bytes() const;
+};
+
+// Throws BadInput naming the model and the known names for an unknown name, or when the model
+// cannot take the data set's input (e.g. transformer on images).
+std::shared_ptr<Model> make_model(const ModelSpec& spec);
+const std::vector<std::string>& model_names();
+// True for models that take token ids rather than images.
+bool is_text_model(const std::string& name);
+
+}  // namespace gridrun::runner

@@ -1,0 +1,53 @@
+// Every option of gridrun-train, in one struct filled by Boost.Program_options in options.cpp.
+//
+// Why the job parameters are flags too: a job normally comes from a job file written by the planner
+// (`--job runs/x/jobs/<id>.json`), but a user debugging a model wants `gridrun-train --model mlp
+// --epochs 1` without a grid. One flag per row of jobs::param_table() is generated, so a new
+// parameter is a flag without touching this file. Overrides on top of a job file change the job id
+// (the id always equals job_id(params) of what actually ran).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "gridrun/jobs/params.hpp"
+
+namespace gridrun::runner {
+
+struct RunnerOptions {
+  std::string job_file;        // --job; empty: parameters from defaults + flags, run "manual"
+  std::string out_dir;         // --out: results directory (writer makes <out>/<id>.h5.partial)
+  std::string checkpoint_dir;  // --checkpoint-dir; default <out>/../checkpoints/<id>
+  bool resume = false;         // --resume: continue from the latest checkpoint if one exists
+  std::int64_t log_every = 10; // --log-every: progress line + per-rank timing gather period (steps)
+  double util_hz = 10.0;       // --util-hz: utilisation sampling rate (0 = off)
+  std::string dump_params;     // --dump-params FILE: final parameters as raw float32 (rank 0)
+  bool quiet = false;          // --quiet: no progress lines
+  // Hidden test hooks (documented in docs/runner.md, not in --help):
+  std::int64_t stop_after_step = 0;  // raise SIGTERM in-process after this global step
+  std::int64_t fail_at_step = 0;     // throw on rank `fail_rank` after this global step
+  std::int64_t hang_at_step = 0;     // rank `fail_rank` stops taking part in collectives
+  std::int64_t fail_rank = 1;
+
+  // The job: resolved parameters, typed view, identity and launcher facts.
+  jobs::Params params;
+  jobs::JobParams job;
+  std::string id;
+  std::string run = "manual";
+  std::map<std::string, std::string> meta;
+};
+
+// Parses argv; prints --help and returns std::nullopt-equivalent `help_shown = true`.
+struct ParseResult {
+  RunnerOptions options;
+  bool help_shown = false;
+};
+// Throws BadInput naming the flag (or the job file and key) on any bad value.
+ParseResult parse_options(int argc, const char* const* argv);
+
+// Cross-parameter checks done right after parsing (e.g. epochs=0 needs max_steps, half precision
+// needs a GPU). Throws BadInput naming the parameter.
+void validate(const RunnerOptions& o);
+
+}  // namespace gridrun::runner

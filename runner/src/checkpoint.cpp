@@ -1,0 +1,144 @@
+// Checkpoint save/load (see checkpoint.hpp for the layout and the atomicity argument).
+#include "gridrun/runner/checkpoint.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/optim/optimizer.h>
+#include <torch/serialize.h>
+#ifdef GRIDRUN_HAVE_NCCL
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <torch/cuda.h>
+#endif
+
+#include <filesystem>
+
+#include "gridrun/runner/errors.hpp"
+
+namespace gridrun::runner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+at::Tensor state_tensor(const TrainState& s) {
+  return torch::tensor({static_cast<double>(s.epoch), static_cast<double>(s.step_in_epoch),
+                        static_cast<double>(s.global_step), s.wall_s, s.epoch_loss_sum,
+                        s.epoch_correct, s.epoch_count, s.epoch_s, s.best_test_acc,
+                        static_cast<double>(s.world), s.loss_scale},
+                       torch::kFloat64);
+}
+
+TrainState state_from(const at::Tensor& t) {
+  auto a = t.accessor<double, 1>();
+  TrainState s;
+  s.epoch = static_cast<std::int64_t>(a[0]);
+  s.step_in_epoch = static_cast<std::int64_t>(a[1]);
+  s.global_step = static_cast<std::int64_t>(a[2]);
+  s.wall_s = a[3];
+  s.epoch_loss_sum = a[4];
+  s.epoch_correct = a[5];
+  s.epoch_count = a[6];
+  s.epoch_s = a[7];
+  s.best_test_acc = a[8];
+  s.world = static_cast<std::int64_t>(a[9]);
+  s.loss_scale = a[10];
+  return s;
+}
+
+std::int64_t step_of(const fs::path& p) {
+  const std::string n = p.filename().string();
+  if (n.rfind("ckpt-", 0) != 0 || n.find('.') != std::string::npos) return -1;
+  try {
+    return std::stoll(n.substr(5));
+  } catch (...) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(std::string dir, Communicator& comm) : dir_(std::move(dir)), comm_(comm) {}
+
+std::string Checkpointer::latest() const {
+  std::error_code ec;
+  if (!fs::is_directory(dir_, ec)) return "";
+  std::int64_t best = -1;
+  std::string path;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    const auto s = step_of(e.path());
+    if (s > best && fs::exists(e.path() / "state.pt")) {
+      best = s;
+      path = e.path().string();
+    }
+  }
+  return path;
+}
+
+void Checkpointer::save(Model& model, torch::optim::Optimizer& opt, const TrainState& st) {
+  const fs::path final_dir = fs::path(dir_) / ("ckpt-" + std::to_string(st.global_step));
+  const fs::path tmp = fs::path(dir_) / ("ckpt-" + std::to_string(st.global_step) + ".tmp");
+  if (comm_.rank() == 0) {
+    fs::create_directories(dir_);
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+  }
+  comm_.barrier();
+  {
+    std::vector<at::Tensor> rng{at::detail::getDefaultCPUGenerator().get_state()};
+#ifdef GRIDRUN_HAVE_NCCL
+    if (torch::cuda::is_available())
+      rng.push_back(at::cuda::detail::getDefaultCUDAGenerator().get_state());
+#endif
+    torch::save(rng, (tmp / ("rng-" + std::to_string(comm_.rank()) + ".pt")).string());
+  }
+  if (comm_.rank() == 0) {
+    torch::serialize::OutputArchive root, m, o;
+    model.save(m);
+    opt.save(o);
+    root.write("model", m);
+    root.write("optimizer", o);
+    root.write("train_state", state_tensor(st));
+    root.save_to((tmp / "state.pt").string());
+  }
+  comm_.barrier();
+  if (comm_.rank() == 0) {
+    fs::remove_all(final_dir);
+    fs::rename(tmp, final_dir);
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      const auto s = step_of(e.path());
+      if (s >= 0 && s != st.global_step) fs::remove_all(e.path());
+    }
+  }
+  comm_.barrier();
+}
+
+bool Checkpointer::load(Model& model, torch::optim::Optimizer& opt, TrainState& st) {
+  const std::string path = latest();
+  if (path.empty()) return false;
+  torch::serialize::InputArchive root, m, o;
+  // Load straight onto the model's device, so optimizer state (momentum, Adam moments) lands there.
+  const auto params = model.parameters();
+  const c10::Device dev = params.empty() ? c10::Device(c10::kCPU) : params.front().device();
+  root.load_from(path + "/state.pt", dev);
+  at::Tensor t;
+  root.read("train_state", t);
+  TrainState loaded = state_from(t.cpu());
+  if (loaded.world != comm_.size())
+    throw BadInput("gridrun-train: checkpoint " + path + " was written by " +
+                   std::to_string(loaded.world) + " ranks; this run has " +
+                   std::to_string(comm_.size()) + " (resume needs the same ranks)");
+  root.read("model", m);
+  root.read("optimizer", o);
+  model.load(m);
+  opt.load(o);
+  std::vector<at::Tensor> rng;
+  torch::load(rng, path + "/rng-" + std::to_string(comm_.rank()) + ".pt");
+  if (!rng.empty()) at::detail::getDefaultCPUGenerator().set_state(rng[0]);
+#ifdef GRIDRUN_HAVE_NCCL
+  if (rng.size() > 1 && torch::cuda::is_available())
+    at::cuda::detail::getDefaultCUDAGenerator().set_state(rng[1]);
+#endif
+  st = loaded;
+  return true;
+}
+
+}  // namespace gridrun::runner

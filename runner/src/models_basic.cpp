@@ -1,0 +1,260 @@
+// The smaller models and the model factory: mlp, lenet, alexnet (small-input), vgg11/vgg16 (with
+// BatchNorm, CIFAR-style classifier) and a small transformer encoder text classifier.
+// Deep CNNs (resnet, densenet) are in models_deep.cpp.
+//
+// Image models other than mlp/lenet are defined for 32x32 inputs (CIFAR); smaller images (MNIST
+// 28x28) are zero-padded to 32x32 in forward, and FLOPs are counted at 32x32. LeNet pads its first
+// convolution by 2 on 28x28 inputs, like the original.
+#include <torch/nn.h>
+
+#include <algorithm>
+
+#include "gridrun/runner/errors.hpp"
+#include "models_internal.hpp"
+
+namespace gridrun::runner {
+
+namespace nn = torch::nn;
+using models::conv_out;
+using models::MacCounter;
+
+std::int64_t Model::parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+std::int64_t Model::parameter_bytes() const {
+  std::int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel() * static_cast<std::int64_t>(p.element_size());
+  return n;
+}
+
+namespace {
+
+torch::Tensor pad_to_32(const torch::Tensor& x) {
+  const auto h = x.size(2), w = x.size(3);
+  if (h >= 32 && w >= 32) return x;
+  const auto ph = std::max<std::int64_t>(0, 32 - h), pw = std::max<std::int64_t>(0, 32 - w);
+  return torch::nn::functional::pad(
+      x, torch::nn::functional::PadFuncOptions({pw / 2, pw - pw / 2, ph / 2, ph - ph / 2}));
+}
+
+// flatten -> 256 -> 128 -> classes, ReLU.
+class Mlp final : public Model {
+ public:
+  explicit Mlp(const ModelSpec& s) {
+    const auto in = s.channels * s.height * s.width;
+    fc1_ = register_module("fc1", nn::Linear(in, 256));
+    fc2_ = register_module("fc2", nn::Linear(256, 128));
+    fc3_ = register_module("fc3", nn::Linear(128, s.num_classes));
+    mac_.linear(in, 256);
+    mac_.linear(256, 128);
+    mac_.linear(128, s.num_classes);
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    auto h = torch::relu(fc1_->forward(x.flatten(1)));
+    h = torch::relu(fc2_->forward(h));
+    return fc3_->forward(h);
+  }
+  double flops_per_sample() const override { return mac_.flops(); }
+
+ private:
+  nn::Linear fc1_{nullptr}, fc2_{nullptr}, fc3_{nullptr};
+  MacCounter mac_;
+};
+
+// LeNet-5: conv5x5(6) pool conv5x5(16) pool fc120 fc84 fc(classes), ReLU, max-pooling.
+class LeNet final : public Model {
+ public:
+  explicit LeNet(const ModelSpec& s) {
+    const std::int64_t pad = s.height < 32 ? 2 : 0;
+    conv1_ = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(s.channels, 6, 5).padding(pad)));
+    conv2_ = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(6, 16, 5)));
+    auto h = conv_out(s.height, 5, 1, pad), w = conv_out(s.width, 5, 1, pad);
+    mac_.conv(s.channels, 6, 5, h, w);
+    h /= 2, w /= 2;
+    h = conv_out(h, 5, 1, 0), w = conv_out(w, 5, 1, 0);
+    mac_.conv(6, 16, 5, h, w);
+    h /= 2, w /= 2;
+    flat_ = 16 * h * w;
+    fc1_ = register_module("fc1", nn::Linear(flat_, 120));
+    fc2_ = register_module("fc2", nn::Linear(120, 84));
+    fc3_ = register_module("fc3", nn::Linear(84, s.num_classes));
+    mac_.linear(flat_, 120);
+    mac_.linear(120, 84);
+    mac_.linear(84, s.num_classes);
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    auto h = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2);
+    h = torch::max_pool2d(torch::relu(conv2_->forward(h)), 2);
+    h = torch::relu(fc1_->forward(h.flatten(1)));
+    h = torch::relu(fc2_->forward(h));
+    return fc3_->forward(h);
+  }
+  double flops_per_sample() const override { return mac_.flops(); }
+
+ private:
+  nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
+  nn::Linear fc1_{nullptr}, fc2_{nullptr}, fc3_{nullptr};
+  std::int64_t flat_ = 0;
+  MacCounter mac_;
+};
+
+// AlexNet for 32x32 inputs (the usual CIFAR variant): 5 convolutions (64, 192, 384, 256, 256),
+// 3 max-pools, classifier 1024 -> 4096 -> 4096 -> classes with dropout 0.5.
+class AlexNet final : public Model {
+ public:
+  explicit AlexNet(const ModelSpec& s) {
+    std::int64_t h = 32;
+    auto conv = [&](std::int64_t cin, std::int64_t cout, std::int64_t stride) {
+      features_->push_back(nn::Conv2d(nn::Conv2dOptions(cin, cout, 3).stride(stride).padding(1)));
+      features_->push_back(nn::ReLU(nn::ReLUOptions(true)));
+      h = conv_out(h, 3, stride, 1);
+      mac_.conv(cin, cout, 3, h, h);
+    };
+    auto pool = [&] {
+      features_->push_back(nn::MaxPool2d(nn::MaxPool2dOptions(2)));
+      h /= 2;
+    };
+    conv(s.channels, 64, 2);
+    pool();
+    conv(64, 192, 1);
+    pool();
+    conv(192, 384, 1);
+    conv(384, 256, 1);
+    conv(256, 256, 1);
+    pool();
+    const auto flat = 256 * h * h;
+    classifier_->push_back(nn::Dropout(0.5));
+    classifier_->push_back(nn::Linear(flat, 4096));
+    classifier_->push_back(nn::ReLU(nn::ReLUOptions(true)));
+    classifier_->push_back(nn::Dropout(0.5));
+    classifier_->push_back(nn::Linear(4096, 4096));
+    classifier_->push_back(nn::ReLU(nn::ReLUOptions(true)));
+    classifier_->push_back(nn::Linear(4096, s.num_classes));
+    mac_.linear(flat, 4096);
+    mac_.linear(4096, 4096);
+    mac_.linear(4096, s.num_classes);
+    register_module("features", features_);
+    register_module("classifier", classifier_);
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    return classifier_->forward(features_->forward(pad_to_32(x)).flatten(1));
+  }
+  double flops_per_sample() const override { return mac_.flops(); }
+
+ private:
+  nn::Sequential features_, classifier_;
+  MacCounter mac_;
+};
+
+// VGG with BatchNorm, CIFAR-style: conv3x3 stacks, 5 max-pools to 1x1, then Linear(512, classes).
+class Vgg final : public Model {
+ public:
+  Vgg(const ModelSpec& s, const std::vector<int>& cfg) {
+    std::int64_t c = s.channels, h = 32;
+    for (int v : cfg) {
+      if (v == 0) {
+        features_->push_back(nn::MaxPool2d(nn::MaxPool2dOptions(2)));
+        h /= 2;
+        continue;
+      }
+      features_->push_back(nn::Conv2d(nn::Conv2dOptions(c, v, 3).padding(1)));
+      features_->push_back(nn::BatchNorm2d(v));
+      features_->push_back(nn::ReLU(nn::ReLUOptions(true)));
+      mac_.conv(c, v, 3, h, h);
+      c = v;
+    }
+    fc_ = nn::Linear(c * h * h, s.num_classes);
+    mac_.linear(c * h * h, s.num_classes);
+    register_module("features", features_);
+    register_module("fc", fc_);
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    return fc_->forward(features_->forward(pad_to_32(x)).flatten(1));
+  }
+  double flops_per_sample() const override { return mac_.flops(); }
+
+ private:
+  nn::Sequential features_;
+  nn::Linear fc_{nullptr};
+  MacCounter mac_;
+};
+
+// Small transformer encoder text classifier: token + learned position embeddings (d=128),
+// 2 post-norm encoder layers (4 heads, feed-forward 256, dropout 0.1), mean over positions,
+// Linear(128, classes). Padding tokens (id 0) take part in the mean; their embedding is learned.
+class TextTransformer final : public Model {
+ public:
+  static constexpr std::int64_t kDim = 128, kHeads = 4, kFf = 256, kLayers = 2;
+  explicit TextTransformer(const ModelSpec& s) : seq_len_(s.seq_len) {
+    tok_ = register_module("tok", nn::Embedding(s.vocab, kDim));
+    pos_ = register_module("pos", nn::Embedding(s.seq_len, kDim));
+    for (std::int64_t i = 0; i < kLayers; ++i) {
+      layers_.push_back(register_module(
+          "layer" + std::to_string(i),
+          nn::TransformerEncoderLayer(
+              nn::TransformerEncoderLayerOptions(kDim, kHeads).dim_feedforward(kFf).dropout(0.1))));
+      const double L = static_cast<double>(s.seq_len), d = kDim;
+      mac_.macs += 4 * L * d * d + 2 * L * L * d + 2 * L * d * kFf;
+    }
+    fc_ = register_module("fc", nn::Linear(kDim, s.num_classes));
+    mac_.linear(kDim, s.num_classes);
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    auto positions = torch::arange(x.size(1), x.options().dtype(torch::kLong));
+    auto h = tok_->forward(x) + pos_->forward(positions).unsqueeze(0);  // [N, L, d]
+    h = h.transpose(0, 1);                                             // [L, N, d]
+    for (auto& l : layers_) h = l->forward(h);
+    return fc_->forward(h.mean(0));
+  }
+  double flops_per_sample() const override { return mac_.flops(); }
+
+ private:
+  std::int64_t seq_len_;
+  nn::Embedding tok_{nullptr}, pos_{nullptr};
+  std::vector<nn::TransformerEncoderLayer> layers_;
+  nn::Linear fc_{nullptr};
+  MacCounter mac_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& model_names() {
+  static const std::vector<std::string> names = {"mlp",   "lenet", "resnet18", "resnet50",
+                                                 "vgg11", "vgg16", "alexnet",  "transformer",
+                                                 "densenet121"};
+  return names;
+}
+
+bool is_text_model(const std::string& name) { return name == "transformer"; }
+
+std::shared_ptr<Model> make_model(const ModelSpec& s) {
+  if (s.name == "transformer") {
+    if (s.channels > 0)
+      throw BadInput("gridrun-train: model=transformer takes token ids; use dataset=text or "
+                     "dataset=synthetic");
+    return std::make_shared<TextTransformer>(s);
+  }
+  if (s.channels <= 0)
+    throw BadInput("gridrun-train: model=" + s.name +
+                   " takes images, but the data set gives token ids (use model=transformer)");
+  if (s.name == "mlp") return std::make_shared<Mlp>(s);
+  if (s.name == "lenet") return std::make_shared<LeNet>(s);
+  if (s.name == "alexnet") return std::make_shared<AlexNet>(s);
+  if (s.name == "vgg11")
+    return std::make_shared<Vgg>(s, std::vector<int>{64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512,
+                                                     512, 0});
+  if (s.name == "vgg16")
+    return std::make_shared<Vgg>(s, std::vector<int>{64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512,
+                                                     512, 512, 0, 512, 512, 512, 0});
+  if (s.name == "resnet18") return models::make_resnet(s, 18);
+  if (s.name == "resnet50") return models::make_resnet(s, 50);
+  if (s.name == "densenet121") return models::make_densenet121(s);
+  std::string known;
+  for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
+  throw BadInput("gridrun-train: unknown model '" + s.name + "' (known: " + known + ")");
+}
+
+}  // namespace gridrun::runner

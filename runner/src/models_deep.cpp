@@ -1,0 +1,203 @@
+// Deep CNNs with CIFAR-style stems (3x3 stride-1 first convolution, no initial max-pool), the
+// variants used for 32x32 inputs: resnet18/resnet50 (He et al. 2016, as in the widely used
+// pytorch-cifar definitions: resnet18 has 11,173,962 parameters with 10 classes) and densenet121
+// (growth 32, blocks 6-12-24-16, bottleneck 4k, compression 0.5).
+#include <torch/nn.h>
+
+#include "models_internal.hpp"
+
+namespace gridrun::runner::models {
+
+namespace nn = torch::nn;
+
+namespace {
+
+torch::Tensor pad_to_32(const torch::Tensor& x) {
+  const auto h = x.size(2), w = x.size(3);
+  if (h >= 32 && w >= 32) return x;
+  const auto ph = std::max<std::int64_t>(0, 32 - h), pw = std::max<std::int64_t>(0, 32 - w);
+  return torch::nn::functional::pad(
+      x, torch::nn::functional::PadFuncOptions({pw / 2, pw - pw / 2, ph / 2, ph - ph / 2}));
+}
+
+nn::Conv2d conv(std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t stride,
+                std::int64_t pad) {
+  return nn::Conv2d(nn::Conv2dOptions(cin, cout, k).stride(stride).padding(pad).bias(false));
+}
+
+// Residual block (basic: two 3x3; bottleneck: 1x1 -> 3x3 -> 1x1 with expansion 4). Spatial size is
+// tracked by the caller through `h`.
+class ResBlockImpl : public nn::Module {
+ public:
+  ResBlockImpl(std::int64_t in, std::int64_t planes, std::int64_t stride, bool bottleneck,
+               std::int64_t& h, MacCounter& mac) {
+    const std::int64_t out = bottleneck ? planes * 4 : planes;
+    const std::int64_t hin = h;
+    const std::int64_t hout = conv_out(h, 3, stride, 1);
+    if (bottleneck) {
+      body_->push_back(conv(in, planes, 1, 1, 0));
+      body_->push_back(nn::BatchNorm2d(planes));
+      body_->push_back(nn::Functional(torch::relu));
+      body_->push_back(conv(planes, planes, 3, stride, 1));
+      body_->push_back(nn::BatchNorm2d(planes));
+      body_->push_back(nn::Functional(torch::relu));
+      body_->push_back(conv(planes, out, 1, 1, 0));
+      body_->push_back(nn::BatchNorm2d(out));
+      mac.conv(in, planes, 1, hin, hin);
+      mac.conv(planes, planes, 3, hout, hout);
+      mac.conv(planes, out, 1, hout, hout);
+    } else {
+      body_->push_back(conv(in, planes, 3, stride, 1));
+      body_->push_back(nn::BatchNorm2d(planes));
+      body_->push_back(nn::Functional(torch::relu));
+      body_->push_back(conv(planes, planes, 3, 1, 1));
+      body_->push_back(nn::BatchNorm2d(planes));
+      mac.conv(in, planes, 3, hout, hout);
+      mac.conv(planes, planes, 3, hout, hout);
+    }
+    register_module("body", body_);
+    if (stride != 1 || in != out) {
+      shortcut_->push_back(conv(in, out, 1, stride, 0));
+      shortcut_->push_back(nn::BatchNorm2d(out));
+      mac.conv(in, out, 1, hout, hout);
+      has_shortcut_ = true;
+    }
+    register_module("shortcut", shortcut_);
+    h = hout;
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    auto y = body_->forward(x);
+    return torch::relu(y + (has_shortcut_ ? shortcut_->forward(x) : x));
+  }
+
+ private:
+  nn::Sequential body_, shortcut_;
+  bool has_shortcut_ = false;
+};
+TORCH_MODULE(ResBlock);
+
+class ResNet final : public Model {
+ public:
+  ResNet(const ModelSpec& s, int depth) {
+    const bool bottleneck = depth >= 50;
+    const std::vector<int> blocks = depth == 18 ? std::vector<int>{2, 2, 2, 2}
+                                                : std::vector<int>{3, 4, 6, 3};
+    std::int64_t h = 32;
+    stem_->push_back(conv(s.channels, 64, 3, 1, 1));
+    stem_->push_back(nn::BatchNorm2d(64));
+    stem_->push_back(nn::Functional(torch::relu));
+    mac_.conv(s.channels, 64, 3, h, h);
+    std::int64_t in = 64;
+    const std::int64_t planes[4] = {64, 128, 256, 512};
+    for (int stage = 0; stage < 4; ++stage) {
+      for (int b = 0; b < blocks[stage]; ++b) {
+        const std::int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
+        body_->push_back(ResBlock(in, planes[stage], stride, bottleneck, h, mac_));
+        in = bottleneck ? planes[stage] * 4 : planes[stage];
+      }
+    }
+    fc_ = nn::Linear(in, s.num_classes);
+    mac_.linear(in, s.num_classes);
+    register_module("stem", stem_);
+    register_module("layers", body_);
+    register_module("fc", fc_);
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    auto h = body_->forward(stem_->forward(pad_to_32(x)));
+    return fc_->forward(h.mean({2, 3}));
+  }
+  double flops_per_sample() const override { return mac_.flops(); }
+
+ private:
+  nn::Sequential stem_, body_;
+  nn::Linear fc_{nullptr};
+  MacCounter mac_;
+};
+
+class DenseLayerImpl : public nn::Module {
+ public:
+  DenseLayerImpl(std::int64_t in, std::int64_t growth, std::int64_t h, MacCounter& mac) {
+    bn1_ = register_module("bn1", nn::BatchNorm2d(in));
+    conv1_ = register_module("conv1", conv(in, 4 * growth, 1, 1, 0));
+    bn2_ = register_module("bn2", nn::BatchNorm2d(4 * growth));
+    conv2_ = register_module("conv2", conv(4 * growth, growth, 3, 1, 1));
+    mac.conv(in, 4 * growth, 1, h, h);
+    mac.conv(4 * growth, growth, 3, h, h);
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    auto y = conv1_->forward(torch::relu(bn1_->forward(x)));
+    y = conv2_->forward(torch::relu(bn2_->forward(y)));
+    return torch::cat({x, y}, 1);
+  }
+
+ private:
+  nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
+  nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
+};
+TORCH_MODULE(DenseLayer);
+
+class TransitionImpl : public nn::Module {
+ public:
+  TransitionImpl(std::int64_t in, std::int64_t out, std::int64_t h, MacCounter& mac) {
+    bn_ = register_module("bn", nn::BatchNorm2d(in));
+    conv_ = register_module("conv", conv(in, out, 1, 1, 0));
+    mac.conv(in, out, 1, h, h);
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    return torch::avg_pool2d(conv_->forward(torch::relu(bn_->forward(x))), 2);
+  }
+
+ private:
+  nn::BatchNorm2d bn_{nullptr};
+  nn::Conv2d conv_{nullptr};
+};
+TORCH_MODULE(Transition);
+
+class DenseNet final : public Model {
+ public:
+  explicit DenseNet(const ModelSpec& s) {
+    const std::int64_t growth = 32;
+    const int blocks[4] = {6, 12, 24, 16};
+    std::int64_t h = 32, c = 2 * growth;
+    body_->push_back(conv(s.channels, c, 3, 1, 1));
+    mac_.conv(s.channels, c, 3, h, h);
+    for (int b = 0; b < 4; ++b) {
+      for (int l = 0; l < blocks[b]; ++l) {
+        body_->push_back(DenseLayer(c, growth, h, mac_));
+        c += growth;
+      }
+      if (b < 3) {
+        body_->push_back(Transition(c, c / 2, h, mac_));
+        c /= 2;
+        h /= 2;
+      }
+    }
+    body_->push_back(nn::BatchNorm2d(c));
+    body_->push_back(nn::Functional(torch::relu));
+    fc_ = nn::Linear(c, s.num_classes);
+    mac_.linear(c, s.num_classes);
+    register_module("features", body_);
+    register_module("fc", fc_);
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    return fc_->forward(body_->forward(pad_to_32(x)).mean({2, 3}));
+  }
+  double flops_per_sample() const override { return mac_.flops(); }
+
+ private:
+  nn::Sequential body_;
+  nn::Linear fc_{nullptr};
+  MacCounter mac_;
+};
+
+}  // namespace
+
+std::shared_ptr<Model> make_resnet(const ModelSpec& spec, int depth) {
+  return std::make_shared<ResNet>(spec, depth);
+}
+
+std::shared_ptr<Model> make_densenet121(const ModelSpec& spec) {
+  return std::make_shared<DenseNet>(spec);
+}
+
+}  // namespace gridrun::runner::models

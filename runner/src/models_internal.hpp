@@ -1,0 +1,28 @@
+// Private to the model files: FLOP bookkeeping and the constructors of the deeper models, which live
+// in their own translation unit to keep compile units small.
+#pragma once
+
+#include "gridrun/runner/model.hpp"
+
+namespace gridrun::runner::models {
+
+// Accumulates multiply-adds while a model is built, following the spatial size through the layers.
+struct MacCounter {
+  double macs = 0;
+  void conv(std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t hout,
+            std::int64_t wout, std::int64_t groups = 1) {
+    macs += static_cast<double>(cin / groups) * k * k * cout * hout * wout;
+  }
+  void linear(std::int64_t in, std::int64_t out) { macs += static_cast<double>(in) * out; }
+  double flops() const { return 2.0 * macs; }
+};
+
+inline std::int64_t conv_out(std::int64_t in, std::int64_t k, std::int64_t stride,
+                             std::int64_t pad) {
+  return (in + 2 * pad - k) / stride + 1;
+}
+
+std::shared_ptr<Model> make_resnet(const ModelSpec& spec, int depth);
+std::shared_ptr<Model> make_densenet121(const ModelSpec& spec);
+
+}  // namespace gridrun::runner::models

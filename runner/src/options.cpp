@@ -1,0 +1,165 @@
+// gridrun-train's command line: the one place where flags are declared, parsed and validated.
+//
+// Job parameters become flags generated from jobs::param_table() (name with '_' -> '-'), so the flag
+// set can never drift from the parameter table. Values are parsed with jobs::parse_value, the same
+// parser the grid loader uses, so `--lr 1e-3` means exactly what `lr: 1e-3` means in a grid.
+#include "gridrun/runner/options.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "gridrun/jobs/job.hpp"
+#include "gridrun/runner/errors.hpp"
+
+namespace gridrun::runner {
+namespace po = boost::program_options;
+
+namespace {
+
+std::string flag_of(const std::string& param) {
+  std::string f = param;
+  for (char& c : f)
+    if (c == '_') c = '-';
+  return f;
+}
+
+std::string help_of(const jobs::ParamSpec& s) {
+  std::ostringstream h;
+  h << s.help;
+  if (!s.choices.empty()) {
+    h << " {";
+    for (std::size_t i = 0; i < s.choices.size(); ++i) h << (i ? "," : "") << s.choices[i];
+    h << "}";
+  }
+  h << " (default " << jobs::to_string(s.default_value) << ")";
+  return h.str();
+}
+
+}  // namespace
+
+ParseResult parse_options(int argc, const char* const* argv) {
+  ParseResult res;
+  RunnerOptions& o = res.options;
+  po::options_description general(
+      "Usage: mpirun -np R gridrun-train --job JOB.json --out DIR [overrides]\n"
+      "       gridrun-train --model mlp --epochs 1 --out DIR        (manual run, no job file)\n"
+      "Exit codes: 0 done, 1 runtime failure, 2 bad input, 75 interrupted after checkpoint.\n\n"
+      "Options",
+      100, 50);
+  general.add_options()
+      ("help,h", "show this help and exit")
+      ("job", po::value<std::string>(&o.job_file), "job file written by `gridrun plan/run`")
+      ("out", po::value<std::string>(&o.out_dir), "results directory (required)")
+      ("checkpoint-dir", po::value<std::string>(&o.checkpoint_dir),
+       "checkpoint folder (default <out>/../checkpoints/<id>)")
+      ("resume", po::bool_switch(&o.resume), "continue from the latest checkpoint, if any")
+      ("log-every", po::value<std::int64_t>(&o.log_every)->default_value(10),
+       "steps between progress lines and per-rank timing gathers")
+      ("util-hz", po::value<double>(&o.util_hz)->default_value(10.0),
+       "utilisation samples per second (0 = off)")
+      ("dump-params", po::value<std::string>(&o.dump_params),
+       "write final parameters (float32, registration order) to FILE")
+      ("quiet", po::bool_switch(&o.quiet), "no progress lines");
+  po::options_description hidden("hidden test hooks");
+  hidden.add_options()
+      ("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(0), "")
+      ("fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(0), "")
+      ("hang-at-step", po::value<std::int64_t>(&o.hang_at_step)->default_value(0), "")
+      ("fail-rank", po::value<std::int64_t>(&o.fail_rank)->default_value(1), "");
+  po::options_description params("Job parameter overrides (see docs/grid.md)", 100, 50);
+  std::map<std::string, std::string> flag_values;
+  for (const auto& spec : jobs::param_table()) {
+    auto* v = po::value<std::string>()->value_name("V");
+    if (spec.type == jobs::Type::Bool) v->implicit_value("true");
+    params.add_options()(flag_of(spec.name).c_str(), v, help_of(spec).c_str());
+  }
+  po::options_description all;
+  all.add(general).add(hidden).add(params);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw BadInput(std::string("gridrun-train: ") + e.what() + " (see --help)");
+  }
+  if (vm.count("help")) {
+    std::cout << general << "\n" << params << "\n";
+    res.help_shown = true;
+    return res;
+  }
+
+  jobs::Params p;
+  if (!o.job_file.empty()) {
+    jobs::Job job;
+    try {
+      job = jobs::read_job_file(o.job_file);
+    } catch (const std::exception& e) {
+      throw BadInput(std::string("gridrun-train: --job ") + o.job_file + ": " + e.what());
+    }
+    p = job.params;
+    o.id = job.id;
+    o.run = job.run;
+    o.meta = job.meta;
+  } else {
+    for (const auto& spec : jobs::param_table()) p[spec.name] = spec.default_value;
+  }
+  bool overridden = false;
+  std::set<std::string> given;
+  for (const auto& spec : jobs::param_table()) {
+    const std::string f = flag_of(spec.name);
+    if (!vm.count(f)) continue;
+    try {
+      p[spec.name] = jobs::parse_value(spec, vm[f].as<std::string>());
+    } catch (const std::exception& e) {
+      throw BadInput("gridrun-train: --" + f + ": " + e.what());
+    }
+    given.insert(spec.name);
+    overridden = true;
+  }
+  // Keep batch_per_rank * ranks == global_batch whichever of them was overridden.
+  auto geti = [&](const char* k) { return std::get<std::int64_t>(p.at(k)); };
+  if (given.count("global_batch") && !given.count("batch_per_rank")) {
+    if (geti("global_batch") % geti("ranks") != 0)
+      throw BadInput("gridrun-train: --global-batch " + std::to_string(geti("global_batch")) +
+                     " is not divisible by ranks=" + std::to_string(geti("ranks")));
+    p["batch_per_rank"] = std::int64_t{geti("global_batch") / geti("ranks")};
+  } else if (given.count("batch_per_rank") || given.count("ranks") || o.job_file.empty()) {
+    p["global_batch"] = std::int64_t{geti("batch_per_rank") * geti("ranks")};
+  }
+  try {
+    o.job = jobs::to_struct(p);
+  } catch (const std::exception& e) {
+    throw BadInput(std::string("gridrun-train: ") + e.what());
+  }
+  o.params = p;
+  if (o.job_file.empty() || overridden) o.id = jobs::job_id(p);
+  if (o.out_dir.empty()) throw BadInput("gridrun-train: --out DIR is required (results directory)");
+  if (o.log_every < 1) throw BadInput("gridrun-train: --log-every must be >= 1");
+  if (o.util_hz < 0 || o.util_hz > 1000) throw BadInput("gridrun-train: --util-hz must be in [0, 1000]");
+  if (o.checkpoint_dir.empty()) o.checkpoint_dir = o.out_dir + "/../checkpoints/" + o.id;
+  validate(o);
+  return res;
+}
+
+void validate(const RunnerOptions& o) {
+  const jobs::JobParams& j = o.job;
+  auto bad = [](const std::string& what) { throw BadInput("gridrun-train: " + what); };
+  if (j.task != "train") bad("task=" + j.task + " is not handled by gridrun-train (only task=train)");
+  if (j.epochs == 0 && j.max_steps == 0) bad("epochs=0 (unbounded) needs max_steps > 0");
+  if (j.batch_per_rank < 1) bad("batch_per_rank must be >= 1");
+  if (j.global_batch != j.batch_per_rank * j.ranks)
+    bad("global_batch=" + std::to_string(j.global_batch) + " != batch_per_rank * ranks = " +
+        std::to_string(j.batch_per_rank * j.ranks));
+  if (j.device == "cpu" && j.precision != "fp32")
+    bad("precision=" + j.precision + " needs device=gpu (CPU runs are fp32 only)");
+  if (j.bucket_mb <= 0) bad("bucket_mb must be > 0");
+  if (j.comm_timeout_s <= 0) bad("comm_timeout_s must be > 0");
+  if (j.threads_per_rank < 1) bad("threads_per_rank must be >= 1");
+  if (j.dataset != "synthetic" && j.data_dir.empty())
+    bad("dataset=" + j.dataset + " needs data_dir (folder with the data set's files)");
+}
+
+}  // namespace gridrun::runner

@@ -1,0 +1,80 @@
+// Resources: what a cluster offers (nodes with core ids and GPU ids) and what a job asks for.
+//
+// Why concrete ids and not counts: jobs that run side by side must not share a core or a GPU, and
+// the only way to guarantee that is to hand out disjoint id sets (cores -> an Open MPI rankfile,
+// GPUs -> CUDA_VISIBLE_DEVICES). Counts alone would let two jobs bind to the same core.
+// The same model serves this machine (detected), a hand-written cluster file (planning,
+// simulation) and a Slurm allocation (the slurm/ packer builds a Cluster from its nodes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gridrun/jobs/job.hpp"
+
+namespace gridrun::scheduler {
+
+struct Node {
+  std::string name;
+  std::vector<int> cores;          // OS cpu ids a job may be bound to
+  // Device names as they go into a job's CUDA_VISIBLE_DEVICES: "0", "1"... or the entries of
+  // gridrun's own CUDA_VISIBLE_DEVICES (which may be UUIDs), so a restricted gridrun stays restricted.
+  std::vector<std::string> gpus;
+  std::int64_t memory_mb = 0;      // informational: jobs declare no memory, so it is not scheduled
+};
+
+struct Cluster {
+  std::vector<Node> nodes;
+  std::string source;              // "this machine", "--cores 4 --gpus 2", or the cluster file path
+  // True when core ids are real cpu ids of this machine, so jobs can be bound to them. False for
+  // cluster files and for --cores beyond what the OS gives us (then mpirun runs unbound).
+  bool bindable = false;
+  int total_cores() const;
+  int total_gpus() const;
+};
+
+// What one job needs, all on one node (gridrun does not split a job across nodes).
+struct Request {
+  int ranks = 1;
+  int threads_per_rank = 1;
+  int gpus = 0;                    // gpu jobs: one GPU per rank
+  int cores = 1;                   // ranks * threads_per_rank
+  bool operator==(const Request& o) const { return gpus == o.gpus && cores == o.cores; }
+};
+Request request_for(const jobs::JobParams& p);
+Request request_for(const jobs::Job& job);
+std::string describe(const Request& r);   // "2 ranks x 1 thread, 2 GPUs, 2 cores"
+
+// Where the resources come from; at most one of cluster_file or (gpus/cores) is usually given,
+// and --gpus/--cores override the detected values of this machine.
+struct ResourceOptions {
+  std::string cluster_file;        // --cluster FILE
+  int gpus = -1;                   // --gpus N  (-1: detect)
+  int cores = -1;                  // --cores N (-1: detect)
+};
+
+// This machine: cores from sched_getaffinity, GPUs from NVML (dlopen) or `nvidia-smi -L`,
+// restricted to CUDA_VISIBLE_DEVICES when that is set.
+Cluster detect_local();
+// Detected machine with overrides, or the cluster file. Throws std::invalid_argument (exit 2) on a
+// bad file or flag, naming file:line:col and key.
+Cluster resolve_cluster(const ResourceOptions& opts);
+// Cluster file (YAML):
+//   nodes:
+//     - {name: gpu, count: 1000, cores: 32, gpus: 4, memory_gb: 256}
+//     - {name: fat01, cores: 64, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+Cluster load_cluster_file(const std::string& path);
+Cluster load_cluster_string(const std::string& yaml, const std::string& display_name);
+
+struct Infeasible {
+  std::string job_id;
+  std::string reason;              // "needs 4 GPUs on one node; the largest node has 2"
+};
+// Jobs that fit on no node even when the cluster is empty.
+std::vector<Infeasible> find_infeasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster);
+// Throws std::invalid_argument listing (up to 10 of) the infeasible jobs; used by `gridrun run`
+// before anything is launched and by `gridrun plan --cluster/--gpus/--cores`.
+void check_feasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster);
+
+}  // namespace gridrun::scheduler

@@ -1,0 +1,342 @@
+// Resource detection, cluster files and feasibility. See resources.hpp for why ids, not counts.
+#include "gridrun/scheduler/resources.hpp"
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include <yaml-cpp/yaml.h>
+
+namespace gridrun::scheduler {
+
+int Cluster::total_cores() const {
+  int n = 0;
+  for (const auto& node : nodes) n += static_cast<int>(node.cores.size());
+  return n;
+}
+int Cluster::total_gpus() const {
+  int n = 0;
+  for (const auto& node : nodes) n += static_cast<int>(node.gpus.size());
+  return n;
+}
+
+Request request_for(const jobs::JobParams& p) {
+  // jobs::job_resources is the one definition of what a job occupies; we add the rank layout.
+  const jobs::Resources res = jobs::job_resources(p);
+  Request r;
+  r.ranks = static_cast<int>(std::max<std::int64_t>(1, res.ranks));
+  r.threads_per_rank = static_cast<int>(std::max<std::int64_t>(1, p.threads_per_rank));
+  r.gpus = static_cast<int>(res.gpus);
+  r.cores = static_cast<int>(std::max<std::int64_t>(1, res.cores));
+  return r;
+}
+Request request_for(const jobs::Job& job) { return request_for(jobs::to_struct(job.params)); }
+
+std::string describe(const Request& r) {
+  std::ostringstream os;
+  os << r.ranks << (r.ranks == 1 ? " rank" : " ranks") << " x " << r.threads_per_rank
+     << (r.threads_per_rank == 1 ? " thread" : " threads");
+  if (r.gpus) os << ", " << r.gpus << (r.gpus == 1 ? " GPU" : " GPUs");
+  os << ", " << r.cores << (r.cores == 1 ? " core" : " cores");
+  return os.str();
+}
+
+namespace {
+
+std::vector<int> affinity_cores() {
+  std::vector<int> ids;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) ids.push_back(i);
+  }
+  if (ids.empty()) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long i = 0; i < std::max(1L, n); ++i) ids.push_back(static_cast<int>(i));
+  }
+  return ids;
+}
+
+// NVML through dlopen so that `gridrun` needs no CUDA at build or run time. Returns -1 when NVML is
+// not there (then `nvidia-smi -L` is asked).
+int nvml_device_count() {
+  struct Lib {
+    void* h = nullptr;
+    ~Lib() { if (h) dlclose(h); }
+  } lib;
+  lib.h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib.h) return -1;
+  using InitFn = int (*)();
+  using CountFn = int (*)(unsigned*);
+  auto init = reinterpret_cast<InitFn>(dlsym(lib.h, "nvmlInit_v2"));
+  auto count = reinterpret_cast<CountFn>(dlsym(lib.h, "nvmlDeviceGetCount_v2"));
+  auto shutdown = reinterpret_cast<InitFn>(dlsym(lib.h, "nvmlShutdown"));
+  if (!init || !count || !shutdown || init() != 0) return -1;
+  unsigned n = 0;
+  int rc = count(&n);
+  shutdown();
+  return rc == 0 ? static_cast<int>(n) : -1;
+}
+
+int nvidia_smi_count() {
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen("nvidia-smi -L 2>/dev/null", "r"), pclose);
+  if (!p) return 0;
+  char line[512];
+  int n = 0;
+  while (fgets(line, sizeof line, p.get()))
+    if (std::string(line).rfind("GPU ", 0) == 0) ++n;
+  return n;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream is(s);
+  while (std::getline(is, cur, ',')) {
+    cur.erase(0, cur.find_first_not_of(" \t"));
+    cur.erase(cur.find_last_not_of(" \t") + 1);
+    if (!cur.empty()) out.push_back(cur);
+  }
+  return out;
+}
+
+std::vector<std::string> detect_gpus() {
+  int n = nvml_device_count();
+  if (n < 0) n = nvidia_smi_count();
+  std::vector<std::string> ids;
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (cvd) {
+    // CUDA stops at the first invalid entry; we keep the listed entries up to the device count.
+    for (const auto& e : split_commas(cvd)) {
+      if (static_cast<int>(ids.size()) >= n) break;
+      if (e == "-1") break;
+      ids.push_back(e);
+    }
+    return ids;
+  }
+  for (int i = 0; i < n; ++i) ids.push_back(std::to_string(i));
+  return ids;
+}
+
+std::int64_t memory_mb() {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size / (1024 * 1024) : 0;
+}
+
+std::string hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+[[noreturn]] void bad(const std::string& file, const YAML::Node& n, const std::string& key,
+                      const std::string& msg) {
+  std::ostringstream os;
+  const auto m = n.Mark();
+  os << file << ":" << (m.line + 1) << ":" << (m.column + 1) << ": " << key << ": " << msg;
+  throw std::invalid_argument(os.str());
+}
+
+int int_field(const std::string& file, const YAML::Node& n, const std::string& key, int lo, int hi) {
+  if (!n.IsScalar()) bad(file, n, key, "expected an integer");
+  long long v = 0;
+  try {
+    std::size_t used = 0;
+    const std::string s = n.Scalar();
+    v = std::stoll(s, &used);
+    if (used != s.size()) throw std::invalid_argument(s);
+  } catch (const std::exception&) {
+    bad(file, n, key, "expected an integer, got '" + n.Scalar() + "'");
+  }
+  if (v < lo || v > hi)
+    bad(file, n, key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                          std::to_string(v));
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+Cluster detect_local() {
+  Cluster c;
+  Node n;
+  n.name = hostname();
+  n.cores = affinity_cores();
+  n.gpus = detect_gpus();
+  n.memory_mb = memory_mb();
+  c.nodes.push_back(std::move(n));
+  c.source = "this machine";
+  c.bindable = true;
+  return c;
+}
+
+Cluster load_cluster_string(const std::string& yaml, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    std::ostringstream os;
+    os << file << ":" << (e.mark.line + 1) << ":" << (e.mark.column + 1) << ": " << e.msg;
+    throw std::invalid_argument(os.str());
+  }
+  if (!root.IsMap()) bad(file, root, "(top)", "expected a mapping with a 'nodes' list");
+  for (const auto& kv : root) {
+    const std::string k = kv.first.as<std::string>();
+    if (k != "nodes") bad(file, kv.first, k, "unknown key (expected 'nodes')");
+  }
+  const YAML::Node nodes = root["nodes"];
+  if (!nodes || !nodes.IsSequence() || nodes.size() == 0)
+    bad(file, nodes ? nodes : root, "nodes", "expected a non-empty list of nodes");
+  Cluster c;
+  c.source = file;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const YAML::Node nd = nodes[i];
+    const std::string base = "nodes[" + std::to_string(i) + "]";
+    if (!nd.IsMap()) bad(file, nd, base, "expected a mapping {name, cores, gpus, ...}");
+    for (const auto& kv : nd) {
+      const std::string k = kv.first.as<std::string>();
+      if (k != "name" && k != "cores" && k != "gpus" && k != "memory_gb" && k != "count")
+        bad(file, kv.first, base + "." + k,
+            "unknown key (expected name, cores, gpus, memory_gb, count)");
+    }
+    if (!nd["name"] || !nd["name"].IsScalar() || nd["name"].Scalar().empty())
+      bad(file, nd, base + ".name", "missing node name");
+    if (!nd["cores"]) bad(file, nd, base + ".cores", "missing core count");
+    Node proto;
+    const std::string name = nd["name"].Scalar();
+    const int cores = int_field(file, nd["cores"], base + ".cores", 1, 1 << 16);
+    for (int k = 0; k < cores; ++k) proto.cores.push_back(k);
+    if (const YAML::Node g = nd["gpus"]) {
+      if (g.IsSequence()) {
+        std::set<std::string> seen;
+        for (std::size_t k = 0; k < g.size(); ++k) {
+          if (!g[k].IsScalar()) bad(file, g[k], base + ".gpus", "expected device ids");
+          if (!seen.insert(g[k].Scalar()).second)
+            bad(file, g[k], base + ".gpus", "duplicate device id '" + g[k].Scalar() + "'");
+          proto.gpus.push_back(g[k].Scalar());
+        }
+      } else {
+        const int n = int_field(file, g, base + ".gpus", 0, 1024);
+        for (int k = 0; k < n; ++k) proto.gpus.push_back(std::to_string(k));
+      }
+    }
+    if (const YAML::Node m = nd["memory_gb"])
+      proto.memory_mb = static_cast<std::int64_t>(int_field(file, m, base + ".memory_gb", 0, 1 << 24)) * 1024;
+    const int count = nd["count"] ? int_field(file, nd["count"], base + ".count", 1, 1000000) : 1;
+    for (int k = 0; k < count; ++k) {
+      Node n = proto;
+      if (count == 1) {
+        n.name = name;
+      } else {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%0*d", static_cast<int>(std::to_string(count).size()), k + 1);
+        n.name = name + buf;
+      }
+      if (!names.insert(n.name).second) bad(file, nd["name"], base + ".name", "duplicate node name '" + n.name + "'");
+      c.nodes.push_back(std::move(n));
+    }
+  }
+  return c;
+}
+
+Cluster load_cluster_file(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw std::invalid_argument(path + ": cannot open cluster file");
+  std::string text;
+  char buf[65536];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return load_cluster_string(text, path);
+}
+
+Cluster resolve_cluster(const ResourceOptions& o) {
+  if (!o.cluster_file.empty()) {
+    if (o.gpus >= 0 || o.cores >= 0)
+      throw std::invalid_argument("--cluster cannot be combined with --gpus/--cores (describe the nodes in the file)");
+    return load_cluster_file(o.cluster_file);
+  }
+  if (o.gpus < -1 || o.gpus > 1024) throw std::invalid_argument("--gpus: must be in [0, 1024]");
+  if (o.cores == 0 || o.cores < -1 || o.cores > 65536) throw std::invalid_argument("--cores: must be in [1, 65536]");
+  Cluster c = detect_local();
+  Node& n = c.nodes.front();
+  std::ostringstream src;
+  src << "this machine";
+  if (o.cores > 0) {
+    src << ", --cores " << o.cores;
+    if (o.cores <= static_cast<int>(n.cores.size())) {
+      n.cores.resize(o.cores);  // the first N cpu ids we may run on: still bindable
+    } else {
+      // More cores than the OS gives us: plan as asked, but jobs cannot be bound to ids that do not
+      // exist, so they run unbound (and mpirun gets --oversubscribe where ranks exceed real cores).
+      n.cores.clear();
+      for (int k = 0; k < o.cores; ++k) n.cores.push_back(k);
+      c.bindable = false;
+    }
+  }
+  if (o.gpus >= 0) {
+    src << ", --gpus " << o.gpus;
+    const auto real = n.gpus;
+    n.gpus.clear();
+    for (int k = 0; k < o.gpus; ++k)
+      n.gpus.push_back(k < static_cast<int>(real.size()) ? real[k] : std::to_string(k));
+  }
+  c.source = src.str();
+  return c;
+}
+
+std::vector<Infeasible> find_infeasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster) {
+  int max_cores = 0, max_gpus = 0, max_cores_with_gpus = 0;
+  for (const auto& n : cluster.nodes) {
+    max_cores = std::max<int>(max_cores, n.cores.size());
+    max_gpus = std::max<int>(max_gpus, n.gpus.size());
+  }
+  std::vector<Infeasible> out;
+  for (const auto& job : jobs) {
+    const Request r = request_for(job);
+    bool fits = false;
+    for (const auto& n : cluster.nodes)
+      if (static_cast<int>(n.gpus.size()) >= r.gpus && static_cast<int>(n.cores.size()) >= r.cores) {
+        fits = true;
+        break;
+      }
+    if (fits) continue;
+    std::ostringstream why;
+    why << "needs " << describe(r) << " on one node; ";
+    if (r.gpus > max_gpus) {
+      why << "the largest node has " << max_gpus << (max_gpus == 1 ? " GPU" : " GPUs");
+    } else if (r.cores > max_cores) {
+      why << "the largest node has " << max_cores << (max_cores == 1 ? " core" : " cores");
+    } else {
+      for (const auto& n : cluster.nodes)
+        if (static_cast<int>(n.gpus.size()) >= r.gpus)
+          max_cores_with_gpus = std::max<int>(max_cores_with_gpus, n.cores.size());
+      why << "nodes with " << r.gpus << " GPUs have at most " << max_cores_with_gpus << " cores";
+    }
+    out.push_back({job.id, why.str()});
+  }
+  return out;
+}
+
+void check_feasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster) {
+  const auto bad_jobs = find_infeasible(jobs, cluster);
+  if (bad_jobs.empty()) return;
+  std::ostringstream os;
+  os << bad_jobs.size() << " of " << jobs.size() << " jobs fit on no node of " << cluster.source
+     << " (" << cluster.nodes.size() << (cluster.nodes.size() == 1 ? " node" : " nodes") << "):";
+  for (std::size_t i = 0; i < bad_jobs.size() && i < 10; ++i)
+    os << "\n  job " << bad_jobs[i].job_id << ": " << bad_jobs[i].reason;
+  if (bad_jobs.size() > 10) os << "\n  ... and " << bad_jobs.size() - 10 << " more";
+  throw std::invalid_argument(os.str());
+}
+
+}  // namespace gridrun::scheduler

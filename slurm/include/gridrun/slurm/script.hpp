@@ -1,0 +1,93 @@
+// sbatch scripts for a set of jobs: a pure function of the jobs and the options (golden-tested).
+//
+// Why job arrays indexed into a job-list file: one array per resource shape keeps the queue small
+// (10,000 jobs are a handful of array records, not 10,000 submissions), and the list file
+// (`runs/<name>/slurm/<array>.jobs`, line i+1 = task i) keeps the script itself readable and
+// identical for every task. Each line names one job, or, in packed mode, several job steps
+// `ID:RANKS:THREADS:GPUS:CORES` that run side by side in one whole-node allocation.
+//
+// The script body runs the launcher in the background so the batch shell can take the signal Slurm
+// sends before the time limit (`--signal=B:USR1@N` reaches only the batch shell, and a trap runs
+// only while the shell `wait`s), forwards it (and TERM) to the runner, and requeues the job when the
+// runner exits with the checkpoint code 75; on restart it passes `--resume`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gridrun/jobs/job.hpp"
+
+namespace gridrun::slurm {
+
+// What an array's tasks all ask Slurm for.
+struct Shape {
+  std::string device = "cpu";  // cpu | gpu
+  std::int64_t ranks = 1;
+  std::int64_t threads = 1;    // cores per rank
+  std::int64_t time_s = 0;     // 0 = no --time line (partition default)
+  bool packed = false;         // whole-node allocation running several job steps
+  bool operator==(const Shape& o) const {
+    return device == o.device && ranks == o.ranks && threads == o.threads && time_s == o.time_s &&
+           packed == o.packed;
+  }
+};
+
+// One job step inside a packed allocation; gpus/cores are node-local indices from the placement.
+struct PackedStep {
+  std::string job_id;
+  std::int64_t ranks = 1, threads = 1;
+  std::int64_t time_s = 0;
+  std::string gpus;   // "0,1"
+  std::string cores;  // "0-3" (recorded; Slurm's --exact accounting keeps steps on disjoint cores)
+};
+using Bundle = std::vector<PackedStep>;
+
+struct ScriptOptions {
+  std::string run_dir;                   // absolute runs/<name>
+  std::string run_name;
+  std::string grid_file;                 // absolute; shown in the resubmit hint
+  std::string out_dir;                   // absolute --out; shown in the resubmit hint
+  std::string train_bin = "gridrun-train";
+  std::string gridrun_bin = "gridrun";
+  int submission = 1;                    // array names start with s<submission>-
+  std::string partition, account, qos, constraint;
+  std::string default_time;              // --time: for jobs whose time_limit is empty
+  std::vector<std::string> sbatch_args;  // extra "#SBATCH <arg>" lines, after the template
+  std::string template_text;             // contents of --template, inserted verbatim
+  std::size_t max_array = 1000;          // tasks per array at most
+  std::size_t throttle = 0;              // %N: tasks of one array running at once; 0 = no limit
+  std::string launcher = "srun";         // srun | mpirun
+  std::string signal = "B:USR1@120";
+  std::int64_t node_gpus = 4;            // packed allocations ask for the whole node
+};
+
+struct ArrayScript {
+  std::string name;                             // "s1-a0-cpu-r2-t1"
+  Shape shape;
+  std::vector<std::vector<std::string>> tasks;  // job ids per array task (1 unless packed)
+  std::string script_path, list_path;           // absolute
+  std::string script, job_list;                 // file contents
+};
+
+struct ScriptSet {
+  std::vector<ArrayScript> arrays;
+  std::string collect_path, collect_script;     // submitted with --dependency=afterany:<ids>
+};
+
+// Groups `jobs` (in grid order) by shape into arrays split at max_array, appends one array per
+// packed time limit for `bundles`, and renders every file. Throws std::invalid_argument on a bad
+// option value (naming the flag).
+ScriptSet generate_scripts(const std::vector<jobs::Job>& jobs, const std::vector<Bundle>& bundles,
+                           const ScriptOptions& opts);
+
+Shape job_shape(const jobs::Job& job, const ScriptOptions& opts);
+
+// "1:30:00", "2-00:00:00": the form written to --time.
+std::string format_time(std::int64_t seconds);
+
+// Writes the set's list files and scripts (list first, each via temp file + rename).
+void write_script_set(const ScriptSet& set);
+
+}  // namespace gridrun::slurm

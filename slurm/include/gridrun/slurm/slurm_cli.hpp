@@ -1,0 +1,73 @@
+// What gridrun asks of Slurm, through its client commands, and the parsers for their output.
+//
+// Why the command-line clients and not libslurm: their text formats are stable across versions and
+// sites (libslurm's ABI is not), they honour the user's SLURM_CONF, and every call is something a
+// user can paste into a shell. The parsers are pure functions of the text so they are unit-tested
+// on captured output; SlurmCli itself is tested against the real local cluster.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gridrun/scheduler/run_dir.hpp"
+
+namespace gridrun::slurm {
+
+// One job or array task as a Slurm client reports it. Empty fields: the source did not say.
+struct SlurmTask {
+  std::string id;          // "1234_7" for array tasks, "1240" otherwise
+  std::string state;       // Slurm base state: PENDING, RUNNING, COMPLETED, TIMEOUT, ...
+  int exit_code = -1;      // of the batch script; -1 unknown
+  std::string elapsed;     // "00:01:02"
+  std::string node;
+  int restarts = 0;
+  std::string reason;      // pending reason, e.g. "Dependency"
+  std::string source;      // "squeue", "scontrol" or "sacct"
+};
+
+// `squeue -h -r -o '%i|%T|%M|%N|%r'` lines.
+std::vector<SlurmTask> parse_squeue(const std::string& text);
+// `scontrol -o show job` records (one per line). A pending array record ("ArrayTaskId=3-9%2")
+// expands to one entry per task.
+std::vector<SlurmTask> parse_scontrol(const std::string& text);
+// `sacct -n -P -X -o JobID,State,ExitCode,Elapsed,NodeList` lines ("CANCELLED by 0" -> CANCELLED).
+std::vector<SlurmTask> parse_sacct(const std::string& text);
+// "MaxArraySize            = 1001" from `scontrol show config`; nullopt when absent.
+std::optional<std::size_t> parse_max_array_size(const std::string& config_text);
+// "3-9%2", "1,4,7-8" -> task numbers.
+std::vector<int> expand_task_range(const std::string& range);
+
+// Slurm state (+ exit code of the batch script) -> gridrun job state:
+//   PENDING, REQUEUED, REQUEUE_HOLD, RESIZING, SUSPENDED      -> Submitted
+//   RUNNING, CONFIGURING, COMPLETING, STAGE_OUT, SIGNALING     -> Running
+//   COMPLETED                                                 -> Completed
+//   TIMEOUT, CANCELLED, PREEMPTED, DEADLINE, and exit code 75 -> Interrupted (resume possible)
+//   FAILED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, other        -> Failed
+scheduler::JobState map_slurm_state(const std::string& state, int exit_code);
+
+// The client commands. Methods throw std::runtime_error with the command and its stderr on failure.
+class SlurmCli {
+ public:
+  // `sbatch --parsable [extra...] SCRIPT` -> the job id ("1234").
+  std::string sbatch(const std::string& script, const std::vector<std::string>& extra = {}) const;
+  // Everything Slurm still knows about these jobs (array ids expand to their tasks), keyed by
+  // task id. Sources merged from oldest to freshest: sacct (when accounting answers), scontrol
+  // (keeps finished jobs MinJobAge seconds), squeue. Never throws: an unreachable Slurm yields
+  // an empty map and `answered` false.
+  std::map<std::string, SlurmTask> query(const std::vector<std::string>& job_ids,
+                                         bool* answered = nullptr) const;
+  // Ids of these jobs that squeue still lists (pending, running or completing), as given.
+  std::vector<std::string> active(const std::vector<std::string>& job_ids) const;
+  void scancel(const std::vector<std::string>& job_ids) const;
+  // MaxArraySize from `scontrol show config`; nullopt when Slurm does not answer.
+  std::optional<std::size_t> max_array_size() const;
+  // GPUs per node of the partition (default partition when empty), from sinfo's %G; nullopt if
+  // unknown.
+  std::optional<int> node_gpus(const std::string& partition) const;
+  std::optional<int> node_cpus(const std::string& partition) const;
+};
+
+}  // namespace gridrun::slurm

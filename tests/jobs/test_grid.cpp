@@ -1,0 +1,482 @@
+// Unit tests of grid loading: product sizes, order, zip, exclude, include, seeds, derived batch
+// fields, id stability, and every validation error's message and location.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "gridrun/jobs/grid.hpp"
+
+namespace gj = gridrun::jobs;
+
+namespace {
+
+gj::Expansion load(const std::string& yaml, const gj::LoadOptions& opts = {}) {
+  return gj::load_grid_string(yaml, "grid.yaml", opts);
+}
+
+// The full what() of the GridError a grid raises, or "no error".
+std::string error_of(const std::string& yaml) {
+  try {
+    load(yaml);
+  } catch (const gj::GridError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string str(const gj::Job& j, const char* k) { return std::get<std::string>(j.params.at(k)); }
+std::int64_t i64(const gj::Job& j, const char* k) { return std::get<std::int64_t>(j.params.at(k)); }
+double dbl(const gj::Job& j, const char* k) { return std::get<double>(j.params.at(k)); }
+
+}  // namespace
+
+// ---- expansion -------------------------------------------------------------------------------
+
+TEST(GridExpand, NoGridIsOneDefaultJob) {
+  auto ex = load("name: one\n");
+  ASSERT_EQ(ex.jobs.size(), 1u);
+  EXPECT_EQ(ex.name, "one");
+  EXPECT_EQ(ex.source, "grid.yaml");
+  EXPECT_EQ(ex.jobs[0].params, gj::from_struct(gj::JobParams{}));
+  EXPECT_TRUE(ex.varying.empty());
+  EXPECT_TRUE(ex.warnings.empty());
+}
+
+TEST(GridExpand, ProductSizeAndOrder) {
+  auto ex = load(
+      "name: p\n"
+      "grid:\n"
+      "  model: [mlp, lenet]\n"
+      "  ranks: [1, 2, 3]\n"
+      "  lr: [0.1, 0.2]\n");
+  ASSERT_EQ(ex.jobs.size(), 12u);
+  // Last key fastest.
+  EXPECT_EQ(str(ex.jobs[0], "model"), "mlp");
+  EXPECT_EQ(i64(ex.jobs[0], "ranks"), 1);
+  EXPECT_EQ(dbl(ex.jobs[0], "lr"), 0.1);
+  EXPECT_EQ(dbl(ex.jobs[1], "lr"), 0.2);
+  EXPECT_EQ(i64(ex.jobs[2], "ranks"), 2);
+  EXPECT_EQ(str(ex.jobs[6], "model"), "lenet");
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+    EXPECT_EQ(ex.jobs[i].index, i);
+    EXPECT_EQ(ex.jobs[i].run, "p");
+  }
+  EXPECT_EQ(ex.varying, (std::vector<std::string>{"model", "global_batch", "lr", "ranks"}));
+}
+
+TEST(GridExpand, ZipVariesTogetherAsOneAxisAfterGrid) {
+  auto ex = load(
+      "name: z\n"
+      "zip:\n"
+      "  lr: [0.1, 0.2, 0.4]\n"
+      "  warmup_steps: [0, 100, 200]\n"
+      "grid:\n"
+      "  ranks: [1, 2]\n");
+  ASSERT_EQ(ex.jobs.size(), 6u);
+  const double lrs[] = {0.1, 0.2, 0.4};
+  const std::int64_t warm[] = {0, 100, 200};
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(i64(ex.jobs[i], "ranks"), i < 3 ? 1 : 2);  // zip varies faster than grid keys
+    EXPECT_EQ(dbl(ex.jobs[i], "lr"), lrs[i % 3]);
+    EXPECT_EQ(i64(ex.jobs[i], "warmup_steps"), warm[i % 3]);
+  }
+}
+
+TEST(GridExpand, SeedsInnermost) {
+  auto ex = load("name: s\ngrid: {model: [mlp, lenet]}\nseeds: [0, 1, 2]\n");
+  ASSERT_EQ(ex.jobs.size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(i64(ex.jobs[i], "seed"), static_cast<std::int64_t>(i % 3));
+    EXPECT_EQ(str(ex.jobs[i], "model"), i < 3 ? "mlp" : "lenet");
+  }
+}
+
+TEST(GridExpand, IssueExampleCounts) {
+  auto ex = load(
+      "name: cpu-vs-gpu\n"
+      "defaults: {model: resnet18, dataset: synthetic, epochs: 2, optimizer: sgd, lr: 0.1}\n"
+      "grid:\n"
+      "  device: [cpu, gpu]\n"
+      "  ranks: [1, 2, 4]\n"
+      "  batch_per_rank: [32, 128]\n"
+      "zip:\n"
+      "  lr: [0.1, 0.2]\n"
+      "  warmup_steps: [0, 100]\n"
+      "exclude:\n"
+      "  - {device: cpu, ranks: 4}\n"
+      "include:\n"
+      "  - {model: mlp, device: cpu, ranks: 1, batch_per_rank: 64}\n"
+      "seeds: [0, 1, 2]\n");
+  // 2*3*2 grid * 2 zip * 3 seeds = 72; the exclude drops cpu x 4 ranks (2*2*3 = 12); + 1 include x 3.
+  EXPECT_EQ(ex.jobs.size(), 72u - 12u + 3u);
+  EXPECT_EQ(ex.excluded, 12u);
+  for (const auto& j : ex.jobs)
+    EXPECT_FALSE(str(j, "device") == "cpu" && i64(j, "ranks") == 4) << j.id;
+  const gj::Job& last = ex.jobs.back();
+  EXPECT_EQ(str(last, "model"), "mlp");
+  EXPECT_EQ(i64(last, "epochs"), 2);  // merged over defaults
+  EXPECT_EQ(i64(last, "seed"), 2);    // crossed with seeds
+  EXPECT_TRUE(ex.warnings.empty());
+}
+
+TEST(GridExpand, ExcludeListMeansAnyOfAndSeesDerivedValues) {
+  auto ex = load(
+      "name: e\n"
+      "defaults: {batch_per_rank: 32}\n"
+      "grid: {ranks: [1, 2, 3, 4], model: [mlp, lenet]}\n"
+      "exclude:\n"
+      "  - {ranks: [2, 3], model: lenet}\n"
+      "  - {global_batch: 128}\n");
+  // 8 jobs; drop lenet x {2,3} (2) and global_batch 128 = ranks 4 (2).
+  EXPECT_EQ(ex.jobs.size(), 4u);
+  EXPECT_EQ(ex.excluded, 4u);
+}
+
+TEST(GridExpand, ExcludeThatMatchesNothingWarnsWithLocation) {
+  auto ex = load(
+      "name: e\n"
+      "grid: {ranks: [1, 2]}\n"
+      "exclude:\n"
+      "  - {model: vgg16}\n");
+  EXPECT_EQ(ex.jobs.size(), 2u);
+  ASSERT_EQ(ex.warnings.size(), 1u);
+  EXPECT_EQ(ex.warnings[0], "grid.yaml:4:5: exclude[0]: matches no job");
+}
+
+TEST(GridExpand, ExcludeDoesNotApplyToIncludes) {
+  auto ex = load(
+      "name: e\n"
+      "grid: {model: [mlp, lenet]}\n"
+      "exclude: [{model: lenet}]\n"
+      "include: [{model: lenet, lr: 0.5}]\n");
+  ASSERT_EQ(ex.jobs.size(), 2u);
+  EXPECT_EQ(str(ex.jobs[1], "model"), "lenet");
+  EXPECT_EQ(dbl(ex.jobs[1], "lr"), 0.5);
+}
+
+TEST(GridExpand, IncludeOnlyHasNoProductJob) {
+  auto ex = load(
+      "name: i\n"
+      "defaults: {epochs: 3}\n"
+      "include:\n"
+      "  - {model: lenet}\n"
+      "  - {model: vgg11, seed: 7}\n"
+      "seeds: [1, 2]\n");
+  // lenet x seeds 1,2; vgg11 keeps its own seed.
+  ASSERT_EQ(ex.jobs.size(), 3u);
+  EXPECT_EQ(str(ex.jobs[0], "model"), "lenet");
+  EXPECT_EQ(i64(ex.jobs[0], "seed"), 1);
+  EXPECT_EQ(i64(ex.jobs[1], "seed"), 2);
+  EXPECT_EQ(str(ex.jobs[2], "model"), "vgg11");
+  EXPECT_EQ(i64(ex.jobs[2], "seed"), 7);
+  for (const auto& j : ex.jobs) EXPECT_EQ(i64(j, "epochs"), 3);
+}
+
+TEST(GridExpand, DerivedBatchFields) {
+  auto ex = load("name: b\ndefaults: {batch_per_rank: 16}\ngrid: {ranks: [1, 2, 4]}\n");
+  ASSERT_EQ(ex.jobs.size(), 3u);
+  for (const auto& j : ex.jobs) {
+    EXPECT_EQ(i64(j, "batch_per_rank"), 16);
+    EXPECT_EQ(i64(j, "global_batch"), 16 * i64(j, "ranks"));
+  }
+  ex = load("name: b\ndefaults: {global_batch: 256}\ngrid: {ranks: [1, 2, 4]}\n");
+  for (const auto& j : ex.jobs) {
+    EXPECT_EQ(i64(j, "global_batch"), 256);
+    EXPECT_EQ(i64(j, "batch_per_rank"), 256 / i64(j, "ranks"));
+  }
+  // Neither given: batch_per_rank's default 32 holds.
+  ex = load("name: b\ngrid: {ranks: [2]}\n");
+  EXPECT_EQ(i64(ex.jobs[0], "batch_per_rank"), 32);
+  EXPECT_EQ(i64(ex.jobs[0], "global_batch"), 64);
+  // A later layer's batch key replaces an earlier layer's other one.
+  ex = load(
+      "name: b\n"
+      "defaults: {batch_per_rank: 8}\n"
+      "grid: {global_batch: [64], ranks: [2]}\n"
+      "include: [{global_batch: 64, ranks: 4}, {ranks: 4}]\n");
+  ASSERT_EQ(ex.jobs.size(), 3u);
+  EXPECT_EQ(i64(ex.jobs[0], "batch_per_rank"), 32);
+  EXPECT_EQ(i64(ex.jobs[1], "batch_per_rank"), 16);
+  EXPECT_EQ(i64(ex.jobs[2], "batch_per_rank"), 8);
+  EXPECT_EQ(i64(ex.jobs[2], "global_batch"), 32);  // defaults' batch_per_rank 8 x 4 ranks
+}
+
+TEST(GridExpand, DuplicatesDroppedWithWarning) {
+  auto ex = load(
+      "name: d\n"
+      "grid: {ranks: [1, 2, 1]}\n"
+      "include: [{ranks: 2}]\n");
+  ASSERT_EQ(ex.jobs.size(), 2u);
+  EXPECT_EQ(ex.duplicates, 2u);
+  ASSERT_EQ(ex.warnings.size(), 2u);
+  EXPECT_EQ(ex.warnings[0], "grid.yaml:2:1: grid: 1 duplicate job dropped (e.g. " + ex.jobs[0].id +
+                                ", same as job 0)");
+  EXPECT_EQ(ex.warnings[1], "grid.yaml:3:11: include[0]: 1 duplicate job dropped (e.g. " +
+                                ex.jobs[1].id + ", same as job 1)");
+  std::set<std::string> ids;
+  for (const auto& j : ex.jobs) EXPECT_TRUE(ids.insert(j.id).second);
+}
+
+TEST(GridExpand, SameJobSpelledDifferentlyIsADuplicate) {
+  // batch_per_rank 32 x 2 ranks and global_batch 64 x 2 ranks resolve to the same job.
+  auto ex = load(
+      "name: d\n"
+      "include:\n"
+      "  - {ranks: 2, batch_per_rank: 32, lr: 0.1}\n"
+      "  - {lr: 1e-1, global_batch: 64, ranks: 2}\n");
+  EXPECT_EQ(ex.jobs.size(), 1u);
+  EXPECT_EQ(ex.duplicates, 1u);
+}
+
+TEST(GridExpand, IdsStableUnderReorderingAndNumberSpelling) {
+  auto a = load(
+      "name: a\n"
+      "defaults: {model: lenet, lr: 0.10, epochs: 2, train_samples: 1000}\n"
+      "grid: {ranks: [1, 2]}\n");
+  auto b = load(
+      "name: other-name\n"
+      "grid:\n"
+      "  ranks: [1, 2]\n"
+      "defaults:\n"
+      "  train_samples: 1e3\n"
+      "  epochs: 2\n"
+      "  lr: 1e-1\n"
+      "  model: lenet\n");
+  auto c = load(
+      "name: c\n"
+      "include:\n"
+      "  - {ranks: 2, lr: 0.1, model: lenet, epochs: 2.0, train_samples: 1000, seed: 0}\n");
+  ASSERT_EQ(a.jobs.size(), 2u);
+  ASSERT_EQ(b.jobs.size(), 2u);
+  EXPECT_EQ(a.jobs[0].id, b.jobs[0].id);
+  EXPECT_EQ(a.jobs[1].id, b.jobs[1].id);
+  EXPECT_NE(a.jobs[0].id, a.jobs[1].id);
+  EXPECT_EQ(c.jobs[0].id, a.jobs[1].id);
+  EXPECT_EQ(a.jobs[1].id, gj::job_id(a.jobs[1].params));
+}
+
+TEST(GridExpand, CompareByAndDefaultName) {
+  auto ex = gj::load_grid_string("grid: {device: [cpu]}\ncompare: {by: device}\n",
+                                 "some/dir/speed-test.yaml");
+  EXPECT_EQ(ex.name, "speed-test");
+  EXPECT_EQ(ex.compare_by, "device");
+}
+
+TEST(GridExpand, AllowEmpty) {
+  const char* y = "name: e\ngrid: {model: [mlp]}\nexclude: [{model: mlp}]\n";
+  gj::LoadOptions o;
+  o.allow_empty = true;
+  EXPECT_EQ(load(y, o).jobs.size(), 0u);
+  EXPECT_EQ(error_of(y), "grid.yaml:2:1: grid: the grid expands to no jobs (every job is excluded)");
+}
+
+TEST(GridExpand, GpuRanksAndHalfPrecisionOnlyWhereValid) {
+  auto ex = load(
+      "name: g\n"
+      "grid:\n"
+      "  device: [cpu, gpu]\n"
+      "  ranks: [1, 4, 8]\n"
+      "  precision: [fp32, bf16]\n"
+      "exclude:\n"
+      "  - {device: gpu, ranks: 8}\n"
+      "  - {device: cpu, precision: bf16}\n");
+  EXPECT_EQ(ex.jobs.size(), 3u + 4u);  // cpu: 3 ranks x fp32; gpu: 2 ranks x 2 precisions
+}
+
+TEST(GridExpand, FileLoadAndMissingFile) {
+  try {
+    gj::load_grid("/nonexistent/grid.yaml");
+    FAIL();
+  } catch (const gj::GridError& e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/grid.yaml: cannot open grid file");
+    EXPECT_EQ(e.line(), 0);
+  }
+}
+
+TEST(GridExpand, TooManyJobs) {
+  gj::LoadOptions o;
+  o.max_jobs = 100;
+  try {
+    load("name: big\ngrid: {ranks: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}\nseeds: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n", o);
+    FAIL();
+  } catch (const gj::GridError& e) {
+    EXPECT_STREQ(e.what(), "grid.yaml:2:1: grid: the grid has more than 100 jobs; split it or "
+                           "check the lists");
+  }
+}
+
+// ---- errors: message, line, column and key path ----------------------------------------------
+
+struct ErrorCase {
+  const char* title;
+  const char* yaml;
+  const char* what;
+};
+
+class GridErrors : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(GridErrors, MessageAndLocation) {
+  EXPECT_EQ(error_of(GetParam().yaml), GetParam().what) << GetParam().title;
+}
+
+// clang-format off
+const ErrorCase kErrors[] = {
+  {"issue example: gpu ranks",
+   "name: x\n"
+   "defaults:\n"
+   "  device: gpu\n"
+   "grid:\n"
+   "  model: [mlp]\n"
+   "  lr: [0.1]\n"
+   "  ranks: [2,4,8]\n",
+   "grid.yaml:7:15: grid.ranks[2]: 8 is out of range for device gpu (1-4)"},
+  {"cpu ranks below 1", "name: x\ngrid: {ranks: [1, 0]}\n",
+   "grid.yaml:2:19: grid.ranks[1]: 0 is out of range (must be >= 1)"},
+  {"unknown top-level key", "name: x\ngird:\n  ranks: [1]\n",
+   "grid.yaml:2:1: gird: unknown key 'gird'; did you mean 'grid'?"},
+  {"parameter at top level", "name: x\nlr: 0.1\n",
+   "grid.yaml:2:1: lr: unknown key 'lr'; parameters go under defaults: or grid:"},
+  {"unknown top-level key, no hint", "name: x\nfoobar: 1\n",
+   "grid.yaml:2:1: foobar: unknown key 'foobar'; expected one of name, defaults, grid, zip, "
+   "exclude, include, seeds, compare"},
+  {"unknown parameter in defaults", "name: x\ndefaults:\n  epoch: 3\n",
+   "grid.yaml:3:3: defaults.epoch: unknown parameter 'epoch'; did you mean 'epochs'?"},
+  {"unknown parameter in grid", "name: x\ngrid:\n  optimiser: [sgd]\n",
+   "grid.yaml:3:3: grid.optimiser: unknown parameter 'optimiser'; did you mean 'optimizer'?"},
+  {"unknown parameter in include", "name: x\ninclude:\n  - {model: mlp, rank: 2}\n",
+   "grid.yaml:3:18: include[0].rank: unknown parameter 'rank'; did you mean 'ranks'?"},
+  {"unknown parameter in exclude", "name: x\nexclude:\n  - {devise: cpu}\n",
+   "grid.yaml:3:6: exclude[0].devise: unknown parameter 'devise'; did you mean 'device'?"},
+  {"unknown parameter in zip", "name: x\nzip:\n  warmup: [1]\n",
+   "grid.yaml:3:3: zip.warmup: unknown parameter 'warmup'; did you mean 'warmup_steps'?"},
+  {"integer expected, float given", "name: x\ngrid: {ranks: [1, 2.5]}\n",
+   "grid.yaml:2:19: grid.ranks[1]: expected an integer, got '2.5'"},
+  {"integer expected, quoted string given", "name: x\ndefaults: {epochs: \"3\"}\n",
+   "grid.yaml:2:20: defaults.epochs: expected an integer, got string \"3\""},
+  {"number expected", "name: x\ndefaults: {lr: fast}\n",
+   "grid.yaml:2:16: defaults.lr: expected a number, got 'fast'"},
+  {"bool expected", "name: x\ndefaults: {overlap: maybe}\n",
+   "grid.yaml:2:21: defaults.overlap: expected a bool, got 'maybe'"},
+  {"scalar expected, list given", "name: x\ndefaults: {lr: [0.1]}\n",
+   "grid.yaml:2:16: defaults.lr: expected a number, got a list"},
+  {"value missing", "name: x\ndefaults:\n  lr:\n",
+   "grid.yaml:3:3: defaults.lr: expected a number, got nothing"},
+  {"grid axis not a list", "name: x\ngrid:\n  ranks: 2\n",
+   "grid.yaml:3:10: grid.ranks: expected a list of values, got a scalar"},
+  {"grid axis missing", "name: x\ngrid:\n  ranks:\n",
+   "grid.yaml:3:3: grid.ranks: expected a list of values, got nothing"},
+  {"grid axis empty", "name: x\ngrid:\n  ranks: []\n",
+   "grid.yaml:3:10: grid.ranks: empty list: the grid would have no jobs"},
+  {"defaults not a map", "name: x\ndefaults: [lr]\n",
+   "grid.yaml:2:11: defaults: expected a map of parameter: value, got a list"},
+  {"unknown model", "name: x\ngrid: {model: [mlp, resnet]}\n",
+   "grid.yaml:2:21: grid.model[1]: unknown model 'resnet'; did you mean 'resnet18'?"},
+  {"unknown dataset", "name: x\ndefaults: {dataset: imagenet}\n",
+   "grid.yaml:2:21: defaults.dataset: unknown dataset 'imagenet'; choose one of synthetic, "
+   "cifar10, mnist, text"},
+  {"unknown optimizer", "name: x\ninclude: [{optimizer: adamm}]\n",
+   "grid.yaml:2:23: include[0].optimizer: unknown optimizer 'adamm'; did you mean 'adam'?"},
+  {"unknown device in exclude", "name: x\nexclude: [{device: gpus}]\n",
+   "grid.yaml:2:20: exclude[0].device: unknown device 'gpus'; did you mean 'gpu'?"},
+  {"unknown task", "name: x\ndefaults: {task: infer}\n",
+   "grid.yaml:2:18: defaults.task: unknown task 'infer'; did you mean 'inference'?"},
+  {"unknown lr_schedule", "name: x\ndefaults: {lr_schedule: linear}\n",
+   "grid.yaml:2:25: defaults.lr_schedule: unknown lr_schedule 'linear'; choose one of constant, "
+   "step, cosine"},
+  {"unknown precision", "name: x\ndefaults: {precision: fp8}\n",
+   "grid.yaml:2:23: defaults.precision: unknown precision 'fp8'; choose one of fp32, bf16, fp16"},
+  {"lr not positive", "name: x\ngrid:\n  lr: [0.1, 0]\n",
+   "grid.yaml:3:13: grid.lr[1]: 0.0 is out of range (must be > 0)"},
+  {"batch not positive", "name: x\ndefaults: {batch_per_rank: 0}\n",
+   "grid.yaml:2:28: defaults.batch_per_rank: 0 is out of range (must be >= 1)"},
+  {"global batch not positive", "name: x\ndefaults: {global_batch: -8}\n",
+   "grid.yaml:2:26: defaults.global_batch: -8 is out of range (must be >= 1)"},
+  {"threads not positive", "name: x\ndefaults: {threads_per_rank: 0}\n",
+   "grid.yaml:2:30: defaults.threads_per_rank: 0 is out of range (must be >= 1)"},
+  {"momentum above 1", "name: x\ndefaults: {momentum: 1.5}\n",
+   "grid.yaml:2:22: defaults.momentum: 1.5 is out of range (0-1)"},
+  {"bad time limit", "name: x\ndefaults: {time_limit: 1h}\n",
+   "grid.yaml:2:24: defaults.time_limit: time limit '1h' is not MM, MM:SS, HH:MM:SS, D-HH, "
+   "D-HH:MM or D-HH:MM:SS"},
+  {"half precision on cpu", "name: x\ngrid:\n  precision: [fp32, fp16]\n",
+   "grid.yaml:3:21: grid.precision[1]: fp16 needs device gpu (this job has device cpu from the "
+   "default)"},
+  {"both limits zero", "name: x\ndefaults: {max_steps: 0}\ngrid:\n  epochs: [1, 0]\n",
+   "grid.yaml:4:15: grid.epochs[1]: epochs and max_steps are both 0, so the job would never stop; "
+   "set one"},
+  {"both batch keys in defaults", "name: x\ndefaults: {batch_per_rank: 8, global_batch: 16}\n",
+   "grid.yaml:2:31: defaults.global_batch: give either batch_per_rank or global_batch, not both"},
+  {"both batch keys in an include", "name: x\ninclude:\n  - {global_batch: 8, batch_per_rank: 4}\n",
+   "grid.yaml:3:23: include[0].batch_per_rank: give either batch_per_rank or global_batch, not "
+   "both"},
+  {"both batch keys varied", "name: x\ngrid: {batch_per_rank: [8]}\nzip: {global_batch: [16]}\n",
+   "grid.yaml:3:7: zip.global_batch: vary either batch_per_rank or global_batch, not both (other "
+   "one at grid.batch_per_rank)"},
+  {"global batch not divisible",
+   "name: x\ndefaults:\n  global_batch: 100\ngrid:\n  ranks: [1, 2, 3]\n",
+   "grid.yaml:3:17: defaults.global_batch: global_batch 100 is not divisible by ranks 3 (ranks "
+   "from grid.ranks[2])"},
+  {"zip lengths differ", "name: x\nzip:\n  lr: [0.1, 0.2]\n  warmup_steps: [0, 10, 20]\n",
+   "grid.yaml:4:17: zip.warmup_steps: 3 values, but zip.lr has 2; zip lists must have equal "
+   "length"},
+  {"parameter on two axes", "name: x\ngrid: {lr: [0.1]}\nzip: {lr: [0.2]}\n",
+   "grid.yaml:3:7: zip.lr: 'lr' is already varied at grid.lr; a parameter can be on one axis only"},
+  {"seed in grid and seeds", "name: x\ngrid: {seed: [1]}\nseeds: [1, 2]\n",
+   "grid.yaml:3:1: seeds: 'seed' is also varied at grid.seed; use one of them"},
+  {"seeds not a list", "name: x\nseeds: 3\n",
+   "grid.yaml:2:8: seeds: expected a list of values, got a scalar"},
+  {"negative seed", "name: x\nseeds: [0, -1]\n",
+   "grid.yaml:2:12: seeds[1]: -1 is out of range (must be >= 0)"},
+  {"bad name", "name: my run\n",
+   "grid.yaml:1:7: name: 'my run' may only contain letters, digits, '_', '.' and '-'"},
+  {"compare by unknown parameter", "name: x\ncompare: {by: devise}\n",
+   "grid.yaml:2:15: compare.by: unknown parameter 'devise'; did you mean 'device'?"},
+  {"compare with unknown key", "name: x\ncompare: {bye: device}\n",
+   "grid.yaml:2:11: compare.bye: unknown key 'bye'; did you mean 'by'?"},
+  {"empty exclude entry", "name: x\nexclude:\n  - {}\n",
+   "grid.yaml:3:5: exclude[0]: an empty entry would exclude every job"},
+  {"exclude not a list", "name: x\nexclude: {model: mlp}\n",
+   "grid.yaml:2:10: exclude: expected a list of maps, got a map"},
+  {"include entry not a map", "name: x\ninclude:\n  - mlp\n",
+   "grid.yaml:3:5: include[0]: expected a map of parameter: value, got a scalar"},
+  {"duplicate key", "name: x\ndefaults:\n  lr: 0.1\n  lr: 0.2\n",
+   "grid.yaml:4:3: defaults.lr: duplicate key"},
+  {"YAML syntax error", "name: x\ngrid: {ranks: [1, 2}\n",
+   "grid.yaml:2:20: YAML syntax error: illegal flow end"},
+  {"empty document", "",
+   "grid.yaml:1:1: expected a map with name, defaults, grid, ... at the top, got nothing"},
+  {"document is a list", "- a\n- b\n",
+   "grid.yaml:1:1: expected a map with name, defaults, grid, ... at the top, got a list"},
+};
+// clang-format on
+
+INSTANTIATE_TEST_SUITE_P(All, GridErrors, ::testing::ValuesIn(kErrors),
+                         [](const ::testing::TestParamInfo<ErrorCase>& info) {
+                           std::string n = info.param.title;
+                           for (char& c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+TEST(GridErrorType, FieldsAndExitCodeCategory) {
+  try {
+    load("name: x\ndefaults:\n  lr: 0\n");
+    FAIL();
+  } catch (const std::invalid_argument& e) {  // main.cpp maps this to exit code 2
+    auto* ge = dynamic_cast<const gj::GridError*>(&e);
+    ASSERT_NE(ge, nullptr);
+    EXPECT_EQ(ge->file(), "grid.yaml");
+    EXPECT_EQ(ge->line(), 3);
+    EXPECT_EQ(ge->col(), 7);
+    EXPECT_EQ(ge->key_path(), "defaults.lr");
+    EXPECT_EQ(ge->message(), "0.0 is out of range (must be > 0)");
+  }
+}
+
+TEST(GridErrorType, FirstErrorInFileOrder) {
+  // Two bad values; the earlier one in the file is reported.
+  EXPECT_EQ(error_of("name: x\ndefaults: {lr: 0}\ngrid: {ranks: [0]}\n"),
+            "grid.yaml:2:16: defaults.lr: 0.0 is out of range (must be > 0)");
+  EXPECT_EQ(error_of("name: x\ngrid: {ranks: [0]}\ndefaults: {lr: 0}\n"),
+            "grid.yaml:2:16: grid.ranks[0]: 0 is out of range (must be >= 1)");
+}

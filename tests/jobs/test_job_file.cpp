@@ -1,0 +1,146 @@
+// Unit tests of job files: JSON form, atomic write, read-back and its error messages.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/job.hpp"
+
+namespace gj = gridrun::jobs;
+namespace fs = std::filesystem;
+
+namespace {
+
+class JobFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gridrun-jobfile-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write_text(const std::string& name, const std::string& text) {
+    fs::create_directories(dir_);
+    std::string p = (dir_ / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  // what() of the runtime_error read_job_file throws, or "no error".
+  std::string read_error(const std::string& text) {
+    const std::string p = write_text("bad.json", text);
+    try {
+      gj::read_job_file(p);
+    } catch (const std::runtime_error& e) {
+      std::string m = e.what();
+      return m.substr(0, p.size()) == p ? "FILE" + m.substr(p.size()) : m;
+    }
+    return "no error";
+  }
+
+  gj::Job sample() {
+    gj::Expansion ex = gj::load_grid_string(
+        "name: demo\ndefaults: {model: lenet, lr: 0.05, time_limit: \"1:00:00\"}\n"
+        "grid: {ranks: [1, 2]}\n",
+        "demo.yaml");
+    gj::Job j = ex.jobs[1];
+    j.meta["cores"] = "0-1";
+    j.meta["note"] = "quote \" backslash \\ newline \n tab \t";
+    return j;
+  }
+
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(JobFile, JsonShape) {
+  gj::Job j = sample();
+  const std::string json = gj::job_to_json(j);
+  EXPECT_EQ(json.rfind("{\"id\":\"" + j.id + "\",\"run\":\"demo\",\"index\":1,\"params\":{", 0), 0u)
+      << json;
+  EXPECT_NE(json.find("\"params\":" + gj::canonical_json(j.params) + ",\"meta\":{"),
+            std::string::npos);
+  EXPECT_NE(json.find("\"note\":\"quote \\\" backslash \\\\ newline \\n tab \\t\""),
+            std::string::npos)
+      << json;
+}
+
+TEST_F(JobFile, WriteReadRoundTripLeavesNoTempFile) {
+  gj::Job j = sample();
+  const std::string path = (dir_ / "jobs" / (j.id + ".json")).string();
+  gj::write_job_file(path, j);  // creates missing parent directories
+  gj::Job back = gj::read_job_file(path);
+  EXPECT_EQ(back.id, j.id);
+  EXPECT_EQ(back.run, "demo");
+  EXPECT_EQ(back.index, 1u);
+  EXPECT_EQ(back.params, j.params);
+  EXPECT_EQ(back.meta, j.meta);
+  EXPECT_EQ(gj::job_id(back.params), j.id);
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "jobs")) {
+    ++files;
+    EXPECT_EQ(e.path().filename().string(), j.id + ".json");
+  }
+  EXPECT_EQ(files, 1u);
+  // Overwriting replaces the content whole.
+  j.meta["phase"] = "2";
+  gj::write_job_file(path, j);
+  EXPECT_EQ(gj::read_job_file(path).meta.at("phase"), "2");
+}
+
+TEST_F(JobFile, WriteIntoUnwritablePlaceThrows) {
+  const std::string file = write_text("plain", "x");
+  EXPECT_ANY_THROW(gj::write_job_file(file + "/sub/job.json", sample()));
+}
+
+TEST_F(JobFile, ReadAcceptsReorderedKeysAndMissingNewParams) {
+  // A hand-written file: keys in another order, spaces, a parameter left out (takes its default).
+  gj::Job j = gj::job_from_json(
+      "{ \"meta\": {}, \"params\": {\"model\": \"mlp\", \"lr\": 1e-1}, \"index\": 0,"
+      "  \"run\": \"r\", \"id\": \"abc\" }",
+      "inline");
+  EXPECT_EQ(j.id, "abc");
+  EXPECT_EQ(j.params, gj::from_struct(gj::JobParams{}));
+}
+
+TEST_F(JobFile, ReadErrorsNameFileAndKey) {
+  EXPECT_EQ(read_error("{\"id\":\"a\",\"run\":\"r\",\"index\":0,\"params\":{\"lrr\":0.1}}"),
+            "FILE: params.lrr: unknown parameter; did you mean 'lr'?");
+  EXPECT_EQ(read_error("{\"id\":\"a\",\"run\":\"r\",\"index\":0,\"params\":{\"ranks\":\"two\"}}"),
+            "FILE: params.ranks: expected an integer, got 'two'");
+  EXPECT_EQ(read_error("{\"run\":\"r\",\"index\":0,\"params\":{}}"), "FILE: id: missing");
+  EXPECT_EQ(read_error("{\"id\":\"a\",\"run\":\"r\",\"index\":-1,\"params\":{}}"),
+            "FILE: index: expected a non-negative integer");
+  EXPECT_EQ(read_error("{\"id\":\"a\",\"run\":\"r\",\"index\":0,\"params\":[]}"),
+            "FILE: params: expected a JSON object");
+  EXPECT_EQ(read_error("{\"id\":\"a\",\"run\":\"r\",\"index\":0,\"params\":{},\"meta\":[1]}"),
+            "FILE: meta: expected a JSON object");
+  EXPECT_EQ(read_error("[1, 2]"), "FILE: expected a JSON object");
+  EXPECT_NE(read_error("{\"id\": "), "no error");
+  try {
+    gj::read_job_file((dir_ / "missing.json").string());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), (dir_ / "missing.json").string() + ": cannot open job file");
+  }
+}
+
+TEST_F(JobFile, Resources) {
+  gj::JobParams p;
+  p.device = "gpu";
+  p.ranks = 4;
+  p.threads_per_rank = 2;
+  auto r = gj::job_resources(p);
+  EXPECT_EQ(r.gpus, 4);
+  EXPECT_EQ(r.cores, 8);
+  EXPECT_EQ(r.ranks, 4);
+  p.device = "cpu";
+  r = gj::job_resources(p);
+  EXPECT_EQ(r.gpus, 0);
+  EXPECT_EQ(r.cores, 8);
+}

@@ -1,0 +1,182 @@
+// Unit tests of the parameter table, typed conversions, canonical JSON and job ids.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <stdexcept>
+
+#include "gridrun/jobs/params.hpp"
+
+namespace gj = gridrun::jobs;
+
+namespace {
+
+gj::Params defaults() {
+  gj::Params p;
+  for (const auto& s : gj::param_table()) p.emplace(s.name, s.default_value);
+  return p;
+}
+
+}  // namespace
+
+TEST(Params, TableDefaultsEqualJobParamsDefaults) {
+  // The table and the struct are written separately; this keeps them in step.
+  EXPECT_EQ(gj::from_struct(gj::JobParams{}), defaults());
+  EXPECT_EQ(gj::from_struct(gj::JobParams{}).size(), gj::param_table().size());
+}
+
+TEST(Params, TableNamesUniqueAndTyped) {
+  std::set<std::string> names;
+  for (const auto& s : gj::param_table()) {
+    EXPECT_TRUE(names.insert(s.name).second) << s.name;
+    EXPECT_FALSE(s.help.empty()) << s.name;
+    switch (s.type) {
+      case gj::Type::Bool: EXPECT_TRUE(std::holds_alternative<bool>(s.default_value)); break;
+      case gj::Type::Int: EXPECT_TRUE(std::holds_alternative<std::int64_t>(s.default_value)); break;
+      case gj::Type::Float: EXPECT_TRUE(std::holds_alternative<double>(s.default_value)); break;
+      case gj::Type::String:
+        EXPECT_TRUE(std::holds_alternative<std::string>(s.default_value));
+        break;
+    }
+  }
+}
+
+TEST(Params, ChoicesAsSpecified) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(gj::find_param("model")->choices,
+            (V{"mlp", "lenet", "resnet18", "resnet50", "vgg11", "vgg16", "alexnet", "transformer",
+               "densenet121"}));
+  EXPECT_EQ(gj::find_param("dataset")->choices, (V{"synthetic", "cifar10", "mnist", "text"}));
+  EXPECT_EQ(gj::find_param("optimizer")->choices, (V{"sgd", "adam", "adamw"}));
+  EXPECT_EQ(gj::find_param("precision")->choices, (V{"fp32", "bf16", "fp16"}));
+  EXPECT_EQ(gj::find_param("nope"), nullptr);
+}
+
+TEST(Params, StructRoundTrip) {
+  gj::JobParams jp;
+  jp.model = "resnet50";
+  jp.lr = 0.025;
+  jp.ranks = 4;
+  jp.overlap = false;
+  jp.time_limit = "1:00:00";
+  const gj::JobParams back = gj::to_struct(gj::from_struct(jp));
+  EXPECT_EQ(back.model, "resnet50");
+  EXPECT_DOUBLE_EQ(back.lr, 0.025);
+  EXPECT_EQ(back.ranks, 4);
+  EXPECT_FALSE(back.overlap);
+  EXPECT_EQ(back.time_limit, "1:00:00");
+}
+
+TEST(Params, ToStructRejectsMissingAndMistyped) {
+  gj::Params p = defaults();
+  p.erase("lr");
+  EXPECT_THROW(gj::to_struct(p), std::invalid_argument);
+  p = defaults();
+  p["ranks"] = std::string("two");
+  EXPECT_THROW(gj::to_struct(p), std::invalid_argument);
+}
+
+TEST(Params, CanonicalJsonSortedAndNormalized) {
+  gj::Params p;
+  p["lr"] = 0.1;
+  p["epochs"] = std::int64_t{3};
+  p["model"] = std::string("a\"b\n");
+  p["overlap"] = true;
+  p["momentum"] = 1.0;
+  p["weight_decay"] = -0.0;
+  EXPECT_EQ(gj::canonical_json(p),
+            "{\"epochs\":3,\"lr\":0.1,\"model\":\"a\\\"b\\n\",\"momentum\":1.0,\"overlap\":true,"
+            "\"weight_decay\":0.0}");
+  p.clear();
+  p["lr"] = 1e-5;
+  EXPECT_EQ(gj::canonical_json(p), "{\"lr\":1e-05}");
+}
+
+TEST(Params, JobIdIs12HexAndDependsOnValuesOnly) {
+  gj::Params a = defaults();
+  const std::string id = gj::job_id(a);
+  ASSERT_EQ(id.size(), 12u);
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos);
+  gj::Params b = defaults();
+  b["lr"] = 0.10;  // same double as 0.1
+  EXPECT_EQ(gj::job_id(b), id);
+  b["lr"] = 0.2;
+  EXPECT_NE(gj::job_id(b), id);
+}
+
+TEST(Params, ParamsFromJsonRoundTripAndSpellings) {
+  gj::Params p = defaults();
+  p["lr"] = 0.3;
+  p["model"] = std::string("vgg16");
+  EXPECT_EQ(gj::params_from_json(gj::canonical_json(p)), p);
+  // Reordered keys and other number spellings parse to the same values, hence the same id.
+  gj::Params q = gj::params_from_json("{\"model\": \"vgg16\", \"lr\": 3e-1}");
+  EXPECT_EQ(gj::job_id(q), gj::job_id(p));
+}
+
+TEST(Params, ParamsFromJsonErrorsNameTheKey) {
+  try {
+    gj::params_from_json("{\"lrr\": 0.1}");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "params.lrr: unknown parameter; did you mean 'lr'?");
+  }
+  try {
+    gj::params_from_json("{\"ranks\": \"x\"}");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "params.ranks: expected an integer, got 'x'");
+  }
+  EXPECT_THROW(gj::params_from_json("{\"lr\": "), std::runtime_error);
+}
+
+TEST(Params, ParseValueTypesAndRanges) {
+  EXPECT_EQ(gj::parse_value(*gj::find_param("ranks"), "4"), gj::Value{std::int64_t{4}});
+  EXPECT_EQ(gj::parse_value(*gj::find_param("train_samples"), "1e3"), gj::Value{std::int64_t{1000}});
+  EXPECT_EQ(gj::parse_value(*gj::find_param("lr"), "0.10"), gj::Value{0.1});
+  EXPECT_EQ(gj::parse_value(*gj::find_param("overlap"), "no"), gj::Value{false});
+  EXPECT_EQ(gj::parse_value(*gj::find_param("model"), "lenet"), gj::Value{std::string("lenet")});
+  auto msg = [](const char* key, const char* text) {
+    try {
+      gj::parse_value(*gj::find_param(key), text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(msg("ranks", "2.5"), "ranks: expected an integer, got '2.5'");
+  EXPECT_EQ(msg("lr", "fast"), "lr: expected a number, got 'fast'");
+  EXPECT_EQ(msg("lr", "0"), "lr: 0.0 is out of range (must be > 0)");
+  EXPECT_EQ(msg("ranks", "0"), "ranks: 0 is out of range (must be >= 1)");
+  EXPECT_EQ(msg("momentum", "1.5"), "momentum: 1.5 is out of range (0-1)");
+  EXPECT_EQ(msg("overlap", "maybe"), "overlap: expected a bool, got 'maybe'");
+  EXPECT_EQ(msg("optimizer", "adamm"), "optimizer: unknown optimizer 'adamm'; did you mean 'adam'?");
+  EXPECT_EQ(msg("dataset", "imagenet"),
+            "dataset: unknown dataset 'imagenet'; choose one of synthetic, cifar10, mnist, text");
+}
+
+TEST(Params, TimeLimitSeconds) {
+  EXPECT_EQ(gj::time_limit_seconds(""), 0);
+  EXPECT_EQ(gj::time_limit_seconds("30"), 1800);
+  EXPECT_EQ(gj::time_limit_seconds("5:30"), 330);
+  EXPECT_EQ(gj::time_limit_seconds("1:00:00"), 3600);
+  EXPECT_EQ(gj::time_limit_seconds("2-0"), 2 * 86400);
+  EXPECT_EQ(gj::time_limit_seconds("1-2:30"), 86400 + 2 * 3600 + 30 * 60);
+  EXPECT_EQ(gj::time_limit_seconds("1-00:00:10"), 86410);
+  for (const char* bad : {"1:2:3:4", "abc", "1-", ":30", "-1", "0", "1h"})
+    EXPECT_THROW(gj::time_limit_seconds(bad), std::invalid_argument) << bad;
+}
+
+TEST(Params, SuggestParam) {
+  EXPECT_EQ(gj::suggest_param("lrr"), "lr");
+  EXPECT_EQ(gj::suggest_param("epoch"), "epochs");
+  EXPECT_EQ(gj::suggest_param("batch"), "batch_per_rank");
+  EXPECT_EQ(gj::suggest_param("zzzzzzzz"), "");
+}
+
+TEST(Params, ToString) {
+  EXPECT_EQ(gj::to_string(gj::Value{0.1}), "0.1");
+  EXPECT_EQ(gj::to_string(gj::Value{2.0}), "2.0");
+  EXPECT_EQ(gj::to_string(gj::Value{std::int64_t{7}}), "7");
+  EXPECT_EQ(gj::to_string(gj::Value{true}), "true");
+  EXPECT_EQ(gj::to_string(gj::Value{std::string("x")}), "x");
+}

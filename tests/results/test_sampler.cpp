@@ -1,0 +1,120 @@
+// UtilProbe/UtilSampler on this machine's real /proc (and NVML when a driver is present).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "gridrun/results/sampler.hpp"
+
+using namespace gridrun::results;
+
+TEST(Sampler, SamplesOwnProcess) {
+  ProbeOptions o;
+  o.gpus = false;
+  UtilProbe p(o);
+  EXPECT_EQ(p.rank_count(), 1);
+  EXPECT_EQ(p.gpu_count(), 0);
+  EXPECT_EQ(p.gpu_absent_reason(), "cpu job");
+  // Burn some CPU so the process CPU % has something to measure.
+  volatile double x = 0;
+  for (int i = 0; i < 20000000; ++i) x = x + std::sqrt(static_cast<double>(i));
+  UtilRow r = p.sample();
+  ASSERT_EQ(r.rank_cpu_pct.size(), 1u);
+  ASSERT_EQ(r.rank_rss_bytes.size(), 1u);
+  EXPECT_GT(r.rank_rss_bytes[0], 1 << 20);
+  EXPECT_GT(r.rank_cpu_pct[0], 0);
+  EXPECT_GE(r.time_s, 0);
+  EXPECT_FALSE(std::isnan(r.node_cpu_pct));
+  EXPECT_TRUE(r.gpu_util_pct.empty());
+}
+
+TEST(Sampler, MissingNvmlGivesReason) {
+  ProbeOptions o;
+  o.nvml_library = "libnvidia-ml-does-not-exist.so.1";
+  UtilProbe p(o);
+  EXPECT_EQ(p.gpu_count(), 0);
+  EXPECT_NE(p.gpu_absent_reason().find("NVML not available"), std::string::npos);
+  EXPECT_TRUE(p.sample().gpu_util_pct.empty());
+}
+
+TEST(Sampler, RealNvmlWhenPresent) {
+  // On a GPU machine this samples the devices; elsewhere it must say why there are none.
+  UtilProbe p(ProbeOptions{});
+  if (p.gpu_count() == 0) {
+    EXPECT_FALSE(p.gpu_absent_reason().empty());
+    return;
+  }
+  UtilRow r = p.sample();
+  ASSERT_EQ(r.gpu_util_pct.size(), static_cast<std::size_t>(p.gpu_count()));
+  EXPECT_GT(r.gpu_mem_bytes[0], 0);
+  EXPECT_FALSE(p.gpus()[0].uuid.empty());
+}
+
+TEST(Sampler, DeadPidGivesNaN) {
+  ProbeOptions o;
+  o.gpus = false;
+  o.pids = {getpid(), 0x3fffffff};
+  UtilProbe p(o);
+  UtilRow r = p.sample();
+  EXPECT_FALSE(std::isnan(r.rank_rss_bytes[0]));
+  EXPECT_TRUE(std::isnan(r.rank_rss_bytes[1]));
+  EXPECT_TRUE(std::isnan(r.rank_cpu_pct[1]));
+}
+
+TEST(Sampler, ThreadDeliversRowsUntilStopped) {
+  ProbeOptions o;
+  o.gpus = false;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<UtilRow> rows;
+  UtilSampler s(std::make_unique<UtilProbe>(o), SamplerOptions{200.0}, [&](const UtilRow& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    rows.push_back(r);
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return rows.size() >= 5; });
+  }
+  s.stop();
+  std::size_t n = s.samples();
+  EXPECT_GE(n, 5u);
+  EXPECT_EQ(s.error(), "");
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(rows.size(), n);  // nothing delivered after stop()
+  for (std::size_t k = 1; k < rows.size(); ++k) EXPECT_GT(rows[k].time_s, rows[k - 1].time_s);
+}
+
+TEST(Sampler, ThrowingSinkStopsWithError) {
+  ProbeOptions o;
+  o.gpus = false;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool called = false;
+  UtilSampler s(std::make_unique<UtilProbe>(o), SamplerOptions{500.0}, [&](const UtilRow&) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      called = true;
+    }
+    cv.notify_all();
+    throw std::runtime_error("disk full");
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return called; });
+  }
+  s.stop();
+  EXPECT_EQ(s.error(), "disk full");
+  EXPECT_EQ(s.samples(), 0u);
+}
+
+TEST(Sampler, RejectsBadRate) {
+  ProbeOptions o;
+  o.gpus = false;
+  EXPECT_THROW(UtilSampler(std::make_unique<UtilProbe>(o), SamplerOptions{0.0}, [](const UtilRow&) {}),
+               std::invalid_argument);
+}

@@ -1,0 +1,265 @@
+// JobWriter + reader round trips on real HDF5 files: layout, counter semantics, finish, resume.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "gridrun/results/reader.hpp"
+#include "gridrun/results/writer.hpp"
+#include "test_util.hpp"
+
+using namespace gridrun::results;
+using gridrun::results::testing::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+JobFileInfo info(const std::string& id, int ranks, int gpus) {
+  JobFileInfo i;
+  i.id = id;
+  i.run = "unit";
+  i.params_json = "{\"lr\":0.1,\"model\":\"mlp\",\"overlap\":true,\"ranks\":" + std::to_string(ranks) +
+                  ",\"target_accuracy\":0.7,\"timing_warmup_steps\":2}";
+  i.str_attrs["torch_version"] = "1.13.1";
+  i.int_attrs["cpu_cores_used"] = 2;
+  i.float_attrs["model_gflops"] = 1.5;
+  i.ranks = ranks;
+  i.gpus = gpus;
+  i.gpu_absent_reason = gpus ? "" : "NVML not found";
+  i.flush_interval_s = 0;
+  return i;
+}
+
+StepRow step(std::int64_t i, int ranks, std::int64_t per_epoch = 5) {
+  StepRow r;
+  r.step = i;
+  r.epoch = i / per_epoch;
+  r.wall_s = 0.1 * static_cast<double>(i + 1);
+  r.step_s = i < 2 ? 1.0 : 0.1 + 0.01 * static_cast<double>(i % 4);
+  r.samples_per_s = 64 / r.step_s;
+  r.comm_s = 0.02;
+  r.exposed_comm_s = 0.01;
+  r.rank_step_s.assign(ranks, r.step_s);
+  return r;
+}
+
+EpochRow epoch(std::int64_t e, double acc) {
+  EpochRow r;
+  r.epoch = e;
+  r.test_acc = acc;
+  r.wall_s = static_cast<double>(e + 1);
+  return r;
+}
+
+}  // namespace
+
+TEST(Writer, WritesLayoutAndReadsBack) {
+  TempDir dir;
+  auto w = JobWriter::create(dir.path(), info("job1", 2, 0));
+  EXPECT_EQ(w->path(), dir / "job1.h5.partial");
+  ASSERT_TRUE(fs::exists(dir / "job1.h5.partial"));
+  for (int i = 0; i < 10; ++i) w->append_step(step(i, 2));
+  w->append_epoch(epoch(0, 0.6));
+  w->append_epoch(epoch(1, 0.75));
+  UtilRow u;
+  u.time_s = 0.1;
+  u.rank_cpu_pct = {90, 95};
+  u.rank_rss_bytes = {1e8, 2e8};
+  u.node_cpu_pct = 40;
+  w->append_util(u);
+  w->flush();
+
+  JobData live = read_job(dir / "job1.h5.partial");
+  EXPECT_TRUE(live.partial);
+  EXPECT_EQ(live.status, "running");
+  EXPECT_EQ(live.steps.rows, 10u);
+  EXPECT_EQ(live.epochs.rows, 2u);
+  EXPECT_EQ(live.util.rows, 1u);
+  EXPECT_EQ(live.steps.matrices.at("rank_step_s").cols, 2u);
+
+  w->finish(Status::TargetReached, "target accuracy reached", {{"flops_per_s", 2e9}, {"samples_per_s", 123.0}});
+  EXPECT_EQ(w->path(), dir / "job1.h5");
+  EXPECT_FALSE(fs::exists(dir / "job1.h5.partial"));
+  EXPECT_THROW(w->append_step(step(10, 2)), std::logic_error);
+
+  JobData j = read_job(dir / "job1.h5");
+  EXPECT_FALSE(j.partial);
+  EXPECT_EQ(j.id, "job1");
+  EXPECT_EQ(j.run, "unit");
+  EXPECT_EQ(j.status, "target_reached");
+  EXPECT_EQ(j.exit_reason, "target accuracy reached");
+  EXPECT_EQ(j.schema_version, kSchemaVersion);
+  EXPECT_EQ(j.start_time.size(), 20u);  // 2024-01-02T03:04:05Z
+  EXPECT_EQ(j.end_time.back(), 'Z');
+  EXPECT_EQ(j.attr_string("torch_version"), "1.13.1");
+  EXPECT_EQ(j.attr_number("cpu_cores_used", 0), 2);
+  EXPECT_DOUBLE_EQ(j.attr_number("model_gflops", 0), 1.5);
+  EXPECT_DOUBLE_EQ(j.attr_number("param.lr", 0), 0.1);
+  EXPECT_EQ(j.attr_string("param.model"), "mlp");
+  EXPECT_EQ(j.attr_number("param.overlap", -1), 1);
+  EXPECT_EQ(std::get<bool>(j.params.at("overlap")), true);
+  EXPECT_EQ(j.gpu_absent_reason, "NVML not found");
+  EXPECT_EQ(j.util.matrices.count("gpu_util_pct"), 0u);
+  ASSERT_EQ(j.steps.rows, 10u);
+  EXPECT_EQ(j.steps.columns.at("step")[9], 9);
+  EXPECT_EQ(j.steps.columns.at("epoch")[9], 1);
+  EXPECT_DOUBLE_EQ(j.util.matrices.at("rank_rss_bytes").at(0, 1), 2e8);
+  // Summary: derived figures plus the caller's, the caller's winning.
+  EXPECT_DOUBLE_EQ(j.summary.at("flops_per_s"), 2e9);
+  EXPECT_DOUBLE_EQ(j.summary.at("samples_per_s"), 123.0);
+  EXPECT_EQ(j.summary.at("steps_done"), 10);
+  EXPECT_EQ(j.summary.at("timing_rows"), 8);  // 2 warm-up steps excluded
+  EXPECT_NEAR(j.summary.at("step_s_p50"), 0.115, 1e-12);  // 0.10,0.11,0.12,0.13 twice
+  EXPECT_NEAR(j.summary.at("comm_share"), 0.02 * 8 / (2 * (0.10 + 0.11 + 0.12 + 0.13)), 1e-12);
+  EXPECT_EQ(j.summary.at("epochs_to_target"), 2);
+  EXPECT_DOUBLE_EQ(j.summary.at("time_to_target_s"), 2.0);
+  EXPECT_DOUBLE_EQ(j.summary.at("final_test_acc"), 0.75);
+  EXPECT_DOUBLE_EQ(j.summary.at("peak_rss_bytes"), 2e8);
+  EXPECT_DOUBLE_EQ(j.summary.at("cpu_util_pct_mean"), 92.5);
+  EXPECT_EQ(job_status(dir / "job1.h5"), "target_reached");
+}
+
+TEST(Writer, GpuColumnsOnlyWithGpus) {
+  TempDir dir;
+  auto w = JobWriter::create(dir.path(), info("g", 1, 2));
+  UtilRow u;
+  u.rank_cpu_pct = {100};
+  u.rank_rss_bytes = {1};
+  for (auto* v : {&u.gpu_util_pct, &u.gpu_mem_bytes, &u.gpu_power_w, &u.gpu_energy_j, &u.gpu_temp_c, &u.gpu_sm_mhz})
+    *v = {10, 20};
+  u.gpu_energy_j = {100, 200};
+  w->append_util(u);
+  u.time_s = 1;
+  u.gpu_energy_j = {150, 260};
+  w->append_util(u);
+  w->finish(Status::Completed, "done", {});
+  JobData j = read_job(dir / "g.h5");
+  ASSERT_EQ(j.util.matrices.at("gpu_power_w").cols, 2u);
+  EXPECT_EQ(j.util.rows, 2u);
+  EXPECT_TRUE(j.gpu_absent_reason.empty());
+  EXPECT_DOUBLE_EQ(j.summary.at("energy_j"), 110);     // counters: (150-100) + (260-200)
+  EXPECT_DOUBLE_EQ(j.summary.at("gpu_power_w_mean"), 30);  // summed over devices
+}
+
+TEST(Writer, UnflushedRowsAreNotCommitted) {
+  TempDir dir;
+  auto w = JobWriter::create(dir.path(), info("c", 1, 0));
+  for (int i = 0; i < 5; ++i) w->append_step(step(i, 1));
+  EXPECT_EQ(read_job(dir / "c.h5.partial").steps.rows, 0u);
+  w->flush();
+  for (int i = 5; i < 8; ++i) w->append_step(step(i, 1));
+  JobData j = read_job(dir / "c.h5.partial");  // live SWMR writer: read through SWMR
+  EXPECT_EQ(j.steps.rows, 5u);
+  EXPECT_EQ(j.steps.columns.at("step").size(), 5u);
+  w->flush();
+  EXPECT_EQ(read_job(dir / "c.h5.partial").steps.rows, 8u);
+}
+
+TEST(Writer, AutoFlushAfterInterval) {
+  TempDir dir;
+  JobFileInfo i = info("a", 1, 0);
+  i.flush_interval_s = 1e-9;  // every append flushes
+  auto w = JobWriter::create(dir.path(), i);
+  w->append_step(step(0, 1));
+  EXPECT_EQ(read_job(dir / "a.h5.partial").steps.rows, 1u);
+}
+
+TEST(Writer, RejectsWrongRankVectorSize) {
+  TempDir dir;
+  auto w = JobWriter::create(dir.path(), info("r", 2, 0));
+  EXPECT_THROW(w->append_step(step(0, 3)), std::invalid_argument);
+  UtilRow u;
+  u.rank_cpu_pct = {1};
+  u.rank_rss_bytes = {1, 2};
+  EXPECT_THROW(w->append_util(u), std::invalid_argument);
+}
+
+TEST(Writer, DestructorWithoutFinishLeavesReadablePartial) {
+  TempDir dir;
+  {
+    auto w = JobWriter::create(dir.path(), info("d", 1, 0));
+    for (int i = 0; i < 4; ++i) w->append_step(step(i, 1));
+  }
+  JobData j = read_job(dir / "d.h5.partial");
+  EXPECT_EQ(j.status, "running");
+  EXPECT_EQ(j.steps.rows, 4u);
+}
+
+TEST(Writer, ResumeKeepsRowsBeforeCheckpoint) {
+  TempDir dir;
+  {
+    auto w = JobWriter::create(dir.path(), info("res", 2, 0));
+    for (int i = 0; i < 12; ++i) {
+      w->append_step(step(i, 2));
+      if (i % 5 == 4) w->append_epoch(epoch(i / 5, 0.5));
+    }
+    w->flush();  // steps 0..11 (epochs 0,1,2), epoch rows 0 and 1
+  }
+  JobFileInfo i = info("res", 2, 0);
+  i.resume_from_step = 7;  // checkpoint after step 6 (in epoch 1): redo steps 7.. and epoch 1
+  auto w = JobWriter::create(dir.path(), i);
+  JobData mid = read_job(dir / "res.h5.partial");
+  EXPECT_EQ(mid.steps.rows, 7u);
+  EXPECT_EQ(mid.epochs.rows, 1u);
+  EXPECT_EQ(mid.attr_number("resumed_from_step", 0), 7);
+  for (int k = 7; k < 10; ++k) w->append_step(step(k, 2));
+  w->append_epoch(epoch(1, 0.8));
+  w->finish(Status::Completed, "done", {});
+  JobData j = read_job(dir / "res.h5");
+  ASSERT_EQ(j.steps.rows, 10u);
+  for (int k = 0; k < 10; ++k) EXPECT_EQ(j.steps.columns.at("step")[k], k);
+  ASSERT_EQ(j.epochs.rows, 2u);
+  EXPECT_DOUBLE_EQ(j.epochs.columns.at("test_acc")[1], 0.8);
+
+  // Resuming a finished file renames it back and continues; a rank mismatch is refused.
+  JobFileInfo bad = info("res", 4, 0);
+  bad.resume_from_step = 10;
+  EXPECT_THROW(JobWriter::create(dir.path(), bad), std::invalid_argument);
+  JobFileInfo again = info("res", 2, 0);
+  again.resume_from_step = 10;
+  auto w2 = JobWriter::create(dir.path(), again);
+  EXPECT_EQ(job_status(dir / "res.h5.partial"), "running");
+  w2->append_step(step(10, 2));
+  w2->finish(Status::Completed, "done", {});
+  EXPECT_EQ(read_job(dir / "res.h5").steps.rows, 11u);
+}
+
+TEST(Writer, FreshCreateReplacesStalePartial) {
+  TempDir dir;
+  {
+    auto w = JobWriter::create(dir.path(), info("s", 1, 0));
+    w->append_step(step(0, 1));
+    w->flush();
+  }
+  auto w = JobWriter::create(dir.path(), info("s", 1, 0));
+  EXPECT_EQ(read_job(dir / "s.h5.partial").steps.rows, 0u);
+}
+
+TEST(Reader, MissingAndCorruptFilesAreNamed) {
+  TempDir dir;
+  EXPECT_EQ(job_status(dir / "none.h5"), "");
+  try {
+    read_job(dir / "none.h5");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("none.h5"), std::string::npos);
+  }
+  std::ofstream(dir / "bad.h5") << "garbage";
+  EXPECT_EQ(job_status(dir / "bad.h5"), "");
+  try {
+    read_job(dir / "bad.h5");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.h5"), std::string::npos);
+  }
+}
+
+TEST(Reader, ParsesParamsJson) {
+  auto p = parse_params_json("{\"a\":1,\"b\":0.5,\"c\":\"x\\\"y\",\"d\":false,\"e\":1e3}");
+  EXPECT_EQ(std::get<std::int64_t>(p.at("a")), 1);
+  EXPECT_DOUBLE_EQ(std::get<double>(p.at("b")), 0.5);
+  EXPECT_EQ(std::get<std::string>(p.at("c")), "x\"y");
+  EXPECT_EQ(std::get<bool>(p.at("d")), false);
+  EXPECT_DOUBLE_EQ(std::get<double>(p.at("e")), 1000);
+  EXPECT_THROW(parse_params_json("{\"a\":}"), std::runtime_error);
+}

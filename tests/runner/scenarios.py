@@ -1,0 +1,268 @@
+#!/usr/bin/python3
+"""Scenario tests for gridrun-train: the real binary under a real `mpirun -np 2`.
+
+Each scenario is one ctest entry (`scenarios.py NAME`). They assert on exit codes, messages, the
+final parameters (--dump-params: raw float32 in registration order) and the HDF5 results file
+(read with Debian's h5py). No sleeps as synchronisation: a scenario that must act mid-run waits for
+a progress line on the job's stdout. No timing assertions: the 60 s bound for a killed rank is the
+ctest TIMEOUT of that entry.
+"""
+import argparse
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import numpy as np
+
+ARGS = None
+
+
+def train_cmd(np_, *flags):
+    base = [ARGS.mpirun, "--allow-run-as-root", "--bind-to", "none", "-np", str(np_), ARGS.train]
+    return base + ["--quiet"] * 0 + list(flags)
+
+
+def run(np_, *flags, expect=0):
+    cmd = train_cmd(np_, *flags)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=200)
+    if expect is not None and p.returncode != expect:
+        sys.stderr.write(p.stdout[-4000:] + p.stderr[-4000:])
+        raise AssertionError(f"{' '.join(cmd)}: exit {p.returncode}, expected {expect}")
+    return p
+
+
+def workdir(name):
+    d = os.path.join(ARGS.work, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def params(path):
+    return np.fromfile(path, dtype=np.float32)
+
+
+def h5(path):
+    import h5py
+    return h5py.File(path, "r")
+
+
+def results_file(out):
+    files = glob.glob(os.path.join(out, "*.h5"))
+    assert len(files) == 1, f"expected one finished results file in {out}, got {os.listdir(out)}"
+    return files[0]
+
+
+def column(f, group, name):
+    """Committed rows of one column (the writer keeps a rows counter beside the columns)."""
+    ds = f[group][name][()]
+    if "rows" in f[group]:
+        n = int(np.asarray(f[group]["rows"][()]).reshape(-1)[0])
+        ds = ds[:n]
+    return ds
+
+
+def attr(f, name):
+    v = f.attrs[name]
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def common(out, *extra):
+    return ["--dataset", "synthetic", "--threads-per-rank", "1", "--out", out,
+            "--log-every", "5", "--util-hz", "0", *extra]
+
+
+# --- scenarios -------------------------------------------------------------------------------------
+
+def equivalence(model, bucket_mb):
+    """2 ranks x batch b == 1 rank x batch 2b after 20 steps, overlap on and off, several buckets."""
+    d = workdir(f"equivalence_{model}")
+    b = 8
+    flags = ["--model", model, "--epochs", "1", "--max-steps", "20", "--train-samples", "512",
+             "--test-samples", "64", "--lr", "0.05", "--momentum", "0.9", "--seed", "3",
+             "--bucket-mb", str(bucket_mb)]
+    run(1, *common(d + "/one"), *flags, "--ranks", "1", "--batch-per-rank", str(2 * b),
+        "--dump-params", d + "/one.bin")
+    ref = params(d + "/one.bin")
+    for overlap in ("true", "false"):
+        p = run(2, *common(d + "/two" + overlap), *flags, "--ranks", "2", "--batch-per-rank", str(b),
+                "--overlap", overlap, "--dump-params", d + f"/two{overlap}.bin")
+        got = params(d + f"/two{overlap}.bin")
+        assert got.shape == ref.shape
+        diff = float(np.abs(got - ref).max())
+        print(f"{model} overlap={overlap}: max abs param diff {diff:.3g} over {ref.size} params")
+        assert diff < 1e-5, diff
+        moved = float(np.abs(ref).max())
+        assert moved > 0
+        with h5(results_file(d + "/two" + overlap)) as f:
+            assert attr(f, "status") == "completed"
+            assert len(column(f, "steps", "step")) == 20
+            nb = int(f.attrs.get("grad_buckets", 0)) if "grad_buckets" in f.attrs else None
+    print("bucket layout check:", p.stdout.strip().splitlines()[0] if p.stdout else "")
+
+
+def equivalence_mlp():
+    equivalence("mlp", 0.5)      # 3.3 MB of parameters -> 7 buckets
+
+
+def equivalence_lenet():
+    equivalence("lenet", 0.05)   # 248 KB of parameters -> 5 buckets
+
+
+def loss_halves():
+    for model, lr in (("mlp", "0.05"), ("lenet", "0.05")):
+        d = workdir(f"loss_{model}")
+        run(2, *common(d), "--model", model, "--ranks", "2", "--batch-per-rank", "32",
+            "--epochs", "3", "--lr", lr, "--train-samples", "2048", "--test-samples", "512")
+        with h5(results_file(d)) as f:
+            loss = column(f, "steps", "loss")
+            first, last = float(np.mean(loss[:3])), float(np.mean(loss[-5:]))
+            acc = column(f, "epochs", "test_acc")
+            print(f"{model}: loss {first:.3f} -> {last:.3f}, test acc {acc}")
+            assert last <= 0.5 * first, (first, last)
+
+
+def resnet18_np2():
+    d = workdir("resnet18")
+    run(2, *common(d), "--model", "resnet18", "--ranks", "2", "--batch-per-rank", "4",
+        "--epochs", "1", "--max-steps", "3", "--train-samples", "64", "--test-samples", "16",
+        "--eval-every", "0")
+    with h5(results_file(d)) as f:
+        loss = column(f, "steps", "loss")
+        assert len(loss) == 3 and np.all(np.isfinite(loss)), loss
+        assert attr(f, "status") == "completed"
+
+
+def resume_equals_uninterrupted():
+    d = workdir("resume")
+    flags = ["--model", "mlp", "--ranks", "2", "--batch-per-rank", "16", "--epochs", "2",
+             "--train-samples", "256", "--test-samples", "64", "--lr", "0.05", "--seed", "5"]
+    run(2, *common(d + "/full"), *flags, "--dump-params", d + "/full.bin")
+    p = run(2, *common(d + "/cut"), *flags, "--stop-after-step", "5", expect=75)
+    assert "checkpoint at step 5" in p.stdout, p.stdout
+    assert glob.glob(d + "/checkpoints/*/ckpt-5/state.pt"), os.listdir(d)
+    partial = glob.glob(d + "/cut/*.h5")
+    with h5(partial[0]) as f:
+        assert attr(f, "status") == "interrupted"
+    run(2, *common(d + "/cut"), *flags, "--resume", "--dump-params", d + "/cut.bin")
+    diff = float(np.abs(params(d + "/full.bin") - params(d + "/cut.bin")).max())
+    print(f"resume: max abs param diff {diff:.3g}")
+    assert diff < 1e-6, diff
+    with h5(results_file(d + "/cut")) as f:
+        steps = column(f, "steps", "step")
+        assert attr(f, "status") == "completed"
+        assert list(steps) == list(range(1, 17)), steps
+
+
+def rank_pids(mpirun_pid):
+    """PIDs of gridrun-train processes started by this mpirun, by MPI rank."""
+    out = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != mpirun_pid:
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+            out[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
+        except (OSError, KeyError, IndexError, ValueError):
+            pass
+    return out
+
+
+def start_and_wait_for_step(cmd, step):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in p.stdout:
+        if line.startswith(f"step {step}/"):
+            return p
+    raise AssertionError(f"job ended before step {step}: {p.wait()} {p.stderr.read()}")
+
+
+def external_sigterm():
+    """SIGTERM sent from outside to every rank (as Slurm does): checkpoint, exit 75, resume."""
+    d = workdir("sigterm")
+    flags = common(d + "/out", "--model", "lenet", "--ranks", "2", "--batch-per-rank", "16",
+                   "--epochs", "3", "--train-samples", "2048", "--test-samples", "64")
+    flags[flags.index("--log-every") + 1] = "1"
+    p = start_and_wait_for_step(train_cmd(2, *flags), 3)
+    pids = rank_pids(p.pid)
+    assert sorted(pids) == [0, 1], pids
+    for pid in pids.values():
+        os.kill(pid, signal.SIGTERM)
+    rest, err = p.communicate(timeout=120)
+    assert p.returncode == 75, (p.returncode, err[-2000:])
+    assert "interrupted by signal" in rest
+    run(2, *flags, "--resume")
+    with h5(results_file(d + "/out")) as f:
+        steps = column(f, "steps", "step")
+        assert attr(f, "status") == "completed"
+        assert list(steps) == list(range(1, len(steps) + 1)) and len(steps) == 3 * 64
+
+
+def sigkill_one_rank():
+    d = workdir("sigkill")
+    flags = common(d + "/out", "--model", "lenet", "--ranks", "2", "--batch-per-rank", "16",
+                   "--epochs", "50", "--train-samples", "2048", "--test-samples", "64")
+    flags[flags.index("--log-every") + 1] = "1"
+    p = start_and_wait_for_step(train_cmd(2, *flags), 3)
+    pids = rank_pids(p.pid)
+    os.kill(pids[1], signal.SIGKILL)
+    _, err = p.communicate()   # bounded by this test's ctest TIMEOUT (60 s)
+    print("mpirun exit", p.returncode, err.strip().splitlines()[-1:] if err else "")
+    assert p.returncode != 0
+    assert glob.glob(d + "/out/*.h5.partial") or glob.glob(d + "/out/*.h5")
+
+
+def rank_exception():
+    d = workdir("exception")
+    p = run(2, *common(d), "--model", "mlp", "--ranks", "2", "--max-steps", "50", "--epochs", "0",
+            "--fail-at-step", "3", "--fail-rank", "1", expect=None)
+    assert p.returncode == 1, p.returncode
+    assert "rank 1" in p.stderr and "injected failure" in p.stderr, p.stderr[-2000:]
+
+
+def hung_collective():
+    d = workdir("hang")
+    p = run(2, *common(d), "--model", "mlp", "--ranks", "2", "--max-steps", "50", "--epochs", "0",
+            "--hang-at-step", "3", "--fail-rank", "1", "--comm-timeout-s", "3", expect=None)
+    assert p.returncode != 0
+    assert "did not complete within 3 s" in p.stderr, p.stderr[-2000:]
+
+
+def bad_input():
+    d = workdir("bad")
+    p = run(1, "--out", d, "--no-such-flag", "1", expect=2)
+    assert "no-such-flag" in p.stderr, p.stderr
+    p = run(1, "--out", d, "--model", "nosuch", expect=2)
+    assert "--model" in p.stderr, p.stderr
+    p = run(2, "--out", d, "--ranks", "2", "--dataset", "cifar10", "--data-dir", d + "/nodata",
+            expect=2)
+    assert "data_batch_1.bin" in p.stderr, p.stderr
+    p = run(1, "--out", d, "--device", "gpu", expect=2)
+    assert "gpu" in p.stderr.lower(), p.stderr
+    p = run(2, "--out", d, "--ranks", "1", expect=2)
+    assert "ranks=1" in p.stderr, p.stderr
+    assert not glob.glob(d + "/*.h5"), os.listdir(d)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--train", required=True)
+    ap.add_argument("--mpirun", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("scenario")
+    ARGS = ap.parse_args()
+    os.makedirs(ARGS.work, exist_ok=True)
+    globals()[ARGS.scenario]()
+    print("ok", ARGS.scenario)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+// Data-set readers on tiny files generated here in the official formats (CIFAR-10 binary, MNIST idx
+// raw and gzip, the text TSV), plus truncated and malformed files: each must fail with BadInput
+// naming the file and the expected format.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gridrun/runner/dataset.hpp"
+#include "gridrun/runner/errors.hpp"
+
+using namespace gridrun::runner;
+namespace fs = std::filesystem;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("gridrun-ds-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string str() const { return path_.string(); }
+  std::string file(const std::string& f) const { return (path_ / f).string(); }
+
+ private:
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+  fs::path path_;
+};
+
+void write(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string cifar_records(int n, int label0) {
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    s.push_back(static_cast<char>((label0 + i) % 10));
+    for (int p = 0; p < 3072; ++p) s.push_back(static_cast<char>((i * 7 + p) & 0xff));
+  }
+  return s;
+}
+
+std::string be32(std::uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
+}
+
+std::string idx_images(int n) {
+  std::string s = be32(0x803) + be32(n) + be32(28) + be32(28);
+  for (int i = 0; i < n * 784; ++i) s.push_back(static_cast<char>(i & 0xff));
+  return s;
+}
+
+std::string idx_labels(int n) {
+  std::string s = be32(0x801) + be32(n);
+  for (int i = 0; i < n; ++i) s.push_back(static_cast<char>(i % 10));
+  return s;
+}
+
+void write_gz(const std::string& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(f);
+}
+
+void expect_bad(const DatasetOptions& o, const std::string& needle1, const std::string& needle2) {
+  try {
+    make_dataset(o);
+    FAIL() << "expected BadInput";
+  } catch (const BadInput& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(needle1), std::string::npos) << m;
+    EXPECT_NE(m.find(needle2), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+
+TEST(Datasets, SyntheticIsDeterministicAndShaped) {
+  DatasetOptions o;
+  o.train_samples = 64;
+  o.test_samples = 16;
+  auto a = make_dataset(o), b = make_dataset(o);
+  EXPECT_EQ(a.train->size(), 64);
+  EXPECT_EQ(a.test->size(), 16);
+  auto ba = a.train->get({0, 5, 63}), bb = b.train->get({0, 5, 63});
+  EXPECT_EQ(ba.x.sizes(), (std::vector<std::int64_t>{3, 3, 32, 32}));
+  EXPECT_TRUE(ba.x.equal(bb.x));
+  EXPECT_TRUE(ba.y.equal(bb.y));
+  auto all = a.train->get([] {
+    std::vector<std::int64_t> v(64);
+    for (int i = 0; i < 64; ++i) v[i] = i;
+    return v;
+  }());
+  EXPECT_GT(std::get<0>(at::_unique(all.y)).numel(), 3);  // several classes present
+  DatasetOptions t = o;
+  t.tokens = true;
+  auto tx = make_dataset(t);
+  EXPECT_EQ(tx.input.channels, 0);
+  EXPECT_EQ(tx.train->get({1, 2}).x.sizes(), (std::vector<std::int64_t>{2, kSyntheticSeqLen}));
+  EXPECT_EQ(make_dataset(DatasetOptions{}).train->size(), 4096);
+}
+
+TEST(Datasets, Cifar10BinaryReadsAndRejectsTruncated) {
+  TempDir d;
+  for (int i = 1; i <= 5; ++i) write(d.file("data_batch_" + std::to_string(i) + ".bin"), cifar_records(4, i));
+  write(d.file("test_batch.bin"), cifar_records(3, 0));
+  DatasetOptions o;
+  o.name = "cifar10";
+  o.data_dir = d.str();
+  auto ds = make_dataset(o);
+  EXPECT_EQ(ds.train->size(), 20);
+  EXPECT_EQ(ds.test->size(), 3);
+  auto b = ds.train->get({0, 4});
+  EXPECT_EQ(b.y[0].item<std::int64_t>(), 1);   // first record of data_batch_1
+  EXPECT_EQ(b.y[1].item<std::int64_t>(), 2);   // first record of data_batch_2
+  EXPECT_EQ(b.x.sizes(), (std::vector<std::int64_t>{2, 3, 32, 32}));
+  // pixel (c=0,y=0,x=1) of record 0 is byte 1 -> (1/255 - mean) / std
+  EXPECT_NEAR(b.x[0][0][0][1].item<float>(), (1 / 255.0f - 0.4914f) / 0.2470f, 1e-5);
+  write(d.file("data_batch_3.bin"), cifar_records(4, 0).substr(0, 3073 * 3 + 100));
+  expect_bad(o, "data_batch_3.bin", "3073");
+  write(d.file("data_batch_3.bin"), std::string(1, '\x0c') + std::string(3072, 'a'));
+  expect_bad(o, "data_batch_3.bin", "label 12");
+  fs::remove(d.file("data_batch_3.bin"));
+  expect_bad(o, "missing data file", "data_batch_3.bin");
+}
+
+TEST(Datasets, MnistIdxRawAndGzip) {
+  TempDir d;
+  write(d.file("train-images-idx3-ubyte"), idx_images(6));
+  write(d.file("train-labels-idx1-ubyte"), idx_labels(6));
+  write_gz(d.file("t10k-images-idx3-ubyte.gz"), idx_images(4));
+  write_gz(d.file("t10k-labels-idx1-ubyte.gz"), idx_labels(4));
+  DatasetOptions o;
+  o.name = "mnist";
+  o.data_dir = d.str();
+  auto ds = make_dataset(o);
+  EXPECT_EQ(ds.train->size(), 6);
+  EXPECT_EQ(ds.test->size(), 4);
+  EXPECT_EQ(ds.input.channels, 1);
+  EXPECT_EQ(ds.input.height, 28);
+  auto b = ds.test->get({3});
+  EXPECT_EQ(b.y[0].item<std::int64_t>(), 3);
+  EXPECT_EQ(b.x.sizes(), (std::vector<std::int64_t>{1, 1, 28, 28}));
+  write_gz(d.file("t10k-images-idx3-ubyte.gz"), idx_images(4).substr(0, 16 + 784 * 2));
+  expect_bad(o, "t10k-images-idx3-ubyte.gz", "truncated");
+  write(d.file("train-labels-idx1-ubyte"), be32(0x803) + be32(6));
+  expect_bad(o, "train-labels-idx1-ubyte", "magic");
+  write(d.file("train-labels-idx1-ubyte"), idx_labels(5));
+  expect_bad(o, "6 images", "5 labels");
+  fs::remove(d.file("train-labels-idx1-ubyte"));
+  expect_bad(o, "missing data file", "train-labels-idx1-ubyte");
+}
+
+TEST(Datasets, TextTsvAndTokenizer) {
+  auto t = tokenize("  hi \t there ", 6);
+  EXPECT_EQ(t, (std::vector<std::int64_t>{'h' + 1, 'i' + 1, ' ' + 1, 't' + 1, 'h' + 1, 'e' + 1}));
+  EXPECT_EQ(tokenize("a", 3), (std::vector<std::int64_t>{'a' + 1, 0, 0}));
+  TempDir d;
+  write(d.file("train.tsv"), "0\tgood movie\n2\tbad\r\n\n1\tokay\n");
+  write(d.file("test.tsv"), "1\tfine\n");
+  DatasetOptions o;
+  o.name = "text";
+  o.data_dir = d.str();
+  o.tokens = true;
+  auto ds = make_dataset(o);
+  EXPECT_EQ(ds.train->size(), 3);
+  EXPECT_EQ(ds.input.num_classes, 3);
+  auto b = ds.train->get({1});
+  EXPECT_EQ(b.y[0].item<std::int64_t>(), 2);
+  EXPECT_EQ(b.x[0][0].item<std::int64_t>(), 'b' + 1);
+  EXPECT_EQ(b.x.size(1), kTextSeqLen);
+  write(d.file("test.tsv"), "1\tfine\nno tab here\n");
+  expect_bad(o, "test.tsv line 2", "TAB");
+  write(d.file("test.tsv"), "x\tfine\n");
+  expect_bad(o, "test.tsv line 1", "label");
+  o.tokens = false;
+  write(d.file("test.tsv"), "1\tfine\n");
+  expect_bad(o, "dataset=text", "model=transformer");
+}

@@ -1,0 +1,92 @@
+// Model tests: output shapes, parameter counts and FLOPs against hand-computed values.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "gridrun/runner/errors.hpp"
+#include "gridrun/runner/model.hpp"
+
+using namespace gridrun::runner;
+
+namespace {
+ModelSpec image(const std::string& name, std::int64_t c = 3, std::int64_t hw = 32) {
+  ModelSpec s;
+  s.name = name;
+  s.channels = c;
+  s.height = s.width = hw;
+  return s;
+}
+}  // namespace
+
+TEST(Models, MlpParamsAndFlopsByHand) {
+  auto m = make_model(image("mlp"));
+  // 3072*256+256 + 256*128+128 + 128*10+10
+  EXPECT_EQ(m->parameter_count(), 786688 + 32896 + 1290);
+  EXPECT_DOUBLE_EQ(m->flops_per_sample(), 2.0 * (3072 * 256 + 256 * 128 + 128 * 10));
+  EXPECT_EQ(m->forward(torch::randn({5, 3, 32, 32})).sizes(), (std::vector<std::int64_t>{5, 10}));
+}
+
+TEST(Models, LeNetParamsAndFlopsByHand) {
+  auto m = make_model(image("lenet"));
+  EXPECT_EQ(m->parameter_count(), 456 + 2416 + 48120 + 10164 + 850);
+  // conv1 3*25*6*28*28, conv2 6*25*16*10*10, fc 400*120 + 120*84 + 84*10 multiply-adds
+  EXPECT_DOUBLE_EQ(m->flops_per_sample(),
+                   2.0 * (352800 + 240000 + 48000 + 10080 + 840));
+  auto mn = make_model(image("lenet", 1, 28));  // MNIST: first conv padded by 2
+  EXPECT_EQ(mn->parameter_count(), 156 + 2416 + 48120 + 10164 + 850);
+  EXPECT_DOUBLE_EQ(mn->flops_per_sample(), 2.0 * (25 * 6 * 28 * 28 + 240000 + 48000 + 10080 + 840));
+  EXPECT_EQ(mn->forward(torch::randn({2, 1, 28, 28})).sizes(), (std::vector<std::int64_t>{2, 10}));
+}
+
+TEST(Models, ResNet18CifarCount) {
+  auto m = make_model(image("resnet18"));
+  EXPECT_EQ(m->parameter_count(), 11173962);
+  // Widely quoted: ~0.56 GMACs for CIFAR ResNet-18.
+  EXPECT_NEAR(m->flops_per_sample() / 2 / 1e9, 0.556, 0.01);
+  m->eval();
+  EXPECT_EQ(m->forward(torch::randn({2, 3, 32, 32})).sizes(), (std::vector<std::int64_t>{2, 10}));
+}
+
+TEST(Models, DeepModelsShapesAndKnownCounts) {
+  struct Case {
+    const char* name;
+    std::int64_t params;  // published counts for the CIFAR variants (10 classes)
+    double tol;
+  };
+  for (const Case& c : {Case{"resnet50", 23520842, 0}, Case{"vgg11", 9231114, 0},
+                        Case{"vgg16", 14728266, 0}, Case{"densenet121", 6956298, 0},
+                        Case{"alexnet", 0, 0}}) {
+    auto m = make_model(image(c.name));
+    if (c.params) EXPECT_EQ(m->parameter_count(), c.params) << c.name;
+    EXPECT_GT(m->flops_per_sample(), 1e6) << c.name;
+    m->eval();
+    torch::NoGradGuard ng;
+    EXPECT_EQ(m->forward(torch::randn({2, 3, 32, 32})).sizes(), (std::vector<std::int64_t>{2, 10}))
+        << c.name;
+    EXPECT_EQ(m->forward(torch::randn({1, 3, 28, 28})).size(1), 10) << c.name << " padded input";
+  }
+}
+
+TEST(Models, TransformerTokensAndFlops) {
+  ModelSpec s;
+  s.name = "transformer";
+  s.channels = 0;
+  s.vocab = 257;
+  s.seq_len = 16;
+  s.num_classes = 4;
+  auto m = make_model(s);
+  const double L = 16, d = 128;
+  EXPECT_DOUBLE_EQ(m->flops_per_sample(),
+                   2.0 * (2 * (4 * L * d * d + 2 * L * L * d + 2 * L * d * 256) + d * 4));
+  auto x = torch::randint(0, 257, {3, 16}, torch::kLong);
+  EXPECT_EQ(m->forward(x).sizes(), (std::vector<std::int64_t>{3, 4}));
+  EXPECT_THROW(make_model(image("transformer")), BadInput);
+}
+
+TEST(Models, UnknownNameListsKnown) {
+  try {
+    make_model(image("resnet9000"));
+    FAIL();
+  } catch (const BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find("resnet18"), std::string::npos);
+  }
+}

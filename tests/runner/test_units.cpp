@@ -1,0 +1,102 @@
+// Unit tests of the runner's torch-free pieces: epoch sharding, learning-rate schedules, options.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "gridrun/runner/errors.hpp"
+#include "gridrun/runner/options.hpp"
+#include "gridrun/runner/sampler.hpp"
+#include "gridrun/runner/schedule.hpp"
+
+using namespace gridrun::runner;
+
+TEST(Sampler, RanksCoverTheSingleRankBatchExactly) {
+  // 2 ranks x 4 == 1 rank x 8, step by step: the basis of the equivalence check.
+  EpochSampler one(100, 8, 0, 1, 7), r0(100, 4, 0, 2, 7), r1(100, 4, 1, 2, 7);
+  ASSERT_EQ(one.steps_per_epoch(), 12);
+  ASSERT_EQ(r0.steps_per_epoch(), 12);
+  for (int e = 0; e < 3; ++e)
+    for (int s = 0; s < 12; ++s) {
+      auto a = one.indices(e, s), b = r0.indices(e, s), c = r1.indices(e, s);
+      b.insert(b.end(), c.begin(), c.end());
+      EXPECT_EQ(a, b);
+    }
+}
+
+TEST(Sampler, ShardsAreDisjointAndEpochsReshuffle) {
+  EpochSampler r0(64, 8, 0, 2, 1), r1(64, 8, 1, 2, 1);
+  std::set<std::int64_t> seen;
+  for (int s = 0; s < r0.steps_per_epoch(); ++s) {
+    for (auto i : r0.indices(0, s)) EXPECT_TRUE(seen.insert(i).second);
+    for (auto i : r1.indices(0, s)) EXPECT_TRUE(seen.insert(i).second);
+  }
+  EXPECT_EQ(seen.size(), 64u);
+  EXPECT_NE(EpochSampler::permutation(64, 1, 0), EpochSampler::permutation(64, 1, 1));
+  EXPECT_EQ(EpochSampler::permutation(64, 1, 2), EpochSampler::permutation(64, 1, 2));
+  auto p = EpochSampler::permutation(1000, 9, 0);
+  std::sort(p.begin(), p.end());
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(p[i], i);
+}
+
+TEST(Sampler, DropLastAndTooSmall) {
+  EXPECT_EQ(EpochSampler(99, 10, 0, 2, 0).steps_per_epoch(), 4);
+  EXPECT_THROW(EpochSampler(15, 8, 0, 2, 0), BadInput);
+  auto shard = eval_shard(7, 1, 2);
+  EXPECT_EQ(shard, (std::vector<std::int64_t>{1, 3, 5}));
+}
+
+TEST(Schedule, WarmupConstantStepCosine) {
+  LrSchedule c({"constant", 0.4, 4, 100});
+  EXPECT_DOUBLE_EQ(c.lr_at(0), 0.1);
+  EXPECT_DOUBLE_EQ(c.lr_at(3), 0.4);
+  EXPECT_DOUBLE_EQ(c.lr_at(50), 0.4);
+  LrSchedule s({"step", 1.0, 0, 90});
+  EXPECT_DOUBLE_EQ(s.lr_at(0), 1.0);
+  EXPECT_NEAR(s.lr_at(30), 0.1, 1e-12);
+  EXPECT_NEAR(s.lr_at(89), 0.01, 1e-12);
+  LrSchedule k({"cosine", 1.0, 10, 110});
+  EXPECT_DOUBLE_EQ(k.lr_at(10), 1.0);
+  EXPECT_NEAR(k.lr_at(60), 0.5, 1e-12);
+  EXPECT_NEAR(k.lr_at(110), 0.0, 1e-12);
+  EXPECT_THROW(LrSchedule({"linear", 1.0, 0, 10}), BadInput);
+}
+
+namespace {
+ParseResult parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "gridrun-train");
+  return parse_options(static_cast<int>(args.size()), args.data());
+}
+}  // namespace
+
+TEST(Options, ParamFlagsOverrideAndIdFollowsParams) {
+  auto r = parse({"--out", "/tmp/x", "--model", "lenet", "--ranks", "2", "--batch-per-rank", "16",
+                  "--overlap", "false", "--lr", "0.2"});
+  const auto& o = r.options;
+  EXPECT_EQ(o.job.model, "lenet");
+  EXPECT_EQ(o.job.ranks, 2);
+  EXPECT_EQ(o.job.global_batch, 32);
+  EXPECT_FALSE(o.job.overlap);
+  EXPECT_DOUBLE_EQ(o.job.lr, 0.2);
+  EXPECT_EQ(o.run, "manual");
+  EXPECT_EQ(o.id, gridrun::jobs::job_id(o.params));
+  EXPECT_EQ(o.checkpoint_dir, "/tmp/x/../checkpoints/" + o.id);
+  auto g = parse({"--out", "/tmp/x", "--ranks", "4", "--global-batch", "64"});
+  EXPECT_EQ(g.options.job.batch_per_rank, 16);
+}
+
+TEST(Options, BadValuesNameTheFlag) {
+  try {
+    parse({"--out", "/tmp/x", "--lr", "fast"});
+    FAIL();
+  } catch (const BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find("--lr"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse({"--out", "/tmp/x", "--bogus"}), BadInput);
+  EXPECT_THROW(parse({"--model", "mlp"}), BadInput);  // --out missing
+  EXPECT_THROW(parse({"--out", "/tmp/x", "--precision", "bf16"}), BadInput);  // cpu + bf16
+  EXPECT_THROW(parse({"--out", "/tmp/x", "--epochs", "0"}), BadInput);  // unbounded, no max_steps
+  EXPECT_THROW(parse({"--out", "/tmp/x", "--log-every", "0"}), BadInput);
+  EXPECT_THROW(parse({"--out", "/tmp/x", "--job", "/nonexistent/job.json"}), BadInput);
+}

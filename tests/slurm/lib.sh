@@ -1,0 +1,39 @@
+# Shared helpers for the Slurm scenario tests (sourced). Every wait is a poll with a deadline.
+set -euo pipefail
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "--- $*"; }
+
+# wait_until SECONDS DESCRIPTION CMD...: polls CMD every 0.5 s until it succeeds.
+wait_until() {
+  local secs=$1 what=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@"; do
+    if ((SECONDS >= deadline)); then
+      squeue >&2 || true
+      fail "timed out after ${secs}s waiting for: $what"
+    fi
+    sleep 0.5
+  done
+}
+
+# No job of this run (ids from slurm/submitted.tsv) is listed by squeue any more.
+run_drained() {
+  local ids
+  ids=$(awk '!/^#/ {print $4}' "$1/slurm/submitted.tsv" | paste -sd, -)
+  [[ -z "$ids" ]] && return 0
+  [[ -z "$(squeue -h -j "$ids" -o %i 2>/dev/null)" ]]
+}
+
+# The sbatch ids of one submission.
+submission_ids() { awk -v s="$2" '!/^#/ && $1 == s {print $4}' "$1/slurm/submitted.tsv"; }
+
+require_cluster() {
+  [[ -n "${SLURM_CONF:-}" && -f "$SLURM_CONF" ]] || fail "SLURM_CONF not set (run through ctest's fixture)"
+  scontrol ping | grep -q UP || fail "slurmctld at $SLURM_CONF does not answer"
+}
+
+# Skips (ctest SKIP_RETURN_CODE 77) when the real runner is not built.
+require_train() {
+  [[ -x "$1" ]] || { echo "SKIP: $1 not built (the runner target gridrun-train)"; exit 77; }
+}
