@@ -40,15 +40,14 @@ void add_plan_options(po::options_description& desc, PlanOptions& o) {
   desc.add_options()
       ("help,h", po::bool_switch(&o.help), "show this help and exit")
       ("format,f", po::value(&o.format)->default_value(o.format),
-       "output: table (aligned, varying parameters only), json (every job with all\n"
+       "output: table (aligned; the parameters that vary, resources), json (every job with all "
        "parameters, as in job files) or csv (one row per job, all parameters)")
       ("all-params", po::bool_switch(&o.all_params),
        "table: also list the parameters that are the same in every job")
       ("allow-empty", po::bool_switch(&o.allow_empty),
        "accept a grid whose jobs are all excluded (prints 0 jobs, exit 0)")
       ("list-params", po::bool_switch(&o.list_params),
-       "print every grid parameter (type, default, range, meaning) and exit;\n"
-       "honours --format");
+       "print every grid parameter (type, default, range, meaning) and exit; honours --format");
 }
 
 void check_plan_options(const PlanOptions& o) {

@@ -1,7 +1,119 @@
-// placeholder: replaced when the owning library lands
+// `gridrun run` and `gridrun simulate`: flags -> scheduler::RunOptions, then run_grid, then (after
+// a real run) `gridrun collect` and `gridrun report` in-process. All flags are in RunCli below.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
 #include <iostream>
+#include <stdexcept>
+
 #include "commands.hpp"
+#include "gridrun/scheduler/run.hpp"
+
+namespace po = boost::program_options;
+
 namespace gridrun::app {
-int cmd_run(const Args&) { std::cerr << "gridrun run: not built yet\n"; return 1; }
-int cmd_simulate(const Args&) { std::cerr << "gridrun simulate: not built yet\n"; return 1; }
+
+namespace {
+
+struct RunCli {
+  bool help = false;
+  std::string grid, out = "runs", policy = "packed", rerun, cluster, train_bin;
+  int max_parallel = 0, retries = 1, gpus = -1, cores = -1, rows = 40;
+  bool dry_run = false, simulate = false, no_report = false;
+  double cpu_rate = 20.0, gpu_rate = 8000.0;
+};
+
+int terminal_width() {
+  winsize ws{};
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+    return std::min<int>(ws.ws_col, 100);
+  return 100;
 }
+
+int run_impl(const Args& args, bool simulate_cmd) {
+  const char* cmd = simulate_cmd ? "simulate" : "run";
+  RunCli o;
+  po::options_description opts(std::string("usage: gridrun ") + cmd + " GRID.yaml [options]\n\n" +
+      (simulate_cmd
+           ? "Computes the schedule of a grid without launching anything: makespan, utilization and the\n"
+             "placement timeline, on this machine or on a --cluster file of any size. Durations come\n"
+             "from earlier results of the same job ids, else from a FLOPs cost model.\n\noptions"
+           : "Runs a grid on this machine: places jobs side by side on disjoint cores and GPUs, launches\n"
+             "each with mpirun + gridrun-train, retries failures with --resume, and ends with collect\n"
+             "and report. Idempotent: completed jobs are skipped. Ctrl-C stops (jobs checkpoint);\n"
+             "a second Ctrl-C kills. Writes OUT/<name>/ (see docs/scheduler.md).\n\noptions"));
+  opts.add_options()
+      ("help,h", po::bool_switch(&o.help), "show this help")
+      ("out,o", po::value(&o.out)->default_value("runs"), "parent folder of the run directory OUT/<name>")
+      ("policy,p", po::value(&o.policy)->default_value("packed"), "placement: packed | fifo | exclusive")
+      ("max-parallel,j", po::value(&o.max_parallel)->default_value(0), "at most N jobs at once (0: as many as fit)")
+      ("retries", po::value(&o.retries)->default_value(1), "extra attempts per failed job (0-100)")
+      ("rerun", po::value(&o.rerun), "failed: rerun failed jobs from scratch; all: rerun everything")
+      ("dry-run,n", po::bool_switch(&o.dry_run), "print the placement plan and commands; launch nothing")
+      ("simulate", po::bool_switch(&o.simulate), "print the simulated schedule; launch nothing")
+      ("gpus", po::value(&o.gpus), "use N GPUs instead of the detected ones")
+      ("cores", po::value(&o.cores), "use N cores instead of the detected ones")
+      ("cluster", po::value(&o.cluster), "cluster YAML (nodes: cores, gpus, count) for --simulate/--dry-run")
+      ("train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)")
+      ("cpu-rate", po::value(&o.cpu_rate)->default_value(20.0), "cost model: sustained GFLOP/s per CPU core")
+      ("gpu-rate", po::value(&o.gpu_rate)->default_value(8000.0), "cost model: sustained GFLOP/s per GPU")
+      ("rows", po::value(&o.rows)->default_value(40), "timeline rows to print (--simulate/--dry-run)")
+      ("no-report", po::bool_switch(&o.no_report), "skip collect and report at the end")
+      ("grid", po::value(&o.grid), "the grid file (positional)");
+  po::positional_options_description pos;
+  pos.add("grid", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw std::invalid_argument(std::string(e.what()) + " (see gridrun " + cmd + " --help)");
+  }
+  if (o.help) {
+    std::cout << opts
+              << "\nExit codes: 0 all jobs completed (or plan printed), 1 a job failed or the run was\n"
+                 "interrupted, 2 bad input (grid, flags, cluster file, infeasible job).\n";
+    return 0;
+  }
+  if (o.grid.empty()) throw std::invalid_argument(std::string("missing GRID.yaml (see gridrun ") + cmd + " --help)");
+  if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
+  if (o.rows < 1) throw std::invalid_argument("--rows: must be >= 1");
+  if (!(o.cpu_rate > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
+  if (!(o.gpu_rate > 0)) throw std::invalid_argument("--gpu-rate: must be > 0");
+  if (vm.count("gpus") && o.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
+  if (vm.count("cores") && o.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
+
+  scheduler::RunOptions ro;
+  ro.grid = o.grid;
+  ro.out = o.out;
+  ro.policy = o.policy;
+  ro.max_parallel = static_cast<std::size_t>(o.max_parallel);
+  ro.retries = o.retries;
+  ro.rerun = o.rerun;
+  ro.dry_run = o.dry_run;
+  ro.simulate = o.simulate || simulate_cmd;
+  ro.resources.cluster_file = o.cluster;
+  ro.resources.gpus = o.gpus;
+  ro.resources.cores = o.cores;
+  ro.train_bin = o.train_bin;
+  ro.cost.cpu_gflops_per_core = o.cpu_rate;
+  ro.cost.gpu_gflops = o.gpu_rate;
+  ro.tty = ::isatty(STDOUT_FILENO) != 0;
+  ro.width = terminal_width();
+  ro.timeline_rows = o.rows;
+  const scheduler::RunOutcome r = scheduler::run_grid(ro, std::cout);
+  if (!r.launched || r.interrupted || o.no_report) return r.exit_code;
+  // The results side owns collect and report; they live in this binary (app/cmd_results.cpp).
+  int rc = cmd_collect({r.run_dir, "--quiet"});
+  if (rc == 0) rc = cmd_report({r.run_dir});
+  if (rc != 0) std::cerr << "gridrun run: collect/report failed (exit " << rc << "); results are in " << r.run_dir << "\n";
+  return r.exit_code != 0 ? r.exit_code : (rc != 0 ? 1 : 0);
+}
+
+}  // namespace
+
+int cmd_run(const Args& args) { return run_impl(args, false); }
+int cmd_simulate(const Args& args) { return run_impl(args, true); }
+
+}  // namespace gridrun::app

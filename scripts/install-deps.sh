@@ -5,7 +5,7 @@
 #   scripts/install-deps.sh --test   also what the test suite needs (h5py, Slurm, munge, chromium)
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build git pkg-config
-      libtorch-dev libopenmpi-dev openmpi-bin
+      libtorch-dev libopenblas0-openmp libopenmpi-dev openmpi-bin zlib1g-dev
       libhdf5-dev hdf5-tools libboost-program-options-dev libyaml-cpp-dev libgtest-dev
       python3 python3-h5py python3-numpy)
 if [[ "${1:-}" == "--test" ]]; then

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// CPU time of this process: on a shared machine, wall time also counts other programs' slices.
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -52,11 +60,13 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const std::string yaml = grid_yaml();
-  std::vector<double> expand_s, hash_s;
+  std::vector<double> expand_s, expand_cpu_s, hash_s;
   std::size_t jobs = 0;
   for (int r = 0; r < runs; ++r) {
     auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_seconds();
     gj::Expansion ex = gj::load_grid_string(yaml, "bench.yaml");
+    expand_cpu_s.push_back(cpu_seconds() - c0);
     expand_s.push_back(seconds_since(t0));
     jobs = ex.jobs.size();
 
@@ -65,13 +75,13 @@ int main(int argc, char** argv) {
     for (const auto& j : ex.jobs) sink += gj::job_id(j.params)[0];
     hash_s.push_back(seconds_since(t0));
     if (sink == 0) std::puts("");  // keeps the loop from being optimised away
-    std::printf("run %d: %zu jobs, expand+validate %.3f s, job_id only %.3f s\n", r + 1, jobs,
-                expand_s.back(), hash_s.back());
+    std::printf("run %d: %zu jobs, expand+validate %.3f s (cpu %.3f s), job_id only %.3f s\n",
+                r + 1, jobs, expand_s.back(), expand_cpu_s.back(), hash_s.back());
   }
   const double m = median(expand_s), h = median(hash_s);
-  std::printf("median of %d: expand+validate %zu jobs in %.3f s (%.2f us/job); "
-              "job_id reference %.3f s; ratio %.1fx; target < 1 s: %s\n",
-              runs, jobs, m, 1e6 * m / static_cast<double>(jobs), h, m / h,
+  std::printf("median of %d: expand+validate %zu jobs in %.3f s wall, %.3f s cpu (%.2f us/job);\n"
+              "job_id reference %.3f s; ratio %.1fx; target < 1 s wall: %s\n",
+              runs, jobs, m, median(expand_cpu_s), 1e6 * m / static_cast<double>(jobs), h, m / h,
               m < 1.0 ? "met" : "MISSED");
   return 0;
 }

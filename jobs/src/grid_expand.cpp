@@ -23,6 +23,7 @@ namespace {
 struct Draft {
   std::vector<Value> v;
   std::vector<int> loc;  // Loc index per parameter; -1 = the table default
+  std::vector<const std::string*> json;  // canonical `"name":value` of v[i]
   int batch_key = -1;    // the batch parameter the user gave last (batch_per_rank/global_batch)
 };
 
@@ -47,7 +48,12 @@ class Expander {
     std::sort(order_.begin(), order_.end(),
               [&](int a, int b) { return table_[a].name < table_[b].name; });
     base_.v.reserve(table_.size());
-    for (const auto& p : table_) base_.v.push_back(p.default_value);
+    default_json_.resize(table_.size());
+    for (std::size_t i = 0; i < table_.size(); ++i) {
+      base_.v.push_back(table_[i].default_value);
+      append_member(default_json_[i], table_[i].name, table_[i].default_value);
+      base_.json.push_back(&default_json_[i]);
+    }
     base_.loc.assign(table_.size(), -1);
     apply(base_, s_.defaults);
     vary_.assign(table_.size(), false);
@@ -80,6 +86,7 @@ class Expander {
     for (const auto& st : settings) {
       d.v[static_cast<std::size_t>(st.param)] = st.value;
       d.loc[static_cast<std::size_t>(st.param)] = st.loc;
+      d.json[static_cast<std::size_t>(st.param)] = &st.json;
       if (st.param == bpr_ || st.param == gb_) d.batch_key = st.param;
     }
   }
@@ -151,6 +158,14 @@ class Expander {
     return std::get<std::string>(d.v[static_cast<std::size_t>(p)]);
   }
   int at(const Draft& d, int p) const { return d.loc[static_cast<std::size_t>(p)]; }
+  // Renders a derived batch field into its per-job buffer.
+  void derive(Draft& d, int p) {
+    std::string& buf = p == bpr_ ? derived_bpr_ : derived_gb_;
+    buf.clear();
+    append_member(buf, table_[static_cast<std::size_t>(p)].name, d.v[static_cast<std::size_t>(p)]);
+    d.json[static_cast<std::size_t>(p)] = &buf;
+  }
+
   // "grid.ranks[2]" or "the default": where a parameter in a combination error was set.
   std::string where(const Draft& d, int p) const {
     int l = at(d, p);
@@ -169,10 +184,12 @@ class Expander {
       } else {
         d.v[static_cast<std::size_t>(bpr_)] = gb / ranks;
         d.loc[static_cast<std::size_t>(bpr_)] = at(d, gb_);
+        derive(d, bpr_);
       }
     } else {
       d.v[static_cast<std::size_t>(gb_)] = i64(d, bpr_) * ranks;
       d.loc[static_cast<std::size_t>(gb_)] = at(d, bpr_);
+      derive(d, gb_);
     }
     if (apply_excludes && !s_.excludes.empty() && excluded(d)) {
       ++ex_.excluded;
@@ -197,13 +214,20 @@ class Expander {
       for (std::size_t i = 0; i < vary_.size(); ++i)
         if (!vary_[i] && d.v[i] != first_[i]) vary_[i] = true;
     }
-    Params p;
-    for (int i : order_) p.emplace_hint(p.end(), table_[i].name, std::move(d.v[static_cast<std::size_t>(i)]));
-    std::string id = job_id(p);
+    // The canonical JSON from pre-rendered members: the same text as canonical_json(params)
+    // (tests check id == job_id(params) for every job), without formatting 32 values per job.
+    canon_.clear();
+    canon_.push_back('{');
+    for (std::size_t k = 0; k < order_.size(); ++k) {
+      if (k) canon_.push_back(',');
+      canon_ += *d.json[static_cast<std::size_t>(order_[k])];
+    }
+    canon_.push_back('}');
+    std::string id = id_of_canonical(canon_);
     auto [it, inserted] = by_id_.emplace(id, ex_.jobs.size());
     if (!inserted) {
       const Job& prev = ex_.jobs[it->second];
-      if (canonical_json(prev.params) != canonical_json(p))
+      if (canonical_json(prev.params) != canon_)
         throw std::runtime_error("job id collision: " + id + " for two different jobs");
       ++ex_.duplicates;
       auto dit = std::find_if(dups_.begin(), dups_.end(),
@@ -212,6 +236,9 @@ class Expander {
       else ++dit->second.count;
       return;
     }
+    Params p;
+    for (int i : order_)
+      p.emplace_hint(p.end(), table_[i].name, std::move(d.v[static_cast<std::size_t>(i)]));
     Job job;
     job.id = std::move(id);
     job.run = s_.name;
@@ -245,6 +272,8 @@ class Expander {
   int bpr_, gb_, ranks_, device_, precision_, epochs_, max_steps_, seed_;
   std::vector<int> order_;  // parameter indices sorted by name (the canonical key order)
   Draft base_;              // table defaults overlaid with defaults:
+  std::vector<std::string> default_json_;  // rendered table defaults
+  std::string derived_bpr_, derived_gb_, canon_;  // per-job scratch buffers
   std::vector<Value> first_;
   std::vector<bool> vary_;
   std::vector<std::size_t> hits_;

@@ -90,6 +90,7 @@ class Parser {
       if (!bad.empty()) fail(n, path, bad);
     }
     st.loc = loc(n, path);
+    append_member(st.json, spec.name, st.value);
     return st;
   }
 

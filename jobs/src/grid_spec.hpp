@@ -27,6 +27,7 @@ struct Setting {
   int param = -1;
   Value value;
   int loc = -1;
+  std::string json;  // `"name":value` as in canonical JSON, rendered once (see grid_expand.cpp)
 };
 
 // One axis of the cartesian product: a grid key (one param), the zip group (several params

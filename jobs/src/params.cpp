@@ -2,8 +2,8 @@
 //
 // Why the id is a hash of canonical JSON: the canonical form sorts keys and spells every number
 // one way (see text.hpp), so the id depends only on the resolved parameter values, never on how a
-// grid file wrote them. The hash is FNV-1a 64 followed by a splitmix64 finaliser (FNV's low bits
-// mix poorly); the id is the top 48 bits as 12 lowercase hex characters.
+// grid file wrote them. The hash is MurmurHash64A (seed 0, little-endian blocks); the id is its top
+// 48 bits as 12 lowercase hex characters. Changing either changes every id: don't.
 #include "gridrun/jobs/params.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -168,39 +168,74 @@ std::string canonical_json(const Params& p) {
   for (const auto& [k, v] : p) {  // std::map: keys already sorted bytewise
     if (!first) out.push_back(',');
     first = false;
-    detail::append_json_string(out, k);
-    out.push_back(':');
-    if (auto s = std::get_if<std::string>(&v)) {
-      detail::append_json_string(out, *s);
-    } else if (auto d = std::get_if<double>(&v)) {
-      out += detail::format_double(*d);
-    } else if (auto i = std::get_if<std::int64_t>(&v)) {
-      out += std::to_string(*i);
-    } else {
-      out += std::get<bool>(v) ? "true" : "false";
-    }
+    detail::append_member(out, k, v);
   }
   out.push_back('}');
   return out;
 }
 
-std::string job_id(const Params& p) {
-  const std::string c = canonical_json(p);
-  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64
-  for (unsigned char ch : c) {
-    h ^= ch;
-    h *= 0x100000001b3ULL;
+namespace {
+// MurmurHash64A (Austin Appleby, public domain), seed 0, reading 8-byte blocks little-endian so
+// that ids are the same on every platform. Eight bytes per step keeps 100,000 ids well under the
+// 1 s expansion budget, where byte-wise FNV-1a was a third of it.
+std::uint64_t murmur64a(const std::string& data) {
+  const std::uint64_t m = 0xc6a4a7935bd1e995ULL;
+  const int r = 47;
+  const std::size_t len = data.size();
+  const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+  std::uint64_t h = len * m;
+  auto load = [&](std::size_t at, std::size_t n) {
+    std::uint64_t k = 0;
+    for (std::size_t i = 0; i < n; ++i) k |= static_cast<std::uint64_t>(bytes[at + i]) << (8 * i);
+    return k;
+  };
+  const std::size_t blocks = len / 8;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    std::uint64_t k = load(b * 8, 8);
+    k *= m;
+    k ^= k >> r;
+    k *= m;
+    h ^= k;
+    h *= m;
   }
-  h ^= h >> 30;  // splitmix64 finaliser
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebULL;
-  h ^= h >> 31;
+  if (len % 8) {
+    h ^= load(blocks * 8, len % 8);
+    h *= m;
+  }
+  h ^= h >> r;
+  h *= m;
+  h ^= h >> r;
+  return h;
+}
+}  // namespace
+
+std::string job_id(const Params& p) { return detail::id_of_canonical(canonical_json(p)); }
+
+namespace detail {
+
+void append_member(std::string& out, const std::string& key, const Value& v) {
+  append_json_string(out, key);
+  out.push_back(':');
+  if (auto s = std::get_if<std::string>(&v)) {
+    append_json_string(out, *s);
+  } else if (auto d = std::get_if<double>(&v)) {
+    out += format_double(*d);
+  } else if (auto i = std::get_if<std::int64_t>(&v)) {
+    out += std::to_string(*i);
+  } else {
+    out += std::get<bool>(v) ? "true" : "false";
+  }
+}
+
+std::string id_of_canonical(const std::string& canonical) {
+  const std::uint64_t h = murmur64a(canonical);
   static const char* hex = "0123456789abcdef";
   std::string id(12, '0');
   for (int i = 0; i < 12; ++i) id[static_cast<std::size_t>(i)] = hex[(h >> (60 - 4 * i)) & 0xf];
   return id;
 }
+
+}  // namespace detail
 
 Params params_from_json(const std::string& json) {
   YAML::Node root;

@@ -12,6 +12,14 @@ namespace gridrun::jobs::detail {
 
 void append_json_string(std::string& out, const std::string& s) {
   out.push_back('"');
+  // Fast path: parameter names and values almost never need escaping.
+  unsigned special = 0;  // branch-free so the compiler can vectorise the scan
+  for (unsigned char c : s) special |= (c < 0x20) | (c == '"') | (c == '\\');
+  if (!special) {
+    out += s;
+    out.push_back('"');
+    return;
+  }
   for (unsigned char c : s) {
     switch (c) {
       case '"': out += "\\\""; break;

@@ -24,6 +24,12 @@ std::string check_value(const ParamSpec& spec, const Value& v);
 // A JSON object node (already parsed) -> complete Params; throws std::runtime_error naming the key.
 Params params_from_node(const YAML::Node& node);
 
+// Appends `"key":value` exactly as canonical_json writes one member. The expander pre-renders
+// members with it and joins them, which must give the same text as canonical_json(params).
+void append_member(std::string& out, const std::string& key, const Value& v);
+// job_id() of an already built canonical JSON text.
+std::string id_of_canonical(const std::string& canonical);
+
 // Index of a parameter in param_table(), or -1.
 int param_index(const std::string& name);
 

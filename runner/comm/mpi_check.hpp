@@ -3,6 +3,13 @@
 // set MPI_ERRORS_RETURN so errors reach this check instead of killing the process silently.
 #pragma once
 
+// The C API only: without these, Open MPI's mpi.h drags in the deprecated C++ bindings (libmpi_cxx).
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include <string>

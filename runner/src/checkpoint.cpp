@@ -132,10 +132,15 @@ bool Checkpointer::load(Model& model, torch::optim::Optimizer& opt, TrainState& 
   opt.load(o);
   std::vector<at::Tensor> rng;
   torch::load(rng, path + "/rng-" + std::to_string(comm_.rank()) + ".pt");
-  if (!rng.empty()) at::detail::getDefaultCPUGenerator().set_state(rng[0]);
+  if (!rng.empty()) {
+    at::Generator cpu_gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one
+    cpu_gen.set_state(rng[0]);
+  }
 #ifdef GRIDRUN_HAVE_NCCL
-  if (rng.size() > 1 && torch::cuda::is_available())
-    at::cuda::detail::getDefaultCUDAGenerator().set_state(rng[1]);
+  if (rng.size() > 1 && torch::cuda::is_available()) {
+    at::Generator cuda_gen = at::cuda::detail::getDefaultCUDAGenerator();
+    cuda_gen.set_state(rng[1]);
+  }
 #endif
   st = loaded;
   return true;

@@ -36,6 +36,16 @@ std::string describe(const Shape& s, const ScriptOptions& o) {
   return d;
 }
 
+// The warning must come before the limit but not at the start: a limit not longer than the requested
+// warning time gets its warning at half the limit.
+std::string signal_for(const std::string& signal, std::int64_t time_s) {
+  const auto at = signal.find('@');
+  if (at == std::string::npos || time_s <= 0) return signal;
+  const std::int64_t want = std::stoll(signal.substr(at + 1));
+  if (want < time_s) return signal;
+  return signal.substr(0, at + 1) + std::to_string(time_s / 2);
+}
+
 void sbatch_line(std::string& out, const std::string& arg) {
   out += "#SBATCH ";
   out += arg;
@@ -53,7 +63,8 @@ if [[ -z "$LINE" ]]; then
   exit 2
 fi
 RESTART=${SLURM_RESTART_COUNT:-0}
-read -r -a ALLOC_GPUS <<<"${CUDA_VISIBLE_DEVICES//,/ }"
+ALLOC_CVD=${CUDA_VISIBLE_DEVICES:-}
+read -r -a ALLOC_GPUS <<<"${ALLOC_CVD//,/ }"
 MPI_ROOT=()
 if [[ $(id -u) -eq 0 ]]; then MPI_ROOT=(--allow-run-as-root); fi
 PIDS=()
@@ -81,19 +92,27 @@ for STEP in $LINE; do
     RESUME=(--resume)
   fi
   ENVS=(OMP_NUM_THREADS=$T)
+  GRES=()
   if [[ -n "${GPUS:-}" ]]; then
-    # Placement indices -> this allocation's devices.
-    CVD=""
-    for G in ${GPUS//,/ }; do CVD+="${CVD:+,}${ALLOC_GPUS[$G]:-$G}"; done
-    ENVS+=(CUDA_VISIBLE_DEVICES=$CVD)
+    if [[ "$LAUNCHER" == srun ]]; then
+      # A packed step asks Slurm for its own GPUs (without --gres a step would claim all of the
+      # job's GPUs and the next step would wait); Slurm sets its CUDA_VISIBLE_DEVICES.
+      GRES=(--gres=gpu:$R)
+    else
+      # mpirun steps share the allocation: the placement's indices -> this allocation's devices.
+      CVD=""
+      for G in ${GPUS//,/ }; do CVD+="${CVD:+,}${ALLOC_GPUS[$G]:-$G}"; done
+      ENVS+=(CUDA_VISIBLE_DEVICES=$CVD)
+    fi
   fi
   echo "gridrun: $(date -Is) task ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} restart $RESTART:" \
        "job $JOB ($R x $T${GPUS:+, gpus $GPUS}${CORES:+, cores $CORES}) ${RESUME[*]}"
   case "$LAUNCHER" in
-    srun) CMD=(srun --mpi=pmix "${STEP_FLAGS[@]}" --nodes=1 --ntasks="$R" --cpus-per-task="$T") ;;
+    srun) CMD=(srun --mpi=pmix "${STEP_FLAGS[@]}" "${GRES[@]}" --nodes=1 --ntasks="$R" --cpus-per-task="$T") ;;
     mpirun) CMD=(mpirun "${MPI_ROOT[@]}" -np "$R" --bind-to none) ;;
   esac
-  env "${ENVS[@]}" "${CMD[@]}" "$TRAIN" --job "$RUN_DIR/jobs/$JOB.json" --out "$RUN_DIR/results" \
+  # `env` runs inside each rank, after Slurm has set the step's own CUDA_VISIBLE_DEVICES.
+  "${CMD[@]}" env "${ENVS[@]}" "$TRAIN" --job "$RUN_DIR/jobs/$JOB.json" --out "$RUN_DIR/results" \
       "${RESUME[@]}" >>"$RUN_DIR/logs/$JOB.out" 2>>"$RUN_DIR/logs/$JOB.err" &
   PIDS+=($!)
   JOBS+=("$JOB")
@@ -160,7 +179,7 @@ void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
     sbatch_line(s, "--cpus-per-task=" + std::to_string(a.shape.threads));
   }
   if (a.shape.time_s > 0) sbatch_line(s, "--time=" + format_time(a.shape.time_s));
-  if (!o.signal.empty()) sbatch_line(s, "--signal=" + o.signal);
+  if (!o.signal.empty()) sbatch_line(s, "--signal=" + signal_for(o.signal, a.shape.time_s));
   sbatch_line(s, "--requeue");
   sbatch_line(s, "--open-mode=append");
   sbatch_line(s, "--output=" + o.run_dir + "/logs/slurm-%A_%a.out");

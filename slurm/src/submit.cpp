@@ -150,6 +150,7 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   res.run_dir = out_abs + "/" + exp.name;
   scheduler::RunDir rd(res.run_dir);
   rd.create_layout();
+  fs::create_directories(rd.slurm_dir());  // create_layout() leaves slurm/ to us
   write_if_changed(res.run_dir + "/grid.yaml", read_file(opts.grid_file));
 
   // What is already done or queued is left alone.
@@ -202,8 +203,9 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
     for (const auto& st : b) planned[st.job_id] = {st.gpus, st.cores};
   for (auto j : exp.jobs) {
     if (auto it = planned.find(j.id); it != planned.end()) {
-      j.meta["gpus"] = it->second.first;
-      j.meta["cores"] = it->second.second;
+      // Planned by the placement; under srun Slurm's per-step GRES picks the actual devices.
+      j.meta["planned_gpus"] = it->second.first;
+      j.meta["planned_cores"] = it->second.second;
       j.meta["packed"] = "true";
     }
     j.meta["launcher"] = "slurm";

@@ -32,7 +32,7 @@ double dbl(const gj::Job& j, const char* k) { return std::get<double>(j.params.a
 
 // ---- expansion -------------------------------------------------------------------------------
 
-TEST(GridExpand, NoGridIsOneDefaultJob) {
+TEST(JobsGridExpand, NoGridIsOneDefaultJob) {
   auto ex = load("name: one\n");
   ASSERT_EQ(ex.jobs.size(), 1u);
   EXPECT_EQ(ex.name, "one");
@@ -42,7 +42,7 @@ TEST(GridExpand, NoGridIsOneDefaultJob) {
   EXPECT_TRUE(ex.warnings.empty());
 }
 
-TEST(GridExpand, ProductSizeAndOrder) {
+TEST(JobsGridExpand, ProductSizeAndOrder) {
   auto ex = load(
       "name: p\n"
       "grid:\n"
@@ -64,7 +64,7 @@ TEST(GridExpand, ProductSizeAndOrder) {
   EXPECT_EQ(ex.varying, (std::vector<std::string>{"model", "global_batch", "lr", "ranks"}));
 }
 
-TEST(GridExpand, ZipVariesTogetherAsOneAxisAfterGrid) {
+TEST(JobsGridExpand, ZipVariesTogetherAsOneAxisAfterGrid) {
   auto ex = load(
       "name: z\n"
       "zip:\n"
@@ -82,7 +82,7 @@ TEST(GridExpand, ZipVariesTogetherAsOneAxisAfterGrid) {
   }
 }
 
-TEST(GridExpand, SeedsInnermost) {
+TEST(JobsGridExpand, SeedsInnermost) {
   auto ex = load("name: s\ngrid: {model: [mlp, lenet]}\nseeds: [0, 1, 2]\n");
   ASSERT_EQ(ex.jobs.size(), 6u);
   for (std::size_t i = 0; i < 6; ++i) {
@@ -91,7 +91,7 @@ TEST(GridExpand, SeedsInnermost) {
   }
 }
 
-TEST(GridExpand, IssueExampleCounts) {
+TEST(JobsGridExpand, IssueExampleCounts) {
   auto ex = load(
       "name: cpu-vs-gpu\n"
       "defaults: {model: resnet18, dataset: synthetic, epochs: 2, optimizer: sgd, lr: 0.1}\n"
@@ -119,7 +119,7 @@ TEST(GridExpand, IssueExampleCounts) {
   EXPECT_TRUE(ex.warnings.empty());
 }
 
-TEST(GridExpand, ExcludeListMeansAnyOfAndSeesDerivedValues) {
+TEST(JobsGridExpand, ExcludeListMeansAnyOfAndSeesDerivedValues) {
   auto ex = load(
       "name: e\n"
       "defaults: {batch_per_rank: 32}\n"
@@ -132,7 +132,7 @@ TEST(GridExpand, ExcludeListMeansAnyOfAndSeesDerivedValues) {
   EXPECT_EQ(ex.excluded, 4u);
 }
 
-TEST(GridExpand, ExcludeThatMatchesNothingWarnsWithLocation) {
+TEST(JobsGridExpand, ExcludeThatMatchesNothingWarnsWithLocation) {
   auto ex = load(
       "name: e\n"
       "grid: {ranks: [1, 2]}\n"
@@ -143,7 +143,7 @@ TEST(GridExpand, ExcludeThatMatchesNothingWarnsWithLocation) {
   EXPECT_EQ(ex.warnings[0], "grid.yaml:4:5: exclude[0]: matches no job");
 }
 
-TEST(GridExpand, ExcludeDoesNotApplyToIncludes) {
+TEST(JobsGridExpand, ExcludeDoesNotApplyToIncludes) {
   auto ex = load(
       "name: e\n"
       "grid: {model: [mlp, lenet]}\n"
@@ -154,7 +154,7 @@ TEST(GridExpand, ExcludeDoesNotApplyToIncludes) {
   EXPECT_EQ(dbl(ex.jobs[1], "lr"), 0.5);
 }
 
-TEST(GridExpand, IncludeOnlyHasNoProductJob) {
+TEST(JobsGridExpand, IncludeOnlyHasNoProductJob) {
   auto ex = load(
       "name: i\n"
       "defaults: {epochs: 3}\n"
@@ -172,7 +172,7 @@ TEST(GridExpand, IncludeOnlyHasNoProductJob) {
   for (const auto& j : ex.jobs) EXPECT_EQ(i64(j, "epochs"), 3);
 }
 
-TEST(GridExpand, DerivedBatchFields) {
+TEST(JobsGridExpand, DerivedBatchFields) {
   auto ex = load("name: b\ndefaults: {batch_per_rank: 16}\ngrid: {ranks: [1, 2, 4]}\n");
   ASSERT_EQ(ex.jobs.size(), 3u);
   for (const auto& j : ex.jobs) {
@@ -201,7 +201,7 @@ TEST(GridExpand, DerivedBatchFields) {
   EXPECT_EQ(i64(ex.jobs[2], "global_batch"), 32);  // defaults' batch_per_rank 8 x 4 ranks
 }
 
-TEST(GridExpand, DuplicatesDroppedWithWarning) {
+TEST(JobsGridExpand, DuplicatesDroppedWithWarning) {
   auto ex = load(
       "name: d\n"
       "grid: {ranks: [1, 2, 1]}\n"
@@ -217,7 +217,7 @@ TEST(GridExpand, DuplicatesDroppedWithWarning) {
   for (const auto& j : ex.jobs) EXPECT_TRUE(ids.insert(j.id).second);
 }
 
-TEST(GridExpand, SameJobSpelledDifferentlyIsADuplicate) {
+TEST(JobsGridExpand, SameJobSpelledDifferentlyIsADuplicate) {
   // batch_per_rank 32 x 2 ranks and global_batch 64 x 2 ranks resolve to the same job.
   auto ex = load(
       "name: d\n"
@@ -228,7 +228,7 @@ TEST(GridExpand, SameJobSpelledDifferentlyIsADuplicate) {
   EXPECT_EQ(ex.duplicates, 1u);
 }
 
-TEST(GridExpand, IdsStableUnderReorderingAndNumberSpelling) {
+TEST(JobsGridExpand, IdsStableUnderReorderingAndNumberSpelling) {
   auto a = load(
       "name: a\n"
       "defaults: {model: lenet, lr: 0.10, epochs: 2, train_samples: 1000}\n"
@@ -255,14 +255,31 @@ TEST(GridExpand, IdsStableUnderReorderingAndNumberSpelling) {
   EXPECT_EQ(a.jobs[1].id, gj::job_id(a.jobs[1].params));
 }
 
-TEST(GridExpand, CompareByAndDefaultName) {
+TEST(JobsGridExpand, EveryIdIsTheHashOfItsParams) {
+  // The expander builds canonical JSON from pre-rendered pieces; it must equal canonical_json().
+  auto ex = load(
+      "name: ids\n"
+      "defaults: {data_dir: \"/data/\\\"quoted\\\" \\\\ dir\\t\", time_limit: \"1-00:00\"}\n"
+      "grid:\n"
+      "  ranks: [1, 2, 3]\n"
+      "  lr: [1e-3, 0.1, 2]\n"
+      "  momentum: [0, 0.95]\n"
+      "zip: {global_batch: [6, 12], scale_lr: [yes, false]}\n"
+      "include: [{batch_per_rank: 5, ranks: 4, overlap: off}]\n"
+      "seeds: [0, 41]\n");
+  ASSERT_EQ(ex.jobs.size(), 3u * 3 * 2 * 2 * 2 + 2);
+  EXPECT_EQ(std::get<std::string>(ex.jobs[0].params.at("data_dir")), "/data/\"quoted\" \\ dir\t");
+  for (const auto& j : ex.jobs) EXPECT_EQ(j.id, gj::job_id(j.params)) << gj::canonical_json(j.params);
+}
+
+TEST(JobsGridExpand, CompareByAndDefaultName) {
   auto ex = gj::load_grid_string("grid: {device: [cpu]}\ncompare: {by: device}\n",
                                  "some/dir/speed-test.yaml");
   EXPECT_EQ(ex.name, "speed-test");
   EXPECT_EQ(ex.compare_by, "device");
 }
 
-TEST(GridExpand, AllowEmpty) {
+TEST(JobsGridExpand, AllowEmpty) {
   const char* y = "name: e\ngrid: {model: [mlp]}\nexclude: [{model: mlp}]\n";
   gj::LoadOptions o;
   o.allow_empty = true;
@@ -270,7 +287,7 @@ TEST(GridExpand, AllowEmpty) {
   EXPECT_EQ(error_of(y), "grid.yaml:2:1: grid: the grid expands to no jobs (every job is excluded)");
 }
 
-TEST(GridExpand, GpuRanksAndHalfPrecisionOnlyWhereValid) {
+TEST(JobsGridExpand, GpuRanksAndHalfPrecisionOnlyWhereValid) {
   auto ex = load(
       "name: g\n"
       "grid:\n"
@@ -283,7 +300,7 @@ TEST(GridExpand, GpuRanksAndHalfPrecisionOnlyWhereValid) {
   EXPECT_EQ(ex.jobs.size(), 3u + 4u);  // cpu: 3 ranks x fp32; gpu: 2 ranks x 2 precisions
 }
 
-TEST(GridExpand, FileLoadAndMissingFile) {
+TEST(JobsGridExpand, FileLoadAndMissingFile) {
   try {
     gj::load_grid("/nonexistent/grid.yaml");
     FAIL();
@@ -293,7 +310,7 @@ TEST(GridExpand, FileLoadAndMissingFile) {
   }
 }
 
-TEST(GridExpand, TooManyJobs) {
+TEST(JobsGridExpand, TooManyJobs) {
   gj::LoadOptions o;
   o.max_jobs = 100;
   try {
@@ -313,9 +330,9 @@ struct ErrorCase {
   const char* what;
 };
 
-class GridErrors : public ::testing::TestWithParam<ErrorCase> {};
+class JobsGridErrors : public ::testing::TestWithParam<ErrorCase> {};
 
-TEST_P(GridErrors, MessageAndLocation) {
+TEST_P(JobsGridErrors, MessageAndLocation) {
   EXPECT_EQ(error_of(GetParam().yaml), GetParam().what) << GetParam().title;
 }
 
@@ -450,7 +467,7 @@ const ErrorCase kErrors[] = {
 };
 // clang-format on
 
-INSTANTIATE_TEST_SUITE_P(All, GridErrors, ::testing::ValuesIn(kErrors),
+INSTANTIATE_TEST_SUITE_P(All, JobsGridErrors, ::testing::ValuesIn(kErrors),
                          [](const ::testing::TestParamInfo<ErrorCase>& info) {
                            std::string n = info.param.title;
                            for (char& c : n)
@@ -458,7 +475,7 @@ INSTANTIATE_TEST_SUITE_P(All, GridErrors, ::testing::ValuesIn(kErrors),
                            return n;
                          });
 
-TEST(GridErrorType, FieldsAndExitCodeCategory) {
+TEST(JobsGridErrorType, FieldsAndExitCodeCategory) {
   try {
     load("name: x\ndefaults:\n  lr: 0\n");
     FAIL();
@@ -473,7 +490,7 @@ TEST(GridErrorType, FieldsAndExitCodeCategory) {
   }
 }
 
-TEST(GridErrorType, FirstErrorInFileOrder) {
+TEST(JobsGridErrorType, FirstErrorInFileOrder) {
   // Two bad values; the earlier one in the file is reported.
   EXPECT_EQ(error_of("name: x\ndefaults: {lr: 0}\ngrid: {ranks: [0]}\n"),
             "grid.yaml:2:16: defaults.lr: 0.0 is out of range (must be > 0)");

@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class JobFile : public ::testing::Test {
+class JobsJobFile : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
@@ -58,7 +58,7 @@ class JobFile : public ::testing::Test {
 
 }  // namespace
 
-TEST_F(JobFile, JsonShape) {
+TEST_F(JobsJobFile, JsonShape) {
   gj::Job j = sample();
   const std::string json = gj::job_to_json(j);
   EXPECT_EQ(json.rfind("{\"id\":\"" + j.id + "\",\"run\":\"demo\",\"index\":1,\"params\":{", 0), 0u)
@@ -70,7 +70,7 @@ TEST_F(JobFile, JsonShape) {
       << json;
 }
 
-TEST_F(JobFile, WriteReadRoundTripLeavesNoTempFile) {
+TEST_F(JobsJobFile, WriteReadRoundTripLeavesNoTempFile) {
   gj::Job j = sample();
   const std::string path = (dir_ / "jobs" / (j.id + ".json")).string();
   gj::write_job_file(path, j);  // creates missing parent directories
@@ -93,12 +93,12 @@ TEST_F(JobFile, WriteReadRoundTripLeavesNoTempFile) {
   EXPECT_EQ(gj::read_job_file(path).meta.at("phase"), "2");
 }
 
-TEST_F(JobFile, WriteIntoUnwritablePlaceThrows) {
+TEST_F(JobsJobFile, WriteIntoUnwritablePlaceThrows) {
   const std::string file = write_text("plain", "x");
   EXPECT_ANY_THROW(gj::write_job_file(file + "/sub/job.json", sample()));
 }
 
-TEST_F(JobFile, ReadAcceptsReorderedKeysAndMissingNewParams) {
+TEST_F(JobsJobFile, ReadAcceptsReorderedKeysAndMissingNewParams) {
   // A hand-written file: keys in another order, spaces, a parameter left out (takes its default).
   gj::Job j = gj::job_from_json(
       "{ \"meta\": {}, \"params\": {\"model\": \"mlp\", \"lr\": 1e-1}, \"index\": 0,"
@@ -108,7 +108,7 @@ TEST_F(JobFile, ReadAcceptsReorderedKeysAndMissingNewParams) {
   EXPECT_EQ(j.params, gj::from_struct(gj::JobParams{}));
 }
 
-TEST_F(JobFile, ReadErrorsNameFileAndKey) {
+TEST_F(JobsJobFile, ReadErrorsNameFileAndKey) {
   EXPECT_EQ(read_error("{\"id\":\"a\",\"run\":\"r\",\"index\":0,\"params\":{\"lrr\":0.1}}"),
             "FILE: params.lrr: unknown parameter; did you mean 'lr'?");
   EXPECT_EQ(read_error("{\"id\":\"a\",\"run\":\"r\",\"index\":0,\"params\":{\"ranks\":\"two\"}}"),
@@ -130,7 +130,7 @@ TEST_F(JobFile, ReadErrorsNameFileAndKey) {
   }
 }
 
-TEST_F(JobFile, Resources) {
+TEST_F(JobsJobFile, Resources) {
   gj::JobParams p;
   p.device = "gpu";
   p.ranks = 4;

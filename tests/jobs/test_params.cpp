@@ -18,13 +18,13 @@ gj::Params defaults() {
 
 }  // namespace
 
-TEST(Params, TableDefaultsEqualJobParamsDefaults) {
+TEST(JobsParams, TableDefaultsEqualJobParamsDefaults) {
   // The table and the struct are written separately; this keeps them in step.
   EXPECT_EQ(gj::from_struct(gj::JobParams{}), defaults());
   EXPECT_EQ(gj::from_struct(gj::JobParams{}).size(), gj::param_table().size());
 }
 
-TEST(Params, TableNamesUniqueAndTyped) {
+TEST(JobsParams, TableNamesUniqueAndTyped) {
   std::set<std::string> names;
   for (const auto& s : gj::param_table()) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name;
@@ -40,7 +40,7 @@ TEST(Params, TableNamesUniqueAndTyped) {
   }
 }
 
-TEST(Params, ChoicesAsSpecified) {
+TEST(JobsParams, ChoicesAsSpecified) {
   using V = std::vector<std::string>;
   EXPECT_EQ(gj::find_param("model")->choices,
             (V{"mlp", "lenet", "resnet18", "resnet50", "vgg11", "vgg16", "alexnet", "transformer",
@@ -51,7 +51,7 @@ TEST(Params, ChoicesAsSpecified) {
   EXPECT_EQ(gj::find_param("nope"), nullptr);
 }
 
-TEST(Params, StructRoundTrip) {
+TEST(JobsParams, StructRoundTrip) {
   gj::JobParams jp;
   jp.model = "resnet50";
   jp.lr = 0.025;
@@ -66,7 +66,7 @@ TEST(Params, StructRoundTrip) {
   EXPECT_EQ(back.time_limit, "1:00:00");
 }
 
-TEST(Params, ToStructRejectsMissingAndMistyped) {
+TEST(JobsParams, ToStructRejectsMissingAndMistyped) {
   gj::Params p = defaults();
   p.erase("lr");
   EXPECT_THROW(gj::to_struct(p), std::invalid_argument);
@@ -75,7 +75,7 @@ TEST(Params, ToStructRejectsMissingAndMistyped) {
   EXPECT_THROW(gj::to_struct(p), std::invalid_argument);
 }
 
-TEST(Params, CanonicalJsonSortedAndNormalized) {
+TEST(JobsParams, CanonicalJsonSortedAndNormalized) {
   gj::Params p;
   p["lr"] = 0.1;
   p["epochs"] = std::int64_t{3};
@@ -91,7 +91,7 @@ TEST(Params, CanonicalJsonSortedAndNormalized) {
   EXPECT_EQ(gj::canonical_json(p), "{\"lr\":1e-05}");
 }
 
-TEST(Params, JobIdIs12HexAndDependsOnValuesOnly) {
+TEST(JobsParams, JobIdIs12HexAndDependsOnValuesOnly) {
   gj::Params a = defaults();
   const std::string id = gj::job_id(a);
   ASSERT_EQ(id.size(), 12u);
@@ -103,7 +103,7 @@ TEST(Params, JobIdIs12HexAndDependsOnValuesOnly) {
   EXPECT_NE(gj::job_id(b), id);
 }
 
-TEST(Params, ParamsFromJsonRoundTripAndSpellings) {
+TEST(JobsParams, ParamsFromJsonRoundTripAndSpellings) {
   gj::Params p = defaults();
   p["lr"] = 0.3;
   p["model"] = std::string("vgg16");
@@ -113,7 +113,7 @@ TEST(Params, ParamsFromJsonRoundTripAndSpellings) {
   EXPECT_EQ(gj::job_id(q), gj::job_id(p));
 }
 
-TEST(Params, ParamsFromJsonErrorsNameTheKey) {
+TEST(JobsParams, ParamsFromJsonErrorsNameTheKey) {
   try {
     gj::params_from_json("{\"lrr\": 0.1}");
     FAIL();
@@ -129,7 +129,7 @@ TEST(Params, ParamsFromJsonErrorsNameTheKey) {
   EXPECT_THROW(gj::params_from_json("{\"lr\": "), std::runtime_error);
 }
 
-TEST(Params, ParseValueTypesAndRanges) {
+TEST(JobsParams, ParseValueTypesAndRanges) {
   EXPECT_EQ(gj::parse_value(*gj::find_param("ranks"), "4"), gj::Value{std::int64_t{4}});
   EXPECT_EQ(gj::parse_value(*gj::find_param("train_samples"), "1e3"), gj::Value{std::int64_t{1000}});
   EXPECT_EQ(gj::parse_value(*gj::find_param("lr"), "0.10"), gj::Value{0.1});
@@ -154,7 +154,7 @@ TEST(Params, ParseValueTypesAndRanges) {
             "dataset: unknown dataset 'imagenet'; choose one of synthetic, cifar10, mnist, text");
 }
 
-TEST(Params, TimeLimitSeconds) {
+TEST(JobsParams, TimeLimitSeconds) {
   EXPECT_EQ(gj::time_limit_seconds(""), 0);
   EXPECT_EQ(gj::time_limit_seconds("30"), 1800);
   EXPECT_EQ(gj::time_limit_seconds("5:30"), 330);
@@ -166,14 +166,14 @@ TEST(Params, TimeLimitSeconds) {
     EXPECT_THROW(gj::time_limit_seconds(bad), std::invalid_argument) << bad;
 }
 
-TEST(Params, SuggestParam) {
+TEST(JobsParams, SuggestParam) {
   EXPECT_EQ(gj::suggest_param("lrr"), "lr");
   EXPECT_EQ(gj::suggest_param("epoch"), "epochs");
   EXPECT_EQ(gj::suggest_param("batch"), "batch_per_rank");
   EXPECT_EQ(gj::suggest_param("zzzzzzzz"), "");
 }
 
-TEST(Params, ToString) {
+TEST(JobsParams, ToString) {
   EXPECT_EQ(gj::to_string(gj::Value{0.1}), "0.1");
   EXPECT_EQ(gj::to_string(gj::Value{2.0}), "2.0");
   EXPECT_EQ(gj::to_string(gj::Value{std::int64_t{7}}), "7");

@@ -118,3 +118,40 @@ TEST(Sampler, RejectsBadRate) {
   EXPECT_THROW(UtilSampler(std::make_unique<UtilProbe>(o), SamplerOptions{0.0}, [](const UtilRow&) {}),
                std::invalid_argument);
 }
+
+// The dlopen binding and device selection, against a two-device NVML test double (beside the
+// real-NVML test above, which runs where a driver is installed).
+TEST(Sampler, FakeNvmlAllDevices) {
+  ProbeOptions o;
+  o.nvml_library = FAKE_NVML;
+  o.visible_devices = "0,1";
+  UtilProbe p(o);
+  ASSERT_EQ(p.gpu_count(), 2) << p.gpu_absent_reason();
+  EXPECT_EQ(p.gpus()[1].name, "Fake GPU 1");
+  UtilRow r = p.sample();
+  ASSERT_EQ(r.gpu_util_pct.size(), 2u);
+  EXPECT_EQ(r.gpu_util_pct[1], 41);
+  EXPECT_EQ(r.gpu_mem_bytes[1], 2.0 * (1 << 30));
+  EXPECT_EQ(r.gpu_power_w[0], 100);
+  EXPECT_EQ(r.gpu_energy_j[0], 5000);
+  EXPECT_EQ(r.gpu_temp_c[0], 55);
+  EXPECT_EQ(r.gpu_sm_mhz[0], 1410);
+}
+
+TEST(Sampler, FakeNvmlVisibleDevicesByIndexAndUuid) {
+  ProbeOptions o;
+  o.nvml_library = FAKE_NVML;
+  o.visible_devices = "1";
+  UtilProbe by_index(o);
+  ASSERT_EQ(by_index.gpu_count(), 1);
+  EXPECT_EQ(by_index.gpus()[0].nvml_index, 1u);
+  o.visible_devices = "GPU-bbbb2222,GPU-aaaa1111";
+  UtilProbe by_uuid(o);
+  ASSERT_EQ(by_uuid.gpu_count(), 2);
+  EXPECT_EQ(by_uuid.gpus()[0].nvml_index, 1u);
+  EXPECT_EQ(by_uuid.gpus()[1].nvml_index, 0u);
+  o.visible_devices = "7";
+  UtilProbe none(o);
+  EXPECT_EQ(none.gpu_count(), 0);
+  EXPECT_EQ(none.gpu_absent_reason(), "no GPU selected by CUDA_VISIBLE_DEVICES");
+}

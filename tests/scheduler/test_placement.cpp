@@ -223,15 +223,16 @@ TEST(Placement, FifoStartsJobsInGridOrder) {
 }
 
 TEST(Placement, PackedReservesForTheOldestBlockedJob) {
-  // One node with 4 cores: a long 1-core job runs, a 4-core job waits, and a stream of short 1-core
-  // jobs would keep the node busy forever under greedy backfill. The reservation lets the short
-  // jobs use the 3 idle cores only while they end before the long job does, so the 4-core job
-  // starts the moment the long one ends.
+  // One node with 4 cores and 1 GPU: a long 1-GPU job starts first (largest shape), a 4-core job
+  // waits, and a stream of short 1-core jobs would keep the node busy forever under greedy
+  // backfill. The reservation lets the short jobs use the 3 idle cores only while they end before
+  // the long job does, so the 4-core job starts the moment the long one ends.
   Cluster c;
-  c.nodes.push_back(make_node("n0", 4, 0));
+  c.nodes.push_back(make_node("n0", 4, 1));
   std::vector<SimJob> jobs;
   SimJob first;
   first.id = "long";
+  first.req.gpus = 1;
   first.duration_s = 10;
   jobs.push_back(first);
   SimJob big;
@@ -274,4 +275,42 @@ TEST(Placement, PackedStartsLargestFittingJobFirst) {
   EXPECT_DOUBLE_EQ(r.placements[2].start_s, 0.0);  // the 4-GPU job goes first
   EXPECT_DOUBLE_EQ(r.placements[0].start_s, 10.0);
   EXPECT_EQ(r.placements[2].alloc.gpus, (std::vector<int>{0, 1, 2, 3}));
+}
+
+// What holds between packed and fifo. Strict per-instance dominance (packed makespan <= fifo
+// makespan for every input) does not hold for backfill, nor for any online list heuristic:
+// starting the largest job first can fragment a node so that a later job waits (seed 33 of the
+// generator below: packed 30 s vs fifo 20 s; see docs/scheduler.md). What we guarantee and test:
+//  1. jobs of one shape: packed and fifo produce the same schedule (no reordering is possible);
+//  2. over random mixes, packed is never worse in total, and better far more often than worse.
+TEST(Placement, PackedEqualsFifoForOneShape) {
+  for (unsigned seed = 1; seed <= 200; ++seed) {
+    std::mt19937 rng(seed + 777);
+    const Cluster c = random_cluster(rng);
+    auto jobs = random_jobs(rng, c, true);
+    for (auto& j : jobs) j.req = jobs[0].req;
+    const SimResult p = simulate(c, jobs, SimOptions{"packed", 0});
+    const SimResult f = simulate(c, jobs, SimOptions{"fifo", 0});
+    EXPECT_DOUBLE_EQ(p.makespan_s, f.makespan_s) << "seed " << seed;
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      EXPECT_DOUBLE_EQ(p.placements[i].start_s, f.placements[i].start_s) << "seed " << seed;
+  }
+}
+
+TEST(Placement, PackedMakespanNotWorseThanFifoOverRandomMixes) {
+  double sum_packed = 0, sum_fifo = 0;
+  int better = 0, worse = 0;
+  for (unsigned seed = 1; seed <= 500; ++seed) {
+    std::mt19937 rng(seed);
+    const Cluster c = random_cluster(rng);
+    auto jobs = random_jobs(rng, c, true);
+    const double p = simulate(c, jobs, SimOptions{"packed", 0}).makespan_s;
+    const double f = simulate(c, jobs, SimOptions{"fifo", 0}).makespan_s;
+    sum_packed += p;
+    sum_fifo += f;
+    better += p < f;
+    worse += p > f;
+  }
+  EXPECT_LE(sum_packed, sum_fifo);
+  EXPECT_GT(better, 10 * worse) << "better " << better << ", worse " << worse;
 }

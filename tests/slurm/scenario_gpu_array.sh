@@ -45,7 +45,7 @@ grid:
 include:
   - {ranks: 2, seed: 9}
 YAML
-"$BIN/gridrun" submit "$WORK/gpu.yaml" --slurm --out "$WORK/runs" --time 2 \
+"$BIN/gridrun" submit "$WORK/gpu.yaml" --slurm --out "$WORK/runs" --time 5 \
   --train-bin "$HERE/fake-gpu-train.sh" | tee "$WORK/submit.txt"
 RUN="$WORK/runs/slurm-gpu"
 grep -q "#SBATCH --gres=gpu:1" "$RUN"/slurm/s1-a0-*.sbatch || fail "no --gres=gpu:1 in the 1-GPU array"
@@ -59,7 +59,7 @@ defaults: {device: gpu, ranks: 1, threads_per_rank: 1, dataset: synthetic, model
 grid:
   seed: [0, 1, 2, 3]
 YAML
-"$BIN/gridrun" submit "$WORK/packed.yaml" --slurm --out "$WORK/runs" --time 2 --pack-nodes \
+"$BIN/gridrun" submit "$WORK/packed.yaml" --slurm --out "$WORK/runs" --time 5 --pack-nodes \
   --node-cores 2 --train-bin "$HERE/fake-gpu-train.sh" | tee "$WORK/submit-packed.txt"
 RUN="$WORK/runs/slurm-packed"
 ls "$RUN"/slurm/s1-a0-gpu-packed.sbatch >/dev/null || fail "no packed array script"

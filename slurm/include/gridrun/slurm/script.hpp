@@ -4,7 +4,10 @@
 // (10,000 jobs are a handful of array records, not 10,000 submissions), and the list file
 // (`runs/<name>/slurm/<array>.jobs`, line i+1 = task i) keeps the script itself readable and
 // identical for every task. Each line names one job, or, in packed mode, several job steps
-// `ID:RANKS:THREADS:GPUS:CORES` that run side by side in one whole-node allocation.
+// `ID:RANKS:THREADS:GPUS:CORES` that run side by side in one whole-node allocation. Under srun each
+// packed step asks for its own `--gres=gpu:R` and `--exact` cores, so Slurm keeps steps on disjoint
+// devices and cores (also where cgroups constrain devices); under mpirun the placement's GPU
+// indices are mapped onto the allocation's CUDA_VISIBLE_DEVICES.
 //
 // The script body runs the launcher in the background so the batch shell can take the signal Slurm
 // sends before the time limit (`--signal=B:USR1@N` reaches only the batch shell, and a trap runs
@@ -34,13 +37,14 @@ struct Shape {
   }
 };
 
-// One job step inside a packed allocation; gpus/cores are node-local indices from the placement.
+// One job step inside a packed allocation; gpus/cores are node-local ids from the scheduler's
+// placement (which jobs share a node is its decision; see the file comment for who picks devices).
 struct PackedStep {
   std::string job_id;
   std::int64_t ranks = 1, threads = 1;
   std::int64_t time_s = 0;
   std::string gpus;   // "0,1"
-  std::string cores;  // "0-3" (recorded; Slurm's --exact accounting keeps steps on disjoint cores)
+  std::string cores;  // "0,1" (recorded; Slurm's --exact accounting keeps steps on disjoint cores)
 };
 using Bundle = std::vector<PackedStep>;
 
@@ -59,7 +63,7 @@ struct ScriptOptions {
   std::size_t max_array = 1000;          // tasks per array at most
   std::size_t throttle = 0;              // %N: tasks of one array running at once; 0 = no limit
   std::string launcher = "srun";         // srun | mpirun
-  std::string signal = "B:USR1@120";
+  std::string signal = "B:USR1@120";   // a limit <= the warning time gets it at half the limit
   std::int64_t node_gpus = 4;            // packed allocations ask for the whole node
 };
 

@@ -1,0 +1,63 @@
+// Executors: how a placed job is started and stopped. `local` runs `mpirun` on this machine;
+// the Slurm executor lives in slurm/ (it submits instead of forking).
+//
+// Why an interface: the run loop (run.hpp) only needs "start this job with these resources",
+// "has it ended, with what code", "ask it to stop (checkpoint)" and "kill it", whatever launches it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gridrun/scheduler/resources.hpp"
+
+namespace gridrun::scheduler {
+
+struct LaunchSpec {
+  std::string job_id;
+  std::string job_file;        // absolute path of runs/<name>/jobs/<id>.json
+  std::string results_dir;     // absolute path of runs/<name>/results
+  std::string log_out, log_err;// appended to, one block per attempt
+  std::string rankfile;        // where the local executor writes the Open MPI rankfile
+  Request req;
+  std::string host;
+  std::vector<int> core_ids;   // OS cpu ids for binding; empty = run unbound
+  std::string gpus;            // CUDA_VISIBLE_DEVICES value; "" for cpu jobs
+  bool resume = false;         // pass --resume (a checkpoint exists)
+  bool oversubscribe = false;  // more ranks than real cores (only with --cores beyond the machine)
+  std::string train_bin;       // gridrun-train
+};
+
+// A launched job. The destructor kills what is still running (no orphans on unwinding).
+class RunningJob {
+ public:
+  virtual ~RunningJob() = default;
+  virtual int pid() const = 0;
+  // Exit code once the job ended (128+N when killed by signal N), without blocking.
+  virtual std::optional<int> try_wait() = 0;
+  // Ask the job to stop: SIGTERM to its ranks, which checkpoint and exit 75.
+  virtual void interrupt() = 0;
+  // Stop it now: SIGKILL to ranks and launcher.
+  virtual void kill() = 0;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual const char* name() const = 0;
+  virtual std::vector<std::string> command(const LaunchSpec& spec) const = 0;  // for logs and --dry-run
+  virtual std::unique_ptr<RunningJob> launch(const LaunchSpec& spec) = 0;
+};
+
+// "local". Throws std::invalid_argument naming the choices ("slurm" is `gridrun submit`).
+std::unique_ptr<Executor> make_executor(const std::string& name);
+
+// Processes (any owner) whose command line contains `needle`: used after a crash of `gridrun run`
+// to find jobs it left running (their command line names the job file).
+std::vector<int> processes_with_arg(const std::string& needle);
+// SIGTERM those pids that are not `mpirun` (the ranks checkpoint), wait up to `grace_s` for all to
+// exit, then SIGKILL whatever is left. Returns how many processes were found.
+int terminate_processes(const std::vector<int>& pids, double grace_s);
+
+}  // namespace gridrun::scheduler

@@ -1,0 +1,57 @@
+// `gridrun run` as a library call: the whole life of a run directory on this machine.
+//
+// Why in the library and not in app/: it is the scheduler's main use, it is tested end to end
+// from tests/scheduler, and the command-line file only parses flags into RunOptions. Collecting
+// and reporting at the end stay in app/ (they belong to results/).
+//
+// Sequence: load and validate the grid; resolve the cluster; reject infeasible jobs (exit 2,
+// nothing written); lock the run directory; reconcile the state with the disk (finished result
+// files win, jobs a crashed run left running are stopped so they checkpoint); write job files;
+// then, phase by phase (compare-by), let the placement engine start jobs through the executor,
+// retry failures with --resume, and save state.json after every event.
+#pragma once
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+
+#include "gridrun/scheduler/resources.hpp"
+#include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/scheduler/simulate.hpp"
+
+namespace gridrun::scheduler {
+
+struct RunOptions {
+  std::string grid;                  // GRID.yaml
+  std::string out = "runs";          // parent of runs/<name>
+  std::string policy = "packed";
+  std::size_t max_parallel = 0;      // 0 = as many as fit
+  int retries = 1;                   // extra attempts per job and invocation
+  std::string rerun;                 // "", "failed" (failed from scratch) or "all" (everything)
+  bool dry_run = false;              // print the placement plan and commands; launch nothing
+  bool simulate = false;             // print the simulated schedule; launch nothing
+  ResourceOptions resources;
+  std::string train_bin;             // gridrun-train; default next to the gridrun binary
+  std::string executor = "local";
+  CostModel cost;
+  bool tty = false;                  // live status line instead of one line per event
+  int width = 100;                   // terminal columns for the timeline and status line
+  int timeline_rows = 40;
+};
+
+struct RunOutcome {
+  std::string run_dir;
+  std::size_t total = 0, completed = 0, failed = 0, skipped = 0;
+  bool interrupted = false;
+  bool launched = false;             // false for --dry-run and --simulate
+  int exit_code = 0;                 // 0 all completed, 1 otherwise
+};
+
+// Runs the grid. Bad input throws std::invalid_argument (exit 2) before anything is written;
+// a locked run directory throws RunLocked.
+RunOutcome run_grid(const RunOptions& opts, std::ostream& out);
+
+// gridrun-train next to the running binary (/proc/self/exe's folder), else "gridrun-train" on PATH.
+std::string default_train_bin();
+
+}  // namespace gridrun::scheduler

@@ -1,0 +1,526 @@
+// The run loop of `gridrun run`. See run.hpp for the sequence and docs/scheduler.md for the
+// user-facing behaviour (idempotence, retries, Ctrl-C, crash recovery, phases).
+#include "gridrun/scheduler/run.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "gridrun/jobs/grid.hpp"
+#include "gridrun/results/reader.hpp"
+#include "gridrun/scheduler/executor.hpp"
+#include "gridrun/scheduler/placement.hpp"
+#include "json.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gridrun::scheduler {
+
+std::string default_train_bin() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path cand = self.parent_path() / "gridrun-train";
+    if (::access(cand.c_str(), X_OK) == 0) return cand.string();
+  }
+  return "gridrun-train";
+}
+
+namespace {
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Blocks the signals the run loop waits for and reads them from a signalfd; restores the previous
+// mask on destruction. Why signalfd: one poll() waits for child exits, Ctrl-C and the UI tick,
+// with no handler, no global flag and no sleep loop.
+class SignalWaiter {
+ public:
+  SignalWaiter() {
+    sigemptyset(&set_);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, s);
+    if (sigprocmask(SIG_BLOCK, &set_, &old_) != 0) throw std::runtime_error("sigprocmask failed");
+    fd_ = signalfd(-1, &set_, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (fd_ < 0) {
+      sigprocmask(SIG_SETMASK, &old_, nullptr);
+      throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
+    }
+  }
+  ~SignalWaiter() {
+    ::close(fd_);
+    sigprocmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalWaiter(const SignalWaiter&) = delete;
+  SignalWaiter& operator=(const SignalWaiter&) = delete;
+  // Waits up to timeout_ms (-1: forever); returns the signals received (may be empty on timeout).
+  std::vector<int> wait(int timeout_ms) {
+    pollfd p{fd_, POLLIN, 0};
+    int r = ::poll(&p, 1, timeout_ms);
+    std::vector<int> sigs;
+    if (r <= 0) return sigs;
+    signalfd_siginfo si;
+    while (::read(fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) sigs.push_back(static_cast<int>(si.ssi_signo));
+    return sigs;
+  }
+
+ private:
+  sigset_t set_, old_;
+  int fd_ = -1;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(path + ": cannot read");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void write_text_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw std::runtime_error(path + ": cannot write");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error(path + ": cannot write: " + std::strerror(errno));
+}
+
+bool finished_ok(const std::string& status) { return status == "completed" || status == "target_reached"; }
+
+bool has_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_directory(dir, ec) && !fs::is_empty(dir, ec);
+}
+
+std::string phase_of(const jobs::Job& job, const std::string& key) {
+  if (key.empty()) return "";
+  auto it = job.params.find(key);
+  return it == job.params.end() ? "" : jobs::to_string(it->second);
+}
+
+// Previous wall time of the same job id when it completed before, else the cost model.
+double estimate_for(const jobs::Job& job, const RunDir& rd, const CostModel& cost, bool* from_results) {
+  *from_results = false;
+  const std::string path = rd.result_file(job.id);
+  std::error_code ec;
+  if (fs::exists(path, ec) && finished_ok(results::job_status(path))) {
+    try {
+      results::ReadOptions ro;
+      ro.tables = false;
+      const auto data = results::read_job(path, ro);
+      auto it = data.summary.find("wall_s");
+      if (it != data.summary.end() && std::isfinite(it->second) && it->second > 0) {
+        *from_results = true;
+        return it->second;
+      }
+    } catch (const std::exception&) {
+      // unreadable: fall back to the model
+    }
+  }
+  return estimate_seconds(jobs::to_struct(job.params), cost);
+}
+
+std::string short_id(const std::string& id) { return id; }
+
+}  // namespace
+
+RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
+  // ---- validate everything before touching the disk -------------------------------------------
+  if (o.retries < 0 || o.retries > 100) throw std::invalid_argument("--retries: must be in [0, 100]");
+  if (!o.rerun.empty() && o.rerun != "failed" && o.rerun != "all")
+    throw std::invalid_argument("--rerun: expected 'failed' or 'all', got '" + o.rerun + "'");
+  make_placement(o.policy);  // throws on an unknown name
+  const jobs::Expansion ex = jobs::load_grid(o.grid);
+  const Cluster cluster = resolve_cluster(o.resources);
+  check_feasible(ex.jobs, cluster);
+  for (const auto& w : ex.warnings) out << "warning: " << w << "\n";
+
+  RunDir rd(o.out + "/" + ex.name);
+  RunOutcome res;
+  res.run_dir = rd.root();
+  res.total = ex.jobs.size();
+  std::vector<std::string> phase(ex.jobs.size());
+  std::vector<std::string> phase_order;
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+    phase[i] = phase_of(ex.jobs[i], ex.compare_by);
+    if (std::find(phase_order.begin(), phase_order.end(), phase[i]) == phase_order.end())
+      phase_order.push_back(phase[i]);
+  }
+  std::vector<Request> req(ex.jobs.size());
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i) req[i] = request_for(ex.jobs[i]);
+
+  // ---- plan only --------------------------------------------------------------------------------
+  if (o.dry_run || o.simulate) {
+    std::vector<SimJob> sims(ex.jobs.size());
+    std::size_t from_results = 0;
+    for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+      bool fr = false;
+      sims[i].id = ex.jobs[i].id;
+      sims[i].req = req[i];
+      sims[i].duration_s = estimate_for(ex.jobs[i], rd, o.cost, &fr);
+      sims[i].phase = phase[i];
+      from_results += fr;
+    }
+    const SimResult sim = simulate(cluster, sims, SimOptions{o.policy, o.max_parallel});
+    out << (o.dry_run ? "dry run" : "simulation") << " of " << ex.name << ": " << ex.jobs.size() << " jobs, policy "
+        << o.policy << ", " << cluster.source << " (" << cluster.nodes.size() << " nodes, " << cluster.total_cores()
+        << " cores, " << cluster.total_gpus() << " GPUs)\n"
+        << "durations: " << from_results << " from previous results, " << (ex.jobs.size() - from_results)
+        << " from the cost model (see docs/scheduler.md)\n";
+    out << render_schedule(cluster, sims, sim, o.width, o.timeline_rows);
+    if (o.dry_run && cluster.bindable) {
+      auto exec = make_executor(o.executor);
+      const std::string train = o.train_bin.empty() ? default_train_bin() : o.train_bin;
+      out << "commands (first " << std::min<std::size_t>(3, ex.jobs.size()) << "):\n";
+      for (std::size_t i = 0; i < ex.jobs.size() && i < 3; ++i) {
+        LaunchSpec s;
+        s.job_id = ex.jobs[i].id;
+        s.job_file = rd.job_file(s.job_id);
+        s.results_dir = rd.results_dir();
+        s.rankfile = rd.rankfile(s.job_id);
+        s.req = req[i];
+        s.host = cluster.nodes[sim.placements[i].alloc.node].name;
+        for (int c : sim.placements[i].alloc.cores) s.core_ids.push_back(cluster.nodes[sim.placements[i].alloc.node].cores[c]);
+        s.train_bin = train;
+        std::string line = "  ";
+        for (const auto& a : exec->command(s)) line += a + " ";
+        out << line << "\n";
+      }
+    }
+    res.launched = false;
+    res.exit_code = 0;
+    return res;
+  }
+
+  // ---- real run -------------------------------------------------------------------------------
+  if (!o.resources.cluster_file.empty())
+    throw std::invalid_argument("--cluster describes other machines: use it with --simulate or --dry-run "
+                                "(gridrun run launches on this machine; use `gridrun submit` for Slurm)");
+  const std::string train = o.train_bin.empty() ? default_train_bin() : o.train_bin;
+  if (train.find('/') != std::string::npos && ::access(train.c_str(), X_OK) != 0)
+    throw std::invalid_argument("--train-bin: " + train + " is not an executable file");
+  auto exec = make_executor(o.executor);
+
+  rd.create_layout();
+  RunLock lock(rd);
+  const RunDir ard(fs::absolute(rd.root()).lexically_normal().string());  // absolute paths for the launcher
+  write_text_atomic(rd.grid_copy(), read_text(o.grid));
+  RunState state = rd.load_state();
+  state.name = ex.name;
+
+  // Jobs a crashed `gridrun run` left running: stop them (they checkpoint) before anything else,
+  // so nothing ever runs twice.
+  {
+    std::vector<int> leftovers;
+    for (const auto& job : ex.jobs)
+      for (int p : processes_with_arg(ard.job_file(job.id))) leftovers.push_back(p);
+    if (!leftovers.empty()) {
+      out << "reconcile: " << leftovers.size() << " processes of an earlier gridrun still run jobs of "
+          << ex.name << "; stopping them (they checkpoint)\n" << std::flush;
+      terminate_processes(leftovers, 120.0);
+    }
+  }
+
+  std::vector<char> todo(ex.jobs.size(), 0), resume(ex.jobs.size(), 0);
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+    const jobs::Job& job = ex.jobs[i];
+    JobRecord& rec = state.jobs[job.id];
+    rec.id = job.id;
+    rec.phase = phase[i];
+    const std::string status = results::job_status(rd.result_file(job.id));
+    if (o.rerun == "all") {
+      todo[i] = 1;
+    } else if (finished_ok(status)) {
+      rec.state = status == "completed" ? JobState::Completed : JobState::TargetReached;
+      ++res.skipped;
+      continue;
+    } else {
+      todo[i] = 1;
+      resume[i] = !(o.rerun == "failed" && rec.state == JobState::Failed) && has_checkpoint(rd.checkpoint_dir(job.id));
+    }
+    if (rec.state == JobState::Running || rec.state == JobState::Completed || rec.state == JobState::TargetReached)
+      rec.state = JobState::Interrupted;  // a crash left it running, or its results file is gone
+    if (o.rerun == "all") rec.state = JobState::Pending;
+    jobs::Job plain = job;
+    plain.meta["phase"] = phase[i];
+    jobs::write_job_file(rd.job_file(job.id), plain);
+  }
+  rd.save_state(state);
+
+  std::size_t n_todo = 0;
+  for (char t : todo) n_todo += t;
+  out << "run " << ex.name << ": " << ex.jobs.size() << " jobs (" << res.skipped << " already completed, " << n_todo
+      << " to run), policy " << o.policy << ", " << cluster.source << ": " << cluster.total_cores() << " cores, "
+      << cluster.total_gpus() << " GPUs -> " << rd.root() << "\n" << std::flush;
+
+  SignalWaiter signals;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  bool stopping = false, killing = false;
+  std::size_t done = res.skipped, failed = 0, pending = n_todo, running_n = 0;
+  double finished_time = 0;
+  std::size_t finished_count = 0;
+  std::string last_status;
+
+  auto status_line = [&]() {
+    std::ostringstream s;
+    s << "done " << done << "/" << ex.jobs.size() << "  running " << running_n << "  failed " << failed << "  pending "
+      << pending << "  elapsed " << format_duration(elapsed());
+    if (finished_count > 0 && (pending + running_n) > 0) {
+      const double mean = finished_time / static_cast<double>(finished_count);
+      const double eta = mean * static_cast<double>(pending + running_n) / static_cast<double>(std::max<std::size_t>(1, running_n));
+      s << "  ETA " << format_duration(eta);
+    }
+    if (stopping) s << (killing ? "  (killing)" : "  (stopping)");
+    std::string line = s.str();
+    if (static_cast<int>(line.size()) > o.width - 1) line.resize(static_cast<std::size_t>(std::max(10, o.width - 1)));
+    return line;
+  };
+  auto event = [&](const std::string& what) {
+    char stamp[32];
+    std::snprintf(stamp, sizeof stamp, "[%7.1fs] ", elapsed());
+    if (o.tty) out << "\r\033[K";
+    out << stamp << what;
+    if (!o.tty) out << "  (" << done << " done, " << running_n << " running, " << failed << " failed, " << pending << " pending)";
+    out << "\n";
+    if (o.tty) out << status_line();
+    out << std::flush;
+  };
+
+  for (const std::string& ph : phase_order) {
+    if (stopping) break;
+    std::vector<std::size_t> members;
+    for (std::size_t i = 0; i < ex.jobs.size(); ++i)
+      if (phase[i] == ph && todo[i]) members.push_back(i);
+    if (members.empty()) continue;
+    if (!ex.compare_by.empty()) event("phase " + ex.compare_by + "=" + ph + ": " + std::to_string(members.size()) + " jobs");
+
+    Engine engine(cluster, EngineOptions{o.policy, o.max_parallel});
+    std::vector<double> est(ex.jobs.size(), 0);
+    std::map<std::size_t, int> tries;  // attempts in this invocation
+    for (std::size_t i : members) {
+      bool fr = false;
+      est[i] = estimate_for(ex.jobs[i], rd, o.cost, &fr);
+      engine.submit(QueuedJob{i, i, req[i], est[i]});
+    }
+    struct Live {
+      std::unique_ptr<RunningJob> proc;
+      double start;
+    };
+    std::map<std::size_t, Live> live;
+    const double phase_t0 = elapsed();
+    double busy = 0;  // allocated resource-seconds (GPUs for gpu clusters, else cores)
+    const bool gpu_cluster = cluster.total_gpus() > 0;
+
+    auto finish = [&](std::size_t i, int code) {
+      const jobs::Job& job = ex.jobs[i];
+      JobRecord& rec = state.jobs[job.id];
+      const double dur = elapsed() - live[i].start;
+      busy += dur * (gpu_cluster ? req[i].gpus : req[i].cores);
+      live.erase(i);
+      engine.finish(i);
+      --running_n;
+      rec.exit_codes.push_back(code);
+      rec.end_unix = now_unix();
+      const std::string status = results::job_status(rd.result_file(job.id));
+      std::ostringstream what;
+      if (code == 0 && finished_ok(status)) {
+        rec.state = status == "completed" ? JobState::Completed : JobState::TargetReached;
+        ++done;
+        finished_time += dur;
+        ++finished_count;
+        what << "done    " << short_id(job.id) << " " << status << " in " << format_duration(dur);
+      } else {
+        const bool interrupted = code == kExitInterrupted;
+        rec.state = interrupted ? JobState::Interrupted : JobState::Failed;
+        const int used = tries[i];
+        if (!stopping && used <= o.retries) {
+          resume[i] = has_checkpoint(rd.checkpoint_dir(job.id));
+          engine.submit(QueuedJob{i, i, req[i], est[i]});
+          ++pending;
+          what << "retry   " << short_id(job.id) << " exit " << code << (code == 0 ? " without a finished results file" : "")
+               << ", attempt " << used + 1 << " of " << o.retries + 1 << (resume[i] ? " (--resume)" : "")
+               << "; see " << rd.log_err(job.id);
+        } else {
+          if (!interrupted || !stopping) ++failed;
+          what << (interrupted ? "stopped " : "failed  ") << short_id(job.id) << " exit " << code << "; see "
+               << rd.log_err(job.id);
+        }
+      }
+      rd.save_state(state);
+      event(what.str());
+    };
+
+    auto launch_ready = [&]() {
+      if (stopping) return;
+      for (auto& s : engine.schedule(elapsed())) {
+        const std::size_t i = s.key;
+        jobs::Job job = ex.jobs[i];
+        const Node& node = cluster.nodes[s.alloc.node];
+        const std::string host = node.name;
+        job.meta["cores"] = cores_string(cluster, s.alloc);
+        job.meta["gpus"] = gpus_string(cluster, s.alloc);
+        job.meta["host"] = host;
+        job.meta["phase"] = phase[i];
+        jobs::write_job_file(rd.job_file(job.id), job);
+        JobRecord& rec = state.jobs[job.id];
+        rec.state = JobState::Running;
+        rec.attempts += 1;
+        rec.start_unix = now_unix();
+        rec.cores = job.meta["cores"];
+        rec.gpus = job.meta["gpus"];
+        rec.host = host;
+        tries[i] += 1;
+        --pending;
+
+        LaunchSpec spec;
+        spec.job_id = job.id;
+        spec.job_file = ard.job_file(job.id);
+        spec.results_dir = ard.results_dir();
+        spec.log_out = ard.log_out(job.id);
+        spec.log_err = ard.log_err(job.id);
+        spec.rankfile = ard.rankfile(job.id);
+        spec.req = req[i];
+        spec.host = host;
+        if (cluster.bindable)
+          for (int c : s.alloc.cores) spec.core_ids.push_back(node.cores[c]);
+        else
+          spec.oversubscribe = true;
+        spec.gpus = job.meta["gpus"];
+        spec.resume = resume[i] != 0;
+        spec.train_bin = train;
+        {
+          // One header per attempt in both logs, so appended attempts can be told apart.
+          std::string cmd;
+          for (const auto& a : exec->command(spec)) cmd += a + " ";
+          const std::string hdr = "=== gridrun attempt " + std::to_string(rec.attempts) + " at " +
+                                  std::to_string(static_cast<long long>(rec.start_unix)) + ": " + cmd + "\n";
+          for (const auto& p : {spec.log_out, spec.log_err}) {
+            std::ofstream lg(p, std::ios::app);
+            lg << hdr;
+          }
+        }
+        rd.save_state(state);
+        ++running_n;
+        live[i] = Live{nullptr, elapsed()};
+        try {
+          live[i].proc = exec->launch(spec);
+        } catch (const std::exception& e) {
+          std::ofstream(spec.log_err, std::ios::app) << "gridrun: " << e.what() << "\n";
+          finish(i, 127);
+          continue;
+        }
+        std::ostringstream what;
+        what << "start   " << short_id(job.id) << " " << describe(req[i]) << " on " << host << " cores "
+             << rec.cores;
+        if (!rec.gpus.empty()) what << " gpus " << rec.gpus;
+        if (spec.resume) what << " (--resume)";
+        event(what.str());
+      }
+    };
+
+    launch_ready();
+    while (!live.empty() || (!stopping && engine.pending() > 0)) {
+      if (live.empty()) break;  // cannot happen: feasible jobs always start on an idle machine
+      const auto sigs = signals.wait(o.tty ? 1000 : -1);
+      for (int sig : sigs) {
+        if (sig == SIGCHLD) continue;
+        if (!stopping) {
+          stopping = true;
+          event("interrupt: no new jobs; asking " + std::to_string(live.size()) +
+                " running jobs to checkpoint and stop (again to kill)");
+          for (auto& kv : live)
+            if (kv.second.proc) kv.second.proc->interrupt();
+        } else if (!killing) {
+          killing = true;
+          event("second interrupt: killing running jobs");
+          for (auto& kv : live)
+            if (kv.second.proc) kv.second.proc->kill();
+        }
+      }
+      std::vector<std::pair<std::size_t, int>> ended;
+      for (auto& kv : live)
+        if (kv.second.proc)
+          if (auto code = kv.second.proc->try_wait()) ended.emplace_back(kv.first, *code);
+      for (const auto& e : ended) finish(e.first, e.second);
+      launch_ready();
+      if (o.tty) {
+        out << "\r\033[K" << status_line() << std::flush;
+      }
+    }
+    if (stopping) break;
+    if (!ex.compare_by.empty()) {
+      const double makespan = elapsed() - phase_t0;
+      double samples = 0, util_sum = 0;
+      int util_n = 0;
+      json::Value fig = json::Value::object();
+      json::Value ids = json::Value::array();
+      for (std::size_t i : members) {
+        ids.arr.push_back(json::Value::string(ex.jobs[i].id));
+        try {
+          results::ReadOptions ro;
+          ro.tables = false;
+          const auto data = results::read_job(rd.result_file(ex.jobs[i].id), ro);
+          if (auto it = data.summary.find("samples"); it != data.summary.end() && std::isfinite(it->second))
+            samples += it->second;
+          const char* key = req[i].gpus > 0 ? "gpu_util_pct_mean" : "cpu_util_pct_mean";
+          if (auto it = data.summary.find(key); it != data.summary.end() && std::isfinite(it->second)) {
+            util_sum += it->second / 100.0;
+            ++util_n;
+          }
+        } catch (const std::exception&) {
+          // a failed job has no figures; the phase still records its makespan
+        }
+      }
+      const double cap = gpu_cluster ? cluster.total_gpus() : cluster.total_cores();
+      const double alloc_util = makespan > 0 && cap > 0 ? busy / (cap * makespan) : 0;
+      fig.set("makespan_s", json::Value::number(makespan));
+      fig.set("samples_per_s", json::Value::number(makespan > 0 ? samples / makespan : 0));
+      fig.set("util_mean", json::Value::number(util_n > 0 ? util_sum / util_n : alloc_util));
+      fig.set("alloc_util", json::Value::number(alloc_util));
+      fig.set("samples", json::Value::number(samples));
+      fig.set("jobs", std::move(ids));
+      state.phases_json[ph] = json::dump(fig);
+      rd.save_state(state);
+      event("phase " + ex.compare_by + "=" + ph + " done: makespan " + format_duration(makespan));
+    }
+  }
+  if (o.tty) out << "\r\033[K";
+
+  res.launched = true;
+  res.interrupted = stopping;
+  res.completed = 0;
+  res.failed = 0;
+  for (const auto& job : ex.jobs) {
+    const JobState s = state.jobs[job.id].state;
+    if (s == JobState::Completed || s == JobState::TargetReached) ++res.completed;
+    else if (s == JobState::Failed) ++res.failed;
+  }
+  rd.save_state(state);
+  out << (stopping ? "interrupted: " : "finished: ") << res.completed << "/" << res.total << " completed, "
+      << res.failed << " failed" << (stopping ? "; run the same command again to resume" : "") << " ("
+      << format_duration(elapsed()) << ")\n" << std::flush;
+  res.exit_code = res.completed == res.total ? 0 : 1;
+  return res;
+}
+
+}  // namespace gridrun::scheduler

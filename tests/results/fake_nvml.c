@@ -1,0 +1,32 @@
+/* Test double of libnvidia-ml.so.1 with two fixed devices, used beside the real-NVML test
+ * (Sampler.RealNvmlWhenPresent) to exercise the dlopen binding and CUDA_VISIBLE_DEVICES
+ * resolution on machines without a GPU. Values are fixed so tests can assert them. */
+#include <stdio.h>
+#include <string.h>
+
+typedef struct nvmlDevice_st* nvmlDevice_t;
+typedef struct { unsigned gpu, memory; } nvmlUtilization_t;
+typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+
+static int devs[2];
+#define DEV(d) ((int*)(d) - devs)
+
+int nvmlInit_v2(void) { return 0; }
+int nvmlShutdown(void) { return 0; }
+int nvmlDeviceGetCount_v2(unsigned* n) { *n = 2; return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* d) {
+  if (i >= 2) return 2;
+  *d = (nvmlDevice_t)&devs[i];
+  return 0;
+}
+int nvmlDeviceGetUUID(nvmlDevice_t d, char* buf, unsigned n) {
+  snprintf(buf, n, DEV(d) == 0 ? "GPU-aaaa1111-0000-0000-0000-000000000000" : "GPU-bbbb2222-0000-0000-0000-000000000000");
+  return 0;
+}
+int nvmlDeviceGetName(nvmlDevice_t d, char* buf, unsigned n) { snprintf(buf, n, "Fake GPU %d", (int)DEV(d)); return 0; }
+int nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t* u) { u->gpu = 40 + (unsigned)DEV(d); u->memory = 0; return 0; }
+int nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* m) { m->total = 8ULL << 30; m->used = (1ULL << 30) * (DEV(d) + 1); m->free = m->total - m->used; return 0; }
+int nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned* mw) { (void)d; *mw = 100000; return 0; }
+int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long* mj) { (void)d; *mj = 5000000; return 0; }
+int nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned* t) { (void)d; (void)sensor; *t = 55; return 0; }
+int nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned* mhz) { (void)d; return type == 1 ? (*mhz = 1410, 0) : 3; }
