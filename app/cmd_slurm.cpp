@@ -168,7 +168,7 @@ int cmd_submit(const Args& args) {
   if (vm.count("node-cores") && c.node_cores < 1) throw std::invalid_argument("--node-cores: must be >= 1");
   if (!fs::exists(s.grid_file)) throw std::invalid_argument(s.grid_file + ": no such grid file");
   so.gridrun_bin = self_exe();
-  if (so.train_bin.empty()) so.train_bin = default_train_bin();
+  if (!vm.count("train-bin")) so.train_bin = default_train_bin();
 
   slurm::SlurmCli cli;
   if (s.pack_nodes) {

@@ -292,9 +292,12 @@ int train(const RunnerOptions& o, Communicator& comm) {
     po.gpus = gpu;
     auto probe = std::make_unique<results::UtilProbe>(po);
     fs::create_directories(o.out_dir);
-    writer = results::JobWriter::create(
-        o.out_dir, file_info(o, comm, hosts, *model, probe->gpu_count(), probe->gpu_absent_reason(),
-                             resumed ? st.global_step : 0));
+    // The writer keeps rows of steps before resume_from_step (1-based steps: the first step this
+    // process will run); rows a killed run wrote after its last checkpoint are dropped and redone.
+    auto info = file_info(o, comm, hosts, *model, probe->gpu_count(), probe->gpu_absent_reason(),
+                          resumed ? st.global_step + 1 : 0);
+    info.int_attrs["grad_buckets"] = static_cast<std::int64_t>(sync.num_buckets());
+    writer = results::JobWriter::create(o.out_dir, info);
     if (o.util_hz > 0) {
       results::JobWriter* w = writer.get();
       util = std::make_unique<results::UtilSampler>(
@@ -302,8 +305,9 @@ int train(const RunnerOptions& o, Communicator& comm) {
           [w](const results::UtilRow& row) { w->append_util(row); });
     }
     if (!o.quiet)
-      std::printf("gridrun-train %s: %s on %s, %d rank(s), %lld steps/epoch, %lld steps%s\n",
-                  o.id.c_str(), j.model.c_str(), j.dataset.c_str(), world,
+      std::printf("gridrun-train %s: %s on %s, %d rank(s), %zu bucket(s), %lld steps/epoch, "
+                  "%lld steps%s\n",
+                  o.id.c_str(), j.model.c_str(), j.dataset.c_str(), world, sync.num_buckets(),
                   static_cast<long long>(spe), static_cast<long long>(total_steps),
                   resumed ? (", resumed at step " + std::to_string(st.global_step)).c_str() : "");
   }

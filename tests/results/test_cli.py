@@ -8,11 +8,13 @@ import csv
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 failures = []
+TEMP_DIRS = []  # removed at exit
 
 
 def check(cond, what):
@@ -32,6 +34,7 @@ def main():
     a = ap.parse_args()
     g = a.gridrun
     tmp = tempfile.mkdtemp(prefix="gridrun-cli-")
+    TEMP_DIRS.append(tmp)
     rd = os.path.join(tmp, "r")
     subprocess.run([a.testwriter, "run", rd], check=True)
 
@@ -87,4 +90,10 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    finally:
+        os.chdir("/")
+        for d in TEMP_DIRS:
+            shutil.rmtree(d, ignore_errors=True)
+    sys.exit(code)

@@ -7,6 +7,7 @@ Usage: test_schema.py --gridrun PATH --testwriter PATH
 import argparse
 import json
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -24,6 +25,7 @@ STATUSES = {"running", "completed", "failed", "interrupted", "target_reached"}
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 failures = []
+TEMP_DIRS = []  # removed at exit
 
 
 def check(cond, what):
@@ -98,6 +100,7 @@ def main():
     ap.add_argument("--testwriter", required=True)
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="gridrun-schema-")
+    TEMP_DIRS.append(tmp)
     run = os.path.join(tmp, "synthetic")
     subprocess.run([args.testwriter, "run", run], check=True)
 
@@ -178,4 +181,10 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    finally:
+        os.chdir("/")
+        for d in TEMP_DIRS:
+            shutil.rmtree(d, ignore_errors=True)
+    sys.exit(code)
