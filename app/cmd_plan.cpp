@@ -4,9 +4,8 @@
 // exactly which jobs (ids, order, resources) `run` and `submit` would launch. All flags live in
 // PlanOptions, filled in one place (add_plan_options) and validated right after parsing
 // (check_plan_options); new flags go into those two functions.
-#include <boost/program_options.hpp>
-
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -28,26 +27,25 @@ namespace gj = gridrun::jobs;
 constexpr std::size_t kMaxWidth = 100;  // terminal width the table must fit
 
 struct PlanOptions {
-  std::string grid;            // positional GRID.yaml
+  std::string grid;              // positional GRID.yaml
   std::string format = "table";  // table | json | csv
-  bool all_params = false;     // table: also list the parameters that are the same in all jobs
-  bool list_params = false;    // print the parameter table instead of planning a grid
-  bool allow_empty = false;    // a grid whose jobs are all excluded is not an error
+  bool all_params = false;       // table: also list the parameters that are the same in all jobs
+  bool list_params = false;      // print the parameter table instead of planning a grid
+  bool allow_empty = false;      // a grid whose jobs are all excluded is not an error
   bool help = false;
 };
 
 void add_plan_options(po::options_description& desc, PlanOptions& o) {
-  desc.add_options()
-      ("help,h", po::bool_switch(&o.help), "show this help and exit")
-      ("format,f", po::value(&o.format)->default_value(o.format),
-       "output: table (aligned; the parameters that vary, resources), json (every job with all "
-       "parameters, as in job files) or csv (one row per job, all parameters)")
-      ("all-params", po::bool_switch(&o.all_params),
-       "table: also list the parameters that are the same in every job")
-      ("allow-empty", po::bool_switch(&o.allow_empty),
-       "accept a grid whose jobs are all excluded (prints 0 jobs, exit 0)")
-      ("list-params", po::bool_switch(&o.list_params),
-       "print every grid parameter (type, default, range, meaning) and exit; honours --format");
+  desc.add_options()("help,h", po::bool_switch(&o.help), "show this help and exit")(
+      "format,f", po::value(&o.format)->default_value(o.format),
+      "output: table (aligned; the parameters that vary, resources), json (every job with all "
+      "parameters, as in job files) or csv (one row per job, all parameters)")(
+      "all-params", po::bool_switch(&o.all_params),
+      "table: also list the parameters that are the same in every job")(
+      "allow-empty", po::bool_switch(&o.allow_empty),
+      "accept a grid whose jobs are all excluded (prints 0 jobs, exit 0)")(
+      "list-params", po::bool_switch(&o.list_params),
+      "print every grid parameter (type, default, range, meaning) and exit; honours --format");
 }
 
 void check_plan_options(const PlanOptions& o) {
@@ -106,7 +104,8 @@ std::string range_text(const gj::ParamSpec& p) {
   auto inum = [&](double d) {
     return p.type == gj::Type::Int ? std::to_string(static_cast<long long>(d)) : num(d);
   };
-  if (p.min && p.max) return (p.min_exclusive ? "(" : "[") + inum(*p.min) + ", " + inum(*p.max) + "]";
+  if (p.min && p.max)
+    return (p.min_exclusive ? "(" : "[") + inum(*p.min) + ", " + inum(*p.max) + "]";
   if (p.min) return (p.min_exclusive ? "> " : ">= ") + inum(*p.min);
   if (p.name == "time_limit") return "Slurm time";
   return "";
@@ -128,11 +127,12 @@ int list_params(const PlanOptions& o) {
     std::cout << "[\n";
     for (std::size_t i = 0; i < table.size(); ++i) {
       const auto& p = table[i];
-      std::cout << "  {\"name\":" << json_string(p.name) << ",\"type\":"
-                << json_string(gj::type_name(p.type)) << ",\"default\":"
-                << json_string(gj::to_string(p.default_value))
-                << ",\"range\":" << json_string(range_text(p)) << ",\"meaning\":"
-                << json_string(p.help) << "}" << (i + 1 < table.size() ? "," : "") << "\n";
+      std::cout << "  {\"name\":" << json_string(p.name)
+                << ",\"type\":" << json_string(gj::type_name(p.type))
+                << ",\"default\":" << json_string(gj::to_string(p.default_value))
+                << ",\"range\":" << json_string(range_text(p))
+                << ",\"meaning\":" << json_string(p.help) << "}"
+                << (i + 1 < table.size() ? "," : "") << "\n";
     }
     std::cout << "]\n";
   } else {
@@ -296,7 +296,8 @@ std::string summary(const gj::Expansion& ex) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.1f", gpu_hours);
     s << "; at most " << buf << " GPU-hours (time_limit x GPUs";
-    if (timed < gpu_jobs) s << " of " << timed << " of " << gpu_jobs << " GPU jobs; others unlimited";
+    if (timed < gpu_jobs)
+      s << " of " << timed << " of " << gpu_jobs << " GPU jobs; others unlimited";
     s << ")";
   } else if (gpu_jobs) {
     s << "; " << gpu_jobs << " GPU job" << (gpu_jobs == 1 ? "" : "s")

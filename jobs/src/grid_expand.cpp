@@ -22,9 +22,9 @@ namespace {
 
 struct Draft {
   std::vector<Value> v;
-  std::vector<int> loc;  // Loc index per parameter; -1 = the table default
+  std::vector<int> loc;                  // Loc index per parameter; -1 = the table default
   std::vector<const std::string*> json;  // canonical `"name":value` of v[i]
-  int batch_key = -1;    // the batch parameter the user gave last (batch_per_rank/global_batch)
+  int batch_key = -1;  // the batch parameter the user gave last (batch_per_rank/global_batch)
 };
 
 struct Problem {
@@ -104,14 +104,18 @@ class Expander {
     }
     ex_.jobs.reserve(total + s_.includes.size());
     by_id_.reserve(total + s_.includes.size());
+    // One draft updated in place: each step re-applies only the axes the odometer moved. finish()
+    // re-derives the batch fields from scratch, so nothing else carries over between jobs.
     std::vector<std::size_t> pos(axes.size(), 0);
+    Draft d = base_;
+    for (const Axis* a : axes) apply(d, a->points[0]);
     for (std::size_t n = 0; n < total; ++n) {
-      Draft d = base_;
-      for (std::size_t a = 0; a < axes.size(); ++a) apply(d, axes[a]->points[pos[a]]);
       finish(d, s_.product_loc, true);
       for (std::size_t a = axes.size(); a-- > 0;) {  // odometer: last axis fastest
-        if (++pos[a] < axes[a]->points.size()) break;
-        pos[a] = 0;
+        const bool carry = ++pos[a] == axes[a]->points.size();
+        if (carry) pos[a] = 0;
+        apply(d, axes[a]->points[pos[a]]);
+        if (!carry) break;
       }
     }
   }
@@ -172,6 +176,8 @@ class Expander {
     return l < 0 ? "the default" : s_.locs[static_cast<std::size_t>(l)].path;
   }
 
+  // Derives, excludes, checks and records one job. `d` keeps its values (the product reuses it);
+  // only the derived batch fields are overwritten.
   void finish(Draft& d, int origin, bool apply_excludes) {
     std::vector<Problem> problems;
     const std::int64_t ranks = i64(d, ranks_);
@@ -197,8 +203,8 @@ class Expander {
     }
     const std::string& device = str(d, device_);
     if (device == "gpu" && ranks > 4)
-      problems.push_back({at(d, ranks_), std::to_string(ranks) +
-                                             " is out of range for device gpu (1-4)"});
+      problems.push_back(
+          {at(d, ranks_), std::to_string(ranks) + " is out of range for device gpu (1-4)"});
     const std::string& precision = str(d, precision_);
     if (device != "gpu" && precision != "fp32")
       problems.push_back({at(d, precision_), precision + " needs device gpu (this job has device " +
@@ -210,9 +216,15 @@ class Expander {
 
     if (first_.empty()) {
       first_ = d.v;
+      first_json_ = d.json;
     } else {
-      for (std::size_t i = 0; i < vary_.size(); ++i)
-        if (!vary_[i] && d.v[i] != first_[i]) vary_[i] = true;
+      // Same rendered member (pointer) means same value, except for the derived batch fields,
+      // whose member lives in a per-job scratch buffer; compare values otherwise.
+      for (std::size_t i = 0; i < vary_.size(); ++i) {
+        const bool scratch = static_cast<int>(i) == bpr_ || static_cast<int>(i) == gb_;
+        if (!vary_[i] && (scratch || d.json[i] != first_json_[i]) && d.v[i] != first_[i])
+          vary_[i] = true;
+      }
     }
     // The canonical JSON from pre-rendered members: the same text as canonical_json(params)
     // (tests check id == job_id(params) for every job), without formatting 32 values per job.
@@ -223,24 +235,27 @@ class Expander {
       canon_ += *d.json[static_cast<std::size_t>(order_[k])];
     }
     canon_.push_back('}');
-    std::string id = id_of_canonical(canon_);
-    auto [it, inserted] = by_id_.emplace(id, ex_.jobs.size());
+    const std::uint64_t hash = hash_of_canonical(canon_);
+    auto [it, inserted] = by_id_.emplace(hash >> 16, ex_.jobs.size());  // the id's 48 bits
     if (!inserted) {
       const Job& prev = ex_.jobs[it->second];
+      const std::string id = prev.id;
       if (canonical_json(prev.params) != canon_)
         throw std::runtime_error("job id collision: " + id + " for two different jobs");
       ++ex_.duplicates;
       auto dit = std::find_if(dups_.begin(), dups_.end(),
                               [&](const auto& e) { return e.first == origin; });
-      if (dit == dups_.end()) dups_.push_back({origin, Dup{1, id, prev.index}});
-      else ++dit->second.count;
+      if (dit == dups_.end())
+        dups_.push_back({origin, Dup{1, id, prev.index}});
+      else
+        ++dit->second.count;
       return;
     }
     Params p;
     for (int i : order_)
-      p.emplace_hint(p.end(), table_[i].name, std::move(d.v[static_cast<std::size_t>(i)]));
+      p.emplace_hint(p.end(), table_[i].name, d.v[static_cast<std::size_t>(i)]);
     Job job;
-    job.id = std::move(id);
+    job.id = id_of_hash(hash);
     job.run = s_.name;
     job.index = ex_.jobs.size();
     job.params = std::move(p);
@@ -272,13 +287,14 @@ class Expander {
   int bpr_, gb_, ranks_, device_, precision_, epochs_, max_steps_, seed_;
   std::vector<int> order_;  // parameter indices sorted by name (the canonical key order)
   Draft base_;              // table defaults overlaid with defaults:
-  std::vector<std::string> default_json_;  // rendered table defaults
+  std::vector<std::string> default_json_;         // rendered table defaults
   std::string derived_bpr_, derived_gb_, canon_;  // per-job scratch buffers
-  std::vector<Value> first_;
+  std::vector<Value> first_;  // the first job's values, to find the varying parameters
+  std::vector<const std::string*> first_json_;
   std::vector<bool> vary_;
   std::vector<std::size_t> hits_;
   std::vector<std::pair<int, Dup>> dups_;  // per origin (grid:, include[i]), in first-seen order
-  std::unordered_map<std::string, std::size_t> by_id_;
+  std::unordered_map<std::uint64_t, std::size_t> by_id_;  // id bits -> job index
   Expansion ex_;
 };
 

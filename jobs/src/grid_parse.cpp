@@ -22,10 +22,14 @@ const std::vector<std::string>& top_keys() {
 
 const char* kind(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Null: return "nothing";
-    default: return "a scalar";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "nothing";
+    default:
+      return "a scalar";
   }
 }
 
@@ -61,8 +65,9 @@ class Parser {
     int i = param_index(key);
     if (i >= 0) return i;
     std::string hint = suggest_param(key);
-    fail(keynode, path, "unknown parameter '" + key + "'" +
-                            (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+    fail(
+        keynode, path,
+        "unknown parameter '" + key + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
   }
 
   // A scalar node -> typed value; `check` also applies choices and ranges.
@@ -71,8 +76,9 @@ class Parser {
                 const YAML::Node* key = nullptr) {
     if (key && n.IsNull()) {
       const ParamSpec& s = param_table()[static_cast<std::size_t>(p)];
-      fail(*key, path, std::string(s.type == Type::Int ? "expected an " : "expected a ") +
-                           type_name(s.type) + ", got nothing");
+      fail(*key, path,
+           std::string(s.type == Type::Int ? "expected an " : "expected a ") + type_name(s.type) +
+               ", got nothing");
     }
     const ParamSpec& spec = param_table()[static_cast<std::size_t>(p)];
     const std::string expected =
@@ -100,7 +106,8 @@ class Parser {
   }
 
   void name(const YAML::Node& n) {
-    if (!n.IsScalar() || n.Scalar().empty()) fail(n, "name", std::string("expected a run name, got ") + kind(n));
+    if (!n.IsScalar() || n.Scalar().empty())
+      fail(n, "name", std::string("expected a run name, got ") + kind(n));
     for (char c : n.Scalar()) {
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'))
         fail(n, "name", "'" + n.Scalar() + "' may only contain letters, digits, '_', '.' and '-'");
@@ -128,7 +135,8 @@ class Parser {
   // A list of scalars for parameter p (a grid axis, a zip column, seeds).
   std::vector<Setting> column(int p, const YAML::Node& n, const std::string& path,
                               const YAML::Node& key) {
-    if (!n.IsSequence()) fail(n.IsNull() ? key : n, path, std::string("expected a list of values, got ") + kind(n));
+    if (!n.IsSequence())
+      fail(n.IsNull() ? key : n, path, std::string("expected a list of values, got ") + kind(n));
     if (n.size() == 0) fail(n, path, "empty list: the grid would have no jobs");
     std::vector<Setting> out;
     for (std::size_t i = 0; i < n.size(); ++i)
@@ -161,8 +169,9 @@ class Parser {
         first_key = key;
         a.points.resize(col.size());
       } else if (col.size() != a.points.size()) {
-        fail(v, kp, std::to_string(col.size()) + " values, but zip." + first_key + " has " +
-                        std::to_string(a.points.size()) + "; zip lists must have equal length");
+        fail(v, kp,
+             std::to_string(col.size()) + " values, but zip." + first_key + " has " +
+                 std::to_string(a.points.size()) + "; zip lists must have equal length");
       }
       a.params.push_back(p);
       for (std::size_t i = 0; i < col.size(); ++i) a.points[i].push_back(col[i]);
@@ -230,10 +239,12 @@ class Parser {
     each_key(n, "compare", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
       if (key != "by") {
         std::string hint = closest(key, {"by"});
-        fail(k, "compare." + key, "unknown key '" + key + "'" +
-                                      (hint.empty() ? "; expected 'by'" : "; did you mean 'by'?"));
+        fail(k, "compare." + key,
+             "unknown key '" + key + "'" +
+                 (hint.empty() ? "; expected 'by'" : "; did you mean 'by'?"));
       }
-      if (!v.IsScalar()) fail(v, "compare.by", std::string("expected a parameter name, got ") + kind(v));
+      if (!v.IsScalar())
+        fail(v, "compare.by", std::string("expected a parameter name, got ") + kind(v));
       param(v.Scalar(), v, "compare.by");
       s_.compare_by = v.Scalar();
     });
@@ -241,8 +252,9 @@ class Parser {
 
   void document(const YAML::Node& root) {
     if (!root.IsMap())
-      fail(root, "", std::string("expected a map with name, defaults, grid, ... at the top, got ") +
-                         kind(root));
+      fail(root, "",
+           std::string("expected a map with name, defaults, grid, ... at the top, got ") +
+               kind(root));
     s_.root_loc = loc(root, "");
     bool has_grid = false, has_zip = false, has_include = false;
     each_key(root, "", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
@@ -273,8 +285,10 @@ class Parser {
           msg += "; parameters go under defaults: or grid:";
         } else {
           std::string hint = closest(key, top_keys());
-          if (!hint.empty()) msg += "; did you mean '" + hint + "'?";
-          else msg += "; expected one of name, defaults, grid, zip, exclude, include, seeds, compare";
+          if (!hint.empty())
+            msg += "; did you mean '" + hint + "'?";
+          else
+            msg += "; expected one of name, defaults, grid, zip, exclude, include, seeds, compare";
         }
         fail(k, key, msg);
       }
@@ -321,9 +335,10 @@ class Parser {
     }
     const int seed = param_index("seed");
     if (s_.has_seeds && seen[static_cast<std::size_t>(seed)] >= 0)
-      s_.fail(seeds_key_loc_, "'seed' is also varied at " +
-                                  s_.locs[static_cast<std::size_t>(seen[static_cast<std::size_t>(seed)])].path +
-                                  "; use one of them");
+      s_.fail(seeds_key_loc_,
+              "'seed' is also varied at " +
+                  s_.locs[static_cast<std::size_t>(seen[static_cast<std::size_t>(seed)])].path +
+                  "; use one of them");
   }
 
  private:

@@ -51,13 +51,13 @@ struct GridSpec {
   std::string file;
   std::string name;
   std::vector<Loc> locs;
-  int root_loc = -1;                 // the whole document, for problems with no better location
-  int product_loc = -1;              // `grid:` (else `zip:`, `seeds:`): where product jobs come from
+  int root_loc = -1;     // the whole document, for problems with no better location
+  int product_loc = -1;  // `grid:` (else `zip:`, `seeds:`): where product jobs come from
   std::vector<Setting> defaults;
-  std::vector<Axis> axes;            // grid keys in file order, then the zip group
+  std::vector<Axis> axes;  // grid keys in file order, then the zip group
   bool has_seeds = false;
   Axis seeds;
-  bool has_product = false;          // grid: or zip: given, or no include: (a single default job)
+  bool has_product = false;  // grid: or zip: given, or no include: (a single default job)
   std::vector<ExcludeEntry> excludes;
   std::vector<IncludeEntry> includes;
   std::string compare_by;

@@ -3,6 +3,7 @@
 // a subset of YAML 1.2 flow syntax and yaml-cpp is already a dependency.
 #include "gridrun/jobs/job.hpp"
 
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
@@ -11,7 +12,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
-#include <unistd.h>
 
 #include "text.hpp"
 #include "values.hpp"

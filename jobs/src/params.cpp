@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -39,12 +40,16 @@ std::vector<ParamSpec> build_table() {
            "densenet121"}),
       row("dataset", T, std::string("synthetic"), "data set; synthetic needs no files",
           {"synthetic", "cifar10", "mnist", "text"}),
-      row("data_dir", T, std::string(), "directory with the data set files; empty = runner default"),
+      row("data_dir", T, std::string(),
+          "directory with the data set files; empty = runner default"),
       row("task", T, std::string("train"), "train, or inference (forward passes only)",
           {"train", "inference"}),
-      row("epochs", I, I64{1}, "epochs to run; 0 = unbounded (then max_steps must be set)", {}, 0.0),
-      row("max_steps", I, I64{0}, "optimizer steps to run; 0 = unbounded; first limit wins", {}, 0.0),
-      row("batch_per_rank", I, I64{32}, "samples per rank per step (or give global_batch)", {}, 1.0),
+      row("epochs", I, I64{1}, "epochs to run; 0 = unbounded (then max_steps must be set)", {},
+          0.0),
+      row("max_steps", I, I64{0}, "optimizer steps to run; 0 = unbounded; first limit wins", {},
+          0.0),
+      row("batch_per_rank", I, I64{32}, "samples per rank per step (or give global_batch)", {},
+          1.0),
       row("global_batch", I, I64{32}, "samples per step over all ranks = batch_per_rank * ranks",
           {}, 1.0),
       row("lr", F, 0.1, "learning rate (before scale_lr and schedule)", {}, 0.0, nullopt, true),
@@ -64,13 +69,14 @@ std::vector<ParamSpec> build_table() {
           {"fp32", "bf16", "fp16"}),
       row("seed", I, I64{0}, "random seed (weights, data order, synthetic data)", {}, 0.0),
       row("eval_every", I, I64{1}, "epochs between test-set evaluations; 0 = never", {}, 0.0),
-      row("target_accuracy", F, 0.0, "stop when test accuracy (fraction) reaches it; 0 = none",
-          {}, 0.0, 1.0),
+      row("target_accuracy", F, 0.0, "stop when test accuracy (fraction) reaches it; 0 = none", {},
+          0.0, 1.0),
       row("bucket_mb", F, 25.0, "gradient allreduce bucket size in MiB", {}, 0.0, nullopt, true),
       row("overlap", B, true, "overlap gradient allreduce with the backward pass"),
       row("profile_steps", I, I64{0}, "steps to record with the operator profiler; 0 = off", {},
           0.0),
-      row("time_limit", T, std::string(), "wall-time limit: MM, HH:MM:SS or D-HH:MM:SS; empty = none"),
+      row("time_limit", T, std::string(),
+          "wall-time limit: MM, HH:MM:SS or D-HH:MM:SS; empty = none"),
       row("train_samples", I, I64{0}, "training samples used; 0 = whole split (synthetic: 4096)",
           {}, 0.0),
       row("test_samples", I, I64{0}, "test samples used; 0 = whole split (synthetic: 1024)", {},
@@ -108,12 +114,14 @@ std::string number_text(double d) {
 
 // X-macro of JobParams members: keeps to_struct/from_struct complete (a unit test checks the
 // member list against the table).
-#define GRIDRUN_JOB_FIELDS(X)                                                                  \
-  X(model) X(dataset) X(data_dir) X(task) X(epochs) X(max_steps) X(batch_per_rank)             \
-  X(global_batch) X(lr) X(lr_schedule) X(warmup_steps) X(scale_lr) X(optimizer) X(momentum)    \
-  X(nesterov) X(weight_decay) X(device) X(ranks) X(threads_per_rank) X(precision) X(seed)      \
-  X(eval_every) X(target_accuracy) X(bucket_mb) X(overlap) X(profile_steps) X(time_limit)      \
-  X(train_samples) X(test_samples) X(timing_warmup_steps) X(checkpoint_minutes) X(comm_timeout_s)
+#define GRIDRUN_JOB_FIELDS(X)                                                                   \
+  X(model)                                                                                      \
+  X(dataset) X(data_dir) X(task) X(epochs) X(max_steps) X(batch_per_rank) X(global_batch) X(lr) \
+      X(lr_schedule) X(warmup_steps) X(scale_lr) X(optimizer) X(momentum) X(nesterov)           \
+          X(weight_decay) X(device) X(ranks) X(threads_per_rank) X(precision) X(seed)           \
+              X(eval_every) X(target_accuracy) X(bucket_mb) X(overlap) X(profile_steps)         \
+                  X(time_limit) X(train_samples) X(test_samples) X(timing_warmup_steps)         \
+                      X(checkpoint_minutes) X(comm_timeout_s)
 
 template <typename T>
 void get_field(const Params& p, const char* name, T& out) {
@@ -189,9 +197,18 @@ std::uint64_t murmur64a(const std::string& data) {
     for (std::size_t i = 0; i < n; ++i) k |= static_cast<std::uint64_t>(bytes[at + i]) << (8 * i);
     return k;
   };
+  auto load8 = [&](std::size_t at) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    std::uint64_t k;
+    std::memcpy(&k, bytes + at, 8);  // one unaligned load; same value as load(at, 8)
+    return k;
+#else
+    return load(at, 8);
+#endif
+  };
   const std::size_t blocks = len / 8;
   for (std::size_t b = 0; b < blocks; ++b) {
-    std::uint64_t k = load(b * 8, 8);
+    std::uint64_t k = load8(b * 8);
     k *= m;
     k ^= k >> r;
     k *= m;
@@ -209,7 +226,9 @@ std::uint64_t murmur64a(const std::string& data) {
 }
 }  // namespace
 
-std::string job_id(const Params& p) { return detail::id_of_canonical(canonical_json(p)); }
+std::string job_id(const Params& p) {
+  return detail::id_of_hash(detail::hash_of_canonical(canonical_json(p)));
+}
 
 namespace detail {
 
@@ -227,8 +246,9 @@ void append_member(std::string& out, const std::string& key, const Value& v) {
   }
 }
 
-std::string id_of_canonical(const std::string& canonical) {
-  const std::uint64_t h = murmur64a(canonical);
+std::uint64_t hash_of_canonical(const std::string& canonical) { return murmur64a(canonical); }
+
+std::string id_of_hash(std::uint64_t h) {
   static const char* hex = "0123456789abcdef";
   std::string id(12, '0');
   for (int i = 0; i < 12; ++i) id[static_cast<std::size_t>(i)] = hex[(h >> (60 - 4 * i)) & 0xf];
@@ -252,7 +272,8 @@ Params params_from_json(const std::string& json) {
 Value parse_value(const ParamSpec& spec, const std::string& text) {
   Value v;
   std::string err;
-  if (!detail::text_to_value(spec, text, v, err)) throw std::invalid_argument(spec.name + ": " + err);
+  if (!detail::text_to_value(spec, text, v, err))
+    throw std::invalid_argument(spec.name + ": " + err);
   std::string bad = detail::check_value(spec, v);
   if (!bad.empty()) throw std::invalid_argument(spec.name + ": " + bad);
   return v;
@@ -267,10 +288,14 @@ std::string to_string(const Value& v) {
 
 const char* type_name(Type t) {
   switch (t) {
-    case Type::Bool: return "bool";
-    case Type::Int: return "integer";
-    case Type::Float: return "number";
-    case Type::String: return "string";
+    case Type::Bool:
+      return "bool";
+    case Type::Int:
+      return "integer";
+    case Type::Float:
+      return "number";
+    case Type::String:
+      return "string";
   }
   return "?";
 }
@@ -285,8 +310,8 @@ std::int64_t time_limit_seconds(const std::string& text) {
   std::int64_t days = -1;
   auto dash = rest.find('-');
   if (dash != std::string::npos) {
-    if (!detail::parse_int(rest.substr(0, dash), days) || rest.substr(0, dash).find_first_not_of(
-                                                              "0123456789") != std::string::npos)
+    if (!detail::parse_int(rest.substr(0, dash), days) ||
+        rest.substr(0, dash).find_first_not_of("0123456789") != std::string::npos)
       throw bad();
     rest = rest.substr(dash + 1);
   }
@@ -391,8 +416,7 @@ std::string check_value(const ParamSpec& spec, const Value& v) {
     std::string hint = closest(s, spec.choices);
     if (!hint.empty()) return msg + "; did you mean " + quote(hint) + "?";
     msg += "; choose one of ";
-    for (std::size_t i = 0; i < spec.choices.size(); ++i)
-      msg += (i ? ", " : "") + spec.choices[i];
+    for (std::size_t i = 0; i < spec.choices.size(); ++i) msg += (i ? ", " : "") + spec.choices[i];
     return msg;
   }
   if (spec.name == "time_limit") {
@@ -404,9 +428,12 @@ std::string check_value(const ParamSpec& spec, const Value& v) {
     return {};
   }
   double x = 0;
-  if (auto i = std::get_if<std::int64_t>(&v)) x = static_cast<double>(*i);
-  else if (auto d = std::get_if<double>(&v)) x = *d;
-  else return {};
+  if (auto i = std::get_if<std::int64_t>(&v))
+    x = static_cast<double>(*i);
+  else if (auto d = std::get_if<double>(&v))
+    x = *d;
+  else
+    return {};
   bool low = spec.min && (spec.min_exclusive ? x <= *spec.min : x < *spec.min);
   bool high = spec.max && x > *spec.max;
   if (!low && !high) return {};

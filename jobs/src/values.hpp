@@ -3,6 +3,7 @@
 // identically whether it comes from a grid, a job file or `gridrun-train --lr`.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "gridrun/jobs/params.hpp"
@@ -27,8 +28,10 @@ Params params_from_node(const YAML::Node& node);
 // Appends `"key":value` exactly as canonical_json writes one member. The expander pre-renders
 // members with it and joins them, which must give the same text as canonical_json(params).
 void append_member(std::string& out, const std::string& key, const Value& v);
-// job_id() of an already built canonical JSON text.
-std::string id_of_canonical(const std::string& canonical);
+// job_id() in two steps: the 64-bit hash of a canonical JSON text, and the 12-hex id (its top 48
+// bits). The expander de-duplicates on the id's 48 bits without building strings.
+std::uint64_t hash_of_canonical(const std::string& canonical);
+std::string id_of_hash(std::uint64_t hash);
 
 // Index of a parameter in param_table(), or -1.
 int param_index(const std::string& name);

@@ -350,7 +350,9 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
         ++finished_count;
         what << "done    " << short_id(job.id) << " " << status << " in " << format_duration(dur);
       } else {
-        const bool interrupted = code == kExitInterrupted;
+        // A job we asked to stop is interrupted whatever its code (it may have been killed before
+        // its ranks could checkpoint); the next run resumes or restarts it.
+        const bool interrupted = code == kExitInterrupted || stopping;
         rec.state = interrupted ? JobState::Interrupted : JobState::Failed;
         const int used = tries[i];
         if (!stopping && used <= o.retries) {

@@ -63,6 +63,10 @@ if [[ -z "$LINE" ]]; then
   exit 2
 fi
 RESTART=${SLURM_RESTART_COUNT:-0}
+# ended/<job> holds the exit code of a job that ended for good (not interrupted): a restart of
+# the task (after requeue) skips it and resumes only the interrupted ones.
+ENDED="$RUN_DIR/slurm/ended"
+mkdir -p "$ENDED"
 ALLOC_CVD=${CUDA_VISIBLE_DEVICES:-}
 read -r -a ALLOC_GPUS <<<"${ALLOC_CVD//,/ }"
 MPI_ROOT=()
@@ -71,7 +75,9 @@ PIDS=()
 JOBS=()
 # USR1 (Slurm's warning before the time limit) and TERM go to every runner: they checkpoint and
 # exit 75. The trap only runs because the runners are in the background and this shell waits.
+FORWARDED=0
 forward() {
+  FORWARDED=1
   echo "gridrun: $(date -Is) got SIG$1, forwarding to ${#PIDS[@]} runner(s)"
   local p
   for p in "${PIDS[@]}"; do kill -s "$1" "$p" 2>/dev/null; done
@@ -83,10 +89,11 @@ for STEP in $LINE; do
   IFS=: read -r JOB R T GPUS CORES <<<"$STEP"
   R=${R:-$RANKS}
   T=${T:-$THREADS}
-  if [[ $RESTART -gt 0 && -f "$RUN_DIR/results/$JOB.h5" ]]; then
-    echo "gridrun: job $JOB already ended before this restart, skipped"
+  if [[ $RESTART -gt 0 && -f "$ENDED/$JOB" ]]; then
+    echo "gridrun: job $JOB ended (exit $(cat "$ENDED/$JOB")) before this restart, skipped"
     continue
   fi
+  rm -f "$ENDED/$JOB"
   RESUME=()
   if [[ $RESTART -gt 0 ]] || compgen -G "$RUN_DIR/checkpoints/$JOB/*" >/dev/null; then
     RESUME=(--resume)
@@ -127,7 +134,14 @@ for I in "${!PIDS[@]}"; do
   wait "$P"
   S=$?
   echo "gridrun: $(date -Is) job ${JOBS[$I]} exited with $S"
-  if [[ $S -eq 75 ]]; then REQUEUE=1; elif [[ $S -ne 0 ]]; then RC=$S; fi
+  # 75: checkpointed. Killed by the forwarded USR1/TERM (138/143) before the runner could catch it
+  # (a warning during start-up): requeue too; it resumes from its latest checkpoint, if any.
+  if [[ $S -eq 75 ]] || [[ $FORWARDED -eq 1 && ($S -eq 138 || $S -eq 143) ]]; then
+    REQUEUE=1
+  else
+    echo "$S" >"$ENDED/${JOBS[$I]}"
+    if [[ $S -ne 0 ]]; then RC=$S; fi
+  fi
 done
 if [[ $REQUEUE -eq 1 ]]; then
   # Checkpointed: requeue this task; it restarts with SLURM_RESTART_COUNT > 0 and --resume.
@@ -197,8 +211,13 @@ void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
   s += "TRAIN=" + shell_quote(o.train_bin) + "\n";
   s += "LIST=\"$RUN_DIR/slurm/" + a.name + ".jobs\"\n";
   s += "LAUNCHER=" + o.launcher + "\n";
-  s += "RANKS=" + std::to_string(a.shape.ranks) + "\n";
-  s += "THREADS=" + std::to_string(a.shape.threads) + "\n";
+  if (a.shape.packed) {
+    s += "RANKS=   # packed: ranks, threads, GPUs and cores of each step come from its list entry\n";
+    s += "THREADS=\n";
+  } else {
+    s += "RANKS=" + std::to_string(a.shape.ranks) + "\n";
+    s += "THREADS=" + std::to_string(a.shape.threads) + "\n";
+  }
   // Packed steps share one allocation: --exact gives each only the cores it asks for.
   s += a.shape.packed ? "STEP_FLAGS=(--exact)\n" : "STEP_FLAGS=()\n";
   s += kBody;

@@ -107,7 +107,8 @@ TEST(JobsGridExpand, IssueExampleCounts) {
       "include:\n"
       "  - {model: mlp, device: cpu, ranks: 1, batch_per_rank: 64}\n"
       "seeds: [0, 1, 2]\n");
-  // 2*3*2 grid * 2 zip * 3 seeds = 72; the exclude drops cpu x 4 ranks (2*2*3 = 12); + 1 include x 3.
+  // 2*3*2 grid * 2 zip * 3 seeds = 72; the exclude drops cpu x 4 ranks (2*2*3 = 12); + 1 include
+  // x 3.
   EXPECT_EQ(ex.jobs.size(), 72u - 12u + 3u);
   EXPECT_EQ(ex.excluded, 12u);
   for (const auto& j : ex.jobs)
@@ -269,7 +270,8 @@ TEST(JobsGridExpand, EveryIdIsTheHashOfItsParams) {
       "seeds: [0, 41]\n");
   ASSERT_EQ(ex.jobs.size(), 3u * 3 * 2 * 2 * 2 + 2);
   EXPECT_EQ(std::get<std::string>(ex.jobs[0].params.at("data_dir")), "/data/\"quoted\" \\ dir\t");
-  for (const auto& j : ex.jobs) EXPECT_EQ(j.id, gj::job_id(j.params)) << gj::canonical_json(j.params);
+  for (const auto& j : ex.jobs)
+    EXPECT_EQ(j.id, gj::job_id(j.params)) << gj::canonical_json(j.params);
 }
 
 TEST(JobsGridExpand, CompareByAndDefaultName) {
@@ -284,7 +286,8 @@ TEST(JobsGridExpand, AllowEmpty) {
   gj::LoadOptions o;
   o.allow_empty = true;
   EXPECT_EQ(load(y, o).jobs.size(), 0u);
-  EXPECT_EQ(error_of(y), "grid.yaml:2:1: grid: the grid expands to no jobs (every job is excluded)");
+  EXPECT_EQ(error_of(y),
+            "grid.yaml:2:1: grid: the grid expands to no jobs (every job is excluded)");
 }
 
 TEST(JobsGridExpand, GpuRanksAndHalfPrecisionOnlyWhereValid) {
@@ -314,11 +317,15 @@ TEST(JobsGridExpand, TooManyJobs) {
   gj::LoadOptions o;
   o.max_jobs = 100;
   try {
-    load("name: big\ngrid: {ranks: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}\nseeds: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n", o);
+    load(
+        "name: big\ngrid: {ranks: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}\nseeds: [0, 1, 2, 3, 4, 5, "
+        "6, 7, 8, 9]\n",
+        o);
     FAIL();
   } catch (const gj::GridError& e) {
-    EXPECT_STREQ(e.what(), "grid.yaml:2:1: grid: the grid has more than 100 jobs; split it or "
-                           "check the lists");
+    EXPECT_STREQ(e.what(),
+                 "grid.yaml:2:1: grid: the grid has more than 100 jobs; split it or "
+                 "check the lists");
   }
 }
 

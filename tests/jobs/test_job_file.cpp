@@ -1,9 +1,9 @@
 // Unit tests of job files: JSON form, atomic write, read-back and its error messages.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"

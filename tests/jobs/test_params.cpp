@@ -30,9 +30,15 @@ TEST(JobsParams, TableNamesUniqueAndTyped) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name;
     EXPECT_FALSE(s.help.empty()) << s.name;
     switch (s.type) {
-      case gj::Type::Bool: EXPECT_TRUE(std::holds_alternative<bool>(s.default_value)); break;
-      case gj::Type::Int: EXPECT_TRUE(std::holds_alternative<std::int64_t>(s.default_value)); break;
-      case gj::Type::Float: EXPECT_TRUE(std::holds_alternative<double>(s.default_value)); break;
+      case gj::Type::Bool:
+        EXPECT_TRUE(std::holds_alternative<bool>(s.default_value));
+        break;
+      case gj::Type::Int:
+        EXPECT_TRUE(std::holds_alternative<std::int64_t>(s.default_value));
+        break;
+      case gj::Type::Float:
+        EXPECT_TRUE(std::holds_alternative<double>(s.default_value));
+        break;
       case gj::Type::String:
         EXPECT_TRUE(std::holds_alternative<std::string>(s.default_value));
         break;
@@ -103,6 +109,14 @@ TEST(JobsParams, JobIdIs12HexAndDependsOnValuesOnly) {
   EXPECT_NE(gj::job_id(b), id);
 }
 
+TEST(JobsParams, JobIdIsPinned) {
+  // Ids name result files across versions: the canonical form and the hash must never drift.
+  // (MurmurHash64A of this text is 394bc1e2f6ccbe7d; tests/jobs/check_ids.py recomputes it.)
+  EXPECT_EQ(gj::canonical_json(defaults()).substr(0, 63),
+            "{\"batch_per_rank\":32,\"bucket_mb\":25.0,\"checkpoint_minutes\":0.0,");
+  EXPECT_EQ(gj::job_id(defaults()), "394bc1e2f6cc");
+}
+
 TEST(JobsParams, ParamsFromJsonRoundTripAndSpellings) {
   gj::Params p = defaults();
   p["lr"] = 0.3;
@@ -131,7 +145,8 @@ TEST(JobsParams, ParamsFromJsonErrorsNameTheKey) {
 
 TEST(JobsParams, ParseValueTypesAndRanges) {
   EXPECT_EQ(gj::parse_value(*gj::find_param("ranks"), "4"), gj::Value{std::int64_t{4}});
-  EXPECT_EQ(gj::parse_value(*gj::find_param("train_samples"), "1e3"), gj::Value{std::int64_t{1000}});
+  EXPECT_EQ(gj::parse_value(*gj::find_param("train_samples"), "1e3"),
+            gj::Value{std::int64_t{1000}});
   EXPECT_EQ(gj::parse_value(*gj::find_param("lr"), "0.10"), gj::Value{0.1});
   EXPECT_EQ(gj::parse_value(*gj::find_param("overlap"), "no"), gj::Value{false});
   EXPECT_EQ(gj::parse_value(*gj::find_param("model"), "lenet"), gj::Value{std::string("lenet")});
@@ -149,7 +164,8 @@ TEST(JobsParams, ParseValueTypesAndRanges) {
   EXPECT_EQ(msg("ranks", "0"), "ranks: 0 is out of range (must be >= 1)");
   EXPECT_EQ(msg("momentum", "1.5"), "momentum: 1.5 is out of range (0-1)");
   EXPECT_EQ(msg("overlap", "maybe"), "overlap: expected a bool, got 'maybe'");
-  EXPECT_EQ(msg("optimizer", "adamm"), "optimizer: unknown optimizer 'adamm'; did you mean 'adam'?");
+  EXPECT_EQ(msg("optimizer", "adamm"),
+            "optimizer: unknown optimizer 'adamm'; did you mean 'adam'?");
   EXPECT_EQ(msg("dataset", "imagenet"),
             "dataset: unknown dataset 'imagenet'; choose one of synthetic, cifar10, mnist, text");
 }

@@ -106,11 +106,11 @@ def equivalence(model, bucket_mb):
 
 
 def equivalence_mlp():
-    equivalence("mlp", 0.5)      # 3.3 MB of parameters -> 7 buckets
+    equivalence("mlp", 0.5)      # 3.3 MB of parameters -> several buckets
 
 
 def equivalence_lenet():
-    equivalence("lenet", 0.05)   # 248 KB of parameters -> 5 buckets
+    equivalence("lenet", 0.02)   # 248 KB of parameters -> 3 buckets
 
 
 def loss_halves():

@@ -59,7 +59,7 @@ TEST(GradSync, AveragesAcrossRanksInSeveralBuckets) {
     torch::nn::Sequential net(torch::nn::Linear(64, 128), torch::nn::ReLU(),
                               torch::nn::Linear(128, 64), torch::nn::ReLU(),
                               torch::nn::Linear(64, 10));
-    GradSync sync(net->parameters(), c, GradSyncOptions{0.03, overlap});  // ~31 KB buckets
+    GradSync sync(net->parameters(), c, GradSyncOptions{0.002, overlap});  // 2 KB cap: 3 buckets
     EXPECT_GE(sync.num_buckets(), 3u);
     auto layout = sync.layout();
     std::vector<double> flat;

@@ -16,7 +16,7 @@ name: slurm-requeue
 defaults:
   dataset: synthetic
   model: mlp
-  epochs: 40
+  epochs: 20
   train_samples: 4096
   test_samples: 256
   batch_per_rank: 16
@@ -49,14 +49,19 @@ assert job["restarts"] >= 1, f"never requeued: {job} (machine too fast for the t
 def final(path):
     with h5py.File(path, "r") as f:
         assert f.attrs["status"] in ("completed", b"completed"), f.attrs["status"]
+        resumed = int(f.attrs.get("resumed_from_step", 0))
         e = f["epochs"]
         rows = int(f["epochs/rows"][()]) if "rows" in e else len(e["epoch"])
-        return {k: np.asarray(e[k][:rows]) for k in ("epoch", "train_loss", "test_loss", "test_acc")}
+        d = {k: np.asarray(e[k][:rows]) for k in ("epoch", "train_loss", "test_loss", "test_acc")}
+        d["resumed"] = resumed
+        return d
 a, b = final(sys.argv[2]), final(sys.argv[3])
+assert a["resumed"] > 0, "the requeued run did not resume from a checkpoint"
+assert b["resumed"] == 0
 assert a["epoch"][-1] == b["epoch"][-1], (a["epoch"][-1], b["epoch"][-1])
 for k in ("train_loss", "test_loss", "test_acc"):
     assert abs(a[k][-1] - b[k][-1]) <= 1e-6 * max(1.0, abs(b[k][-1])), (k, a[k][-1], b[k][-1])
-print(f"requeued {job['restarts']}x; final test_loss {a['test_loss'][-1]:.6f} == {b['test_loss'][-1]:.6f}")
+print(f"requeued {job['restarts']}x, resumed at step {a['resumed']}; final test_loss {a['test_loss'][-1]:.6f} == {b['test_loss'][-1]:.6f}")
 PYEOF
 grep -q -- "--resume" "$RUN"/logs/slurm-*.out || fail "restart did not pass --resume"
 echo "PASS"

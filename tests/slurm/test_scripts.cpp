@@ -88,7 +88,7 @@ TEST(SlurmScripts, CpuArraysByShape) {
   EXPECT_EQ(set.arrays[0].tasks[1][0], "c00000000003");
   EXPECT_EQ(set.arrays[2].shape.time_s, 1800);  // --time for the job without time_limit
   EXPECT_NE(set.arrays[1].script.find("#SBATCH --ntasks=2\n"), std::string::npos);
-  EXPECT_EQ(set.arrays[1].script.find("--gres"), std::string::npos);
+  EXPECT_EQ(set.arrays[1].script.find("#SBATCH --gres"), std::string::npos);
   check_golden("cpu", render(set));
 }
 

@@ -1,0 +1,47 @@
+"""Recomputes every job id in `gridrun plan --format json` output (stdin) from its params, following
+docs/grid.md independently of the C++ code: canonical JSON (sorted keys, no spaces, shortest float
+repr) -> MurmurHash64A, seed 0 -> top 48 bits as 12 hex. Exits 1 on any mismatch."""
+import json
+import struct
+import sys
+
+M64 = (1 << 64) - 1
+
+
+def murmur64a(data: bytes) -> int:
+    m, r = 0xC6A4A7935BD1E995, 47
+    h = (len(data) * m) & M64
+    blocks = len(data) // 8
+    for i in range(blocks):
+        k = struct.unpack_from("<Q", data, i * 8)[0]
+        k = (k * m) & M64
+        k ^= k >> r
+        k = (k * m) & M64
+        h ^= k
+        h = (h * m) & M64
+    tail = data[blocks * 8:]
+    if tail:
+        h ^= int.from_bytes(tail, "little")
+        h = (h * m) & M64
+    h ^= h >> r
+    h = (h * m) & M64
+    h ^= h >> r
+    return h
+
+
+def main() -> int:
+    plan = json.load(sys.stdin)
+    bad = 0
+    for job in plan["jobs"]:
+        canonical = json.dumps(job["params"], sort_keys=True, separators=(",", ":"))
+        want = "%016x" % murmur64a(canonical.encode())
+        if job["id"] != want[:12]:
+            print("job %d: id %s, recomputed %s from %s" % (job["index"], job["id"], want[:12],
+                                                          canonical))
+            bad += 1
+    print("%d jobs, %d id mismatches" % (len(plan["jobs"]), bad))
+    return 1 if bad or not plan["jobs"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""End-to-end scenarios of `gridrun run` with real mpirun and the real gridrun-train.
+
+Usage: e2e_run.py GRIDRUN GRIDRUN_TRAIN EXAMPLES_DIR CASE
+Each case builds its own grid in a fresh temp dir, runs the real binaries and asserts on exit
+codes, state.json, job files and the HDF5 results (read back with h5py). Synchronisation is by
+reading gridrun's event lines from a pipe, never by sleeping.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+
+GRIDRUN, TRAIN, EXAMPLES, CASE = sys.argv[1:5]
+WORK = tempfile.mkdtemp(prefix="gridrun-e2e-sched-")
+OUT = os.path.join(WORK, "runs")
+
+
+def grid(name, body):
+    path = os.path.join(WORK, name + ".yaml")
+    with open(path, "w") as f:
+        f.write("name: %s\n%s" % (name, body))
+    return path
+
+
+SMALL = """defaults:
+  dataset: synthetic
+  device: cpu
+  threads_per_rank: 1
+  train_samples: 512
+  test_samples: 128
+  batch_per_rank: 32
+  lr: 0.05
+"""
+
+
+def run(args, **kw):
+    return subprocess.run([GRIDRUN, "run"] + args + ["--out", OUT, "--train-bin", TRAIN], text=True,
+                          capture_output=True, **kw)
+
+
+def start(args):
+    return subprocess.Popen([GRIDRUN, "run"] + args + ["--out", OUT, "--train-bin", TRAIN, "--no-report"],
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1)
+
+
+def read_until(proc, needle, lines):
+    for line in proc.stdout:
+        lines.append(line)
+        if needle in line:
+            return line
+    raise AssertionError("gridrun ended before printing %r:\n%s\n%s" % (needle, "".join(lines), proc.stderr.read()))
+
+
+def job_of(line, word):
+    # event lines look like "[   1.2s] start   <id> ..." / "[   3.4s] done    <id> completed in 2s"
+    return line.split(word, 1)[1].split()[0]
+
+
+def state(name):
+    with open(os.path.join(OUT, name, "state.json")) as f:
+        return json.load(f)
+
+
+def status(name, job_id):
+    with h5py.File(os.path.join(OUT, name, "results", job_id + ".h5"), "r") as f:
+        a = f.attrs["status"]
+        return a.decode() if isinstance(a, bytes) else str(a)
+
+
+def wait_for_ranks(job_file, deadline_s=60):
+    # The ranks appear a moment after mpirun starts; wait for the condition with a deadline.
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        pids = []
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    cmd = f.read().split(b"\0")
+                with open("/proc/%s/comm" % p) as f:
+                    comm = f.read().strip()
+            except OSError:
+                continue
+            if comm.startswith("gridrun-train") and job_file.encode() in cmd:
+                pids.append(int(p))
+        if pids:
+            return pids
+        time.sleep(0.05)
+    raise AssertionError("no gridrun-train process for " + job_file)
+
+
+def case_quickstart():
+    r = run([os.path.join(EXAMPLES, "quickstart.yaml")])
+    assert r.returncode == 0, r.stdout + r.stderr
+    st = state("quickstart")
+    assert len(st["jobs"]) == 4
+    two_rank = 0
+    for jid, rec in st["jobs"].items():
+        assert rec["state"] == "completed", (jid, rec)
+        assert rec["attempts"] == 1 and rec["exit_codes"] == [0]
+        assert status("quickstart", jid) == "completed"
+        with open(os.path.join(OUT, "quickstart", "jobs", jid + ".json")) as f:
+            job = json.load(f)
+        cores = job["meta"]["cores"].split(",")
+        assert len(cores) == job["params"]["ranks"] * job["params"]["threads_per_rank"], job["meta"]
+        two_rank += job["params"]["ranks"] == 2
+        with h5py.File(os.path.join(OUT, "quickstart", "results", jid + ".h5"), "r") as f:
+            m = f.attrs["meta.cores"]
+            assert (m.decode() if isinstance(m, bytes) else str(m)) == job["meta"]["cores"]
+    assert two_rank == 2
+    # Binding really happened: Open MPI reports each rank on its own core.
+    some = [j for j in st["jobs"] if st["jobs"][j]["cores"] == "0,1"][0]
+    with open(os.path.join(OUT, "quickstart", "logs", some + ".err")) as f:
+        err = f.read()
+    assert "rank 0 bound to socket 0[core 0" in err and "rank 1 bound to socket 0[core 1" in err, err
+    assert os.path.exists(os.path.join(OUT, "quickstart", "results.h5"))
+    # Idempotent: a second run launches nothing.
+    r2 = run([os.path.join(EXAMPLES, "quickstart.yaml"), "--no-report"])
+    assert r2.returncode == 0 and "4 already completed, 0 to run" in r2.stdout, r2.stdout
+    assert "start " not in r2.stdout
+
+
+def case_kill_rank():
+    g = grid("killrank", SMALL + "  epochs: 40\ngrid:\n  model: [mlp]\n  ranks: [2]\n  seed: [1, 2]\n")
+    p = start([g, "--retries", "1", "--max-parallel", "1"])
+    lines = []
+    line = read_until(p, "start ", lines)
+    victim = job_of(line, "start ")
+    job_file = os.path.join(OUT, "killrank", "jobs", victim + ".json")
+    os.kill(wait_for_ranks(job_file)[-1], signal.SIGKILL)
+    rest, _ = p.communicate(timeout=600)
+    out = "".join(lines) + rest
+    assert p.returncode == 0, out
+    st = state("killrank")["jobs"]
+    assert st[victim]["attempts"] == 2 and st[victim]["exit_codes"][0] != 0 and st[victim]["exit_codes"][1] == 0, st
+    others = [j for j in st if j != victim]
+    assert len(others) == 1 and st[others[0]]["attempts"] == 1, st
+    assert "retry   " + victim in out, out
+    for j in st:
+        assert status("killrank", j) == "completed"
+
+
+def case_kill_gridrun():
+    g = grid("killrun", SMALL + "  epochs: 3\ngrid:\n  model: [mlp]\n  seed: [1, 2, 3]\n")
+    p = start([g, "--max-parallel", "1"])
+    lines = []
+    line = read_until(p, " completed in ", lines)
+    first = job_of(line, "done ")
+    p.kill()
+    p.wait()
+    mtime = os.path.getmtime(os.path.join(OUT, "killrun", "results", first + ".h5"))
+    r = run([g, "--max-parallel", "1", "--no-report"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 already completed, 2 to run" in r.stdout, r.stdout
+    assert "start   " + first not in r.stdout
+    st = state("killrun")["jobs"]
+    assert st[first]["attempts"] == 1, st
+    assert os.path.getmtime(os.path.join(OUT, "killrun", "results", first + ".h5")) == mtime
+    for j in st:
+        assert st[j]["state"] == "completed" and status("killrun", j) == "completed", st
+
+
+def case_concurrent_and_interrupt():
+    g = grid("locked", SMALL + "  epochs: 200\ngrid:\n  model: [mlp]\n")
+    p = start([g])
+    lines = []
+    jid = job_of(read_until(p, "start ", lines), "start ")
+    r = run([g, "--no-report"])
+    assert r.returncode != 0, r.stdout
+    assert "PID %d" % p.pid in r.stderr, r.stderr
+    # Ctrl-C: the running job checkpoints and stops (exit 75); the run exits 1 and can be resumed.
+    # Wait until the runner has opened its results file (its signal handlers are installed by then).
+    partial = os.path.join(OUT, "locked", "results", jid + ".h5.partial")
+    end = time.monotonic() + 120
+    while not os.path.exists(partial) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert os.path.exists(partial), "runner never started writing " + partial
+    p.send_signal(signal.SIGINT)
+    rest, err = p.communicate(timeout=300)
+    out = "".join(lines) + rest
+    assert p.returncode == 1, out + err
+    assert "interrupted:" in out, out
+    st = state("locked")["jobs"]
+    rec = st[jid]
+    assert rec["state"] == "interrupted" and rec["exit_codes"] == [75], rec
+    assert status("locked", jid) == "interrupted"
+    # The next run resumes it from the checkpoint.
+    p2 = start([g])
+    line = read_until(p2, "start ", [])
+    assert "(--resume)" in line, line
+    p2.send_signal(signal.SIGINT)
+    p2.communicate(timeout=300)
+    assert p2.returncode == 1
+
+
+def case_large_vs_small_cpu():
+    r = run([os.path.join(EXAMPLES, "large-vs-small-cpu.yaml")])
+    assert r.returncode == 0, r.stdout + r.stderr
+    st = state("large-vs-small-cpu")
+    phases = st["phases"]
+    assert set(phases) == {"1", "2"}, phases
+    for v in phases.values():
+        assert v["makespan_s"] > 0 and len(v["jobs"]) == 2 and v["samples_per_s"] > 0, v
+    # ranks=2 jobs ran one after another, ranks=1 jobs side by side on different cores
+    jobs = st["jobs"]
+    two = sorted((jobs[j]["start_unix"], jobs[j]["end_unix"]) for j in phases["2"]["jobs"])
+    assert two[0][1] <= two[1][0], two
+    one = [jobs[j] for j in phases["1"]["jobs"]]
+    assert {one[0]["cores"], one[1]["cores"]} == {"0", "1"}, one
+    assert min(o["end_unix"] for o in one) > max(o["start_unix"] for o in one)
+    assert "One large vs several small" in r.stdout, r.stdout
+    for v in phases.values():
+        assert ("%.1f" % v["makespan_s"]) in r.stdout or ("%.0f" % v["makespan_s"]) in r.stdout, r.stdout
+
+
+def case_bad_input():
+    g = grid("toolarge", SMALL + "grid:\n  model: [mlp]\n  ranks: [8]\n")
+    r = run([g, "--cores", "2"])
+    assert r.returncode == 2 and "needs 8 ranks" in r.stderr and "fit on no node" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(OUT, "toolarge")), "nothing may be written for bad input"
+    c = os.path.join(WORK, "cluster.yaml")
+    with open(c, "w") as f:
+        f.write("nodes:\n  - {name: a, cores: 4}\n  - {name: b, cores: two}\n")
+    r = subprocess.run([GRIDRUN, "simulate", g, "--cluster", c], text=True, capture_output=True)
+    assert r.returncode == 2 and "cluster.yaml:3:" in r.stderr and "nodes[1].cores" in r.stderr, r.stderr
+
+
+CASES = {
+    "quickstart": case_quickstart,
+    "kill_rank": case_kill_rank,
+    "kill_gridrun": case_kill_gridrun,
+    "concurrent_and_interrupt": case_concurrent_and_interrupt,
+    "large_vs_small_cpu": case_large_vs_small_cpu,
+    "bad_input": case_bad_input,
+}
+
+if __name__ == "__main__":
+    CASES[CASE]()
+    print("ok:", CASE)
