@@ -2,6 +2,7 @@
 // (grid_expand.cpp). GridError formats its location once, here.
 #include "gridrun/jobs/grid.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -35,6 +36,8 @@ Expansion load_grid_string(const std::string& yaml, const std::string& display_n
 }
 
 Expansion load_grid(const std::string& path, const LoadOptions& opts) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw GridError(path, 0, 0, "", "is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw GridError(path, 0, 0, "", "cannot open grid file");
   std::ostringstream ss;

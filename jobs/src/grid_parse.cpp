@@ -35,7 +35,7 @@ const char* kind(const YAML::Node& n) {
 
 class Parser {
  public:
-  Parser(GridSpec& spec) : s_(spec) {}
+  explicit Parser(GridSpec& spec) : s_(spec) {}
 
   int loc(const YAML::Node& n, std::string path) {
     const YAML::Mark m = n.Mark();  // a null node (empty document) has no mark: report 1:1
@@ -311,7 +311,11 @@ class Parser {
     bool ok = !stem.empty();
     for (char c : stem)
       ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
-    if (!ok) s_.fail(s_.root_loc, "name: missing, and the file name is no valid run name");
+    if (!ok) {
+      s_.locs.push_back(Loc{1, 1, "name"});
+      s_.fail(static_cast<int>(s_.locs.size()) - 1,
+              "missing, and the file name '" + stem + "' is no valid run name; add name:");
+    }
     s_.name = stem;
   }
 

@@ -281,6 +281,16 @@ TEST(JobsGridExpand, CompareByAndDefaultName) {
   EXPECT_EQ(ex.compare_by, "device");
 }
 
+TEST(JobsGridExpand, NameMissingAndFileNameUnusable) {
+  try {
+    gj::load_grid_string("grid: {ranks: [1]}\n", "dir/my grid.yaml");
+    FAIL();
+  } catch (const gj::GridError& e) {
+    EXPECT_STREQ(e.what(), "dir/my grid.yaml:1:1: name: missing, and the file name 'my grid' is no "
+                           "valid run name; add name:");
+  }
+}
+
 TEST(JobsGridExpand, AllowEmpty) {
   const char* y = "name: e\ngrid: {model: [mlp]}\nexclude: [{model: mlp}]\n";
   gj::LoadOptions o;
@@ -311,6 +321,7 @@ TEST(JobsGridExpand, FileLoadAndMissingFile) {
     EXPECT_STREQ(e.what(), "/nonexistent/grid.yaml: cannot open grid file");
     EXPECT_EQ(e.line(), 0);
   }
+  EXPECT_THROW(gj::load_grid("/tmp"), gj::GridError);
 }
 
 TEST(JobsGridExpand, TooManyJobs) {
@@ -457,6 +468,14 @@ const ErrorCase kErrors[] = {
    "grid.yaml:2:15: compare.by: unknown parameter 'devise'; did you mean 'device'?"},
   {"compare with unknown key", "name: x\ncompare: {bye: device}\n",
    "grid.yaml:2:11: compare.bye: unknown key 'bye'; did you mean 'by'?"},
+  {"empty exclude list value", "name: x\nexclude:\n  - {ranks: []}\n",
+   "grid.yaml:3:13: exclude[0].ranks: empty list matches nothing"},
+  {"compare not a map", "name: x\ncompare: device\n",
+   "grid.yaml:2:10: compare: expected a map such as {by: device}, got a scalar"},
+  {"include not a list", "name: x\ninclude: {model: mlp}\n",
+   "grid.yaml:2:10: include: expected a list of maps, got a map"},
+  {"zip not a map", "name: x\nzip: [lr]\n",
+   "grid.yaml:2:6: zip: expected a map of parameter: [values], got a list"},
   {"empty exclude entry", "name: x\nexclude:\n  - {}\n",
    "grid.yaml:3:5: exclude[0]: an empty entry would exclude every job"},
   {"exclude not a list", "name: x\nexclude: {model: mlp}\n",

@@ -106,7 +106,7 @@ def equivalence(model, bucket_mb):
 
 
 def equivalence_mlp():
-    equivalence("mlp", 0.5)      # 3.3 MB of parameters -> several buckets
+    equivalence("mlp", 0.004)    # 4 KB cap: fc3, fc2 and fc1 each close a bucket -> 3
 
 
 def equivalence_lenet():
@@ -114,10 +114,11 @@ def equivalence_lenet():
 
 
 def loss_halves():
-    for model, lr in (("mlp", "0.05"), ("lenet", "0.05")):
+    for model, lr, epochs in (("mlp", "0.002", "3"), ("lenet", "0.003", "6")):
         d = workdir(f"loss_{model}")
         run(2, *common(d), "--model", model, "--ranks", "2", "--batch-per-rank", "32",
-            "--epochs", "3", "--lr", lr, "--train-samples", "2048", "--test-samples", "512")
+            "--optimizer", "adam", "--epochs", epochs, "--lr", lr, "--train-samples", "2048",
+            "--test-samples", "512")
         with h5(results_file(d)) as f:
             loss = column(f, "steps", "loss")
             first, last = float(np.mean(loss[:3])), float(np.mean(loss[-5:]))
