@@ -291,7 +291,16 @@ RunStatus run_status(const std::string& run_dir, const SlurmCli* cli) {
     if (s.kind == "collect") st.collect_ids.push_back(s.id);
   std::map<std::string, SlurmTask> tasks;
   st.slurm_queried = !ids.empty() && cli;
-  if (st.slurm_queried) tasks = cli->query(ids, &st.slurm_answered);
+  if (st.slurm_queried) {
+    std::vector<std::string> all = ids;
+    if (!st.collect_ids.empty()) all.push_back(st.collect_ids.back());
+    tasks = cli->query(all, &st.slurm_answered);
+    if (!st.collect_ids.empty()) {
+      auto it = tasks.find(st.collect_ids.back());
+      st.collect_state = it == tasks.end() ? "unknown to Slurm" : it->second.state;
+      if (it != tasks.end() && !it->second.reason.empty()) st.collect_state += " (" + it->second.reason + ")";
+    }
+  }
 
   for (const auto& [id, r] : recs) {
     JobStatusRow row;
@@ -360,7 +369,9 @@ void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os) {
   using scheduler::to_string;
   if (fmt == StatusFormat::Json) {
     os << "{\"run\":\"" << json_escape(st.name) << "\",\"run_dir\":\"" << json_escape(st.run_dir)
-       << "\",\"slurm_answered\":" << (st.slurm_answered ? "true" : "false") << ",\"counts\":{";
+       << "\",\"slurm_answered\":" << (st.slurm_answered ? "true" : "false") << ",\"collect_id\":\""
+       << (st.collect_ids.empty() ? "" : st.collect_ids.back()) << "\",\"collect_state\":\""
+       << json_escape(st.collect_state) << "\",\"counts\":{";
     bool first = true;
     for (const auto& [s, n] : st.counts) {
       os << (first ? "" : ",") << "\"" << to_string(s) << "\":" << n;
@@ -393,6 +404,10 @@ void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os) {
   os << "\n";
   if (st.slurm_queried && !st.slurm_answered)
     os << "note: Slurm did not answer; states come from state.json and results files\n";
+  if (!st.collect_ids.empty())
+    os << "collect job " << st.collect_ids.back() << ": " << st.collect_state
+       << (std::filesystem::exists(st.run_dir + "/results.h5") ? "; results.h5 present" : "; no results.h5 yet")
+       << "\n";
   char line[160];
   std::snprintf(line, sizeof line, "%-12s  %-14s  %-12s  %-11s  %4s  %-10s  %-10s  %3s  %s\n", "JOB",
                 "STATE", "SLURM ID", "SLURM", "EXIT", "ELAPSED", "NODE", "RQ", "RESULTS");

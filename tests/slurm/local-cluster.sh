@@ -159,21 +159,17 @@ stop_pid() {
   kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
 }
 
+queue_empty() { [[ -z "$(SLURM_CONF="$CONF" squeue -h -o %i 2>/dev/null)" ]]; }
+
 stop() {
   [[ -d "$DIR" ]] || { log "nothing to stop in $DIR"; return 0; }
   if [[ -f "$CONF" ]] && ctld_up; then
-    # Cancel what is left so no job step outlives the cluster.
+    # Cancel what is left and let slurmd end the job steps before the daemons go.
     SLURM_CONF="$CONF" scancel --user="$(id -un)" 2>/dev/null || true
+    wait_for 30 "empty queue" queue_empty || log "jobs still listed after 30 s; stopping anyway"
   fi
   stop_pid "$DIR/slurmd.pid"
   stop_pid "$DIR/slurmctld.pid"
-  # Job steps are children of slurmstepd processes started by our slurmd; end the ones whose
-  # config is ours (their command line names the spool dir or our conf).
-  local p
-  for p in $(pgrep -f "slurmstepd" || true); do
-    if tr '\0' ' ' <"/proc/$p/environ" 2>/dev/null | grep -q "SLURM_CONF=$CONF" ||
-       grep -q "$DIR" "/proc/$p/cmdline" 2>/dev/null; then kill -KILL "$p" 2>/dev/null || true; fi
-  done
   stop_pid "$(munge_dir)/munged.pid"
   rm -rf "$(munge_dir)" "$DIR"
   log "stopped and removed $DIR"

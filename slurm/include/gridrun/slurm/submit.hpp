@@ -68,7 +68,8 @@ struct RunStatus {
   std::map<scheduler::JobState, std::size_t> counts;
   bool slurm_queried = false;                    // some jobs had Slurm ids
   bool slurm_answered = false;
-  std::vector<std::string> collect_ids;
+  std::vector<std::string> collect_ids;         // of every submission, oldest first
+  std::string collect_state;                     // Slurm state of the latest collect job
 };
 
 // Merges state.json, Slurm (when `cli` is given and the run has Slurm ids) and the results files.
