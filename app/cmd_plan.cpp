@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/scheduler/resources.hpp"
 
 namespace gridrun::app {
 
@@ -33,6 +34,12 @@ struct PlanOptions {
   bool list_params = false;      // print the parameter table instead of planning a grid
   bool allow_empty = false;      // a grid whose jobs are all excluded is not an error
   bool help = false;
+  // Feasibility check against resources; a plain plan (none of these) checks the grid only, so
+  // GPU grids can be planned on a login node without GPUs.
+  std::string cluster;           // --cluster FILE
+  int gpus = -1;                 // --gpus N
+  int cores = -1;                // --cores N
+  bool resources_named() const { return !cluster.empty() || gpus >= 0 || cores >= 0; }
 };
 
 void add_plan_options(po::options_description& desc, PlanOptions& o) {
@@ -45,7 +52,12 @@ void add_plan_options(po::options_description& desc, PlanOptions& o) {
       "allow-empty", po::bool_switch(&o.allow_empty),
       "accept a grid whose jobs are all excluded (prints 0 jobs, exit 0)")(
       "list-params", po::bool_switch(&o.list_params),
-      "print every grid parameter (type, default, range, meaning) and exit; honours --format");
+      "print every grid parameter (type, default, range, meaning) and exit; honours --format")(
+      "cluster", po::value(&o.cluster),
+      "also check every job fits on a node of this cluster YAML (see docs/scheduler.md); exit 2 "
+      "naming each job that fits nowhere")(
+      "gpus", po::value(&o.gpus), "also check every job fits on this machine with N GPUs")(
+      "cores", po::value(&o.cores), "also check every job fits on this machine with N cores");
 }
 
 void check_plan_options(const PlanOptions& o) {
@@ -53,6 +65,11 @@ void check_plan_options(const PlanOptions& o) {
     throw std::invalid_argument("--format: '" + o.format + "' is not one of table, json, csv");
   if (!o.list_params && o.grid.empty())
     throw std::invalid_argument("missing GRID.yaml (see gridrun plan --help)");
+  // -1 is the "not given" value of both flags.
+  if (o.gpus < -1) throw std::invalid_argument("--gpus: must be >= 0");
+  if (o.cores == 0 || o.cores < -1) throw std::invalid_argument("--cores: must be >= 1");
+  if (!o.cluster.empty() && (o.gpus >= 0 || o.cores >= 0))
+    throw std::invalid_argument("--cluster: give either a cluster file or --gpus/--cores, not both");
 }
 
 void print_help(const po::options_description& desc) {
@@ -336,6 +353,13 @@ int cmd_plan(const Args& args) {
   lo.allow_empty = o.allow_empty;
   const gj::Expansion ex = gj::load_grid(o.grid, lo);  // GridError -> exit 2 in main
   for (const auto& w : ex.warnings) std::cerr << "gridrun plan: warning: " << w << "\n";
+  if (o.resources_named()) {
+    gridrun::scheduler::ResourceOptions ro;
+    ro.cluster_file = o.cluster;
+    ro.gpus = o.gpus;
+    ro.cores = o.cores;
+    gridrun::scheduler::check_feasible(ex.jobs, gridrun::scheduler::resolve_cluster(ro));
+  }
   std::ostringstream out;
   if (o.format == "json") {
     print_json(ex, out);

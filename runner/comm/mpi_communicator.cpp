@@ -178,6 +178,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::vector<double> gather(const std::vector<double>& mine, int root) override {
+    if (size_ == 1) return mine;
     std::vector<double> out(rank_ == root ? mine.size() * size_ : 0);
     submit("gather", [&] {
       MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, out.data(),
@@ -253,6 +254,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::vector<double> reduce_host(const std::vector<double>& v, MPI_Op mop, const char* what) {
+    if (size_ == 1) return v;  // per-step metrics of a 1-rank job: no thread hand-off at all
     std::vector<double> out(v.size());
     submit(what, [&] {
       MPI_CHECK(MPI_Allreduce(v.data(), out.data(), static_cast<int>(v.size()), MPI_DOUBLE, mop,

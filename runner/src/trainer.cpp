@@ -14,6 +14,7 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
+#include <torch/version.h>
 #ifdef GRIDRUN_HAVE_NCCL
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAEvent.h>
@@ -114,6 +115,20 @@ class StepTimer {
       at::cuda::CUDAEvent(cudaEventDefault)};
 #endif
 };
+
+#ifdef GRIDRUN_HAVE_NCCL
+// CUDA autocast on/off; the API was renamed in LibTorch 2.4 (device-type arguments).
+void set_cuda_autocast(bool on, at::ScalarType dtype) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  if (on) at::autocast::set_autocast_dtype(at::kCUDA, dtype);
+  at::autocast::set_autocast_enabled(at::kCUDA, on);
+#else
+  if (on) at::autocast::set_autocast_gpu_dtype(dtype);
+  at::autocast::set_enabled(on);
+#endif
+  if (!on) at::autocast::clear_cache();
+}
+#endif
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const jobs::JobParams& j,
                                                         std::vector<torch::Tensor> params,
@@ -385,18 +400,12 @@ int train(const RunnerOptions& o, Communicator& comm) {
         timer.mark(kData);
 
 #ifdef GRIDRUN_HAVE_NCCL
-        if (autocast) {
-          at::autocast::set_enabled(true);
-          at::autocast::set_autocast_gpu_dtype(j.precision == "bf16" ? at::kBFloat16 : at::kHalf);
-        }
+        if (autocast) set_cuda_autocast(true, j.precision == "bf16" ? at::kBFloat16 : at::kHalf);
 #endif
         auto out = model->forward(x);
         auto loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat32), y);
 #ifdef GRIDRUN_HAVE_NCCL
-        if (autocast) {
-          at::autocast::set_enabled(false);
-          at::autocast::clear_cache();
-        }
+        if (autocast) set_cuda_autocast(false, at::kFloat);
 #endif
         timer.mark(kForward);
 
@@ -509,16 +518,15 @@ int train(const RunnerOptions& o, Communicator& comm) {
           last_ckpt = Clock::now();
         }
       }
-      if (st.step_in_epoch < spe) {  // max_steps reached inside the epoch
-        done = true;
-        break;
-      }
-      // Epoch end: evaluation, epoch row, flush, checkpoint.
+      // Epoch end (or max_steps reached inside the epoch: a partial last epoch is closed the same
+      // way, so every run ends with an epoch row and a final evaluation): evaluation, epoch row,
+      // flush, checkpoint.
+      const bool partial = st.step_in_epoch < spe;
       st.epoch_s = epoch_s_before + seconds_since(epoch_start);
       drain_rows();
       EvalResult ev;
       const bool eval_now = j.eval_every > 0 && ((st.epoch + 1) % j.eval_every == 0 ||
-                                                 st.epoch + 1 == total_epochs);
+                                                 st.epoch + 1 == total_epochs || partial);
       if (eval_now) ev = evaluate(*model, *data.test, comm, dev, std::max<std::int64_t>(j.batch_per_rank, 256));
       if (lead) {
         results::EpochRow er;
@@ -557,7 +565,7 @@ int train(const RunnerOptions& o, Communicator& comm) {
                  std::to_string(st.epoch) + " (test acc " + std::to_string(ev.acc) + ")";
         done = true;
       }
-      if (st.global_step >= total_steps) done = true;
+      if (st.global_step >= total_steps || partial) done = true;
     }
     if (!o.dump_params.empty() && lead) dump_params(o.dump_params, *model);
     finish(status, reason);

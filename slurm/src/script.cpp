@@ -46,6 +46,25 @@ std::string signal_for(const std::string& signal, std::int64_t time_s) {
   return signal.substr(0, at + 1) + std::to_string(time_s / 2);
 }
 
+// The flags that shaped these scripts, for the header's resubmit command.
+std::string resubmit_flags(const ScriptOptions& o) {
+  std::string f = o.pack_nodes ? " --pack-nodes" : "";
+  auto add = [&](const char* flag, const std::string& v) {
+    if (!v.empty()) f += std::string(" ") + flag + " " + shell_quote(v);
+  };
+  add("--partition", o.partition);
+  add("--account", o.account);
+  add("--qos", o.qos);
+  add("--constraint", o.constraint);
+  add("--time", o.default_time);
+  if (o.launcher != "srun") add("--launcher", o.launcher);
+  if (o.throttle > 0) add("--throttle", std::to_string(o.throttle));
+  if (o.signal != ScriptOptions{}.signal) add("--signal", o.signal);
+  for (const auto& a : o.sbatch_args) f += " --sbatch-arg=" + shell_quote(a);
+  if (!o.template_text.empty()) f += "\n#   (add --template with the file used for this submission)";
+  return f;
+}
+
 void sbatch_line(std::string& out, const std::string& arg) {
   out += "#SBATCH ";
   out += arg;
@@ -175,7 +194,8 @@ void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
   if (n_jobs > shown) s += " ... (" + std::to_string(n_jobs - shown) + " more)";
   s += "\n";
   s += "# Resubmit what is missing (skips jobs that are completed, pending or running):\n";
-  s += "#   gridrun submit " + shell_quote(o.grid_file) + " --slurm --out " + shell_quote(o.out_dir) + "\n";
+  s += "#   gridrun submit " + shell_quote(o.grid_file) + " --slurm --out " + shell_quote(o.out_dir) +
+       resubmit_flags(o) + "\n";
   s += "# Watch / stop: gridrun status " + shell_quote(o.run_dir) + "   gridrun cancel " +
        shell_quote(o.run_dir) + "\n";
 

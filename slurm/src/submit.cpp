@@ -173,6 +173,7 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   so.run_name = exp.name;
   so.grid_file = fs::absolute(opts.grid_file).lexically_normal().string();
   so.out_dir = out_abs;
+  so.pack_nodes = opts.pack_nodes;
   int last = 0;
   const auto submitted = read_submitted(rd);
   for (const auto& s : submitted) last = std::max(last, s.submission);
@@ -197,11 +198,15 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
     plain = std::move(pk.rest);
   }
 
-  // Job files first (packed steps record their planned GPUs and cores), then scripts.
+  // Job files first (packed steps record their planned GPUs and cores), then scripts. Files of
+  // jobs that are not submitted now are left as they are (a finished job's file says how it ran).
   std::map<std::string, std::pair<std::string, std::string>> planned;
   for (const auto& b : bundles)
     for (const auto& st : b) planned[st.job_id] = {st.gpus, st.cores};
+  std::set<std::string> submitting;
+  for (const auto& j : todo) submitting.insert(j.id);
   for (auto j : exp.jobs) {
+    if (!submitting.count(j.id) && fs::exists(rd.job_file(j.id))) continue;
     if (auto it = planned.find(j.id); it != planned.end()) {
       // Planned by the placement; under srun Slurm's per-step GRES picks the actual devices.
       j.meta["planned_gpus"] = it->second.first;
@@ -310,6 +315,12 @@ RunStatus run_status(const std::string& run_dir, const SlurmCli* cli) {
     row.slurm_id = r.slurm_job_id;
     if (!r.exit_codes.empty()) row.exit_code = r.exit_codes.back();
     row.node = r.host;
+    if (r.end_unix > r.start_unix && r.start_unix > 0) {  // local runs: timings from state.json
+      const auto sec = static_cast<long long>(r.end_unix - r.start_unix + 0.5);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", sec / 3600, sec / 60 % 60, sec % 60);
+      row.elapsed = buf;
+    }
     const std::string final_file = rd.result_file(id);
     row.disk = results::job_status(final_file);
     if (row.disk.empty() && fs::exists(final_file + ".partial")) row.disk = "partial";

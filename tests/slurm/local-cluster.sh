@@ -15,7 +15,8 @@
 #     devices (mknod c 1 3, i.e. /dev/null's numbers) stand in; Slurm then sets CUDA_VISIBLE_DEVICES.
 #   - proctrack/linuxproc + task/none work without cgroups; SlurmUser=root.
 #   - AuthInfo cred_expire decides how long a requeued job waits before it may start again (default
-#     120 s): 10 s keeps the requeue test quick. KillWait 5 s for the same reason.
+#     120 s): 5 s keeps the requeue test quick. KillWait 5 s for the same reason.
+#   - Addresses are 127.0.0.1, so the host name need not resolve (containers often lack it).
 #   - No slurmdbd: accounting is off, so `gridrun status` must work from squeue/scontrol + disk.
 set -euo pipefail
 
@@ -79,14 +80,14 @@ write_config() {
   cat >"$CONF" <<EOF
 # Written by tests/slurm/local-cluster.sh: a private single-node test cluster.
 ClusterName=gridrun-test
-SlurmctldHost=$HOST
+SlurmctldHost=$HOST(127.0.0.1)
 SlurmctldPort=$pb
 SlurmdPort=$((pb + 1))
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$md/munge.socket.2,cred_expire=10
+AuthInfo=socket=$md/munge.socket.2,cred_expire=5
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool
 SlurmctldPidFile=$DIR/slurmctld.pid
@@ -110,7 +111,7 @@ InactiveLimit=0
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
-$node Gres=gpu:$gpus State=UNKNOWN
+$node NodeAddr=127.0.0.1 Gres=gpu:$gpus State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
 EOF
   cat >"$DIR/gres.conf" <<EOF

@@ -127,6 +127,7 @@ TEST(SlurmScripts, PackedNodesUseSchedulerPlacement) {
                                make_job("p00000000006", 5, "cpu", 1, 1, "20")};  // cpu: array
   auto o = base_options();
   o.node_gpus = 4;
+  o.pack_nodes = true;
   auto pk = slurm::pack_jobs(js, 4, 8, o);
   ASSERT_EQ(pk.rest.size(), 2u);
   // Every bundle fits the node and its steps have disjoint GPUs and cores.

@@ -65,6 +65,7 @@ struct ScriptOptions {
   std::string launcher = "srun";         // srun | mpirun
   std::string signal = "B:USR1@120";   // a limit <= the warning time gets it at half the limit
   std::int64_t node_gpus = 4;            // packed allocations ask for the whole node
+  bool pack_nodes = false;               // the submission used --pack-nodes (for the resubmit hint)
 };
 
 struct ArrayScript {

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `gridrun submit/status/cancel` flag handling without a Slurm cluster: --help, bad flags and values
+# exit 2 naming the flag, a bad grid exits 2 and writes nothing, --dry-run writes and prints the
+# scripts and submits nothing (no sbatch needed).
+#   scenario_cli.sh BIN_DIR WORK_DIR
+source "$(dirname "$0")/lib.sh"
+BIN=$1 WORK=$2
+rm -rf "$WORK" && mkdir -p "$WORK"
+cd "$WORK"
+expect_exit() {  # expect_exit CODE PATTERN CMD...
+  local code=$1 pat=$2; shift 2
+  set +e
+  "$@" >out.txt 2>err.txt
+  local rc=$?
+  set -e
+  [[ $rc -eq $code ]] || { cat out.txt err.txt >&2; fail "'$*' exited $rc, expected $code"; }
+  grep -q -- "$pat" out.txt err.txt || { cat out.txt err.txt >&2; fail "'$*': no '$pat' in output"; }
+}
+for c in submit status cancel; do expect_exit 0 "usage: gridrun $c" "$BIN/gridrun" "$c" --help; done
+expect_exit 0 "--pack-nodes" "$BIN/gridrun" submit --help
+cat >grid.yaml <<'YAML'
+name: cli
+defaults: {model: mlp, dataset: synthetic, device: cpu}
+grid:
+  ranks: [1, 2]
+YAML
+expect_exit 2 "--bogus" "$BIN/gridrun" submit grid.yaml --slurm --bogus
+expect_exit 2 "--launcher" "$BIN/gridrun" submit grid.yaml --slurm --launcher ssh
+expect_exit 2 "--time" "$BIN/gridrun" submit grid.yaml --slurm --time 1:xx
+expect_exit 2 "--max-array" "$BIN/gridrun" submit grid.yaml --slurm --max-array 0
+expect_exit 2 "--signal" "$BIN/gridrun" submit grid.yaml --slurm --signal 'USR1 @ 5'
+expect_exit 2 "--template" "$BIN/gridrun" submit grid.yaml --slurm --template missing.txt
+expect_exit 2 "--format" "$BIN/gridrun" status . --format xml
+expect_exit 2 "--wait" "$BIN/gridrun" cancel . --wait -1
+expect_exit 2 "not a directory" "$BIN/gridrun" status missing-run
+cat >bad.yaml <<'YAML'
+name: bad
+grid:
+  rnaks: [1, 2]
+YAML
+expect_exit 2 "rnaks" "$BIN/gridrun" submit bad.yaml --slurm --out runs
+[[ ! -e runs/bad ]] || fail "a bad grid left runs/bad behind"
+printf '#SBATCH --mail-type=FAIL\nmodule load openmpi\n' >site.txt
+expect_exit 0 "nothing submitted" "$BIN/gridrun" submit grid.yaml --slurm --out runs --dry-run \
+  --partition debug --template site.txt --sbatch-arg=--mem=1G --max-array 1
+grep -q "#SBATCH --partition=debug" out.txt || fail "dry run did not print the scripts"
+[[ $(ls runs/cli/slurm/s1-a*.sbatch | wc -l) -eq 2 ]] || fail "expected 2 array scripts"
+grep -q "module load openmpi" runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch || fail "template missing"
+grep -q "#SBATCH --mem=1G" runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch || fail "--sbatch-arg missing"
+[[ ! -e runs/cli/slurm/submitted.tsv ]] || fail "dry run recorded a submission"
+bash -n runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch || fail "generated script is not valid bash"
+expect_exit 0 "2 pending" "$BIN/gridrun" status runs/cli
+echo "PASS"
