@@ -1,6 +1,7 @@
 // Implementation of the RAII/checked-call layer over HDF5 (see h5.hpp for why it exists).
 #include "h5.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace gridrun::results::h5 {
@@ -264,6 +265,22 @@ void write_strings(hid_t loc, const std::string& name, const std::vector<std::st
   std::vector<const char*> ptrs;
   for (const auto& v : values) ptrs.push_back(v.c_str());
   if (n) H5_CHECK(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()));
+}
+
+void write_fixed_strings(hid_t loc, const std::string& name, const std::vector<std::string>& values) {
+  std::size_t len = 1;
+  for (const auto& v : values) len = std::max(len, v.size());
+  Id type = H5_OWN(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5_CHECK(H5Tset_size(type, len));
+  H5_CHECK(H5Tset_strpad(type, H5T_STR_NULLPAD));
+  H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
+  hsize_t n = values.size();
+  Id space = H5_OWN(H5Screate_simple(1, &n, nullptr), H5Sclose);
+  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                 H5Dclose);
+  std::string buf(len * values.size(), '\0');
+  for (std::size_t k = 0; k < values.size(); ++k) buf.replace(k * len, values[k].size(), values[k]);
+  if (n) H5_CHECK(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()));
 }
 
 void write_doubles(hid_t loc, const std::string& name, const std::vector<double>& values) {

@@ -112,6 +112,8 @@ std::vector<double> read_doubles(hid_t ds, hsize_t n);
 std::vector<std::string> read_strings(hid_t ds);
 // Creates a 1-D dataset of VL UTF-8 strings (not extendible).
 void write_strings(hid_t loc, const std::string& name, const std::vector<std::string>& values);
+// Creates a 1-D dataset of fixed-length (longest value, at least 1 byte) null-padded strings.
+void write_fixed_strings(hid_t loc, const std::string& name, const std::vector<std::string>& values);
 void write_doubles(hid_t loc, const std::string& name, const std::vector<double>& values);
 void write_int64s(hid_t loc, const std::string& name, const std::vector<std::int64_t>& values);
 // Names of the links in a group, in name order.

@@ -13,6 +13,9 @@
 namespace gridrun::results::detail {
 
 std::string trim(const std::string& s);
+std::string iso_now();      // current UTC time, ISO 8601 ("2024-05-01T12:00:00Z")
+std::string cpu_model();    // /proc/cpuinfo "model name", or "unknown"
+std::string hostname();     // gethostname, or "unknown"
 
 // Reads a job from an already-open file id (used by the reader and by JobWriter::finish).
 JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& opts);

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -106,6 +107,31 @@ void read_table(hid_t file, const std::string& name, TableData& t) {
   }
 }
 
+// `/profile`: columns name, calls, self/total cpu/device microseconds (a missing numeric column
+// reads as 0, so a table written by an older or partial profiler still shows).
+std::vector<OpProfile> read_profile(hid_t file) {
+  std::vector<OpProfile> out;
+  if (!h5::exists(file, "profile")) return out;
+  Id g = H5_OWN(H5Gopen2(file, "profile", H5P_DEFAULT), H5Gclose);
+  if (!h5::exists(g, "name")) return out;
+  Id names_ds = H5_OWN(H5Dopen2(g, "name", H5P_DEFAULT), H5Dclose);
+  std::vector<std::string> names = h5::read_strings(names_ds);
+  auto column = [&](const char* col) {
+    std::vector<double> v(names.size(), 0.0);
+    if (!h5::exists(g, col)) return v;
+    Id ds = H5_OWN(H5Dopen2(g, col, H5P_DEFAULT), H5Dclose);
+    std::vector<double> r = h5::read_doubles(ds, std::min<hsize_t>(h5::rows_of(ds), names.size()));
+    std::copy(r.begin(), r.end(), v.begin());
+    return v;
+  };
+  std::vector<double> calls = column("calls"), scpu = column("self_cpu_us"),
+                      tcpu = column("total_cpu_us"), sdev = column("self_device_us"),
+                      tdev = column("total_device_us");
+  for (std::size_t k = 0; k < names.size(); ++k)
+    out.push_back(OpProfile{names[k], static_cast<std::int64_t>(calls[k]), scpu[k], tcpu[k], sdev[k], tdev[k]});
+  return out;
+}
+
 }  // namespace
 
 JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& opts) {
@@ -128,6 +154,7 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
     read_table(file, "steps", j.steps);
     read_table(file, "epochs", j.epochs);
     read_table(file, "util", j.util);
+    j.profile = read_profile(file);
   }
   if (h5::exists(file, "util")) {
     Id g = H5_OWN(H5Gopen2(file, "util", H5P_DEFAULT), H5Gclose);

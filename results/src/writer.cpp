@@ -132,6 +132,10 @@ void push_fixed(Column& c, const std::vector<double>& v, const char* what) {
   c.f.insert(c.f.end(), v.begin(), v.end());
 }
 
+}  // namespace
+
+namespace detail {
+
 std::string iso_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -158,6 +162,14 @@ std::string hostname() {
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::cpu_model;
+using detail::hostname;
+using detail::iso_now;
 
 class H5JobWriter final : public JobWriter {
  public:
@@ -284,6 +296,7 @@ class H5JobWriter final : public JobWriter {
       for (const auto& name : h5::list_group(group)) H5_CHECK(H5Ldelete(group, name.c_str(), H5P_DEFAULT));
       for (const auto& [k, v] : all) h5::write_doubles(group, k, {v});
       group.reset();
+      if (has_profile_) write_profile(file);
       file.close_checked(__FILE__, __LINE__);
       std::error_code ec;
       fs::rename(partial_, final_, ec);
@@ -293,6 +306,13 @@ class H5JobWriter final : public JobWriter {
       finished_ = true;
       throw std::runtime_error(partial_ + ": " + e.what());
     }
+  }
+
+  void set_profile(const std::vector<OpProfile>& ops) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    check_open();
+    profile_ = ops;
+    has_profile_ = true;
   }
 
   std::string path() const override {
@@ -475,6 +495,32 @@ class H5JobWriter final : public JobWriter {
   Id file_;
   Table steps_, epochs_, util_;
   bool finished_ = false;
+  std::vector<OpProfile> profile_;
+  bool has_profile_ = false;
+
+  // `/profile`: one 1-D dataset per column; names as fixed-length strings (the schema promised to
+  // readers of the published operator tables, which read them as plain bytes).
+  void write_profile(hid_t file) const {
+    if (h5::exists(file, "profile")) H5_CHECK(H5Ldelete(file, "profile", H5P_DEFAULT));
+    Id g = H5_OWN(H5Gcreate2(file, "profile", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+    std::vector<std::string> names;
+    std::vector<std::int64_t> calls;
+    std::vector<double> cols[4];
+    for (const auto& op : profile_) {
+      names.push_back(op.name);
+      calls.push_back(op.calls);
+      cols[0].push_back(op.self_cpu_us);
+      cols[1].push_back(op.total_cpu_us);
+      cols[2].push_back(op.self_device_us);
+      cols[3].push_back(op.total_device_us);
+    }
+    h5::write_fixed_strings(g, "name", names);
+    h5::write_int64s(g, "calls", calls);
+    h5::write_doubles(g, "self_cpu_us", cols[0]);
+    h5::write_doubles(g, "total_cpu_us", cols[1]);
+    h5::write_doubles(g, "self_device_us", cols[2]);
+    h5::write_doubles(g, "total_device_us", cols[3]);
+  }
   std::chrono::steady_clock::time_point last_flush_;
 };
 

@@ -49,6 +49,7 @@ struct JobData {
   TableData steps, epochs, util;
   std::string gpu_absent_reason;                 // /util attribute when no GPU columns
   Summary summary;                               // /summary (empty while running)
+  std::vector<OpProfile> profile;                // /profile (operator table), if recorded
 
   std::string attr_string(const std::string& name, const std::string& fallback = "") const;
   double attr_number(const std::string& name, double fallback) const;  // NaN-friendly

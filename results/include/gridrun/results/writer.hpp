@@ -64,6 +64,14 @@ struct UtilRow {
 // Final figures; names become fields of the one-row /summary datasets.
 using Summary = std::map<std::string, double>;
 
+// One operator of the profiler's table (`/profile`, written at finish when set): times summed over
+// the profiled steps, in microseconds; device times are 0 for CPU jobs.
+struct OpProfile {
+  std::string name;                              // e.g. "aten::addmm"
+  std::int64_t calls = 0;
+  double self_cpu_us = 0, total_cpu_us = 0, self_device_us = 0, total_device_us = 0;
+};
+
 enum class Status { Running, Completed, Failed, Interrupted, TargetReached };
 std::string to_string(Status s);      // "running", "completed", "failed", "interrupted", "target_reached"
 
@@ -84,6 +92,9 @@ class JobWriter {
   virtual void append_util(const UtilRow& row) = 0;   // thread-safe w.r.t. append_step
   // Writes buffered rows and flushes the file; called at epoch ends and by a timer (>= every 30 s).
   virtual void flush() = 0;
+  // Operator table stored as `/profile` by finish() (SWMR forbids new objects before that). The
+  // last call wins; never calling it leaves the file without `/profile`.
+  virtual void set_profile(const std::vector<OpProfile>& ops) = 0;
   // Ends the file: final status, exit reason, end time, summary; renames to `<id>.h5`.
   // `/summary` holds the figures the writer derives from the file's own rows (derive_summary in
   // reader.hpp: step_s_p50/p95 after param.timing_warmup_steps, samples_per_s, comm_share, ...)
