@@ -1,7 +1,10 @@
-// `gridrun collect` and `gridrun report`: thin CLI edges over gridrun::results. Each command's
+// `gridrun collect`, `gridrun report` and `gridrun probe`: thin CLI edges over gridrun::results. Each command's
 // flags live in one options struct filled here from Boost.Program_options and validated right
 // after parsing; bad flags throw std::invalid_argument (exit 2 in main.cpp).
 #include <boost/program_options.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -9,6 +12,8 @@
 
 #include "commands.hpp"
 #include "gridrun/results/collect.hpp"
+#include "gridrun/results/html_report.hpp"
+#include "gridrun/results/probe.hpp"
 #include "gridrun/results/report.hpp"
 
 namespace gridrun::app {
@@ -29,6 +34,17 @@ struct ReportCli {
   std::string group_by;
   std::vector<std::string> filters;
   int width = 100;
+  std::string html;          // write the HTML report here instead of printing tables
+  int profile_top = 0;       // > 0: print the top operators of each profiled job instead
+  double peak_tflops = 0;    // 0: built-in GPU table and the CPU probe
+  std::string probe;         // probe.json for CPU roofs ("" = RUN_DIR/probe.json, else the cache)
+  bool help = false;
+};
+
+struct ProbeCli {
+  std::string out;
+  double seconds = 4.0;
+  int threads = 0;
   bool help = false;
 };
 
@@ -42,6 +58,40 @@ po::variables_map parse(const Args& args, const po::options_description& opts,
     throw std::invalid_argument(std::string(e.what()) + " (see gridrun " + cmd + " --help)");
   }
   return vm;
+}
+
+bool vm_has(const Args& args, const std::string& flag) {
+  for (const auto& a : args)
+    if (a == flag || a.rfind(flag + "=", 0) == 0) return true;
+  return false;
+}
+
+// CPU roofs: --probe FILE (must be readable), else RUN_DIR/probe.json, else the user's cache.
+// A missing default file is fine (the roofline then notes that CPU jobs have no roof).
+void load_probe(const ReportCli& o, results::RooflineOptions& ro) {
+  namespace fs = std::filesystem;
+  if (!o.probe.empty()) {
+    if (!fs::is_regular_file(o.probe)) throw std::invalid_argument("--probe " + o.probe + ": no such file");
+    try {
+      ro.probe = results::read_probe(o.probe);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(std::string("--probe: ") + e.what());
+    }
+    ro.probe_source = o.probe;
+    return;
+  }
+  fs::path in = o.input;
+  fs::path dir = fs::is_directory(in) ? in : in.parent_path();
+  for (const fs::path& p : {dir / "probe.json", fs::path(results::default_probe_path())}) {
+    if (!fs::is_regular_file(p)) continue;
+    try {
+      ro.probe = results::read_probe(p.string());
+      ro.probe_source = p.string();
+      return;
+    } catch (const std::exception& e) {
+      std::cerr << "report: ignoring " << e.what() << "\n";
+    }
+  }
 }
 
 }  // namespace
@@ -87,6 +137,15 @@ int cmd_report(const Args& args) {
       ("filter", po::value(&o.filters)->composing(),
        "KEY=VALUE: keep jobs whose parameter (or id, status) equals VALUE; repeatable, all must match")
       ("width,w", po::value(&o.width)->default_value(100), "wrap table/markdown output at this width (40-400)")
+      ("profile", po::value(&o.profile_top)->implicit_value(15),
+       "[N] print the top N (default 15) operators of each profiled job instead of the tables")
+      ("html", po::value(&o.html),
+       "FILE: write a self-contained HTML report with charts (and the same tables) instead of printing")
+      ("peak-tflops", po::value(&o.peak_tflops),
+       "compute peak per GPU (GPU jobs) or per job (CPU jobs) for the roofline, in TFLOP/s; default: "
+       "built-in GPU table (H100, H200, A100, V100) and `gridrun probe` for CPUs")
+      ("probe", po::value(&o.probe),
+       "probe.json for the CPU roofs (default RUN_DIR/probe.json, else ~/.cache/gridrun/probe.json)")
       ("input", po::value(&o.input), "RUN_DIR or results.h5 (positional)");
   po::positional_options_description pos;
   pos.add("input", 1);
@@ -110,7 +169,75 @@ int cmd_report(const Args& args) {
       throw std::invalid_argument("--filter " + f + ": expected KEY=VALUE");
     ro.filters.emplace_back(f.substr(0, eq), f.substr(eq + 1));
   }
-  results::write_report(ro, std::cout, std::cerr);
+  if (vm_has(args, "--profile")) {
+    if (o.profile_top < 1) throw std::invalid_argument("--profile: expected N >= 1");
+    if (!o.html.empty()) throw std::invalid_argument("--profile and --html: choose one");
+    results::write_profile_report(ro, o.profile_top, std::cout, std::cerr);
+    return 0;
+  }
+  if (o.html.empty()) {
+    if (vm_has(args, "--peak-tflops") || vm_has(args, "--probe"))
+      throw std::invalid_argument("--peak-tflops and --probe only apply with --html");
+    results::write_report(ro, std::cout, std::cerr);
+    return 0;
+  }
+  if (o.peak_tflops < 0 || !std::isfinite(o.peak_tflops))
+    throw std::invalid_argument("--peak-tflops: expected a positive number of TFLOP/s");
+  results::HtmlReportOptions ho;
+  ho.report = ro;
+  ho.output = o.html;
+  if (o.peak_tflops > 0) ho.roofline.peak_tflops = o.peak_tflops;
+  load_probe(o, ho.roofline);
+  results::HtmlReportResult r = results::write_html_report(ho, std::cerr);
+  std::cerr << "report: wrote " << o.html << " (" << r.jobs << " jobs, " << r.charts << " charts, "
+            << r.notes << " notes for charts without data)\n";
+  return 0;
+}
+
+int cmd_probe(const Args& args) {
+  ProbeCli o;
+  po::options_description opts(
+      "usage: gridrun probe [options]\n\n"
+      "Measures this machine's CPU roofs for the report's roofline: an fp32 GEMM (gridrun's own\n"
+      "blocked kernel: a LOWER BOUND of what MKL/OpenBLAS reach) and a STREAM-like triad, each on\n"
+      "one thread and on all threads. Prints them and stores them as JSON.\n\noptions");
+  opts.add_options()
+      ("help,h", po::bool_switch(&o.help), "show this help")
+      ("out,o", po::value(&o.out), "JSON file to write (default ~/.cache/gridrun/probe.json; "
+       "RUN_DIR/probe.json is used by that run's report)")
+      ("seconds,s", po::value(&o.seconds)->default_value(4.0), "time budget for the four measurements (0-600]")
+      ("threads,t", po::value(&o.threads)->default_value(0), "threads for the all-threads runs (0 = every allowed CPU)");
+  po::positional_options_description pos;
+  parse(args, opts, pos, "probe");
+  if (o.help) {
+    std::cout << opts << "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n";
+    return 0;
+  }
+  if (!(o.seconds > 0) || o.seconds > 600) throw std::invalid_argument("--seconds: expected 0 < S <= 600");
+  if (o.threads < 0) throw std::invalid_argument("--threads: expected >= 0");
+  if (o.out.empty()) o.out = results::default_probe_path();
+  namespace fs = std::filesystem;
+  fs::path out = o.out;
+  std::error_code ec;
+  if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
+  if (ec) throw std::invalid_argument("--out " + o.out + ": cannot create its folder (" + ec.message() + ")");
+  results::ProbeOptions po_;
+  po_.seconds = o.seconds;
+  po_.threads = o.threads;
+  std::cout << "probe: about " << o.seconds << " s" << std::endl;
+  results::ProbeResult r = results::run_probe(po_, [](const std::string& line) {
+    std::cout << "  " << line << std::endl;
+  });
+  const std::string tmp = o.out + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << results::probe_to_json(r);
+    f.close();
+    if (!f) throw std::runtime_error("cannot write " + tmp);
+  }
+  fs::rename(tmp, o.out, ec);
+  if (ec) throw std::runtime_error("rename " + tmp + " -> " + o.out + ": " + ec.message());
+  std::cout << "probe: wrote " << o.out << " (GEMM figures are a lower bound of the peak)\n";
   return 0;
 }
 

@@ -26,6 +26,7 @@ const Command kCommands[] = {
     {"cancel", gridrun::app::cmd_cancel, "cancel a run's Slurm jobs"},
     {"collect", gridrun::app::cmd_collect, "build RUN_DIR/results.h5 from the per-job files"},
     {"report", gridrun::app::cmd_report, "print scaling, speed-up, convergence and utilization tables"},
+    {"probe", gridrun::app::cmd_probe, "measure this CPU's GEMM and memory-bandwidth roofs (roofline)"},
 };
 
 void usage(std::ostream& os) {

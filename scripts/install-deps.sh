@@ -9,7 +9,7 @@ pkgs=(build-essential cmake ninja-build git pkg-config
       libhdf5-dev hdf5-tools libboost-program-options-dev libyaml-cpp-dev libgtest-dev
       python3 python3-h5py python3-numpy)
 if [[ "${1:-}" == "--test" ]]; then
-  pkgs+=(slurm-wlm munge procps python3-torch)
+  pkgs+=(slurm-wlm munge procps python3-torch chromium fonts-liberation)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -2,9 +2,11 @@
 // one thread and once on every allowed CPU, keeping the best repetition (see probe.hpp for why
 // these are lower bounds and how bytes are counted).
 //
-// The GEMM micro-kernel keeps a 4 x 16 block of C in registers (GCC vector extensions, so the same
-// source compiles to SSE, AVX2+FMA or AVX-512 clones chosen at run time on x86-64 with
-// target_clones: the binary stays portable across cluster nodes, unlike -march=native).
+// The GEMM micro-kernel keeps a 4 x 16 block of C in registers (GCC/Clang vector extensions). On
+// x86-64 the same body is compiled twice, for AVX2+FMA and for the baseline, and picked at run
+// time from the CPU's features: the binary stays portable across cluster nodes (unlike
+// -march=native), and feature checks work on VMs whose CPU model is generic (target_clones'
+// "arch=" clones check the model and fall back to the slow baseline there).
 #include <sched.h>
 
 #include <algorithm>
@@ -24,11 +26,6 @@
 #include "gridrun/results/probe.hpp"
 #include "internal.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GRIDRUN_MULTIVERSION __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
-#else
-#define GRIDRUN_MULTIVERSION
-#endif
 
 namespace gridrun::results {
 
@@ -39,27 +36,33 @@ namespace {
 using Clock = std::chrono::steady_clock;
 typedef float v8 __attribute__((vector_size(32)));
 
-// C[r0:r1, :] += A[r0:r1, :] * B, all n x n row-major.
-GRIDRUN_MULTIVERSION
-void gemm_rows(const float* A, const float* B, float* C, int n, int r0, int r1) {
+// C[r0:r1, :] += A[r0:r1, :] * B, all n x n row-major. A KB x NR panel of B is first copied to a
+// contiguous buffer: read in place, its rows are n floats apart, and for power-of-two n they all
+// map to the same few L1 sets and evict each other.
+__attribute__((always_inline)) inline void gemm_body(const float* A, const float* B, float* C, int n,
+                                                     int r0, int r1) {
   constexpr int KB = 128, MR = 4, NR = 16;
+  alignas(64) float panel[KB * NR];
   for (int k0 = 0; k0 < n; k0 += KB) {
-    const int k1 = std::min(n, k0 + KB);
-    for (int i = r0; i < r1; i += MR) {
-      const int mr = std::min(MR, r1 - i);
-      for (int j = 0; j < n; j += NR) {
-        if (mr == MR && j + NR <= n) {
+    const int kn = std::min(n, k0 + KB) - k0;
+    for (int j = 0; j < n; j += NR) {
+      const int nr = std::min(NR, n - j);
+      for (int k = 0; k < kn; ++k)
+        for (int jj = 0; jj < NR; ++jj) panel[k * NR + jj] = jj < nr ? B[(k0 + k) * n + j + jj] : 0.0f;
+      for (int i = r0; i < r1; i += MR) {
+        const int mr = std::min(MR, r1 - i);
+        if (mr == MR && nr == NR) {
           v8 c[MR][2];
           for (int r = 0; r < MR; ++r) {
             std::memcpy(&c[r][0], C + (i + r) * n + j, sizeof(v8));
             std::memcpy(&c[r][1], C + (i + r) * n + j + 8, sizeof(v8));
           }
-          for (int k = k0; k < k1; ++k) {
+          for (int k = 0; k < kn; ++k) {
             v8 b0, b1;
-            std::memcpy(&b0, B + k * n + j, sizeof(v8));
-            std::memcpy(&b1, B + k * n + j + 8, sizeof(v8));
+            std::memcpy(&b0, panel + k * NR, sizeof(v8));
+            std::memcpy(&b1, panel + k * NR + 8, sizeof(v8));
             for (int r = 0; r < MR; ++r) {
-              const float a = A[(i + r) * n + k];
+              const float a = A[(i + r) * n + k0 + k];
               c[r][0] += a * b0;
               c[r][1] += a * b1;
             }
@@ -70,15 +73,32 @@ void gemm_rows(const float* A, const float* B, float* C, int n, int r0, int r1) 
           }
         } else {
           for (int r = i; r < i + mr; ++r)
-            for (int k = k0; k < k1; ++k)
-              for (int jj = j; jj < std::min(n, j + NR); ++jj) C[r * n + jj] += A[r * n + k] * B[k * n + jj];
+            for (int k = 0; k < kn; ++k)
+              for (int jj = 0; jj < nr; ++jj) C[r * n + j + jj] += A[r * n + k0 + k] * panel[k * NR + jj];
         }
       }
     }
   }
 }
 
-GRIDRUN_MULTIVERSION
+void gemm_baseline(const float* A, const float* B, float* C, int n, int r0, int r1) {
+  gemm_body(A, B, C, n, r0, r1);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) void gemm_avx2(const float* A, const float* B, float* C, int n,
+                                                   int r0, int r1) {
+  gemm_body(A, B, C, n, r0, r1);
+}
+#endif
+
+void gemm_rows(const float* A, const float* B, float* C, int n, int r0, int r1) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return gemm_avx2(A, B, C, n, r0, r1);
+#endif
+  gemm_baseline(A, B, C, n, r0, r1);
+}
+
 void triad(double* a, const double* b, const double* c, double s, long long lo, long long hi) {
   for (long long i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
 }

@@ -415,8 +415,7 @@ std::vector<Phase> read_phases(const std::string& state_json) {
   return out;
 }
 
-std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::vector<Phase>& phases,
-                                const ReportOptions& opts) {
+std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const ReportOptions& opts) {
   std::set<std::string> known = {"id", "status"};
   for (const auto& j : all)
     for (const auto& [k, v] : j.params) known.insert(k);
@@ -439,6 +438,12 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
     }
     if (keep) jobs.push_back(j);
   }
+  return jobs;
+}
+
+std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::vector<Phase>& phases,
+                                const ReportOptions& opts) {
+  std::vector<JobRecord> jobs = select_jobs(all, opts);
   if (jobs.empty()) {
     Table t;
     t.title = "Jobs";
@@ -461,25 +466,30 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
   return out;
 }
 
-void write_report(const ReportOptions& opts, std::ostream& out, std::ostream& log) {
-  fs::path in = opts.input;
-  std::vector<JobRecord> jobs;
+LoadedRun load_run(const std::string& input, std::ostream& log) {
+  fs::path in = input;
+  LoadedRun run;
   std::string state;
   if (fs::is_directory(in)) {
     if (!fs::is_directory(in / "results"))
-      throw std::invalid_argument(opts.input + ": not a run directory (no results/ folder)");
+      throw std::invalid_argument(input + ": not a run directory (no results/ folder)");
     std::vector<std::string> skipped;
-    jobs = scan_run_dir(opts.input, skipped);
+    run.jobs = scan_run_dir(input, skipped);
     for (const auto& s : skipped) log << "report: skipped " << s << "\n";
-    state = (in / "state.json").string();
+    run.run_dir = in.string();
   } else if (fs::is_regular_file(in)) {
-    jobs = read_index(opts.input);
-    state = (in.parent_path().empty() ? fs::path("state.json") : in.parent_path() / "state.json").string();
+    run.jobs = read_index(input);
+    run.run_dir = in.parent_path().empty() ? std::string(".") : in.parent_path().string();
   } else {
-    throw std::invalid_argument(opts.input + ": no such run directory or results.h5");
+    throw std::invalid_argument(input + ": no such run directory or results.h5");
   }
-  std::vector<Phase> phases = read_phases(state);
-  render(build_tables(jobs, phases, opts), opts, out);
+  run.phases = read_phases((fs::path(run.run_dir) / "state.json").string());
+  return run;
+}
+
+void write_report(const ReportOptions& opts, std::ostream& out, std::ostream& log) {
+  LoadedRun run = load_run(opts.input, log);
+  render(build_tables(run.jobs, run.phases, opts), opts, out);
 }
 
 }  // namespace gridrun::results

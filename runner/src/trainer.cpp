@@ -328,7 +328,9 @@ int train(const RunnerOptions& o, Communicator& comm) {
   }
 
   const auto run_start = Clock::now();
-  auto wall = [&] { return st.wall_s + seconds_since(run_start); };
+  // Training wall time: what earlier processes of this job spent (from the checkpoint) plus ours.
+  const double wall_before = st.wall_s;
+  auto wall = [&] { return wall_before + seconds_since(run_start); };
   auto last_flush = Clock::now(), last_ckpt = Clock::now();
   PendingRows pending;
   std::vector<double> summary_step_s, rank_max_step_s;
@@ -492,7 +494,7 @@ int train(const RunnerOptions& o, Communicator& comm) {
         if (red[3] > 0) {  // some rank got SIGTERM/SIGUSR1: all stop here, checkpoint, exit 75
           ++st.step_in_epoch;
           st.epoch_s = epoch_s_before + seconds_since(epoch_start);
-          st.wall_s = wall();
+          st.wall_s = wall();  // only saved below; the process exits after this checkpoint
           if (st.step_in_epoch >= spe) {
             st.step_in_epoch = 0;
             ++st.epoch;
@@ -550,7 +552,6 @@ int train(const RunnerOptions& o, Communicator& comm) {
       ++st.epoch;
       st.step_in_epoch = 0;
       st.epoch_loss_sum = st.epoch_correct = st.epoch_count = st.epoch_s = 0;
-      st.wall_s = wall();
       const bool last = target || st.epoch >= total_epochs || st.global_step >= total_steps;
       if (!last) {
         // Epoch-end checkpoint (none after the last epoch: the job is complete).

@@ -23,6 +23,7 @@ void write_synthetic_job(const std::string& run_dir, const SyntheticJob& j) {
                      ",\"seed\":" + std::to_string(j.seed) + ",\"target_accuracy\":" +
                      std::to_string(j.target).substr(0, 4) + ",\"timing_warmup_steps\":2}";
   info.str_attrs["torch_version"] = "synthetic";
+  if (j.device == "gpu") info.str_attrs["gpu_names"] = "NVIDIA H100 80GB HBM3";
   info.ranks = j.ranks;
   bool gpu = j.device == "gpu";
   info.gpus = gpu ? 1 : 0;
@@ -80,8 +81,15 @@ void write_synthetic_job(const std::string& run_dir, const SyntheticJob& j) {
     }
     w->append_util(u);
   }
+  if (gpu) {  // an operator table shaped like LibTorch's profiler output (times in us)
+    w->set_profile({{"aten::addmm", 60, 900.0, 1500.0, 4200.0, 4200.0},
+                    {"aten::copy_", 40, 300.0, 300.0, 800.0, 800.0},
+                    {"aten::relu", 40, 120.0, 150.0, 350.0, 350.0},
+                    {"aten::mm", 20, 200.0, 260.0, 1900.0, 1900.0}});
+  }
   if (j.finish)
-    w->finish(j.status, j.status == Status::Failed ? "runtime error: synthetic" : "done", {{"flops_per_s", 1e9 * j.ranks}});
+    w->finish(j.status, j.status == Status::Failed ? "runtime error: synthetic" : "done",
+              {{"flops_per_s", 1e9 * j.ranks}, {"flops_per_sample", 2e5}, {"bytes_per_sample", gpu ? 4e4 : 1e5}});
 }
 
 void make_synthetic_run(const std::string& run_dir) {

@@ -49,10 +49,28 @@ struct Phase {
 // "phases" of RUN_DIR/state.json; empty if the file or the key is absent. Throws on bad JSON.
 std::vector<Phase> read_phases(const std::string& state_json);
 
+// What a report reads: the job records of a RUN_DIR (job files) or of a results.h5 (its /jobs
+// table), the run directory (job files are `run_dir / record.file`) and the recorded phases.
+struct LoadedRun {
+  std::string run_dir;
+  std::vector<JobRecord> jobs;
+  std::vector<Phase> phases;
+};
+// Throws std::invalid_argument when `input` is neither; skipped job files are named on `log`.
+LoadedRun load_run(const std::string& input, std::ostream& log);
+
+// The records that pass opts.filters; validates filters and group-by against the records
+// (std::invalid_argument naming the flag).
+std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const ReportOptions& opts);
+
 // Validates filters/group-by against the records (std::invalid_argument naming the flag).
 std::vector<Table> build_tables(const std::vector<JobRecord>& jobs, const std::vector<Phase>& phases,
                                 const ReportOptions& opts);
 void render(const std::vector<Table>& tables, const ReportOptions& opts, std::ostream& out);
+
+// `gridrun report --profile`: the `top` operators of every profiled job (by self device time for
+// GPU profiles, else self CPU time), one table per job, like the published operator tables.
+void write_profile_report(const ReportOptions& opts, int top, std::ostream& out, std::ostream& log);
 
 // Loads records (index file, else job files), builds and renders. Skipped files go to `log`.
 void write_report(const ReportOptions& opts, std::ostream& out, std::ostream& log);

@@ -1,0 +1,36 @@
+// `gridrun report RUN --html FILE`: one self-contained HTML page with the report's charts and the
+// same tables as the text report.
+//
+// Why this shape: the page must open offline, weeks later, on a laptop, so Chart.js (MIT) and its
+// license are embedded in the gridrun binary at build time and written into the page, and the
+// data goes in as one JSON block that the page's script turns into charts. A chart without data
+// becomes a short note, never an empty or broken canvas. The page reports on itself for tests:
+// when its script is done, <body> carries data-charts (charts drawn), data-charts-ok (charts with
+// at least one drawn element), data-notes (charts replaced by a note) and data-errors (script
+// errors and console.error calls, texts in data-error-text).
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "gridrun/results/report.hpp"
+#include "gridrun/results/roofline.hpp"
+
+namespace gridrun::results {
+
+struct HtmlReportOptions {
+  ReportOptions report;        // input, filters, group-by (tables); format and width are unused
+  std::string output;          // the .html file (written to a temporary file, then renamed)
+  RooflineOptions roofline;
+  int max_points = 500;        // per time series; longer series are thinned evenly
+  int max_profiled_jobs = 6;   // top-operator charts (one per profiled job)
+};
+
+struct HtmlReportResult {
+  int jobs = 0, charts = 0, notes = 0;   // charts with data; charts replaced by a note
+};
+
+// Throws std::invalid_argument for a bad input path, filter or output folder.
+HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& log);
+
+}  // namespace gridrun::results

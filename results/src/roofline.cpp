@@ -1,0 +1,173 @@
+// Roofline points and roofs (see roofline.hpp for the conventions).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "gridrun/results/roofline.hpp"
+
+namespace gridrun::results {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string param(const JobData& j, const std::string& k, const std::string& fallback = "") {
+  auto it = j.params.find(k);
+  return it == j.params.end() ? fallback : to_string(it->second);
+}
+
+double param_num(const JobData& j, const std::string& k, double fallback) {
+  std::string v = param(j, k);
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  return *end ? fallback : x;
+}
+
+double figure(const JobData& j, const std::string& k) {
+  auto it = j.summary.find(k);
+  if (it != j.summary.end() && std::isfinite(it->second)) return it->second;
+  return j.attr_number(k, kNaN);
+}
+
+std::string g3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+}  // namespace
+
+const std::vector<GpuPeak>& known_gpus() {
+  // NVIDIA datasheets, SXM parts unless named, dense tensor-core figures (no 2:4 sparsity).
+  static const std::vector<GpuPeak> table = {
+      {"H100 PCIe", 756, 756, 51, 2.0},
+      {"H200", 989, 989, 67, 4.8},
+      {"H100", 989, 989, 67, 3.35},
+      {"A100", 312, 312, 19.5, 1.555},
+      {"V100", 15.7, 125, 15.7, 0.9},   // no bf16 tensor cores: bf16 runs at the fp32 rate
+  };
+  return table;
+}
+
+const GpuPeak* find_gpu_peak(const std::string& device_name) {
+  const std::string d = lower(device_name);
+  for (const auto& g : known_gpus())
+    if (d.find(lower(g.name)) != std::string::npos) return &g;
+  return nullptr;
+}
+
+double achieved_flops(const JobData& job) {
+  double f = figure(job, "flops_per_s");
+  if (std::isfinite(f) && f > 0) return f;
+  const double sps = figure(job, "samples_per_s");
+  const bool inference = param(job, "task") == "inference";
+  double per_sample = inference ? figure(job, "flops_per_sample") : figure(job, "train_flops_per_sample");
+  if (!inference && !std::isfinite(per_sample)) per_sample = 3.0 * figure(job, "flops_per_sample");
+  return per_sample * sps;
+}
+
+Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vector<std::string>& labels,
+                        const RooflineOptions& opts) {
+  Roofline out;
+  std::map<std::string, Roof> roofs;
+  std::vector<std::string> no_flops, no_bytes, no_peak;
+  std::set<std::string> unknown_gpus;
+  const bool override_peak = std::isfinite(opts.peak_tflops) && opts.peak_tflops > 0;
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    const JobData& j = *jobs[k];
+    double flops = achieved_flops(j);
+    if (!std::isfinite(flops) || flops <= 0) {
+      no_flops.push_back(j.id);
+      continue;
+    }
+    const double bytes = figure(j, "bytes_per_sample");
+    const double fwd = figure(j, "flops_per_sample");
+    if (!std::isfinite(bytes) || bytes <= 0 || !std::isfinite(fwd) || fwd <= 0) {
+      no_bytes.push_back(j.id);
+      continue;
+    }
+    RooflinePoint p;
+    p.id = j.id;
+    p.label = labels[k];
+    p.intensity = fwd / bytes;
+    Roof roof;
+    if (param(j, "device") == "gpu") {
+      const double gpus = std::max(1.0, param_num(j, "ranks", 1));
+      p.flops_per_s = flops / gpus;
+      std::string name = j.attr_string("gpu_names");
+      name = name.substr(0, name.find(','));
+      const std::string prec = param(j, "precision", "fp32");
+      const GpuPeak* g = find_gpu_peak(name);
+      if (!g) unknown_gpus.insert(name.empty() ? "(no gpu_names attribute)" : name);
+      if (override_peak) {
+        roof.label = "--peak-tflops " + g3(opts.peak_tflops) + (g ? " (" + g->name + " memory)" : "");
+        roof.peak_flops = opts.peak_tflops * 1e12;
+        roof.bandwidth = g ? g->mem_tbs * 1e12 : 0;
+      } else if (g) {
+        const double t = prec == "bf16" ? g->bf16_tflops : prec == "fp16" ? g->fp16_tflops : g->fp32_tflops;
+        roof.label = g->name + " " + prec;
+        roof.peak_flops = t * 1e12;
+        roof.bandwidth = g->mem_tbs * 1e12;
+      }
+    } else {
+      p.flops_per_s = flops;
+      const double cores = std::max(1.0, param_num(j, "ranks", 1) * param_num(j, "threads_per_rank", 1));
+      if (override_peak) {
+        roof.label = "--peak-tflops " + g3(opts.peak_tflops);
+        roof.peak_flops = opts.peak_tflops * 1e12;
+        if (opts.probe) roof.bandwidth = opts.probe->triad_gbs_all * 1e9;
+      } else if (opts.probe) {
+        const ProbeResult& pr = *opts.probe;
+        // The cores the job used, at the 1-thread rate, capped by the all-threads measurement
+        // (but never below one core: a busy machine can make the all-threads run the slower).
+        const double used = std::min<double>(cores, pr.threads);
+        roof.peak_flops =
+            (used <= 1 ? pr.gemm_gflops_1t
+                       : std::max(pr.gemm_gflops_1t, std::min(pr.gemm_gflops_all, pr.gemm_gflops_1t * used))) * 1e9;
+        roof.bandwidth = (used <= 1 ? pr.triad_gbs_1t : std::max(pr.triad_gbs_1t, pr.triad_gbs_all)) * 1e9;
+        roof.label = "CPU " + g3(used) + (used == 1 ? " core" : " cores") + " (probe)";
+      }
+    }
+    if (!roof.label.empty()) {
+      p.roof = roof.label;
+      p.peak_flops = roof.peak_flops;
+      roofs[roof.label] = roof;
+    } else {
+      no_peak.push_back(j.id);
+    }
+    out.points.push_back(p);
+  }
+  for (auto& [label, r] : roofs) out.roofs.push_back(r);
+  auto list = [](const std::vector<std::string>& ids) {
+    std::string s;
+    for (std::size_t k = 0; k < ids.size() && k < 6; ++k) s += (k ? ", " : "") + ids[k];
+    if (ids.size() > 6) s += ", ... (" + std::to_string(ids.size()) + " in all)";
+    return s;
+  };
+  if (!no_flops.empty())
+    out.notes.push_back("left out, no FLOP figures (flops_per_s or flops_per_sample x samples_per_s): " + list(no_flops));
+  if (!no_bytes.empty())
+    out.notes.push_back("left out, no bytes_per_sample in /summary or the root attributes, so no "
+                        "arithmetic intensity: " + list(no_bytes));
+  if (!no_peak.empty())
+    out.notes.push_back("no roof for " + list(no_peak) +
+                        ": run `gridrun probe` (CPU) or pass --peak-tflops (any device)");
+  for (const auto& g : unknown_gpus)
+    out.notes.push_back("GPU '" + g + "' is not in the built-in peak table (H100, H200, A100, V100): "
+                        "pass --peak-tflops");
+  if (opts.probe && !override_peak)
+    out.notes.push_back("CPU roofs from " + opts.probe_source + " (" + opts.probe->hostname + ", " +
+                        opts.probe->cpu_model + "): gridrun's own GEMM, a lower bound of the true peak");
+  return out;
+}
+
+}  // namespace gridrun::results

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""The HTML report in a real browser (Debian's headless Chromium).
+
+Builds `gridrun report RUN --html` for
+  * a real run: `gridrun run examples/quickstart.yaml` with the real gridrun-train (when given),
+    plus `gridrun probe` for its CPU roofs;
+  * the synthetic run of gridrun-results-testwriter (GPU jobs, phases, operator profiles,
+    FLOP figures: every chart kind has data there).
+Each page is loaded in Chromium with no network: the page must run with no script error and no
+console.error, every chart must have drawn elements (the page counts them into <body data-*>),
+and a screenshot is written next to the test's build folder (report-<name>.png).
+Also checks bad input (exit 2, nothing written) and the embedded data (roofline, peaks).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FAILED = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILED.append(what)
+        print("FAIL:", what)
+    return cond
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def chromium_cmd(args, profile):
+    return [args.chromium, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}",
+            "--virtual-time-budget=10000"]
+
+
+def body_attrs(dom):
+    m = re.search(r"<body([^>]*)>", dom)
+    if not m:
+        return {}
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', m.group(1)))
+
+
+def embedded_data(html):
+    m = re.search(r'<script type="application/json" id="gridrun-data">(.*?)</script>', html, re.S)
+    return json.loads(m.group(1)) if m else None
+
+
+def check_page(args, tmp, name, html_path, min_charts, expect_notes=None):
+    """Loads the page in Chromium; checks errors, drawn charts; takes a screenshot."""
+    with open(html_path, encoding="utf-8") as f:
+        html = f.read()
+    # Self-contained: nothing is fetched (no src/href to other resources).
+    check(not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)=", html, re.I),
+          f"{name}: page references an external resource")
+    check("Chart.js v4" in html and "MIT License" in html, f"{name}: Chart.js and its license embedded")
+    profile = os.path.join(tmp, f"chromium-{name}")
+    dump = run(chromium_cmd(args, profile) + ["--enable-logging=stderr", "--v=0", "--dump-dom",
+                                               "file://" + os.path.abspath(html_path)], timeout=120)
+    check(dump.returncode == 0, f"{name}: chromium --dump-dom exit {dump.returncode}: {dump.stderr[-500:]}")
+    attrs = body_attrs(dump.stdout)
+    print(f"{name}: body attributes {attrs}")
+    check("data-charts" in attrs, f"{name}: page script did not finish (no data-charts on <body>)")
+    charts = int(attrs.get("data-charts", "-1"))
+    ok = int(attrs.get("data-charts-ok", "-2"))
+    notes = int(attrs.get("data-notes", "-1"))
+    check(attrs.get("data-errors") == "0", f"{name}: script errors: {attrs.get('data-error-text')}")
+    check(charts >= min_charts, f"{name}: {charts} charts drawn, expected >= {min_charts}")
+    check(ok == charts, f"{name}: charts without drawn elements: {attrs.get('data-charts-empty')}")
+    if expect_notes is not None:
+        check(notes == expect_notes, f"{name}: {notes} charts replaced by notes, expected {expect_notes}")
+    # Console errors reported by the browser itself (e.g. exceptions before our hook ran).
+    console_errors = [l for l in dump.stderr.splitlines()
+                      if "CONSOLE" in l and ("Uncaught" in l or "Error" in l)]
+    check(not console_errors, f"{name}: console errors: {console_errors[:3]}")
+    # Every chart card has either a canvas or a note.
+    cards = re.findall(r'<div class="card" id="card-([^"]+)"', dump.stdout)
+    check(len(cards) == charts + notes, f"{name}: {len(cards)} cards for {charts} charts + {notes} notes")
+    shot = os.path.join(args.shots, f"report-{name}.png")
+    if os.path.exists(shot):
+        os.remove(shot)
+    s = run(chromium_cmd(args, profile) + ["--window-size=1280,2400", f"--screenshot={shot}",
+                                           "file://" + os.path.abspath(html_path)], timeout=120)
+    check(s.returncode == 0 and os.path.exists(shot), f"{name}: screenshot failed: {s.stderr[-300:]}")
+    if os.path.exists(shot):
+        with open(shot, "rb") as f:
+            png = f.read()
+        check(png[:8] == b"\x89PNG\r\n\x1a\n", f"{name}: screenshot is not a PNG")
+        # A blank 1280x2400 page compresses to a few KiB; drawn charts and tables do not.
+        check(len(png) > 60_000, f"{name}: screenshot only {len(png)} bytes (blank page?)")
+        print(f"{name}: screenshot {shot} ({len(png)} bytes)")
+    return html
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gridrun", required=True)
+    ap.add_argument("--testwriter", required=True)
+    ap.add_argument("--train", default="", help="gridrun-train; empty or missing: synthetic run only")
+    ap.add_argument("--grid", default="", help="examples/quickstart.yaml")
+    ap.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    ap.add_argument("--shots", default=os.getcwd(), help="folder for the screenshots")
+    args = ap.parse_args()
+    if not shutil.which(args.chromium) and not os.path.exists(args.chromium):
+        print("chromium not found: install it with scripts/install-deps.sh --test")
+        return 1
+    os.makedirs(args.shots, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="gridrun-html-")
+    try:
+        # --- bad input: exit 2 and no file written ---
+        syn = os.path.join(tmp, "syn")
+        r = run([args.testwriter, "run", syn])
+        check(r.returncode == 0, f"testwriter: {r.stderr}")
+        bad = os.path.join(tmp, "no-such-dir", "r.html")
+        r = run([args.gridrun, "report", syn, "--html", bad])
+        check(r.returncode == 2 and "--html" in r.stderr and not os.path.exists(bad),
+              f"--html into a missing folder: exit {r.returncode}, {r.stderr}")
+        r = run([args.gridrun, "report", syn, "--peak-tflops", "10"])
+        check(r.returncode == 2 and "--html" in r.stderr, f"--peak-tflops without --html: {r.returncode}")
+        out = os.path.join(tmp, "x.html")
+        r = run([args.gridrun, "report", syn, "--html", out, "--probe", os.path.join(tmp, "none.json")])
+        check(r.returncode == 2 and "--probe" in r.stderr and not os.path.exists(out),
+              f"--probe missing file: exit {r.returncode}, {r.stderr}")
+        r = run([args.gridrun, "report", syn, "--html", out, "--peak-tflops", "-1"])
+        check(r.returncode == 2 and not os.path.exists(out), f"--peak-tflops -1: exit {r.returncode}")
+
+        # --- probe: JSON with positive figures ---
+        probe = os.path.join(syn, "probe.json")
+        r = run([args.gridrun, "probe", "--seconds", "0.4", "--out", probe])
+        check(r.returncode == 0, f"probe: {r.stderr}")
+        with open(probe) as f:
+            p = json.load(f)
+        for k in ("gemm_gflops_1t", "gemm_gflops_all", "triad_gbs_1t", "triad_gbs_all"):
+            check(p[k] > 0, f"probe {k} = {p[k]}")
+        r = run([args.gridrun, "probe", "--seconds", "0"])
+        check(r.returncode == 2 and "--seconds" in r.stderr, f"probe --seconds 0: exit {r.returncode}")
+
+        # --- synthetic run: every chart kind has data ---
+        html_path = os.path.join(tmp, "synthetic.html")
+        r = run([args.gridrun, "report", syn, "--html", html_path])
+        check(r.returncode == 0, f"report --html (synthetic): {r.stderr}")
+        html = check_page(args, tmp, "synthetic", html_path, min_charts=10, expect_notes=0)
+        data = embedded_data(html)
+        check(data is not None, "synthetic: embedded JSON block")
+        charts = {c["id"]: c for c in data["charts"]}
+        for cid in ("loss", "accuracy", "scaling", "speedup", "util", "power", "phases", "roofline"):
+            check(cid in charts and not charts[cid]["note"], f"synthetic: chart {cid} has data")
+        roof = charts["roofline"]
+        roofs = [s for s in roof["series"] if s["label"].startswith("roof: ")]
+        points = [s for s in roof["series"] if not s["label"].startswith("roof: ")]
+        check(len(points) == 9, f"synthetic: 9 roofline points (finished + failed jobs), got {len(points)}")
+        h100 = [s for s in roofs if "H100 fp32" in s["label"]]
+        check(h100 and abs(max(h100[0]["y"]) - 67e12) < 1e9, f"synthetic: H100 fp32 roof at 67 TFLOP/s: {h100}")
+        cpu = [s for s in roofs if s["label"].startswith("roof: CPU 1 core")]
+        check(cpu and abs(max(cpu[0]["y"]) - p["gemm_gflops_1t"] * 1e9) < 1e3 * p["gemm_gflops_1t"],
+              f"synthetic: CPU 1-core roof from the probe: {cpu}")
+        gpu_pt = [s for s in points if s["label"].startswith("gpu")]
+        check(gpu_pt and abs(gpu_pt[0]["x"][0] - 5.0) < 1e-9 and abs(gpu_pt[0]["y"][0] - 1e9) < 1,
+              f"synthetic: GPU point at (2e5/4e4 = 5 FLOP/B, 1e9 FLOP/s): {gpu_pt[:1]}")
+        ops = [c for c in data["charts"] if c["id"].startswith("ops-gpu")]
+        check(len(ops) == 2 and ops[0]["labels"][0].startswith("aten::addmm"),
+              f"synthetic: operator charts sorted by self device time: {[c['labels'][:1] for c in ops]}")
+        check("<h3>Scaling over ranks</h3>" in html and "<h3>Roofline</h3>" in html,
+              "synthetic: tables in the page")
+        # --peak-tflops replaces the table peak.
+        r = run([args.gridrun, "report", syn, "--html", html_path, "--peak-tflops", "100"])
+        data = embedded_data(open(html_path, encoding="utf-8").read())
+        labels = [s["label"] for c in data["charts"] if c["id"] == "roofline" for s in c["series"]]
+        check(r.returncode == 0 and "roof: --peak-tflops 100 (H100 memory)" in labels,
+              f"--peak-tflops 100: roofs {labels[:4]}")
+        # Filters apply to charts as to tables.
+        r = run([args.gridrun, "report", syn, "--html", html_path, "--filter", "device=gpu"])
+        data = embedded_data(open(html_path, encoding="utf-8").read())
+        loss = [c for c in data["charts"] if c["id"] == "loss"][0]
+        check(r.returncode == 0 and len(loss["series"]) == 2, f"--filter device=gpu: {len(loss['series'])} loss series")
+
+        # --- real run with the real trainer ---
+        if args.train and os.path.exists(args.train) and args.grid:
+            runs = os.path.join(tmp, "runs")
+            r = run([args.gridrun, "run", args.grid, "--out", runs, "--train-bin", args.train, "--no-report"],
+                    timeout=600)
+            check(r.returncode == 0, f"gridrun run quickstart: exit {r.returncode}: {r.stderr[-800:]}")
+            rundir = os.path.join(runs, "quickstart")
+            r = run([args.gridrun, "probe", "--seconds", "0.4", "--out", os.path.join(rundir, "probe.json")])
+            check(r.returncode == 0, f"probe into the run dir: {r.stderr}")
+            html_path = os.path.join(tmp, "quickstart.html")
+            r = run([args.gridrun, "report", rundir, "--html", html_path])
+            check(r.returncode == 0, f"report --html (quickstart): {r.stderr}")
+            html = check_page(args, tmp, "quickstart", html_path, min_charts=4)
+            data = embedded_data(html)
+            charts = {c["id"]: c for c in data["charts"]}
+            loss = charts["loss"]
+            check(not loss["note"] and len(loss["series"]) == 4, "quickstart: 4 loss curves")
+            check(not charts["scaling"]["note"], "quickstart: throughput vs ranks drawn (1 vs 2 ranks)")
+            check(not charts["util"]["note"], "quickstart: utilization timeline drawn")
+            check(charts["power"]["note"] != "", "quickstart: CPU-only run: power chart is a note")
+        else:
+            print("real run skipped: no gridrun-train given (synthetic run only)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if FAILED:
+        print(f"{len(FAILED)} check(s) failed")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
