@@ -1,14 +1,21 @@
 // Bucketed, overlapped gradient allreduce (see grad_sync.hpp for the contract).
 //
-// Hook choice (LibTorch 1.13 C++): Tensor::register_hook on a leaf parameter runs as a pre-hook of
-// its AccumulateGrad node, i.e. once per backward with the fully summed gradient, on the thread
-// that runs backward (the caller's thread on CPU). We copy that gradient into the bucket buffer
-// (the hook returns nothing, so accumulation into .grad is unchanged) and later overwrite .grad
-// with the average. The copy-in/copy-out costs two memcpy of the model per step, far below the
-// reduction itself, and avoids relying on internal grad-accumulator APIs.
+// Gradients as bucket views (like DDP's gradient_as_bucket_view): each parameter's .grad() is a
+// view into its bucket's flat buffer, so backward accumulates straight into the buffer and the
+// averaged result is already in .grad() after the reduction: no copy in, no copy out, one scaling
+// pass. Readiness comes from a post-hook on each parameter's AccumulateGrad node (it runs after the
+// gradient has been added to .grad(), once per backward, on the thread running backward). A
+// Tensor::register_hook pre-hook would fire *before* accumulation, i.e. too early for views.
+// Consequence: gradients must be zeroed in place (GradSync::zero_grad), never reset or detached,
+// which is why the trainer does not call Optimizer::zero_grad on multi-rank jobs; begin_step()
+// re-attaches any parameter whose .grad() was replaced by someone else.
 #include "gridrun/runner/grad_sync.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/types.h>
 
 #include <chrono>
 
@@ -30,13 +37,26 @@ struct GradSync::Impl {
     std::size_t pending = 0;
     std::shared_ptr<Work> work;
   };
+  // Post-hook on a parameter's gradient accumulator: the gradient is in .grad() now.
+  struct ReadyHook final : torch::autograd::FunctionPostHook {
+    ReadyHook(Impl* s, std::size_t k) : sync(s), param(k) {}
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                              const torch::autograd::variable_list&) override {
+      sync->on_ready(param);
+      return outputs;
+    }
+    Impl* sync;
+    std::size_t param;
+  };
 
   std::vector<at::Tensor> params;
   Communicator& comm;
   GradSyncOptions opts;
   std::vector<Bucket> buckets;
   std::vector<std::pair<std::size_t, std::size_t>> where;  // param -> (bucket, slot)
-  std::vector<bool> got;                                  // param received its gradient this step
+  std::vector<at::Tensor> views;                          // param -> its slot of the bucket
+  std::vector<bool> got;                                  // param's gradient ready this step
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep hooks' nodes alive
   std::size_t next_launch = 0;
   bool active = false;
 
@@ -45,6 +65,7 @@ struct GradSync::Impl {
     if (comm.size() == 1) return;
     const double cap = opts.bucket_mb * 1024.0 * 1024.0;
     where.resize(params.size());
+    views.resize(params.size());
     got.assign(params.size(), false);
     Bucket cur;
     double bytes = 0;
@@ -68,25 +89,27 @@ struct GradSync::Impl {
       if (bytes >= cap) close();
     }
     close();
+    torch::NoGradGuard ng;
+    for (auto& b : buckets)
+      for (auto& sl : b.slots) {
+        views[sl.param] = b.flat.narrow(0, sl.offset, sl.numel).view(params[sl.param].sizes());
+        params[sl.param].mutable_grad() = views[sl.param];
+      }
     if (opts.overlap) {
       for (std::size_t k = 0; k < params.size(); ++k) {
         if (!params[k].requires_grad()) continue;
-        params[k].register_hook([this, k](const at::Tensor& g) { on_grad(k, g); });
+        auto acc = torch::autograd::impl::grad_accumulator(params[k]);
+        acc->add_post_hook(std::make_unique<ReadyHook>(this, k));
+        accumulators.push_back(std::move(acc));
       }
     }
   }
 
-  void on_grad(std::size_t k, const at::Tensor& g) {
-    if (!active) return;  // backward outside a training step (never in gridrun-train)
-    auto [b, s] = where[k];
-    Bucket& bk = buckets[b];
-    const Slot& sl = bk.slots[s];
-    bk.flat.narrow(0, sl.offset, sl.numel).copy_(g.reshape({-1}));
-    if (!got[k]) {
-      got[k] = true;
-      --bk.pending;
-    }
-    launch_ready();
+  void on_ready(std::size_t k) {
+    if (!active || got[k]) return;
+    got[k] = true;
+    Bucket& bk = buckets[where[k].first];
+    if (--bk.pending == 0) launch_ready();
   }
 
   void launch_ready() {
@@ -101,29 +124,32 @@ struct GradSync::Impl {
     for (auto& b : buckets) {
       b.pending = b.slots.size();
       b.work.reset();
+      for (auto& sl : b.slots) {
+        auto& p = params[sl.param];
+        if (!p.grad().defined() || p.grad().data_ptr() != views[sl.param].data_ptr()) {
+          views[sl.param].zero_();
+          p.mutable_grad() = views[sl.param];
+        }
+      }
     }
     std::fill(got.begin(), got.end(), false);
     next_launch = 0;
     active = opts.overlap;
   }
 
+  bool zero_grad() {
+    if (buckets.empty()) return false;
+    for (auto& b : buckets) b.flat.zero_();
+    return true;
+  }
+
   GradSyncStats finish() {
     GradSyncStats st;
     if (buckets.empty()) return st;
     active = false;
-    // Gradients that no hook delivered (overlap off, or a parameter unused this step): copy from
-    // .grad (zeros when absent) so the bucket is complete.
-    for (auto& b : buckets) {
-      for (auto& sl : b.slots) {
-        if (got[sl.param]) continue;
-        auto dst = b.flat.narrow(0, sl.offset, sl.numel);
-        const auto& g = params[sl.param].grad();
-        if (g.defined()) dst.copy_(g.reshape({-1}));
-        else dst.zero_();
-        got[sl.param] = true;
-        --b.pending;
-      }
-    }
+    // Buckets not launched by hooks (overlap off, or a parameter without gradient this step, whose
+    // slot simply stays zero) are complete now that backward has returned.
+    for (auto& b : buckets) b.pending = 0;
     launch_ready();
     const auto t0 = Clock::now();
     for (auto& b : buckets) b.work->wait();
@@ -132,12 +158,6 @@ struct GradSync::Impl {
     for (auto& b : buckets) {
       st.comm_s += b.work->seconds();
       b.flat.mul_(inv);
-      for (auto& sl : b.slots) {
-        auto& p = params[sl.param];
-        auto src = b.flat.narrow(0, sl.offset, sl.numel).view(p.sizes());
-        if (p.grad().defined()) p.mutable_grad().copy_(src);
-        else p.mutable_grad() = src.clone();
-      }
     }
     return st;
   }
@@ -148,6 +168,7 @@ GradSync::GradSync(std::vector<at::Tensor> params, Communicator& comm, GradSyncO
 GradSync::~GradSync() = default;
 void GradSync::begin_step() { impl_->begin_step(); }
 GradSyncStats GradSync::finish() { return impl_->finish(); }
+bool GradSync::zero_grad() { return impl_->zero_grad(); }
 std::size_t GradSync::num_buckets() const { return impl_->buckets.size(); }
 std::vector<std::vector<std::size_t>> GradSync::layout() const {
   std::vector<std::vector<std::size_t>> out;

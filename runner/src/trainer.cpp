@@ -434,7 +434,7 @@ int train(const RunnerOptions& o, Communicator& comm) {
         const double lr = schedule.lr_at(st.global_step);
         for (auto& g : opt->param_groups()) g.options().set_lr(lr);
         if (step_ok) opt->step();
-        opt->zero_grad();
+        if (!sync.zero_grad()) opt->zero_grad();
         timer.mark(kOptimizer);
 
         ++st.global_step;

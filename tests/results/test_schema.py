@@ -75,6 +75,15 @@ def check_job_file(path):
             for name, ds in f["summary"].items():
                 check(ds.shape == (1,), f"{path}: summary/{name} one row")
             check("samples_per_s" in f["summary"], f"{path}: summary/samples_per_s")
+        if "profile" in f:  # docs/results.md "/profile": fixed-length names + equal-length columns
+            p = f["profile"]
+            check(p["name"].dtype.kind == "S", f"{path}: profile/name fixed-length strings")
+            n = p["name"].shape[0]
+            for c in ["calls", "self_cpu_us", "total_cpu_us", "self_device_us", "total_device_us"]:
+                check(p[c].shape == (n,), f"{path}: profile/{c} [{n}]")
+            check(n == 0 or p["name"][0].decode().startswith("aten::"), f"{path}: profile/name readable")
+        if a.get("gpus", 0) and a["status"] != "running":
+            check("profile" in f, f"{path}: synthetic GPU jobs carry /profile")
         return a["id"], rows
 
 
