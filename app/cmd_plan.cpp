@@ -337,7 +337,7 @@ int cmd_plan(const Args& args) {
   pos.add("grid", 1);
   try {
     po::variables_map vm;
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::store(po::command_line_parser(args).options(all).positional(pos).style(kNoGuessing).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw std::invalid_argument(e.what());

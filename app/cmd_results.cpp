@@ -52,7 +52,7 @@ po::variables_map parse(const Args& args, const po::options_description& opts,
                         const po::positional_options_description& pos, const char* cmd) {
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+    po::store(po::command_line_parser(args).options(opts).positional(pos).style(kNoGuessing).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw std::invalid_argument(std::string(e.what()) + " (see gridrun " + cmd + " --help)");

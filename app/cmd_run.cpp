@@ -65,7 +65,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
   pos.add("grid", 1);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+    po::store(po::command_line_parser(args).options(opts).positional(pos).style(kNoGuessing).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw std::invalid_argument(std::string(e.what()) + " (see gridrun " + cmd + " --help)");

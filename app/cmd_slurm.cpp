@@ -51,7 +51,7 @@ po::variables_map parse(const Args& args, const po::options_description& desc,
                         const po::positional_options_description& pos) {
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::store(po::command_line_parser(args).options(desc).positional(pos).style(kNoGuessing).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw std::invalid_argument(std::string(e.what()) + " (see --help)");

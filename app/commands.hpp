@@ -3,12 +3,19 @@
 // (0 ok, 1 runtime failure, 2 bad input). main.cpp only dispatches.
 #pragma once
 
+#include <boost/program_options/cmdline.hpp>
 #include <string>
 #include <vector>
 
 namespace gridrun::app {
 
 using Args = std::vector<std::string>;  // arguments after the subcommand name
+
+// Every subcommand parses with this style: Boost's default accepts any unambiguous prefix of a
+// flag ("--gpu" for "--gpus"), which silently changes meaning when a flag is added later.
+inline constexpr int kNoGuessing =
+    boost::program_options::command_line_style::unix_style ^
+    boost::program_options::command_line_style::allow_guessing;
 
 int cmd_plan(const Args& args);
 int cmd_run(const Args& args);       // also `simulate` (= run --simulate)
