@@ -1,4 +1,4 @@
-// Benchmarks for gridrun::results (numbers recorded in docs/bench-results.md).
+// Benchmarks for gridrun::results (numbers recorded in BENCHMARKS.md).
 //  1. JobWriter: append_step + flush every F rows, per row (budget: < 10 us/row), with the
 //     append-only cost as the reference measured in the same run.
 //  2. UtilProbe::sample(): cost of one sample (1 rank, no GPU here), and the share of one core it
