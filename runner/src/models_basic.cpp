@@ -24,6 +24,11 @@ std::int64_t Model::parameter_count() const {
   return n;
 }
 
+double Model::bytes_per_sample(std::int64_t batch, double activation_bytes) const {
+  return static_cast<double>(parameter_bytes()) / static_cast<double>(std::max<std::int64_t>(1, batch)) +
+         input_bytes_ + 2.0 * activation_bytes * activation_elements_per_sample();
+}
+
 std::int64_t Model::parameter_bytes() const {
   std::int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel() * static_cast<std::int64_t>(p.element_size());
@@ -58,6 +63,7 @@ class Mlp final : public Model {
     return fc3_->forward(h);
   }
   double flops_per_sample() const override { return mac_.flops(); }
+  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Linear fc1_{nullptr}, fc2_{nullptr}, fc3_{nullptr};
@@ -93,6 +99,7 @@ class LeNet final : public Model {
     return fc3_->forward(h);
   }
   double flops_per_sample() const override { return mac_.flops(); }
+  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
@@ -143,6 +150,7 @@ class AlexNet final : public Model {
     return classifier_->forward(features_->forward(pad_to_32(x)).flatten(1));
   }
   double flops_per_sample() const override { return mac_.flops(); }
+  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Sequential features_, classifier_;
@@ -175,6 +183,7 @@ class Vgg final : public Model {
     return fc_->forward(features_->forward(pad_to_32(x)).flatten(1));
   }
   double flops_per_sample() const override { return mac_.flops(); }
+  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Sequential features_;
@@ -190,6 +199,7 @@ class TextTransformer final : public Model {
   static constexpr std::int64_t kDim = 128, kHeads = 4, kFf = 256, kLayers = 2;
   explicit TextTransformer(const ModelSpec& s) : seq_len_(s.seq_len) {
     tok_ = register_module("tok", nn::Embedding(s.vocab, kDim));
+    mac_.activations += static_cast<double>(s.seq_len) * kDim;  // embedding output
     pos_ = register_module("pos", nn::Embedding(s.seq_len, kDim));
     for (std::int64_t i = 0; i < kLayers; ++i) {
       layers_.push_back(register_module(
@@ -198,6 +208,8 @@ class TextTransformer final : public Model {
               nn::TransformerEncoderLayerOptions(kDim, kHeads).dim_feedforward(kFf).dropout(0.1))));
       const double L = static_cast<double>(s.seq_len), d = kDim;
       mac_.macs += 4 * L * d * d + 2 * L * L * d + 2 * L * d * kFf;
+      // q, k, v, attention scores (per head), attention output, projection, FF hidden, FF out.
+      mac_.activations += 3 * L * d + kHeads * L * L + L * d + L * d + L * kFf + L * d;
     }
     fc_ = register_module("fc", nn::Linear(kDim, s.num_classes));
     mac_.linear(kDim, s.num_classes);
@@ -210,6 +222,7 @@ class TextTransformer final : public Model {
     return fc_->forward(h.mean(0));
   }
   double flops_per_sample() const override { return mac_.flops(); }
+  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   std::int64_t seq_len_;
@@ -230,7 +243,8 @@ const std::vector<std::string>& model_names() {
 
 bool is_text_model(const std::string& name) { return name == "transformer"; }
 
-std::shared_ptr<Model> make_model(const ModelSpec& s) {
+namespace {
+std::shared_ptr<Model> build_model(const ModelSpec& s) {
   if (s.name == "transformer") {
     if (s.channels > 0)
       throw BadInput("gridrun-train: model=transformer takes token ids; use dataset=text or "
@@ -255,6 +269,14 @@ std::shared_ptr<Model> make_model(const ModelSpec& s) {
   std::string known;
   for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
   throw BadInput("gridrun-train: unknown model '" + s.name + "' (known: " + known + ")");
+}
+}  // namespace
+
+std::shared_ptr<Model> make_model(const ModelSpec& s) {
+  auto m = build_model(s);
+  m->input_bytes_ = is_text_model(s.name) ? 8.0 * static_cast<double>(s.seq_len)
+                                          : 4.0 * static_cast<double>(s.channels * s.height * s.width);
+  return m;
 }
 
 }  // namespace gridrun::runner

@@ -107,6 +107,7 @@ class ResNet final : public Model {
     return fc_->forward(h.mean({2, 3}));
   }
   double flops_per_sample() const override { return mac_.flops(); }
+  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Sequential stem_, body_;
@@ -183,6 +184,7 @@ class DenseNet final : public Model {
     return fc_->forward(body_->forward(pad_to_32(x)).mean({2, 3}));
   }
   double flops_per_sample() const override { return mac_.flops(); }
+  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Sequential body_;

@@ -47,6 +47,7 @@
 #include "gridrun/runner/schedule.hpp"
 #include "gridrun/runner/signals.hpp"
 #include "gridrun/runner/system_info.hpp"
+#include "op_profiler.hpp"
 
 namespace gridrun::runner {
 
@@ -336,6 +337,10 @@ int train(const RunnerOptions& o, Communicator& comm) {
   std::vector<double> summary_step_s, rank_max_step_s;
   double timing_samples = 0, timing_time = 0;
   StepTimer timer(gpu);
+  // profile_steps: rank 0 records the operators of the steps right after the timing warm-up.
+  OpProfiler profiler(gpu);
+  const std::int64_t profile_from = j.timing_warmup_steps,
+                     profile_to = j.timing_warmup_steps + j.profile_steps;
   const bool fp16 = gpu && j.precision == "fp16";
   const bool autocast = gpu && j.precision != "fp32";
 
@@ -369,11 +374,13 @@ int train(const RunnerOptions& o, Communicator& comm) {
 
   auto finish = [&](results::Status status, const std::string& reason) {
     drain_rows();
+    profiler.stop();
     const double peak_rss = comm.allreduce_max({static_cast<double>(peak_rss_bytes())})[0];
     if (!lead) return;
     results::Summary s;
     s["flops_per_sample"] = model->flops_per_sample();
     s["train_flops_per_sample"] = 3.0 * model->flops_per_sample();
+    s["bytes_per_sample"] = model->bytes_per_sample(j.batch_per_rank, j.precision == "fp32" ? 4.0 : 2.0);
     const double sps = timing_time > 0 ? timing_samples / timing_time : kNaN;
     s["flops_per_s"] = 3.0 * model->flops_per_sample() * sps;
     s["model_params"] = static_cast<double>(model->parameter_count());
@@ -382,6 +389,10 @@ int train(const RunnerOptions& o, Communicator& comm) {
       double sum = 0;
       for (double v : rank_max_step_s) sum += v;
       s["rank_max_step_s_mean"] = sum / static_cast<double>(rank_max_step_s.size());
+    }
+    if (!profiler.empty()) {
+      writer->set_profile(profiler.ops());
+      profiler.write_chrome_trace((fs::path(o.out_dir) / (o.id + ".profile.json")).string(), rank);
     }
     if (util) util->stop();
     writer->finish(status, reason, s);
@@ -396,6 +407,7 @@ int train(const RunnerOptions& o, Communicator& comm) {
       const auto epoch_start = Clock::now();
       const double epoch_s_before = st.epoch_s;
       for (; st.step_in_epoch < spe && st.global_step < total_steps; ++st.step_in_epoch) {
+        if (lead && st.global_step >= profile_from && st.global_step < profile_to) profiler.start();
         timer.start();
         Batch b = data.train->get(sampler.indices(st.epoch, st.step_in_epoch));
         auto x = b.x.to(dev, /*non_blocking=*/true), y = b.y.to(dev, true);
@@ -455,6 +467,7 @@ int train(const RunnerOptions& o, Communicator& comm) {
                                                           StopSignal::received() ? 1.0 : 0.0,
                                                           ckpt_due ? 1.0 : 0.0});
         timer.mark(kStep);
+        if (st.global_step >= profile_to) profiler.stop();
         auto t = timer.resolve();
         st.epoch_loss_sum += red[0];
         st.epoch_correct += red[1];

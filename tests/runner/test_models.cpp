@@ -37,6 +37,23 @@ TEST(Models, LeNetParamsAndFlopsByHand) {
   EXPECT_EQ(mn->forward(torch::randn({2, 1, 28, 28})).sizes(), (std::vector<std::int64_t>{2, 10}));
 }
 
+TEST(Models, BytesPerSampleByHand) {
+  // mlp 3x32x32: weights 820,874 x 4 B amortised over the batch; input 3072 x 4 B; outputs of the
+  // three linear layers (256 + 128 + 10) written and read at 4 B.
+  auto m = make_model(image("mlp"));
+  EXPECT_DOUBLE_EQ(m->activation_elements_per_sample(), 394);
+  EXPECT_DOUBLE_EQ(m->input_bytes_per_sample(), 3072 * 4);
+  EXPECT_DOUBLE_EQ(m->bytes_per_sample(32), 820874.0 * 4 / 32 + 3072 * 4 + 2 * 4 * 394);
+  EXPECT_DOUBLE_EQ(m->bytes_per_sample(1, 2.0), 820874.0 * 4 + 3072 * 4 + 2 * 2 * 394);
+  // lenet 3x32x32: conv1 6x28x28, conv2 16x10x10, fc 120, 84, 10.
+  auto l = make_model(image("lenet"));
+  EXPECT_DOUBLE_EQ(l->activation_elements_per_sample(), 4704 + 1600 + 120 + 84 + 10);
+  EXPECT_DOUBLE_EQ(l->bytes_per_sample(1), 62006.0 * 4 + 3072 * 4 + 2 * 4 * 6518);
+  // Larger batches amortise the weights: intensity grows with the batch.
+  EXPECT_GT(l->flops_per_sample() / l->bytes_per_sample(256),
+            l->flops_per_sample() / l->bytes_per_sample(1));
+}
+
 TEST(Models, ResNet18CifarCount) {
   auto m = make_model(image("resnet18"));
   EXPECT_EQ(m->parameter_count(), 11173962);

@@ -5,6 +5,13 @@
 // FLOP convention: one multiply-add = 2 FLOPs; counted for convolutions, linear layers and the
 // attention matrix products; biases, normalisation, activations, pooling and softmax are left out
 // (they are < 1 % for these models). Training FLOPs per sample are taken as 3x forward.
+//
+// Bytes convention (arithmetic intensity = FLOPs / bytes, the x axis of a roofline): one forward
+// pass of a batch of B reads the weights once (amortised: parameter bytes / B per sample), reads
+// the input sample once, and writes then reads again the output of every layer whose FLOPs are
+// counted (convolutions, linear layers, attention products), at the activation precision. Caches,
+// in-place activations, pooling and normalisation traffic are not modelled: this is an estimate of
+// the compulsory traffic, like the FLOP count is of the compulsory work.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -29,9 +36,20 @@ class Model : public torch::nn::Module {
   // Images: [N, C, H, W] float; text: [N, seq_len] int64 token ids. Returns logits [N, classes].
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
   virtual double flops_per_sample() const = 0;
+  // Elements of the outputs of the FLOP-counted layers for one sample (see the bytes convention).
+  virtual double activation_elements_per_sample() const = 0;
+  // Bytes of one input sample as the data set delivers it (float32 images, int64 token ids).
+  double input_bytes_per_sample() const { return input_bytes_; }
+  // Estimated bytes moved per sample by one forward pass over a batch of `batch` samples, with
+  // activations of `activation_bytes` bytes each (4 for fp32, 2 for bf16/fp16).
+  double bytes_per_sample(std::int64_t batch, double activation_bytes = 4.0) const;
   std::int64_t parameter_count() const;
   // Bytes of parameters (weights read once per forward; a lower bound of memory traffic).
   std::int64_t parameter_bytes() const;
+
+ private:
+  friend std::shared_ptr<Model> make_model(const ModelSpec& spec);
+  double input_bytes_ = 0;
 };
 
 // Throws BadInput naming the model and the known names for an unknown name, or when the model

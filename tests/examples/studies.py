@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Runs one study's CPU-sized example grid with the real `gridrun run` and checks that the report
+shows what the study measured (see docs/examples.md).
+
+    studies.py GRIDRUN EXAMPLES_DIR STUDY
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import h5py
+
+gridrun, examples, study = sys.argv[1:4]
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def run(*args, check=True):
+    p = subprocess.run([gridrun, *args], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        print(p.stdout[-4000:], p.stderr[-4000:])
+        fail(f"gridrun {' '.join(args)} exited {p.returncode}")
+    return p
+
+
+def table(report, title):
+    for t in report["tables"]:
+        if t["title"].startswith(title):
+            return t
+    fail(f"report has no '{title}' table; it has {[t['title'] for t in report['tables']]}")
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    grid = os.path.join(examples, f"{study}-cpu.yaml")
+    run("run", grid, "--out", tmp)
+    rundir = os.path.join(tmp, f"{study}-cpu")
+    resdir = os.path.join(rundir, "results")
+    files = sorted(f for f in os.listdir(resdir) if f.endswith(".h5"))
+    njobs = len([f for f in os.listdir(os.path.join(rundir, "jobs")) if f.endswith(".json")])
+    if len(files) != njobs:
+        fail(f"{len(files)} results files for {njobs} jobs")
+    summaries = {}
+    for f in files:
+        with h5py.File(os.path.join(resdir, f), "r") as h:
+            status = h.attrs["status"]
+            status = status.decode() if isinstance(status, bytes) else status
+            if status != "completed":
+                fail(f"{f}: status {status}")
+            params = json.loads(h.attrs["params"])
+            summ = {k: float(h["summary"][k][0]) for k in h["summary"] if k != "rows"}
+            summaries[f[:-3]] = (params, summ, "profile" in h and len(h["profile"]) > 0,
+                                 h["profile/name"][:].tolist() if "profile" in h else [])
+    report = json.loads(run("report", rundir, "--format", "json").stdout)
+    jobs = table(report, "Jobs")
+    if len(jobs["rows"]) != njobs:
+        fail(f"Jobs table has {len(jobs['rows'])} rows, expected {njobs}")
+    for r in jobs["rows"]:
+        if not (r["samples/s"] and r["samples/s"] > 0):
+            fail(f"job {r['id']}: no throughput in the report: {r}")
+
+    train = {i: s for i, s in summaries.items() if s[0]["task"] == "train"}
+    infer = {i: s for i, s in summaries.items() if s[0]["task"] == "inference"}
+    if study == "gpu-generations":
+        # Images/s per model and batch, and scaling 1 -> 2 ranks for each (model, batch).
+        scaling = table(report, "Scaling")
+        groups = {(r["model"], r["batch"]) for r in scaling["rows"]}
+        if len(groups) != 4:
+            fail(f"scaling groups {groups}, expected 2 models x 2 batch sizes")
+        if len(infer) != 2:
+            fail(f"expected 2 inference jobs (batch 1 and 64), got {len(infer)}")
+        for i, (p, s, _, _) in infer.items():
+            for k in ("latency_p50_s", "latency_p99_s", "samples_per_s"):
+                if not s.get(k, 0) > 0:
+                    fail(f"inference job {i}: summary {k} missing or not positive: {sorted(s)}")
+            if s["latency_p99_s"] < s["latency_p50_s"]:
+                fail(f"inference job {i}: p99 < p50")
+    if study in ("profile-cpu-vs-gpu", "image-and-text"):
+        # Operator tables like the published ones: the top operators per profiled job.
+        for i, (p, s, has_prof, names) in train.items():
+            if not has_prof:
+                fail(f"job {i}: profile_steps={p['profile_steps']} but no /profile")
+            names = [n.decode() if isinstance(n, bytes) else n for n in names]
+            if not any(n.startswith("aten::") for n in names):
+                fail(f"job {i}: no aten:: operators in /profile: {names[:10]}")
+            trace = os.path.join(resdir, f"{i}.profile.json")
+            if not os.path.exists(trace):
+                fail(f"job {i}: no Chrome trace {trace}")
+            json.load(open(trace))
+        prof = run("report", rundir, "--profile", "5").stdout
+        if "aten::" not in prof:
+            fail("gridrun report --profile shows no aten:: operators:\n" + prof)
+    if study == "roofline":
+        # Achieved FLOP/s and arithmetic intensity per job; the HTML roofline draws a point each.
+        for i, (p, s, _, _) in train.items():
+            for k in ("flops_per_s", "flops_per_sample", "bytes_per_sample"):
+                if not s.get(k, 0) > 0:
+                    fail(f"job {i}: summary {k} missing or not positive: {sorted(s)}")
+        fl = {p["model"]: s["flops_per_sample"] for p, s, _, _ in train.values()}
+        if not fl["resnet18"] > fl["alexnet"]:
+            fail(f"resnet18 should need more FLOPs per sample than alexnet: {fl}")
+        html = os.path.join(tmp, "report.html")
+        run("report", rundir, "--html", html)
+        if "roofline" not in open(html).read().lower():
+            fail("HTML report has no roofline section")
+    print(f"ok: {study}-cpu: {njobs} jobs completed; report checked")
