@@ -4,8 +4,9 @@
 #   scripts/install-deps.sh          build + run dependencies
 #   scripts/install-deps.sh --test   also what the test suite needs (h5py, Slurm, munge, chromium)
 set -euo pipefail
+# openssh-client: Open MPI's mpirun refuses to start, even on one node, without an rsh/ssh agent.
 pkgs=(build-essential cmake ninja-build git pkg-config
-      libtorch-dev libopenblas0-openmp libopenmpi-dev openmpi-bin zlib1g-dev
+      libtorch-dev libopenblas0-openmp libopenmpi-dev openmpi-bin openssh-client zlib1g-dev
       libhdf5-dev hdf5-tools libboost-program-options-dev libyaml-cpp-dev libgtest-dev
       python3 python3-h5py python3-numpy)
 if [[ "${1:-}" == "--test" ]]; then

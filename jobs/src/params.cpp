@@ -86,6 +86,12 @@ std::vector<ParamSpec> build_table() {
           0.0),
       row("comm_timeout_s", F, 300.0, "seconds a collective may wait before the job aborts", {},
           0.0, nullopt, true),
+      row("checkpoint", T, std::string(),
+          "inference: checkpoint file/folder or training job id; empty = random weights"),
+      row("infer_batches", I, I64{50}, "inference: timed batches per rank (after warm-up)", {},
+          1.0),
+      row("quantize", T, std::string("none"), "inference: dynamic int8 linear layers (CPU)",
+          {"none", "int8"}),
   };
 }
 
@@ -121,7 +127,8 @@ std::string number_text(double d) {
           X(weight_decay) X(device) X(ranks) X(threads_per_rank) X(precision) X(seed)           \
               X(eval_every) X(target_accuracy) X(bucket_mb) X(overlap) X(profile_steps)         \
                   X(time_limit) X(train_samples) X(test_samples) X(timing_warmup_steps)         \
-                      X(checkpoint_minutes) X(comm_timeout_s)
+                      X(checkpoint_minutes) X(comm_timeout_s) X(checkpoint) X(infer_batches) \
+                          X(quantize)
 
 template <typename T>
 void get_field(const Params& p, const char* name, T& out) {

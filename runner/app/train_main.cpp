@@ -1,4 +1,4 @@
-// gridrun-train's process edge: parse options, create the communicator, train; every exception is
+// gridrun-train's process edge: parse options, create the communicator, train (or infer); every exception is
 // converted here, once, into an exit code (2 bad input, 1 runtime failure) and, when other ranks
 // exist, into MPI_Abort/ncclCommAbort of the whole job so no rank is left waiting in a collective.
 #include <exception>
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   try {
     comm = make_communicator(opts.job.device == "gpu" ? "nccl" : "mpi",
                              CommOptions{opts.job.comm_timeout_s});
-    return train(opts, *comm);
+    return opts.job.task == "inference" ? infer(opts, *comm) : train(opts, *comm);
   } catch (const BadInput& e) {
     code = kExitBadInput;
     why = e.what();

@@ -54,16 +54,13 @@ std::int64_t step_of(const fs::path& p) {
   }
 }
 
-}  // namespace
-
-Checkpointer::Checkpointer(std::string dir, Communicator& comm) : dir_(std::move(dir)), comm_(comm) {}
-
-std::string Checkpointer::latest() const {
+// Newest complete ckpt-<step>/ folder in `dir` ("" if none).
+std::string newest_in(const std::string& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir_, ec)) return "";
+  if (!fs::is_directory(dir, ec)) return "";
   std::int64_t best = -1;
   std::string path;
-  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
     const auto s = step_of(e.path());
     if (s > best && fs::exists(e.path() / "state.pt")) {
       best = s;
@@ -71,6 +68,49 @@ std::string Checkpointer::latest() const {
     }
   }
   return path;
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(std::string dir, Communicator& comm) : dir_(std::move(dir)), comm_(comm) {}
+
+std::string Checkpointer::latest() const { return newest_in(dir_); }
+
+std::string resolve_checkpoint(const std::string& spec, const std::string& out_dir) {
+  std::error_code ec;
+  if (fs::is_regular_file(spec, ec)) return spec;
+  if (fs::is_directory(spec, ec)) {
+    if (fs::is_regular_file(fs::path(spec) / "state.pt", ec))
+      return (fs::path(spec) / "state.pt").string();
+    const std::string newest = newest_in(spec);
+    if (!newest.empty()) return newest + "/state.pt";
+    throw BadInput("gridrun-train: checkpoint=" + spec + ": the folder holds no state.pt and no "
+                   "complete ckpt-<step>/ checkpoint");
+  }
+  const bool id_like = !spec.empty() && spec.find('/') == std::string::npos;
+  const fs::path by_id = fs::path(out_dir) / ".." / "checkpoints" / spec;
+  if (id_like) {
+    const std::string newest = newest_in(by_id.string());
+    if (!newest.empty()) return newest + "/state.pt";
+  }
+  throw BadInput("gridrun-train: checkpoint=" + spec + ": no such file or folder" +
+                 (id_like ? ", and no checkpoint of a job with that id in " +
+                                by_id.lexically_normal().string()
+                          : std::string()));
+}
+
+void load_model_weights(const std::string& state_file, Model& model) {
+  const auto params = model.parameters();
+  const c10::Device dev = params.empty() ? c10::Device(c10::kCPU) : params.front().device();
+  try {
+    torch::serialize::InputArchive root, m;
+    root.load_from(state_file, dev);
+    root.read("model", m);
+    model.load(m);
+  } catch (const c10::Error& e) {
+    throw BadInput("gridrun-train: checkpoint " + state_file + " does not fit model (" +
+                   e.what_without_backtrace() + ")");
+  }
 }
 
 void Checkpointer::save(Model& model, torch::optim::Optimizer& opt, const TrainState& st) {

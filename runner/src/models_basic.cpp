@@ -5,6 +5,7 @@
 // Image models other than mlp/lenet are defined for 32x32 inputs (CIFAR); smaller images (MNIST
 // 28x28) are zero-padded to 32x32 in forward, and FLOPs are counted at 32x32. LeNet pads its first
 // convolution by 2 on 28x28 inputs, like the original.
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/nn.h>
 
 #include <algorithm>
@@ -24,9 +25,60 @@ std::int64_t Model::parameter_count() const {
   return n;
 }
 
+double Model::input_bytes_per_sample() const { return input_bytes_; }
+
 double Model::bytes_per_sample(std::int64_t batch, double activation_bytes) const {
   return static_cast<double>(parameter_bytes()) / static_cast<double>(std::max<std::int64_t>(1, batch)) +
          input_bytes_ + 2.0 * activation_bytes * activation_elements_per_sample();
+}
+
+std::int64_t Model::quantize_linear_int8() {
+  auto& ctx = at::globalContext();
+  if (ctx.qEngine() == at::QEngine::NoQEngine)
+    for (auto e : ctx.supportedQEngines())
+      if (e != at::QEngine::NoQEngine) {
+        ctx.setQEngine(e);
+        break;
+      }
+  if (ctx.qEngine() == at::QEngine::NoQEngine)
+    throw BadInput("gridrun-train: quantize=int8: this LibTorch build has no quantized engine");
+  const auto prepack =
+      c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_prepack", "");
+  std::int64_t count = 0;
+  for (const auto& m : modules(/*include_self=*/false)) {
+    const auto* lin = dynamic_cast<const torch::nn::LinearImpl*>(m.get());
+    if (!lin) continue;
+    torch::NoGradGuard ng;
+    const auto w = lin->weight.detach().to(torch::kCPU).contiguous();
+    const double scale = std::max(w.abs().max().item<double>(), 1e-12) / 127.0;
+    std::vector<c10::IValue> stack{
+        at::quantize_per_tensor(w, scale, 0, at::kQInt8),
+        lin->bias.defined() ? c10::IValue(lin->bias.detach().to(torch::kCPU).contiguous())
+                            : c10::IValue()};
+    try {
+      prepack.callBoxed(&stack);
+    } catch (const c10::Error& e) {
+      throw BadInput(std::string("gridrun-train: quantize=int8: LibTorch cannot pack int8 linear "
+                                 "weights here: ") + e.what_without_backtrace());
+    }
+    int8_[lin] = stack.at(0);
+    ++count;
+  }
+  return count;
+}
+
+torch::Tensor Model::linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
+  if (!int8_.empty()) {
+    auto it = int8_.find(layer.get());
+    if (it != int8_.end()) {
+      static const auto op =
+          c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_dynamic", "");
+      std::vector<c10::IValue> stack{x.contiguous(), it->second, false};
+      op.callBoxed(&stack);
+      return stack.at(0).toTensor();
+    }
+  }
+  return layer.ptr()->forward(x);  // the holder is const here, the layer is not
 }
 
 std::int64_t Model::parameter_bytes() const {
@@ -58,9 +110,9 @@ class Mlp final : public Model {
     mac_.linear(128, s.num_classes);
   }
   torch::Tensor forward(const torch::Tensor& x) override {
-    auto h = torch::relu(fc1_->forward(x.flatten(1)));
-    h = torch::relu(fc2_->forward(h));
-    return fc3_->forward(h);
+    auto h = torch::relu(linear(fc1_, x.flatten(1)));
+    h = torch::relu(linear(fc2_, h));
+    return linear(fc3_, h);
   }
   double flops_per_sample() const override { return mac_.flops(); }
   double activation_elements_per_sample() const override { return mac_.activations; }
@@ -94,9 +146,9 @@ class LeNet final : public Model {
   torch::Tensor forward(const torch::Tensor& x) override {
     auto h = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2);
     h = torch::max_pool2d(torch::relu(conv2_->forward(h)), 2);
-    h = torch::relu(fc1_->forward(h.flatten(1)));
-    h = torch::relu(fc2_->forward(h));
-    return fc3_->forward(h);
+    h = torch::relu(linear(fc1_, h.flatten(1)));
+    h = torch::relu(linear(fc2_, h));
+    return linear(fc3_, h);
   }
   double flops_per_sample() const override { return mac_.flops(); }
   double activation_elements_per_sample() const override { return mac_.activations; }
@@ -133,13 +185,18 @@ class AlexNet final : public Model {
     conv(256, 256, 1);
     pool();
     const auto flat = 256 * h * h;
-    classifier_->push_back(nn::Dropout(0.5));
-    classifier_->push_back(nn::Linear(flat, 4096));
+    // Registered as one Sequential (parameter names classifier.1/.4/.6 as before), run by hand
+    // so the linear layers go through linear().
+    drop1_ = nn::Dropout(0.5), drop2_ = nn::Dropout(0.5);
+    fc1_ = nn::Linear(flat, 4096), fc2_ = nn::Linear(4096, 4096);
+    fc3_ = nn::Linear(4096, s.num_classes);
+    classifier_->push_back(drop1_);
+    classifier_->push_back(fc1_);
     classifier_->push_back(nn::ReLU(nn::ReLUOptions(true)));
-    classifier_->push_back(nn::Dropout(0.5));
-    classifier_->push_back(nn::Linear(4096, 4096));
+    classifier_->push_back(drop2_);
+    classifier_->push_back(fc2_);
     classifier_->push_back(nn::ReLU(nn::ReLUOptions(true)));
-    classifier_->push_back(nn::Linear(4096, s.num_classes));
+    classifier_->push_back(fc3_);
     mac_.linear(flat, 4096);
     mac_.linear(4096, 4096);
     mac_.linear(4096, s.num_classes);
@@ -147,13 +204,17 @@ class AlexNet final : public Model {
     register_module("classifier", classifier_);
   }
   torch::Tensor forward(const torch::Tensor& x) override {
-    return classifier_->forward(features_->forward(pad_to_32(x)).flatten(1));
+    auto h = drop1_->forward(features_->forward(pad_to_32(x)).flatten(1));
+    h = drop2_->forward(torch::relu(linear(fc1_, h)));
+    return linear(fc3_, torch::relu(linear(fc2_, h)));
   }
   double flops_per_sample() const override { return mac_.flops(); }
   double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Sequential features_, classifier_;
+  nn::Dropout drop1_{nullptr}, drop2_{nullptr};
+  nn::Linear fc1_{nullptr}, fc2_{nullptr}, fc3_{nullptr};
   MacCounter mac_;
 };
 
@@ -180,7 +241,7 @@ class Vgg final : public Model {
     register_module("fc", fc_);
   }
   torch::Tensor forward(const torch::Tensor& x) override {
-    return fc_->forward(features_->forward(pad_to_32(x)).flatten(1));
+    return linear(fc_, features_->forward(pad_to_32(x)).flatten(1));
   }
   double flops_per_sample() const override { return mac_.flops(); }
   double activation_elements_per_sample() const override { return mac_.activations; }
@@ -219,7 +280,7 @@ class TextTransformer final : public Model {
     auto h = tok_->forward(x) + pos_->forward(positions).unsqueeze(0);  // [N, L, d]
     h = h.transpose(0, 1);                                             // [L, N, d]
     for (auto& l : layers_) h = l->forward(h);
-    return fc_->forward(h.mean(0));
+    return linear(fc_, h.mean(0));
   }
   double flops_per_sample() const override { return mac_.flops(); }
   double activation_elements_per_sample() const override { return mac_.activations; }

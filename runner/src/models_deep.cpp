@@ -104,7 +104,7 @@ class ResNet final : public Model {
   }
   torch::Tensor forward(const torch::Tensor& x) override {
     auto h = body_->forward(stem_->forward(pad_to_32(x)));
-    return fc_->forward(h.mean({2, 3}));
+    return linear(fc_, h.mean({2, 3}));
   }
   double flops_per_sample() const override { return mac_.flops(); }
   double activation_elements_per_sample() const override { return mac_.activations; }
@@ -181,7 +181,7 @@ class DenseNet final : public Model {
     register_module("fc", fc_);
   }
   torch::Tensor forward(const torch::Tensor& x) override {
-    return fc_->forward(body_->forward(pad_to_32(x)).mean({2, 3}));
+    return linear(fc_, body_->forward(pad_to_32(x)).mean({2, 3}));
   }
   double flops_per_sample() const override { return mac_.flops(); }
   double activation_elements_per_sample() const override { return mac_.activations; }

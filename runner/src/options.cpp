@@ -147,8 +147,19 @@ ParseResult parse_options(int argc, const char* const* argv) {
 void validate(const RunnerOptions& o) {
   const jobs::JobParams& j = o.job;
   auto bad = [](const std::string& what) { throw BadInput("gridrun-train: " + what); };
-  if (j.task != "train") bad("task=" + j.task + " is not handled by gridrun-train (only task=train)");
-  if (j.epochs == 0 && j.max_steps == 0) bad("epochs=0 (unbounded) needs max_steps > 0");
+  const bool infer = j.task == "inference";
+  if (j.task != "train" && !infer) bad("task=" + j.task + " is not handled (train or inference)");
+  if (!infer && j.epochs == 0 && j.max_steps == 0) bad("epochs=0 (unbounded) needs max_steps > 0");
+  if (!infer && !j.checkpoint.empty())
+    bad("checkpoint=" + j.checkpoint + " applies to task=inference only (training continues "
+        "from its own checkpoints with --resume)");
+  if (!infer && j.quantize != "none") bad("quantize=" + j.quantize + " needs task=inference");
+  if (infer && j.precision != "fp32") bad("precision=" + j.precision + ": inference runs fp32");
+  if (j.quantize == "int8" && j.device != "cpu")
+    bad("quantize=int8 needs device=cpu (dynamic int8 linear layers are a CPU feature)");
+  if (j.quantize == "int8" && j.model == "transformer")
+    bad("quantize=int8 is not available for model=transformer (its encoder's linear layers are "
+        "LibTorch modules gridrun cannot swap)");
   if (j.batch_per_rank < 1) bad("batch_per_rank must be >= 1");
   if (j.global_batch != j.batch_per_rank * j.ranks)
     bad("global_batch=" + std::to_string(j.global_batch) + " != batch_per_rank * ranks = " +

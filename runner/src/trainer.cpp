@@ -48,8 +48,71 @@
 #include "gridrun/runner/signals.hpp"
 #include "gridrun/runner/system_info.hpp"
 #include "op_profiler.hpp"
+#include "run_common.hpp"
 
 namespace gridrun::runner {
+
+namespace detail {
+
+torch::Device select_device(const jobs::JobParams& j, Communicator& comm) {
+  torch::Device dev(torch::kCPU);
+  const bool gpu = j.device == "gpu";
+#ifdef GRIDRUN_HAVE_NCCL
+  if (gpu) {
+    const auto n = torch::cuda::device_count();
+    if (n == 0) throw BadInput("gridrun-train: device=gpu but no CUDA device is visible");
+    dev = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm.local_rank() % n));
+  }
+#else
+  (void)comm;
+  if (gpu)
+    throw BadInput("gridrun-train: device=gpu but this build has no CUDA/NCCL support (exit 2)");
+#endif
+  return dev;
+}
+
+results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
+                               const std::vector<std::string>& hosts, const Model& model,
+                               int gpus, const std::string& gpu_reason,
+                               std::int64_t resume_step) {
+  results::JobFileInfo info;
+  info.id = o.id;
+  info.run = o.run;
+  info.params_json = jobs::canonical_json(o.params);
+  for (const auto& [k, v] : o.params) {
+    const std::string key = "param." + k;
+    if (auto* b = std::get_if<bool>(&v)) info.int_attrs[key] = *b ? 1 : 0;
+    else if (auto* i = std::get_if<std::int64_t>(&v)) info.int_attrs[key] = *i;
+    else if (auto* d = std::get_if<double>(&v)) info.float_attrs[key] = *d;
+    else info.str_attrs[key] = std::get<std::string>(v);
+  }
+  std::string joined;
+  std::set<std::string> uniq;
+  for (const auto& h : hosts) {
+    if (uniq.insert(h).second) joined += (joined.empty() ? "" : ",") + h;
+  }
+  info.str_attrs["hostnames"] = joined;
+  info.str_attrs["rank_hosts"] = [&] {
+    std::string s;
+    for (const auto& h : hosts) s += (s.empty() ? "" : ",") + h;
+    return s;
+  }();
+  info.str_attrs["cpu_model"] = cpu_model();
+  info.int_attrs["core_count"] = usable_cores();
+  info.str_attrs["torch_version"] = torch_version();
+  info.str_attrs[comm.name() == "nccl" ? "nccl_version" : "mpi_version"] = comm.library_version();
+  info.str_attrs["communicator"] = comm.name();
+  info.int_attrs["model_params"] = model.parameter_count();
+  info.float_attrs["flops_per_sample"] = model.flops_per_sample();
+  for (const auto& [k, v] : o.meta) info.str_attrs["meta." + k] = v;
+  info.ranks = comm.size();
+  info.gpus = gpus;
+  info.gpu_absent_reason = gpu_reason;
+  info.resume_from_step = resume_step;
+  return info;
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -150,47 +213,6 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const jobs::JobParams& j
   throw BadInput("gridrun-train: unknown optimizer '" + j.optimizer + "' (known: sgd, adam, adamw)");
 }
 
-results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
-                               const std::vector<std::string>& hosts, const Model& model,
-                               int gpus, const std::string& gpu_reason,
-                               std::int64_t resume_step) {
-  results::JobFileInfo info;
-  info.id = o.id;
-  info.run = o.run;
-  info.params_json = jobs::canonical_json(o.params);
-  for (const auto& [k, v] : o.params) {
-    const std::string key = "param." + k;
-    if (auto* b = std::get_if<bool>(&v)) info.int_attrs[key] = *b ? 1 : 0;
-    else if (auto* i = std::get_if<std::int64_t>(&v)) info.int_attrs[key] = *i;
-    else if (auto* d = std::get_if<double>(&v)) info.float_attrs[key] = *d;
-    else info.str_attrs[key] = std::get<std::string>(v);
-  }
-  std::string joined;
-  std::set<std::string> uniq;
-  for (const auto& h : hosts) {
-    if (uniq.insert(h).second) joined += (joined.empty() ? "" : ",") + h;
-  }
-  info.str_attrs["hostnames"] = joined;
-  info.str_attrs["rank_hosts"] = [&] {
-    std::string s;
-    for (const auto& h : hosts) s += (s.empty() ? "" : ",") + h;
-    return s;
-  }();
-  info.str_attrs["cpu_model"] = cpu_model();
-  info.int_attrs["core_count"] = usable_cores();
-  info.str_attrs["torch_version"] = torch_version();
-  info.str_attrs[comm.name() == "nccl" ? "nccl_version" : "mpi_version"] = comm.library_version();
-  info.str_attrs["communicator"] = comm.name();
-  info.int_attrs["model_params"] = model.parameter_count();
-  info.float_attrs["flops_per_sample"] = model.flops_per_sample();
-  for (const auto& [k, v] : o.meta) info.str_attrs["meta." + k] = v;
-  info.ranks = comm.size();
-  info.gpus = gpus;
-  info.gpu_absent_reason = gpu_reason;
-  info.resume_from_step = resume_step;
-  return info;
-}
-
 void dump_params(const std::string& path, Model& model) {
   std::ofstream out(path, std::ios::binary);
   if (!out) throw std::runtime_error("cannot write --dump-params file " + path);
@@ -247,19 +269,8 @@ int train(const RunnerOptions& o, Communicator& comm) {
   StopSignal::install();
   torch::set_num_threads(static_cast<int>(j.threads_per_rank));
 
-  // Device.
-  torch::Device dev(torch::kCPU);
   const bool gpu = j.device == "gpu";
-#ifdef GRIDRUN_HAVE_NCCL
-  if (gpu) {
-    const auto n = torch::cuda::device_count();
-    if (n == 0) throw BadInput("gridrun-train: device=gpu but no CUDA device is visible");
-    dev = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm.local_rank() % n));
-  }
-#else
-  if (gpu)
-    throw BadInput("gridrun-train: device=gpu but this build has no CUDA/NCCL support (exit 2)");
-#endif
+  const torch::Device dev = detail::select_device(j, comm);
 
   // Data and model: same seed everywhere, then rank 0's initial state wins (broadcast).
   torch::manual_seed(static_cast<std::uint64_t>(j.seed));
@@ -310,7 +321,8 @@ int train(const RunnerOptions& o, Communicator& comm) {
     fs::create_directories(o.out_dir);
     // The writer keeps rows of steps before resume_from_step (1-based steps: the first step this
     // process will run); rows a killed run wrote after its last checkpoint are dropped and redone.
-    auto info = file_info(o, comm, hosts, *model, probe->gpu_count(), probe->gpu_absent_reason(),
+    auto info = detail::file_info(o, comm, hosts, *model, probe->gpu_count(),
+                                  probe->gpu_absent_reason(),
                           resumed ? st.global_step + 1 : 0);
     info.int_attrs["grad_buckets"] = static_cast<std::int64_t>(sync.num_buckets());
     writer = results::JobWriter::create(o.out_dir, info);
@@ -538,6 +550,7 @@ int train(const RunnerOptions& o, Communicator& comm) {
       // flush, checkpoint.
       const bool partial = st.step_in_epoch < spe;
       st.epoch_s = epoch_s_before + seconds_since(epoch_start);
+      profiler.stop();  // a window crossing the epoch end resumes at the next step, without eval
       drain_rows();
       EvalResult ev;
       const bool eval_now = j.eval_every > 0 && ((st.epoch + 1) % j.eval_every == 0 ||
@@ -565,9 +578,9 @@ int train(const RunnerOptions& o, Communicator& comm) {
       ++st.epoch;
       st.step_in_epoch = 0;
       st.epoch_loss_sum = st.epoch_correct = st.epoch_count = st.epoch_s = 0;
-      const bool last = target || st.epoch >= total_epochs || st.global_step >= total_steps;
-      if (!last) {
-        // Epoch-end checkpoint (none after the last epoch: the job is complete).
+      {
+        // Epoch-end checkpoint, also after the last epoch: a finished job's final weights are
+        // what `task: inference` with `checkpoint: <job id>` loads.
         TrainState saved = st;
         saved.wall_s = wall();
         ckpt.save(*model, *opt, saved);

@@ -282,6 +282,95 @@ def bad_input():
     assert not glob.glob(d + "/*.h5"), os.listdir(d)
 
 
+def profile_ops():
+    """profile_steps: /profile holds the expected operators with calls > 0, and the Chrome trace is
+    valid JSON with complete ("X") events; the summary has FLOPs and bytes per sample."""
+    import json
+    for model, op in (("mlp", "aten::addmm"), ("lenet", "conv")):
+        d = workdir(f"profile_{model}")
+        run(1, *common(d), "--model", model, "--batch-per-rank", "16", "--epochs", "1",
+            "--max-steps", "8", "--train-samples", "256", "--test-samples", "64",
+            "--timing-warmup-steps", "2", "--profile-steps", "2")
+        with h5(results_file(d)) as f:
+            names = [n.decode() if isinstance(n, bytes) else str(n) for n in f["profile"]["name"][()]]
+            calls = f["profile"]["calls"][()]
+            self_us, total_us = f["profile"]["self_cpu_us"][()], f["profile"]["total_cpu_us"][()]
+            hit = [i for i, n in enumerate(names) if op in n]
+            print(model, "top ops", names[:5], "matching", [names[i] for i in hit])
+            assert hit, names
+            assert all(calls[i] > 0 for i in hit), calls
+            assert np.all(self_us <= total_us + 1e-6)
+            assert np.all(f["profile"]["self_device_us"][()] == 0)
+            summ = {k: float(v[0]) for k, v in f["summary"].items()}
+            assert summ["bytes_per_sample"] > 0 and summ["flops_per_sample"] > 0, summ
+            job_id = attr(f, "id")
+        with open(os.path.join(d, job_id + ".profile.json")) as fh:
+            trace = json.load(fh)
+        ev = trace["traceEvents"]
+        assert ev and all(e["ph"] == "X" and e["dur"] >= 0 for e in ev), ev[:3]
+        assert any(op in e["name"] for e in ev)
+
+
+def inference_from_checkpoint():
+    """task=inference from a training job's checkpoint (by job id) reproduces that job's final test
+    accuracy exactly; a missing checkpoint is exit 2 naming it, with no results file."""
+    d = workdir("infer_ckpt")
+    train = common(d + "/results") + ["--model", "mlp", "--optimizer", "adam", "--lr", "0.002",
+                                      "--epochs", "2", "--batch-per-rank", "32",
+                                      "--train-samples", "512", "--test-samples", "200"]
+    run(1, *train)
+    with h5(results_file(d + "/results")) as f:
+        job_id = attr(f, "id")
+        final_acc = float(column(f, "epochs", "test_acc")[-1])
+        final_loss = float(column(f, "epochs", "test_loss")[-1])
+    # Sample counts that do not divide evenly: 200 test samples over 2 ranks, batch 16.
+    out = d + "/infer"
+    run(2, *common(out), "--task", "inference", "--model", "mlp", "--ranks", "2",
+        "--batch-per-rank", "16", "--test-samples", "200", "--infer-batches", "10",
+        "--timing-warmup-steps", "2", "--checkpoint", job_id)
+    # --out's parent holds checkpoints/<id>: the id resolves relative to the inference --out.
+    with h5(results_file(out)) as f:
+        acc = float(column(f, "epochs", "test_acc")[-1])
+        loss = float(column(f, "epochs", "test_loss")[-1])
+        summ = {k: float(v[0]) for k, v in f["summary"].items()}
+        steps = column(f, "steps", "step")
+        print(f"train final acc {final_acc} loss {final_loss}; inference acc {acc} loss {loss}")
+        assert acc == final_acc, (acc, final_acc)
+        assert abs(loss - final_loss) < 1e-6, (loss, final_loss)
+        assert summ["test_samples_seen"] == 200, summ
+        assert list(steps) == list(range(1, 13)), steps
+        assert 0 < summ["latency_p50_s"] <= summ["latency_p90_s"] <= summ["latency_p99_s"], summ
+        assert summ["samples_per_s"] > 0 and summ["peak_rss_bytes"] > 0
+        assert attr(f, "status") == "completed"
+        assert column(f, "steps", "rank_step_s").shape[1] == 2
+    bad = d + "/bad"
+    p = run(1, *common(bad), "--task", "inference", "--checkpoint", d + "/nosuch/state.pt",
+            expect=2)
+    assert d + "/nosuch/state.pt" in p.stderr, p.stderr
+    p = run(1, *common(bad), "--task", "inference", "--checkpoint", "ffffffffffff", expect=2)
+    assert "ffffffffffff" in p.stderr, p.stderr
+    assert not glob.glob(bad + "/*.h5*"), os.listdir(bad)
+
+
+def inference_random_np2():
+    """Random-weights inference on 2 ranks, fp32 and int8 (dynamic quantization of the linear
+    layers): both complete, and int8 predictions agree with fp32 on most test samples."""
+    accs = {}
+    for q in ("none", "int8"):
+        d = workdir(f"infer_random_{q}")
+        run(2, *common(d), "--task", "inference", "--model", "lenet", "--ranks", "2",
+            "--batch-per-rank", "8", "--test-samples", "64", "--infer-batches", "4",
+            "--quantize", q)
+        with h5(results_file(d)) as f:
+            assert attr(f, "status") == "completed"
+            accs[q] = float(column(f, "epochs", "test_acc")[-1])
+            summ = {k: float(v[0]) for k, v in f["summary"].items()}
+            assert summ["test_samples_seen"] == 64, summ
+            assert int(f.attrs["quantized_linear_layers"]) == (3 if q == "int8" else 0)
+    print("random-weights accuracy fp32 / int8:", accs)
+    assert abs(accs["none"] - accs["int8"]) <= 0.1, accs
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()

@@ -75,6 +75,9 @@ struct JobParams {
   std::int64_t timing_warmup_steps = 5; // steps excluded from summary timings
   double checkpoint_minutes = 0.0;     // 0 = checkpoint at each epoch end only
   double comm_timeout_s = 300.0;       // a collective that waits longer aborts the job
+  std::string checkpoint;              // inference: file, folder or job id; empty = random weights
+  std::int64_t infer_batches = 50;     // inference: timed batches per rank
+  std::string quantize = "none";       // inference: none | int8 (dynamic, linear layers, CPU)
 };
 
 // Converts a complete Params map to the typed struct (throws std::invalid_argument on a missing key

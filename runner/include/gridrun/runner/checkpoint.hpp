@@ -46,4 +46,13 @@ class Checkpointer {
   Communicator& comm_;
 };
 
+// Inference (`checkpoint` parameter): the state.pt file `spec` names: a checkpoint file itself; a
+// folder holding state.pt (one ckpt-<step>); a checkpoint folder (its newest complete ckpt-<step>);
+// or a training job id, looked up as <out_dir>/../checkpoints/<id>/. Throws BadInput naming the
+// paths tried when none holds a checkpoint.
+std::string resolve_checkpoint(const std::string& spec, const std::string& out_dir);
+// Loads only the model's parameters and buffers from a checkpoint file (no optimizer, no loop
+// state, any number of ranks). Throws BadInput when the file does not fit the model.
+void load_model_weights(const std::string& state_file, Model& model);
+
 }  // namespace gridrun::runner

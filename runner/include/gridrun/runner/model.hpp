@@ -14,9 +14,12 @@
 // the compulsory traffic, like the FLOP count is of the compulsory work.
 #pragma once
 
+#include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,7 +42,7 @@ class Model : public torch::nn::Module {
   // Elements of the outputs of the FLOP-counted layers for one sample (see the bytes convention).
   virtual double activation_elements_per_sample() const = 0;
   // Bytes of one input sample as the data set delivers it (float32 images, int64 token ids).
-  double input_bytes_per_sample() const { return input_bytes_; }
+  double input_bytes_per_sample() const;
   // Estimated bytes moved per sample by one forward pass over a batch of `batch` samples, with
   // activations of `activation_bytes` bytes each (4 for fp32, 2 for bf16/fp16).
   double bytes_per_sample(std::int64_t batch, double activation_bytes = 4.0) const;
@@ -47,7 +50,18 @@ class Model : public torch::nn::Module {
   // Bytes of parameters (weights read once per forward; a lower bound of memory traffic).
   std::int64_t parameter_bytes() const;
 
+  // Inference with quantize=int8: from now on the linear layers that forward() runs through
+  // linear() use dynamically quantized int8 weights (per-tensor symmetric; activations quantized
+  // per batch by LibTorch's quantized::linear_dynamic, CPU). Returns the number of layers
+  // quantized. Throws BadInput when this LibTorch has no quantized engine.
+  std::int64_t quantize_linear_int8();
+
+ protected:
+  // Every model calls its own nn::Linear layers through this, so quantization can swap them.
+  torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x);
+
  private:
+  std::map<const void*, c10::IValue> int8_;  // LinearImpl -> packed int8 weights (prepacked)
   friend std::shared_ptr<Model> make_model(const ModelSpec& spec);
   double input_bytes_ = 0;
 };

@@ -1,4 +1,4 @@
-// The training loop of one job: data-parallel over the given communicator, metrics into the results
+// The training loop of one job, and the inference loop: data-parallel over the given communicator, metrics into the results
 // file (rank 0), checkpoints, signals and stop conditions. See docs/runner.md for the step anatomy.
 #pragma once
 
@@ -11,5 +11,10 @@ namespace gridrun::runner {
 // (after a checkpoint, on SIGTERM/SIGUSR1). Throws BadInput for bad input, anything else for a
 // runtime failure; the caller (main) turns exceptions into an exit code and a job-wide abort.
 int train(const RunnerOptions& opts, Communicator& comm);
+
+// task=inference: timed forward passes over the test split (inference.cpp, docs/runner.md).
+// Returns kExitCompleted, or kExitInterrupted on SIGTERM/SIGUSR1 (nothing to checkpoint). Throws
+// BadInput for a checkpoint that does not exist or does not fit the model.
+int infer(const RunnerOptions& opts, Communicator& comm);
 
 }  // namespace gridrun::runner
