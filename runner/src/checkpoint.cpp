@@ -88,7 +88,10 @@ std::string resolve_checkpoint(const std::string& spec, const std::string& out_d
                    "complete ckpt-<step>/ checkpoint");
   }
   const bool id_like = !spec.empty() && spec.find('/') == std::string::npos;
-  const fs::path by_id = fs::path(out_dir) / ".." / "checkpoints" / spec;
+  // <out>/.. as the training job saw it; lexically when <out> does not exist yet (the OS cannot
+  // resolve ".." through a missing folder).
+  fs::path by_id = fs::path(out_dir) / ".." / "checkpoints" / spec;
+  if (!fs::is_directory(out_dir, ec)) by_id = by_id.lexically_normal();
   if (id_like) {
     const std::string newest = newest_in(by_id.string());
     if (!newest.empty()) return newest + "/state.pt";

@@ -156,7 +156,8 @@ int infer(const RunnerOptions& o, Communicator& comm) {
     for (std::int64_t k = 0; k < total; ++k) {
       const auto t_data = Clock::now();
       std::vector<std::int64_t> idx(static_cast<std::size_t>(b));
-      for (std::int64_t i = 0; i < b; ++i) idx[i] = shard[static_cast<std::size_t>((k * b + i) % n)];
+      for (std::int64_t i = 0; i < b; ++i)
+        idx[static_cast<std::size_t>(i)] = shard[static_cast<std::size_t>((k * b + i) % n)];
       // Positions k*b .. k*b+b-1 of the cycled shard: the leading `fresh` ones are first visits.
       const std::int64_t fresh = std::clamp<std::int64_t>(n - k * b, 0, b);
       Batch bt = test.get(idx);

@@ -112,7 +112,8 @@ void OpProfiler::write_chrome_trace(const std::string& path, int pid) const {
     char buf[160];
     for (std::size_t i = 0; i < spans_.size(); ++i) {
       const auto& s = spans_[i];
-      std::snprintf(buf, sizeof buf, "\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%llu}",
+      std::snprintf(buf, sizeof buf,
+                    "\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%llu}",
                     s.ts_us - t0, s.dur_us, pid, static_cast<unsigned long long>(s.tid));
       out << (i ? ",\n" : "\n") << "{\"name\":\"" << json_escape(s.name) << buf;
     }

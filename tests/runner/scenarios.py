@@ -292,7 +292,8 @@ def profile_ops():
             "--max-steps", "8", "--train-samples", "256", "--test-samples", "64",
             "--timing-warmup-steps", "2", "--profile-steps", "2")
         with h5(results_file(d)) as f:
-            names = [n.decode() if isinstance(n, bytes) else str(n) for n in f["profile"]["name"][()]]
+            names = [n.decode() if isinstance(n, bytes) else str(n)
+                     for n in f["profile"]["name"][()]]
             calls = f["profile"]["calls"][()]
             self_us, total_us = f["profile"]["self_cpu_us"][()], f["profile"]["total_cpu_us"][()]
             hit = [i for i, n in enumerate(names) if op in n]
@@ -323,11 +324,12 @@ def inference_from_checkpoint():
         job_id = attr(f, "id")
         final_acc = float(column(f, "epochs", "test_acc")[-1])
         final_loss = float(column(f, "epochs", "test_loss")[-1])
-    # Sample counts that do not divide evenly: 200 test samples over 2 ranks, batch 16.
+    # Sample counts that do not divide evenly: 200 test samples over 2 ranks, batch 16. The same
+    # train_samples: the synthetic generator draws both splits from one stream.
     out = d + "/infer"
     run(2, *common(out), "--task", "inference", "--model", "mlp", "--ranks", "2",
-        "--batch-per-rank", "16", "--test-samples", "200", "--infer-batches", "10",
-        "--timing-warmup-steps", "2", "--checkpoint", job_id)
+        "--batch-per-rank", "16", "--train-samples", "512", "--test-samples", "200",
+        "--infer-batches", "10", "--timing-warmup-steps", "2", "--checkpoint", job_id)
     # --out's parent holds checkpoints/<id>: the id resolves relative to the inference --out.
     with h5(results_file(out)) as f:
         acc = float(column(f, "epochs", "test_acc")[-1])

@@ -100,3 +100,28 @@ TEST(Options, BadValuesNameTheFlag) {
   EXPECT_THROW(parse({"--out", "/tmp/x", "--log-every", "0"}), BadInput);
   EXPECT_THROW(parse({"--out", "/tmp/x", "--job", "/nonexistent/job.json"}), BadInput);
 }
+
+TEST(Options, InferenceParametersAreChecked) {
+  auto o = parse({"--out", "/tmp/x", "--task", "inference", "--epochs", "0", "--quantize", "int8",
+                  "--infer-batches", "7", "--checkpoint", "abc"}).options;
+  EXPECT_EQ(o.job.task, "inference");  // epochs=0 needs no max_steps for inference
+  EXPECT_EQ(o.job.infer_batches, 7);
+  EXPECT_EQ(o.job.quantize, "int8");
+  EXPECT_EQ(o.job.checkpoint, "abc");
+  auto expect_bad = [](std::vector<const char*> args, const std::string& needle) {
+    try {
+      parse(args);
+      ADD_FAILURE() << "accepted; expected an error naming " << needle;
+    } catch (const BadInput& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_bad({"--out", "/tmp/x", "--checkpoint", "abc"}, "checkpoint=abc");  // task=train
+  expect_bad({"--out", "/tmp/x", "--quantize", "int8"}, "quantize=int8");    // task=train
+  expect_bad({"--out", "/tmp/x", "--task", "inference", "--quantize", "int4"}, "--quantize");
+  expect_bad({"--out", "/tmp/x", "--task", "inference", "--quantize", "int8", "--model",
+              "transformer"}, "transformer");
+  expect_bad({"--out", "/tmp/x", "--task", "inference", "--quantize", "int8", "--device", "gpu"},
+             "device=cpu");
+  expect_bad({"--out", "/tmp/x", "--task", "inference", "--infer-batches", "0"}, "--infer-batches");
+}
