@@ -221,7 +221,7 @@ int cmd_probe(const Args& args) {
   std::error_code ec;
   if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
   if (ec) throw std::invalid_argument("--out " + o.out + ": cannot create its folder (" + ec.message() + ")");
-  results::ProbeOptions po_;
+  results::MachineProbeOptions po_;
   po_.seconds = o.seconds;
   po_.threads = o.threads;
   std::cout << "probe: about " << o.seconds << " s" << std::endl;

@@ -188,7 +188,7 @@ std::string num(double v) {
 
 }  // namespace
 
-ProbeResult run_probe(const ProbeOptions& o, const std::function<void(const std::string&)>& progress) {
+ProbeResult run_probe(const MachineProbeOptions& o, const std::function<void(const std::string&)>& progress) {
   if (!(o.seconds > 0) || o.seconds > 600) throw std::invalid_argument("--seconds: expected 0 < S <= 600");
   if (o.threads < 0) throw std::invalid_argument("--threads: expected >= 0");
   if (o.gemm_n < 16 || o.gemm_n > 8192) throw std::invalid_argument("gemm_n: expected 16-8192");

@@ -75,6 +75,43 @@ double achieved_flops(const JobData& job) {
   return per_sample * sps;
 }
 
+Roof roof_for(const RoofQuery& q, const RooflineOptions& opts) {
+  Roof roof;
+  const bool override_peak = std::isfinite(opts.peak_tflops) && opts.peak_tflops > 0;
+  if (q.device == "gpu") {
+    const GpuPeak* g = find_gpu_peak(q.gpu_name);
+    if (override_peak) {
+      roof.label = "--peak-tflops " + g3(opts.peak_tflops) + (g ? " (" + g->name + " memory)" : "");
+      roof.peak_flops = opts.peak_tflops * 1e12;
+      roof.bandwidth = g ? g->mem_tbs * 1e12 : 0;
+    } else if (g) {
+      const std::string& prec = q.precision;
+      const double t = prec == "bf16" ? g->bf16_tflops : prec == "fp16" ? g->fp16_tflops : g->fp32_tflops;
+      roof.label = g->name + " " + prec;
+      roof.peak_flops = t * 1e12;
+      roof.bandwidth = g->mem_tbs * 1e12;
+    }
+    return roof;
+  }
+  const double cores = std::max(1.0, q.ranks * q.threads_per_rank);
+  if (override_peak) {
+    roof.label = "--peak-tflops " + g3(opts.peak_tflops);
+    roof.peak_flops = opts.peak_tflops * 1e12;
+    if (opts.probe) roof.bandwidth = opts.probe->triad_gbs_all * 1e9;
+  } else if (opts.probe) {
+    const ProbeResult& pr = *opts.probe;
+    // The cores the job used, at the 1-thread rate, capped by the all-threads measurement
+    // (but never below one core: a busy machine can make the all-threads run the slower).
+    const double used = std::min<double>(cores, pr.threads);
+    roof.peak_flops =
+        (used <= 1 ? pr.gemm_gflops_1t
+                   : std::max(pr.gemm_gflops_1t, std::min(pr.gemm_gflops_all, pr.gemm_gflops_1t * used))) * 1e9;
+    roof.bandwidth = (used <= 1 ? pr.triad_gbs_1t : std::max(pr.triad_gbs_1t, pr.triad_gbs_all)) * 1e9;
+    roof.label = "CPU " + g3(used) + (used == 1 ? " core" : " cores") + " (probe)";
+  }
+  return roof;
+}
+
 Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vector<std::string>& labels,
                         const RooflineOptions& opts) {
   Roofline out;
@@ -99,44 +136,21 @@ Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vect
     p.id = j.id;
     p.label = labels[k];
     p.intensity = fwd / bytes;
-    Roof roof;
-    if (param(j, "device") == "gpu") {
-      const double gpus = std::max(1.0, param_num(j, "ranks", 1));
-      p.flops_per_s = flops / gpus;
-      std::string name = j.attr_string("gpu_names");
-      name = name.substr(0, name.find(','));
-      const std::string prec = param(j, "precision", "fp32");
-      const GpuPeak* g = find_gpu_peak(name);
-      if (!g) unknown_gpus.insert(name.empty() ? "(no gpu_names attribute)" : name);
-      if (override_peak) {
-        roof.label = "--peak-tflops " + g3(opts.peak_tflops) + (g ? " (" + g->name + " memory)" : "");
-        roof.peak_flops = opts.peak_tflops * 1e12;
-        roof.bandwidth = g ? g->mem_tbs * 1e12 : 0;
-      } else if (g) {
-        const double t = prec == "bf16" ? g->bf16_tflops : prec == "fp16" ? g->fp16_tflops : g->fp32_tflops;
-        roof.label = g->name + " " + prec;
-        roof.peak_flops = t * 1e12;
-        roof.bandwidth = g->mem_tbs * 1e12;
-      }
+    RoofQuery q;
+    q.device = param(j, "device");
+    q.precision = param(j, "precision", "fp32");
+    q.ranks = std::max(1.0, param_num(j, "ranks", 1));
+    q.threads_per_rank = param_num(j, "threads_per_rank", 1);
+    if (q.device == "gpu") {
+      p.flops_per_s = flops / q.ranks;
+      q.gpu_name = j.attr_string("gpu_names");
+      q.gpu_name = q.gpu_name.substr(0, q.gpu_name.find(','));
+      if (!find_gpu_peak(q.gpu_name))
+        unknown_gpus.insert(q.gpu_name.empty() ? "(no gpu_names attribute)" : q.gpu_name);
     } else {
       p.flops_per_s = flops;
-      const double cores = std::max(1.0, param_num(j, "ranks", 1) * param_num(j, "threads_per_rank", 1));
-      if (override_peak) {
-        roof.label = "--peak-tflops " + g3(opts.peak_tflops);
-        roof.peak_flops = opts.peak_tflops * 1e12;
-        if (opts.probe) roof.bandwidth = opts.probe->triad_gbs_all * 1e9;
-      } else if (opts.probe) {
-        const ProbeResult& pr = *opts.probe;
-        // The cores the job used, at the 1-thread rate, capped by the all-threads measurement
-        // (but never below one core: a busy machine can make the all-threads run the slower).
-        const double used = std::min<double>(cores, pr.threads);
-        roof.peak_flops =
-            (used <= 1 ? pr.gemm_gflops_1t
-                       : std::max(pr.gemm_gflops_1t, std::min(pr.gemm_gflops_all, pr.gemm_gflops_1t * used))) * 1e9;
-        roof.bandwidth = (used <= 1 ? pr.triad_gbs_1t : std::max(pr.triad_gbs_1t, pr.triad_gbs_all)) * 1e9;
-        roof.label = "CPU " + g3(used) + (used == 1 ? " core" : " cores") + " (probe)";
-      }
     }
+    const Roof roof = roof_for(q, opts);
     if (!roof.label.empty()) {
       p.roof = roof.label;
       p.peak_flops = roof.peak_flops;

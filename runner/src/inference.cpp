@@ -119,15 +119,16 @@ int infer(const RunnerOptions& o, Communicator& comm) {
   const auto pids = comm.gather(std::vector<double>{static_cast<double>(getpid())}, 0);
   std::unique_ptr<results::JobWriter> writer;
   std::unique_ptr<results::UtilSampler> util;
+  std::string gpu_name;  // first device, for the MFU peak (the probe moves into the sampler)
   if (lead) {
     results::ProbeOptions po;
     for (int r = 0; r < world; ++r)
       po.pids.push_back(hosts[r] == hosts[0] ? static_cast<pid_t>(pids[r]) : pid_t{-1});
     po.gpus = gpu;
     auto probe = std::make_unique<results::UtilProbe>(po);
+    if (!probe->gpus().empty()) gpu_name = probe->gpus().front().name;
     fs::create_directories(o.out_dir);
-    auto info = detail::file_info(o, comm, hosts, *model, probe->gpu_count(),
-                                  probe->gpu_absent_reason(), 0);
+    auto info = detail::file_info(o, comm, hosts, *model, *probe, 0);
     info.str_attrs["checkpoint_file"] = state_file;
     info.int_attrs["quantized_linear_layers"] = quantized;
     writer = results::JobWriter::create(o.out_dir, info);
@@ -245,6 +246,7 @@ int infer(const RunnerOptions& o, Communicator& comm) {
       s["flops_per_s"] = model->flops_per_sample() * sps;  // forward only
       s["model_params"] = static_cast<double>(model->parameter_count());
       s["peak_rss_bytes"] = peak_rss;
+      detail::add_mfu(s, o, gpu_name);
       if (!o.quiet)
         std::printf("inference: test acc %.4f over %.0f samples, latency p50 %.2f ms p99 %.2f ms, "
                     "%.0f samples/s\n",

@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -62,7 +63,12 @@ ParseResult parse_options(int argc, const char* const* argv) {
        "utilisation samples per second (0 = off)")
       ("dump-params", po::value<std::string>(&o.dump_params),
        "write final parameters (float32, registration order) to FILE")
-      ("quiet", po::bool_switch(&o.quiet), "no progress lines");
+      ("quiet", po::bool_switch(&o.quiet), "no progress lines")
+      ("peak-tflops", po::value<double>(&o.peak_tflops)->default_value(0.0),
+       "peak TFLOP/s of one device (gpu) or of the job's cores (cpu) for /summary/mfu; 0 = built-in "
+       "GPU table (H100, H200, A100, V100) or, on CPU, the `gridrun probe` file")
+      ("probe", po::value<std::string>(&o.probe_file),
+       "`gridrun probe` JSON for CPU peaks (default: ~/.cache/gridrun/probe.json if present)");
   po::options_description hidden("hidden test hooks");
   hidden.add_options()
       ("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(0), "")
@@ -138,6 +144,9 @@ ParseResult parse_options(int argc, const char* const* argv) {
   if (o.job_file.empty() || overridden) o.id = jobs::job_id(p);
   if (o.out_dir.empty()) throw BadInput("gridrun-train: --out DIR is required (results directory)");
   if (o.log_every < 1) throw BadInput("gridrun-train: --log-every must be >= 1");
+  if (o.peak_tflops < 0) throw BadInput("gridrun-train: --peak-tflops must be >= 0");
+  if (!o.probe_file.empty() && !std::filesystem::exists(o.probe_file))
+    throw BadInput("gridrun-train: --probe: no such file '" + o.probe_file + "'");
   if (o.util_hz < 0 || o.util_hz > 1000) throw BadInput("gridrun-train: --util-hz must be in [0, 1000]");
   if (o.checkpoint_dir.empty()) o.checkpoint_dir = o.out_dir + "/../checkpoints/" + o.id;
   validate(o);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/results/sampler.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/runner/communicator.hpp"
 #include "gridrun/runner/model.hpp"
@@ -22,7 +23,11 @@ torch::Device select_device(const jobs::JobParams& j, Communicator& comm);
 // Root attributes of the results file: parameters, hosts, versions, model size and FLOPs.
 results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
                                const std::vector<std::string>& hosts, const Model& model,
-                               int gpus, const std::string& gpu_reason,
-                               std::int64_t resume_step);
+                               const results::UtilProbe& probe, std::int64_t resume_step);
+
+// Adds peak_flops and mfu (= flops_per_s / peak of all the job's devices) to a summary that has
+// flops_per_s, with the peak chosen as the report's roofline does (results::roof_for). No peak
+// known (CPU without a probe file, unknown GPU): nothing is added.
+void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu_name);
 
 }  // namespace gridrun::runner::detail

@@ -9,6 +9,9 @@
 // straggler figures cost one small gather per interval, not per step.
 #include "gridrun/runner/trainer.hpp"
 
+#include "gridrun/results/probe.hpp"
+#include "gridrun/results/roofline.hpp"
+
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -73,8 +76,7 @@ torch::Device select_device(const jobs::JobParams& j, Communicator& comm) {
 
 results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
                                const std::vector<std::string>& hosts, const Model& model,
-                               int gpus, const std::string& gpu_reason,
-                               std::int64_t resume_step) {
+                               const results::UtilProbe& probe, std::int64_t resume_step) {
   results::JobFileInfo info;
   info.id = o.id;
   info.run = o.run;
@@ -106,10 +108,49 @@ results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
   info.float_attrs["flops_per_sample"] = model.flops_per_sample();
   for (const auto& [k, v] : o.meta) info.str_attrs["meta." + k] = v;
   info.ranks = comm.size();
-  info.gpus = gpus;
-  info.gpu_absent_reason = gpu_reason;
+  info.gpus = probe.gpu_count();
+  info.gpu_absent_reason = probe.gpu_absent_reason();
+  std::string names, uuids;
+  for (const auto& g : probe.gpus()) {
+    names += (names.empty() ? "" : ",") + g.name;
+    uuids += (uuids.empty() ? "" : ",") + g.uuid;
+  }
+  if (!names.empty()) {
+    info.str_attrs["gpu_names"] = names;
+    info.str_attrs["gpu_uuids"] = uuids;
+  }
   info.resume_from_step = resume_step;
   return info;
+}
+
+void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu_name) {
+  const auto fl = s.find("flops_per_s");
+  if (fl == s.end() || !std::isfinite(fl->second) || fl->second <= 0) return;
+  const jobs::JobParams& j = o.job;
+  results::RooflineOptions ro;
+  if (o.peak_tflops > 0) ro.peak_tflops = o.peak_tflops;
+  const std::string probe_file =
+      !o.probe_file.empty() ? o.probe_file : results::default_probe_path();
+  if (j.device == "cpu" && !probe_file.empty() && std::filesystem::exists(probe_file)) {
+    try {
+      ro.probe = results::read_probe(probe_file);
+    } catch (const std::exception& e) {
+      // A stale or foreign probe file must not fail a finished job; MFU is then simply absent.
+      std::fprintf(stderr, "gridrun-train: warning: ignoring probe %s: %s\n", probe_file.c_str(),
+                   e.what());
+    }
+  }
+  results::RoofQuery q;
+  q.device = j.device;
+  q.precision = j.task == "inference" ? "fp32" : j.precision;
+  q.ranks = static_cast<double>(j.ranks);
+  q.threads_per_rank = static_cast<double>(j.threads_per_rank);
+  q.gpu_name = gpu_name;
+  const results::Roof roof = results::roof_for(q, ro);
+  if (roof.label.empty() || roof.peak_flops <= 0) return;
+  const double devices = j.device == "gpu" ? static_cast<double>(j.ranks) : 1.0;
+  s["peak_flops"] = roof.peak_flops * devices;
+  s["mfu"] = fl->second / (roof.peak_flops * devices);
 }
 
 }  // namespace detail
@@ -312,18 +353,19 @@ int train(const RunnerOptions& o, Communicator& comm) {
   const auto pids = comm.gather(std::vector<double>{static_cast<double>(getpid())}, 0);
   std::unique_ptr<results::JobWriter> writer;
   std::unique_ptr<results::UtilSampler> util;
+  std::string gpu_name;  // first device, for the MFU peak (the probe moves into the sampler)
   if (lead) {
     results::ProbeOptions po;
     for (int r = 0; r < world; ++r)
       po.pids.push_back(hosts[r] == hosts[0] ? static_cast<pid_t>(pids[r]) : pid_t{-1});
     po.gpus = gpu;
     auto probe = std::make_unique<results::UtilProbe>(po);
+    if (!probe->gpus().empty()) gpu_name = probe->gpus().front().name;
     fs::create_directories(o.out_dir);
     // The writer keeps rows of steps before resume_from_step (1-based steps: the first step this
     // process will run); rows a killed run wrote after its last checkpoint are dropped and redone.
-    auto info = detail::file_info(o, comm, hosts, *model, probe->gpu_count(),
-                                  probe->gpu_absent_reason(),
-                          resumed ? st.global_step + 1 : 0);
+    auto info = detail::file_info(o, comm, hosts, *model, *probe,
+                                  resumed ? st.global_step + 1 : 0);
     info.int_attrs["grad_buckets"] = static_cast<std::int64_t>(sync.num_buckets());
     writer = results::JobWriter::create(o.out_dir, info);
     if (o.util_hz > 0) {
@@ -397,6 +439,7 @@ int train(const RunnerOptions& o, Communicator& comm) {
     s["flops_per_s"] = 3.0 * model->flops_per_sample() * sps;
     s["model_params"] = static_cast<double>(model->parameter_count());
     s["peak_rss_bytes"] = peak_rss;
+    detail::add_mfu(s, o, gpu_name);
     if (!rank_max_step_s.empty()) {
       double sum = 0;
       for (double v : rank_max_step_s) sum += v;

@@ -128,11 +128,11 @@ TEST(Probe, JsonRoundTripAndErrors) {
     EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("gemm_n"), std::string::npos);
   }
-  EXPECT_THROW(run_probe(ProbeOptions{0.0}, {}), std::invalid_argument);
+  EXPECT_THROW(run_probe(MachineProbeOptions{0.0}, {}), std::invalid_argument);
 }
 
 TEST(Probe, ShortRunGivesPositiveFigures) {
-  ProbeOptions o;
+  MachineProbeOptions o;
   o.seconds = 0.2;
   o.threads = 2;
   o.gemm_n = 96;                 // not a multiple of the 4 x 16 block: exercises the edge code

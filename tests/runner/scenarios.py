@@ -312,6 +312,35 @@ def profile_ops():
         assert any(op in e["name"] for e in ev)
 
 
+def mfu_peak():
+    """/summary/mfu = flops_per_s / peak, the peak from a `gridrun probe` file (CPU: the cores the
+    job used at the 1-thread GEMM rate) or from --peak-tflops; the GPU names attribute is absent on
+    CPU; a missing --probe file is exit 2 naming the flag."""
+    import json
+    d = workdir("mfu")
+    probe = os.path.join(d, "probe.json")
+    with open(probe, "w") as fh:
+        json.dump({"created": "2026-01-01T00:00:00Z", "hostname": "h", "cpu_model": "m",
+                   "threads": 2, "gemm_n": 512, "triad_elems": 1024, "gemm_gflops_1t": 10.0,
+                   "gemm_gflops_all": 18.0, "triad_gbs_1t": 5.0, "triad_gbs_all": 9.0}, fh)
+    job = ["--model", "mlp", "--batch-per-rank", "16", "--epochs", "1", "--max-steps", "8",
+           "--train-samples", "256", "--test-samples", "64", "--timing-warmup-steps", "2"]
+    for sub, extra, ranks, peak in (("probe1", ["--probe", probe], 1, 10e9),
+                                    ("probe2", ["--probe", probe], 2, 18e9),
+                                    ("flag", ["--peak-tflops", "0.02", "--probe", probe], 1, 20e9)):
+        out = os.path.join(d, sub)
+        run(ranks, *common(out), *job, "--ranks", str(ranks), *extra)
+        with h5(results_file(out)) as f:
+            summ = {k: float(v[0]) for k, v in f["summary"].items()}
+            assert "gpu_names" not in f.attrs
+        assert abs(summ["peak_flops"] - peak) < 1e-3 * peak, (sub, summ["peak_flops"], peak)
+        assert abs(summ["mfu"] - summ["flops_per_s"] / peak) < 1e-9, (sub, summ)
+        assert 0 < summ["mfu"] < 10, summ
+    p = run(1, *common(os.path.join(d, "bad")), *job, "--probe", os.path.join(d, "nope.json"),
+            expect=2)
+    assert "--probe" in p.stderr, p.stderr
+
+
 def inference_from_checkpoint():
     """task=inference from a training job's checkpoint (by job id) reproduces that job's final test
     accuracy exactly; a missing checkpoint is exit 2 naming it, with no results file."""

@@ -14,7 +14,7 @@
 
 namespace gridrun::results {
 
-struct ProbeOptions {
+struct MachineProbeOptions {
   double seconds = 4.0;            // total budget, split over the four measurements
   int threads = 0;                 // 0: every CPU this process may run on
   int gemm_n = 512;                // square matrix size (3 x n^2 floats must fit in memory)
@@ -31,7 +31,7 @@ struct ProbeResult {
 
 // Runs the four measurements (GEMM and triad, one thread then all threads). `progress` gets a
 // line per measurement (may be empty). Throws std::invalid_argument on bad options.
-ProbeResult run_probe(const ProbeOptions& opts, const std::function<void(const std::string&)>& progress);
+ProbeResult run_probe(const MachineProbeOptions& opts, const std::function<void(const std::string&)>& progress);
 
 // One JSON object, keys as the struct fields (documented in docs/report.md).
 std::string probe_to_json(const ProbeResult& r);

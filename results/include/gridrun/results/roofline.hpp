@@ -57,6 +57,18 @@ struct RooflineOptions {
   std::string probe_source;          // where the probe came from (for the notes)
 };
 
+// What a job ran on, for choosing its compute roof.
+struct RoofQuery {
+  std::string device = "cpu";   // cpu | gpu
+  std::string gpu_name;         // first device's name (gpu jobs), as NVML reports it
+  std::string precision = "fp32";
+  double ranks = 1, threads_per_rank = 1;
+};
+// The roof of ONE device (gpu) or of the cores the job used (cpu): --peak-tflops, else the
+// built-in GPU table, else the probe. label is empty when no peak is known. Shared by the report's
+// roofline and the runner's MFU in /summary, so both divide by the same peak.
+Roof roof_for(const RoofQuery& q, const RooflineOptions& opts);
+
 // Achieved FLOP/s of a whole job per the conventions above (NaN if the figures are missing).
 double achieved_flops(const JobData& job);
 

@@ -24,6 +24,9 @@ struct RunnerOptions {
   double util_hz = 10.0;       // --util-hz: utilisation sampling rate (0 = off)
   std::string dump_params;     // --dump-params FILE: final parameters as raw float32 (rank 0)
   bool quiet = false;          // --quiet: no progress lines
+  // Peak for MFU in /summary (hardware facts, not job parameters, so they do not change ids):
+  double peak_tflops = 0;      // --peak-tflops: overrides the built-in GPU table and the probe
+  std::string probe_file;      // --probe: `gridrun probe` output for CPU peaks (default: its cache)
   // Hidden test hooks (documented in docs/runner.md, not in --help):
   std::int64_t stop_after_step = 0;  // raise SIGTERM in-process after this global step
   std::int64_t fail_at_step = 0;     // throw on rank `fail_rank` after this global step
