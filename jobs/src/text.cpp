@@ -1,6 +1,8 @@
 // See text.hpp. Number formatting uses std::to_chars (shortest round-trip, locale independent).
 #include "text.hpp"
 
+#include "gridrun/jobs/json.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -10,14 +12,12 @@
 
 namespace gridrun::jobs::detail {
 
-void append_json_string(std::string& out, const std::string& s) {
-  out.push_back('"');
+void append_json_escaped(std::string& out, const std::string& s) {
   // Fast path: parameter names and values almost never need escaping.
   unsigned special = 0;  // branch-free so the compiler can vectorise the scan
   for (unsigned char c : s) special |= (c < 0x20) | (c == '"') | (c == '\\');
   if (!special) {
     out += s;
-    out.push_back('"');
     return;
   }
   for (unsigned char c : s) {
@@ -53,8 +53,15 @@ void append_json_string(std::string& out, const std::string& s) {
         }
     }
   }
+}
+
+void append_json_string(std::string& out, const std::string& s) {
+  out.push_back('"');
+  append_json_escaped(out, s);
   out.push_back('"');
 }
+
+
 
 std::string format_double(double v) {
   if (v == 0.0) return "0.0";  // also folds -0.0 into 0.0: one spelling, one id
@@ -166,3 +173,13 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
 }
 
 }  // namespace gridrun::jobs::detail
+
+namespace gridrun::jobs {
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  detail::append_json_escaped(out, s);
+  return out;
+}
+
+}  // namespace gridrun::jobs

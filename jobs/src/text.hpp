@@ -14,6 +14,8 @@ namespace gridrun::jobs::detail {
 // Appends `s` as a JSON string literal (quotes included). Control characters become \uXXXX;
 // other bytes (UTF-8) pass through unchanged.
 void append_json_string(std::string& out, const std::string& s);
+// The same escaping without the surrounding quotes.
+void append_json_escaped(std::string& out, const std::string& s);
 
 // Shortest decimal that reads back as the same double, always containing '.' or 'e' so that a
 // reader can tell a float from an integer ("1.0", "0.1", "1e-05").

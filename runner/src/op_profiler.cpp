@@ -10,24 +10,15 @@
 #include <map>
 #include <stdexcept>
 
+#include "gridrun/jobs/json.hpp"
+
 namespace gridrun::runner {
 
 namespace prof = torch::autograd::profiler;
 
 namespace {
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else o += c;
-  }
-  return o;
-}
+using jobs::json_escape;
 
 }  // namespace
 

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "gridrun/jobs/json.hpp"
+
 namespace gridrun::scheduler::json {
 
 const Value* Value::get(const std::string& key) const {
@@ -189,26 +191,6 @@ std::string dump(const Value& v, bool pretty) {
   return out;
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string quote(const std::string& s) { return "\"" + jobs::json_escape(s) + "\""; }
 
 }  // namespace gridrun::scheduler::json

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/json.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/scheduler/placement.hpp"
@@ -356,18 +357,7 @@ RunStatus run_status(const std::string& run_dir, const SlurmCli* cli) {
 }
 
 namespace {
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else o += c;
-  }
-  return o;
-}
+using jobs::json_escape;
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string o = "\"";
