@@ -230,9 +230,13 @@ class Expander {
     // (tests check id == job_id(params) for every job), without formatting 32 values per job.
     canon_.clear();
     canon_.push_back('{');
+    bool first_member = true;
     for (std::size_t k = 0; k < order_.size(); ++k) {
-      if (k) canon_.push_back(',');
-      canon_ += *d.json[static_cast<std::size_t>(order_[k])];
+      const auto i = static_cast<std::size_t>(order_[k]);
+      if (table_[i].id_omits_default && d.v[i] == table_[i].default_value) continue;  // id_json
+      if (!first_member) canon_.push_back(',');
+      first_member = false;
+      canon_ += *d.json[i];
     }
     canon_.push_back('}');
     const std::uint64_t hash = hash_of_canonical(canon_);
@@ -240,7 +244,7 @@ class Expander {
     if (!inserted) {
       const Job& prev = ex_.jobs[it->second];
       const std::string id = prev.id;
-      if (canonical_json(prev.params) != canon_)
+      if (id_json(prev.params) != canon_)
         throw std::runtime_error("job id collision: " + id + " for two different jobs");
       ++ex_.duplicates;
       auto dit = std::find_if(dups_.begin(), dups_.end(),

@@ -31,6 +31,11 @@ ParamSpec row(std::string name, Type t, Value def, std::string help, S choices =
   return p;
 }
 
+ParamSpec new_row(ParamSpec p) {
+  p.id_omits_default = true;
+  return p;
+}
+
 std::vector<ParamSpec> build_table() {
   const Type B = Type::Bool, I = Type::Int, F = Type::Float, T = Type::String;
   using I64 = std::int64_t;
@@ -92,6 +97,15 @@ std::vector<ParamSpec> build_table() {
           1.0),
       row("quantize", T, std::string("none"), "inference: dynamic int8 linear layers (CPU)",
           {"none", "int8"}),
+      new_row(row("cudnn_benchmark", B, true,
+                  "gpu: let cuDNN time and pick convolution algorithms (first steps slower)")),
+      new_row(row("tf32", B, true,
+                   "gpu: fp32 convolutions and matmuls on TF32 tensor cores (false: full fp32)")),
+      new_row(row("cuda_graph", B, false,
+                  "gpu: capture the training step once and replay it (ranks=1, fixed batch)")),
+      new_row(row("memory_format", T, std::string("auto"),
+                  "gpu: conv activation layout; auto = channels_last for conv nets in bf16/fp16",
+                  {"auto", "contiguous", "channels_last"})),
   };
 }
 
@@ -128,7 +142,7 @@ std::string number_text(double d) {
               X(eval_every) X(target_accuracy) X(bucket_mb) X(overlap) X(profile_steps)         \
                   X(time_limit) X(train_samples) X(test_samples) X(timing_warmup_steps)         \
                       X(checkpoint_minutes) X(comm_timeout_s) X(checkpoint) X(infer_batches) \
-                          X(quantize)
+                          X(quantize) X(cudnn_benchmark) X(tf32) X(cuda_graph) X(memory_format)
 
 template <typename T>
 void get_field(const Params& p, const char* name, T& out) {
@@ -233,8 +247,18 @@ std::uint64_t murmur64a(const std::string& data) {
 }
 }  // namespace
 
+std::string id_json(const Params& p) {
+  Params kept;
+  for (const auto& [k, v] : p) {
+    const ParamSpec* spec = find_param(k);
+    if (spec && spec->id_omits_default && v == spec->default_value) continue;
+    kept.emplace_hint(kept.end(), k, v);
+  }
+  return canonical_json(kept);
+}
+
 std::string job_id(const Params& p) {
-  return detail::id_of_hash(detail::hash_of_canonical(canonical_json(p)));
+  return detail::id_of_hash(detail::hash_of_canonical(id_json(p)));
 }
 
 namespace detail {

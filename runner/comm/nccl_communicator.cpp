@@ -9,6 +9,7 @@
 // (stream, events, comm). wait() polls the op's completion event against a deadline and checks
 // ncclCommGetAsyncError: a failed or timed-out collective calls ncclCommAbort (so no kernel stays
 // stuck on the device) and then aborts the MPI job.
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>

@@ -31,9 +31,29 @@ class TensorDataset final : public Dataset {
     }
   }
   std::int64_t size() const override { return x_.size(0); }
+  std::int64_t bytes() const override {
+    return static_cast<std::int64_t>(x_.nbytes() + y_.nbytes());
+  }
+  std::shared_ptr<Dataset> on_device(const at::Device& device) const override {
+    auto d = std::make_shared<TensorDataset>(x_.to(device), y_.to(device));
+    if (mean_.defined()) {
+      d->mean_ = mean_.to(device);
+      d->std_ = std_.to(device);
+    }
+    return d;
+  }
   Batch get(const std::vector<std::int64_t>& idx) const override {
-    auto index = at::from_blob(const_cast<std::int64_t*>(idx.data()),
-                               {static_cast<std::int64_t>(idx.size())}, at::kLong);
+    const auto n = static_cast<std::int64_t>(idx.size());
+    at::Tensor index;
+    if (x_.is_cpu()) {
+      index = at::from_blob(const_cast<std::int64_t*>(idx.data()), {n}, at::kLong);
+    } else {
+      // Pinned staging so the upload is asynchronous; the caching host allocator keeps the block
+      // until the copy has run, so the next step cannot overwrite it early.
+      auto staged = at::empty({n}, at::TensorOptions().dtype(at::kLong).pinned_memory(true));
+      std::memcpy(staged.data_ptr(), idx.data(), static_cast<std::size_t>(n) * sizeof(std::int64_t));
+      index = staged.to(x_.device(), /*non_blocking=*/true);
+    }
     Batch b{x_.index_select(0, index), y_.index_select(0, index)};
     if (b.x.scalar_type() == at::kByte) {
       b.x = b.x.to(at::kFloat).div_(255.0f);

@@ -92,7 +92,10 @@ struct GradSync::Impl {
     torch::NoGradGuard ng;
     for (auto& b : buckets)
       for (auto& sl : b.slots) {
-        views[sl.param] = b.flat.narrow(0, sl.offset, sl.numel).view(params[sl.param].sizes());
+        // Same strides as the parameter (channels_last weights too): autograd then accumulates
+        // into the view in place instead of copying across layouts.
+        views[sl.param] = b.flat.narrow(0, sl.offset, sl.numel)
+                              .as_strided(params[sl.param].sizes(), params[sl.param].strides());
         params[sl.param].mutable_grad() = views[sl.param];
       }
     if (opts.overlap) {

@@ -67,6 +67,12 @@ ParseResult parse_options(int argc, const char* const* argv) {
       ("peak-tflops", po::value<double>(&o.peak_tflops)->default_value(0.0),
        "peak TFLOP/s of one device (gpu) or of the job's cores (cpu) for /summary/mfu; 0 = built-in "
        "GPU table (H100, H200, A100, V100) or, on CPU, the `gridrun probe` file")
+      ("heartbeat", po::value<std::string>(&o.heartbeat_file),
+       "file rank 0 rewrites at most once a second from the training loop; `gridrun run` ends a "
+       "job whose heartbeat is older than its --heartbeat-timeout")
+      ("gpu-memory-fraction", po::value<double>(&o.gpu_memory_fraction)->default_value(0.0),
+       "largest share of the GPU's memory this job's allocator may hold, in (0, 1]; 0 = no cap "
+       "(set by `gridrun run --jobs-per-gpu N` to 1/N)")
       ("probe", po::value<std::string>(&o.probe_file),
        "`gridrun probe` JSON for CPU peaks (default: ~/.cache/gridrun/probe.json if present)");
   po::options_description hidden("hidden test hooks");
@@ -148,6 +154,8 @@ ParseResult parse_options(int argc, const char* const* argv) {
   if (!o.probe_file.empty() && !std::filesystem::exists(o.probe_file))
     throw BadInput("gridrun-train: --probe: no such file '" + o.probe_file + "'");
   if (o.util_hz < 0 || o.util_hz > 1000) throw BadInput("gridrun-train: --util-hz must be in [0, 1000]");
+  if (o.gpu_memory_fraction < 0 || o.gpu_memory_fraction > 1)
+    throw BadInput("gridrun-train: --gpu-memory-fraction must be in [0, 1]");
   if (o.checkpoint_dir.empty()) o.checkpoint_dir = o.out_dir + "/../checkpoints/" + o.id;
   validate(o);
   return res;
@@ -180,6 +188,10 @@ void validate(const RunnerOptions& o) {
   if (j.threads_per_rank < 1) bad("threads_per_rank must be >= 1");
   if (j.dataset != "synthetic" && j.data_dir.empty())
     bad("dataset=" + j.dataset + " needs data_dir (folder with the data set's files)");
+  if (j.cuda_graph && (j.device != "gpu" || j.ranks != 1 || j.optimizer != "sgd" ||
+                       j.precision == "fp16" || infer))
+    bad("cuda_graph=true needs task=train, device=gpu, ranks=1, optimizer=sgd and precision fp32 "
+        "or bf16 (the allreduce and fp16 loss scaling are not captured)");
 }
 
 }  // namespace gridrun::runner

@@ -118,6 +118,23 @@ TEST(JobsParams, JobIdIsPinned) {
   EXPECT_EQ(gj::job_id(defaults()), "11d17eac7112");
 }
 
+TEST(JobsParams, LaterParametersLeaveOldIdsAlone) {
+  // cudnn_benchmark, tf32, cuda_graph and memory_format joined after ids were published: at their
+  // defaults they are not hashed (the pinned id above stays), set to anything else they are.
+  gj::Params p = defaults();
+  EXPECT_NE(gj::canonical_json(p).find("\"cuda_graph\":false"), std::string::npos);
+  EXPECT_EQ(gj::id_json(p).find("cuda_graph"), std::string::npos);
+  for (const char* k : {"cudnn_benchmark", "tf32", "cuda_graph"}) {
+    gj::Params q = p;
+    q[k] = !std::get<bool>(q[k]);
+    EXPECT_NE(gj::job_id(q), gj::job_id(p)) << k;
+    EXPECT_NE(gj::id_json(q).find(k), std::string::npos) << k;
+  }
+  gj::Params q = p;
+  q["memory_format"] = std::string("channels_last");
+  EXPECT_NE(gj::job_id(q), gj::job_id(p));
+}
+
 TEST(JobsParams, ParamsFromJsonRoundTripAndSpellings) {
   gj::Params p = defaults();
   p["lr"] = 0.3;

@@ -275,8 +275,9 @@ def bad_input():
     p = run(2, "--out", d, "--ranks", "2", "--dataset", "cifar10", "--data-dir", d + "/nodata",
             expect=2)
     assert "data_batch_1.bin" in p.stderr, p.stderr
-    p = run(1, "--out", d, "--device", "gpu", expect=2)
-    assert "gpu" in p.stderr.lower(), p.stderr
+    if not ARGS.cuda:  # a CUDA build trains on a GPU instead (gpu_* scenarios)
+        p = run(1, "--out", d, "--device", "gpu", expect=2)
+        assert "gpu" in p.stderr.lower(), p.stderr
     p = run(2, "--out", d, "--ranks", "1", expect=2)
     assert "ranks=1" in p.stderr, p.stderr
     assert not glob.glob(d + "/*.h5"), os.listdir(d)
@@ -402,14 +403,113 @@ def inference_random_np2():
     assert abs(accs["none"] - accs["int8"]) <= 0.1, accs
 
 
+# --- GPU scenarios (label gpu): skip with a reason (exit 77) without a CUDA build or a GPU ---------
+
+SKIP = 77
+
+
+def gpu_count():
+    try:
+        p = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in p.stdout.splitlines() if line.startswith("GPU "))
+
+
+def need_gpus(n):
+    if not ARGS.cuda:
+        print("SKIP: gridrun-train was built without CUDA/NCCL (GRIDRUN_WITH_CUDA)")
+        sys.exit(SKIP)
+    have = gpu_count()
+    if have < n:
+        print(f"SKIP: needs {n} GPU(s), nvidia-smi lists {have}")
+        sys.exit(SKIP)
+
+
+def gpu_common(out, *extra):
+    return ["--dataset", "synthetic", "--device", "gpu", "--out", out, "--log-every", "10",
+            "--util-hz", "20", *extra]
+
+
+def gpu_train_1rank():
+    """One rank on the GPU over the NCCL communicator: completes, learns, records GPU facts."""
+    need_gpus(1)
+    d = workdir("gpu_train")
+    run(1, *gpu_common(d), "--model", "lenet", "--epochs", "3", "--lr", "0.01",
+        "--batch-per-rank", "64", "--train-samples", "2048", "--test-samples", "512")
+    with h5(results_file(d)) as f:
+        assert attr(f, "status") == "completed", attr(f, "status")
+        assert attr(f, "communicator") == "nccl"
+        assert attr(f, "gpu_names"), "no gpu_names attribute"
+        loss = column(f, "steps", "loss")
+        assert np.all(np.isfinite(loss)), loss
+        first, last = float(np.mean(loss[:5])), float(np.mean(loss[-5:]))
+        print(f"gpu lenet: loss {first:.3f} -> {last:.3f}, {len(loss)} steps")
+        assert last < 0.8 * first, (first, last)
+        assert float(column(f, "epochs", "test_acc")[-1]) > 0.3
+        for c in ("forward_s", "backward_s", "optimizer_s", "step_s"):
+            v = column(f, "steps", c)
+            assert np.all(v > 0) and np.all(np.isfinite(v)), (c, v[:5])
+
+
+def gpu_matches_cpu():
+    """fp32 on the GPU follows the CPU run's losses (same weights, same batches, same math)."""
+    need_gpus(1)
+    d = workdir("gpu_vs_cpu")
+    flags = ["--model", "mlp", "--epochs", "1", "--max-steps", "30", "--train-samples", "1024",
+             "--test-samples", "64", "--lr", "0.01", "--seed", "5", "--batch-per-rank", "32"]
+    run(1, *common(d + "/cpu"), *flags)
+    run(1, *gpu_common(d + "/gpu"), *flags, "--tf32", "false")
+    with h5(results_file(d + "/cpu")) as c, h5(results_file(d + "/gpu")) as g:
+        lc, lg = column(c, "steps", "loss"), column(g, "steps", "loss")
+        rel = float(np.max(np.abs(lc - lg) / np.abs(lc)))
+        print(f"cpu vs gpu loss, 30 steps: max rel diff {rel:.2e}")
+        assert rel < 1e-3, rel
+
+
+def gpu_cuda_graph():
+    """cuda_graph=true replays the captured step: same losses as the eager step, fewer launches."""
+    need_gpus(1)
+    d = workdir("gpu_graph")
+    flags = ["--model", "resnet18", "--epochs", "1", "--max-steps", "40", "--train-samples", "2048",
+             "--test-samples", "64", "--lr", "0.01", "--seed", "2", "--batch-per-rank", "32",
+             "--tf32", "false", "--cudnn-benchmark", "false"]
+    run(1, *gpu_common(d + "/eager"), *flags)
+    run(1, *gpu_common(d + "/graph"), *flags, "--cuda-graph", "true")
+    with h5(results_file(d + "/eager")) as e, h5(results_file(d + "/graph")) as g:
+        le, lg = column(e, "steps", "loss"), column(g, "steps", "loss")
+        assert len(le) == len(lg) == 40
+        rel = float(np.max(np.abs(le - lg) / np.abs(le)))
+        print(f"eager vs graph loss: max rel diff {rel:.2e}")
+        assert rel < 1e-3, rel
+        assert attr(g, "status") == "completed"
+
+
+def gpu_nccl_np2():
+    """Two ranks on two GPUs: data-parallel over NCCL equals one rank at twice the batch."""
+    need_gpus(2)
+    d = workdir("gpu_np2")
+    flags = ["--model", "lenet", "--epochs", "1", "--max-steps", "20", "--train-samples", "512",
+             "--test-samples", "64", "--lr", "0.02", "--seed", "3", "--tf32", "false"]
+    run(1, *gpu_common(d + "/one"), *flags, "--batch-per-rank", "16", "--dump-params", d + "/one.bin")
+    run(2, *gpu_common(d + "/two"), *flags, "--ranks", "2", "--batch-per-rank", "8",
+        "--dump-params", d + "/two.bin")
+    diff = float(np.abs(params(d + "/one.bin") - params(d + "/two.bin")).max())
+    print(f"1x16 vs 2x8 on GPUs: max abs param diff {diff:.3g}")
+    assert diff < 1e-4, diff
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
     ap.add_argument("--train", required=True)
     ap.add_argument("--mpirun", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--cuda", default="OFF", help="ON when built with CUDA/NCCL")
     ap.add_argument("scenario")
     ARGS = ap.parse_args()
+    ARGS.cuda = ARGS.cuda.upper() in ("ON", "1", "TRUE", "YES")
     os.makedirs(ARGS.work, exist_ok=True)
     globals()[ARGS.scenario]()
     print("ok", ARGS.scenario)

@@ -30,6 +30,9 @@ struct ParamSpec {
   std::optional<double> min;        // inclusive numeric range, where one applies
   std::optional<double> max;
   bool min_exclusive = false;       // the range is (min, max]: lr and comm_timeout_s must be > 0
+  // Parameters added after ids were first published: left out of the id's canonical text while
+  // they hold their default, so every job planned before they existed keeps its id.
+  bool id_omits_default = false;
 };
 
 // The table, in documentation order.
@@ -78,6 +81,11 @@ struct JobParams {
   std::string checkpoint;              // inference: file, folder or job id; empty = random weights
   std::int64_t infer_batches = 50;     // inference: timed batches per rank
   std::string quantize = "none";       // inference: none | int8 (dynamic, linear layers, CPU)
+  // GPU step (docs/gpu.md): ignored on CPU.
+  bool cudnn_benchmark = true;         // cuDNN autotuning of convolution algorithms
+  bool tf32 = true;                    // fp32 convolutions and matmuls on TF32 tensor cores
+  bool cuda_graph = false;             // capture the step once, replay it (ranks=1, static shapes)
+  std::string memory_format = "auto";  // auto | contiguous | channels_last
 };
 
 // Converts a complete Params map to the typed struct (throws std::invalid_argument on a missing key
@@ -88,6 +96,9 @@ Params from_struct(const JobParams& jp);
 // Canonical JSON of the resolved parameters: keys sorted, no whitespace, integers as integers,
 // floats in shortest round-trip form (always with '.' or 'e'), strings JSON-escaped.
 std::string canonical_json(const Params& p);
+// The text the job id hashes: canonical_json without the id_omits_default parameters that hold
+// their default value (equal to canonical_json for every job that does not set one of them).
+std::string id_json(const Params& p);
 // 12 lowercase hex characters of a 64-bit hash of canonical_json(p).
 std::string job_id(const Params& p);
 

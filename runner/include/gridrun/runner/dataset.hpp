@@ -28,6 +28,16 @@ class Dataset {
   virtual ~Dataset() = default;
   virtual std::int64_t size() const = 0;
   virtual Batch get(const std::vector<std::int64_t>& indices) const = 0;
+  // The same split held on `device` (images stay uint8 there and are normalised per batch on the
+  // device), or nullptr when the implementation cannot. Why: on a GPU, indexing a resident copy
+  // costs one small index upload per step instead of a host gather, a normalisation on the host and
+  // a copy from unpinned memory, which together kept the GPU idle for most of a small model's step.
+  virtual std::shared_ptr<Dataset> on_device(const at::Device& device) const {
+    (void)device;
+    return nullptr;
+  }
+  // Bytes the split occupies (what on_device would allocate).
+  virtual std::int64_t bytes() const { return 0; }
 };
 
 // What the model needs to know about the input (mirrors ModelSpec's fields).

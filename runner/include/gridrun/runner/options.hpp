@@ -27,6 +27,9 @@ struct RunnerOptions {
   // Peak for MFU in /summary (hardware facts, not job parameters, so they do not change ids):
   double peak_tflops = 0;      // --peak-tflops: overrides the built-in GPU table and the probe
   std::string probe_file;      // --probe: `gridrun probe` output for CPU peaks (default: its cache)
+  // Launcher facts (set by `gridrun run`, not job parameters):
+  std::string heartbeat_file;  // --heartbeat FILE: rank 0 touches it each step (at most 1/s)
+  double gpu_memory_fraction = 0;  // --gpu-memory-fraction: cap of this job's GPU memory (0 = none)
   // Hidden test hooks (documented in docs/runner.md, not in --help):
   std::int64_t stop_after_step = 0;  // raise SIGTERM in-process after this global step
   std::int64_t fail_at_step = 0;     // throw on rank `fail_rank` after this global step

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""gridrun-train vs PyTorch eager on the same GPU, in the same call (bench/gpu.sh drives it).
+
+For each model x batch x precision: gridrun-train on synthetic data (device-resident, SGD momentum
+0.9, like the anchor), read back /summary from its HDF5 file (wall-clock samples/s between
+synchronised points after the warm-up, MFU, mean GPU utilisation); optionally the same with
+cuda_graph=true. The anchor (PyTorch eager, the same CIFAR-style ResNets) runs in the same call.
+Each figure is the median of --repeats runs. Prints a markdown table with the ratios.
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+
+def summary(path):
+    with h5py.File(path, "r") as f:
+        g = f["summary"]
+        out = {k: float(g.attrs[k]) for k in g.attrs}
+        for k in g:
+            try:
+                out[k] = float(np.asarray(g[k][()]).reshape(-1)[0])
+            except (TypeError, ValueError):
+                pass
+        out["status"] = f.attrs["status"]
+    return out
+
+
+def run_gridrun(a, model, batch, prec, graph, work):
+    out = os.path.join(work, f"{model}_{batch}_{prec}_{'graph' if graph else 'eager'}")
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [a.mpirun, "--allow-run-as-root", "--bind-to", "none", "-np", "1", a.train,
+           "--model", model, "--dataset", "synthetic", "--device", "gpu", "--precision", prec,
+           "--batch-per-rank", str(batch), "--epochs", "1", "--max-steps", str(a.steps),
+           "--train-samples", str(batch * a.steps), "--test-samples", "64", "--eval-every", "0",
+           "--timing-warmup-steps", str(a.warmup), "--lr", "0.05", "--momentum", "0.9",
+           "--log-every", "10", "--util-hz", "20", "--quiet", "--out", out]
+    if graph:
+        cmd += ["--cuda-graph", "true"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-3000:])
+        return None
+    files = glob.glob(os.path.join(out, "*.h5"))
+    return summary(files[0]) if files else None
+
+
+def run_anchor(a):
+    p = subprocess.run([sys.executable, a.anchor, "eager"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    res = {}
+    for m in re.finditer(r"anchor resnet(\d+) batch=(\d+) (\w+) eager: ([\d.]+) samples/s", p.stdout):
+        res[(f"resnet{m.group(1)}", int(m.group(2)), m.group(3))] = float(m.group(4))
+    if not res:
+        sys.stderr.write(p.stdout[-3000:])
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--train", required=True, help="gridrun-train binary")
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--anchor", required=True, help="pytorch_eager_anchor.py")
+    ap.add_argument("--models", default="resnet18,resnet50")
+    ap.add_argument("--batches", default="32,128,512")
+    ap.add_argument("--precisions", default="fp32,bf16")
+    ap.add_argument("--graph-batches", default="32,128", help="batches also run with cuda_graph")
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--warmup", type=int, default=15)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--work", default="/tmp/gridrun-gpu-bench")
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    configs = [(m, int(b), p) for m in a.models.split(",") for b in a.batches.split(",")
+               for p in a.precisions.split(",")]
+    graph_b = {int(b) for b in a.graph_batches.split(",") if b}
+    anchors = {}
+    rows = []
+    for rep in range(a.repeats):
+        for k, v in run_anchor(a).items():
+            anchors.setdefault(k, []).append(v)
+    for cfg in configs:
+        m, b, p = cfg
+        row = {"cfg": cfg}
+        for graph in (False, True):
+            if graph and b not in graph_b:
+                continue
+            sps, mfu, util = [], [], []
+            for rep in range(a.repeats):
+                s = run_gridrun(a, m, b, p, graph, a.work)
+                if not s:
+                    continue
+                sps.append(s.get("samples_per_s_wall", float("nan")))
+                mfu.append(s.get("mfu", float("nan")))
+                util.append(s.get("gpu_util_pct_mean", float("nan")))
+            key = "graph" if graph else "eager"
+            if sps:
+                row[key] = (statistics.median(sps), statistics.median(mfu), statistics.median(util), len(sps))
+        row["anchor"] = statistics.median(anchors[cfg]) if cfg in anchors else float("nan")
+        rows.append(row)
+        print("done", cfg, row, flush=True)
+
+    print()
+    print(f"| model | batch | precision | PyTorch eager samples/s | gridrun samples/s | gridrun/eager "
+          f"| cuda_graph samples/s | graph/eager | MFU | GPU util % |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        m, b, p = r["cfg"]
+        an = r["anchor"]
+        g = r.get("eager")
+        gg = r.get("graph")
+        fmt = lambda x: f"{x:,.0f}" if x == x else "n/a"
+        print(f"| {m} | {b} | {p} | {fmt(an)} | {fmt(g[0]) if g else 'failed'} | "
+              f"{g[0] / an:.2f} |" if g else f"| {m} | {b} | {p} | {fmt(an)} | failed | n/a |", end="")
+        if g:
+            print(f" {fmt(gg[0]) if gg else '-'} | {gg[0] / an:.2f} |" if gg else " - | - |", end="")
+            print(f" {g[1]:.3f} | {g[2]:.0f} |")
+        else:
+            print(" - | - | - | - |")
+    print(f"\n(median of {a.repeats} runs each; {a.steps} steps, first {a.warmup} left out; "
+          f"anchor: {a.anchor})")
+
+
+if __name__ == "__main__":
+    main()
