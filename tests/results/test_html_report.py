@@ -184,7 +184,14 @@ def main():
         # --- real run with the real trainer ---
         if args.train and os.path.exists(args.train) and args.grid:
             runs = os.path.join(tmp, "runs")
-            r = run([args.gridrun, "run", args.grid, "--out", runs, "--train-bin", args.train, "--no-report"],
+            # The utilization chart needs at least one sample per job. At the default 10 Hz a job
+            # shorter than 0.1 s (the quickstart on a fast machine) has none, so the real trainer
+            # runs behind a wrapper that samples at the highest rate it accepts.
+            train = os.path.join(tmp, "gridrun-train-1khz")
+            with open(train, "w") as f:
+                f.write('#!/bin/sh\nexec "%s" "$@" --util-hz 1000\n' % os.path.abspath(args.train))
+            os.chmod(train, 0o755)
+            r = run([args.gridrun, "run", args.grid, "--out", runs, "--train-bin", train, "--no-report"],
                     timeout=600)
             check(r.returncode == 0, f"gridrun run quickstart: exit {r.returncode}: {r.stderr[-800:]}")
             rundir = os.path.join(runs, "quickstart")

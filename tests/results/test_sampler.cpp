@@ -1,8 +1,10 @@
 // UtilProbe/UtilSampler on this machine's real /proc (and NVML when a driver is present).
 #include <gtest/gtest.h>
 
+#include <sys/times.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
@@ -12,6 +14,15 @@
 
 using namespace gridrun::results;
 
+namespace {
+// This process's user + system CPU time in clock ticks (all threads), as /proc/self/stat has it.
+clock_t own_ticks() {
+  tms t{};
+  times(&t);
+  return t.tms_utime + t.tms_stime;
+}
+}  // namespace
+
 TEST(Sampler, SamplesOwnProcess) {
   ProbeOptions o;
   o.gpus = false;
@@ -19,9 +30,15 @@ TEST(Sampler, SamplesOwnProcess) {
   EXPECT_EQ(p.rank_count(), 1);
   EXPECT_EQ(p.gpu_count(), 0);
   EXPECT_EQ(p.gpu_absent_reason(), "cpu job");
-  // Burn some CPU so the process CPU % has something to measure.
+  // Burn CPU until the kernel has charged this process two clock ticks (what /proc/<pid>/stat
+  // counts in), however fast the machine: a fixed amount of work could fit in one tick and read
+  // as 0 %. The deadline only bounds a broken clock.
+  const clock_t start = own_ticks();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   volatile double x = 0;
-  for (int i = 0; i < 20000000; ++i) x = x + std::sqrt(static_cast<double>(i));
+  while (own_ticks() - start < 2 && std::chrono::steady_clock::now() < deadline)
+    for (int i = 0; i < 1000000; ++i) x = x + std::sqrt(static_cast<double>(i));
+  ASSERT_GE(own_ticks() - start, 2) << "no CPU time charged in 30 s";
   UtilRow r = p.sample();
   ASSERT_EQ(r.rank_cpu_pct.size(), 1u);
   ASSERT_EQ(r.rank_rss_bytes.size(), 1u);

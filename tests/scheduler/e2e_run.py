@@ -7,6 +7,7 @@ reading gridrun's event lines from a pipe, never by sleeping.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -157,7 +158,11 @@ def case_kill_gridrun():
     mtime = os.path.getmtime(os.path.join(OUT, "killrun", "results", first + ".h5"))
     r = run([g, "--max-parallel", "1", "--no-report"])
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "1 already completed, 2 to run" in r.stdout, r.stdout
+    # The job gridrun had started after the first one may or may not have finished on its own by
+    # the time the rerun looks (that depends on speed); either count is right, a rerun of the first
+    # job is not.
+    m = re.search(r"(\d+) already completed, (\d+) to run", r.stdout)
+    assert m and int(m.group(1)) >= 1 and int(m.group(1)) + int(m.group(2)) == 3, r.stdout
     assert "start   " + first not in r.stdout
     st = state("killrun")["jobs"]
     assert st[first]["attempts"] == 1, st
@@ -167,7 +172,8 @@ def case_kill_gridrun():
 
 
 def case_concurrent_and_interrupt():
-    g = grid("locked", SMALL + "  epochs: 200\ngrid:\n  model: [mlp]\n")
+    # Never finishes within the test (both runs of it are interrupted), however fast the machine.
+    g = grid("locked", SMALL + "  epochs: 1000000\ngrid:\n  model: [mlp]\n")
     p = start([g])
     lines = []
     jid = job_of(read_until(p, "start ", lines), "start ")

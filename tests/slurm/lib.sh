@@ -4,7 +4,8 @@ set -euo pipefail
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "--- $*"; }
 
-# wait_until SECONDS DESCRIPTION CMD...: polls CMD every 0.5 s until it succeeds.
+# wait_until SECONDS DESCRIPTION CMD...: polls CMD every WAIT_POLL_S (default 0.5) seconds until it
+# succeeds; fails the test after SECONDS.
 wait_until() {
   local secs=$1 what=$2; shift 2
   local deadline=$((SECONDS + secs))
@@ -13,7 +14,7 @@ wait_until() {
       squeue >&2 || true
       fail "timed out after ${secs}s waiting for: $what"
     fi
-    sleep 0.5
+    sleep "${WAIT_POLL_S:-0.5}"
   done
 }
 

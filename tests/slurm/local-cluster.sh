@@ -18,6 +18,8 @@
 #     120 s): 5 s keeps the requeue test quick. KillWait 5 s for the same reason.
 #   - Addresses are 127.0.0.1, so the host name need not resolve (containers often lack it).
 #   - No slurmdbd: accounting is off, so `gridrun status` must work from squeue/scontrol + disk.
+#     MinJobAge 3600 s keeps ended jobs (state, Restarts) in scontrol for the scenarios' asserts
+#     however long the rest of a scenario takes on a loaded machine (300 s is Slurm's default).
 set -euo pipefail
 
 cmd="${1:-}"
@@ -104,7 +106,7 @@ GresTypes=gpu
 MpiDefault=none
 ReturnToService=2
 JobRequeue=1
-MinJobAge=300
+MinJobAge=3600
 KillWait=5
 MaxArraySize=1001
 InactiveLimit=0

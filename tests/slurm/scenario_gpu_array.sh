@@ -49,7 +49,7 @@ YAML
   --train-bin "$HERE/fake-gpu-train.sh" | tee "$WORK/submit.txt"
 RUN="$WORK/runs/slurm-gpu"
 grep -q "#SBATCH --gres=gpu:1" "$RUN"/slurm/s1-a0-*.sbatch || fail "no --gres=gpu:1 in the 1-GPU array"
-wait_until 120 "GPU array to finish" run_drained "$RUN"
+wait_until 300 "GPU array to finish" run_drained "$RUN"
 check "$RUN" 5
 
 note "packed: 1-GPU jobs as concurrent srun --exact steps of whole-node allocations"
@@ -64,6 +64,6 @@ YAML
 RUN="$WORK/runs/slurm-packed"
 ls "$RUN"/slurm/s1-a0-gpu-packed.sbatch >/dev/null || fail "no packed array script"
 [[ $(wc -l <"$RUN"/slurm/s1-a0-gpu-packed.jobs) -eq 2 ]] || fail "expected 2 bundles of 2 steps (2 cores per node)"
-wait_until 120 "packed array to finish" run_drained "$RUN"
+wait_until 300 "packed array to finish" run_drained "$RUN"
 check "$RUN" 4
 echo "PASS"
