@@ -105,7 +105,8 @@ def main():
     ap.add_argument("--testwriter", required=True)
     ap.add_argument("--train", default="", help="gridrun-train; empty or missing: synthetic run only")
     ap.add_argument("--grid", default="", help="examples/quickstart.yaml")
-    ap.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    ap.add_argument("--chromium",
+                    default=shutil.which("chromium") or shutil.which("chromium-browser") or "chromium")
     ap.add_argument("--shots", default=os.getcwd(), help="folder for the screenshots")
     args = ap.parse_args()
     if not shutil.which(args.chromium) and not os.path.exists(args.chromium):

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Prints the counts of a ctest run from its JUnit file (`ctest --output-junit FILE`): passed,
+failed, and skipped grouped by reason. The reason is the test's own last "SKIP: ..." line
+(tests/needs.sh and the scenarios print one), else what ctest recorded. A test ctest did not run
+for another cause (missing executable, failed fixture) is counted as failed, as ctest counts it.
+
+    ctest-summary.py JUNIT.xml
+"""
+import collections
+import sys
+import xml.etree.ElementTree as ET
+
+SHOW = 6  # test names listed per line before "+N more"
+
+
+def names(tests):
+    shown = ", ".join(tests[:SHOW])
+    return shown + (f", +{len(tests) - SHOW} more" if len(tests) > SHOW else "")
+
+
+def skip_reason(case, message):
+    out = case.findtext("system-out") or ""
+    lines = [l.strip() for l in out.splitlines() if l.strip().startswith("SKIP:")]
+    if lines:
+        return lines[-1][len("SKIP:"):].strip()
+    return message or "no reason given"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: ctest-summary.py JUNIT.xml")
+    root = ET.parse(sys.argv[1]).getroot()
+    passed, failed = [], []
+    skipped = collections.defaultdict(list)
+    for case in root.iter("testcase"):
+        name, status = case.get("name"), case.get("status")
+        if status == "run":
+            passed.append(name)
+        elif status == "disabled":
+            skipped["disabled (DISABLED property)"].append(name)
+        elif status == "notrun":
+            message = case.find("skipped").get("message", "") if case.find("skipped") is not None else ""
+            if message.startswith("SKIP_"):  # SKIP_RETURN_CODE=77, SKIP_REGULAR_EXPRESSION_MATCHED
+                skipped[skip_reason(case, message)].append(name)
+            else:
+                failed.append(f"{name} (not run: {message or 'unknown'})")
+        else:
+            failed.append(name)
+    n_skipped = sum(len(v) for v in skipped.values())
+    total = len(passed) + len(failed) + n_skipped
+    print(f"\nTest counts: {len(passed)} passed, {len(failed)} failed, {n_skipped} skipped "
+          f"({total} tests)")
+    if failed:
+        print(f"  failed: {names(failed)}")
+    for reason, tests in sorted(skipped.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        print(f"  skipped {len(tests)}: {reason}: {names(tests)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Run-time check of what a test needs beyond the build, so that every test is always registered and
+# a missing tool shows up as a skip with its reason instead of a test that silently is not there.
+#
+#   needs.sh REQ... -- COMMAND [ARG...]   check, then exec COMMAND (its exit code is the test's)
+#   needs.sh REQ...                       check only (for scripts: `needs.sh python3 || exit $?`)
+#
+# REQ is a Debian package name from the table below (what provides the tool), or `root`.
+# When one is missing: prints "SKIP: <reason>" and exits 77 (the tests' SKIP_RETURN_CODE). Under
+# CI=true it prints "FAIL: ..." and exits 1 instead when `scripts/install-deps.sh --test` installs
+# that package (CI runs that script first, so a missing tool there is a broken CI, not a reason to
+# run fewer tests), and likewise for `root` (CI runs as root: the Slurm tests start daemons).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3  # Debian's: the one python3-h5py and python3-numpy install into
+
+has_cmds() { local c; for c in "$@"; do command -v "$c" >/dev/null 2>&1 || return 1; done; }
+
+# check REQ: 0 if present; else prints what is missing and returns 1.
+check() {
+  case "$1" in
+    python3) [[ -x $PY ]] || { echo "$PY not found"; return 1; } ;;
+    python3-h5py | python3-numpy)
+      local mod=${1#python3-}
+      [[ -x $PY ]] && $PY -c "import $mod" >/dev/null 2>&1 || { echo "$PY cannot import $mod"; return 1; } ;;
+    chromium)
+      has_cmds chromium || has_cmds chromium-browser || { echo "no chromium (headless browser) on PATH"; return 1; } ;;
+    openmpi-bin) has_cmds mpirun || { echo "no mpirun on PATH"; return 1; } ;;
+    slurm-wlm)
+      has_cmds slurmctld slurmd sbatch squeue scontrol scancel sinfo srun ||
+        { echo "Slurm (slurmctld, slurmd, sbatch, ...) not on PATH"; return 1; } ;;
+    munge) has_cmds munged munge || { echo "munged/munge not on PATH"; return 1; } ;;
+    root) [[ $(id -u) -eq 0 ]] || { echo "not root (the test starts its own Slurm daemons)"; return 1; } ;;
+    *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
+  esac
+}
+
+ci_provides() {
+  [[ "$1" == root ]] && return 0
+  bash "$here/../scripts/install-deps.sh" --test --list | grep -qx -- "$1"
+}
+
+reqs=()
+while (($#)) && [[ "$1" != "--" ]]; do reqs+=("$1"); shift; done
+(($#)) && shift  # the "--"
+
+for r in "${reqs[@]}"; do
+  why=$(check "$r")
+  rc=$?
+  ((rc == 2)) && exit 2
+  if ((rc != 0)); then
+    if [[ "${CI:-}" == true ]] && ci_provides "$r"; then
+      if [[ "$r" == root ]]; then
+        echo "FAIL: $why; CI=true, where this test must run as root"
+      else
+        echo "FAIL: $why; CI=true and scripts/install-deps.sh --test installs $r"
+      fi
+      exit 1
+    fi
+    if [[ "$r" == root ]]; then echo "SKIP: $why"; else echo "SKIP: $why (package $r; scripts/install-deps.sh --test)"; fi
+    exit 77
+  fi
+done
+(($#)) || exit 0
+exec "$@"
