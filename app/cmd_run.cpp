@@ -20,6 +20,7 @@ struct RunCli {
   bool help = false;
   std::string grid, out = "runs", policy = "packed", rerun, cluster, train_bin;
   int max_parallel = 0, retries = 1, gpus = -1, cores = -1, rows = 40;
+  double exit_grace = 60, heartbeat_timeout = 900;
   bool dry_run = false, simulate = false, no_report = false;
   double cpu_rate = 20.0, gpu_rate = 8000.0;
 };
@@ -54,6 +55,10 @@ int run_impl(const Args& args, bool simulate_cmd) {
       ("simulate", po::bool_switch(&o.simulate), "print the simulated schedule; launch nothing")
       ("gpus", po::value(&o.gpus), "use N GPUs instead of the detected ones")
       ("cores", po::value(&o.cores), "use N cores instead of the detected ones")
+      ("exit-grace", po::value(&o.exit_grace)->default_value(60.0),
+       "seconds a job's processes may linger after its results are final before they are ended")
+      ("heartbeat-timeout", po::value(&o.heartbeat_timeout)->default_value(900.0),
+       "end and fail a job whose rank 0 has not heartbeat for this many seconds (0: never)")
       ("cluster", po::value(&o.cluster), "cluster YAML (nodes: cores, gpus, count) for --simulate/--dry-run")
       ("train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)")
       ("cpu-rate", po::value(&o.cpu_rate)->default_value(20.0), "cost model: sustained GFLOP/s per CPU core")
@@ -96,6 +101,8 @@ int run_impl(const Args& args, bool simulate_cmd) {
   ro.resources.cluster_file = o.cluster;
   ro.resources.gpus = o.gpus;
   ro.resources.cores = o.cores;
+  ro.exit_grace_s = o.exit_grace;
+  ro.heartbeat_timeout_s = o.heartbeat_timeout;
   ro.train_bin = o.train_bin;
   ro.cost.cpu_gflops_per_core = o.cpu_rate;
   ro.cost.gpu_gflops = o.gpu_rate;

@@ -43,6 +43,9 @@ ci_provides() {
 reqs=()
 while (($#)) && [[ "$1" != "--" ]]; do reqs+=("$1"); shift; done
 (($#)) && shift  # the "--"
+# A test run by another Python (GRIDRUN_SYSTEM_PYTHON, e.g. the torch one on a GPU machine) is
+# checked against that Python's modules.
+if (($#)) && [[ $(basename "$1") == python3* ]]; then PY=$1; fi
 
 for r in "${reqs[@]}"; do
   why=$(check "$r")

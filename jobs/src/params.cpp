@@ -106,6 +106,9 @@ std::vector<ParamSpec> build_table() {
       new_row(row("memory_format", T, std::string("auto"),
                   "gpu: conv activation layout; auto = channels_last for conv nets in bf16/fp16",
                   {"auto", "contiguous", "channels_last"})),
+      new_row(row("jobs_per_gpu", I, I64{1},
+                  "gpu, ranks=1: up to N such jobs share one GPU, 1/N of its memory each",
+                  {}, 1.0, 64.0)),
   };
 }
 
@@ -142,7 +145,7 @@ std::string number_text(double d) {
               X(eval_every) X(target_accuracy) X(bucket_mb) X(overlap) X(profile_steps)         \
                   X(time_limit) X(train_samples) X(test_samples) X(timing_warmup_steps)         \
                       X(checkpoint_minutes) X(comm_timeout_s) X(checkpoint) X(infer_batches) \
-                          X(quantize) X(cudnn_benchmark) X(tf32) X(cuda_graph) X(memory_format)
+                          X(quantize) X(cudnn_benchmark) X(tf32) X(cuda_graph) X(memory_format) X(jobs_per_gpu)
 
 template <typename T>
 void get_field(const Params& p, const char* name, T& out) {

@@ -554,12 +554,6 @@ int train(const RunnerOptions& o, Communicator& comm) {
     throw BadInput("gridrun-train: cuda_graph=true needs device=gpu and ranks=1 (the gradient "
                    "allreduce is not captured)");
   if (gpu) apply_gpu_settings(j);
-#ifdef GRIDRUN_HAVE_NCCL
-  // Several jobs sharing one GPU (gridrun run --jobs-per-gpu): each caps its caching allocator at
-  // its share, so one job's growth fails that job instead of its neighbours.
-  if (gpu && o.gpu_memory_fraction > 0 && o.gpu_memory_fraction < 1)
-    c10::cuda::CUDACachingAllocator::setMemoryFraction(o.gpu_memory_fraction, dev.index());
-#endif
 
   // Data and model: same seed everywhere, then rank 0's initial state wins (broadcast).
   torch::manual_seed(static_cast<std::uint64_t>(j.seed));
@@ -569,12 +563,13 @@ int train(const RunnerOptions& o, Communicator& comm) {
                  data.input.num_classes, data.input.vocab, data.input.seq_len};
   std::shared_ptr<Model> model = make_model(spec);
   model->to(dev);
-  const bool channels_last = use_channels_last(j);
-  if (channels_last) {
-    torch::NoGradGuard ng;
-    for (auto& p : model->parameters())
-      if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
-  }
+#ifdef GRIDRUN_HAVE_NCCL
+  // Several jobs sharing one GPU (jobs_per_gpu): each caps its caching allocator at its share, so
+  // one job's growth fails that job instead of its neighbours. After model->to(dev): the allocator
+  // of a device exists only once something was allocated there.
+  if (gpu && o.gpu_memory_fraction > 0 && o.gpu_memory_fraction < 1)
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(o.gpu_memory_fraction, dev.index());
+#endif
   // Device-resident splits: index on the GPU instead of gathering and copying on the host.
   // 4 GiB bounds what a job may pin there (CIFAR-10 is 180 MB as uint8).
   std::shared_ptr<Dataset> train_set = data.train, test_set = data.test;
@@ -586,6 +581,13 @@ int train(const RunnerOptions& o, Communicator& comm) {
     torch::NoGradGuard ng;
     for (auto& p : model->parameters()) comm.broadcast(p.data(), 0);
     for (auto& b : model->buffers()) comm.broadcast(b, 0);
+  }
+  // channels_last weights after the broadcast (collectives take contiguous tensors).
+  const bool channels_last = use_channels_last(j);
+  if (channels_last) {
+    torch::NoGradGuard ng;
+    for (auto& p : model->parameters())
+      if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
   }
   // Different dropout masks per rank (like independent workers), reproducible per rank.
   torch::manual_seed(static_cast<std::uint64_t>(j.seed) + 1000003ull * static_cast<std::uint64_t>(rank));

@@ -147,6 +147,12 @@ class LocalExecutor : public Executor {
     a.insert(a.end(), {"-x", "CUDA_VISIBLE_DEVICES", "-x", "OMP_NUM_THREADS", s.train_bin, "--job", s.job_file,
                        "--out", s.results_dir});
     if (s.resume) a.push_back("--resume");
+    if (!s.heartbeat_file.empty()) a.insert(a.end(), {"--heartbeat", s.heartbeat_file});
+    if (s.gpu_memory_fraction > 0) {
+      std::ostringstream f;
+      f << s.gpu_memory_fraction;
+      a.insert(a.end(), {"--gpu-memory-fraction", f.str()});
+    }
     return a;
   }
 

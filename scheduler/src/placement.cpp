@@ -27,9 +27,11 @@ std::string cores_string(const Cluster& c, const Allocation& a) {
 }
 std::string gpus_string(const Cluster& c, const Allocation& a) {
   std::string s;
+  std::set<std::string> seen;  // with --jobs-per-gpu two slots may name the same GPU
   const auto& ids = c.nodes.at(a.node).gpus;
   for (std::size_t i = 0; i < a.gpus.size(); ++i) {
-    if (i) s += ',';
+    if (!seen.insert(ids[a.gpus[i]]).second) continue;
+    if (!s.empty()) s += ',';
     s += ids[a.gpus[i]];
   }
   return s;

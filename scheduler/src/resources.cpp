@@ -259,11 +259,27 @@ Cluster load_cluster_file(const std::string& path) {
   return load_cluster_string(text, path);
 }
 
+namespace {
+// Slot k of a node with n GPUs is GPU k % n: the first n slots are distinct GPUs, so a multi-GPU
+// job still gets distinct devices while the others are free.
+void share_gpus(Cluster& c, int k) {
+  if (k < 1 || k > 64) throw std::invalid_argument("jobs_per_gpu: the grid's values need " + std::to_string(k) + " slots per GPU (at most 64)");
+  if (k == 1) return;
+  for (auto& n : c.nodes) {
+    const auto real = n.gpus;
+    for (int r = 1; r < k; ++r) n.gpus.insert(n.gpus.end(), real.begin(), real.end());
+  }
+  c.source += ", " + std::to_string(k) + " slots per GPU (jobs_per_gpu)";
+}
+}  // namespace
+
 Cluster resolve_cluster(const ResourceOptions& o) {
   if (!o.cluster_file.empty()) {
     if (o.gpus >= 0 || o.cores >= 0)
       throw std::invalid_argument("--cluster cannot be combined with --gpus/--cores (describe the nodes in the file)");
-    return load_cluster_file(o.cluster_file);
+    Cluster c = load_cluster_file(o.cluster_file);
+    share_gpus(c, o.jobs_per_gpu);
+    return c;
   }
   if (o.gpus < -1 || o.gpus > 1024) throw std::invalid_argument("--gpus: must be in [0, 1024]");
   if (o.cores == 0 || o.cores < -1 || o.cores > 65536) throw std::invalid_argument("--cores: must be in [1, 65536]");
@@ -291,6 +307,7 @@ Cluster resolve_cluster(const ResourceOptions& o) {
       n.gpus.push_back(k < static_cast<int>(real.size()) ? real[k] : std::to_string(k));
   }
   c.source = src.str();
+  share_gpus(c, o.jobs_per_gpu);
   return c;
 }
 

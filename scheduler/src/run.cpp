@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -150,7 +152,30 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
     throw std::invalid_argument("--rerun: expected 'failed' or 'all', got '" + o.rerun + "'");
   make_placement(o.policy);  // throws on an unknown name
   const jobs::Expansion ex = jobs::load_grid(o.grid);
-  const Cluster cluster = resolve_cluster(o.resources);
+  if (!(o.exit_grace_s > 0)) throw std::invalid_argument("--exit-grace: must be > 0");
+  if (o.heartbeat_timeout_s < 0) throw std::invalid_argument("--heartbeat-timeout: must be >= 0");
+  // GPU sharing: each GPU becomes `slots` slots, the lcm of the jobs' jobs_per_gpu values.
+  std::vector<int> share(ex.jobs.size(), 1);
+  int slots = 1;
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+    const auto& p = ex.jobs[i].params;
+    if (auto it = p.find("jobs_per_gpu"); it != p.end())
+      share[i] = static_cast<int>(std::get<std::int64_t>(it->second));
+    if (request_for(ex.jobs[i]).gpus > 0) slots = std::lcm(slots, share[i]);
+    if (slots > 64)
+      throw std::invalid_argument("jobs_per_gpu: the grid's values need " + std::to_string(slots) +
+                                  " slots per GPU (at most 64; use values that divide each other)");
+  }
+  if (slots > 1)
+    for (std::size_t i = 0; i < ex.jobs.size(); ++i)
+      if (request_for(ex.jobs[i]).gpus > 1)
+        throw std::invalid_argument(
+            "jobs_per_gpu: a grid that shares GPUs runs one-rank GPU jobs only, but job " +
+            ex.jobs[i].id + " has ranks=" + std::to_string(request_for(ex.jobs[i]).ranks) +
+            " on gpu (run multi-GPU jobs in another grid)");
+  ResourceOptions res_opts = o.resources;
+  res_opts.jobs_per_gpu = slots;
+  const Cluster cluster = resolve_cluster(res_opts);
   check_feasible(ex.jobs, cluster);
   for (const auto& w : ex.warnings) out << "warning: " << w << "\n";
 
@@ -166,7 +191,10 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
       phase_order.push_back(phase[i]);
   }
   std::vector<Request> req(ex.jobs.size());
-  for (std::size_t i = 0; i < ex.jobs.size(); ++i) req[i] = request_for(ex.jobs[i]);
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+    req[i] = request_for(ex.jobs[i]);
+    req[i].gpus *= slots / share[i];  // a whole GPU is `slots` slots
+  }
 
   // ---- plan only --------------------------------------------------------------------------------
   if (o.dry_run || o.simulate) {
@@ -325,6 +353,8 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
     struct Live {
       std::unique_ptr<RunningJob> proc;
       double start;
+      double final_seen = -1;  // when its results file was first seen final (watchdog)
+      int forced_code = -1;    // the watchdog ended it: the exit code to record instead
     };
     std::map<std::size_t, Live> live;
     const double phase_t0 = elapsed();
@@ -410,6 +440,9 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
         spec.gpus = job.meta["gpus"];
         spec.resume = resume[i] != 0;
         spec.train_bin = train;
+        spec.heartbeat_file = ard.log_out(job.id) + ".heartbeat";
+        std::remove(spec.heartbeat_file.c_str());  // a stale one must not count for this attempt
+        if (req[i].gpus > 0 && share[i] > 1) spec.gpu_memory_fraction = 1.0 / share[i];
         {
           // One header per attempt in both logs, so appended attempts can be told apart.
           std::string cmd;
@@ -440,10 +473,48 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
       }
     };
 
+    // Nothing may hang a run unnoticed. (1) Results final but processes still there after
+    // exit_grace_s (a trainer stuck in CUDA/NCCL/MPI teardown): the job's work is done, so its
+    // processes are ended and it is recorded as its results say, with a warning. (2) Rank 0's
+    // heartbeat file older than heartbeat_timeout_s (a hung rank stops every rank at the next
+    // collective): ended, recorded failed with that reason (and retried like any failure).
+    auto watchdog = [&](const std::vector<std::pair<std::size_t, int>>& ended) {
+      const double t = elapsed();
+      for (auto& [i, l] : live) {
+        if (!l.proc || l.forced_code >= 0) continue;
+        if (std::any_of(ended.begin(), ended.end(), [&](const auto& e) { return e.first == i; }))
+          continue;
+        const jobs::Job& job = ex.jobs[i];
+        std::string why;
+        if (::access(rd.result_file(job.id).c_str(), F_OK) == 0) {
+          if (l.final_seen < 0) l.final_seen = t;
+          if (t - l.final_seen < o.exit_grace_s) continue;
+          l.forced_code = 0;
+          why = "results are final but its processes had not exited " +
+                format_duration(o.exit_grace_s) + " later; ended them (recorded as its results say)";
+        } else if (o.heartbeat_timeout_s > 0 && t - l.start > o.heartbeat_timeout_s) {
+          struct stat hb {};
+          const std::string f = rd.log_out(job.id) + ".heartbeat";
+          const double age = ::stat(f.c_str(), &hb) == 0
+                                 ? static_cast<double>(std::time(nullptr) - hb.st_mtime)
+                                 : t - l.start;
+          if (age <= o.heartbeat_timeout_s) continue;
+          l.forced_code = kExitNoHeartbeat;
+          why = "no heartbeat from rank 0 for " + format_duration(age) + " (--heartbeat-timeout " +
+                format_duration(o.heartbeat_timeout_s) + "): a rank hung; ended the job";
+        } else {
+          continue;
+        }
+        std::ofstream(rd.log_err(job.id), std::ios::app) << "gridrun: watchdog: " << why << "\n";
+        event("warning " + short_id(job.id) + ": " + why);
+        l.proc->kill();
+      }
+    };
+
     launch_ready();
     while (!live.empty() || (!stopping && engine.pending() > 0)) {
       if (live.empty()) break;  // cannot happen: feasible jobs always start on an idle machine
-      const auto sigs = signals.wait(o.tty ? 1000 : -1);
+      const auto sigs = signals.wait(1000);  // the watchdog below needs a tick
       for (int sig : sigs) {
         if (sig == SIGCHLD) continue;
         if (!stopping) {
@@ -462,7 +533,9 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
       std::vector<std::pair<std::size_t, int>> ended;
       for (auto& kv : live)
         if (kv.second.proc)
-          if (auto code = kv.second.proc->try_wait()) ended.emplace_back(kv.first, *code);
+          if (auto code = kv.second.proc->try_wait())
+            ended.emplace_back(kv.first, kv.second.forced_code >= 0 ? kv.second.forced_code : *code);
+      if (!killing) watchdog(ended);
       for (const auto& e : ended) finish(e.first, e.second);
       launch_ready();
       if (o.tty) {

@@ -45,7 +45,8 @@ def main():
         if not runtime_sym:
             continue
         seen += 1
-        if "libstdc++" not in os.path.basename(dst):
+        # Copy-relocated data (vtables, typeinfo) legitimately binds to the binary's own copy.
+        if "libstdc++" not in os.path.basename(dst) and os.path.basename(dst) != os.path.basename(binary):
             bad.append(f"{sym} [{ver}] -> {dst}")
     assert seen > 0, f"{binary}: LD_DEBUG=bindings logged no libstdc++ binding (exit {p.returncode})"
     assert not bad, f"{binary}: {len(bad)} libstdc++ symbol(s) bound elsewhere:\n  " + "\n  ".join(bad[:20])

@@ -86,6 +86,7 @@ struct JobParams {
   bool tf32 = true;                    // fp32 convolutions and matmuls on TF32 tensor cores
   bool cuda_graph = false;             // capture the step once, replay it (ranks=1, static shapes)
   std::string memory_format = "auto";  // auto | contiguous | channels_last
+  std::int64_t jobs_per_gpu = 1;       // placement: N one-rank jobs share a GPU (gridrun run)
 };
 
 // Converts a complete Params map to the typed struct (throws std::invalid_argument on a missing key

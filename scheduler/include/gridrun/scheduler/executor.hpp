@@ -27,6 +27,8 @@ struct LaunchSpec {
   bool resume = false;         // pass --resume (a checkpoint exists)
   bool oversubscribe = false;  // more ranks than real cores (only with --cores beyond the machine)
   std::string train_bin;       // gridrun-train
+  std::string heartbeat_file;  // passed as --heartbeat; empty = none
+  double gpu_memory_fraction = 0;  // --gpu-memory-fraction (0 = whole GPU)
 };
 
 // A launched job. The destructor kills what is still running (no orphans on unwinding).

@@ -52,6 +52,10 @@ struct ResourceOptions {
   std::string cluster_file;        // --cluster FILE
   int gpus = -1;                   // --gpus N  (-1: detect)
   int cores = -1;                  // --cores N (-1: detect)
+  // Each GPU is this many slots (set by run_grid from the jobs' `jobs_per_gpu` parameter: the least
+  // common multiple of their values); a job with jobs_per_gpu=k takes slots/k of them, so k such
+  // jobs run side by side on one GPU, as Ray Tune's fractional GPUs.
+  int jobs_per_gpu = 1;
 };
 
 // This machine: cores from sched_getaffinity, GPUs from NVML (dlopen) or `nvidia-smi -L`,

@@ -25,6 +25,8 @@
 namespace gridrun::scheduler {
 
 inline constexpr int kExitInterrupted = 75;
+// Recorded for a job the watchdog ended because rank 0 stopped heartbeating (as timeout(1) does).
+inline constexpr int kExitNoHeartbeat = 124;
 
 enum class JobState { Pending, Running, Completed, Failed, Interrupted, TargetReached, Submitted };
 std::string to_string(JobState s);

@@ -1,0 +1,157 @@
+"""Scenarios of `gridrun run`'s watchdog and of GPU sharing, with real mpirun and gridrun-train.
+
+Usage: e2e_watchdog.py GRIDRUN GRIDRUN_TRAIN CASE
+- lingering: the trainer finishes its results file, then never exits (what hung `gridrun run` on
+  the H100). The run must end the job after --exit-grace, record it completed with a warning,
+  and leave no process behind.
+- heartbeat: rank 0 stops in the middle of training (--hang-at-step). The run must end the job
+  once its heartbeat is older than --heartbeat-timeout, record it failed with that reason, and
+  leave no process behind.
+- gpu_share (needs a GPU; exits 77 otherwise): four lenet jobs with jobs_per_gpu=4 run side by
+  side on one GPU and four with jobs_per_gpu=1 one at a time (compare.by jobs_per_gpu); all
+  complete, four were live at once, and the phase figures (aggregate samples/s) are printed.
+The fake trainers are shell wrappers around the real gridrun-train; nothing here waits on a sleep.
+"""
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import tempfile
+
+GRIDRUN, TRAIN, CASE = sys.argv[1:4]
+WORK = tempfile.mkdtemp(prefix="gridrun-e2e-watchdog-")
+OUT = os.path.join(WORK, "runs")
+MARK = "gridrun-watchdog-" + os.path.basename(WORK)  # names this test's lingering processes
+
+BASE = """defaults:
+  model: mlp
+  dataset: synthetic
+  device: cpu
+  train_samples: 512
+  test_samples: 64
+  batch_per_rank: 32
+  lr: 0.01
+"""
+
+
+def write(name, text, mode=0o644):
+    path = os.path.join(WORK, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+def wrapper(name, body):
+    return write(name, "#!/bin/bash\nREAL=%s\n%s\n" % (TRAIN, body), 0o755)
+
+
+def run(grid, train, *flags):
+    r = subprocess.run([GRIDRUN, "run", grid, "--out", OUT, "--train-bin", train, "--no-report",
+                        *flags], text=True, capture_output=True, timeout=600)
+    if r.returncode != 0:  # the jobs' own words, for whoever reads a failure
+        for root, _, files in os.walk(OUT):
+            for f in files:
+                if f.endswith(".err"):
+                    with open(os.path.join(root, f)) as fh:
+                        sys.stderr.write("--- %s\n%s\n" % (f, fh.read()[-1500:]))
+    return r
+
+
+def state(name):
+    with open(os.path.join(OUT, name, "state.json")) as f:
+        return json.load(f)
+
+
+def leftovers():
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if MARK in cmd or (WORK in cmd and "gridrun-train" in cmd):
+            found.append((int(p), cmd))
+    return found
+
+
+def case_lingering():
+    g = write("linger.yaml", "name: linger\n" + BASE + "  max_steps: 6\n  epochs: 1\n")
+    # Finish normally, then stay: `exec -a` keeps our mark in the lingering process's cmdline.
+    t = wrapper("linger-train", '"$REAL" "$@" || exit $?\nexec -a %s sleep 100000' % MARK)
+    r = run(g, t, "--exit-grace", "2", "--retries", "0")
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "had not exited" in r.stdout, r.stdout
+    jobs = state("linger")["jobs"]
+    assert all(j["state"] == "completed" for j in jobs.values()), jobs
+    assert not leftovers(), leftovers()
+
+
+def case_heartbeat():
+    g = write("hang.yaml", "name: hang\n" + BASE + "  max_steps: 200\n  epochs: 0\n")
+    t = wrapper("hang-train", 'exec "$REAL" "$@" --hang-at-step 3 --fail-rank 0')
+    r = run(g, t, "--heartbeat-timeout", "3", "--retries", "0")
+    print(r.stdout)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "no heartbeat from rank 0" in r.stdout, r.stdout
+    jobs = state("hang")["jobs"]
+    assert all(j["state"] == "failed" for j in jobs.values()), jobs
+    logs = os.path.join(OUT, "hang", "logs")
+    errs = "".join(open(os.path.join(logs, f)).read() for f in os.listdir(logs) if f.endswith(".err"))
+    assert "watchdog: no heartbeat" in errs, errs[-2000:]
+    assert not leftovers(), leftovers()
+
+
+def gpu_count():
+    try:
+        p = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in p.stdout.splitlines() if line.startswith("GPU "))
+
+
+def case_gpu_share():
+    if gpu_count() < 1:
+        print("SKIP: needs a GPU (nvidia-smi lists none)")
+        sys.exit(77)
+    g = write("share.yaml", """name: share
+defaults:
+  model: lenet
+  dataset: synthetic
+  device: gpu
+  batch_per_rank: 32
+  train_samples: 16384
+  test_samples: 256
+  epochs: 1
+  lr: 0.01
+seeds: [0, 1, 2, 3]
+grid:
+  jobs_per_gpu: [1, 4]
+compare: {by: jobs_per_gpu}
+""")
+    r = run(g, TRAIN, "--retries", "0")
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    live, most = 0, 0
+    for line in r.stdout.splitlines():
+        if re.search(r"\] start ", line):
+            live += 1
+            most = max(most, live)
+        elif re.search(r"\] (done|failed|retry)", line):
+            live -= 1
+    assert most == 4, "expected four jobs live at once on one GPU, saw %d" % most
+    phases = state("share").get("phases", {})
+    print("phases:", json.dumps(phases, indent=1))
+
+
+CASES = {"lingering": case_lingering, "heartbeat": case_heartbeat, "gpu_share": case_gpu_share}
+
+if __name__ == "__main__":
+    CASES[CASE]()
+    print("ok:", CASE)
