@@ -58,6 +58,7 @@
 #include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/errors.hpp"
+#include "gridrun/runner/foreach_sgd.hpp"
 #include "gridrun/runner/grad_sync.hpp"
 #include "gridrun/runner/model.hpp"
 #include "gridrun/runner/sampler.hpp"
@@ -278,79 +279,6 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const jobs::JobParams& j
         params, torch::optim::AdamWOptions(lr).weight_decay(j.weight_decay));
   throw BadInput("gridrun-train: unknown optimizer '" + j.optimizer + "' (known: sgd, adam, adamw)");
 }
-
-// The optimizer state map's key for a parameter: LibTorch 1.x keys by the TensorImpl address as
-// text, 2.x by the address itself.
-template <class Map>
-typename Map::key_type state_key(const Map&, const at::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream os;  // what c10::guts::to_string did in 1.x
-    os << static_cast<const void*>(p.unsafeGetTensorImpl());
-    return os.str();
-  } else
-    return p.unsafeGetTensorImpl();
-}
-
-// SGD as torch::optim::SGD::step computes it, with the same operations in the same order, but as
-// a handful of multi-tensor (foreach) kernels instead of four or five kernels per parameter: on a
-// GPU the per-parameter launches were the 1.7 ms "optimizer" phase of a 10 ms resnet18 step. The
-// momentum buffers live in the SGD object's state, so checkpoints are unchanged. `lr_t`, when
-// defined, is a device scalar holding -lr (a CUDA graph replays the step with a changing lr).
-class ForeachSgd {
- public:
-  ForeachSgd(torch::optim::SGD& opt, std::vector<at::Tensor> params)
-      : opt_(opt), params_(std::move(params)) {}
-
-  void step(double lr, const at::Tensor& neg_lr_t = at::Tensor()) {
-    torch::NoGradGuard ng;
-    const auto& o = static_cast<const torch::optim::SGDOptions&>(opt_.param_groups()[0].options());
-    std::vector<at::Tensor> ps, grads, bufs, fresh;
-    for (auto& p : params_) {
-      if (!p.grad().defined()) continue;
-      ps.push_back(p);
-      grads.push_back(p.grad());
-    }
-    if (ps.empty()) return;
-    if (o.weight_decay() != 0) grads = at::_foreach_add(grads, ps, o.weight_decay());
-    if (o.momentum() != 0) {
-      auto& state = opt_.state();
-      bool first = false;
-      for (std::size_t i = 0; i < ps.size(); ++i) {
-        auto it = state.find(state_key(state, ps[i]));
-        if (it == state.end()) {
-          first = true;
-          break;
-        }
-        bufs.push_back(static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer());
-      }
-      if (first) {  // first step: buf = clone(grad), as torch::optim::SGD does
-        bufs.clear();
-        for (std::size_t i = 0; i < ps.size(); ++i) {
-          auto buf = grads[i].clone().detach();
-          auto st = std::make_unique<torch::optim::SGDParamState>();
-          st->momentum_buffer(buf);
-          state[state_key(state, ps[i])] = std::move(st);
-          bufs.push_back(buf);
-        }
-      } else {
-        at::_foreach_mul_(bufs, o.momentum());
-        at::_foreach_add_(bufs, grads, 1 - o.dampening());
-      }
-      grads = o.nesterov() ? at::_foreach_add(grads, bufs, o.momentum()) : bufs;
-    }
-#ifdef GRIDRUN_HAVE_NCCL
-    if (neg_lr_t.defined()) {
-      at::_foreach_add_(ps, at::_foreach_mul(grads, neg_lr_t));
-      return;
-    }
-#endif
-    at::_foreach_add_(ps, grads, -1 * lr);
-  }
-
- private:
-  torch::optim::SGD& opt_;
-  std::vector<at::Tensor> params_;
-};
 
 #ifdef GRIDRUN_HAVE_NCCL
 // Eager steps before the capture: cuDNN autotuning, lazy initialisation and the first momentum

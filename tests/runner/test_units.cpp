@@ -1,11 +1,13 @@
 // Unit tests of the runner's torch-free pieces: epoch sharding, learning-rate schedules, options.
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "gridrun/runner/errors.hpp"
+#include "gridrun/runner/foreach_sgd.hpp"
 #include "gridrun/runner/options.hpp"
 #include "gridrun/runner/sampler.hpp"
 #include "gridrun/runner/schedule.hpp"
@@ -124,4 +126,45 @@ TEST(Options, InferenceParametersAreChecked) {
   expect_bad({"--out", "/tmp/x", "--task", "inference", "--quantize", "int8", "--device", "gpu"},
              "device=cpu");
   expect_bad({"--out", "/tmp/x", "--task", "inference", "--infer-batches", "0"}, "--infer-batches");
+}
+
+// ForeachSgd must be torch::optim::SGD, bit for bit on the CPU, in every option combination the
+// trainer uses (the CPU results and the checkpoints of existing runs depend on it).
+TEST(ForeachSgd, BitIdenticalToTorchSgd) {
+  struct Case {
+    double momentum, weight_decay;
+    bool nesterov;
+  };
+  for (const Case c : {Case{0.9, 0.0, false}, Case{0.9, 1e-4, true}, Case{0.0, 0.01, false},
+                       Case{0.5, 5e-4, false}}) {
+    torch::manual_seed(7);
+    std::vector<torch::Tensor> a, b;
+    for (auto shape : {std::vector<std::int64_t>{16, 8}, {8}, {4, 3, 3, 3}}) {
+      auto t = torch::randn(shape);
+      a.push_back(t.clone().requires_grad_(true));
+      b.push_back(t.clone().requires_grad_(true));
+    }
+    auto opts = torch::optim::SGDOptions(0.05).momentum(c.momentum).nesterov(c.nesterov)
+                    .weight_decay(c.weight_decay);
+    torch::optim::SGD ref(a, opts);
+    torch::optim::SGD holder(b, opts);
+    gridrun::runner::ForeachSgd fast(holder, b);
+    for (int step = 0; step < 5; ++step) {
+      const double lr = 0.05 / (1 + step);  // a schedule: lr passed per step
+      for (auto& g : ref.param_groups()) g.options().set_lr(lr);
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        auto g = torch::randn(a[i].sizes());
+        a[i].mutable_grad() = g.clone();
+        b[i].mutable_grad() = g.clone();
+      }
+      ref.step();
+      fast.step(lr);
+      for (std::size_t i = 0; i < a.size(); ++i)
+        ASSERT_TRUE(torch::equal(a[i], b[i]))
+            << "param " << i << " step " << step << " momentum " << c.momentum << " nesterov "
+            << c.nesterov << " wd " << c.weight_decay;
+    }
+    // Momentum buffers are where torch::optim keeps them: a checkpoint of either is the same.
+    EXPECT_EQ(ref.state().size(), holder.state().size());
+  }
 }
