@@ -465,7 +465,8 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
           continue;
         }
         std::ostringstream what;
-        what << "start   " << short_id(job.id) << " " << describe(req[i]) << " on " << host << " cores "
+        what << "start   " << short_id(job.id) << " " << describe(request_for(job))
+             << (share[i] > 1 ? ", GPU shared by up to " + std::to_string(share[i]) + " jobs" : std::string()) << " on " << host << " cores "
              << rec.cores;
         if (!rec.gpus.empty()) what << " gpus " << rec.gpus;
         if (spec.resume) what << " (--resume)";
