@@ -49,10 +49,10 @@ std::string g3(double v) {
 const std::vector<GpuPeak>& known_gpus() {
   // NVIDIA datasheets, SXM parts unless named, dense tensor-core figures (no 2:4 sparsity).
   static const std::vector<GpuPeak> table = {
-      {"H100 PCIe", 756, 756, 51, 2.0},
-      {"H200", 989, 989, 67, 4.8},
-      {"H100", 989, 989, 67, 3.35},
-      {"A100", 312, 312, 19.5, 1.555},
+      {"H100 PCIe", 756, 756, 51, 2.0, 378},
+      {"H200", 989, 989, 67, 4.8, 494.5},
+      {"H100", 989, 989, 67, 3.35, 494.5},
+      {"A100", 312, 312, 19.5, 1.555, 156},
       {"V100", 15.7, 125, 15.7, 0.9},   // no bf16 tensor cores: bf16 runs at the fp32 rate
   };
   return table;
@@ -86,7 +86,11 @@ Roof roof_for(const RoofQuery& q, const RooflineOptions& opts) {
       roof.bandwidth = g ? g->mem_tbs * 1e12 : 0;
     } else if (g) {
       const std::string& prec = q.precision;
-      const double t = prec == "bf16" ? g->bf16_tflops : prec == "fp16" ? g->fp16_tflops : g->fp32_tflops;
+      // "tf32": an fp32 job whose convolutions and matmuls ran on TF32 tensor cores (tf32: true).
+      const double t = prec == "bf16"   ? g->bf16_tflops
+                       : prec == "fp16" ? g->fp16_tflops
+                       : prec == "tf32" && g->tf32_tflops > 0 ? g->tf32_tflops
+                                                              : g->fp32_tflops;
       roof.label = g->name + " " + prec;
       roof.peak_flops = t * 1e12;
       roof.bandwidth = g->mem_tbs * 1e12;
@@ -139,6 +143,10 @@ Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vect
     RoofQuery q;
     q.device = param(j, "device");
     q.precision = param(j, "precision", "fp32");
+    if (q.device == "gpu" && q.precision == "fp32") {
+      const std::string tf = param(j, "tf32", "true");  // absent: runs before the parameter used TF32
+      if (tf != "false" && tf != "0") q.precision = "tf32";
+    }
     q.ranks = std::max(1.0, param_num(j, "ranks", 1));
     q.threads_per_rank = param_num(j, "threads_per_rank", 1);
     if (q.device == "gpu") {

@@ -158,6 +158,7 @@ void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu
   results::RoofQuery q;
   q.device = j.device;
   q.precision = j.task == "inference" ? "fp32" : j.precision;
+  if (j.device == "gpu" && q.precision == "fp32" && j.tf32) q.precision = "tf32";
   q.ranks = static_cast<double>(j.ranks);
   q.threads_per_rank = static_cast<double>(j.threads_per_rank);
   q.gpu_name = gpu_name;

@@ -25,6 +25,7 @@ struct GpuPeak {
   std::string name;          // matched case-insensitively as a substring of the device name
   double bf16_tflops, fp16_tflops, fp32_tflops;  // fp32: non-tensor-core
   double mem_tbs;            // HBM bandwidth, TB/s
+  double tf32_tflops = 0;    // TF32 tensor cores (fp32 jobs with tf32: true); 0 = none, fp32 rate
 };
 const std::vector<GpuPeak>& known_gpus();
 // The first entry whose name occurs in `device_name` (more specific names are listed first, e.g.
