@@ -144,7 +144,8 @@ Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vect
     q.device = param(j, "device");
     q.precision = param(j, "precision", "fp32");
     if (q.device == "gpu" && q.precision == "fp32") {
-      const std::string tf = param(j, "tf32", "true");  // absent: runs before the parameter used TF32
+      // Results written before the parameter existed keep the fp32 roof they were reported with.
+      const std::string tf = param(j, "tf32", "false");
       if (tf != "false" && tf != "0") q.precision = "tf32";
     }
     q.ranks = std::max(1.0, param_num(j, "ranks", 1));

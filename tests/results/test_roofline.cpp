@@ -77,6 +77,24 @@ TEST(Roofline, GpuPointsArePerDeviceUnderTheTablePeak) {
   EXPECT_DOUBLE_EQ(r.points[0].peak_flops, 100e12);
 }
 
+TEST(Roofline, Fp32GpuJobsWithTf32UseTheTensorCoreRoof) {
+  // tf32: true (the default since the parameter exists) ran convolutions and matmuls on TF32
+  // tensor cores; results without the parameter keep the plain fp32 roof they were reported with.
+  JobData g = job("gpu", 1, "fp32");
+  g.attrs["gpu_names"] = std::string("NVIDIA H100 80GB HBM3");
+  Roofline r = build_roofline({&g}, {"g"}, {});
+  ASSERT_EQ(r.roofs.size(), 1u);
+  EXPECT_EQ(r.roofs[0].label, "H100 fp32");
+  EXPECT_DOUBLE_EQ(r.points[0].peak_flops, 67e12);
+  g.params["tf32"] = true;
+  r = build_roofline({&g}, {"g"}, {});
+  EXPECT_EQ(r.roofs[0].label, "H100 tf32");
+  EXPECT_DOUBLE_EQ(r.points[0].peak_flops, 494.5e12);
+  g.params["tf32"] = false;
+  r = build_roofline({&g}, {"g"}, {});
+  EXPECT_EQ(r.roofs[0].label, "H100 fp32");
+}
+
 TEST(Roofline, CpuRoofScalesWithCoresUsedAndNeedsTheProbe) {
   JobData one = job("cpu", 1), four = job("cpu", 4), many = job("cpu", 16);
   Roofline r = build_roofline({&one}, {"one"}, {});
