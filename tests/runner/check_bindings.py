@@ -30,8 +30,13 @@ def main():
     binary, args = sys.argv[1], sys.argv[2:]
     libs = needed(binary)
     assert libs, f"{binary}: no NEEDED entries"
-    assert libs[0].startswith("libstdc++"), (
-        f"{binary}: first needed library is {libs[0]}, not libstdc++ (order: {libs[:6]})")
+    # What matters is the search order between the two C++ runtimes' exporters: libstdc++ must be
+    # searched before any LibTorch library (plain C libraries such as libz may come first).
+    std = [i for i, l in enumerate(libs) if l.startswith("libstdc++")]
+    torch = [i for i, l in enumerate(libs) if l.startswith(("libtorch", "libc10"))]
+    assert std, f"{binary}: libstdc++ is not a needed library (order: {libs})"
+    assert not torch or std[0] < torch[0], (
+        f"{binary}: {libs[torch[0]]} is searched before libstdc++ (order: {libs})")
 
     env = dict(os.environ, LD_BIND_NOW="1", LD_DEBUG="bindings")
     p = subprocess.run([binary] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -50,7 +55,7 @@ def main():
             bad.append(f"{sym} [{ver}] -> {dst}")
     assert seen > 0, f"{binary}: LD_DEBUG=bindings logged no libstdc++ binding (exit {p.returncode})"
     assert not bad, f"{binary}: {len(bad)} libstdc++ symbol(s) bound elsewhere:\n  " + "\n  ".join(bad[:20])
-    print(f"{binary}: {seen} libstdc++ bindings, all to libstdc++ (first needed: {libs[0]})")
+    print(f"{binary}: {seen} libstdc++ bindings, all to libstdc++ (needed: {libs[:4]} ...)")
 
 
 if __name__ == "__main__":

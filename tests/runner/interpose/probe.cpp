@@ -1,0 +1,11 @@
+// Calls std::filesystem::remove_all on a path that does not exist: libstdc++ returns 0, the
+// impostor in fake_exporter.cpp returns 4242. Prints which one answered; exit 0 = libstdc++.
+#include <cstdio>
+#include <filesystem>
+
+int main() {
+  const auto n = std::filesystem::remove_all("/nonexistent/gridrun-interposition-probe");
+  std::printf("remove_all returned %ju (%s)\n", static_cast<std::uintmax_t>(n),
+              n == 4242 ? "bound to the exporting library: interposed" : "libstdc++");
+  return n == 4242 ? 1 : 0;
+}
