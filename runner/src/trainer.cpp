@@ -751,23 +751,13 @@ int train(const RunnerOptions& o, Communicator& comm) {
         GradSyncStats cs;
         const double lr = schedule.lr_at(st.global_step);
 #ifdef GRIDRUN_HAVE_NCCL
-        if (graph && graph->ready()) {
+        if (graph && (graph->ready() || st.global_step >= kGraphWarmupSteps)) {
+          // The first time: capture records the work without running it; the replay runs it.
+          if (!graph->ready()) graph->capture(x, y, lr);
           graph->replay(x, y, lr);
           loss = graph->loss().clone();
           correct = graph->correct().clone();
-          timer.mark(kForward);
-          timer.mark(kBackward);
-          timer.mark(kExposed);
-          timer.mark(kOptimizer);
-        } else if (graph && st.global_step >= kGraphWarmupSteps) {
-          graph->capture(x, y, lr);  // capture records work; the replay runs this step
-          graph->replay(x, y, lr);
-          loss = graph->loss().clone();
-          correct = graph->correct().clone();
-          timer.mark(kForward);
-          timer.mark(kBackward);
-          timer.mark(kExposed);
-          timer.mark(kOptimizer);
+          for (Phase p : {kForward, kBackward, kExposed, kOptimizer}) timer.mark(p);
         } else
 #endif
         {
