@@ -8,6 +8,7 @@
 #include "gridrun/runner/communicator.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/options.hpp"
+#include "gridrun/runner/signals.hpp"
 #include "gridrun/runner/trainer.hpp"
 
 int main(int argc, char** argv) {
@@ -21,6 +22,9 @@ int main(int argc, char** argv) {
     std::cerr << e.what() << "\n";
     return kExitBadInput;
   }
+  // Before the communicator: a rank that waits in MPI_Init for a peer that never comes must still
+  // notice that its owner is gone.
+  watch_owner(opts.owner_pid, opts.owner_host);
   std::unique_ptr<Communicator> comm;
   int code = kExitFailure;
   std::string why;

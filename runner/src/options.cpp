@@ -73,6 +73,11 @@ ParseResult parse_options(int argc, const char* const* argv) {
       ("gpu-memory-fraction", po::value<double>(&o.gpu_memory_fraction)->default_value(0.0),
        "largest share of the GPU's memory this job's allocator may hold, in (0, 1]; 0 = no cap "
        "(set by `gridrun run --jobs-per-gpu N` to 1/N)")
+      ("owner-pid", po::value<long>(&o.owner_pid)->default_value(0),
+       "process that owns this job (`gridrun run` passes its own): when it is gone, even "
+       "SIGKILLed, the job checkpoints and exits 75 as on SIGTERM; 0 = none")
+      ("owner-host", po::value<std::string>(&o.owner_host),
+       "host of --owner-pid; ranks on other hosts do not watch it (default: every rank's own)")
       ("probe", po::value<std::string>(&o.probe_file),
        "`gridrun probe` JSON for CPU peaks (default: ~/.cache/gridrun/probe.json if present)");
   po::options_description hidden("hidden test hooks");
@@ -154,6 +159,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
   if (!o.probe_file.empty() && !std::filesystem::exists(o.probe_file))
     throw BadInput("gridrun-train: --probe: no such file '" + o.probe_file + "'");
   if (o.util_hz < 0 || o.util_hz > 1000) throw BadInput("gridrun-train: --util-hz must be in [0, 1000]");
+  if (o.owner_pid < 0) throw BadInput("gridrun-train: --owner-pid must be >= 0");
   if (o.gpu_memory_fraction < 0 || o.gpu_memory_fraction > 1)
     throw BadInput("gridrun-train: --gpu-memory-fraction must be in [0, 1]");
   if (o.checkpoint_dir.empty()) o.checkpoint_dir = o.out_dir + "/../checkpoints/" + o.id;

@@ -9,6 +9,9 @@
 //   and mpirun then exits 75. So interrupt() signals the ranks.
 // - SIGKILL of mpirun leaves its ranks running: they are found later by their command line
 //   (processes_with_arg) when the next `gridrun run` reconciles.
+// - Nothing but gridrun itself can notice that gridrun was SIGKILLed (no handler runs, and mpirun
+//   sits in its own process group), so each job gets --owner-pid: the ranks watch gridrun's pid
+//   and checkpoint and exit 75 when it is gone; mpirun exits with them.
 #include "gridrun/scheduler/executor.hpp"
 
 #include <dirent.h>
@@ -148,6 +151,7 @@ class LocalExecutor : public Executor {
                        "--out", s.results_dir});
     if (s.resume) a.push_back("--resume");
     if (!s.heartbeat_file.empty()) a.insert(a.end(), {"--heartbeat", s.heartbeat_file});
+    if (s.owner_pid > 0) a.insert(a.end(), {"--owner-pid", std::to_string(s.owner_pid)});
     if (s.gpu_memory_fraction > 0) {
       std::ostringstream f;
       f << s.gpu_memory_fraction;

@@ -443,6 +443,7 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
         spec.heartbeat_file = ard.log_out(job.id) + ".heartbeat";
         std::remove(spec.heartbeat_file.c_str());  // a stale one must not count for this attempt
         if (req[i].gpus > 0 && share[i] > 1) spec.gpu_memory_fraction = 1.0 / share[i];
+        spec.owner_pid = static_cast<int>(::getpid());
         {
           // One header per attempt in both logs, so appended attempts can be told apart.
           std::string cmd;

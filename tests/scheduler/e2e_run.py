@@ -171,6 +171,58 @@ def case_kill_gridrun():
         assert st[j]["state"] == "completed" and status("killrun", j) == "completed", st
 
 
+def processes_of(needle):
+    # Live processes whose command line contains `needle` (zombies have an empty cmdline).
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                if needle.encode() in f.read():
+                    out.append(int(p))
+        except OSError:
+            continue
+    return out
+
+
+def case_kill_gridrun_orphans():
+    # SIGKILL of gridrun while a 2-rank job trains: mpirun and both ranks must go on their own
+    # (--owner-pid), after a checkpoint, so that the rerun resumes instead of starting over.
+    # 100 epochs: the job is far from its end when its first epoch-end checkpoint appears.
+    g = grid("orphans", SMALL + "  epochs: 100\ngrid:\n  model: [mlp]\n  ranks: [2]\n")
+    p = start([g])
+    lines = []
+    jid = job_of(read_until(p, "start ", lines), "start ")
+    job_file = os.path.join(OUT, "orphans", "jobs", jid + ".json")
+    ckpts = os.path.join(OUT, "orphans", "checkpoints", jid)
+    end = time.monotonic() + 120
+    while time.monotonic() < end and not (os.path.isdir(ckpts) and
+                                          [c for c in os.listdir(ckpts) if "." not in c]):
+        time.sleep(0.05)
+    assert len(wait_for_ranks(job_file)) == 2
+    p.kill()
+    p.wait()
+    deadline = time.monotonic() + 10
+    left = processes_of(job_file)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = processes_of(job_file)
+    assert not left, "still running 10 s after gridrun was killed: %s" % [
+        open("/proc/%d/cmdline" % q).read().replace("\0", " ") for q in left if os.path.exists("/proc/%d" % q)]
+    with open(os.path.join(OUT, "orphans", "logs", jid + ".err")) as f:
+        err = f.read()
+    assert "owner PID %d is gone" % p.pid in err, err
+    assert status("orphans", jid) == "interrupted"
+    r = run([g, "--no-report"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(--resume)" in r.stdout, r.stdout
+    assert status("orphans", jid) == "completed"
+    with h5py.File(os.path.join(OUT, "orphans", "results", jid + ".h5"), "r") as f:
+        assert int(f.attrs["resumed_from_step"]) > 1, dict(f.attrs)
+        assert len(f["epochs/epoch"][:]) == 100
+
+
 def case_concurrent_and_interrupt():
     # Never finishes within the test (both runs of it are interrupted), however fast the machine.
     g = grid("locked", SMALL + "  epochs: 1000000\ngrid:\n  model: [mlp]\n")
@@ -241,6 +293,7 @@ CASES = {
     "quickstart": case_quickstart,
     "kill_rank": case_kill_rank,
     "kill_gridrun": case_kill_gridrun,
+    "kill_gridrun_orphans": case_kill_gridrun_orphans,
     "concurrent_and_interrupt": case_concurrent_and_interrupt,
     "large_vs_small_cpu": case_large_vs_small_cpu,
     "bad_input": case_bad_input,

@@ -30,6 +30,8 @@ struct RunnerOptions {
   // Launcher facts (set by `gridrun run`, not job parameters):
   std::string heartbeat_file;  // --heartbeat FILE: rank 0 touches it each step (at most 1/s)
   double gpu_memory_fraction = 0;  // --gpu-memory-fraction: cap of this job's GPU memory (0 = none)
+  long owner_pid = 0;          // --owner-pid PID: stop (checkpoint, exit 75) when PID is gone
+  std::string owner_host;      // --owner-host: PID is a process of this host (other hosts ignore it)
   // Hidden test hooks (documented in docs/runner.md, not in --help):
   std::int64_t stop_after_step = 0;  // raise SIGTERM in-process after this global step
   std::int64_t fail_at_step = 0;     // throw on rank `fail_rank` after this global step

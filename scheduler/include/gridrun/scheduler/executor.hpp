@@ -29,6 +29,7 @@ struct LaunchSpec {
   std::string train_bin;       // gridrun-train
   std::string heartbeat_file;  // passed as --heartbeat; empty = none
   double gpu_memory_fraction = 0;  // --gpu-memory-fraction (0 = whole GPU)
+  int owner_pid = 0;           // --owner-pid: the ranks stop when this process is gone (0 = none)
 };
 
 // A launched job. The destructor kills what is still running (no orphans on unwinding).
