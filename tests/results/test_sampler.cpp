@@ -172,3 +172,19 @@ TEST(Sampler, FakeNvmlVisibleDevicesByIndexAndUuid) {
   EXPECT_EQ(none.gpu_count(), 0);
   EXPECT_EQ(none.gpu_absent_reason(), "no GPU selected by CUDA_VISIBLE_DEVICES");
 }
+
+// Label gpu (registered in tests/CMakeLists.txt): where a GPU is visible, NVML through the dlopen
+// binding reports it with a name, a UUID, memory in use and a utilisation in [0, 100].
+TEST(SamplerGpu, RealNvmlSamplesTheGpu) {
+  UtilProbe p(ProbeOptions{});
+  if (p.gpu_count() == 0) GTEST_SKIP() << "no GPU: " << p.gpu_absent_reason();
+  const UtilRow r = p.sample();
+  ASSERT_EQ(r.gpu_util_pct.size(), static_cast<std::size_t>(p.gpu_count()));
+  for (int g = 0; g < p.gpu_count(); ++g) {
+    EXPECT_FALSE(p.gpus()[g].name.empty());
+    EXPECT_EQ(p.gpus()[g].uuid.rfind("GPU-", 0), 0u) << p.gpus()[g].uuid;
+    EXPECT_GE(r.gpu_util_pct[g], 0);
+    EXPECT_LE(r.gpu_util_pct[g], 100);
+    EXPECT_GT(r.gpu_mem_bytes[g], 0);
+  }
+}

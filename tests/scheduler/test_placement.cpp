@@ -9,6 +9,7 @@
 #include <set>
 
 #include "gridrun/scheduler/placement.hpp"
+#include "gridrun/scheduler/resources.hpp"
 #include "gridrun/scheduler/simulate.hpp"
 
 using namespace gridrun::scheduler;
@@ -313,4 +314,57 @@ TEST(Placement, PackedMakespanNotWorseThanFifoOverRandomMixes) {
   }
   EXPECT_LE(sum_packed, sum_fifo);
   EXPECT_GT(better, 10 * worse) << "better " << better << ", worse " << worse;
+}
+
+// jobs_per_gpu: resolve_cluster makes each GPU `jobs_per_gpu` slots, the first n slots being the n
+// distinct GPUs; four one-slot jobs then share GPU 0 of a 1-GPU machine, and a whole-GPU job (all
+// four slots) never runs beside them. (The real side-by-side run is scheduler_e2e_gpu_share.)
+TEST(GpuSharing, SlotsMapBackToTheirGpu) {
+  ResourceOptions o;
+  o.gpus = 2;
+  o.cores = 8;
+  o.jobs_per_gpu = 4;
+  const Cluster c = resolve_cluster(o);
+  ASSERT_EQ(c.nodes.size(), 1u);
+  const std::vector<std::string> want{"0", "1", "0", "1", "0", "1", "0", "1"};
+  EXPECT_EQ(c.nodes[0].gpus, want);
+  ClusterState st(c);
+  Request one;
+  one.gpus = 1;
+  one.cores = 1;
+  std::set<std::string> seen;
+  for (int k = 0; k < 8; ++k) {
+    const int node = st.find(one);
+    ASSERT_EQ(node, 0) << "slot " << k;
+    const Allocation a = st.allocate(node, one, static_cast<std::size_t>(k), 1.0);
+    const std::string g = gpus_string(c, a);
+    EXPECT_TRUE(g == "0" || g == "1") << g;
+    seen.insert(g);
+  }
+  EXPECT_EQ(seen.size(), 2u);  // both GPUs used, four jobs each
+  EXPECT_EQ(st.find(one), -1);
+  Request whole;
+  whole.gpus = 4;  // a jobs_per_gpu=1 job in a grid of 4 slots per GPU
+  whole.cores = 1;
+  EXPECT_EQ(st.find(whole), -1);
+}
+
+TEST(GpuSharing, OutOfRangeIsBadInput) {
+  ResourceOptions o;
+  o.gpus = 1;
+  o.cores = 2;
+  o.jobs_per_gpu = 65;
+  EXPECT_THROW(resolve_cluster(o), std::invalid_argument);
+}
+
+// On a machine with GPUs the detected devices become one slot each by default (label gpu too).
+TEST(GpuSharing, DetectedGpusArePlaceable) {
+  const Cluster c = resolve_cluster(ResourceOptions{});
+  if (c.nodes.empty() || c.nodes[0].gpus.empty()) GTEST_SKIP() << "no GPU detected (" << c.source << ")";
+  ClusterState st(c);
+  Request one;
+  one.gpus = 1;
+  one.cores = 1;
+  const Allocation a = st.allocate(st.find(one), one, 0, 1.0);
+  EXPECT_EQ(gpus_string(c, a), c.nodes[0].gpus[0]);
 }
