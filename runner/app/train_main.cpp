@@ -1,7 +1,12 @@
 // gridrun-train's process edge: parse options, create the communicator, train (or infer); every exception is
 // converted here, once, into an exit code (2 bad input, 1 runtime failure) and, when other ranks
 // exist, into MPI_Abort/ncclCommAbort of the whole job so no rank is left waiting in a collective.
+#include <c10/util/Exception.h>
+
+#include <csignal>
+#include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -10,16 +15,57 @@
 #include "gridrun/runner/options.hpp"
 #include "gridrun/runner/signals.hpp"
 #include "gridrun/runner/trainer.hpp"
+#include "gridrun/jobs/params.hpp"
+#include "gridrun/results/writer.hpp"
+
+namespace {
+// "One line naming the file and the cause": LibTorch messages carry a backtrace on further lines.
+std::string one_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  return s;
+}
+// A job that failed before its results file existed (unreadable data, a device it cannot use)
+// still gets one, with status failed and the reason, so every failure is recorded where results
+// are read. A file that already exists is left alone: the trainer has recorded its own failure
+// there, or it holds an earlier attempt's rows that a resume continues.
+void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& why) {
+  namespace fs = std::filesystem;
+  if (o.id.empty() || o.out_dir.empty()) return;
+  std::error_code ec;
+  const fs::path final_file = fs::path(o.out_dir) / (o.id + ".h5");
+  if (fs::exists(final_file, ec) || fs::exists(final_file.string() + ".partial", ec)) return;
+  try {
+    gridrun::results::JobFileInfo info;
+    info.id = o.id;
+    info.run = o.run;
+    info.params_json = gridrun::jobs::canonical_json(o.params);
+    info.ranks = static_cast<int>(o.job.ranks);
+    info.gpus = o.job.device == "gpu" ? static_cast<int>(o.job.ranks) : 0;
+    info.gpu_absent_reason = "the job failed before it started";
+    auto w = gridrun::results::JobWriter::create(o.out_dir, info);
+    w->finish(gridrun::results::Status::Failed, why, gridrun::results::Summary{});
+  } catch (const std::exception& e) {
+    std::cerr << "gridrun-train: cannot record the failure in " << final_file.string() << ": "
+              << one_line(e.what()) << "\n";
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace gridrun::runner;
+  // A file that reaches RLIMIT_FSIZE would otherwise kill the process with SIGXFSZ before any
+  // message; ignored, the write fails with EFBIG and is reported like any other write error.
+  std::signal(SIGXFSZ, SIG_IGN);
   RunnerOptions opts;
   try {
     ParseResult pr = parse_options(argc, argv);
     if (pr.help_shown) return kExitCompleted;
     opts = std::move(pr.options);
   } catch (const std::exception& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << one_line(e.what()) << "\n";
     return kExitBadInput;
   }
   // Before the communicator: a rank that waits in MPI_Init for a peer that never comes must still
@@ -35,11 +81,18 @@ int main(int argc, char** argv) {
   } catch (const BadInput& e) {
     code = kExitBadInput;
     why = e.what();
+  } catch (const c10::Error& e) {
+    why = std::string("runtime failure: ") + e.what_without_backtrace();
   } catch (const std::exception& e) {
     why = std::string("runtime failure: ") + e.what();
   } catch (...) {
     why = "runtime failure: unknown exception";
   }
+  why = one_line(why);
+  // Without a communicator, the launcher's environment says which process is rank 0.
+  const char* env_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (!env_rank) env_rank = std::getenv("PMI_RANK");
+  if (comm ? comm->rank() == 0 : (!env_rank || std::string(env_rank) == "0")) record_failure(opts, why);
   if (comm && comm->size() > 1) comm->abort(code, why);  // never returns
   std::cerr << "gridrun-train: " << (comm ? "rank " + std::to_string(comm->rank()) + " (" +
                                                 comm->host() + "): " : "")

@@ -9,7 +9,14 @@
 #include <torch/cuda.h>
 #endif
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <sstream>
 
 #include "gridrun/runner/errors.hpp"
 
@@ -68,6 +75,36 @@ std::string newest_in(const std::string& dir) {
     }
   }
   return path;
+}
+
+// Serializing straight to a file is not safe to fail: when LibTorch's zip writer hits a write error
+// (disk full, RLIMIT_FSIZE) it throws, and its destructor then tries to finish the archive, throws
+// again, and std::terminate ends the process with a stack dump and no checkpoint state to speak of.
+// So archives are built in memory and written here, where every error is an exception naming the
+// file.
+void write_file(const fs::path& p, const std::string& bytes) {
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("checkpoint " + p.string() + ": cannot create: " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      ::unlink(p.c_str());  // a half-written file would only hold the space the next try needs
+      throw std::runtime_error("checkpoint " + p.string() + ": cannot write: " + std::strerror(err));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    throw std::runtime_error("checkpoint " + p.string() + ": cannot write: " + std::strerror(errno));
+}
+
+std::string damaged_name(const std::string& path) {
+  std::string to = path + ".damaged";
+  for (int i = 1; fs::exists(to); ++i) to = path + ".damaged" + std::to_string(i);
+  return to;
 }
 
 }  // namespace
@@ -131,7 +168,9 @@ void Checkpointer::save(Model& model, torch::optim::Optimizer& opt, const TrainS
     if (torch::cuda::is_available())
       rng.push_back(at::cuda::detail::getDefaultCUDAGenerator().get_state());
 #endif
-    torch::save(rng, (tmp / ("rng-" + std::to_string(comm_.rank()) + ".pt")).string());
+    std::ostringstream bytes;
+    torch::save(rng, bytes);
+    write_file(tmp / ("rng-" + std::to_string(comm_.rank()) + ".pt"), bytes.str());
   }
   if (comm_.rank() == 0) {
     torch::serialize::OutputArchive root, m, o;
@@ -140,7 +179,9 @@ void Checkpointer::save(Model& model, torch::optim::Optimizer& opt, const TrainS
     root.write("model", m);
     root.write("optimizer", o);
     root.write("train_state", state_tensor(st));
-    root.save_to((tmp / "state.pt").string());
+    std::ostringstream bytes;
+    root.save_to(bytes);
+    write_file(tmp / "state.pt", bytes.str());
   }
   comm_.barrier();
   if (comm_.rank() == 0) {
@@ -155,8 +196,70 @@ void Checkpointer::save(Model& model, torch::optim::Optimizer& opt, const TrainS
 }
 
 bool Checkpointer::load(Model& model, torch::optim::Optimizer& opt, TrainState& st) {
-  const std::string path = latest();
-  if (path.empty()) return false;
+  // A checkpoint that cannot be read (truncated, corrupted) is renamed ckpt-<step>.damaged, which
+  // latest() no longer sees, and the next newest one is tried; with none left the job restarts.
+  // All ranks must agree, so every attempt ends with an allreduce of the failures.
+  // A load that fails half-way may have changed some parameters; the fresh start (or the next
+  // checkpoint) must begin from the initial weights, kept here.
+  std::string initial;
+  {
+    torch::serialize::OutputArchive root, m, o;
+    model.save(m);
+    opt.save(o);
+    root.write("model", m);
+    root.write("optimizer", o);
+    std::ostringstream bytes;
+    root.save_to(bytes);
+    initial = bytes.str();
+  }
+  auto restore = [&] {
+    const auto params = model.parameters();
+    const c10::Device dev = params.empty() ? c10::Device(c10::kCPU) : params.front().device();
+    torch::serialize::InputArchive root, m, o;
+    std::istringstream in(initial);
+    root.load_from(in, dev);
+    root.read("model", m);
+    root.read("optimizer", o);
+    model.load(m);
+    opt.load(o);
+  };
+  for (;;) {
+    const std::string path = latest();
+    if (path.empty()) return false;
+    std::string why;
+    try {
+      load_from(path, model, opt, st);
+    } catch (const BadInput&) {
+      throw;
+    } catch (const c10::Error& e) {
+      why = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    const auto bad = comm_.allreduce_sum(std::vector<double>{why.empty() ? 0.0 : 1.0});
+    if (bad[0] == 0) return true;
+    if (!why.empty()) {
+      for (char& c : why)
+        if (c == '\n') c = ' ';
+      std::fprintf(stderr, "gridrun-train: warning: rank %d: checkpoint %s is damaged (%s)\n",
+                   comm_.rank(), path.c_str(), why.c_str());
+    }
+    restore();
+    comm_.barrier();
+    if (comm_.rank() == 0) {
+      const std::string to = damaged_name(path);
+      std::error_code ec;
+      fs::rename(path, to, ec);
+      if (ec) throw std::runtime_error("checkpoint " + path + ": damaged, and cannot rename it to " + to + ": " + ec.message());
+      std::fprintf(stderr, "gridrun-train: warning: checkpoint %s is damaged; moved to %s\n", path.c_str(),
+                   to.c_str());
+    }
+    comm_.barrier();
+  }
+}
+
+void Checkpointer::load_from(const std::string& path, Model& model, torch::optim::Optimizer& opt,
+                             TrainState& st) {
   torch::serialize::InputArchive root, m, o;
   // Load straight onto the model's device, so optimizer state (momentum, Adam moments) lands there.
   const auto params = model.parameters();
@@ -164,6 +267,8 @@ bool Checkpointer::load(Model& model, torch::optim::Optimizer& opt, TrainState& 
   root.load_from(path + "/state.pt", dev);
   at::Tensor t;
   root.read("train_state", t);
+  if (t.dim() != 1 || t.numel() != state_tensor(TrainState{}).numel() || t.scalar_type() != torch::kFloat64)
+    throw std::runtime_error("train_state has the wrong shape");
   TrainState loaded = state_from(t.cpu());
   if (loaded.world != comm_.size())
     throw BadInput("gridrun-train: checkpoint " + path + " was written by " +
@@ -171,10 +276,11 @@ bool Checkpointer::load(Model& model, torch::optim::Optimizer& opt, TrainState& 
                    std::to_string(comm_.size()) + " (resume needs the same ranks)");
   root.read("model", m);
   root.read("optimizer", o);
-  model.load(m);
-  opt.load(o);
+  // Every file is read before the model changes, so a damaged rng file leaves the model as it was.
   std::vector<at::Tensor> rng;
   torch::load(rng, path + "/rng-" + std::to_string(comm_.rank()) + ".pt");
+  model.load(m);
+  opt.load(o);
   if (!rng.empty()) {
     at::Generator cpu_gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one
     cpu_gen.set_state(rng[0]);
@@ -186,7 +292,6 @@ bool Checkpointer::load(Model& model, torch::optim::Optimizer& opt, TrainState& 
   }
 #endif
   st = loaded;
-  return true;
 }
 
 }  // namespace gridrun::runner

@@ -36,12 +36,15 @@ class Checkpointer {
   Checkpointer(std::string dir, Communicator& comm);
   // Collective: every rank calls it at the same step.
   void save(Model& model, torch::optim::Optimizer& opt, const TrainState& st);
-  // Loads the newest complete checkpoint, if any (returns false when there is none). Throws
-  // BadInput when it was written by a different number of ranks.
+  // Loads the newest complete checkpoint, if any (returns false when there is none). One that
+  // cannot be read is renamed ckpt-<step>.damaged with a warning and the next one is tried.
+  // Throws BadInput when it was written by a different number of ranks.
   bool load(Model& model, torch::optim::Optimizer& opt, TrainState& st);
   std::string latest() const;  // path of the newest complete checkpoint folder, "" if none
 
  private:
+  void load_from(const std::string& path, Model& model, torch::optim::Optimizer& opt, TrainState& st);
+
   std::string dir_;
   Communicator& comm_;
 };

@@ -1,0 +1,99 @@
+"""Every failure of gridrun-train ends in one line on stderr naming the file and the cause, the
+job recorded `failed` with that reason in its HDF5 file, and no uncaught exception.
+
+Usage: e2e_failures.py GRIDRUN_TRAIN CASE   (cases: disk_full, unreadable_data, bad_job_file)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import h5py
+
+TRAIN, CASE = sys.argv[1:3]
+WORK = tempfile.mkdtemp(prefix="gridrun-e2e-fail-")
+SMALL = ["--model", "mlp", "--train-samples", "256", "--test-samples", "64", "--batch-per-rank", "32",
+         "--quiet"]
+
+
+def mpirun(args, env=None, preexec_fn=None):
+    cmd = ["mpirun", "-np", "1"] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) + [TRAIN] + args
+    return subprocess.run(cmd, text=True, capture_output=True, env=env, preexec_fn=preexec_fn)
+
+
+def runner_lines(stderr):
+    # mpirun adds its own banner; the runner's own lines start with "gridrun-train".
+    return [l for l in stderr.splitlines() if l.startswith("gridrun-train")]
+
+
+def assert_one_line(r, *words):
+    assert "terminate called" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    lines = runner_lines(r.stderr)
+    assert len(lines) == 1, r.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
+def recorded(results_dir):
+    files = [f for f in os.listdir(results_dir) if f.endswith(".h5")]
+    assert len(files) == 1, os.listdir(results_dir)
+    with h5py.File(os.path.join(results_dir, files[0]), "r") as f:
+        st, why = f.attrs["status"], f.attrs["exit_reason"]
+    dec = lambda v: v.decode() if isinstance(v, bytes) else str(v)
+    return dec(st), dec(why)
+
+
+def case_disk_full():
+    # The first checkpoint (6.5 MB for mlp) exceeds a 2 MB file size limit; the results file
+    # (about 100 kB) does not. PMIx's shared-memory store would hit the limit in MPI_Init, so it
+    # keeps its data in memory (gds=hash).
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2_000_000, 2_000_000))
+
+    out = os.path.join(WORK, "results")
+    env = dict(os.environ, PMIX_MCA_gds="hash")
+    r = mpirun(SMALL + ["--epochs", "2", "--out", out], env=env, preexec_fn=limit)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    line = assert_one_line(r, "checkpoint ", "state.pt", "File too large")
+    st, why = recorded(out)
+    assert st == "failed" and "state.pt" in why and "File too large" in why, (st, why)
+    assert why in line
+
+
+def case_unreadable_data():
+    data = os.path.join(WORK, "mnist")
+    os.makedirs(data)
+    for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                 "t10k-labels-idx1-ubyte"):
+        with open(os.path.join(data, name), "wb") as f:
+            f.write(os.urandom(1000))
+    out = os.path.join(WORK, "results")
+    r = mpirun(SMALL + ["--dataset", "mnist", "--data-dir", data, "--epochs", "1", "--out", out])
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    line = assert_one_line(r, data)
+    st, why = recorded(out)
+    assert st == "failed" and why in line, (st, why, line)
+
+
+def case_bad_job_file():
+    job = os.path.join(WORK, "bad.json")
+    with open(job, "w") as f:
+        f.write('{"id": "x", "params": {')
+    out = os.path.join(WORK, "results")
+    r = subprocess.run([TRAIN, "--job", job, "--out", out], text=True, capture_output=True)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    line = assert_one_line(r, job)
+    assert "--job" in line
+    # Without a readable job there is no job id, so no results file can name the failure.
+    assert not os.path.exists(out) or not os.listdir(out)
+
+
+CASES = {"disk_full": case_disk_full, "unreadable_data": case_unreadable_data,
+         "bad_job_file": case_bad_job_file}
+
+if __name__ == "__main__":
+    CASES[CASE]()
+    print("ok:", CASE)
