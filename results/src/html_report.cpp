@@ -22,6 +22,12 @@ namespace gridrun::results {
 namespace detail {
 std::string chartjs_source();    // generated at build time from vendor/chartjs (embed_text.cmake)
 std::string chartjs_license();
+// results/assets/: the report's stylesheet, the error hook that runs before Chart.js (it collects
+// script errors for the body's data-errors attribute) and the chart renderer (draws the JSON
+// block's chart specs, see Chart::json, and reports on itself in <body>).
+std::string report_css();
+std::string error_hook_js();
+std::string report_js();
 }  // namespace detail
 
 namespace {
@@ -564,154 +570,6 @@ std::string table_html(const Table& t) {
   return o.str();
 }
 
-const char* kStyle = R"css(
-body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 24px;
-       color: #1d2330; background: #f6f7f9; }
-h1 { font-size: 22px; margin: 0 0 4px; }
-h2 { font-size: 15px; margin: 0 0 8px; }
-h3 { font-size: 15px; margin: 20px 0 6px; }
-.meta { color: #5b6474; margin: 0 0 16px; }
-#charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 16px; }
-.card { background: #fff; border: 1px solid #dde1e8; border-radius: 6px; padding: 12px 14px; }
-.box { position: relative; height: 300px; }
-.note { color: #5b6474; font-style: italic; margin: 8px 0; }
-.cnotes, .tnotes { color: #5b6474; font-size: 12px; margin: 6px 0 0; padding-left: 18px; }
-table { border-collapse: collapse; background: #fff; font-size: 12px; }
-th, td { border: 1px solid #dde1e8; padding: 3px 7px; white-space: nowrap; }
-th { background: #eef1f5; text-align: left; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; }
-.scroll { overflow-x: auto; }
-footer { color: #8a93a3; font-size: 12px; margin-top: 24px; }
-)css";
-
-// Collects script errors and console.error calls before Chart.js runs, for data-errors.
-const char* kErrorHook = R"js(
-window.gridrunErrors = [];
-window.addEventListener('error', function (e) { window.gridrunErrors.push(String(e.message || e)); });
-(function () {
-  var orig = console.error;
-  console.error = function () {
-    window.gridrunErrors.push(Array.prototype.join.call(arguments, ' '));
-    return orig.apply(console, arguments);
-  };
-})();
-)js";
-
-// Renders the chart specs of the JSON block (see Chart::json) and reports on itself in <body>.
-const char* kApp = R"js(
-(function () {
-  'use strict';
-  var palette = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1',
-                 '#ff9da7', '#9c755f', '#bab0ac', '#1f77b4', '#d62728'];
-  function color(k) { return palette[k % palette.length]; }
-  var data = JSON.parse(document.getElementById('gridrun-data').textContent);
-  var root = document.getElementById('charts');
-  var charts = [], notes = 0;
-  Chart.defaults.animation = false;
-  Chart.defaults.maintainAspectRatio = false;
-  Chart.defaults.font.size = 11;
-
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-  function si(v) {
-    var units = [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
-    for (var i = 0; i < units.length; i++)
-      if (Math.abs(v) >= units[i][0]) return +(v / units[i][0]).toPrecision(3) + ' ' + units[i][1];
-    return String(+v.toPrecision(3));
-  }
-  function axis(title, log) {
-    var a = { type: log ? 'logarithmic' : 'linear', title: { display: !!title, text: title } };
-    if (log) a.ticks = { callback: function (v) {  // powers of ten only, with SI prefixes
-      var l = Math.log10(v);
-      return Math.abs(l - Math.round(l)) < 1e-6 ? si(v) : '';
-    } };
-    return a;
-  }
-  function xyConfig(c) {
-    var many = c.series.length > 14;
-    var sets = c.series.map(function (s) {
-      var pts = [];
-      for (var i = 0; i < s.x.length; i++)
-        if (s.x[i] !== null && s.y[i] !== null) pts.push({ x: s.x[i], y: s.y[i] });
-      return { label: s.label, data: pts, showLine: s.line, borderColor: color(s.color),
-               backgroundColor: color(s.color), borderDash: s.dash ? [6, 4] : [],
-               pointRadius: s.points ? 4 : 0, pointHoverRadius: 5, borderWidth: s.dash ? 1.5 : 2 };
-    });
-    return { type: 'scatter', data: { datasets: sets },
-             options: { scales: { x: axis(c.xlabel, c.logx), y: axis(c.ylabel, c.logy) },
-                        plugins: { legend: { display: !many, position: 'bottom',
-                                             labels: { boxWidth: 12 } } } } };
-  }
-  function barConfig(c) {
-    var right = c.bars.some(function (b) { return b.right; });
-    var sets = c.bars.map(function (b) {
-      return { label: b.label, data: b.values, backgroundColor: color(b.color),
-               yAxisID: c.horizontal ? undefined : (b.right ? 'y1' : 'y') };
-    });
-    var scales;
-    if (c.horizontal) {
-      scales = { x: axis(c.ylabel, false), y: { ticks: { autoSkip: false } } };
-    } else {
-      scales = { x: { ticks: { autoSkip: false } }, y: axis(c.ylabel, false) };
-      if (right) {
-        scales.y1 = axis(c.y1label, false);
-        scales.y1.position = 'right';
-        scales.y1.grid = { drawOnChartArea: false };
-      }
-    }
-    return { type: 'bar', data: { labels: c.labels, datasets: sets },
-             options: { indexAxis: c.horizontal ? 'y' : 'x', scales: scales,
-                        plugins: { legend: { display: sets.length > 1, position: 'bottom' } } } };
-  }
-  data.charts.forEach(function (c) {
-    var card = el('div', 'card');
-    card.id = 'card-' + c.id;
-    card.appendChild(el('h2', null, c.title));
-    root.appendChild(card);
-    if (c.note) {
-      card.appendChild(el('p', 'note', c.note));
-      card.setAttribute('data-note', '1');
-      notes++;
-      return;
-    }
-    var box = el('div', 'box');
-    if (c.kind === 'bar' && c.horizontal) box.style.height = Math.max(220, 28 * c.labels.length + 60) + 'px';
-    var canvas = el('canvas');
-    canvas.id = 'chart-' + c.id;
-    box.appendChild(canvas);
-    card.appendChild(box);
-    if (c.notes.length) {
-      var ul = el('ul', 'cnotes');
-      c.notes.forEach(function (n) { ul.appendChild(el('li', null, n)); });
-      card.appendChild(ul);
-    }
-    try {
-      charts.push(new Chart(canvas, c.kind === 'bar' ? barConfig(c) : xyConfig(c)));
-    } catch (e) {
-      window.gridrunErrors.push('chart ' + c.id + ': ' + e.message);
-    }
-  });
-  var ok = 0, empty = [];
-  charts.forEach(function (ch) {
-    var drawn = ch.data.datasets.some(function (d, i) {
-      return ch.getDatasetMeta(i).data.length > 0;
-    });
-    if (drawn) ok++; else empty.push(ch.canvas.id);
-  });
-  var b = document.body;
-  b.setAttribute('data-charts', String(charts.length));
-  b.setAttribute('data-charts-ok', String(ok));
-  b.setAttribute('data-charts-empty', empty.join(' '));
-  b.setAttribute('data-notes', String(notes));
-  b.setAttribute('data-errors', String(window.gridrunErrors.length));
-  b.setAttribute('data-error-text', window.gridrunErrors.join(' | '));
-})();
-)js";
-
 }  // namespace
 
 HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& log) {
@@ -776,8 +634,8 @@ HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& 
   std::ostringstream page;
   page << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-       << "<title>gridrun report: " << html(run_name) << "</title>\n<style>" << kStyle << "</style>\n"
-       << "<script>" << kErrorHook << "</script>\n"
+       << "<title>gridrun report: " << html(run_name) << "</title>\n<style>" << detail::report_css() << "</style>\n"
+       << "<script>" << detail::error_hook_js() << "</script>\n"
        << "<!-- Chart.js, embedded. Its license:\n"
        << [] {
             std::string l = detail::chartjs_license();
@@ -799,7 +657,7 @@ HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& 
           "FLOPs: multiply-add = 2, training = 3x forward; see docs/report.md.</footer>\n"
        << "<script type=\"application/json\" id=\"gridrun-data\">{\"charts\":[";
   for (std::size_t k = 0; k < charts.size(); ++k) page << (k ? ",\n" : "\n") << charts[k].json();
-  page << "]}</script>\n<script>" << kApp << "</script>\n</body>\n</html>\n";
+  page << "]}</script>\n<script>" << detail::report_js() << "</script>\n</body>\n</html>\n";
 
   const std::string tmp = opts.output + ".tmp";
   {
