@@ -404,18 +404,38 @@ class H5JobWriter final : public JobWriter {
     }
     try {
       reopen_partial();
-    } catch (...) {
+    } catch (const std::invalid_argument&) {
       // Leave a finished file as it was: refused resumes must not half-change results.
-      steps_.close();
-      epochs_.close();
-      util_.close();
-      file_.reset();
+      close_for_retry();
       if (renamed) {
         std::error_code ec;
         fs::rename(partial_, final_, ec);
       }
       throw;
+    } catch (const std::exception& e) {
+      // Damaged (truncated, corrupted): never trusted, never fatal. The file moves aside and a fresh
+      // one starts at the resumed step; the rows before it are lost (`gridrun run` restarts such a
+      // job from scratch instead, so this is the path of a hand-started --resume).
+      close_for_retry();
+      std::string to = partial_ + ".damaged";
+      std::error_code ec;
+      for (int i = 1; fs::exists(to, ec); ++i) to = partial_ + ".damaged" + std::to_string(i);
+      fs::rename(partial_, to, ec);
+      if (ec) throw std::runtime_error("damaged (" + std::string(e.what()) + "), cannot rename to " + to);
+      std::fprintf(stderr, "gridrun-train: warning: %s is damaged (%s); moved to %s, starting a new results "
+                   "file at step %lld\n", (renamed ? final_ : partial_).c_str(), e.what(), to.c_str(),
+                   static_cast<long long>(info_.resume_from_step));
+      create_fresh();
+      h5::write_attr(file_, "resumed_from_step", info_.resume_from_step);
+      H5_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL));
     }
+  }
+
+  void close_for_retry() {
+    steps_.close();
+    epochs_.close();
+    util_.close();
+    file_.reset();
   }
 
   void reopen_partial() {

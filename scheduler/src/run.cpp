@@ -25,6 +25,7 @@
 #include <stdexcept>
 
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
@@ -143,6 +144,33 @@ double estimate_for(const jobs::Job& job, const RunDir& rd, const CostModel& cos
 
 std::string short_id(const std::string& id) { return id; }
 
+// A damaged file is never trusted and never fatal: it is renamed out of the way (kept for a post
+// mortem, and so that no reader trips over it again) and the job restarts or resumes without it.
+void quarantine(const std::string& path, const std::string& why, std::ostream& out) {
+  std::string to = path + ".damaged";
+  std::error_code ec;
+  for (int i = 1; fs::exists(to, ec); ++i) to = path + ".damaged" + std::to_string(i);
+  fs::rename(path, to, ec);
+  if (ec) throw std::runtime_error(path + ": damaged (" + why + ") and cannot be renamed to " + to + ": " + ec.message());
+  out << "warning: " << path << " is damaged (" << why << "); moved to " << to << "\n" << std::flush;
+}
+
+// Why an existing results file cannot be trusted ("" when it opens and has a status).
+std::string results_damage(const std::string& path) {
+  try {
+    results::ReadOptions ro;
+    ro.tables = false;
+    const auto data = results::read_job(path, ro);
+    if (data.status.empty()) return "no status attribute";
+    return "";
+  } catch (const std::exception& e) {
+    std::string w = e.what();
+    for (char& c : w)
+      if (c == '\n') c = ' ';
+    return w.empty() ? "cannot be read" : w;
+  }
+}
+
 }  // namespace
 
 RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
@@ -252,7 +280,13 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
   RunLock lock(rd);
   const RunDir ard(fs::absolute(rd.root()).lexically_normal().string());  // absolute paths for the launcher
   write_text_atomic(rd.grid_copy(), read_text(o.grid));
-  RunState state = rd.load_state();
+  RunState state;
+  try {
+    state = rd.load_state();
+  } catch (const std::exception& e) {
+    // The results files decide what is finished; state.json only adds attempts and timings.
+    quarantine(rd.state_file(), e.what(), out);
+  }
   state.name = ex.name;
 
   // Jobs a crashed `gridrun run` left running: stop them (they checkpoint) before anything else,
@@ -274,6 +308,29 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
     JobRecord& rec = state.jobs[job.id];
     rec.id = job.id;
     rec.phase = phase[i];
+    jobs::Job plain = job;
+    plain.meta["phase"] = phase[i];
+    std::error_code fec;
+    if (fs::exists(rd.job_file(job.id), fec)) {
+      try {
+        jobs::read_job_file(rd.job_file(job.id));
+      } catch (const std::exception& e) {
+        quarantine(rd.job_file(job.id), e.what(), out);
+        jobs::write_job_file(rd.job_file(job.id), plain);
+      }
+    }
+    // A damaged results file (final or .partial) has lost the job's history, which no checkpoint
+    // holds: the job restarts from scratch so that its results are those of an undisturbed run.
+    bool restart = false;
+    for (const std::string& f : {rd.result_file(job.id), rd.result_file(job.id) + ".partial"}) {
+      if (!fs::exists(f, fec)) continue;
+      const std::string why = results_damage(f);
+      if (why.empty()) continue;
+      quarantine(f, why, out);
+      restart = true;
+    }
+    // Its checkpoints continue that lost history; a retry must not resume from them either.
+    if (restart) fs::remove_all(rd.checkpoint_dir(job.id), fec);
     const std::string status = results::job_status(rd.result_file(job.id));
     if (o.rerun == "all") {
       todo[i] = 1;
@@ -283,13 +340,12 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
       continue;
     } else {
       todo[i] = 1;
-      resume[i] = !(o.rerun == "failed" && rec.state == JobState::Failed) && has_checkpoint(rd.checkpoint_dir(job.id));
+      resume[i] = !restart && !(o.rerun == "failed" && rec.state == JobState::Failed) &&
+                  has_checkpoint(rd.checkpoint_dir(job.id));
     }
     if (rec.state == JobState::Running || rec.state == JobState::Completed || rec.state == JobState::TargetReached)
       rec.state = JobState::Interrupted;  // a crash left it running, or its results file is gone
     if (o.rerun == "all") rec.state = JobState::Pending;
-    jobs::Job plain = job;
-    plain.meta["phase"] = phase[i];
     jobs::write_job_file(rd.job_file(job.id), plain);
   }
   rd.save_state(state);

@@ -277,7 +277,22 @@ RunStatus run_status(const std::string& run_dir, const SlurmCli* cli) {
     throw std::invalid_argument("RUN_DIR: '" + run_dir + "' has no state.json and no jobs/ (not a run directory)");
   RunStatus st;
   st.run_dir = run_dir;
-  scheduler::RunState state = rd.load_state();
+  // Files gridrun (or gridrun-train) renamed *.damaged instead of trusting them.
+  {
+    std::error_code dec;
+    for (auto it = fs::recursive_directory_iterator(run_dir, dec); !dec && it != fs::recursive_directory_iterator();
+         it.increment(dec))
+      if (it->path().filename().string().find(".damaged") != std::string::npos)
+        st.damaged.push_back(fs::relative(it->path(), run_dir, dec).string());
+    std::sort(st.damaged.begin(), st.damaged.end());
+  }
+  scheduler::RunState state;
+  try {
+    state = rd.load_state();
+  } catch (const std::exception& e) {
+    // Read-only here: the next `gridrun run` quarantines it; states come from the results files.
+    st.damaged.push_back("state.json (" + std::string(e.what()) + ")");
+  }
   st.name = state.name.empty() ? fs::path(run_dir).filename().string() : state.name;
   // Jobs known from state.json and from job files (a crashed submit may have written only those).
   std::map<std::string, scheduler::JobRecord> recs = state.jobs;
@@ -378,7 +393,10 @@ void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os) {
       os << (first ? "" : ",") << "\"" << to_string(s) << "\":" << n;
       first = false;
     }
-    os << "},\"jobs\":[";
+    os << "},\"damaged\":[";
+    for (std::size_t i = 0; i < st.damaged.size(); ++i)
+      os << (i ? "," : "") << "\"" << json_escape(st.damaged[i]) << "\"";
+    os << "],\"jobs\":[";
     for (std::size_t i = 0; i < st.jobs.size(); ++i) {
       const auto& r = st.jobs[i];
       os << (i ? "," : "") << "{\"id\":\"" << r.id << "\",\"state\":\"" << to_string(r.state)
@@ -405,6 +423,7 @@ void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os) {
   os << "\n";
   if (st.slurm_queried && !st.slurm_answered)
     os << "note: Slurm did not answer; states come from state.json and results files\n";
+  for (const auto& d : st.damaged) os << "damaged (quarantined, not used): " << d << "\n";
   if (!st.collect_ids.empty())
     os << "collect job " << st.collect_ids.back() << ": " << st.collect_state
        << (std::filesystem::exists(st.run_dir + "/results.h5") ? "; results.h5 present" : "; no results.h5 yet")

@@ -70,6 +70,7 @@ struct RunStatus {
   bool slurm_answered = false;
   std::vector<std::string> collect_ids;         // of every submission, oldest first
   std::string collect_state;                     // Slurm state of the latest collect job
+  std::vector<std::string> damaged;              // quarantined files (*.damaged*), relative paths
 };
 
 // Merges state.json, Slurm (when `cli` is given and the run has Slurm ids) and the results files.
