@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <cstdint>
 #include <iostream>
+#include <map>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -177,11 +180,135 @@ void wrap(std::ostream& os, const std::string& lead, const std::vector<std::stri
   os << line << '\n';
 }
 
-std::string value_of(const gj::Job& j, const std::string& key) {
-  return gj::to_string(j.params.at(key));
-}
+// Output of 100,000-job plans is tens of MB: it goes to stdout in 1 MB blocks instead of through
+// an ostringstream that holds (and copies) all of it.
+class Out {
+ public:
+  ~Out() { flush(); }
+  std::string& buf() { return buf_; }
+  void maybe_flush() {
+    if (buf_.size() >= (1u << 20)) flush();
+  }
+  void flush() {
+    if (!buf_.empty()) std::fwrite(buf_.data(), 1, buf_.size(), stdout);
+    buf_.clear();
+  }
 
-void print_table(const gj::Expansion& ex, const PlanOptions& o, std::ostream& os) {
+ private:
+  std::string buf_;
+};
+
+// The jobs as plan prints them: per parameter (param_table() order) the distinct values, and per
+// job one small code per parameter. A grid's columns take few distinct values, so each value is
+// formatted once per column instead of once per job, and no per-job parameter map is built (that
+// map was most of the time and memory of a 100,000-job plan).
+class Plan {
+ public:
+  Plan() : table_(gj::param_table()), cols_(table_.size()) {
+    for (std::size_t c = 0; c < table_.size(); ++c) {
+      if (table_[c].name == "device") device_ = c;
+      if (table_[c].name == "ranks") ranks_ = c;
+      if (table_[c].name == "threads_per_rank") threads_ = c;
+      if (table_[c].name == "time_limit") time_limit_ = c;
+    }
+  }
+
+  void add(std::size_t index, const std::string& id, const std::vector<gj::Value>& v) {
+    index_.push_back(index);
+    ids_.push_back(id);
+    for (std::size_t c = 0; c < cols_.size(); ++c) codes_.push_back(cols_[c].code(v[c]));
+  }
+  void add(const gj::Job& j) {  // from a stored expansion: its map walked in table order
+    std::vector<gj::Value> v;
+    v.reserve(table_.size());
+    for (const auto& p : table_) v.push_back(j.params.at(p.name));
+    add(j.index, j.id, v);
+  }
+
+  std::size_t size() const { return ids_.size(); }
+  std::size_t columns() const { return cols_.size(); }
+  std::size_t column_of(const std::string& name) const {
+    for (std::size_t c = 0; c < table_.size(); ++c)
+      if (table_[c].name == name) return c;
+    throw std::logic_error("no parameter " + name);
+  }
+  std::size_t index(std::size_t j) const { return index_[j]; }
+  const std::string& id(std::size_t j) const { return ids_[j]; }
+  std::uint32_t code(std::size_t j, std::size_t c) const { return codes_[j * cols_.size() + c]; }
+  const gj::Value& value(std::size_t j, std::size_t c) const { return cols_[c].values[code(j, c)]; }
+  const std::string& text(std::size_t j, std::size_t c) { return cols_[c].text(code(j, c)); }
+  const std::string& csv(std::size_t j, std::size_t c) { return cols_[c].csv(code(j, c)); }
+  const std::string& member(std::size_t j, std::size_t c) {
+    return cols_[c].member(table_[c].name, code(j, c));
+  }
+
+  // Resources of job j, by the one rule in jobs::job_resources (cached per distinct triple).
+  gj::Resources resources(std::size_t j) {
+    const auto key = std::make_tuple(code(j, device_), code(j, ranks_), code(j, threads_));
+    auto it = res_.find(key);
+    if (it != res_.end()) return it->second;
+    gj::JobParams jp;
+    jp.device = std::get<std::string>(value(j, device_));
+    jp.ranks = std::get<std::int64_t>(value(j, ranks_));
+    jp.threads_per_rank = std::get<std::int64_t>(value(j, threads_));
+    return res_[key] = gj::job_resources(jp);
+  }
+  bool gpu(std::size_t j) const { return std::get<std::string>(value(j, device_)) == "gpu"; }
+  const std::string& time_limit(std::size_t j) const {
+    return std::get<std::string>(value(j, time_limit_));
+  }
+  std::int64_t ranks(std::size_t j) const { return std::get<std::int64_t>(value(j, ranks_)); }
+
+ private:
+  struct Column {
+    std::map<gj::Value, std::uint32_t> codes;
+    std::vector<gj::Value> values;
+    std::vector<std::string> texts, csvs, members;
+    bool has_last = false;
+    gj::Value last;
+    std::uint32_t last_code = 0;
+
+    std::uint32_t code(const gj::Value& v) {
+      if (has_last && v == last) return last_code;  // jobs come in grid order: usually a repeat
+      auto [it, inserted] = codes.emplace(v, static_cast<std::uint32_t>(values.size()));
+      if (inserted) values.push_back(v);
+      has_last = true;
+      last = v;
+      return last_code = it->second;
+    }
+    const std::string& text(std::uint32_t k) {
+      fill(texts, k, [&] { return gj::to_string(values[k]); });
+      return texts[k];
+    }
+    const std::string& csv(std::uint32_t k) {
+      fill(csvs, k, [&] { return csv_cell(gj::to_string(values[k])); });
+      return csvs[k];
+    }
+    // `"name":value` exactly as canonical_json writes the member.
+    const std::string& member(const std::string& name, std::uint32_t k) {
+      fill(members, k, [&] {
+        const std::string one = gj::canonical_json(gj::Params{{name, values[k]}});
+        return one.substr(1, one.size() - 2);
+      });
+      return members[k];
+    }
+    template <class F>
+    void fill(std::vector<std::string>& cache, std::uint32_t k, F make) {
+      if (cache.size() < values.size()) cache.resize(values.size());
+      if (cache[k].empty()) cache[k] = make();
+    }
+  };
+
+  const std::vector<gj::ParamSpec>& table_;
+  std::vector<Column> cols_;
+  std::size_t device_ = 0, ranks_ = 0, threads_ = 0, time_limit_ = 0;
+  std::vector<std::size_t> index_;
+  std::vector<std::string> ids_;
+  std::vector<std::uint32_t> codes_;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, gj::Resources> res_;
+};
+
+void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std::ostream& os) {
   std::vector<std::string> params = ex.varying;
   // Resources come last and ranks is always one of them, so it is not repeated as a parameter.
   params.erase(std::remove(params.begin(), params.end(), "ranks"), params.end());
@@ -189,12 +316,14 @@ void print_table(const gj::Expansion& ex, const PlanOptions& o, std::ostream& os
   head.insert(head.end(), params.begin(), params.end());
   for (const char* r : {"gpus", "cores", "ranks"}) head.push_back(r);
 
+  std::vector<std::size_t> param_cols;
+  for (const auto& p : params) param_cols.push_back(plan.column_of(p));
   std::vector<std::vector<std::string>> rows;
-  rows.reserve(ex.jobs.size());
-  for (const auto& j : ex.jobs) {
-    std::vector<std::string> r = {std::to_string(j.index), j.id};
-    for (const auto& p : params) r.push_back(value_of(j, p));
-    const auto res = gj::job_resources(gj::to_struct(j.params));
+  rows.reserve(plan.size());
+  for (std::size_t j = 0; j < plan.size(); ++j) {
+    std::vector<std::string> r = {std::to_string(plan.index(j)), plan.id(j)};
+    for (std::size_t c : param_cols) r.push_back(plan.text(j, c));
+    const auto res = plan.resources(j);
     r.push_back(std::to_string(res.gpus));
     r.push_back(std::to_string(res.cores));
     r.push_back(std::to_string(res.ranks));
@@ -248,47 +377,78 @@ void print_table(const gj::Expansion& ex, const PlanOptions& o, std::ostream& os
     words.push_back("use --format csv)");
     wrap(os, "(not shown to fit " + std::to_string(kMaxWidth) + " columns:", words);
   }
-  if (o.all_params && !ex.jobs.empty()) {
+  if (o.all_params && plan.size() > 0) {
     std::vector<std::string> words;
     for (const auto& p : gj::param_table()) {
       if (std::find(ex.varying.begin(), ex.varying.end(), p.name) != ex.varying.end()) continue;
-      words.push_back(p.name + "=" + value_of(ex.jobs.front(), p.name));
+      words.push_back(p.name + "=" + plan.text(0, plan.column_of(p.name)));
     }
     wrap(os, "same in all jobs:", words);
   }
 }
 
-void print_json(const gj::Expansion& ex, std::ostream& os) {
-  os << "{\"run\":" << json_string(ex.name) << ",\"source\":" << json_string(ex.source)
-     << ",\"compare_by\":" << json_string(ex.compare_by) << ",\n \"varying\":[";
-  for (std::size_t i = 0; i < ex.varying.size(); ++i)
-    os << (i ? "," : "") << json_string(ex.varying[i]);
-  os << "],\n \"warnings\":[";
-  for (std::size_t i = 0; i < ex.warnings.size(); ++i)
-    os << (i ? "," : "") << "\n  " << json_string(ex.warnings[i]);
-  os << "],\n \"jobs\":[";
-  for (std::size_t i = 0; i < ex.jobs.size(); ++i)
-    os << (i ? "," : "") << "\n  " << gj::job_to_json(ex.jobs[i]);
-  os << "\n]}\n";
+void print_json(const gj::Expansion& ex, Plan& plan, Out& out) {
+  std::string& b = out.buf();
+  b += "{\"run\":" + json_string(ex.name) + ",\"source\":" + json_string(ex.source) +
+       ",\"compare_by\":" + json_string(ex.compare_by) + ",\n \"varying\":[";
+  for (std::size_t i = 0; i < ex.varying.size(); ++i) b += (i ? "," : "") + json_string(ex.varying[i]);
+  b += "],\n \"warnings\":[";
+  for (std::size_t i = 0; i < ex.warnings.size(); ++i) b += (i ? ",\n  " : "\n  ") + json_string(ex.warnings[i]);
+  b += "],\n \"jobs\":[";
+  // jobs::job_to_json's layout: params in canonical (name) order, no meta for planned jobs.
+  const auto& table = gj::param_table();
+  std::vector<std::size_t> by_name(table.size());
+  for (std::size_t c = 0; c < by_name.size(); ++c) by_name[c] = c;
+  std::sort(by_name.begin(), by_name.end(),
+            [&](std::size_t a, std::size_t c) { return table[a].name < table[c].name; });
+  const std::string run = json_string(ex.name);
+  for (std::size_t j = 0; j < plan.size(); ++j) {
+    b += j ? ",\n  " : "\n  ";
+    b += "{\"id\":\"";
+    b += plan.id(j);
+    b += "\",\"run\":";
+    b += run;
+    b += ",\"index\":";
+    b += std::to_string(plan.index(j));
+    b += ",\"params\":{";
+    for (std::size_t k = 0; k < by_name.size(); ++k) {
+      if (k) b += ',';
+      b += plan.member(j, by_name[k]);
+    }
+    b += "},\"meta\":{}}";
+    out.maybe_flush();
+  }
+  b += "\n]}\n";
 }
 
-void print_csv(const gj::Expansion& ex, std::ostream& os) {
+void print_csv(Plan& plan, Out& out) {
   const auto& table = gj::param_table();
-  os << "index,id";
-  for (const auto& p : table) os << ',' << p.name;
-  os << ",gpus,cores\n";
-  for (const auto& j : ex.jobs) {
-    os << j.index << ',' << j.id;
-    for (const auto& p : table) os << ',' << csv_cell(value_of(j, p.name));
-    const auto res = gj::job_resources(gj::to_struct(j.params));
-    os << ',' << res.gpus << ',' << res.cores << '\n';
+  std::string& b = out.buf();
+  b += "index,id";
+  for (const auto& p : table) b += ',' + p.name;
+  b += ",gpus,cores\n";
+  for (std::size_t j = 0; j < plan.size(); ++j) {
+    b += std::to_string(plan.index(j));
+    b += ',';
+    b += plan.id(j);
+    for (std::size_t c = 0; c < plan.columns(); ++c) {
+      b += ',';
+      b += plan.csv(j, c);
+    }
+    const auto res = plan.resources(j);
+    b += ',';
+    b += std::to_string(res.gpus);
+    b += ',';
+    b += std::to_string(res.cores);
+    b += '\n';
+    out.maybe_flush();
   }
 }
 
 // "12 jobs (4 excluded), 1 warning; at most 6.0 GPU-hours (time_limit x GPUs of 8 GPU jobs)"
-std::string summary(const gj::Expansion& ex) {
+std::string summary(const gj::Expansion& ex, const Plan& plan) {
   std::ostringstream s;
-  s << ex.jobs.size() << " job" << (ex.jobs.size() == 1 ? "" : "s");
+  s << plan.size() << " job" << (plan.size() == 1 ? "" : "s");
   std::vector<std::string> notes;
   if (ex.excluded) notes.push_back(std::to_string(ex.excluded) + " excluded");
   if (ex.duplicates) notes.push_back(std::to_string(ex.duplicates) + " duplicates dropped");
@@ -300,14 +460,13 @@ std::string summary(const gj::Expansion& ex) {
   s << ", " << ex.warnings.size() << " warning" << (ex.warnings.size() == 1 ? "" : "s");
   std::size_t gpu_jobs = 0, timed = 0;
   double gpu_hours = 0;
-  for (const auto& j : ex.jobs) {
-    const auto p = gj::to_struct(j.params);
-    if (p.device != "gpu") continue;
+  for (std::size_t j = 0; j < plan.size(); ++j) {
+    if (!plan.gpu(j)) continue;
     ++gpu_jobs;
-    if (p.time_limit.empty()) continue;
+    if (plan.time_limit(j).empty()) continue;
     ++timed;
-    gpu_hours += static_cast<double>(p.ranks) *
-                 static_cast<double>(gj::time_limit_seconds(p.time_limit)) / 3600.0;
+    gpu_hours += static_cast<double>(plan.ranks(j)) *
+                 static_cast<double>(gj::time_limit_seconds(plan.time_limit(j))) / 3600.0;
   }
   if (timed) {
     char buf[64];
@@ -351,27 +510,46 @@ int cmd_plan(const Args& args) {
 
   gj::LoadOptions lo;
   lo.allow_empty = o.allow_empty;
-  const gj::Expansion ex = gj::load_grid(o.grid, lo);  // GridError -> exit 2 in main
+  Plan plan;
+  // The feasibility check needs the jobs themselves; a plain plan only prints them, so it takes
+  // them as they are expanded, without a parameter map per job.
+  const bool keep_jobs = o.resources_named();
+  if (!keep_jobs)
+    lo.on_job = [&plan](std::size_t index, const std::string& id, const std::vector<gj::Value>& v) {
+      plan.add(index, id, v);
+    };
+  // Never freed: the process ends right after printing, and tearing down a 100,000-job expansion
+  // costs a noticeable share of the command. Reachable through a static, so leak checkers do not
+  // count it.
+  static const gj::Expansion* kept = nullptr;
+  kept = new gj::Expansion(gj::load_grid(o.grid, lo));  // GridError -> exit 2 in main
+  const gj::Expansion& ex = *kept;
   for (const auto& w : ex.warnings) std::cerr << "gridrun plan: warning: " << w << "\n";
-  if (o.resources_named()) {
+  if (keep_jobs) {
     gridrun::scheduler::ResourceOptions ro;
     ro.cluster_file = o.cluster;
     ro.gpus = o.gpus;
     ro.cores = o.cores;
     gridrun::scheduler::check_feasible(ex.jobs, gridrun::scheduler::resolve_cluster(ro));
+    for (const auto& j : ex.jobs) plan.add(j);
   }
-  std::ostringstream out;
-  if (o.format == "json") {
-    print_json(ex, out);
-  } else if (o.format == "csv") {
-    print_csv(ex, out);
-  } else {
-    out << "run " << ex.name << " from " << ex.source << "\n";
-    print_table(ex, o, out);
-    out << summary(ex) << "\n";
+  std::cout.flush();
+  {
+    Out out;
+    if (o.format == "json") {
+      print_json(ex, plan, out);
+    } else if (o.format == "csv") {
+      print_csv(plan, out);
+    } else {
+      std::ostringstream table;
+      table << "run " << ex.name << " from " << ex.source << "\n";
+      print_table(ex, plan, o, table);
+      table << summary(ex, plan) << "\n";
+      out.buf() = table.str();
+    }
   }
-  std::cout << out.str();
-  if (o.format != "table") std::cerr << "gridrun plan: " << summary(ex) << "\n";
+  std::fflush(stdout);
+  if (o.format != "table") std::cerr << "gridrun plan: " << summary(ex, plan) << "\n";
   return 0;
 }
 

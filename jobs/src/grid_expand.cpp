@@ -73,7 +73,7 @@ class Expander {
           origin, std::to_string(d.count) + " duplicate job" + (d.count == 1 ? "" : "s") +
                       " dropped (e.g. " + d.id + ", same as job " + std::to_string(d.index) + ")"));
     }
-    if (ex_.jobs.empty() && !opts_.allow_empty)
+    if (ex_.jobs.empty() && ex_.streamed == 0 && !opts_.allow_empty)
       s_.fail(s_.product_loc, "the grid expands to no jobs" +
                                   std::string(ex_.excluded ? " (every job is excluded)" : ""));
     for (std::size_t i = 0; i < table_.size(); ++i)
@@ -102,7 +102,7 @@ class Expander {
                                     " jobs; split it or check the lists");
       total *= a->points.size();
     }
-    ex_.jobs.reserve(total + s_.includes.size());
+    if (!opts_.on_job) ex_.jobs.reserve(total + s_.includes.size());
     by_id_.reserve(total + s_.includes.size());
     // One draft updated in place: each step re-applies only the axes the odometer moved. finish()
     // re-derives the batch fields from scratch, so nothing else carries over between jobs.
@@ -240,19 +240,37 @@ class Expander {
     }
     canon_.push_back('}');
     const std::uint64_t hash = hash_of_canonical(canon_);
-    auto [it, inserted] = by_id_.emplace(hash >> 16, ex_.jobs.size());  // the id's 48 bits
+    const std::size_t index = ex_.jobs.size() + ex_.streamed;
+    auto [it, inserted] = by_id_.emplace(hash >> 16, index);  // the id's 48 bits
     if (!inserted) {
-      const Job& prev = ex_.jobs[it->second];
-      const std::string id = prev.id;
-      if (id_json(prev.params) != canon_)
-        throw std::runtime_error("job id collision: " + id + " for two different jobs");
+      std::string id;
+      std::size_t prev_index = it->second;
+      if (opts_.on_job) {
+        // Streamed jobs keep no parameters to compare; the full 64-bit hash stands in for the text
+        // (two different texts with equal 64-bit hashes among 100,000 jobs: p ~ 3e-10).
+        id = id_of_hash(hashes_[it->second]);
+        if (hashes_[it->second] != hash)
+          throw std::runtime_error("job id collision: " + id + " for two different jobs");
+      } else {
+        const Job& prev = ex_.jobs[it->second];
+        id = prev.id;
+        prev_index = prev.index;
+        if (id_json(prev.params) != canon_)
+          throw std::runtime_error("job id collision: " + id + " for two different jobs");
+      }
       ++ex_.duplicates;
       auto dit = std::find_if(dups_.begin(), dups_.end(),
                               [&](const auto& e) { return e.first == origin; });
       if (dit == dups_.end())
-        dups_.push_back({origin, Dup{1, id, prev.index}});
+        dups_.push_back({origin, Dup{1, id, prev_index}});
       else
         ++dit->second.count;
+      return;
+    }
+    if (opts_.on_job) {
+      hashes_.push_back(hash);
+      ++ex_.streamed;
+      opts_.on_job(index, id_of_hash(hash), d.v);
       return;
     }
     Params p;
@@ -261,7 +279,7 @@ class Expander {
     Job job;
     job.id = id_of_hash(hash);
     job.run = s_.name;
-    job.index = ex_.jobs.size();
+    job.index = index;
     job.params = std::move(p);
     ex_.jobs.push_back(std::move(job));
   }
@@ -299,6 +317,7 @@ class Expander {
   std::vector<std::size_t> hits_;
   std::vector<std::pair<int, Dup>> dups_;  // per origin (grid:, include[i]), in first-seen order
   std::unordered_map<std::uint64_t, std::size_t> by_id_;  // id bits -> job index
+  std::vector<std::uint64_t> hashes_;                     // per streamed job (on_job)
   Expansion ex_;
 };
 

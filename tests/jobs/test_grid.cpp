@@ -2,6 +2,8 @@
 // fields, id stability, and every validation error's message and location.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <set>
 
 #include "gridrun/jobs/grid.hpp"
@@ -522,4 +524,35 @@ TEST(JobsGridErrorType, FirstErrorInFileOrder) {
             "grid.yaml:2:16: defaults.lr: 0.0 is out of range (must be > 0)");
   EXPECT_EQ(error_of("name: x\ngrid: {ranks: [0]}\ndefaults: {lr: 0}\n"),
             "grid.yaml:2:16: grid.ranks[0]: 0 is out of range (must be >= 1)");
+}
+
+// on_job (what `gridrun plan` uses) hands out exactly the jobs a stored expansion holds: same
+// order, indices, ids and values, duplicates dropped the same way.
+TEST(Grid, StreamedJobsEqualStoredJobs) {
+  const std::string yaml =
+      "grid:\n  model: [mlp, lenet]\n  ranks: [1, 2]\n  lr: [0.1, 0.1]\nseeds: [1, 2]\n"
+      "include:\n  - {model: mlp, ranks: 1, lr: 0.1}\n";
+  const auto stored = gj::load_grid_string(yaml, "grid.yaml");
+  std::vector<std::tuple<std::size_t, std::string, std::vector<gj::Value>>> got;
+  gj::LoadOptions lo;
+  lo.on_job = [&](std::size_t i, const std::string& id, const std::vector<gj::Value>& v) {
+    got.emplace_back(i, id, v);
+  };
+  const auto streamed = gj::load_grid_string(yaml, "grid.yaml", lo);
+  EXPECT_TRUE(streamed.jobs.empty());
+  ASSERT_EQ(streamed.streamed, stored.jobs.size());
+  ASSERT_EQ(got.size(), stored.jobs.size());
+  EXPECT_EQ(streamed.duplicates, stored.duplicates);
+  EXPECT_GT(stored.duplicates, 0u);
+  EXPECT_EQ(streamed.varying, stored.varying);
+  EXPECT_EQ(streamed.warnings, stored.warnings);
+  const auto& table = gj::param_table();
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const auto& [i, id, v] = got[k];
+    EXPECT_EQ(i, stored.jobs[k].index);
+    EXPECT_EQ(id, stored.jobs[k].id);
+    ASSERT_EQ(v.size(), table.size());
+    for (std::size_t c = 0; c < table.size(); ++c)
+      EXPECT_EQ(v[c], stored.jobs[k].params.at(table[c].name)) << table[c].name;
+  }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdexcept>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,17 @@ struct Expansion {
   std::string compare_by;             // `compare: {by: KEY}`; empty when absent
   std::size_t excluded = 0;           // product jobs dropped by exclude: entries
   std::size_t duplicates = 0;         // jobs dropped because an identical job came earlier
+  std::size_t streamed = 0;           // jobs handed to LoadOptions::on_job instead of stored
 };
 
 struct LoadOptions {
   bool allow_empty = false;           // an empty expansion is an error unless set
   std::size_t max_jobs = 10'000'000;  // a larger product is an error (a typo, not an experiment)
+  // When set, every job goes to on_job (values in param_table() order) instead of into
+  // Expansion::jobs, which stays empty. Building one parameter map per job is most of the time and
+  // memory of a 100,000-job expansion, which a caller that only prints the jobs does not need.
+  // Errors are still thrown after some jobs went out: such a caller buffers until load_grid returns.
+  std::function<void(std::size_t index, const std::string& id, const std::vector<Value>& values)> on_job;
 };
 
 // Throws GridError on any problem (the first one found, in file order).
