@@ -2,6 +2,7 @@
 // converted here, once, into an exit code (2 bad input, 1 runtime failure) and, when other ranks
 // exist, into MPI_Abort/ncclCommAbort of the whole job so no rank is left waiting in a collective.
 #include <c10/util/Exception.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -29,13 +30,16 @@ std::string one_line(std::string s) {
 // A job that failed before its results file existed (unreadable data, a device it cannot use)
 // still gets one, with status failed and the reason, so every failure is recorded where results
 // are read. A file that already exists is left alone: the trainer has recorded its own failure
-// there, or it holds an earlier attempt's rows that a resume continues.
+// there, or it holds an earlier attempt's rows that a resume continues. Written in a folder of its
+// own and renamed into place: other ranks failing the same way call MPI_Abort, which can kill this
+// process mid-write, and a half-written <id>.h5.partial would look like a job in progress.
 void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& why) {
   namespace fs = std::filesystem;
   if (o.id.empty() || o.out_dir.empty()) return;
   std::error_code ec;
   const fs::path final_file = fs::path(o.out_dir) / (o.id + ".h5");
   if (fs::exists(final_file, ec) || fs::exists(final_file.string() + ".partial", ec)) return;
+  const fs::path tmp = fs::path(o.out_dir) / ("." + o.id + ".failed." + std::to_string(::getpid()));
   try {
     gridrun::results::JobFileInfo info;
     info.id = o.id;
@@ -44,12 +48,15 @@ void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& 
     info.ranks = static_cast<int>(o.job.ranks);
     info.gpus = o.job.device == "gpu" ? static_cast<int>(o.job.ranks) : 0;
     info.gpu_absent_reason = "the job failed before it started";
-    auto w = gridrun::results::JobWriter::create(o.out_dir, info);
+    auto w = gridrun::results::JobWriter::create(tmp.string(), info);
     w->finish(gridrun::results::Status::Failed, why, gridrun::results::Summary{});
+    w.reset();
+    fs::rename(tmp / (o.id + ".h5"), final_file);
   } catch (const std::exception& e) {
     std::cerr << "gridrun-train: cannot record the failure in " << final_file.string() << ": "
               << one_line(e.what()) << "\n";
   }
+  fs::remove_all(tmp, ec);
 }
 
 }  // namespace

@@ -283,7 +283,11 @@ def bad_input():
         assert "gpu" in p.stderr.lower(), p.stderr
     p = run(2, "--out", d, "--ranks", "1", expect=2)
     assert "ranks=1" in p.stderr, p.stderr
-    assert not glob.glob(d + "/*.h5"), os.listdir(d)
+    # A failure before training still leaves a results file saying so (never a half-written one).
+    assert not glob.glob(d + "/*.partial"), os.listdir(d)
+    for f in glob.glob(d + "/*.h5"):
+        with h5(f) as h:
+            assert attr(h, "status") == "failed", (f, attr(h, "status"))
 
 
 def profile_ops():
@@ -384,7 +388,10 @@ def inference_from_checkpoint():
     assert d + "/nosuch/state.pt" in p.stderr, p.stderr
     p = run(1, *common(bad), "--task", "inference", "--checkpoint", "ffffffffffff", expect=2)
     assert "ffffffffffff" in p.stderr, p.stderr
-    assert not glob.glob(bad + "/*.h5*"), os.listdir(bad)
+    assert not glob.glob(bad + "/*.partial"), os.listdir(bad)
+    for f in glob.glob(bad + "/*.h5"):
+        with h5(f) as h:
+            assert attr(h, "status") == "failed" and "checkpoint" in attr(h, "exit_reason"), f
 
 
 def inference_random_np2():
