@@ -1,7 +1,8 @@
 """Every failure of gridrun-train ends in one line on stderr naming the file and the cause, the
 job recorded `failed` with that reason in its HDF5 file, and no uncaught exception.
 
-Usage: e2e_failures.py GRIDRUN_TRAIN CASE   (cases: disk_full, unreadable_data, bad_job_file)
+Usage: e2e_failures.py GRIDRUN_TRAIN CASE   (cases: disk_full, unreadable_data, bad_job_file,
+damaged_results_resume: a damaged results file under --resume is quarantined, not fatal)
 """
 import os
 import subprocess
@@ -91,7 +92,28 @@ def case_bad_job_file():
     assert not os.path.exists(out) or not os.listdir(out)
 
 
-CASES = {"disk_full": case_disk_full, "unreadable_data": case_unreadable_data,
+def case_damaged_results_resume():
+    # Run by hand with --resume over a damaged results file: gridrun-train moves it aside with a
+    # warning and starts a new file at the resumed step instead of dying in H5Fopen.
+    out = os.path.join(WORK, "results")
+    args = SMALL + ["--epochs", "3", "--out", out]
+    r = mpirun(args + ["--stop-after-step", "10"])
+    assert r.returncode == 75, (r.returncode, r.stderr)
+    (name,) = os.listdir(out)
+    path = os.path.join(out, name)
+    with open(path, "r+b") as f:
+        f.write(b"\xde\xad\xbe\xef" * 1024)
+    r = mpirun(args + ["--resume"])
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert "terminate called" not in r.stderr and "is damaged" in r.stderr, r.stderr
+    assert any(f.startswith(name) and ".damaged" in f for f in os.listdir(out)), os.listdir(out)
+    with h5py.File(os.path.join(out, name if name.endswith(".h5") else name[:-len(".partial")]), "r") as f:
+        st = f.attrs["status"]
+        assert (st.decode() if isinstance(st, bytes) else str(st)) == "completed"
+        assert int(f.attrs["resumed_from_step"]) > 1
+
+
+CASES = {"disk_full": case_disk_full, "damaged_results_resume": case_damaged_results_resume, "unreadable_data": case_unreadable_data,
          "bad_job_file": case_bad_job_file}
 
 if __name__ == "__main__":
