@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -84,7 +85,18 @@ int main(int argc, char** argv) {
   try {
     comm = make_communicator(opts.job.device == "gpu" ? "nccl" : "mpi",
                              CommOptions{opts.job.comm_timeout_s});
-    return opts.job.task == "inference" ? infer(opts, *comm) : train(opts, *comm);
+    const int done = opts.job.task == "inference" ? infer(opts, *comm) : train(opts, *comm);
+    if (opts.job.device != "gpu") return done;
+    // GPU teardown guard: the results file is final and closed; destroy the communicator (NCCL
+    // comm, then MPI_Finalize, which mpirun needs) and leave without static destructors. Why:
+    // on the H100 a finished trainer twice never exited (gridrun run then waited for ever);
+    // nothing after this point can change the job's outcome, and CUDA/NCCL/NVML teardown in
+    // static destructors is where such exits hang. (gridrun run's watchdog ends any that still do.)
+    comm.reset();
+    std::fflush(nullptr);
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(done);
   } catch (const BadInput& e) {
     code = kExitBadInput;
     why = e.what();
