@@ -18,7 +18,7 @@ done
 pkgs=(build-essential cmake ninja-build git pkg-config
       libtorch-dev libopenblas0-openmp libopenmpi-dev openmpi-bin openssh-client zlib1g-dev
       libhdf5-dev hdf5-tools libboost-program-options-dev libyaml-cpp-dev libgtest-dev
-      python3 python3-h5py python3-numpy)
+      python3 python3-h5py python3-numpy dataset-fashion-mnist)
 if ((test_pkgs)); then
   pkgs+=(slurm-wlm munge procps python3-torch chromium fonts-liberation)
 fi

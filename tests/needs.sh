@@ -29,6 +29,9 @@ check() {
     slurm-wlm)
       has_cmds slurmctld slurmd sbatch squeue scontrol scancel sinfo srun ||
         { echo "Slurm (slurmctld, slurmd, sbatch, ...) not on PATH"; return 1; } ;;
+    dataset-fashion-mnist)
+      [[ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]] ||
+        { echo "no Fashion-MNIST files in /usr/share/datasets/fashion-mnist"; return 1; } ;;
     munge) has_cmds munged munge || { echo "munged/munge not on PATH"; return 1; } ;;
     root) [[ $(id -u) -eq 0 ]] || { echo "not root (the test starts its own Slurm daemons)"; return 1; } ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;

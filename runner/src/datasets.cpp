@@ -208,19 +208,21 @@ class GzFile {
   gzFile f_;
 };
 
-std::string find_idx(const std::string& dir, const std::string& base) {
+// `hint` ends every complaint about a file (for fashion-mnist: which Debian package provides it), so
+// the one stderr line tells a user both what is wrong and how to get good files.
+std::string find_idx(const std::string& dir, const std::string& base, const std::string& hint) {
   for (const std::string& cand : {join(dir, base), join(dir, base + ".gz")})
     if (exists(cand)) return cand;
   throw BadInput("gridrun-train: missing data file " + join(dir, base) + "[.gz] (expected " +
-                 kMnistFormat + ")");
+                 kMnistFormat + ")" + hint);
 }
 
 std::vector<std::uint32_t> idx_header(GzFile& f, const std::string& path, std::uint32_t magic,
-                                      int ndims) {
+                                      int ndims, const std::string& hint) {
   std::vector<std::uint8_t> raw(4 * (1 + ndims));
   if (f.read(raw.data(), raw.size()) != raw.size())
     throw BadInput("gridrun-train: malformed data file " + path + ": header truncated; expected " +
-                   kMnistFormat);
+                   kMnistFormat + hint);
   std::vector<std::uint32_t> v(1 + ndims);
   for (int i = 0; i <= ndims; ++i)
     v[i] = (std::uint32_t{raw[4 * i]} << 24) | (std::uint32_t{raw[4 * i + 1]} << 16) |
@@ -228,7 +230,7 @@ std::vector<std::uint32_t> idx_header(GzFile& f, const std::string& path, std::u
   if (v[0] != magic) {
     std::ostringstream m;
     m << "gridrun-train: malformed data file " << path << ": magic 0x" << std::hex << v[0]
-      << " (expected 0x" << magic << std::dec << "); expected " << kMnistFormat;
+      << " (expected 0x" << magic << std::dec << "); expected " << kMnistFormat << hint;
     throw BadInput(m.str());
   }
   return v;
@@ -236,15 +238,15 @@ std::vector<std::uint32_t> idx_header(GzFile& f, const std::string& path, std::u
 
 std::pair<at::Tensor, at::Tensor> read_mnist_pair(const std::string& dir, const std::string& img,
                                                   const std::string& lab, std::int64_t& rows,
-                                                  std::int64_t& cols) {
-  const std::string ip = find_idx(dir, img), lp = find_idx(dir, lab);
+                                                  std::int64_t& cols, const std::string& hint) {
+  const std::string ip = find_idx(dir, img, hint), lp = find_idx(dir, lab, hint);
   GzFile fi(ip), fl(lp);
   if (!fi || !fl) throw BadInput("gridrun-train: cannot open " + (fi ? lp : ip));
-  auto hi = idx_header(fi, ip, 0x803, 3);
-  auto hl = idx_header(fl, lp, 0x801, 1);
+  auto hi = idx_header(fi, ip, 0x803, 3, hint);
+  auto hl = idx_header(fl, lp, 0x801, 1, hint);
   if (hi[1] != hl[1])
     throw BadInput("gridrun-train: malformed MNIST pair: " + ip + " has " + std::to_string(hi[1]) +
-                   " images but " + lp + " has " + std::to_string(hl[1]) + " labels");
+                   " images but " + lp + " has " + std::to_string(hl[1]) + " labels" + hint);
   const std::int64_t n = hi[1];
   rows = hi[2];
   cols = hi[3];
@@ -253,38 +255,55 @@ std::pair<at::Tensor, at::Tensor> read_mnist_pair(const std::string& dir, const 
   if (fi.read(x.data_ptr(), want) != want)
     throw BadInput("gridrun-train: malformed data file " + ip + ": fewer pixel bytes than the " +
                    "header's " + std::to_string(n) + "x" + std::to_string(rows) + "x" +
-                   std::to_string(cols) + " (truncated?); expected " + kMnistFormat);
+                   std::to_string(cols) + " (truncated?); expected " + kMnistFormat + hint);
   std::vector<std::uint8_t> lb(static_cast<std::size_t>(n));
   if (fl.read(lb.data(), lb.size()) != lb.size())
     throw BadInput("gridrun-train: malformed data file " + lp + ": fewer label bytes than the " +
                    "header's count " + std::to_string(n) + " (truncated?); expected " +
-                   kMnistFormat);
+                   kMnistFormat + hint);
   auto y = at::empty({n}, at::kLong);
   auto* yp = y.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < n; ++i) {
     if (lb[i] > 9)
       throw BadInput("gridrun-train: malformed data file " + lp + ": label " +
-                     std::to_string(lb[i]) + " at item " + std::to_string(i) + " (expected 0-9)");
+                     std::to_string(lb[i]) + " at item " + std::to_string(i) + " (expected 0-9)" + hint);
     yp[i] = lb[i];
   }
   return {x, y};
 }
 
-DataSplits make_mnist(const DatasetOptions& o) {
+// MNIST and Fashion-MNIST share the IDX layout; they differ in the default folder, the
+// normalisation constants and the hint that ends an error line.
+DataSplits make_idx(const DatasetOptions& o, const std::string& dir, float mean, float stdev,
+                    const std::string& hint) {
   std::int64_t r1, c1, r2, c2;
-  auto [xt, yt] = read_mnist_pair(o.data_dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                  r1, c1);
-  auto [xs, ys] = read_mnist_pair(o.data_dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
-                                  r2, c2);
+  auto [xt, yt] = read_mnist_pair(dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                  r1, c1, hint);
+  auto [xs, ys] = read_mnist_pair(dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
+                                  r2, c2, hint);
   if (r1 != r2 || c1 != c2)
-    throw BadInput("gridrun-train: MNIST train images are " + std::to_string(r1) + "x" +
+    throw BadInput("gridrun-train: " + o.name + " train images are " + std::to_string(r1) + "x" +
                    std::to_string(c1) + " but test images " + std::to_string(r2) + "x" +
-                   std::to_string(c2) + " in " + o.data_dir);
+                   std::to_string(c2) + " in " + dir + hint);
   DataSplits d;
-  d.train = limit(xt, yt, o.train_samples, {0.1307f}, {0.3081f});
-  d.test = limit(xs, ys, o.test_samples, {0.1307f}, {0.3081f});
+  d.train = limit(xt, yt, o.train_samples, {mean}, {stdev});
+  d.test = limit(xs, ys, o.test_samples, {mean}, {stdev});
   d.input = InputInfo{1, r1, c1, 10, 257, kTextSeqLen};
   return d;
+}
+
+DataSplits make_mnist(const DatasetOptions& o) {
+  return make_idx(o, o.data_dir, 0.1307f, 0.3081f, "");
+}
+
+// Debian 12's dataset-fashion-mnist installs the four .gz files here, so a job needs no data_dir.
+// Mean/std are those of the 60,000 training images (pixels scaled to [0,1]).
+DataSplits make_fashion_mnist(const DatasetOptions& o) {
+  const std::string dir = o.data_dir.empty() ? kFashionMnistDir : o.data_dir;
+  return make_idx(o, dir, kFashionMnistMean, kFashionMnistStd,
+                  o.data_dir.empty() ? "; install Debian package dataset-fashion-mnist"
+                                     : "; Debian package dataset-fashion-mnist installs them in " +
+                                           std::string(kFashionMnistDir));
 }
 
 // --- text ----------------------------------------------------------------------------------------
@@ -357,7 +376,8 @@ std::vector<std::int64_t> tokenize(const std::string& text, std::int64_t seq_len
 }
 
 const std::vector<std::string>& dataset_names() {
-  static const std::vector<std::string> names = {"synthetic", "cifar10", "mnist", "text"};
+  static const std::vector<std::string> names = {"synthetic", "cifar10", "mnist",
+                                                  "fashion-mnist", "text"};
   return names;
 }
 
@@ -366,10 +386,11 @@ DataSplits make_dataset(const DatasetOptions& o) {
   if (o.name == "synthetic") return make_synthetic(o);
   if (o.name == "cifar10") d = make_cifar10(o);
   else if (o.name == "mnist") d = make_mnist(o);
+  else if (o.name == "fashion-mnist") d = make_fashion_mnist(o);
   else if (o.name == "text") d = make_text(o);
   else
     throw BadInput("gridrun-train: unknown dataset '" + o.name +
-                   "' (known: synthetic, cifar10, mnist, text)");
+                   "' (known: synthetic, cifar10, mnist, fashion-mnist, text)");
   if (o.tokens != (d.input.channels == 0))
     throw BadInput("gridrun-train: dataset=" + o.name + (o.tokens ? " gives images but the model "
                    "takes token ids" : " gives token ids but the model takes images (use "

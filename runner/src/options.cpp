@@ -192,7 +192,8 @@ void validate(const RunnerOptions& o) {
   if (j.bucket_mb <= 0) bad("bucket_mb must be > 0");
   if (j.comm_timeout_s <= 0) bad("comm_timeout_s must be > 0");
   if (j.threads_per_rank < 1) bad("threads_per_rank must be >= 1");
-  if (j.dataset != "synthetic" && j.data_dir.empty())
+  // fashion-mnist defaults to the Debian package's folder (datasets.cpp).
+  if (j.dataset != "synthetic" && j.dataset != "fashion-mnist" && j.data_dir.empty())
     bad("dataset=" + j.dataset + " needs data_dir (folder with the data set's files)");
   if (j.cuda_graph && (j.device != "gpu" || j.ranks != 1 || j.optimizer != "sgd" ||
                        j.precision == "fp16" || infer))

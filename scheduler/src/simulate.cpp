@@ -28,7 +28,7 @@ double estimate_seconds(const jobs::JobParams& p, const CostModel& m) {
     double dtrain = 10000, dtest = 1000;
     if (p.dataset == "synthetic") { dtrain = 4096; dtest = 1024; }
     if (p.dataset == "cifar10") { dtrain = 50000; dtest = 10000; }
-    if (p.dataset == "mnist") { dtrain = 60000; dtest = 10000; }
+    if (p.dataset == "mnist" || p.dataset == "fashion-mnist") { dtrain = 60000; dtest = 10000; }
     if (train <= 0) train = dtrain;
     if (test <= 0) test = dtest;
   }

@@ -410,7 +410,7 @@ const ErrorCase kErrors[] = {
    "grid.yaml:2:21: grid.model[1]: unknown model 'resnet'; did you mean 'resnet18'?"},
   {"unknown dataset", "name: x\ndefaults: {dataset: imagenet}\n",
    "grid.yaml:2:21: defaults.dataset: unknown dataset 'imagenet'; choose one of synthetic, "
-   "cifar10, mnist, text"},
+   "cifar10, mnist, fashion-mnist, text"},
   {"unknown optimizer", "name: x\ninclude: [{optimizer: adamm}]\n",
    "grid.yaml:2:23: include[0].optimizer: unknown optimizer 'adamm'; did you mean 'adam'?"},
   {"unknown device in exclude", "name: x\nexclude: [{device: gpus}]\n",

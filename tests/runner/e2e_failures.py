@@ -1,7 +1,8 @@
 """Every failure of gridrun-train ends in one line on stderr naming the file and the cause, the
 job recorded `failed` with that reason in its HDF5 file, and no uncaught exception.
 
-Usage: e2e_failures.py GRIDRUN_TRAIN CASE   (cases: disk_full, unreadable_data, bad_job_file,
+Usage: e2e_failures.py GRIDRUN_TRAIN CASE   (cases: disk_full, unreadable_data, fashion_mnist_files,
+bad_job_file,
 damaged_results_resume: a damaged results file under --resume is quarantined, not fatal)
 """
 import os
@@ -79,6 +80,32 @@ def case_unreadable_data():
     assert st == "failed" and why in line, (st, why, line)
 
 
+def case_fashion_mnist_files():
+    # Debian's Fashion-MNIST files, one truncated, then one missing: exit 2, one line naming the
+    # file, the IDX format and the package; the results folder holds only the failed status.
+    import shutil
+    src = "/usr/share/datasets/fashion-mnist"
+    for n, (damage, word) in enumerate([("truncate", "truncated"), ("remove", "missing data file")]):
+        data = os.path.join(WORK, "fm%d" % n)
+        shutil.copytree(src, data)
+        victim = os.path.join(data, "train-images-idx3-ubyte.gz")
+        if damage == "truncate":
+            with open(victim, "r+b") as f:
+                f.truncate(200_000)
+        else:
+            os.remove(victim)
+        out = os.path.join(WORK, "results%d" % n)
+        r = mpirun(SMALL + ["--dataset", "fashion-mnist", "--data-dir", data, "--epochs", "1",
+                            "--out", out])
+        assert r.returncode == 2, (r.returncode, r.stderr)
+        # A missing file is named without its optional .gz suffix ("...-ubyte[.gz]").
+        named = victim if damage == "truncate" else victim[:-len(".gz")]
+        line = assert_one_line(r, named, word, "MNIST idx format", "dataset-fashion-mnist")
+        st, why = recorded(out)
+        assert st == "failed" and why in line, (st, why, line)
+        assert len(os.listdir(out)) == 1, os.listdir(out)
+
+
 def case_bad_job_file():
     job = os.path.join(WORK, "bad.json")
     with open(job, "w") as f:
@@ -114,6 +141,7 @@ def case_damaged_results_resume():
 
 
 CASES = {"disk_full": case_disk_full, "damaged_results_resume": case_damaged_results_resume, "unreadable_data": case_unreadable_data,
+         "fashion_mnist_files": case_fashion_mnist_files,
          "bad_job_file": case_bad_job_file}
 
 if __name__ == "__main__":

@@ -160,6 +160,44 @@ TEST(Datasets, MnistIdxRawAndGzip) {
   expect_bad(o, "missing data file", "train-labels-idx1-ubyte");
 }
 
+// fashion-mnist reads the same IDX files with its own constants; every complaint names the Debian
+// package, so a user with missing or truncated files learns where good ones come from.
+TEST(Datasets, FashionMnistIdxNamesDebianPackage) {
+  TempDir d;
+  write_gz(d.file("train-images-idx3-ubyte.gz"), idx_images(6));
+  write_gz(d.file("train-labels-idx1-ubyte.gz"), idx_labels(6));
+  write_gz(d.file("t10k-images-idx3-ubyte.gz"), idx_images(4));
+  write_gz(d.file("t10k-labels-idx1-ubyte.gz"), idx_labels(4));
+  DatasetOptions o;
+  o.name = "fashion-mnist";
+  o.data_dir = d.str();
+  auto ds = make_dataset(o);
+  EXPECT_EQ(ds.train->size(), 6);
+  EXPECT_EQ(ds.input.num_classes, 10);
+  auto b = ds.train->get({0});
+  const auto raw = static_cast<unsigned char>(idx_images(6)[16]);
+  EXPECT_NEAR(b.x[0][0][0][0].item<float>(),
+              (raw / 255.0f - kFashionMnistMean) / kFashionMnistStd, 1e-5);
+  write_gz(d.file("train-images-idx3-ubyte.gz"), idx_images(6).substr(0, 16 + 784 * 3));
+  expect_bad(o, "train-images-idx3-ubyte.gz", "truncated");
+  expect_bad(o, "MNIST idx format", "dataset-fashion-mnist");
+  write_gz(d.file("train-images-idx3-ubyte.gz"), idx_images(6));
+  fs::remove(d.file("t10k-labels-idx1-ubyte.gz"));
+  expect_bad(o, "missing data file", "t10k-labels-idx1-ubyte");
+  expect_bad(o, "missing data file", "dataset-fashion-mnist");
+  // No data_dir: the Debian package's folder (its files when installed, else the install hint).
+  o.data_dir.clear();
+  try {
+    auto real = make_dataset(o);
+    EXPECT_EQ(real.train->size(), 60000);
+    EXPECT_EQ(real.test->size(), 10000);
+  } catch (const BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find(kFashionMnistDir), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("install Debian package dataset-fashion-mnist"),
+              std::string::npos) << e.what();
+  }
+}
+
 TEST(Datasets, TextTsvAndTokenizer) {
   auto t = tokenize("  hi \t there ", 6);
   EXPECT_EQ(t, (std::vector<std::int64_t>{'h' + 1, 'i' + 1, ' ' + 1, 't' + 1, 'h' + 1, 'e' + 1}));

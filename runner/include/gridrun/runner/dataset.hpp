@@ -71,5 +71,10 @@ std::vector<std::int64_t> tokenize(const std::string& text, std::int64_t seq_len
 inline constexpr std::int64_t kTextSeqLen = 128;
 inline constexpr std::int64_t kSyntheticSeqLen = 64;
 inline constexpr std::uint64_t kSyntheticDataSeed = 20240601;
+// fashion-mnist: default folder (Debian 12 package dataset-fashion-mnist) and the mean/std of its
+// 60,000 training pixels scaled to [0,1] (computed from the package's train-images file).
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+inline constexpr float kFashionMnistMean = 0.2860f;
+inline constexpr float kFashionMnistStd = 0.3530f;
 
 }  // namespace gridrun::runner
