@@ -357,6 +357,29 @@ Table phase_table(const std::vector<Phase>& phases) {
   return t;
 }
 
+// A training run whose loss ends at ln(classes) (what a network that predicts the uniform
+// distribution scores) or turns NaN/inf has learned nothing, whatever its throughput figures say;
+// the report says so under the per-job table instead of letting a user read the speed of a dead
+// run. Classes: 10 for every image set and synthetic; text sets have their own count, so only the
+// NaN/inf check applies to them.
+std::vector<std::string> learning_warnings(const std::vector<JobRecord>& jobs) {
+  std::vector<std::string> out;
+  for (const auto& j : jobs) {
+    if (value_of(j, "task") == "inference" || std::isnan(fig(j, "final_test_acc"))) continue;
+    const double loss = fig(j, "final_train_loss");
+    const bool text = value_of(j, "dataset") == "text";
+    const double chance = std::log(10.0);
+    if (!std::isfinite(loss))
+      out.push_back("warning: job " + j.id + ": training loss is " +
+                    (std::isnan(loss) ? std::string("NaN") : loss > 0 ? "inf" : "-inf") +
+                    " (diverged; try a smaller lr)");
+    else if (!text && loss >= 0.97 * chance)
+      out.push_back("warning: job " + j.id + ": training loss " + fmt(loss, 4) +
+                    " stayed at ln(10) = 2.3026: it did not learn (try a smaller lr)");
+  }
+  return out;
+}
+
 std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vector<Phase>& phases,
                               const std::string& suffix) {
   std::vector<Table> out;
@@ -382,6 +405,7 @@ std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vec
     out[0].notes.push_back(std::to_string(jobs.size() - done.size()) +
                            " job(s) not completed are left out of the comparisons.");
   for (const auto& o : omitted) out[0].notes.push_back("not shown: " + o);
+  for (const auto& w : learning_warnings(jobs)) out[0].notes.push_back(w);
   for (auto& t : out) t.title += suffix;
   return out;
 }

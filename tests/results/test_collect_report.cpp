@@ -133,3 +133,27 @@ TEST_F(SyntheticRun, BadFilterAndGroupByNameTheFlag) {
   }
   EXPECT_THROW(report(dir_->path() + "/nope", "table"), std::invalid_argument);
 }
+
+// A run that learned nothing (loss at ln 10) or diverged (NaN) gets a warning under the per-job
+// table; a run that learned does not.
+TEST(LearningWarnings, ChanceLossAndNaNAreFlagged) {
+  auto job = [](const std::string& id, double loss) {
+    JobRecord j;
+    j.id = id;
+    j.status = "completed";
+    j.params["model"] = std::string("mlp");
+    j.params["lr"] = 0.1;
+    j.summary["final_test_acc"] = 0.1;
+    j.summary["final_train_loss"] = loss;
+    return j;
+  };
+  std::vector<JobRecord> jobs = {job("learned", 0.4), job("flat", 2.3021),
+                                 job("nan", std::numeric_limits<double>::quiet_NaN())};
+  auto t = build_tables(jobs, {}, ReportOptions{});
+  std::string notes;
+  for (const auto& n : t.at(0).notes) notes += n + "\n";
+  EXPECT_EQ(notes.find("job learned"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("warning: job flat: training loss 2.3021 stayed at ln(10)"),
+            std::string::npos) << notes;
+  EXPECT_NE(notes.find("warning: job nan: training loss is NaN"), std::string::npos) << notes;
+}
