@@ -20,7 +20,7 @@ has_cmds() { local c; for c in "$@"; do command -v "$c" >/dev/null 2>&1 || retur
 check() {
   case "$1" in
     python3) [[ -x $PY ]] || { echo "$PY not found"; return 1; } ;;
-    python3-h5py | python3-numpy)
+    python3-h5py | python3-numpy | python3-torch)
       local mod=${1#python3-}
       [[ -x $PY ]] && $PY -c "import $mod" >/dev/null 2>&1 || { echo "$PY cannot import $mod"; return 1; } ;;
     chromium)

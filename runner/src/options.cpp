@@ -61,6 +61,8 @@ ParseResult parse_options(int argc, const char* const* argv) {
        "steps between progress lines and per-rank timing gathers")
       ("util-hz", po::value<double>(&o.util_hz)->default_value(10.0),
        "utilisation samples per second (0 = off)")
+      ("init-out", po::value<std::string>(&o.init_out),
+       "write the initial weights (after the broadcast) to this HDF5 file, one dataset per name")
       ("dump-params", po::value<std::string>(&o.dump_params),
        "write final parameters (float32, registration order) to FILE")
       ("quiet", po::bool_switch(&o.quiet), "no progress lines")

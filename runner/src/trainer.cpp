@@ -61,6 +61,7 @@
 #include "gridrun/runner/foreach_sgd.hpp"
 #include "gridrun/runner/grad_sync.hpp"
 #include "gridrun/runner/model.hpp"
+#include "gridrun/runner/init_export.hpp"
 #include "gridrun/runner/sampler.hpp"
 #include "gridrun/runner/schedule.hpp"
 #include "gridrun/runner/signals.hpp"
@@ -510,6 +511,12 @@ int train(const RunnerOptions& o, Communicator& comm) {
     torch::NoGradGuard ng;
     for (auto& p : model->parameters()) comm.broadcast(p.data(), 0);
     for (auto& b : model->buffers()) comm.broadcast(b, 0);
+  }
+  if (!o.init_out.empty() && lead) {
+    std::vector<std::pair<std::string, at::Tensor>> named;
+    for (const auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value());
+    for (const auto& b : model->named_buffers()) named.emplace_back(b.key(), b.value());
+    write_init_weights(o.init_out, named);
   }
   // channels_last weights after the broadcast (collectives take contiguous tensors).
   const bool channels_last = use_channels_last(j);

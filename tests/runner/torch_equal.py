@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""gridrun's data-parallel training math equals PyTorch's, step by step.
+
+gridrun-train (real mpirun, RANKS ranks) trains mlp on Fashion-MNIST from its own initial weights,
+exported with --init-out; Debian's python3-torch then loads those weights (h5py), replays the same
+global batches in the same order (gridrun's portable sampler, re-implemented below) with
+torch.optim.SGD (momentum + weight decay) at the same global batch in one process, and the
+per-step training loss of the first STEPS steps must agree to 1e-5 relative (docs/runner.md).
+
+    torch_equal.py GRIDRUN_TRAIN RANKS [--steps N] [--epochs E]
+    (--epochs: also train E full epochs and print both final test accuracies; bench/torch_equal.sh)
+"""
+import argparse
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import torch
+
+ap = argparse.ArgumentParser()
+ap.add_argument("train")
+ap.add_argument("ranks", type=int)
+ap.add_argument("--steps", type=int, default=50)
+ap.add_argument("--epochs", type=int, default=0)
+args = ap.parse_args()
+
+DATA = "/usr/share/datasets/fashion-mnist"
+MEAN, STD = 0.2860, 0.3530          # runner/include/gridrun/runner/dataset.hpp
+GLOBAL_BATCH, LR, MOMENTUM, WD, SEED = 64, 0.05, 0.9, 5e-4, 0
+RTOL = 1e-5
+full = args.epochs > 0
+train_n = 60000 if full else GLOBAL_BATCH * args.steps
+test_n = 10000 if full else 64
+torch.set_num_threads(1)
+
+
+def idx(name, n, images):
+    with gzip.open(os.path.join(DATA, name), "rb") as f:
+        raw = f.read()
+    if images:
+        return torch.frombuffer(bytearray(raw[16:16 + n * 784]), dtype=torch.uint8).view(n, 1, 28, 28)
+    return torch.frombuffer(bytearray(raw[8:8 + n]), dtype=torch.uint8).to(torch.int64)
+
+
+def batch(x_u8, y, index):
+    # As datasets.cpp: gather uint8, to float, / 255, then (x - mean) / std, all in float32.
+    i = torch.tensor(index, dtype=torch.int64)
+    x = x_u8.index_select(0, i).to(torch.float32).div_(255.0)
+    x.sub_(torch.tensor([MEAN], dtype=torch.float32).view(1, 1, 1, 1))
+    x.div_(torch.tensor([STD], dtype=torch.float32).view(1, 1, 1, 1))
+    return x, y.index_select(0, i)
+
+
+M64 = (1 << 64) - 1
+
+
+def permutation(n, seed, epoch):
+    # runner/src/sampler.cpp: Fisher-Yates driven by splitmix64.
+    p = list(range(n))
+    s = ((seed * 0x100000001B3) & M64) ^ ((epoch + 0x5bd1e995) & M64)
+    for i in range(n - 1, 0, -1):
+        s = (s + 0x9E3779B97F4A7C15) & M64
+        z = s
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+        z ^= z >> 31
+        j = z % (i + 1)
+        p[i], p[j] = p[j], p[i]
+    return p
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    init, out = os.path.join(tmp, "init.h5"), os.path.join(tmp, "out")
+    cmd = ["mpirun", "-np", str(args.ranks)] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) + [
+        args.train, "--model", "mlp", "--dataset", "fashion-mnist", "--train-samples", str(train_n),
+        "--test-samples", str(test_n), "--batch-per-rank", str(GLOBAL_BATCH // args.ranks),
+        "--ranks", str(args.ranks), "--threads-per-rank", "1",
+        "--lr", str(LR), "--momentum", str(MOMENTUM), "--weight-decay", str(WD), "--seed", str(SEED),
+        "--epochs", str(max(args.epochs, 1)), "--init-out", init, "--out", out, "--quiet"]
+    if not full:
+        cmd += ["--max-steps", str(args.steps)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"FAIL: gridrun-train exited {r.returncode}: {r.stderr[-2000:]}")
+    (res,) = [f for f in os.listdir(out) if f.endswith(".h5")]
+    with h5py.File(os.path.join(out, res), "r") as f:
+        g_loss = f["steps/loss"][:].tolist()
+        g_acc = float(f["epochs/test_acc"][-1])
+    with h5py.File(init, "r") as f:
+        weights = {k: torch.from_numpy(f[k][:]) for k in f}
+
+model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                            torch.nn.Linear(256, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+names = {"fc1": model[1], "fc2": model[3], "fc3": model[5]}
+with torch.no_grad():
+    for k, t in weights.items():
+        layer, what = k.split(".")
+        getattr(names[layer], what).copy_(t)
+opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
+x_u8, y = idx("train-images-idx3-ubyte.gz", train_n, True), idx("train-labels-idx1-ubyte.gz", train_n, False)
+steps_per_epoch = train_n // GLOBAL_BATCH
+t_loss = []
+for epoch in range(max(args.epochs, 1)):
+    perm = permutation(train_n, SEED, epoch)
+    for s in range(steps_per_epoch):
+        if not full and len(t_loss) == args.steps:
+            break
+        xb, yb = batch(x_u8, y, perm[s * GLOBAL_BATCH:(s + 1) * GLOBAL_BATCH])
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(xb), yb)
+        loss.backward()
+        opt.step()
+        t_loss.append(loss.item())
+
+n = min(args.steps, len(g_loss))
+worst = max(abs(a - b) / abs(b) for a, b in zip(g_loss[:n], t_loss[:n]))
+print(f"{args.ranks} rank(s): {n} steps, worst relative loss difference {worst:.2e} "
+      f"(first {g_loss[0]:.6f} vs {t_loss[0]:.6f}, step {n} {g_loss[n - 1]:.6f} vs {t_loss[n - 1]:.6f})")
+if full:
+    xt, yt = idx("t10k-images-idx3-ubyte.gz", test_n, True), idx("t10k-labels-idx1-ubyte.gz", test_n, False)
+    with torch.no_grad():
+        xb, yb = batch(xt, yt, list(range(test_n)))
+        t_acc = (model(xb).argmax(1) == yb).float().mean().item()
+    print(f"after {args.epochs} epoch(s): test accuracy gridrun {g_acc:.4f}, PyTorch {t_acc:.4f}")
+if len(g_loss) < args.steps or worst > RTOL:
+    for i, (a, b) in enumerate(zip(g_loss[:n], t_loss[:n])):
+        if abs(a - b) / abs(b) > RTOL:
+            print(f"step {i + 1}: gridrun {a!r} PyTorch {b!r}")
+            break
+    sys.exit(f"FAIL: per-step loss differs by more than {RTOL} relative (or too few steps)")
+print("ok")
