@@ -742,7 +742,9 @@ int train(const RunnerOptions& o, Communicator& comm) {
   results::Status status = results::Status::Completed;
   std::string reason = "completed";
   try {
-    bool done = st.global_step >= total_steps;
+    // A checkpoint taken inside an epoch (signal, timed) leaves that epoch's end pending, even at
+    // the last step: done only once the last epoch end has run (it resets step_in_epoch to 0).
+    bool done = st.global_step >= total_steps && st.step_in_epoch == 0;
     while (!done && st.epoch < total_epochs) {
       const auto epoch_start = Clock::now();
       const double epoch_s_before = st.epoch_s;
@@ -847,10 +849,8 @@ int train(const RunnerOptions& o, Communicator& comm) {
           ++st.step_in_epoch;
           st.epoch_s = epoch_s_before + seconds_since(epoch_start);
           st.wall_s = wall();  // only saved below; the process exits after this checkpoint
-          if (st.step_in_epoch >= spe) {
-            st.step_in_epoch = 0;
-            ++st.epoch;
-          }
+          // The epoch is not advanced even after its last step: its end (evaluation, epoch row,
+          // epoch sums reset) has not run yet, and the resumed process runs it first.
           ckpt.save(*model, *opt, st);
           const std::string msg = "interrupted by signal; checkpoint at step " +
                                   std::to_string(st.global_step) + " in " + ckpt.latest() +
@@ -864,11 +864,7 @@ int train(const RunnerOptions& o, Communicator& comm) {
           TrainState mid = st;
           ++mid.step_in_epoch;
           mid.epoch_s = epoch_s_before + seconds_since(epoch_start);
-          mid.wall_s = wall();
-          if (mid.step_in_epoch >= spe) {
-            mid.step_in_epoch = 0;
-            ++mid.epoch;
-          }
+          mid.wall_s = wall();  // epoch not advanced: see the signal path above
           ckpt.save(*model, *opt, mid);
           last_ckpt = Clock::now();
         }

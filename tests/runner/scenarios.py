@@ -157,6 +157,32 @@ def resume_equals_uninterrupted():
         assert list(steps) == list(range(1, 17)), steps
 
 
+def resume_at_epoch_end():
+    """A stop at the last step of an epoch (and of the run) resumes into that epoch's end: every
+    epoch has its row, with the same train loss as the uninterrupted run (once a stop there
+    skipped the epoch row and carried the epoch's sums into the next one)."""
+    flags = ["--model", "mlp", "--ranks", "2", "--batch-per-rank", "16", "--epochs", "2",
+             "--train-samples", "256", "--test-samples", "64", "--lr", "0.05", "--seed", "5"]
+    full = workdir("resume_epoch_full")
+    run(2, *common(full + "/out"), *flags, "--dump-params", full + "/p.bin")
+    with h5(results_file(full + "/out")) as f:
+        ref_loss = column(f, "epochs", "train_loss")
+    for stop in (8, 16):  # 8 steps per epoch: the end of epoch 1, and of the run
+        d = workdir(f"resume_epoch_{stop}")
+        run(2, *common(d + "/out"), *flags, "--stop-after-step", str(stop), expect=75)
+        run(2, *common(d + "/out"), *flags, "--resume", "--dump-params", d + "/p.bin")
+        diff = float(np.abs(params(full + "/p.bin") - params(d + "/p.bin")).max())
+        with h5(results_file(d + "/out")) as f:
+            epochs = list(column(f, "epochs", "epoch"))
+            loss = column(f, "epochs", "train_loss")
+            assert attr(f, "status") == "completed"
+            assert list(column(f, "steps", "step")) == list(range(1, 17))
+        print(f"stop at {stop}: epochs {epochs}, train loss {loss} vs {ref_loss}, param diff {diff:.3g}")
+        assert epochs == [1, 2], epochs
+        assert np.allclose(loss, ref_loss, rtol=1e-6, atol=0), (loss, ref_loss)
+        assert diff < 1e-6, diff
+
+
 def job_file_and_target():
     """A job file as the planner writes it (params, run, meta) drives the run; target_accuracy stops
     it early with status target_reached and exit 0."""
