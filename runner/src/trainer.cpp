@@ -623,10 +623,14 @@ int train(const RunnerOptions& o, Communicator& comm) {
     if (k == 0) return;
     std::vector<double> metric(3 * k);  // per step: loss * n, correct, n (this rank)
     {
-      auto host = at::stack(at::TensorList(pending.loss)).to(at::kCPU, at::kDouble).contiguous();
-      auto hc = at::stack(at::TensorList(pending.correct)).to(at::kCPU, at::kDouble).contiguous();
+      // One device-to-host copy (one wait for the device) for the whole interval: k losses, then
+      // k correct counts.
+      auto host = at::cat({at::stack(at::TensorList(pending.loss)).to(at::kDouble),
+                           at::stack(at::TensorList(pending.correct)).to(at::kDouble)})
+                      .to(at::kCPU)
+                      .contiguous();
       const double* lp = host.data_ptr<double>();
-      const double* cp = hc.data_ptr<double>();
+      const double* cp = lp + k;
       for (std::size_t i = 0; i < k; ++i) {
         metric[3 * i] = lp[i] * pending.n[i];
         metric[3 * i + 1] = cp[i];
