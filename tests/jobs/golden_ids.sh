@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Golden job ids: the id of every job of every example grid (and the good test grids), as
+# `gridrun plan --format csv` printed them before the typed-parameter redesign (issue 16).
+# A job id names a job's results on disk, so the same parameters must keep the same id forever.
+# When an example grid is changed on purpose, regenerate its file:
+#   gridrun plan GRID --format csv | cut -d, -f2 | tail -n +2 > tests/jobs/golden/ids/NAME.ids
+set -euo pipefail
+gridrun=$1; root=$2
+golden=$root/tests/jobs/golden/ids
+fail=0; n=0
+for ids in "$golden"/*.ids; do
+  name=$(basename "$ids" .ids)
+  grid=$root/examples/$name.yaml
+  [ -f "$grid" ] || grid=$root/tests/jobs/grids/$name.yaml
+  if [ ! -f "$grid" ]; then echo "FAIL $name: no grid file for the golden $ids"; fail=1; continue; fi
+  got=$("$gridrun" plan "$grid" --format csv 2>/dev/null | cut -d, -f2 | tail -n +2)
+  if [ "$got" != "$(cat "$ids")" ]; then
+    echo "FAIL $grid: job ids differ from $ids"
+    diff <(cat "$ids") <(printf '%s\n' "$got") | head -10 || true
+    fail=1
+  fi
+  n=$((n + $(wc -l < "$ids")))
+done
+[ $fail = 0 ] && echo "golden ids: $n jobs in $(ls "$golden"/*.ids | wc -l) grids, all equal"
+exit $fail
