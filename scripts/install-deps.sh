@@ -17,7 +17,7 @@ done
 # openssh-client: Open MPI's mpirun refuses to start, even on one node, without an rsh/ssh agent.
 pkgs=(build-essential cmake ninja-build git pkg-config
       libtorch-dev libopenblas0-openmp libopenmpi-dev openmpi-bin openssh-client zlib1g-dev
-      libhdf5-dev hdf5-tools libboost-program-options-dev libyaml-cpp-dev libgtest-dev
+      libhdf5-dev hdf5-tools libboost-program-options-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev
       python3 python3-h5py python3-numpy dataset-fashion-mnist)
 if ((test_pkgs)); then
   pkgs+=(slurm-wlm munge procps python3-torch chromium fonts-liberation)

@@ -1,0 +1,36 @@
+// Files: reading whole files, writing them so that a crash never leaves a half-written one, and
+// setting aside a damaged one.
+//
+// Why fsync twice: rename() is atomic for readers, but after a power loss the new name may point
+// at an empty file unless the data was synced before the rename, and the rename itself may be lost
+// unless the directory was synced after it. Every state, job and index file gridrun writes goes
+// through write_file_atomic, so each is either the old or the new content, never a mix.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gridrun::base {
+
+// The whole file; throws std::runtime_error "PATH: cannot read: CAUSE".
+std::string read_file(const std::string& path);
+// The whole file, or nullopt when it does not exist or cannot be read.
+std::optional<std::string> try_read_file(const std::string& path);
+
+// Writes `data` to a temporary file beside `path` (same directory, so the rename is atomic),
+// fsyncs it, renames it over `path` and fsyncs the directory. Throws std::runtime_error
+// "PATH: cannot write: CAUSE" (ENOSPC included) and leaves neither a temporary nor a partial file.
+void write_file_atomic(const std::string& path, std::string_view data);
+
+// Renames `from` to `to` and fsyncs the directory of `to` (for files written by another library,
+// e.g. HDF5, that are complete and synced). Throws std::runtime_error naming both paths.
+void rename_durable(const std::string& from, const std::string& to);
+// fsync of a directory; best effort (errors are ignored: not every file system supports it).
+void fsync_dir(const std::string& dir);
+
+// Moves a damaged file aside as PATH.damaged (PATH.damaged.2, ... when that exists) so that it is
+// never trusted again and never lost. Returns the new path, or "" when it could not be moved.
+std::string quarantine(const std::string& path);
+
+}  // namespace gridrun::base

@@ -1,0 +1,19 @@
+// Facts about this host and its processes, read from the kernel (/proc, gethostname).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gridrun::base {
+
+std::string hostname();   // gethostname, or "unknown"
+std::string cpu_model();  // "model name" of /proc/cpuinfo, or "unknown"
+
+// Direct children of `pid` (from /proc/PID/task/PID/children); empty when it is gone.
+std::vector<int> children_of(int pid);
+// The command name (/proc/PID/comm) of a process, "" when it is gone.
+std::string comm_of(int pid);
+// Processes (any owner, not this one) whose command line contains `needle`.
+std::vector<int> processes_with_arg(const std::string& needle);
+
+}  // namespace gridrun::base

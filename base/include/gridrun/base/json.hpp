@@ -1,0 +1,40 @@
+// JSON for every reader and writer of gridrun's files (job files, state.json, Slurm status,
+// profiler traces, report JSON), through Debian's nlohmann-json.
+//
+// Why ordered_json: the files are read by people too, and keys in the order they were written
+// (id first, then parameters in schema order) diff and read better than sorted ones. Why our own
+// parse function: a parse error must name the file, line and column, which nlohmann's message
+// (a byte offset) does not.
+//
+// Job ids are NOT computed from this writer: the canonical-id JSON stays in jobs/ because ids
+// depend on its exact bytes (number spelling, key order), which must never change.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace gridrun::base {
+
+using Json = nlohmann::ordered_json;
+
+// Parses `text`; throws std::runtime_error "ORIGIN:LINE:COL: MESSAGE" on malformed input.
+Json parse_json(std::string_view text, const std::string& origin);
+// Reads and parses a whole file; throws std::runtime_error naming the path and the cause.
+Json read_json_file(const std::string& path);
+
+// JSON string escaping for hand-built JSON (the canonical id writer, streaming writers):
+// '"' and '\\' escaped, \n \r \t \b \f by name, other control characters as \u00XX.
+void append_json_escaped(std::string& out, std::string_view s);
+std::string json_escape(std::string_view s);
+std::string json_quote(std::string_view s);  // escaped and in double quotes
+
+// Typed field access with a fallback, for tolerant readers of files other versions may have
+// written (a missing or mistyped key gives the fallback, never an exception).
+std::string get_string(const Json& obj, const char* key, const std::string& fallback = "");
+double get_number(const Json& obj, const char* key, double fallback = 0);
+long long get_int(const Json& obj, const char* key, long long fallback = 0);
+bool get_bool(const Json& obj, const char* key, bool fallback = false);
+
+}  // namespace gridrun::base

@@ -1,0 +1,59 @@
+// Starting processes: the one posix_spawn wrapper of gridrun, for the local executor (mpirun in
+// its own process group, output to log files) and for the Slurm client calls (output captured).
+//
+// Why posix_spawn and not fork/popen: no shell (user arguments are never re-parsed), no copy of a
+// large parent, and every handle (pipes, attributes, the child itself) owned by an RAII object so
+// that no fd or zombie is left on any path, exceptions included.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gridrun::base {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;          // argv[0] is looked up in PATH
+  std::vector<std::string> env_set;       // "NAME=value" entries that replace or add to environ
+  std::string stdout_path, stderr_path;   // appended to (created 0644); empty: inherited
+  bool new_process_group = false;         // the child leads its own group (signal it as a whole)
+  bool reset_signals = false;             // empty signal mask, default dispositions in the child
+};
+
+// A started child. Reaped exactly once; the destructor SIGKILLs (its group, when it leads one)
+// and reaps it if it is still running, so no child outlives its owner by unwinding.
+class Child {
+ public:
+  Child() = default;
+  Child(int pid, bool group) : pid_(pid), group_(group) {}
+  Child(Child&& o) noexcept { *this = std::move(o); }
+  Child& operator=(Child&& o) noexcept;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child();
+
+  int pid() const { return pid_; }
+  bool running() const { return pid_ > 0 && !code_; }
+  // Exit code once ended (128+N when killed by signal N), without blocking.
+  std::optional<int> try_wait();
+  int wait();                 // blocks until it ended
+  void signal(int sig);       // to the child (and its group when it leads one)
+
+ private:
+  int pid_ = -1;
+  bool group_ = false;
+  std::optional<int> code_;
+};
+
+// Starts a child; throws std::runtime_error "ARGV0: cannot start: CAUSE".
+Child spawn(const SpawnOptions& opts);
+
+struct CapturedRun {
+  int exit_code = -1;     // exit status, or 128 + signal number
+  std::string out, err;
+  bool started = false;   // false when the program could not be executed (e.g. not installed)
+};
+// Runs argv with stdin from /dev/null, captures stdout and stderr separately, waits.
+CapturedRun run_captured(const std::vector<std::string>& argv);
+
+}  // namespace gridrun::base

@@ -1,0 +1,26 @@
+// Text helpers shared by every command's output and every file gridrun writes.
+#pragma once
+
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gridrun::base {
+
+// RFC 4180 field: quoted (inner quotes doubled) only when it holds a comma, quote or newline.
+std::string csv_quote(std::string_view field);
+// A word for a POSIX shell, quoted only when needed (printing commands, writing scripts).
+std::string shell_quote(std::string_view word);
+
+// ISO 8601 UTC, seconds: "2024-05-01T12:00:00Z".
+std::string iso_time(std::time_t t);
+std::string iso_now();
+// Short human duration: "42s", "3m05s", "2h10m", "3d04h"; "?" for negative or NaN.
+std::string format_duration(double seconds);
+
+std::string trim(std::string_view s);  // without leading and trailing white space
+std::vector<std::string> split(std::string_view s, char sep);  // keeps empty fields
+bool starts_with(std::string_view s, std::string_view prefix);
+
+}  // namespace gridrun::base

@@ -1,0 +1,127 @@
+// See fs.hpp. POSIX calls rather than iostreams: we need the errno of each step for the message,
+// and fsync, which iostreams cannot do.
+#include "gridrun/base/fs.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace gridrun::base {
+
+namespace {
+
+std::string dir_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Owns one descriptor, so every early exit (throw) closes it.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() {
+    const int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+
+ private:
+  int fd_;
+};
+
+bool read_all(const std::string& path, std::string& out, int& err) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    err = errno;
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) out.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+    } else if (n == 0) {
+      return true;
+    } else if (errno != EINTR) {
+      err = errno;
+      return false;
+    }
+  }
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  std::string out;
+  int err = 0;
+  if (!read_all(path, out, err)) throw std::runtime_error(path + ": cannot read: " + std::strerror(err));
+  return out;
+}
+
+std::optional<std::string> try_read_file(const std::string& path) {
+  std::string out;
+  int err = 0;
+  if (!read_all(path, out, err)) return std::nullopt;
+  return out;
+}
+
+void fsync_dir(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() >= 0) ::fsync(fd.get());
+}
+
+void write_file_atomic(const std::string& path, std::string_view data) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  auto fail = [&](const char* step, int err) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(path + ": cannot write (" + step + "): " + std::strerror(err));
+  };
+  {
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd.get() < 0) fail("create", errno);
+    std::size_t done = 0;
+    while (done < data.size()) {
+      const ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail("write", errno);
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0) fail("fsync", errno);
+    if (::close(fd.release()) != 0) fail("close", errno);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename", errno);
+  fsync_dir(dir_of(path));
+}
+
+void rename_durable(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + from + " to " + to + ": " + std::strerror(errno));
+  fsync_dir(dir_of(to));
+}
+
+std::string quarantine(const std::string& path) {
+  std::string to = path + ".damaged";
+  struct stat st {};
+  for (int n = 2; ::stat(to.c_str(), &st) == 0 && n < 1000; ++n) to = path + ".damaged." + std::to_string(n);
+  if (std::rename(path.c_str(), to.c_str()) != 0) return "";
+  fsync_dir(dir_of(to));
+  return to;
+}
+
+}  // namespace gridrun::base

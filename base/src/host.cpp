@@ -1,0 +1,67 @@
+// See host.hpp. Everything is read from /proc so that no helper process is started.
+#include "gridrun/base/host.hpp"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/text.hpp"
+
+namespace gridrun::base {
+
+std::string hostname() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::string cpu_model() {
+  const auto info = try_read_file("/proc/cpuinfo");
+  if (!info) return "unknown";
+  std::istringstream in(*info);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return trim(std::string_view(line).substr(colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+std::vector<int> children_of(int pid) {
+  std::vector<int> out;
+  const std::string p = std::to_string(pid);
+  std::istringstream is(try_read_file("/proc/" + p + "/task/" + p + "/children").value_or(""));
+  int c;
+  while (is >> c) out.push_back(c);
+  return out;
+}
+
+std::string comm_of(int pid) {
+  std::string c = try_read_file("/proc/" + std::to_string(pid) + "/comm").value_or("");
+  while (!c.empty() && (c.back() == '\n' || c.back() == ' ')) c.pop_back();
+  return c;
+}
+
+std::vector<int> processes_with_arg(const std::string& needle) {
+  std::vector<int> out;
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir("/proc"), closedir);
+  if (!d) return out;
+  const int self = ::getpid();
+  while (dirent* e = readdir(d.get())) {
+    const int p = std::atoi(e->d_name);
+    if (p <= 0 || p == self) continue;
+    std::string cmd = try_read_file("/proc/" + std::string(e->d_name) + "/cmdline").value_or("");
+    for (char& c : cmd)
+      if (c == '\0') c = ' ';
+    if (cmd.find(needle) != std::string::npos) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace gridrun::base

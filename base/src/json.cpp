@@ -1,0 +1,109 @@
+// See json.hpp. Parse errors are re-thrown with line and column computed from nlohmann's byte
+// offset, because "offset 1234" means nothing to someone looking at a job file in an editor.
+#include "gridrun/base/json.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "gridrun/base/fs.hpp"
+
+namespace gridrun::base {
+
+namespace {
+std::string where(std::string_view text, std::size_t byte) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(col);
+}
+}  // namespace
+
+Json parse_json(std::string_view text, const std::string& origin) {
+  try {
+    return Json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ..."; keep
+    // only the part after the position, ours is computed the same way for every caller.
+    std::string msg = e.what();
+    const auto colon = msg.find(": ", msg.find("parse error"));
+    if (colon != std::string::npos) msg = msg.substr(colon + 2);
+    const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
+    throw std::runtime_error(origin + ":" + where(text, at) + ": invalid JSON: " + msg);
+  }
+}
+
+Json read_json_file(const std::string& path) { return parse_json(read_file(path), path); }
+
+void append_json_escaped(std::string& out, std::string_view s) {
+  unsigned special = 0;  // fast path: names and values almost never need escaping
+  for (unsigned char c : s) special |= (c < 0x20) | (c == '"') | (c == '\\');
+  if (!special) {
+    out.append(s.data(), s.size());
+    return;
+  }
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+}
+
+std::string json_escape(std::string_view s) {
+  std::string out;
+  append_json_escaped(out, s);
+  return out;
+}
+
+std::string json_quote(std::string_view s) {
+  std::string out = "\"";
+  append_json_escaped(out, s);
+  out += '"';
+  return out;
+}
+
+std::string get_string(const Json& obj, const char* key, const std::string& fallback) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+double get_number(const Json& obj, const char* key, double fallback) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+long long get_int(const Json& obj, const char* key, long long fallback) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return fallback;
+  return it->is_number_float() ? static_cast<long long>(it->get<double>()) : it->get<long long>();
+}
+
+bool get_bool(const Json& obj, const char* key, bool fallback) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
+}  // namespace gridrun::base

@@ -1,0 +1,221 @@
+// See spawn.hpp. posix_spawnp with RAII holders for the attribute and file-action objects and
+// for pipe ends; captured output is read through poll() so that neither pipe can fill and block
+// the child while we wait on the other.
+#include "gridrun/base/spawn.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace gridrun::base {
+
+namespace {
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_;
+};
+
+void make_pipe(Fd& r, Fd& w) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  r.reset(fds[0]);
+  w.reset(fds[1]);
+}
+
+struct SpawnAttr {
+  posix_spawnattr_t a;
+  SpawnAttr() { posix_spawnattr_init(&a); }
+  ~SpawnAttr() { posix_spawnattr_destroy(&a); }
+  SpawnAttr(const SpawnAttr&) = delete;
+  SpawnAttr& operator=(const SpawnAttr&) = delete;
+};
+
+struct SpawnFiles {
+  posix_spawn_file_actions_t f;
+  SpawnFiles() { posix_spawn_file_actions_init(&f); }
+  ~SpawnFiles() { posix_spawn_file_actions_destroy(&f); }
+  SpawnFiles(const SpawnFiles&) = delete;
+  SpawnFiles& operator=(const SpawnFiles&) = delete;
+};
+
+std::vector<char*> c_strings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// environ with the NAME=... entries of `set` replaced (or added).
+std::vector<std::string> merged_env(const std::vector<std::string>& set) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    bool replaced = false;
+    for (const auto& s : set) {
+      const auto eq = s.find('=');
+      if (eq != std::string::npos && kv.compare(0, eq + 1, s, 0, eq + 1) == 0) replaced = true;
+    }
+    if (!replaced) env.push_back(kv);
+  }
+  env.insert(env.end(), set.begin(), set.end());
+  return env;
+}
+
+int decode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0); }
+
+}  // namespace
+
+Child& Child::operator=(Child&& o) noexcept {
+  if (this != &o) {
+    this->~Child();
+    pid_ = o.pid_;
+    group_ = o.group_;
+    code_ = o.code_;
+    o.pid_ = -1;
+    o.code_.reset();
+  }
+  return *this;
+}
+
+Child::~Child() {
+  if (pid_ <= 0 || code_) return;
+  signal(SIGKILL);
+  int st = 0;
+  while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+std::optional<int> Child::try_wait() {
+  if (code_ || pid_ <= 0) return code_;
+  int st = 0;
+  const pid_t r = ::waitpid(pid_, &st, WNOHANG);
+  if (r == 0) return std::nullopt;
+  if (r < 0) {
+    if (errno == EINTR) return std::nullopt;
+    code_ = 1;  // ECHILD: reaped elsewhere; count it as failed
+  } else {
+    code_ = decode(st);
+  }
+  return code_;
+}
+
+int Child::wait() {
+  if (code_ || pid_ <= 0) return code_.value_or(1);
+  int st = 0;
+  pid_t r;
+  while ((r = ::waitpid(pid_, &st, 0)) < 0 && errno == EINTR) {
+  }
+  code_ = r < 0 ? 1 : decode(st);
+  return *code_;
+}
+
+void Child::signal(int sig) {
+  if (pid_ <= 0 || code_) return;
+  if (group_) ::kill(-pid_, sig);
+  ::kill(pid_, sig);
+}
+
+Child spawn(const SpawnOptions& o) {
+  if (o.argv.empty()) throw std::invalid_argument("spawn: empty command");
+  const auto argv = c_strings(o.argv);
+  const auto env_s = merged_env(o.env_set);
+  const auto envp = c_strings(env_s);
+  SpawnFiles files;
+  posix_spawn_file_actions_addopen(&files.f, 0, "/dev/null", O_RDONLY, 0);
+  if (!o.stdout_path.empty())
+    posix_spawn_file_actions_addopen(&files.f, 1, o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (!o.stderr_path.empty())
+    posix_spawn_file_actions_addopen(&files.f, 2, o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  SpawnAttr attr;
+  short flags = 0;
+  if (o.new_process_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setpgroup(&attr.a, 0);
+  }
+  if (o.reset_signals) {
+    // The parent may block signals for a signalfd; the child must start with none blocked and
+    // default handlers, or it could not be stopped by them.
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGUSR1, SIGUSR2, SIGQUIT}) sigaddset(&defaults, sig);
+    flags |= POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    posix_spawnattr_setsigmask(&attr.a, &none);
+    posix_spawnattr_setsigdefault(&attr.a, &defaults);
+  }
+  posix_spawnattr_setflags(&attr.a, flags);
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, argv[0], &files.f, &attr.a, argv.data(), envp.data());
+  if (rc != 0) throw std::runtime_error(o.argv[0] + ": cannot start: " + std::strerror(rc));
+  return Child(pid, o.new_process_group);
+}
+
+CapturedRun run_captured(const std::vector<std::string>& argv_s) {
+  if (argv_s.empty()) throw std::invalid_argument("run_captured: empty command");
+  Fd out_r, out_w, err_r, err_w;
+  make_pipe(out_r, out_w);
+  make_pipe(err_r, err_w);
+  SpawnFiles fa;
+  posix_spawn_file_actions_addopen(&fa.f, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa.f, out_w.get(), 1);
+  posix_spawn_file_actions_adddup2(&fa.f, err_w.get(), 2);
+  const auto argv = c_strings(argv_s);
+  pid_t pid = -1;
+  CapturedRun res;
+  const int rc = ::posix_spawnp(&pid, argv[0], &fa.f, nullptr, argv.data(), environ);
+  out_w.reset();
+  err_w.reset();
+  if (rc != 0) {
+    res.err = argv_s[0] + ": " + std::strerror(rc);
+    return res;
+  }
+  res.started = true;
+  Child child(pid, false);  // reaped (or killed and reaped) on every path out of here
+  pollfd fds[2] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}};
+  std::string* sinks[2] = {&res.out, &res.err};
+  int open = 2;
+  char buf[65536];
+  while (open > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  res.exit_code = child.wait();
+  return res;
+}
+
+}  // namespace gridrun::base

@@ -1,0 +1,208 @@
+// Unit tests of the base layer: each helper here is used by several modules, so a regression
+// would show up far away from its cause.
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/spawn.hpp"
+#include "gridrun/base/text.hpp"
+
+namespace fs = std::filesystem;
+using namespace gridrun::base;
+
+namespace {
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/gridrun-base-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+}  // namespace
+
+TEST(Json, ParseErrorNamesOriginLineAndColumn) {
+  try {
+    parse_json("{\n  \"a\": 1,\n  \"b\": tru\n}", "job.json");
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("job.json:3:", 0), 0u) << e.what();
+  }
+}
+
+TEST(Json, KeepsKeyOrderAndTypedAccess) {
+  const Json j = parse_json(R"({"z": 1, "a": "x", "f": 2.5, "b": true})", "t");
+  std::string keys;
+  for (const auto& kv : j.items()) keys += kv.key();
+  EXPECT_EQ(keys, "zafb");
+  EXPECT_EQ(get_int(j, "z"), 1);
+  EXPECT_EQ(get_string(j, "a"), "x");
+  EXPECT_DOUBLE_EQ(get_number(j, "f"), 2.5);
+  EXPECT_TRUE(get_bool(j, "b"));
+  EXPECT_EQ(get_string(j, "z", "fallback"), "fallback");  // mistyped -> fallback, no throw
+  EXPECT_EQ(get_int(j, "missing", 7), 7);
+}
+
+TEST(Json, EscapesEveryControlCharacter) {
+  EXPECT_EQ(json_quote("a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
+  EXPECT_EQ(parse_json(json_quote("a\"b\\c\n\t\x01 é"), "t").get<std::string>(), "a\"b\\c\n\t\x01 é");
+}
+
+TEST(Fs, AtomicWriteReplacesWholeAndLeavesNoTemporary) {
+  TempDir d;
+  const std::string p = (d.path / "state.json").string();
+  write_file_atomic(p, "old");
+  write_file_atomic(p, "new content");
+  EXPECT_EQ(read_file(p), "new content");
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(d.path)) (void)e, ++n;
+  EXPECT_EQ(n, 1);
+}
+
+TEST(Fs, AtomicWriteFailureNamesPathAndKeepsOldFile) {
+  TempDir d;
+  const std::string p = (d.path / "f").string();
+  write_file_atomic(p, "old");
+  ::chmod(d.path.c_str(), 0500);
+  if (::access(d.path.c_str(), W_OK) == 0) {  // root ignores the mode: use a file-size limit instead
+    ::chmod(d.path.c_str(), 0700);
+    struct rlimit old {}, lim {};
+    ::getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 2;
+    ::signal(SIGXFSZ, SIG_IGN);
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    EXPECT_THROW(
+        {
+          try {
+            write_file_atomic(p, "longer than two bytes");
+          } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find(p + ": cannot write"), std::string::npos) << e.what();
+            throw;
+          }
+        },
+        std::runtime_error);
+    ::setrlimit(RLIMIT_FSIZE, &old);
+  } else {
+    EXPECT_THROW(write_file_atomic(p, "new"), std::runtime_error);
+    ::chmod(d.path.c_str(), 0700);
+  }
+  EXPECT_EQ(read_file(p), "old");
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(d.path)) (void)e, ++n;
+  EXPECT_EQ(n, 1) << "a temporary was left behind";
+}
+
+TEST(Fs, ReadMissingFileNamesIt) {
+  EXPECT_FALSE(try_read_file("/nonexistent/x").has_value());
+  try {
+    read_file("/nonexistent/x");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "/nonexistent/x: cannot read: No such file or directory");
+  }
+}
+
+TEST(Fs, QuarantineNeverOverwritesAnEarlierOne) {
+  TempDir d;
+  const std::string p = (d.path / "r.h5").string();
+  std::ofstream(p) << "1";
+  EXPECT_EQ(quarantine(p), p + ".damaged");
+  std::ofstream(p) << "2";
+  EXPECT_EQ(quarantine(p), p + ".damaged.2");
+  EXPECT_EQ(read_file(p + ".damaged"), "1");
+  EXPECT_EQ(quarantine(p), "");  // gone: nothing to move
+}
+
+TEST(Text, CsvAndShellQuoting) {
+  EXPECT_EQ(csv_quote("plain"), "plain");
+  EXPECT_EQ(csv_quote("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_quote("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(shell_quote("a/b.c"), "a/b.c");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote(""), "''");
+}
+
+TEST(Text, TimeDurationSplitTrim) {
+  EXPECT_EQ(iso_time(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(format_duration(42), "42s");
+  EXPECT_EQ(format_duration(185), "3m05s");
+  EXPECT_EQ(format_duration(7800), "2h10m");
+  EXPECT_EQ(format_duration(-1), "?");
+  EXPECT_EQ(split("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
+  EXPECT_EQ(trim("  x y \n"), "x y");
+  EXPECT_TRUE(starts_with("gridrun", "grid"));
+}
+
+TEST(Spawn, CapturesOutputsAndExitCodeSeparately) {
+  const auto r = run_captured({"sh", "-c", "echo out; echo err >&2; exit 3"});
+  EXPECT_TRUE(r.started);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_EQ(r.exit_code, 3);
+  const auto missing = run_captured({"/nonexistent/program"});
+  EXPECT_FALSE(missing.started);
+}
+
+TEST(Spawn, ChildInItsOwnGroupIsKilledWithItsChildrenOnDestruction) {
+  TempDir d;
+  const std::string pidfile = (d.path / "grandchild").string();
+  int grandchild = 0;
+  {
+    SpawnOptions o;
+    o.argv = {"sh", "-c", "sleep 300 & echo $! > " + pidfile + ".tmp; mv " + pidfile + ".tmp " + pidfile + "; wait"};
+    o.new_process_group = true;
+    o.reset_signals = true;
+    Child c = spawn(o);
+    // Wait for the grandchild's pid file (written by rename: complete when it exists).
+    while (!try_read_file(pidfile)) {
+      if (c.try_wait()) FAIL() << "shell ended early";
+      ::usleep(1000);
+    }
+    grandchild = std::stoi(read_file(pidfile));
+    EXPECT_EQ(::kill(grandchild, 0), 0);
+  }  // destructor: SIGKILL to the group
+  // The grandchild is re-parented (to init or a subreaper, which may not reap it at once): it is
+  // dead when it is gone or a zombie. SIGKILL is delivered before kill() returns for a process
+  // that is not in uninterruptible sleep, so this holds at once; the loop only covers the exit path.
+  auto alive = [&] {
+    const auto stat = try_read_file("/proc/" + std::to_string(grandchild) + "/stat");
+    if (!stat) return false;
+    const auto rp = stat->rfind(')');
+    return rp != std::string::npos && rp + 2 < stat->size() && (*stat)[rp + 2] != 'Z' && (*stat)[rp + 2] != 'X';
+  };
+  for (int i = 0; i < 30000 && alive(); ++i) ::usleep(1000);
+  EXPECT_FALSE(alive());
+}
+
+TEST(Spawn, EnvironmentEntriesAreReplaced) {
+  TempDir d;
+  const std::string out = (d.path / "o").string();
+  SpawnOptions o;
+  o.argv = {"sh", "-c", "echo $GRIDRUN_T"};
+  o.env_set = {"GRIDRUN_T=two"};
+  o.stdout_path = out;
+  ::setenv("GRIDRUN_T", "one", 1);
+  Child c = spawn(o);
+  EXPECT_EQ(c.wait(), 0);
+  EXPECT_EQ(read_file(out), "two\n");
+}
+
+TEST(Host, FactsAreReadable) {
+  EXPECT_FALSE(hostname().empty());
+  EXPECT_FALSE(cpu_model().empty());
+  EXPECT_EQ(comm_of(999999999), "");
+  EXPECT_TRUE(children_of(999999999).empty());
+}
