@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
 
 #include "gridrun/results/collect.hpp"
+#include "columns.hpp"
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/text.hpp"
 #include "h5.hpp"
 #include "internal.hpp"
 
@@ -34,15 +36,6 @@ namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::string iso_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 enum class Kind { Bool, Int, Float, String };
@@ -78,24 +71,16 @@ void write_index(const std::string& path, const std::string& run_dir, const std:
                                   : fs::path(run_dir).lexically_normal().filename().string());
   h5::write_attr(file, "schema_version", static_cast<std::int64_t>(kSchemaVersion));
   h5::write_attr(file, "gridrun_version", std::string(GRIDRUN_VERSION));
-  h5::write_attr(file, "created", iso_now());
+  h5::write_attr(file, "created", base::iso_now());
   h5::write_attr(file, "jobs", static_cast<std::int64_t>(jobs.size()));
 
   Id g = H5_OWN(H5Gcreate2(file, "jobs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-  std::vector<std::string> ids, status, reason, files;
+  detail::write_whole_table(g, detail::index_columns(), jobs, detail::Strings::Variable);
   std::set<std::string> param_keys, summary_keys;
   for (const auto& j : jobs) {
-    ids.push_back(j.id);
-    status.push_back(j.status);
-    reason.push_back(j.exit_reason);
-    files.push_back(j.file);
     for (const auto& [k, v] : j.params) param_keys.insert(k);
     for (const auto& [k, v] : j.summary) summary_keys.insert(k);
   }
-  h5::write_strings(g, "id", ids);
-  h5::write_strings(g, "status", status);
-  h5::write_strings(g, "exit_reason", reason);
-  h5::write_strings(g, "file", files);
 
   Id pg = H5_OWN(H5Gcreate2(g, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
   for (const auto& key : param_keys) {
@@ -193,19 +178,7 @@ std::vector<JobRecord> read_index(const std::string& results_h5) {
     Id file = H5_OWN(H5Fopen(results_h5.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
     if (!h5::exists(file, "jobs/id")) throw std::runtime_error("not a gridrun results.h5 (no /jobs/id)");
     Id g = H5_OWN(H5Gopen2(file, "jobs", H5P_DEFAULT), H5Gclose);
-    auto strings = [&](const char* n) {
-      Id ds = H5_OWN(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose);
-      return h5::read_strings(ds);
-    };
-    std::vector<std::string> ids = strings("id"), status = strings("status"), reason = strings("exit_reason"),
-                             files = strings("file");
-    std::vector<JobRecord> out(ids.size());
-    for (std::size_t k = 0; k < ids.size(); ++k) {
-      out[k].id = ids[k];
-      out[k].status = k < status.size() ? status[k] : "";
-      out[k].exit_reason = k < reason.size() ? reason[k] : "";
-      out[k].file = k < files.size() ? files[k] : "";
-    }
+    std::vector<JobRecord> out = detail::read_whole_table(g, detail::index_columns());
     Id pg = H5_OWN(H5Gopen2(g, "params", H5P_DEFAULT), H5Gclose);
     for (const auto& key : h5::list_group(pg)) {
       Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);
@@ -245,6 +218,7 @@ CollectResult collect(const CollectOptions& opts, std::ostream& log) {
   res.index_path = (run / "results.h5").string();
   std::vector<JobRecord> jobs = scan_run_dir(opts.run_dir, res.skipped);
   for (const auto& s : res.skipped) log << "collect: skipped " << s << "\n";
+  // HDF5 writes the file itself, so the temporary + rename is ours (write_file_atomic needs bytes).
   std::string tmp = res.index_path + ".tmp-" + std::to_string(getpid());
   h5::Quiet quiet;
   try {
@@ -254,7 +228,7 @@ CollectResult collect(const CollectOptions& opts, std::ostream& log) {
     fs::remove(tmp, ec);
     throw std::runtime_error(tmp + ": " + e.what());
   }
-  fs::rename(tmp, res.index_path);
+  base::rename_durable(tmp, res.index_path);
   res.jobs = jobs.size();
   if (!opts.quiet)
     log << "collect: indexed " << res.jobs << " job(s) into " << res.index_path

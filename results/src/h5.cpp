@@ -283,22 +283,23 @@ void write_fixed_strings(hid_t loc, const std::string& name, const std::vector<s
   if (n) H5_CHECK(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()));
 }
 
-void write_doubles(hid_t loc, const std::string& name, const std::vector<double>& values) {
-  hsize_t n = values.size();
+namespace {
+// A 1-D dataset of n numbers: stored as `file_type`, given in memory as `mem_type`.
+void write_numbers(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type, hsize_t n,
+                   const void* data) {
   Id space = H5_OWN(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                            H5P_DEFAULT),
+  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                  H5Dclose);
-  if (n) H5_CHECK(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  if (n) H5_CHECK(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+}
+}  // namespace
+
+void write_doubles(hid_t loc, const std::string& name, const std::vector<double>& values) {
+  write_numbers(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.size(), values.data());
 }
 
 void write_int64s(hid_t loc, const std::string& name, const std::vector<std::int64_t>& values) {
-  hsize_t n = values.size();
-  Id space = H5_OWN(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                            H5P_DEFAULT),
-                 H5Dclose);
-  if (n) H5_CHECK(H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  write_numbers(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, values.size(), values.data());
 }
 
 namespace {

@@ -14,8 +14,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/results/html_report.hpp"
-#include "internal.hpp"
 
 namespace gridrun::results {
 
@@ -40,7 +42,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // A JSON string that is also safe inside <script>: '<', '>' and '&' are escaped.
 std::string js(const std::string& s) {
   std::string out = "\"";
-  for (char c : detail::json_escape(s)) {
+  for (char c : base::json_escape(s)) {
     if (c == '<') out += "\\u003c";
     else if (c == '>') out += "\\u003e";
     else if (c == '&') out += "\\u0026";
@@ -131,6 +133,18 @@ struct Chart {
     return o.str();
   }
 };
+
+// A chart with its header fields set (kind "xy" unless given).
+Chart make_chart(const std::string& id, const std::string& title, const std::string& xlabel,
+                 const std::string& ylabel, const std::string& kind = "xy") {
+  Chart c;
+  c.id = id;
+  c.title = title;
+  c.xlabel = xlabel;
+  c.ylabel = ylabel;
+  c.kind = kind;
+  return c;
+}
 
 bool any_finite(const std::vector<double>& v) {
   return std::any_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
@@ -226,32 +240,33 @@ void label_jobs(std::vector<JobView>& jobs) {
 
 bool is_gpu(const JobView& j) { return param_of(*j.rec, "device") == "gpu"; }
 
+// Adds one job's series (thinned to `max` points, non-finite points dropped) in the job's color;
+// a series left without points is not added. Returns whether it was.
+bool add_job_series(Chart& c, const JobView& j, const std::vector<double>& x, const std::vector<double>& y,
+                    int max, bool points = false) {
+  Series s = xy(j.label, x, y, max);
+  s.color = j.color;
+  s.points = points;
+  if (s.x.empty()) return false;
+  c.series.push_back(std::move(s));
+  return true;
+}
+
 // ---- the charts ------------------------------------------------------------------------------
 
 Chart loss_chart(const std::vector<JobView>& jobs, int max) {
-  Chart c;
-  c.id = "loss";
-  c.title = "Training loss vs wall time";
-  c.xlabel = "wall time (s)";
-  c.ylabel = "loss";
+  Chart c = make_chart("loss", "Training loss vs wall time", "wall time (s)", "loss");
   for (const auto& j : jobs) {
     const auto* t = j.data.steps.column("wall_s");
     const auto* l = j.data.steps.column("loss");
-    if (!t || !l) continue;
-    Series s = xy(j.label, *t, *l, max);
-    s.color = j.color;
-    if (!s.x.empty()) c.series.push_back(s);
+    if (t && l) add_job_series(c, j, *t, *l, max);
   }
   if (c.series.empty()) c.note = "No step rows in the job files.";
   return c;
 }
 
 Chart accuracy_chart(const std::vector<JobView>& jobs, int max) {
-  Chart c;
-  c.id = "accuracy";
-  c.title = "Test accuracy vs wall time";
-  c.xlabel = "wall time (s)";
-  c.ylabel = "accuracy";
+  Chart c = make_chart("accuracy", "Test accuracy vs wall time", "wall time (s)", "accuracy");
   bool used_train = false;
   for (const auto& j : jobs) {
     const auto* t = j.data.epochs.column("wall_s");
@@ -261,11 +276,7 @@ Chart accuracy_chart(const std::vector<JobView>& jobs, int max) {
       a = j.data.epochs.column("train_acc");
       if (a && any_finite(*a)) used_train = true;
     }
-    if (!a) continue;
-    Series s = xy(j.label, *t, *a, max);
-    s.color = j.color;
-    s.points = true;
-    if (!s.x.empty()) c.series.push_back(s);
+    if (a) add_job_series(c, j, *t, *a, max, true);
   }
   if (used_train) c.notes.push_back("Jobs without test evaluations show their training accuracy.");
   if (c.series.empty()) c.note = "No epoch rows with an accuracy (inference jobs, or no epoch finished).";
@@ -290,11 +301,7 @@ std::string join_cells(const Table& t, const std::vector<Cell>& row, int from, i
 }
 
 Chart scaling_chart(const std::vector<Table>& tables) {
-  Chart c;
-  c.id = "scaling";
-  c.title = "Throughput vs ranks (dashed: ideal linear scaling)";
-  c.xlabel = "ranks";
-  c.ylabel = "samples/s";
+  Chart c = make_chart("scaling", "Throughput vs ranks (dashed: ideal linear scaling)", "ranks", "samples/s");
   int color = 0;
   for (const auto& t : tables) {
     if (t.title.rfind("Scaling over ranks", 0) != 0) continue;
@@ -333,11 +340,7 @@ Chart scaling_chart(const std::vector<Table>& tables) {
 }
 
 Chart speedup_chart(const std::vector<Table>& tables) {
-  Chart c;
-  c.id = "speedup";
-  c.title = "GPU vs CPU speed-up (GPU samples/s / CPU samples/s)";
-  c.kind = "bar";
-  c.ylabel = "speed-up (x)";
+  Chart c = make_chart("speedup", "GPU vs CPU speed-up (GPU samples/s / CPU samples/s)", "", "speed-up (x)", "bar");
   BarSet b;
   b.label = "speed-up";
   for (const auto& t : tables) {
@@ -356,11 +359,7 @@ Chart speedup_chart(const std::vector<Table>& tables) {
 }
 
 Chart util_chart(const std::vector<JobView>& jobs, int max) {
-  Chart c;
-  c.id = "util";
-  c.title = "Utilization timeline";
-  c.xlabel = "time since job start (s)";
-  c.ylabel = "%";
+  Chart c = make_chart("util", "Utilization timeline", "time since job start (s)", "%");
   bool any_gpu = false, any_cpu = false;
   for (const auto& j : jobs) {
     const auto* t = j.data.util.column("time_s");
@@ -377,9 +376,7 @@ Chart util_chart(const std::vector<JobView>& jobs, int max) {
     } else {
       continue;
     }
-    Series s = xy(j.label, *t, y, max);
-    s.color = j.color;
-    if (!s.x.empty()) c.series.push_back(s);
+    add_job_series(c, j, *t, y, max);
   }
   if (any_gpu) c.notes.push_back("GPU jobs: GPU utilization, mean over the job's devices (NVML).");
   if (any_cpu) c.notes.push_back("CPU jobs: process CPU % (100 = one core busy), mean over ranks.");
@@ -388,11 +385,7 @@ Chart util_chart(const std::vector<JobView>& jobs, int max) {
 }
 
 Chart power_chart(const std::vector<JobView>& jobs, int max) {
-  Chart c;
-  c.id = "power";
-  c.title = "GPU power timeline (sum over the job's devices)";
-  c.xlabel = "time since job start (s)";
-  c.ylabel = "W";
+  Chart c = make_chart("power", "GPU power timeline (sum over the job's devices)", "time since job start (s)", "W");
   std::set<std::string> reasons;
   for (const auto& j : jobs) {
     const auto* t = j.data.util.column("time_s");
@@ -401,9 +394,7 @@ Chart power_chart(const std::vector<JobView>& jobs, int max) {
       if (!j.data.gpu_absent_reason.empty()) reasons.insert(j.data.gpu_absent_reason);
       continue;
     }
-    Series s = xy(j.label, *t, reduce_rows(pm->second, true), max);
-    s.color = j.color;
-    if (!s.x.empty()) c.series.push_back(s);
+    add_job_series(c, j, *t, reduce_rows(pm->second, true), max);
   }
   if (c.series.empty()) {
     std::string why;
@@ -414,11 +405,7 @@ Chart power_chart(const std::vector<JobView>& jobs, int max) {
 }
 
 Chart phase_chart(const std::vector<Phase>& phases) {
-  Chart c;
-  c.id = "phases";
-  c.title = "One large vs several small: phases";
-  c.kind = "bar";
-  c.ylabel = "makespan (s)";
+  Chart c = make_chart("phases", "One large vs several small: phases", "", "makespan (s)", "bar");
   c.y1label = "aggregate samples/s";
   BarSet m{"makespan (s)", {}, 0, false}, t{"aggregate samples/s", {}, 1, true};
   for (const auto& p : phases) {
@@ -433,11 +420,8 @@ Chart phase_chart(const std::vector<Phase>& phases) {
 }
 
 Chart roofline_chart(const Roofline& r) {
-  Chart c;
-  c.id = "roofline";
-  c.title = "Roofline (per GPU for GPU jobs, per job for CPU jobs)";
-  c.xlabel = "arithmetic intensity (FLOP/byte)";
-  c.ylabel = "FLOP/s";
+  Chart c = make_chart("roofline", "Roofline (per GPU for GPU jobs, per job for CPU jobs)",
+                       "arithmetic intensity (FLOP/byte)", "FLOP/s");
   c.logx = c.logy = true;
   c.notes = r.notes;
   if (r.points.empty()) {
@@ -497,12 +481,10 @@ std::vector<Chart> operator_charts(const std::vector<JobView>& jobs, int max_job
       return device ? a.self_device_us > b.self_device_us : a.self_cpu_us > b.self_cpu_us;
     });
     if (ops.size() > 10) ops.resize(10);
-    Chart c;
-    c.id = "ops-" + j.rec->id;
-    c.title = "Top operators by self " + std::string(device ? "device" : "CPU") + " time: " + j.label;
-    c.kind = "bar";
+    Chart c = make_chart("ops-" + j.rec->id,
+                         "Top operators by self " + std::string(device ? "device" : "CPU") + " time: " + j.label,
+                         "", "ms (summed over the profiled steps)", "bar");
     c.horizontal = true;
-    c.ylabel = "ms (summed over the profiled steps)";
     BarSet cpu{"self CPU (ms)", {}, 0, false}, dev{"self device (ms)", {}, 1, false};
     for (const auto& o : ops) {
       c.labels.push_back(o.name + " (" + std::to_string(o.calls) + " calls)");
@@ -514,17 +496,13 @@ std::vector<Chart> operator_charts(const std::vector<JobView>& jobs, int max_job
     out.push_back(c);
   }
   if (profiled > max_jobs) {
-    Chart note;
-    note.id = "ops-more";
-    note.title = "Top operators: more jobs";
+    Chart note = make_chart("ops-more", "Top operators: more jobs", "", "");
     note.note = std::to_string(profiled - max_jobs) + " more profiled job(s) not charted; "
                 "`gridrun report --profile` lists them all.";
     out.push_back(note);
   }
   if (out.empty()) {
-    Chart note;
-    note.id = "ops";
-    note.title = "Top operators";
+    Chart note = make_chart("ops", "Top operators", "", "");
     note.note = "No job recorded an operator profile (/profile): set profile_steps in the grid.";
     out.push_back(note);
   }
@@ -535,15 +513,10 @@ Table roofline_table(const Roofline& r) {
   Table t;
   t.title = "Roofline";
   t.columns = {"job", "FLOP/byte", "achieved GFLOP/s", "roof", "peak GFLOP/s", "% of peak"};
-  auto num = [](double v, int prec) {
-    char buf[48];
-    if (!std::isfinite(v)) return Cell{"-", kNaN, kNaN, true};
-    std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-    return Cell{buf, v, kNaN, true};
-  };
+  auto num = [](double v, int prec) { return number_cell(std::isfinite(v) ? v : kNaN, prec); };
   for (const auto& p : r.points)
-    t.rows.push_back({Cell{p.label, kNaN, kNaN, false}, num(p.intensity, 2), num(p.flops_per_s / 1e9, 2),
-                      Cell{p.roof.empty() ? "-" : p.roof, kNaN, kNaN, false}, num(p.peak_flops / 1e9, 1),
+    t.rows.push_back({text_cell(p.label), num(p.intensity, 2), num(p.flops_per_s / 1e9, 2),
+                      text_cell(p.roof.empty() ? "-" : p.roof), num(p.peak_flops / 1e9, 1),
                       num(100 * p.flops_per_s / p.peak_flops, 1)});
   t.notes = r.notes;
   return t;
@@ -645,7 +618,7 @@ HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& 
        << "-->\n<script>\n" << detail::chartjs_source() << "\n</script>\n</head>\n<body>\n"
        << "<h1>gridrun report: " << html(run_name) << "</h1>\n<p class=\"meta\">" << jobs.size() << " job(s)"
        << (status_line.empty() ? "" : " (" + html(status_line) + ")") << " &middot; " << html(opts.report.input)
-       << " &middot; generated " << html(detail::iso_now()) << " by gridrun " GRIDRUN_VERSION "</p>\n";
+       << " &middot; generated " << html(base::iso_now()) << " by gridrun " GRIDRUN_VERSION "</p>\n";
   if (!unreadable.empty()) {
     page << "<p class=\"note\">Unreadable job files (tables only, no time series): ";
     for (std::size_t k = 0; k < unreadable.size(); ++k) page << (k ? ", " : "") << html(unreadable[k]);
@@ -659,21 +632,7 @@ HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& 
   for (std::size_t k = 0; k < charts.size(); ++k) page << (k ? ",\n" : "\n") << charts[k].json();
   page << "]}</script>\n<script>" << detail::report_js() << "</script>\n</body>\n</html>\n";
 
-  const std::string tmp = opts.output + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write " + tmp);
-    f << page.str();
-    f.close();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw std::runtime_error("short write to " + tmp);
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, opts.output, ec);
-  if (ec) throw std::runtime_error("rename " + tmp + " -> " + opts.output + ": " + ec.message());
+  base::write_file_atomic(opts.output, page.str());
   return result;
 }
 

@@ -23,9 +23,10 @@
 #include <thread>
 #include <vector>
 
+#include "gridrun/base/host.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/results/probe.hpp"
-#include "internal.hpp"
-
 
 namespace gridrun::results {
 
@@ -194,9 +195,9 @@ ProbeResult run_probe(const MachineProbeOptions& o, const std::function<void(con
   if (o.gemm_n < 16 || o.gemm_n > 8192) throw std::invalid_argument("gemm_n: expected 16-8192");
   if (o.triad_elems < 1024) throw std::invalid_argument("triad_elems: expected >= 1024");
   ProbeResult r;
-  r.created = detail::iso_now();
-  r.hostname = detail::hostname();
-  r.cpu_model = detail::cpu_model();
+  r.created = base::iso_now();
+  r.hostname = base::hostname();
+  r.cpu_model = base::cpu_model();
   r.threads = o.threads > 0 ? o.threads : allowed_cpus();
   r.gemm_n = o.gemm_n;
   r.triad_elems = o.triad_elems;
@@ -219,9 +220,9 @@ ProbeResult run_probe(const MachineProbeOptions& o, const std::function<void(con
 std::string probe_to_json(const ProbeResult& r) {
   std::ostringstream o;
   o << "{\n"
-    << "  \"created\": \"" << detail::json_escape(r.created) << "\",\n"
-    << "  \"hostname\": \"" << detail::json_escape(r.hostname) << "\",\n"
-    << "  \"cpu_model\": \"" << detail::json_escape(r.cpu_model) << "\",\n"
+    << "  \"created\": " << base::json_quote(r.created) << ",\n"
+    << "  \"hostname\": " << base::json_quote(r.hostname) << ",\n"
+    << "  \"cpu_model\": " << base::json_quote(r.cpu_model) << ",\n"
     << "  \"threads\": " << r.threads << ",\n"
     << "  \"gemm_n\": " << r.gemm_n << ",\n"
     << "  \"triad_elems\": " << r.triad_elems << ",\n"
@@ -235,22 +236,16 @@ std::string probe_to_json(const ProbeResult& r) {
 }
 
 ProbeResult read_probe(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open probe file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  detail::Json j = detail::parse_json(ss.str(), path);
-  if (j.kind != detail::Json::Object) throw std::runtime_error(path + ": not a JSON object");
+  if (!std::filesystem::is_regular_file(path)) throw std::runtime_error(path + ": cannot open probe file");
+  const base::Json j = base::read_json_file(path);
+  if (!j.is_object()) throw std::runtime_error(path + ": not a JSON object");
   auto number = [&](const char* k) {
-    const detail::Json* v = j.get(k);
-    if (!v || v->kind != detail::Json::Number)
+    auto it = j.find(k);
+    if (it == j.end() || !it->is_number())
       throw std::runtime_error(path + ": key '" + k + "' missing or not a number");
-    return v->num;
+    return it->get<double>();
   };
-  auto text = [&](const char* k) {
-    const detail::Json* v = j.get(k);
-    return v && v->kind == detail::Json::String ? v->str : std::string();
-  };
+  auto text = [&](const char* k) { return base::get_string(j, k); };
   ProbeResult r;
   r.created = text("created");
   r.hostname = text("hostname");

@@ -2,23 +2,11 @@
 // job files themselves (the run index holds no operator tables) and renders with the report's
 // table renderer, so every --format works.
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <filesystem>
 
 #include "gridrun/results/report.hpp"
 
 namespace gridrun::results {
-
-namespace {
-
-Cell ms_cell(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", us / 1e3);
-  return Cell{buf, us / 1e3, std::nan(""), true};
-}
-
-}  // namespace
 
 void write_profile_report(const ReportOptions& opts, int top, std::ostream& out, std::ostream& log) {
   LoadedRun run = load_run(opts.input, log);
@@ -54,13 +42,10 @@ void write_profile_report(const ReportOptions& opts, int top, std::ostream& out,
     t.columns = {"operator", "calls", "self_cpu_ms", "cpu_total_ms", "self_dev_ms", "dev_total_ms", "self%"};
     for (const auto& o : ops) {
       const double self = device ? o.self_device_us : o.self_cpu_us;
-      char pct[32];
-      std::snprintf(pct, sizeof pct, "%.1f", self_total > 0 ? 100 * self / self_total : 0.0);
-      t.rows.push_back({Cell{o.name, std::nan(""), std::nan(""), false},
-                        Cell{std::to_string(o.calls), static_cast<double>(o.calls), std::nan(""), true},
-                        ms_cell(o.self_cpu_us), ms_cell(o.total_cpu_us), ms_cell(o.self_device_us),
-                        ms_cell(o.total_device_us),
-                        Cell{pct, self_total > 0 ? 100 * self / self_total : 0.0, std::nan(""), true}});
+      t.rows.push_back({text_cell(o.name), number_cell(static_cast<double>(o.calls), 0),
+                        number_cell(o.self_cpu_us / 1e3, 2), number_cell(o.total_cpu_us / 1e3, 2),
+                        number_cell(o.self_device_us / 1e3, 2), number_cell(o.total_device_us / 1e3, 2),
+                        number_cell(self_total > 0 ? 100 * self / self_total : 0.0, 1)});
     }
     t.notes.push_back(std::string("sorted by self ") + (device ? "device" : "CPU") +
                       " time, summed over the profiled steps; self% = share of all operators' self time.");

@@ -6,9 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <sstream>
 
+#include "gridrun/base/json.hpp"
 #include "gridrun/results/reader.hpp"
+#include "columns.hpp"
 #include "h5.hpp"
 #include "internal.hpp"
 
@@ -51,19 +52,15 @@ double JobData::attr_number(const std::string& name, double fallback) const {
 
 std::map<std::string, ParamValue> parse_params_json(const std::string& json) {
   std::map<std::string, ParamValue> out;
-  detail::Json j = detail::parse_json(json, "params");
-  if (j.kind != detail::Json::Object) throw std::runtime_error("params: not a JSON object");
-  for (const auto& [k, v] : j.obj) {
-    switch (v.kind) {
-      case detail::Json::Bool: out[k] = v.b; break;
-      case detail::Json::Number:
-        if (v.is_int) out[k] = v.i;
-        else out[k] = v.num;
-        break;
-      case detail::Json::String: out[k] = v.str; break;
-      case detail::Json::Null: out[k] = std::string(); break;
-      default: throw std::runtime_error("params: key '" + k + "' is not a scalar");
-    }
+  const base::Json j = base::parse_json(json, "params");
+  if (!j.is_object()) throw std::runtime_error("params: not a JSON object");
+  for (const auto& [k, v] : j.items()) {
+    if (v.is_boolean()) out[k] = v.get<bool>();
+    else if (v.is_number_integer()) out[k] = v.get<std::int64_t>();
+    else if (v.is_number()) out[k] = v.get<double>();
+    else if (v.is_string()) out[k] = v.get<std::string>();
+    else if (v.is_null()) out[k] = std::string();
+    else throw std::runtime_error("params: key '" + k + "' is not a scalar");
   }
   return out;
 }
@@ -72,7 +69,10 @@ namespace detail {
 
 namespace {
 
-void read_table(hid_t file, const std::string& name, TableData& t) {
+// One of /steps, /epochs, /util: the columns of its descriptor list that the file has (per-GPU
+// columns only in GPU jobs' files), cut to the committed-rows counter.
+template <class Row>
+void read_table(hid_t file, const std::string& name, const Columns<Row>& cols, TableData& t) {
   if (!h5::exists(file, name)) return;
   Id g = H5_OWN(H5Gopen2(file, name.c_str(), H5P_DEFAULT), H5Gclose);
   hsize_t committed = 0;
@@ -82,54 +82,39 @@ void read_table(hid_t file, const std::string& name, TableData& t) {
     H5_CHECK(H5Dread(rows, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &n));
     committed = static_cast<hsize_t>(std::max<std::int64_t>(0, n));
   }
-  std::vector<std::string> names;
-  for (const auto& n : h5::list_group(g))
-    if (n != "rows") names.push_back(n);
+  std::vector<std::pair<std::string, Id>> present;
+  for (const auto& c : cols)
+    if (h5::exists(g, c.name)) present.emplace_back(c.name, H5_OWN(H5Dopen2(g, c.name, H5P_DEFAULT), H5Dclose));
   // A column shorter than the counter (never expected) limits every column: rows stay aligned.
-  std::vector<Id> ds;
-  for (const auto& n : names) {
-    ds.push_back(H5_OWN(H5Dopen2(g, n.c_str(), H5P_DEFAULT), H5Dclose));
-    committed = std::min(committed, h5::rows_of(ds.back()));
-  }
+  for (const auto& [n, ds] : present) committed = std::min(committed, h5::rows_of(ds));
   t.rows = committed;
-  for (std::size_t k = 0; k < names.size(); ++k) {
-    hsize_t width = h5::width_of(ds[k]);
-    std::vector<double> v = h5::read_doubles(ds[k], committed);
+  for (const auto& [n, ds] : present) {
+    hsize_t width = h5::width_of(ds);
+    std::vector<double> v = h5::read_doubles(ds, committed);
     if (width == 0) {
-      t.columns[names[k]] = std::move(v);
+      t.columns[n] = std::move(v);
     } else {
       Matrix m;
       m.rows = committed;
       m.cols = width;
       m.data = std::move(v);
-      t.matrices[names[k]] = std::move(m);
+      t.matrices[n] = std::move(m);
     }
   }
 }
 
-// `/profile`: columns name, calls, self/total cpu/device microseconds (a missing numeric column
-// reads as 0, so a table written by an older or partial profiler still shows).
+// The root attributes that JobData carries as its own string members.
+constexpr std::pair<const char*, std::string JobData::*> kStringAttrs[] = {
+    {"id", &JobData::id},           {"run", &JobData::run},
+    {"status", &JobData::status},   {"exit_reason", &JobData::exit_reason},
+    {"start_time", &JobData::start_time}, {"end_time", &JobData::end_time}};
+
+// `/profile` (a missing numeric column reads as 0, so a table written by an older or partial
+// profiler still shows).
 std::vector<OpProfile> read_profile(hid_t file) {
-  std::vector<OpProfile> out;
-  if (!h5::exists(file, "profile")) return out;
+  if (!h5::exists(file, "profile")) return {};
   Id g = H5_OWN(H5Gopen2(file, "profile", H5P_DEFAULT), H5Gclose);
-  if (!h5::exists(g, "name")) return out;
-  Id names_ds = H5_OWN(H5Dopen2(g, "name", H5P_DEFAULT), H5Dclose);
-  std::vector<std::string> names = h5::read_strings(names_ds);
-  auto column = [&](const char* col) {
-    std::vector<double> v(names.size(), 0.0);
-    if (!h5::exists(g, col)) return v;
-    Id ds = H5_OWN(H5Dopen2(g, col, H5P_DEFAULT), H5Dclose);
-    std::vector<double> r = h5::read_doubles(ds, std::min<hsize_t>(h5::rows_of(ds), names.size()));
-    std::copy(r.begin(), r.end(), v.begin());
-    return v;
-  };
-  std::vector<double> calls = column("calls"), scpu = column("self_cpu_us"),
-                      tcpu = column("total_cpu_us"), sdev = column("self_device_us"),
-                      tdev = column("total_device_us");
-  for (std::size_t k = 0; k < names.size(); ++k)
-    out.push_back(OpProfile{names[k], static_cast<std::int64_t>(calls[k]), scpu[k], tcpu[k], sdev[k], tdev[k]});
-  return out;
+  return read_whole_table(g, profile_columns());
 }
 
 }  // namespace
@@ -142,18 +127,13 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
   if (!j.attrs.count("schema_version") || !j.attrs.count("id"))
     throw std::runtime_error("not a gridrun job file (no schema_version/id attributes)");
   j.schema_version = static_cast<int>(j.attr_number("schema_version", 0));
-  j.id = j.attr_string("id");
-  j.run = j.attr_string("run");
-  j.status = j.attr_string("status");
-  j.exit_reason = j.attr_string("exit_reason");
-  j.start_time = j.attr_string("start_time");
-  j.end_time = j.attr_string("end_time");
+  for (const auto& [name, member] : kStringAttrs) j.*member = j.attr_string(name);
   std::string params = j.attr_string("params");
   if (!params.empty()) j.params = parse_params_json(params);
   if (opts.tables) {
-    read_table(file, "steps", j.steps);
-    read_table(file, "epochs", j.epochs);
-    read_table(file, "util", j.util);
+    read_table(file, "steps", step_columns(), j.steps);
+    read_table(file, "epochs", epoch_columns(), j.epochs);
+    read_table(file, "util", util_columns(), j.util);
     j.profile = read_profile(file);
   }
   if (h5::exists(file, "util")) {

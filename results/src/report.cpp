@@ -5,14 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
+#include <optional>
 #include <stdexcept>
 
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/json.hpp"
 #include "gridrun/results/report.hpp"
-#include "internal.hpp"
 
 namespace gridrun::results {
 
@@ -65,8 +65,6 @@ std::string fmt(double v, int prec) {
   return buf;
 }
 
-Cell text_cell(const std::string& s) { return Cell{s, kNaN, kNaN, false}; }
-Cell num_cell(double v, int prec) { return Cell{fmt(v, prec), v, kNaN, true}; }
 Cell agg_cell(const Agg& a, int prec) {
   Cell c{fmt(a.mean, prec), a.mean, a.n > 1 ? a.ci : kNaN, true};
   if (a.n > 1 && !std::isnan(a.ci)) c.text += " ±" + fmt(a.ci, prec);
@@ -175,18 +173,18 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
       r.push_back(c);
     }
     r.push_back(text_cell(j.status));
-    r.push_back(num_cell(fig(j, "epochs_done"), 0));
-    r.push_back(num_cell(fig(j, "final_test_acc"), 3));
-    r.push_back(num_cell(fig(j, "samples_per_s"), 1));
-    r.push_back(num_cell(fig(j, "step_s_p50") * 1e3, 2));
-    r.push_back(num_cell(fig(j, "step_s_p95") * 1e3, 2));
-    r.push_back(num_cell(fig(j, "comm_share") * 100, 1));
+    r.push_back(number_cell(fig(j, "epochs_done"), 0));
+    r.push_back(number_cell(fig(j, "final_test_acc"), 3));
+    r.push_back(number_cell(fig(j, "samples_per_s"), 1));
+    r.push_back(number_cell(fig(j, "step_s_p50") * 1e3, 2));
+    r.push_back(number_cell(fig(j, "step_s_p95") * 1e3, 2));
+    r.push_back(number_cell(fig(j, "comm_share") * 100, 1));
     std::string u = is_gpu_job(j) ? "gpu_util_pct" : "cpu_util_pct";
-    Cell util = num_cell(fig(j, u + "_mean"), 0);
+    Cell util = number_cell(fig(j, u + "_mean"), 0);
     if (!std::isnan(util.value))
       util.text += " (" + fmt(fig(j, u + "_min"), 0) + "-" + fmt(fig(j, u + "_max"), 0) + ")";
     r.push_back(util);
-    Cell power = num_cell(fig(j, "gpu_power_w_mean"), 0);
+    Cell power = number_cell(fig(j, "gpu_power_w_mean"), 0);
     if (!std::isnan(power.value)) power.text += " (" + fmt(fig(j, "gpu_power_w_max"), 0) + ")";
     r.push_back(power);
     double mem = is_gpu_job(j) ? fig(j, "peak_gpu_mem_bytes") : fig(j, "peak_rss_bytes");
@@ -257,12 +255,12 @@ Table scaling_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
         add_key_cells(row, std::vector<std::string>(gkey.begin(), gkey.end() - 1));
         Cell b = text_cell((weak ? "bpr=" : "gb=") + (gkey.back().empty() ? "-" : gkey.back()));
         row.push_back(b);
-        row.push_back(num_cell(r, 0));
-        row.push_back(num_cell(static_cast<double>(thr.size()), 0));
+        row.push_back(number_cell(r, 0));
+        row.push_back(number_cell(static_cast<double>(thr.size()), 0));
         row.push_back(agg_cell(a, 1));
         double speedup = a.mean / base.mean;
-        row.push_back(num_cell(speedup, 2));
-        row.push_back(num_cell(speedup * r0 / r, 2));
+        row.push_back(number_cell(speedup, 2));
+        row.push_back(number_cell(speedup * r0 / r, 2));
         t.rows.push_back(row);
       }
     }
@@ -294,10 +292,10 @@ Table device_table(const std::vector<JobRecord>& jobs, const std::vector<std::st
     Agg tc = agg(thr[0]), tg = agg(thr[1]), ac = agg(acc[0]), ag = agg(acc[1]);
     row.push_back(agg_cell(tc, 1));
     row.push_back(agg_cell(tg, 1));
-    row.push_back(num_cell(tg.mean / tc.mean, 2));
+    row.push_back(number_cell(tg.mean / tc.mean, 2));
     row.push_back(agg_cell(ac, 3));
     row.push_back(agg_cell(ag, 3));
-    row.push_back(num_cell(ag.mean - ac.mean, 3));
+    row.push_back(number_cell(ag.mean - ac.mean, 3));
     t.rows.push_back(row);
   }
   if (t.columns.size() == 6) t.columns.insert(t.columns.begin(), "group");
@@ -328,8 +326,8 @@ Table convergence_table(const std::vector<JobRecord>& jobs, const std::vector<st
     }
     std::vector<Cell> row;
     add_key_cells(row, gkey);
-    row.push_back(num_cell(static_cast<double>(members.size()), 0));
-    row.push_back(num_cell(target, 3));
+    row.push_back(number_cell(static_cast<double>(members.size()), 0));
+    row.push_back(number_cell(target, 3));
     row.push_back(text_cell(std::isnan(target) ? "-" : std::to_string(reached) + "/" + std::to_string(members.size())));
     row.push_back(agg_cell(agg(ep), 1));
     row.push_back(agg_cell(agg(tt), 1));
@@ -350,8 +348,8 @@ Table phase_table(const std::vector<Phase>& phases) {
   t.title = "One large vs several small (phases)";
   t.columns = {"phase", "jobs", "makespan_s", "samples/s", "util%"};
   for (const auto& p : phases)
-    t.rows.push_back({text_cell(p.name), num_cell(static_cast<double>(p.jobs.size()), 0),
-                      num_cell(p.makespan_s, 1), num_cell(p.samples_per_s, 1), num_cell(p.util_mean, 1)});
+    t.rows.push_back({text_cell(p.name), number_cell(static_cast<double>(p.jobs.size()), 0),
+                      number_cell(p.makespan_s, 1), number_cell(p.samples_per_s, 1), number_cell(p.util_mean, 1)});
   t.notes.push_back("From the scheduler's state.json: makespan of the phase, aggregate throughput "
                     "of its jobs, mean utilization.");
   return t;
@@ -414,26 +412,24 @@ std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vec
 
 std::vector<Phase> read_phases(const std::string& state_json) {
   std::vector<Phase> out;
-  std::ifstream in(state_json);
-  if (!in) return out;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  detail::Json root = detail::parse_json(ss.str(), state_json);
-  const detail::Json* phases = root.get("phases");
-  if (!phases || phases->kind != detail::Json::Object) return out;
-  for (const auto& [name, v] : phases->obj) {
+  const std::optional<std::string> text = base::try_read_file(state_json);
+  if (!text) return out;
+  const base::Json root = base::parse_json(*text, state_json);
+  auto phases = root.find("phases");
+  if (phases == root.end() || !phases->is_object()) return out;
+  for (const auto& [name, v] : phases->items()) {
     Phase p;
     p.name = name;
     auto num = [&](const char* k) {
-      const detail::Json* x = v.get(k);
-      return x && x->kind == detail::Json::Number ? x->num : kNaN;
+      auto x = v.find(k);
+      return x != v.end() && x->is_number() ? x->get<double>() : kNaN;
     };
     p.makespan_s = num("makespan_s");
     p.samples_per_s = num("samples_per_s");
     p.util_mean = num("util_mean");
-    if (const detail::Json* jobs = v.get("jobs"); jobs && jobs->kind == detail::Json::Array)
-      for (const auto& id : jobs->arr)
-        if (id.kind == detail::Json::String) p.jobs.push_back(id.str);
+    if (auto jobs = v.find("jobs"); jobs != v.end() && jobs->is_array())
+      for (const auto& id : *jobs)
+        if (id.is_string()) p.jobs.push_back(id.get<std::string>());
     out.push_back(p);
   }
   return out;

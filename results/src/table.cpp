@@ -1,12 +1,15 @@
-// Rendering report tables: aligned text and markdown wrapped to a width (column blocks that
-// repeat the first column), CSV sections and JSON for programs. See report.hpp for why.
+// The table writer (table.hpp): aligned text and markdown wrapped to a width (column blocks that
+// repeat the first column), CSV sections and JSON for programs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/results/report.hpp"
-#include "internal.hpp"
+#include "gridrun/results/table.hpp"
 
 namespace gridrun::results {
 
@@ -18,16 +21,6 @@ std::string number(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.10g", v);
   return buf;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 // Splits column indices 1..n-1 into blocks that fit `width` together with column 0.
@@ -147,55 +140,78 @@ std::vector<std::pair<std::string, int>> machine_columns(const Table& t) {
 std::string machine_value(const Cell& cell, bool ci, bool json) {
   if (ci) return json ? number(cell.ci95) : (std::isnan(cell.ci95) ? "" : number(cell.ci95));
   if (cell.numeric) return json ? number(cell.value) : (std::isnan(cell.value) ? "" : number(cell.value));
-  return json ? "\"" + detail::json_escape(cell.text) + "\"" : csv_field(cell.text);
+  return json ? base::json_quote(cell.text) : base::csv_quote(cell.text);
 }
 
-}  // namespace
-
-void render(const std::vector<Table>& tables, const ReportOptions& opts, std::ostream& out) {
-  if (opts.format == "table" || opts.format == "markdown") {
-    for (const auto& t : tables) render_text(t, opts.width, opts.format == "markdown", out);
-    return;
-  }
-  if (opts.format == "csv") {
-    bool first = true;
-    for (const auto& t : tables) {
-      if (!first) out << "\n";
-      first = false;
-      out << "# " << t.title << "\n";
-      auto cols = machine_columns(t);
-      for (std::size_t k = 0; k < cols.size(); ++k) out << (k ? "," : "") << csv_field(cols[k].first);
+void render_csv(const std::vector<Table>& tables, std::ostream& out) {
+  bool first = true;
+  for (const auto& t : tables) {
+    if (!first) out << "\n";
+    first = false;
+    out << "# " << t.title << "\n";
+    auto cols = machine_columns(t);
+    for (std::size_t k = 0; k < cols.size(); ++k) out << (k ? "," : "") << base::csv_quote(cols[k].first);
+    out << "\n";
+    for (const auto& r : t.rows) {
+      for (std::size_t k = 0; k < cols.size(); ++k)
+        out << (k ? "," : "") << machine_value(r[cols[k].second >> 1], cols[k].second & 1, false);
       out << "\n";
-      for (const auto& r : t.rows) {
-        for (std::size_t k = 0; k < cols.size(); ++k)
-          out << (k ? "," : "") << machine_value(r[cols[k].second >> 1], cols[k].second & 1, false);
-        out << "\n";
-      }
     }
-    return;
   }
-  // json
+}
+
+// Hand-built (not a JSON library's dump) for its layout: one row per line, diffable goldens.
+void render_json(const std::vector<Table>& tables, std::ostream& out) {
   out << "{\"tables\": [";
   for (std::size_t ti = 0; ti < tables.size(); ++ti) {
     const Table& t = tables[ti];
     auto cols = machine_columns(t);
-    out << (ti ? ",\n " : "\n ") << "{\"title\": \"" << detail::json_escape(t.title) << "\", \"columns\": [";
-    for (std::size_t k = 0; k < cols.size(); ++k)
-      out << (k ? ", " : "") << "\"" << detail::json_escape(cols[k].first) << "\"";
+    out << (ti ? ",\n " : "\n ") << "{\"title\": " << base::json_quote(t.title) << ", \"columns\": [";
+    for (std::size_t k = 0; k < cols.size(); ++k) out << (k ? ", " : "") << base::json_quote(cols[k].first);
     out << "],\n  \"rows\": [";
     for (std::size_t ri = 0; ri < t.rows.size(); ++ri) {
       out << (ri ? ",\n   " : "\n   ") << "{";
       for (std::size_t k = 0; k < cols.size(); ++k)
-        out << (k ? ", " : "") << "\"" << detail::json_escape(cols[k].first)
-            << "\": " << machine_value(t.rows[ri][cols[k].second >> 1], cols[k].second & 1, true);
+        out << (k ? ", " : "") << base::json_quote(cols[k].first)
+            << ": " << machine_value(t.rows[ri][cols[k].second >> 1], cols[k].second & 1, true);
       out << "}";
     }
     out << "],\n  \"notes\": [";
-    for (std::size_t k = 0; k < t.notes.size(); ++k)
-      out << (k ? ", " : "") << "\"" << detail::json_escape(t.notes[k]) << "\"";
+    for (std::size_t k = 0; k < t.notes.size(); ++k) out << (k ? ", " : "") << base::json_quote(t.notes[k]);
     out << "]}";
   }
   out << "\n]}\n";
+}
+
+}  // namespace
+
+Cell text_cell(const std::string& text) { return Cell{text, std::nan(""), std::nan(""), false}; }
+
+Cell number_cell(double value, int precision) {
+  if (std::isnan(value)) return Cell{"-", value, std::nan(""), true};
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", precision, value);
+  return Cell{buf, value, std::nan(""), true};
+}
+
+bool is_table_format(const std::string& format) {
+  return format == "table" || format == "markdown" || format == "csv" || format == "json";
+}
+
+void render_tables(const std::vector<Table>& tables, const TableStyle& style, std::ostream& out) {
+  if (style.format == "table" || style.format == "markdown") {
+    for (const auto& t : tables) render_text(t, style.width, style.format == "markdown", out);
+  } else if (style.format == "csv") {
+    render_csv(tables, out);
+  } else if (style.format == "json") {
+    render_json(tables, out);
+  } else {
+    throw std::invalid_argument("table format " + style.format + ": expected table, markdown, csv or json");
+  }
+}
+
+void render(const std::vector<Table>& tables, const ReportOptions& opts, std::ostream& out) {
+  render_tables(tables, TableStyle{opts.format, opts.width}, out);
 }
 
 }  // namespace gridrun::results

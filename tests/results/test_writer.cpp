@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <vector>
 
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/writer.hpp"
@@ -262,4 +264,83 @@ TEST(Reader, ParsesParamsJson) {
   EXPECT_EQ(std::get<bool>(p.at("d")), false);
   EXPECT_DOUBLE_EQ(std::get<double>(p.at("e")), 1000);
   EXPECT_THROW(parse_params_json("{\"a\":}"), std::runtime_error);
+}
+
+// Every column of /steps, /epochs and /util holds the value of the row member of its name: rows
+// whose members all differ are written, read back by dataset name and compared with a pairing
+// spelled out here (not taken from the writer's descriptor lists, which could be wrong).
+TEST(Writer, ColumnNamesPairWithTheirValues) {
+  TempDir dir;
+  auto w = JobWriter::create(dir.path(), info("pairs", 2, 1));
+  StepRow s;
+  s.step = 11, s.epoch = 12, s.wall_s = 13, s.loss = 14, s.samples_per_s = 15, s.step_s = 16,
+  s.data_s = 17, s.forward_s = 18, s.backward_s = 19, s.optimizer_s = 20, s.comm_s = 21,
+  s.exposed_comm_s = 22, s.rank_step_s = {23, 24};
+  w->append_step(s);
+  EpochRow e;
+  e.epoch = 31, e.train_loss = 32, e.train_acc = 33, e.test_loss = 34, e.test_acc = 35, e.epoch_s = 36,
+  e.wall_s = 37;
+  w->append_epoch(e);
+  UtilRow u;
+  u.time_s = 41, u.rank_cpu_pct = {42, 43}, u.rank_rss_bytes = {44, 45}, u.node_cpu_pct = 46,
+  u.gpu_util_pct = {47}, u.gpu_mem_bytes = {48}, u.gpu_power_w = {49}, u.gpu_energy_j = {50},
+  u.gpu_temp_c = {51}, u.gpu_sm_mhz = {52};
+  w->append_util(u);
+  w->flush();
+  JobData j = read_job(w->path());
+
+  const std::map<std::string, double> steps = {
+      {"step", 11},      {"epoch", 12},     {"wall_s", 13},     {"loss", 14},
+      {"samples_per_s", 15}, {"step_s", 16}, {"data_s", 17},    {"forward_s", 18},
+      {"backward_s", 19}, {"optimizer_s", 20}, {"comm_s", 21},  {"exposed_comm_s", 22}};
+  const std::map<std::string, double> epochs = {{"epoch", 31},   {"train_loss", 32}, {"train_acc", 33},
+                                                {"test_loss", 34}, {"test_acc", 35},   {"epoch_s", 36},
+                                                {"wall_s", 37}};
+  const std::map<std::string, double> util = {{"time_s", 41}, {"node_cpu_pct", 46}};
+  const std::map<std::string, std::vector<double>> util_m = {
+      {"rank_cpu_pct", {42, 43}}, {"rank_rss_bytes", {44, 45}}, {"gpu_util_pct", {47}},
+      {"gpu_mem_bytes", {48}},    {"gpu_power_w", {49}},        {"gpu_energy_j", {50}},
+      {"gpu_temp_c", {51}},       {"gpu_sm_mhz", {52}}};
+  auto check = [](const TableData& t, const std::map<std::string, double>& want, const char* table) {
+    ASSERT_EQ(t.rows, 1u) << table;
+    EXPECT_EQ(t.columns.size(), want.size()) << table;
+    for (const auto& [name, v] : want) {
+      ASSERT_TRUE(t.column(name)) << table << "/" << name;
+      EXPECT_EQ(t.column(name)->at(0), v) << table << "/" << name;
+    }
+  };
+  check(j.steps, steps, "steps");
+  check(j.epochs, epochs, "epochs");
+  check(j.util, util, "util");
+  EXPECT_EQ(j.steps.matrices.at("rank_step_s").data, (std::vector<double>{23, 24}));
+  EXPECT_EQ(j.util.matrices.size(), util_m.size());
+  for (const auto& [name, v] : util_m) {
+    ASSERT_TRUE(j.util.matrices.count(name)) << name;
+    EXPECT_EQ(j.util.matrices.at(name).data, v) << name;
+  }
+  // /profile: the same check by name.
+  w->set_profile({OpProfile{"aten::mm", 61, 62, 63, 64, 65}});
+  w->finish(Status::Completed, "", {});
+  JobData f = read_job(w->path());
+  ASSERT_EQ(f.profile.size(), 1u);
+  const OpProfile& p = f.profile[0];
+  EXPECT_EQ(p.name, "aten::mm");
+  EXPECT_EQ(p.calls, 61);
+  EXPECT_EQ(p.self_cpu_us, 62);
+  EXPECT_EQ(p.total_cpu_us, 63);
+  EXPECT_EQ(p.self_device_us, 64);
+  EXPECT_EQ(p.total_device_us, 65);
+}
+
+// A row rejected for a wrong width leaves nothing behind: the next good rows stay aligned.
+TEST(Writer, RejectedRowLeavesNoValues) {
+  TempDir dir;
+  auto w = JobWriter::create(dir.path(), info("reject", 2, 0));
+  EXPECT_THROW(w->append_step(step(0, 3)), std::invalid_argument);
+  w->append_step(step(1, 2));
+  w->flush();
+  JobData j = read_job(w->path());
+  ASSERT_EQ(j.steps.rows, 1u);
+  EXPECT_EQ(j.steps.columns.at("step")[0], 1);
+  EXPECT_EQ(j.steps.columns.at("epoch")[0], 0);
 }

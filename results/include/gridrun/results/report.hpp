@@ -1,9 +1,7 @@
 // `gridrun report`: the analysis tables users read after a run (per job, scaling over ranks,
 // GPU vs CPU, convergence, one-large vs several-small phases), as text, markdown, CSV or JSON.
 //
-// Why tables are built as data first (Table/Cell) and rendered last: the same numbers go to
-// people (aligned text wrapped to the terminal width, "mean ±95% CI" cells) and to programs
-// (CSV/JSON with the interval in its own `<column>_ci95` column), and golden tests compare both.
+// The tables are rendered by the shared table writer (table.hpp).
 #pragma once
 
 #include <cmath>
@@ -15,22 +13,9 @@
 #include <vector>
 
 #include "gridrun/results/collect.hpp"
+#include "gridrun/results/table.hpp"
 
 namespace gridrun::results {
-
-struct Cell {
-  std::string text;                                     // as shown in table/markdown
-  double value = std::numeric_limits<double>::quiet_NaN();  // numeric cells: for csv/json
-  double ci95 = std::numeric_limits<double>::quiet_NaN();   // half-width of the 95% interval
-  bool numeric = false;
-};
-
-struct Table {
-  std::string title;
-  std::vector<std::string> columns;
-  std::vector<std::vector<Cell>> rows;
-  std::vector<std::string> notes;                        // printed under the table
-};
 
 struct ReportOptions {
   std::string input;                                     // RUN_DIR or a results.h5
@@ -66,6 +51,7 @@ std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const Repo
 // Validates filters/group-by against the records (std::invalid_argument naming the flag).
 std::vector<Table> build_tables(const std::vector<JobRecord>& jobs, const std::vector<Phase>& phases,
                                 const ReportOptions& opts);
+// render_tables with opts.format and opts.width.
 void render(const std::vector<Table>& tables, const ReportOptions& opts, std::ostream& out);
 
 // `gridrun report --profile`: the `top` operators of every profiled job (by self device time for
