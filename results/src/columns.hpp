@@ -43,17 +43,11 @@ using Columns = std::vector<Column<Row>>;
 
 inline const Columns<StepRow>& step_columns() {
   static const Columns<StepRow> c = {
-      {"step", &StepRow::step},
-      {"epoch", &StepRow::epoch},
-      {"wall_s", &StepRow::wall_s},
-      {"loss", &StepRow::loss},
-      {"samples_per_s", &StepRow::samples_per_s},
-      {"step_s", &StepRow::step_s},
-      {"data_s", &StepRow::data_s},
-      {"forward_s", &StepRow::forward_s},
-      {"backward_s", &StepRow::backward_s},
-      {"optimizer_s", &StepRow::optimizer_s},
-      {"comm_s", &StepRow::comm_s},
+      {"step", &StepRow::step}, {"epoch", &StepRow::epoch}, {"wall_s", &StepRow::wall_s},
+      {"loss", &StepRow::loss}, {"samples_per_s", &StepRow::samples_per_s},
+      {"step_s", &StepRow::step_s}, {"data_s", &StepRow::data_s},
+      {"forward_s", &StepRow::forward_s}, {"backward_s", &StepRow::backward_s},
+      {"optimizer_s", &StepRow::optimizer_s}, {"comm_s", &StepRow::comm_s},
       {"exposed_comm_s", &StepRow::exposed_comm_s},
       {"rank_step_s", &StepRow::rank_step_s, Width::Ranks},
   };
@@ -62,12 +56,9 @@ inline const Columns<StepRow>& step_columns() {
 
 inline const Columns<EpochRow>& epoch_columns() {
   static const Columns<EpochRow> c = {
-      {"epoch", &EpochRow::epoch},
-      {"train_loss", &EpochRow::train_loss},
-      {"train_acc", &EpochRow::train_acc},
-      {"test_loss", &EpochRow::test_loss},
-      {"test_acc", &EpochRow::test_acc},
-      {"epoch_s", &EpochRow::epoch_s},
+      {"epoch", &EpochRow::epoch}, {"train_loss", &EpochRow::train_loss},
+      {"train_acc", &EpochRow::train_acc}, {"test_loss", &EpochRow::test_loss},
+      {"test_acc", &EpochRow::test_acc}, {"epoch_s", &EpochRow::epoch_s},
       {"wall_s", &EpochRow::wall_s},
   };
   return c;
@@ -76,15 +67,11 @@ inline const Columns<EpochRow>& epoch_columns() {
 inline const Columns<UtilRow>& util_columns() {
   static const Columns<UtilRow> c = {
       {"time_s", &UtilRow::time_s},
-      {"rank_cpu_pct", &UtilRow::rank_cpu_pct, Width::Ranks},
-      {"rank_rss_bytes", &UtilRow::rank_rss_bytes, Width::Ranks},
+      {"rank_cpu_pct", &UtilRow::rank_cpu_pct, Width::Ranks}, {"rank_rss_bytes", &UtilRow::rank_rss_bytes, Width::Ranks},
       {"node_cpu_pct", &UtilRow::node_cpu_pct},
-      {"gpu_util_pct", &UtilRow::gpu_util_pct, Width::Gpus},
-      {"gpu_mem_bytes", &UtilRow::gpu_mem_bytes, Width::Gpus},
-      {"gpu_power_w", &UtilRow::gpu_power_w, Width::Gpus},
-      {"gpu_energy_j", &UtilRow::gpu_energy_j, Width::Gpus},
-      {"gpu_temp_c", &UtilRow::gpu_temp_c, Width::Gpus},
-      {"gpu_sm_mhz", &UtilRow::gpu_sm_mhz, Width::Gpus},
+      {"gpu_util_pct", &UtilRow::gpu_util_pct, Width::Gpus}, {"gpu_mem_bytes", &UtilRow::gpu_mem_bytes, Width::Gpus},
+      {"gpu_power_w", &UtilRow::gpu_power_w, Width::Gpus}, {"gpu_energy_j", &UtilRow::gpu_energy_j, Width::Gpus},
+      {"gpu_temp_c", &UtilRow::gpu_temp_c, Width::Gpus}, {"gpu_sm_mhz", &UtilRow::gpu_sm_mhz, Width::Gpus},
   };
   return c;
 }
@@ -92,10 +79,8 @@ inline const Columns<UtilRow>& util_columns() {
 // `/profile` (written whole at finish; `name` as fixed-length strings, see writer.cpp).
 inline const Columns<OpProfile>& profile_columns() {
   static const Columns<OpProfile> c = {
-      {"name", &OpProfile::name},
-      {"calls", &OpProfile::calls},
-      {"self_cpu_us", &OpProfile::self_cpu_us},
-      {"total_cpu_us", &OpProfile::total_cpu_us},
+      {"name", &OpProfile::name}, {"calls", &OpProfile::calls},
+      {"self_cpu_us", &OpProfile::self_cpu_us}, {"total_cpu_us", &OpProfile::total_cpu_us},
       {"self_device_us", &OpProfile::self_device_us},
       {"total_device_us", &OpProfile::total_device_us},
   };
@@ -105,10 +90,8 @@ inline const Columns<OpProfile>& profile_columns() {
 // The fixed string columns of the index's /jobs (parameters and figures are columns by name).
 inline const Columns<JobRecord>& index_columns() {
   static const Columns<JobRecord> c = {
-      {"id", &JobRecord::id},
-      {"status", &JobRecord::status},
-      {"exit_reason", &JobRecord::exit_reason},
-      {"file", &JobRecord::file},
+      {"id", &JobRecord::id}, {"status", &JobRecord::status},
+      {"exit_reason", &JobRecord::exit_reason}, {"file", &JobRecord::file},
   };
   return c;
 }

@@ -65,21 +65,16 @@ double param_number(const JobData& j, const std::string& name, double fallback) 
   return j.attr_number("param." + name, fallback);
 }
 
-}  // namespace
-
-Summary derive_summary(const JobData& j) {
-  Summary s;
+// Step timings after warm-up, throughput, samples, comm shares, wall time.
+void step_figures(const JobData& j, Summary& s) {
   const TableData& st = j.steps;
   s["steps_done"] = static_cast<double>(st.rows);
   s["epochs_done"] = static_cast<double>(j.epochs.rows);
-
-  // Step timings after warm-up.
   auto warm = static_cast<std::size_t>(std::max(0.0, param_number(j, "timing_warmup_steps", 5)));
   const auto* step_s = st.column("step_s");
   const auto* sps = st.column("samples_per_s");
   const auto* comm = st.column("comm_s");
   const auto* exposed = st.column("exposed_comm_s");
-  const auto* wall = st.column("wall_s");
   double total_samples = 0;
   if (step_s && sps)
     for (std::size_t r = 0; r < st.rows; ++r)
@@ -110,12 +105,14 @@ Summary derive_summary(const JobData& j) {
     s["timing_rows"] = 0;
   }
   double wall_s = kNaN;
-  if (wall && !wall->empty()) wall_s = wall->back();
+  if (const auto* wall = st.column("wall_s"); wall && !wall->empty()) wall_s = wall->back();
   if (const auto* ew = j.epochs.column("wall_s"); ew && !ew->empty())
     wall_s = std::isnan(wall_s) ? ew->back() : std::max(wall_s, ew->back());
   s["wall_s"] = wall_s;
+}
 
-  // Accuracy and convergence.
+// Accuracy, losses and convergence (time and epochs to the target accuracy).
+void epoch_figures(const JobData& j, Summary& s) {
   const auto* acc = j.epochs.column("test_acc");
   const auto* ewall = j.epochs.column("wall_s");
   const auto* tloss = j.epochs.column("train_loss");
@@ -138,8 +135,36 @@ Summary derive_summary(const JobData& j) {
       }
     }
   }
+}
 
-  // Utilization, memory, power, energy.
+// Energy of the devices: their counters' increase where supported, else power (summed over the
+// devices, per sample) integrated over time. NaN when neither is available.
+double energy_j(const Matrix* counters, const std::vector<double>* time, const std::vector<double>& power) {
+  if (counters && counters->rows >= 2) {
+    double sum = 0;
+    bool any = false;
+    for (std::size_t c = 0; c < counters->cols; ++c) {
+      double first = kNaN, last = kNaN;
+      for (std::size_t r = 0; r < counters->rows; ++r) {
+        double x = counters->at(r, c);
+        if (std::isnan(x)) continue;
+        if (std::isnan(first)) first = x;
+        last = x;
+      }
+      if (!std::isnan(first)) { sum += last - first; any = true; }
+    }
+    if (any) return sum;
+  }
+  if (!time || power.size() < 2) return kNaN;
+  double sum = 0;
+  for (std::size_t r = 1; r < power.size(); ++r)
+    if (!std::isnan(power[r]) && !std::isnan(power[r - 1]))
+      sum += 0.5 * (power[r] + power[r - 1]) * ((*time)[r] - (*time)[r - 1]);
+  return sum;
+}
+
+// Utilization, memory, power, energy.
+void util_figures(const JobData& j, Summary& s) {
   const TableData& u = j.util;
   auto mat = [&](const char* n) -> const Matrix* {
     auto it = u.matrices.find(n);
@@ -151,44 +176,30 @@ Summary derive_summary(const JobData& j) {
     s[prefix + "_min"] = x.min;
     s[prefix + "_max"] = x.max;
   };
+  auto max_of = [&](const char* n) { return mat(n) ? stats(mat(n)->data).max : kNaN; };
   put_stats("cpu_util_pct", mat("rank_cpu_pct") ? per_row(*mat("rank_cpu_pct"), false) : std::vector<double>{});
   if (const auto* node = u.column("node_cpu_pct")) put_stats("node_cpu_pct", *node);
-  if (const Matrix* rss = mat("rank_rss_bytes")) s["peak_rss_bytes"] = stats(rss->data).max;
-  else s["peak_rss_bytes"] = kNaN;
-  if (const Matrix* gu = mat("gpu_util_pct")) {
-    put_stats("gpu_util_pct", per_row(*gu, false));
-    s["peak_gpu_mem_bytes"] = mat("gpu_mem_bytes") ? stats(mat("gpu_mem_bytes")->data).max : kNaN;
-    std::vector<double> power = mat("gpu_power_w") ? per_row(*mat("gpu_power_w"), true) : std::vector<double>{};
-    put_stats("gpu_power_w", power);
-    s["gpu_temp_c_max"] = mat("gpu_temp_c") ? stats(mat("gpu_temp_c")->data).max : kNaN;
-    // Energy: the devices' counters where supported, else power integrated over time.
-    double energy = kNaN;
-    if (const Matrix* e = mat("gpu_energy_j"); e && e->rows >= 2) {
-      double sum = 0;
-      bool any = false;
-      for (std::size_t c = 0; c < e->cols; ++c) {
-        double first = kNaN, last = kNaN;
-        for (std::size_t r = 0; r < e->rows; ++r) {
-          double x = e->at(r, c);
-          if (std::isnan(x)) continue;
-          if (std::isnan(first)) first = x;
-          last = x;
-        }
-        if (!std::isnan(first)) { sum += last - first; any = true; }
-      }
-      if (any) energy = sum;
-    }
-    const auto* time = u.column("time_s");
-    if (std::isnan(energy) && time && power.size() >= 2) {
-      double sum = 0;
-      for (std::size_t r = 1; r < power.size(); ++r)
-        if (!std::isnan(power[r]) && !std::isnan(power[r - 1]))
-          sum += 0.5 * (power[r] + power[r - 1]) * ((*time)[r] - (*time)[r - 1]);
-      energy = sum;
-    }
-    s["energy_j"] = energy;
-    s["energy_per_sample_j"] = total_samples > 0 ? energy / total_samples : kNaN;
-  }
+  s["peak_rss_bytes"] = max_of("rank_rss_bytes");
+  const Matrix* gu = mat("gpu_util_pct");
+  if (!gu) return;
+  put_stats("gpu_util_pct", per_row(*gu, false));
+  s["peak_gpu_mem_bytes"] = max_of("gpu_mem_bytes");
+  std::vector<double> power = mat("gpu_power_w") ? per_row(*mat("gpu_power_w"), true) : std::vector<double>{};
+  put_stats("gpu_power_w", power);
+  s["gpu_temp_c_max"] = max_of("gpu_temp_c");
+  const double energy = energy_j(mat("gpu_energy_j"), u.column("time_s"), power);
+  const double samples = s["samples"];
+  s["energy_j"] = energy;
+  s["energy_per_sample_j"] = samples > 0 ? energy / samples : kNaN;
+}
+
+}  // namespace
+
+Summary derive_summary(const JobData& j) {
+  Summary s;
+  step_figures(j, s);
+  epoch_figures(j, s);
+  util_figures(j, s);
   return s;
 }
 

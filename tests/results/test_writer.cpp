@@ -325,11 +325,10 @@ TEST(Writer, ColumnNamesPairWithTheirValues) {
   ASSERT_EQ(f.profile.size(), 1u);
   const OpProfile& p = f.profile[0];
   EXPECT_EQ(p.name, "aten::mm");
-  EXPECT_EQ(p.calls, 61);
-  EXPECT_EQ(p.self_cpu_us, 62);
-  EXPECT_EQ(p.total_cpu_us, 63);
-  EXPECT_EQ(p.self_device_us, 64);
-  EXPECT_EQ(p.total_device_us, 65);
+  // In the order of the OpProfile{...} above: calls, self/total CPU, self/total device.
+  EXPECT_EQ((std::vector<double>{static_cast<double>(p.calls), p.self_cpu_us, p.total_cpu_us, p.self_device_us,
+                                 p.total_device_us}),
+            (std::vector<double>{61, 62, 63, 64, 65}));
 }
 
 // A row rejected for a wrong width leaves nothing behind: the next good rows stay aligned.
