@@ -7,11 +7,8 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <optional>
 #include <stdexcept>
 
-#include "gridrun/base/fs.hpp"
-#include "gridrun/base/json.hpp"
 #include "gridrun/results/report.hpp"
 
 namespace gridrun::results {
@@ -409,31 +406,6 @@ std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vec
 }
 
 }  // namespace
-
-std::vector<Phase> read_phases(const std::string& state_json) {
-  std::vector<Phase> out;
-  const std::optional<std::string> text = base::try_read_file(state_json);
-  if (!text) return out;
-  const base::Json root = base::parse_json(*text, state_json);
-  auto phases = root.find("phases");
-  if (phases == root.end() || !phases->is_object()) return out;
-  for (const auto& [name, v] : phases->items()) {
-    Phase p;
-    p.name = name;
-    auto num = [&](const char* k) {
-      auto x = v.find(k);
-      return x != v.end() && x->is_number() ? x->get<double>() : kNaN;
-    };
-    p.makespan_s = num("makespan_s");
-    p.samples_per_s = num("samples_per_s");
-    p.util_mean = num("util_mean");
-    if (auto jobs = v.find("jobs"); jobs != v.end() && jobs->is_array())
-      for (const auto& id : *jobs)
-        if (id.is_string()) p.jobs.push_back(id.get<std::string>());
-    out.push_back(p);
-  }
-  return out;
-}
 
 std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const ReportOptions& opts) {
   std::set<std::string> known = {"id", "status"};

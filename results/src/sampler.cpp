@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 #include "gridrun/results/sampler.hpp"
 
@@ -217,6 +218,7 @@ UtilProbe::UtilProbe(const ProbeOptions& opts) : pids_(opts.pids), t0_(opts.t0) 
 }
 
 UtilProbe::~UtilProbe() = default;
+static_assert(!std::is_copy_constructible_v<UtilProbe> && !std::is_copy_assignable_v<UtilProbe>);
 
 UtilRow UtilProbe::sample() {
   UtilRow row;

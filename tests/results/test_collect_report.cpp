@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "gridrun/results/collect.hpp"
+#include "gridrun/results/phases.hpp"
 #include "gridrun/results/report.hpp"
 #include "synthetic.hpp"
 #include "test_util.hpp"
@@ -156,4 +157,39 @@ TEST(LearningWarnings, ChanceLossAndNaNAreFlagged) {
   EXPECT_NE(notes.find("warning: job flat: training loss 2.3021 stayed at ln(10)"),
             std::string::npos) << notes;
   EXPECT_NE(notes.find("warning: job nan: training loss is NaN"), std::string::npos) << notes;
+}
+
+// Phase figures from typed facts: samples summed from the jobs' /summary, throughput over the
+// makespan, allocated utilization from busy resource-seconds; a job without a finished file
+// counts for the makespan only. The JSON written for state.json reads back the same.
+TEST_F(SyntheticRun, PhaseFiguresFromFactsAndRoundTrip) {
+  PhaseFacts f;
+  f.name = "several-small";
+  f.makespan_s = 100;
+  f.busy_resource_s = 200;
+  f.capacity = 4;
+  f.jobs = {{"cpu-r1-s0", false}, {"cpu-r1-s1", false}, {"nosuchjob000", false}};
+  Phase p = phase_figures(f, run_ + "/results");
+  double samples = 0, util = 0;
+  for (const char* id : {"cpu-r1-s0", "cpu-r1-s1"}) {
+    JobData j = read_job(run_ + "/results/" + id + ".h5");
+    samples += j.summary.at("samples");
+    util += j.summary.at("cpu_util_pct_mean") / 100 / 2;
+  }
+  EXPECT_EQ(p.jobs, (std::vector<std::string>{"cpu-r1-s0", "cpu-r1-s1", "nosuchjob000"}));
+  EXPECT_DOUBLE_EQ(p.samples, samples);
+  EXPECT_DOUBLE_EQ(p.samples_per_s, samples / 100);
+  EXPECT_DOUBLE_EQ(p.alloc_util, 0.5);
+  EXPECT_DOUBLE_EQ(p.util_mean, util);
+
+  TempDir d;
+  std::ofstream(d / "state.json") << gridrun::base::Json{{"phases", {{p.name, phase_to_json(p)}}}}.dump();
+  std::vector<Phase> back = read_phases(d / "state.json");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].name, "several-small");
+  EXPECT_EQ(back[0].jobs, p.jobs);
+  EXPECT_DOUBLE_EQ(back[0].makespan_s, 100);
+  EXPECT_DOUBLE_EQ(back[0].samples_per_s, p.samples_per_s);
+  EXPECT_DOUBLE_EQ(back[0].util_mean, p.util_mean);
+  EXPECT_DOUBLE_EQ(back[0].alloc_util, 0.5);
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gridrun/results/collect.hpp"
+#include "gridrun/results/phases.hpp"
 #include "gridrun/results/table.hpp"
 
 namespace gridrun::results {
@@ -24,15 +25,6 @@ struct ReportOptions {
   std::vector<std::pair<std::string, std::string>> filters;  // key=value, all must match
   int width = 100;                                       // text/markdown wrap width
 };
-
-// One phase of a one-large vs several-small comparison, as the scheduler writes it in state.json.
-struct Phase {
-  std::string name;
-  double makespan_s = std::nan(""), samples_per_s = std::nan(""), util_mean = std::nan("");
-  std::vector<std::string> jobs;
-};
-// "phases" of RUN_DIR/state.json; empty if the file or the key is absent. Throws on bad JSON.
-std::vector<Phase> read_phases(const std::string& state_json);
 
 // What a report reads: the job records of a RUN_DIR (job files) or of a results.h5 (its /jobs
 // table), the run directory (job files are `run_dir / record.file`) and the recorded phases.

@@ -40,12 +40,11 @@ struct GpuInfo {
   std::string name, uuid;
 };
 
+// Not copyable: it owns the dlopen'ed NVML library (a unique_ptr member, closed by ~UtilProbe).
 class UtilProbe {
  public:
   explicit UtilProbe(const ProbeOptions& opts);
   ~UtilProbe();
-  UtilProbe(const UtilProbe&) = delete;
-  UtilProbe& operator=(const UtilProbe&) = delete;
 
   // One row. CPU % are averages since the previous call (the first call: since construction);
   // a rank's CPU % is like top's (100 = one core busy), node CPU % is of all cores (0-100).

@@ -1,0 +1,90 @@
+// Phase figures of compare-by runs (see phases.hpp): derived from typed facts and the jobs'
+// /summary, written and read under the same keys.
+#include "gridrun/results/phases.hpp"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/results/reader.hpp"
+
+namespace gridrun::results {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A finite /summary figure of the job, or nullopt.
+std::optional<double> figure(const JobData& job, const char* name) {
+  auto it = job.summary.find(name);
+  if (it == job.summary.end() || !std::isfinite(it->second)) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
+Phase phase_figures(const PhaseFacts& facts, const std::string& results_dir) {
+  Phase p;
+  p.name = facts.name;
+  p.makespan_s = facts.makespan_s;
+  double samples = 0, util_sum = 0;
+  int util_n = 0;
+  for (const auto& j : facts.jobs) {
+    p.jobs.push_back(j.id);
+    JobData data;
+    try {
+      ReadOptions ro;
+      ro.tables = false;
+      data = read_job(results_dir + "/" + j.id + ".h5", ro);
+    } catch (const std::exception&) {
+      continue;  // a failed job has no figures; the phase still records its makespan
+    }
+    if (auto s = figure(data, "samples")) samples += *s;
+    if (auto u = figure(data, j.gpu ? "gpu_util_pct_mean" : "cpu_util_pct_mean")) {
+      util_sum += *u / 100.0;
+      ++util_n;
+    }
+  }
+  const double m = facts.makespan_s;
+  p.samples = samples;
+  p.samples_per_s = m > 0 ? samples / m : 0;
+  p.alloc_util = m > 0 && facts.capacity > 0 ? facts.busy_resource_s / (facts.capacity * m) : 0;
+  p.util_mean = util_n > 0 ? util_sum / util_n : p.alloc_util;
+  return p;
+}
+
+base::Json phase_to_json(const Phase& p) {
+  return base::Json{{"makespan_s", p.makespan_s}, {"samples_per_s", p.samples_per_s},
+                    {"util_mean", p.util_mean},   {"alloc_util", p.alloc_util},
+                    {"samples", p.samples},       {"jobs", p.jobs}};
+}
+
+std::vector<Phase> read_phases(const std::string& state_json) {
+  std::vector<Phase> out;
+  const std::optional<std::string> text = base::try_read_file(state_json);
+  if (!text) return out;
+  const base::Json root = base::parse_json(*text, state_json);
+  auto phases = root.find("phases");
+  if (phases == root.end() || !phases->is_object()) return out;
+  for (const auto& [name, v] : phases->items()) {
+    Phase p;
+    p.name = name;
+    auto num = [&](const char* k) {
+      auto x = v.find(k);
+      return x != v.end() && x->is_number() ? x->get<double>() : kNaN;
+    };
+    p.makespan_s = num("makespan_s");
+    p.samples_per_s = num("samples_per_s");
+    p.util_mean = num("util_mean");
+    p.alloc_util = num("alloc_util");
+    p.samples = num("samples");
+    if (auto jobs = v.find("jobs"); jobs != v.end() && jobs->is_array())
+      for (const auto& id : *jobs)
+        if (id.is_string()) p.jobs.push_back(id.get<std::string>());
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace gridrun::results
