@@ -4,13 +4,14 @@
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "commands.hpp"
+#include "gridrun/base/fs.hpp"
 #include "gridrun/results/collect.hpp"
 #include "gridrun/results/html_report.hpp"
 #include "gridrun/results/probe.hpp"
@@ -48,17 +49,7 @@ struct ProbeCli {
   bool help = false;
 };
 
-po::variables_map parse(const Args& args, const po::options_description& opts,
-                        const po::positional_options_description& pos, const char* cmd) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).style(kNoGuessing).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw std::invalid_argument(std::string(e.what()) + " (see gridrun " + cmd + " --help)");
-  }
-  return vm;
-}
+const HelpText kExitCodesHelp{nullptr, nullptr, "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n"};
 
 bool vm_has(const Args& args, const std::string& flag) {
   for (const auto& a : args)
@@ -107,13 +98,9 @@ int cmd_collect(const Args& args) {
       ("help,h", po::bool_switch(&o.help), "show this help")
       ("quiet,q", po::bool_switch(&o.quiet), "no summary line on stderr (skipped files still named)")
       ("run-dir", po::value(&o.run_dir), "the run directory (positional)");
-  po::positional_options_description pos;
-  pos.add("run-dir", 1);
-  parse(args, opts, pos, "collect");
-  if (o.help) {
-    std::cout << opts << "\nExit codes: 0 ok (also when files were skipped), 1 runtime failure, 2 bad input.\n";
-    return 0;
-  }
+  HelpText help;
+  help.footer = "\nExit codes: 0 ok (also when files were skipped), 1 runtime failure, 2 bad input.\n";
+  if (!parse_command(args, opts, "run-dir", "collect", o.help, help, std::cout)) return 0;
   if (o.run_dir.empty()) throw std::invalid_argument("missing RUN_DIR (see gridrun collect --help)");
   results::CollectOptions co;
   co.run_dir = o.run_dir;
@@ -147,13 +134,7 @@ int cmd_report(const Args& args) {
       ("probe", po::value(&o.probe),
        "probe.json for the CPU roofs (default RUN_DIR/probe.json, else ~/.cache/gridrun/probe.json)")
       ("input", po::value(&o.input), "RUN_DIR or results.h5 (positional)");
-  po::positional_options_description pos;
-  pos.add("input", 1);
-  parse(args, opts, pos, "report");
-  if (o.help) {
-    std::cout << opts << "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n";
-    return 0;
-  }
+  if (!parse_command(args, opts, "input", "report", o.help, kExitCodesHelp, std::cout)) return 0;
   if (o.input.empty()) throw std::invalid_argument("missing RUN_DIR or results.h5 (see gridrun report --help)");
   if (o.format != "table" && o.format != "markdown" && o.format != "csv" && o.format != "json")
     throw std::invalid_argument("--format " + o.format + ": expected table, markdown, csv or json");
@@ -207,12 +188,7 @@ int cmd_probe(const Args& args) {
        "RUN_DIR/probe.json is used by that run's report)")
       ("seconds,s", po::value(&o.seconds)->default_value(4.0), "time budget for the four measurements (0-600]")
       ("threads,t", po::value(&o.threads)->default_value(0), "threads for the all-threads runs (0 = every allowed CPU)");
-  po::positional_options_description pos;
-  parse(args, opts, pos, "probe");
-  if (o.help) {
-    std::cout << opts << "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n";
-    return 0;
-  }
+  if (!parse_command(args, opts, nullptr, "probe", o.help, kExitCodesHelp, std::cout)) return 0;
   if (!(o.seconds > 0) || o.seconds > 600) throw std::invalid_argument("--seconds: expected 0 < S <= 600");
   if (o.threads < 0) throw std::invalid_argument("--threads: expected >= 0");
   if (o.out.empty()) o.out = results::default_probe_path();
@@ -228,15 +204,7 @@ int cmd_probe(const Args& args) {
   results::ProbeResult r = results::run_probe(po_, [](const std::string& line) {
     std::cout << "  " << line << std::endl;
   });
-  const std::string tmp = o.out + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << results::probe_to_json(r);
-    f.close();
-    if (!f) throw std::runtime_error("cannot write " + tmp);
-  }
-  fs::rename(tmp, o.out, ec);
-  if (ec) throw std::runtime_error("rename " + tmp + " -> " + o.out + ": " + ec.message());
+  base::write_file_atomic(o.out, results::probe_to_json(r));
   std::cout << "probe: wrote " << o.out << " (GEMM figures are a lower bound of the peak)\n";
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "gridrun/scheduler/run.hpp"
 
@@ -68,13 +69,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
       ("grid", po::value(&o.grid), "the grid file (positional)");
   po::positional_options_description pos;
   pos.add("grid", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).style(kNoGuessing).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw std::invalid_argument(std::string(e.what()) + " (see gridrun " + cmd + " --help)");
-  }
+  const po::variables_map vm = parse_flags(args, opts, pos, cmd);
   if (o.help) {
     std::cout << opts
               << "\nExit codes: 0 all jobs completed (or plan printed), 1 a job failed or the run was\n"

@@ -3,18 +3,18 @@
 //
 // Each command fills one options struct from Boost.Program_options and validates it right away, so
 // a bad flag exits 2 with its name before anything is written or submitted.
-#include <unistd.h>
-
 #include <boost/program_options.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <regex>
-#include <sstream>
 #include <stdexcept>
 
+#include "cli.hpp"
 #include "commands.hpp"
+#include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/scheduler/run.hpp"
+#include "gridrun/scheduler/status.hpp"
 #include "gridrun/slurm/submit.hpp"
 
 namespace po = boost::program_options;
@@ -45,36 +45,41 @@ struct CancelCli {
   bool help = false;
 };
 
-// Parses with the given options; positional arguments fill `positional` in order. Any Boost
-// error becomes std::invalid_argument (exit 2) with the flag named.
-po::variables_map parse(const Args& args, const po::options_description& desc,
-                        const po::positional_options_description& pos) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).style(kNoGuessing).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw std::invalid_argument(std::string(e.what()) + " (see --help)");
+// Checks and reads the flags that need more than a type (time limit, signal, sbatch lines,
+// template, node shape), so that a bad one exits 2 with its name before anything is written.
+void validate_submit(SubmitCli& c, const po::variables_map& vm, const std::string& time) {
+  auto& s = c.submit;
+  auto& so = s.script;
+  if (s.grid_file.empty()) throw std::invalid_argument("GRID: missing grid file (see --help)");
+  if (s.out_dir.empty()) throw std::invalid_argument("--out: must not be empty");
+  if (!time.empty()) {
+    try {
+      jobs::time_limit_seconds(time);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("--time: '" + time + "' is not a Slurm time limit (" + e.what() + ")");
+    }
+    so.default_time = time;
   }
-  return vm;
-}
-
-// The gridrun-train next to this gridrun binary (build*/bin/ or an install prefix), else PATH.
-std::string self_exe() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("gridrun") : p.string();
-}
-std::string default_train_bin() {
-  std::string self = self_exe();
-  if (self == "gridrun") return "gridrun-train";
-  auto cand = fs::path(self).parent_path() / "gridrun-train";
-  return fs::exists(cand) ? cand.string() : std::string("gridrun-train");
-}
-
-void print_help(std::ostream& os, const char* usage, const char* about,
-                const po::options_description& desc) {
-  os << "usage: " << usage << "\n\n" << about << "\n\n" << desc << "\n";
+  if (vm.count("max-array")) {
+    if (c.max_array < 1) throw std::invalid_argument("--max-array: must be >= 1");
+    s.max_array = c.max_array;
+  }
+  if (so.launcher != "srun" && so.launcher != "mpirun")
+    throw std::invalid_argument("--launcher: '" + so.launcher + "' is not one of srun, mpirun");
+  static const std::regex kSignal("^((R|B|RB|BR):)?[A-Za-z0-9]+(@[0-9]+)?$");
+  if (!so.signal.empty() && !std::regex_match(so.signal, kSignal))
+    throw std::invalid_argument("--signal: '" + so.signal + "' is not [{R|B}:]SIG[@SECONDS]");
+  for (const auto& a : so.sbatch_args)
+    if (a.empty() || a[0] != '-')
+      throw std::invalid_argument("--sbatch-arg: '" + a + "' is not an sbatch option (starts with -)");
+  if (!c.template_file.empty()) {
+    const auto text = base::try_read_file(c.template_file);
+    if (!text) throw std::invalid_argument("--template: cannot read '" + c.template_file + "'");
+    so.template_text = *text;
+  }
+  if (vm.count("node-gpus") && c.node_gpus < 1) throw std::invalid_argument("--node-gpus: must be >= 1");
+  if (vm.count("node-cores") && c.node_cores < 1) throw std::invalid_argument("--node-cores: must be >= 1");
+  if (!fs::exists(s.grid_file)) throw std::invalid_argument(s.grid_file + ": no such grid file");
 }
 
 }  // namespace
@@ -123,52 +128,22 @@ int cmd_submit(const Args& args) {
       ("dry-run", po::bool_switch(&s.dry_run), "write and print the scripts, submit nothing");
   po::positional_options_description pos;
   pos.add("grid", 1);
-  auto vm = parse(args, desc, pos);
+  const auto vm = parse_flags(args, desc, pos, "submit");
   if (c.help) {
-    print_help(std::cout, "gridrun submit GRID.yaml --slurm [options]",
-               "Writes OUT/<name>/slurm/*.sbatch (one job array per resource shape: device, ranks,\n"
-               "threads, time limit) and submits them with sbatch, then a collect job that builds\n"
-               "results.h5 once all arrays ended. Running it again submits only jobs that are not\n"
-               "completed, pending or running.",
-               desc);
+    std::cout << "usage: gridrun submit GRID.yaml --slurm [options]\n\n"
+                 "Writes OUT/<name>/slurm/*.sbatch (one job array per resource shape: device, ranks,\n"
+                 "threads, time limit) and submits them with sbatch, then a collect job that builds\n"
+                 "results.h5 once all arrays ended. Running it again submits only jobs that are not\n"
+                 "completed, pending or running.\n\n"
+              << desc << "\n";
     return 0;
   }
-  // Validation right after parsing.
-  if (s.grid_file.empty()) throw std::invalid_argument("GRID: missing grid file (see --help)");
   s.out_dir = out;
-  if (out.empty()) throw std::invalid_argument("--out: must not be empty");
-  if (!time.empty()) {
-    try {
-      jobs::time_limit_seconds(time);
-    } catch (const std::exception& e) {
-      throw std::invalid_argument("--time: '" + time + "' is not a Slurm time limit (" + e.what() + ")");
-    }
-    so.default_time = time;
-  }
-  if (vm.count("max-array")) {
-    if (c.max_array < 1) throw std::invalid_argument("--max-array: must be >= 1");
-    s.max_array = c.max_array;
-  }
-  if (so.launcher != "srun" && so.launcher != "mpirun")
-    throw std::invalid_argument("--launcher: '" + so.launcher + "' is not one of srun, mpirun");
-  static const std::regex kSignal("^((R|B|RB|BR):)?[A-Za-z0-9]+(@[0-9]+)?$");
-  if (!so.signal.empty() && !std::regex_match(so.signal, kSignal))
-    throw std::invalid_argument("--signal: '" + so.signal + "' is not [{R|B}:]SIG[@SECONDS]");
-  for (const auto& a : so.sbatch_args)
-    if (a.empty() || a[0] != '-')
-      throw std::invalid_argument("--sbatch-arg: '" + a + "' is not an sbatch option (starts with -)");
-  if (!c.template_file.empty()) {
-    std::ifstream f(c.template_file);
-    if (!f) throw std::invalid_argument("--template: cannot read '" + c.template_file + "'");
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    so.template_text = ss.str();
-  }
-  if (vm.count("node-gpus") && c.node_gpus < 1) throw std::invalid_argument("--node-gpus: must be >= 1");
-  if (vm.count("node-cores") && c.node_cores < 1) throw std::invalid_argument("--node-cores: must be >= 1");
-  if (!fs::exists(s.grid_file)) throw std::invalid_argument(s.grid_file + ": no such grid file");
-  so.gridrun_bin = self_exe();
-  if (!vm.count("train-bin")) so.train_bin = default_train_bin();
+  validate_submit(c, vm, time);
+  std::error_code ec;
+  const auto self = fs::read_symlink("/proc/self/exe", ec);
+  so.gridrun_bin = ec ? std::string("gridrun") : self.string();
+  if (!vm.count("train-bin")) so.train_bin = scheduler::default_train_bin();
 
   slurm::SlurmCli cli;
   if (s.pack_nodes) {
@@ -201,26 +176,21 @@ int cmd_status(const Args& args) {
       ("help,h", po::bool_switch(&c.help), "show this help")
       ("run-dir", po::value<std::string>(&c.run_dir), "the run directory (positional)")
       ("format", po::value<std::string>(&c.format)->default_value("table"), "table, json or csv");
-  po::positional_options_description pos;
-  pos.add("run-dir", 1);
-  parse(args, desc, pos);
-  if (c.help) {
-    print_help(std::cout, "gridrun status RUN_DIR [--format table|json|csv]",
-               "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
+  HelpText help;
+  help.usage = "gridrun status RUN_DIR [--format table|json|csv]";
+  help.about = "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
                "when accounting answers) merged with state.json and the results files on disk.\n"
-               "Works for local runs too (state.json and results files only).",
-               desc);
-    return 0;
-  }
+               "Works for local runs too (state.json and results files only).";
+  if (!parse_command(args, desc, "run-dir", "status", c.help, help, std::cout)) return 0;
   if (c.run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
-  slurm::StatusFormat fmt;
-  if (c.format == "table") fmt = slurm::StatusFormat::Table;
-  else if (c.format == "json") fmt = slurm::StatusFormat::Json;
-  else if (c.format == "csv") fmt = slurm::StatusFormat::Csv;
+  scheduler::StatusFormat fmt;
+  if (c.format == "table") fmt = scheduler::StatusFormat::Table;
+  else if (c.format == "json") fmt = scheduler::StatusFormat::Json;
+  else if (c.format == "csv") fmt = scheduler::StatusFormat::Csv;
   else throw std::invalid_argument("--format: '" + c.format + "' is not one of table, json, csv");
+  // A run with Slurm ids gets Slurm's view overlaid; a local run is its state and results files.
   slurm::SlurmCli cli;
-  auto st = slurm::run_status(c.run_dir, &cli);
-  slurm::print_status(st, fmt, std::cout);
+  scheduler::print_status(slurm::run_status(c.run_dir, &cli), fmt, std::cout);
   return 0;
 }
 
@@ -232,16 +202,11 @@ int cmd_cancel(const Args& args) {
       ("run-dir", po::value<std::string>(&c.run_dir), "the run directory (positional)")
       ("wait", po::value<double>(&c.wait_s)->default_value(60),
        "seconds to wait until squeue no longer lists the cancelled jobs");
-  po::positional_options_description pos;
-  pos.add("run-dir", 1);
-  parse(args, desc, pos);
-  if (c.help) {
-    print_help(std::cout, "gridrun cancel RUN_DIR [--wait S]",
-               "scancel every array and collect job of the run that squeue still lists, then wait\n"
-               "until they are gone. Finished results stay; `gridrun submit` again resumes the rest.",
-               desc);
-    return 0;
-  }
+  HelpText help;
+  help.usage = "gridrun cancel RUN_DIR [--wait S]";
+  help.about = "scancel every array and collect job of the run that squeue still lists, then wait\n"
+               "until they are gone. Finished results stay; `gridrun submit` again resumes the rest.";
+  if (!parse_command(args, desc, "run-dir", "cancel", c.help, help, std::cout)) return 0;
   if (c.run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
   if (c.wait_s < 0) throw std::invalid_argument("--wait: must be >= 0");
   slurm::SlurmCli cli;

@@ -15,6 +15,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
+#include "gridrun/base/spawn.hpp"
+#include "gridrun/base/text.hpp"
+
 namespace gridrun::scheduler {
 
 int Cluster::total_cores() const {
@@ -88,12 +93,11 @@ int nvml_device_count() {
 }
 
 int nvidia_smi_count() {
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen("nvidia-smi -L 2>/dev/null", "r"), pclose);
-  if (!p) return 0;
-  char line[512];
+  const base::CapturedRun r = base::run_captured({"nvidia-smi", "-L"});
+  if (!r.started) return 0;
   int n = 0;
-  while (fgets(line, sizeof line, p.get()))
-    if (std::string(line).rfind("GPU ", 0) == 0) ++n;
+  for (const auto& line : base::split(r.out, '\n'))
+    if (base::starts_with(line, "GPU ")) ++n;
   return n;
 }
 
@@ -132,12 +136,6 @@ std::int64_t memory_mb() {
   return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size / (1024 * 1024) : 0;
 }
 
-std::string hostname() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
-  return buf;
-}
-
 [[noreturn]] void bad(const std::string& file, const YAML::Node& n, const std::string& key,
                       const std::string& msg) {
   std::ostringstream os;
@@ -168,7 +166,7 @@ int int_field(const std::string& file, const YAML::Node& n, const std::string& k
 Cluster detect_local() {
   Cluster c;
   Node n;
-  n.name = hostname();
+  n.name = base::hostname();
   n.cores = affinity_cores();
   n.gpus = detect_gpus();
   n.memory_mb = memory_mb();
@@ -249,14 +247,9 @@ Cluster load_cluster_string(const std::string& yaml, const std::string& file) {
 }
 
 Cluster load_cluster_file(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw std::invalid_argument(path + ": cannot open cluster file");
-  std::string text;
-  char buf[65536];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  return load_cluster_string(text, path);
+  const auto text = base::try_read_file(path);
+  if (!text) throw std::invalid_argument(path + ": cannot open cluster file");
+  return load_cluster_string(*text, path);
 }
 
 namespace {

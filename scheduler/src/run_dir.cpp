@@ -1,169 +1,143 @@
-// The run directory: paths, the state file (atomic JSON) and the run lock. See run_dir.hpp.
+// The run directory: paths, the state file (JSON through gridrun::base, written atomically), the
+// run lock and prepare_run. See run_dir.hpp.
 #include "gridrun/scheduler/run_dir.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
+#include <ostream>
 #include <stdexcept>
 
-#include "json.hpp"
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/job.hpp"
+#include "gridrun/results/reader.hpp"
+
+namespace fs = std::filesystem;
 
 namespace gridrun::scheduler {
 
-std::string to_string(JobState s) {
+namespace {
+constexpr JobOutcome kAllOutcomes[] = {JobOutcome::Pending,     JobOutcome::Running,
+                                       JobOutcome::Completed,   JobOutcome::Failed,
+                                       JobOutcome::Interrupted, JobOutcome::TargetReached,
+                                       JobOutcome::Submitted};
+}  // namespace
+
+std::string to_string(JobOutcome s) {
   switch (s) {
-    case JobState::Pending: return "pending";
-    case JobState::Running: return "running";
-    case JobState::Completed: return "completed";
-    case JobState::Failed: return "failed";
-    case JobState::Interrupted: return "interrupted";
-    case JobState::TargetReached: return "target_reached";
-    case JobState::Submitted: return "submitted";
+    case JobOutcome::Pending: return "pending";
+    case JobOutcome::Running: return "running";
+    case JobOutcome::Completed: return "completed";
+    case JobOutcome::Failed: return "failed";
+    case JobOutcome::Interrupted: return "interrupted";
+    case JobOutcome::TargetReached: return "target_reached";
+    case JobOutcome::Submitted: return "submitted";
   }
   return "pending";
 }
 
-JobState job_state_from_string(const std::string& s) {
-  for (JobState st : {JobState::Pending, JobState::Running, JobState::Completed, JobState::Failed,
-                      JobState::Interrupted, JobState::TargetReached, JobState::Submitted})
+JobOutcome job_outcome_from_string(const std::string& s) {
+  for (JobOutcome st : kAllOutcomes)
     if (to_string(st) == s) return st;
   throw std::invalid_argument("unknown job state '" + s + "'");
 }
 
+JobOutcome outcome_from_results(const std::string& status) {
+  for (JobOutcome st : {JobOutcome::Completed, JobOutcome::TargetReached, JobOutcome::Failed,
+                        JobOutcome::Interrupted, JobOutcome::Running})
+    if (to_string(st) == status) return st;
+  return JobOutcome::Pending;
+}
+
+bool is_finished(JobOutcome s) { return s == JobOutcome::Completed || s == JobOutcome::TargetReached; }
+bool is_queued(JobOutcome s) { return s == JobOutcome::Submitted || s == JobOutcome::Running; }
+
 RunDir::RunDir(std::string root) : root_(std::move(root)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
 }
-std::string RunDir::job_file(const std::string& id) const { return root_ + "/jobs/" + id + ".json"; }
-std::string RunDir::rankfile(const std::string& id) const { return root_ + "/jobs/" + id + ".rankfile"; }
-std::string RunDir::log_out(const std::string& id) const { return root_ + "/logs/" + id + ".out"; }
-std::string RunDir::log_err(const std::string& id) const { return root_ + "/logs/" + id + ".err"; }
+std::string RunDir::jobs_dir() const { return root_ + "/jobs"; }
+std::string RunDir::job_file(const std::string& id) const { return jobs_dir() + "/" + id + ".json"; }
+std::string RunDir::rankfile(const std::string& id) const { return jobs_dir() + "/" + id + ".rankfile"; }
+std::string RunDir::logs_dir() const { return root_ + "/logs"; }
+std::string RunDir::log_out(const std::string& id) const { return logs_dir() + "/" + id + ".out"; }
+std::string RunDir::log_err(const std::string& id) const { return logs_dir() + "/" + id + ".err"; }
+std::string RunDir::heartbeat_file(const std::string& id) const { return log_out(id) + ".heartbeat"; }
 std::string RunDir::results_dir() const { return root_ + "/results"; }
-std::string RunDir::result_file(const std::string& id) const { return root_ + "/results/" + id + ".h5"; }
-std::string RunDir::checkpoint_dir(const std::string& id) const { return root_ + "/checkpoints/" + id; }
+std::string RunDir::result_file(const std::string& id) const { return results_dir() + "/" + id + ".h5"; }
+std::string RunDir::partial_file(const std::string& id) const { return result_file(id) + ".partial"; }
+std::string RunDir::checkpoints_dir() const { return root_ + "/checkpoints"; }
+std::string RunDir::checkpoint_dir(const std::string& id) const { return checkpoints_dir() + "/" + id; }
 std::string RunDir::slurm_dir() const { return root_ + "/slurm"; }
+std::string RunDir::slurm_file(const std::string& name) const { return slurm_dir() + "/" + name; }
+std::string RunDir::slurm_ended_dir() const { return slurm_file("ended"); }
+std::string RunDir::submitted_file() const { return slurm_file("submitted.tsv"); }
 std::string RunDir::state_file() const { return root_ + "/state.json"; }
 std::string RunDir::index_file() const { return root_ + "/results.h5"; }
 std::string RunDir::grid_copy() const { return root_ + "/grid.yaml"; }
 std::string RunDir::lock_file() const { return root_ + "/lock"; }
 
-namespace {
-void mkdir_p(const std::string& path) {
-  std::string cur;
-  std::size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    cur = path.substr(0, pos);
-    if (cur.empty()) continue;
-    if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST)
-      throw std::runtime_error(cur + ": cannot create directory: " + std::strerror(errno));
-  }
-}
-
-std::string read_all(const std::string& path, bool* exists) {
-  std::ifstream in(path, std::ios::binary);
-  *exists = static_cast<bool>(in);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-}  // namespace
-
 void RunDir::create_layout() const {
-  for (const char* sub : {"", "/jobs", "/logs", "/results", "/checkpoints"}) mkdir_p(root_ + sub);
+  for (const std::string& d : {root_, jobs_dir(), logs_dir(), results_dir(), checkpoints_dir()}) {
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    if (ec) throw std::runtime_error(d + ": cannot create directory: " + ec.message());
+  }
 }
 
 RunState RunDir::load_state() const {
   RunState st;
-  bool exists = false;
-  const std::string text = read_all(state_file(), &exists);
-  if (!exists) return st;
-  const json::Value root = json::parse(text, state_file());
-  st.name = root.get_string("name");
-  if (const json::Value* jobs = root.get("jobs"); jobs && jobs->kind == json::Value::Kind::Object) {
-    for (const auto& kv : jobs->obj) {
-      const json::Value& j = kv.second;
+  const auto text = base::try_read_file(state_file());
+  if (!text) return st;
+  const base::Json root = base::parse_json(*text, state_file());
+  st.name = base::get_string(root, "name");
+  if (const auto jobs = root.find("jobs"); jobs != root.end() && jobs->is_object()) {
+    for (const auto& [id, j] : jobs->items()) {
       JobRecord r;
-      r.id = kv.first;
+      r.id = id;
       try {
-        r.state = job_state_from_string(j.get_string("state", "pending"));
+        r.state = job_outcome_from_string(base::get_string(j, "state", "pending"));
       } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(state_file() + ": job " + kv.first + ": " + e.what());
+        throw std::runtime_error(state_file() + ": job " + id + ": " + e.what());
       }
-      r.attempts = static_cast<int>(j.get_number("attempts"));
-      if (const json::Value* ec = j.get("exit_codes"))
-        for (const auto& e : ec->arr) r.exit_codes.push_back(static_cast<int>(e.num));
-      r.start_unix = j.get_number("start_unix");
-      r.end_unix = j.get_number("end_unix");
-      r.cores = j.get_string("cores");
-      r.gpus = j.get_string("gpus");
-      r.host = j.get_string("host");
-      r.phase = j.get_string("phase");
-      r.slurm_job_id = j.get_string("slurm_job_id");
+      r.attempts = static_cast<int>(base::get_int(j, "attempts"));
+      if (const auto ec = j.find("exit_codes"); ec != j.end() && ec->is_array())
+        for (const auto& e : *ec)
+          if (e.is_number()) r.exit_codes.push_back(static_cast<int>(e.get<double>()));
+      r.start_unix = base::get_number(j, "start_unix");
+      r.end_unix = base::get_number(j, "end_unix");
+      r.cores = base::get_string(j, "cores");
+      r.gpus = base::get_string(j, "gpus");
+      r.host = base::get_string(j, "host");
+      r.phase = base::get_string(j, "phase");
+      r.slurm_job_id = base::get_string(j, "slurm_job_id");
       st.jobs.emplace(r.id, std::move(r));
     }
   }
-  if (const json::Value* ph = root.get("phases"); ph && ph->kind == json::Value::Kind::Object)
-    for (const auto& kv : ph->obj) st.phases_json[kv.first] = json::dump(kv.second);
+  if (const auto ph = root.find("phases"); ph != root.end() && ph->is_object())
+    for (const auto& [value, fig] : ph->items()) st.phases_json[value] = fig.dump();
   return st;
 }
 
 void RunDir::save_state(const RunState& s) const {
-  json::Value root = json::Value::object();
-  root.set("name", json::Value::string(s.name));
-  json::Value jobs = json::Value::object();
-  for (const auto& kv : s.jobs) {
-    const JobRecord& r = kv.second;
-    json::Value j = json::Value::object();
-    j.set("state", json::Value::string(to_string(r.state)));
-    j.set("attempts", json::Value::number(r.attempts));
-    json::Value ec = json::Value::array();
-    for (int e : r.exit_codes) ec.arr.push_back(json::Value::number(e));
-    j.set("exit_codes", std::move(ec));
-    j.set("start_unix", json::Value::number(r.start_unix));
-    j.set("end_unix", json::Value::number(r.end_unix));
-    j.set("cores", json::Value::string(r.cores));
-    j.set("gpus", json::Value::string(r.gpus));
-    j.set("host", json::Value::string(r.host));
-    j.set("phase", json::Value::string(r.phase));
-    j.set("slurm_job_id", json::Value::string(r.slurm_job_id));
-    jobs.set(kv.first, std::move(j));
+  base::Json jobs = base::Json::object();
+  for (const auto& [id, r] : s.jobs) {
+    jobs[id] = {{"state", to_string(r.state)},   {"attempts", r.attempts},
+                {"exit_codes", r.exit_codes},    {"start_unix", r.start_unix},
+                {"end_unix", r.end_unix},        {"cores", r.cores},
+                {"gpus", r.gpus},                {"host", r.host},
+                {"phase", r.phase},              {"slurm_job_id", r.slurm_job_id}};
   }
-  root.set("jobs", std::move(jobs));
-  json::Value phases = json::Value::object();
-  for (const auto& kv : s.phases_json) phases.set(kv.first, json::parse(kv.second, "phase " + kv.first));
-  root.set("phases", std::move(phases));
-
-  // Temp file + fsync + rename: a reader (or the next gridrun after a crash) sees the old or the
-  // new state, never half of one.
-  const std::string tmp = state_file() + ".tmp." + std::to_string(::getpid());
-  const std::string text = json::dump(root, true) + "\n";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(tmp + ": cannot write state: " + std::strerror(errno));
-  std::size_t off = 0;
-  while (off < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error(tmp + ": cannot write state: " + std::strerror(err));
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  if (std::rename(tmp.c_str(), state_file().c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(state_file() + ": cannot replace state: " + std::strerror(err));
-  }
+  base::Json phases = base::Json::object();
+  for (const auto& [value, fig] : s.phases_json) phases[value] = base::parse_json(fig, "phase " + value);
+  const base::Json root = {{"name", s.name}, {"jobs", std::move(jobs)}, {"phases", std::move(phases)}};
+  // A reader (or the next gridrun after a crash) sees the old or the new state, never half of one.
+  base::write_file_atomic(state_file(), root.dump(2, ' ', false, base::Json::error_handler_t::replace) + "\n");
 }
 
 RunLock::RunLock(const RunDir& dir) {
@@ -196,6 +170,57 @@ RunLock::~RunLock() {
     ::flock(fd_, LOCK_UN);
     ::close(fd_);
   }
+}
+
+void quarantine_damaged(const std::string& path, const std::string& why, std::ostream& log) {
+  const std::string to = base::quarantine(path);
+  if (to.empty()) throw std::runtime_error(path + ": damaged (" + why + ") and cannot be moved aside");
+  log << "warning: " << path << " is damaged (" << why << "); moved to " << to << "\n" << std::flush;
+}
+
+std::string phase_of(const jobs::Expansion& ex, std::size_t i) {
+  if (ex.compare_by.empty()) return "";
+  const auto& params = ex.jobs.at(i).params;
+  auto it = params.find(ex.compare_by);
+  return it == params.end() ? "" : jobs::to_string(it->second);
+}
+
+jobs::Job with_phase(const jobs::Job& job, const std::string& phase) {
+  jobs::Job j = job;
+  j.meta["phase"] = phase;
+  return j;
+}
+
+PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const PrepareOptions& opts,
+                        std::ostream& log) {
+  PreparedRun p;
+  dir.create_layout();
+  if (opts.slurm_dir) fs::create_directories(dir.slurm_dir());
+  if (opts.lock) p.lock = std::make_unique<RunLock>(dir);
+  const std::string grid = base::read_file(opts.grid_file);
+  if (base::try_read_file(dir.grid_copy()) != grid) base::write_file_atomic(dir.grid_copy(), grid);
+  try {
+    p.state = dir.load_state();
+  } catch (const std::exception& e) {
+    // The results files decide what is finished; state.json only adds attempts and timings.
+    quarantine_damaged(dir.state_file(), e.what(), log);
+  }
+  p.state.name = ex.name;
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+    const std::string& id = ex.jobs[i].id;
+    JobRecord& rec = p.state.jobs[id];
+    rec.id = id;
+    rec.phase = phase_of(ex, i);
+    std::error_code ec;
+    if (!fs::exists(dir.job_file(id), ec)) continue;
+    try {
+      jobs::read_job_file(dir.job_file(id));
+    } catch (const std::exception& e) {
+      quarantine_damaged(dir.job_file(id), e.what(), log);
+      jobs::write_job_file(dir.job_file(id), with_phase(ex.jobs[i], rec.phase));
+    }
+  }
+  return p;
 }
 
 }  // namespace gridrun::scheduler

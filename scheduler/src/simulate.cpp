@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gridrun/base/text.hpp"
+
 namespace gridrun::scheduler {
 
 double model_forward_flops(const std::string& model) {
@@ -123,30 +125,20 @@ SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, cons
   return r;
 }
 
-std::string format_duration(double s) {
-  char buf[32];
-  if (!(s >= 0)) return "?";
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  else if (s < 86400) std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
-  else std::snprintf(buf, sizeof buf, "%dd%02dh", static_cast<int>(s / 86400), static_cast<int>(s / 3600) % 24);
-  return buf;
-}
-
 std::string render_schedule(const Cluster& cluster, const std::vector<SimJob>& jobs, const SimResult& r,
                             int width, int max_rows) {
   std::ostringstream os;
   char line[256];
   const bool gpu = cluster.total_gpus() > 0;
   std::snprintf(line, sizeof line, "makespan %s, %zu jobs on %zu nodes, utilization %s %.0f %%%s\n",
-                format_duration(r.makespan_s).c_str(), jobs.size(), cluster.nodes.size(),
+                base::format_duration(r.makespan_s).c_str(), jobs.size(), cluster.nodes.size(),
                 gpu ? "GPUs" : "cores", 100.0 * (gpu ? r.gpu_util : r.core_util),
                 gpu ? "" : "");
   os << line;
   if (r.phases.size() > 1 || (!r.phases.empty() && !r.phases[0].value.empty())) {
     for (const auto& ph : r.phases) {
       std::snprintf(line, sizeof line, "  phase %-12s %3zu jobs  makespan %-8s utilization %.0f %%\n",
-                    ph.value.c_str(), ph.jobs.size(), format_duration(ph.makespan_s).c_str(),
+                    ph.value.c_str(), ph.jobs.size(), base::format_duration(ph.makespan_s).c_str(),
                     100.0 * (gpu ? ph.gpu_util : ph.core_util));
       os << line;
     }
@@ -159,7 +151,7 @@ std::string render_schedule(const Cluster& cluster, const std::vector<SimJob>& j
   });
   const int label_w = 47;  // "  id(12) node(10) res(12) dur(6) |"
   const int bar_w = std::max(10, std::min(width, 100) - label_w - 1);
-  os << "timeline (start order; bar spans 0 .. " << format_duration(r.makespan_s) << ")\n";
+  os << "timeline (start order; bar spans 0 .. " << base::format_duration(r.makespan_s) << ")\n";
   int rows = 0;
   for (std::size_t i : idx) {
     if (rows == max_rows) {
@@ -182,7 +174,7 @@ std::string render_schedule(const Cluster& cluster, const std::vector<SimJob>& j
       for (int k = a; k < b; ++k) bar[static_cast<std::size_t>(k)] = '#';
     }
     std::snprintf(line, sizeof line, "  %-12.12s %-10s %-12s %6s |%s|\n", jobs[i].id.c_str(), where.c_str(),
-                  res.c_str(), format_duration(p.end_s - p.start_s).c_str(), bar.c_str());
+                  res.c_str(), base::format_duration(p.end_s - p.start_s).c_str(), bar.c_str());
     os << line;
     ++rows;
   }

@@ -4,16 +4,22 @@
 // filesystem reads), so the output is byte-for-byte reproducible and golden-file tested.
 #include "gridrun/slurm/script.hpp"
 
-#include <cstdio>
-#include <fstream>
-#include <stdexcept>
 #include <sys/stat.h>
 
+#include <cstdio>
+#include <stdexcept>
+#include <string_view>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/jobs/params.hpp"
-#include "gridrun/slurm/process.hpp"
+#include "gridrun/scheduler/run_dir.hpp"
+#include "task_body.hpp"
 
 namespace gridrun::slurm {
 namespace {
+
+using base::shell_quote;
 
 constexpr std::size_t kHeaderJobs = 12;  // job ids listed in a script's comment header
 
@@ -71,110 +77,40 @@ void sbatch_line(std::string& out, const std::string& arg) {
   out += '\n';
 }
 
-// The part after the #SBATCH block: identical for plain and packed arrays. Kept in one place so
-// the behaviour on signals, restarts and exit codes is the same for both.
-const char* kBody = R"BODY(
-# ---- task body (generated; same for every task of this array) ----
-set -uo pipefail
-LINE=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$LIST")
-if [[ -z "$LINE" ]]; then
-  echo "gridrun: no line $((SLURM_ARRAY_TASK_ID + 1)) in $LIST" >&2
-  exit 2
-fi
-RESTART=${SLURM_RESTART_COUNT:-0}
-# ended/<job> holds the exit code of a job that ended for good (not interrupted): a restart of
-# the task (after requeue) skips it and resumes only the interrupted ones.
-ENDED="$RUN_DIR/slurm/ended"
-mkdir -p "$ENDED"
-ALLOC_CVD=${CUDA_VISIBLE_DEVICES:-}
-read -r -a ALLOC_GPUS <<<"${ALLOC_CVD//,/ }"
-MPI_ROOT=()
-if [[ $(id -u) -eq 0 ]]; then MPI_ROOT=(--allow-run-as-root); fi
-PIDS=()
-JOBS=()
-# USR1 (Slurm's warning before the time limit) and TERM go to every runner: they checkpoint and
-# exit 75. The trap only runs because the runners are in the background and this shell waits.
-FORWARDED=0
-forward() {
-  FORWARDED=1
-  echo "gridrun: $(date -Is) got SIG$1, forwarding to ${#PIDS[@]} runner(s)"
-  local p
-  for p in "${PIDS[@]}"; do kill -s "$1" "$p" 2>/dev/null; done
+// The part after the #SBATCH block and the variables (slurm/src/task_body.sh, after its marker
+// line): identical for plain and packed arrays, so the behaviour on signals, restarts and exit
+// codes is the same for both.
+std::string_view task_body() {
+  constexpr std::string_view kMarker = "# ---- 8< ----\n";
+  const std::string_view file = detail::kTaskBodyFile;
+  const auto at = file.find(kMarker);
+  return at == std::string_view::npos ? file : file.substr(at + kMarker.size());
 }
-trap 'forward USR1' USR1
-trap 'forward TERM' TERM
 
-for STEP in $LINE; do
-  IFS=: read -r JOB R T GPUS CORES <<<"$STEP"
-  R=${R:-$RANKS}
-  T=${T:-$THREADS}
-  if [[ $RESTART -gt 0 && -f "$ENDED/$JOB" ]]; then
-    echo "gridrun: job $JOB ended (exit $(cat "$ENDED/$JOB")) before this restart, skipped"
-    continue
-  fi
-  rm -f "$ENDED/$JOB"
-  RESUME=()
-  if [[ $RESTART -gt 0 ]] || compgen -G "$RUN_DIR/checkpoints/$JOB/*" >/dev/null; then
-    RESUME=(--resume)
-  fi
-  ENVS=(OMP_NUM_THREADS=$T)
-  GRES=()
-  if [[ -n "${GPUS:-}" ]]; then
-    if [[ "$LAUNCHER" == srun ]]; then
-      # A packed step asks Slurm for its own GPUs (without --gres a step would claim all of the
-      # job's GPUs and the next step would wait); Slurm sets its CUDA_VISIBLE_DEVICES.
-      GRES=(--gres=gpu:$R)
-    else
-      # mpirun steps share the allocation: the placement's indices -> this allocation's devices.
-      CVD=""
-      for G in ${GPUS//,/ }; do CVD+="${CVD:+,}${ALLOC_GPUS[$G]:-$G}"; done
-      ENVS+=(CUDA_VISIBLE_DEVICES=$CVD)
-    fi
-  fi
-  echo "gridrun: $(date -Is) task ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} restart $RESTART:" \
-       "job $JOB ($R x $T${GPUS:+, gpus $GPUS}${CORES:+, cores $CORES}) ${RESUME[*]}"
-  case "$LAUNCHER" in
-    srun) CMD=(srun --mpi=pmix "${STEP_FLAGS[@]}" "${GRES[@]}" --nodes=1 --ntasks="$R" --cpus-per-task="$T") ;;
-    mpirun) CMD=(mpirun "${MPI_ROOT[@]}" -np "$R" --bind-to none) ;;
-  esac
-  # `env` runs inside each rank, after Slurm has set the step's own CUDA_VISIBLE_DEVICES.
-  "${CMD[@]}" env "${ENVS[@]}" "$TRAIN" --job "$RUN_DIR/jobs/$JOB.json" --out "$RUN_DIR/results" \
-      "${RESUME[@]}" >>"$RUN_DIR/logs/$JOB.out" 2>>"$RUN_DIR/logs/$JOB.err" &
-  PIDS+=($!)
-  JOBS+=("$JOB")
-done
+// Run-directory paths for the script's variables: every path comes from RunDir, per-job ones as
+// printf templates (%s = job id; a literal % of the run directory is doubled).
+struct ScriptPaths {
+  std::string results, ended, job_file, log_out, log_err, checkpoints, logs;
+};
 
-RC=0
-REQUEUE=0
-for I in "${!PIDS[@]}"; do
-  P=${PIDS[$I]}
-  # A trapped signal interrupts `wait`; keep waiting until the runner has really exited.
-  while kill -0 "$P" 2>/dev/null; do wait "$P"; done
-  wait "$P"
-  S=$?
-  echo "gridrun: $(date -Is) job ${JOBS[$I]} exited with $S"
-  # 75: checkpointed. Killed by the forwarded USR1/TERM (138/143) before the runner could catch it
-  # (a warning during start-up): requeue too; it resumes from its latest checkpoint, if any.
-  if [[ $S -eq 75 ]] || [[ $FORWARDED -eq 1 && ($S -eq 138 || $S -eq 143) ]]; then
-    REQUEUE=1
-  else
-    echo "$S" >"$ENDED/${JOBS[$I]}"
-    if [[ $S -ne 0 ]]; then RC=$S; fi
-  fi
-done
-if [[ $REQUEUE -eq 1 ]]; then
-  # Checkpointed: requeue this task; it restarts with SLURM_RESTART_COUNT > 0 and --resume.
-  echo "gridrun: $(date -Is) requeueing $SLURM_JOB_ID"
-  if scontrol requeue "$SLURM_JOB_ID"; then exit 0; fi
-  exit 75
-fi
-exit $RC
-)BODY";
+ScriptPaths script_paths(const std::string& run_dir) {
+  std::string escaped;
+  for (char c : run_dir) escaped += c == '%' ? std::string("%%") : std::string(1, c);
+  const scheduler::RunDir rd(run_dir), tmpl(escaped);
+  return {rd.results_dir(), rd.slurm_ended_dir(), tmpl.job_file("%s"), tmpl.log_out("%s"),
+          tmpl.log_err("%s"),  tmpl.checkpoint_dir("%s"), rd.logs_dir()};
+}
 
-void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
+// Partition, account and QoS: the site's choice for every script (arrays and the collect job).
+void site_lines(std::string& s, const ScriptOptions& o) {
+  if (!o.partition.empty()) sbatch_line(s, "--partition=" + o.partition);
+  if (!o.account.empty()) sbatch_line(s, "--account=" + o.account);
+  if (!o.qos.empty()) sbatch_line(s, "--qos=" + o.qos);
+}
+
+// The comment header: what the array runs and how to resubmit, watch or stop it.
+void render_header(std::string& s, const ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
   const std::size_t n = a.tasks.size();
-  std::string& s = a.script;
-  s.reserve(4096);
   s += "#!/bin/bash\n";
   s += "# gridrun run '" + o.run_name + "', array " + a.name + ": " + std::to_string(n_jobs) +
        " job(s) in " + std::to_string(n) + " task(s)\n";
@@ -198,9 +134,38 @@ void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
        resubmit_flags(o) + "\n";
   s += "# Watch / stop: gridrun status " + shell_quote(o.run_dir) + "   gridrun cancel " +
        shell_quote(o.run_dir) + "\n";
+}
 
+// The variables the task body reads (task_body.sh names them).
+void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions& o) {
+  const ScriptPaths p = script_paths(o.run_dir);
+  s += "\nTRAIN=" + shell_quote(o.train_bin) + "\n";
+  s += "LIST=" + shell_quote(a.list_path) + "\n";
+  s += "LAUNCHER=" + o.launcher + "\n";
+  if (a.shape.packed) {
+    s += "RANKS=   # packed: ranks, threads, GPUs and cores of each step come from its list entry\n";
+    s += "THREADS=\n";
+  } else {
+    s += "RANKS=" + std::to_string(a.shape.ranks) + "\n";
+    s += "THREADS=" + std::to_string(a.shape.threads) + "\n";
+  }
+  // Packed steps share one allocation: --exact gives each only the cores it asks for.
+  s += a.shape.packed ? "STEP_FLAGS=(--exact)\n" : "STEP_FLAGS=()\n";
+  s += "# The run directory (printf templates: %s is the job id)\n";
+  s += "RESULTS_DIR=" + shell_quote(p.results) + "\n";
+  s += "ENDED_DIR=" + shell_quote(p.ended) + "\n";
+  s += "JOB_FILE=" + shell_quote(p.job_file) + "\n";
+  s += "JOB_LOG_OUT=" + shell_quote(p.log_out) + "\n";
+  s += "JOB_LOG_ERR=" + shell_quote(p.log_err) + "\n";
+  s += "JOB_CHECKPOINTS=" + shell_quote(p.checkpoints) + "\n";
+}
+
+void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
+  std::string& s = a.script;
+  s.reserve(4096);
+  render_header(s, a, o, n_jobs);
   sbatch_line(s, "--job-name=gridrun-" + o.run_name + "-" + a.name);
-  std::string range = "--array=0-" + std::to_string(n - 1);
+  std::string range = "--array=0-" + std::to_string(a.tasks.size() - 1);
   if (o.throttle > 0) range += "%" + std::to_string(o.throttle);
   sbatch_line(s, range);
   sbatch_line(s, "--nodes=1");
@@ -216,35 +181,28 @@ void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
   if (!o.signal.empty()) sbatch_line(s, "--signal=" + signal_for(o.signal, a.shape.time_s));
   sbatch_line(s, "--requeue");
   sbatch_line(s, "--open-mode=append");
-  sbatch_line(s, "--output=" + o.run_dir + "/logs/slurm-%A_%a.out");
-  if (!o.partition.empty()) sbatch_line(s, "--partition=" + o.partition);
-  if (!o.account.empty()) sbatch_line(s, "--account=" + o.account);
-  if (!o.qos.empty()) sbatch_line(s, "--qos=" + o.qos);
+  sbatch_line(s, "--output=" + script_paths(o.run_dir).logs + "/slurm-%A_%a.out");
+  site_lines(s, o);
   if (!o.constraint.empty()) sbatch_line(s, "--constraint=" + o.constraint);
   if (!o.template_text.empty()) {
     s += "# ---- from --template ----\n" + o.template_text;
     if (o.template_text.back() != '\n') s += '\n';
   }
   for (const auto& arg : o.sbatch_args) sbatch_line(s, arg);
-
-  s += "\nRUN_DIR=" + shell_quote(o.run_dir) + "\n";
-  s += "TRAIN=" + shell_quote(o.train_bin) + "\n";
-  s += "LIST=\"$RUN_DIR/slurm/" + a.name + ".jobs\"\n";
-  s += "LAUNCHER=" + o.launcher + "\n";
-  if (a.shape.packed) {
-    s += "RANKS=   # packed: ranks, threads, GPUs and cores of each step come from its list entry\n";
-    s += "THREADS=\n";
-  } else {
-    s += "RANKS=" + std::to_string(a.shape.ranks) + "\n";
-    s += "THREADS=" + std::to_string(a.shape.threads) + "\n";
-  }
-  // Packed steps share one allocation: --exact gives each only the cores it asks for.
-  s += a.shape.packed ? "STEP_FLAGS=(--exact)\n" : "STEP_FLAGS=()\n";
-  s += kBody;
+  render_variables(s, a, o);
+  s += '\n';
+  s += task_body();
 }
 
-std::string join_list(const std::string& dir, const std::string& name, const char* ext) {
-  return dir + "/slurm/" + name + ext;
+// A new array of this submission: name s<N>-a<K>-<shape>, files under the run's slurm/ folder.
+ArrayScript new_array(const Shape& shape, const ScriptOptions& o, std::size_t& counter) {
+  ArrayScript a;
+  a.shape = shape;
+  a.name = "s" + std::to_string(o.submission) + "-a" + std::to_string(counter++) + "-" + shape_tag(shape);
+  const scheduler::RunDir rd(o.run_dir);
+  a.script_path = rd.slurm_file(a.name + ".sbatch");
+  a.list_path = rd.slurm_file(a.name + ".jobs");
+  return a;
 }
 
 void check_options(const ScriptOptions& o) {
@@ -285,11 +243,12 @@ Shape job_shape(const jobs::Job& job, const ScriptOptions& o) {
   return s;
 }
 
-ScriptSet generate_scripts(const std::vector<jobs::Job>& jobs, const std::vector<Bundle>& bundles,
-                           const ScriptOptions& o) {
-  check_options(o);
-  ScriptSet set;
-  // Shapes in order of first appearance; jobs of a shape in grid order.
+namespace {
+
+// Plain arrays: shapes in order of first appearance, jobs of a shape in grid order, split at
+// max_array tasks.
+void shape_arrays(const std::vector<jobs::Job>& jobs, const ScriptOptions& o, std::size_t& counter,
+                  ScriptSet& set) {
   std::vector<Shape> shapes;
   std::vector<std::vector<const jobs::Job*>> members;
   for (const auto& j : jobs) {
@@ -302,16 +261,10 @@ ScriptSet generate_scripts(const std::vector<jobs::Job>& jobs, const std::vector
     }
     members[k].push_back(&j);
   }
-  std::size_t counter = 0;
-  const std::string prefix = "s" + std::to_string(o.submission) + "-a";
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     const auto& m = members[k];
     for (std::size_t start = 0; start < m.size(); start += o.max_array) {
-      ArrayScript a;
-      a.shape = shapes[k];
-      a.name = prefix + std::to_string(counter++) + "-" + shape_tag(a.shape);
-      a.script_path = join_list(o.run_dir, a.name, ".sbatch");
-      a.list_path = join_list(o.run_dir, a.name, ".jobs");
+      ArrayScript a = new_array(shapes[k], o, counter);
       const std::size_t end = std::min(m.size(), start + o.max_array);
       a.tasks.reserve(end - start);
       for (std::size_t i = start; i < end; ++i) {
@@ -323,7 +276,12 @@ ScriptSet generate_scripts(const std::vector<jobs::Job>& jobs, const std::vector
       set.arrays.push_back(std::move(a));
     }
   }
-  // Packed bundles: one array per time limit (a bundle's limit is its longest step's).
+}
+
+// Packed bundles: one array per time limit (a bundle's limit is its longest step's); a list line
+// holds the bundle's steps as ID:RANKS:THREADS:GPUS:CORES.
+void packed_arrays(const std::vector<Bundle>& bundles, const ScriptOptions& o, std::size_t& counter,
+                   ScriptSet& set) {
   std::vector<std::int64_t> limits;
   std::vector<std::vector<const Bundle*>> by_limit;
   for (const auto& b : bundles) {
@@ -340,16 +298,14 @@ ScriptSet generate_scripts(const std::vector<jobs::Job>& jobs, const std::vector
   }
   for (std::size_t k = 0; k < limits.size(); ++k) {
     const auto& m = by_limit[k];
+    Shape shape;
+    shape.device = "gpu";
+    shape.packed = true;
+    shape.ranks = 0;
+    shape.threads = 0;
+    shape.time_s = limits[k];
     for (std::size_t start = 0; start < m.size(); start += o.max_array) {
-      ArrayScript a;
-      a.shape.device = "gpu";
-      a.shape.packed = true;
-      a.shape.ranks = 0;
-      a.shape.threads = 0;
-      a.shape.time_s = limits[k];
-      a.name = prefix + std::to_string(counter++) + "-" + shape_tag(a.shape);
-      a.script_path = join_list(o.run_dir, a.name, ".sbatch");
-      a.list_path = join_list(o.run_dir, a.name, ".jobs");
+      ArrayScript a = new_array(shape, o, counter);
       const std::size_t end = std::min(m.size(), start + o.max_array);
       std::size_t n_jobs = 0;
       for (std::size_t i = start; i < end; ++i) {
@@ -358,8 +314,8 @@ ScriptSet generate_scripts(const std::vector<jobs::Job>& jobs, const std::vector
         for (const auto& st : *m[i]) {
           ids.push_back(st.job_id);
           if (!line.empty()) line += ' ';
-          line += st.job_id + ":" + std::to_string(st.ranks) + ":" + std::to_string(st.threads) +
-                  ":" + st.gpus + ":" + st.cores;
+          line += st.job_id + ":" + std::to_string(st.ranks) + ":" + std::to_string(st.threads) + ":" + st.gpus +
+                  ":" + st.cores;
         }
         n_jobs += ids.size();
         a.tasks.push_back(std::move(ids));
@@ -369,10 +325,12 @@ ScriptSet generate_scripts(const std::vector<jobs::Job>& jobs, const std::vector
       set.arrays.push_back(std::move(a));
     }
   }
+}
 
-  // The collect job: after every array task has ended in any state (afterany: afterok on an array
-  // with one failed task would never be released).
-  set.collect_path = o.run_dir + "/slurm/s" + std::to_string(o.submission) + "-collect.sbatch";
+// The collect job: after every array task has ended in any state (afterany: afterok on an array
+// with one failed task would never be released).
+void collect_script(const ScriptOptions& o, ScriptSet& set) {
+  set.collect_path = scheduler::RunDir(o.run_dir).slurm_file("s" + std::to_string(o.submission) + "-collect.sbatch");
   std::string& c = set.collect_script;
   c += "#!/bin/bash\n";
   c += "# gridrun run '" + o.run_name + "': builds results.h5 once all arrays of submission " +
@@ -386,35 +344,39 @@ ScriptSet generate_scripts(const std::vector<jobs::Job>& jobs, const std::vector
   sbatch_line(c, "--time=0:30:00");
   sbatch_line(c, "--kill-on-invalid-dep=no");
   sbatch_line(c, "--open-mode=append");
-  sbatch_line(c, "--output=" + o.run_dir + "/logs/collect-%j.out");
-  if (!o.partition.empty()) sbatch_line(c, "--partition=" + o.partition);
-  if (!o.account.empty()) sbatch_line(c, "--account=" + o.account);
-  if (!o.qos.empty()) sbatch_line(c, "--qos=" + o.qos);
+  sbatch_line(c, "--output=" + script_paths(o.run_dir).logs + "/collect-%j.out");
+  site_lines(c, o);
   c += "\nexec " + shell_quote(o.gridrun_bin) + " collect " + shell_quote(o.run_dir) + "\n";
+}
+
+}  // namespace
+
+ScriptSet generate_scripts(const std::vector<jobs::Job>& jobs, const std::vector<Bundle>& bundles,
+                           const ScriptOptions& o) {
+  check_options(o);
+  ScriptSet set;
+  std::size_t counter = 0;
+  shape_arrays(jobs, o, counter, set);
+  packed_arrays(bundles, o, counter, set);
+  collect_script(o, set);
   return set;
 }
 
 namespace {
-void write_atomic(const std::string& path, const std::string& text, bool executable) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write " + tmp);
-    f << text;
-    f.flush();
-    if (!f) throw std::runtime_error("write failed: " + tmp);
-  }
-  if (executable) ::chmod(tmp.c_str(), 0755);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp);
+// base::write_file_atomic, then the execute bits for scripts (a failed chmod only costs `bash
+// SCRIPT` by hand; sbatch does not need them).
+void write_file(const std::string& path, const std::string& text, bool executable) {
+  base::write_file_atomic(path, text);
+  if (executable) ::chmod(path.c_str(), 0755);
 }
 }  // namespace
 
 void write_script_set(const ScriptSet& set) {
   for (const auto& a : set.arrays) {
-    write_atomic(a.list_path, a.job_list, false);
-    write_atomic(a.script_path, a.script, true);
+    write_file(a.list_path, a.job_list, false);
+    write_file(a.script_path, a.script, true);
   }
-  write_atomic(set.collect_path, set.collect_script, true);
+  write_file(set.collect_path, set.collect_script, true);
 }
 
 }  // namespace gridrun::slurm

@@ -5,25 +5,14 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "gridrun/slurm/process.hpp"
+#include "gridrun/base/spawn.hpp"
+#include "gridrun/base/text.hpp"
+#include "gridrun/scheduler/run_dir.hpp"
 
 namespace gridrun::slurm {
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
+using base::split;
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -57,12 +46,22 @@ std::string join(const std::vector<std::string>& v, char sep) {
   return s;
 }
 
-[[noreturn]] void fail(const std::vector<std::string>& argv, const ProcessResult& r) {
+[[noreturn]] void fail(const std::vector<std::string>& argv, const base::CapturedRun& r) {
   std::string msg = join(argv, ' ') + ": ";
   std::string err = r.err.empty() ? r.out : r.err;
   while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
   msg += err.empty() ? "exit code " + std::to_string(r.exit_code) : err;
   throw std::runtime_error(msg);
+}
+
+// The '|'-separated fields of each non-empty line that has at least `min_fields` of them.
+std::vector<std::vector<std::string>> pipe_records(const std::string& text, std::size_t min_fields) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& l : lines(text)) {
+    auto f = split(l, '|');
+    if (f.size() >= min_fields) out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace
@@ -94,11 +93,21 @@ std::vector<int> expand_task_range(const std::string& range) {
   return out;
 }
 
+namespace {
+// One entry per task of an array record (its array job id, a task range such as "3-9%2").
+void push_tasks(std::vector<SlurmTask>& out, const SlurmTask& t, const std::string& array_id,
+                const std::string& range) {
+  for (int i : expand_task_range(range)) {
+    SlurmTask ti = t;
+    ti.id = array_id + "_" + std::to_string(i);
+    out.push_back(std::move(ti));
+  }
+}
+}  // namespace
+
 std::vector<SlurmTask> parse_squeue(const std::string& text) {
   std::vector<SlurmTask> out;
-  for (const auto& l : lines(text)) {
-    auto f = split(l, '|');
-    if (f.size() < 2) continue;
+  for (const auto& f : pipe_records(text, 2)) {
     SlurmTask t;
     t.id = f[0];
     t.state = f[1];
@@ -137,11 +146,7 @@ std::vector<SlurmTask> parse_scontrol(const std::string& text) {
     auto arr = kv.find("ArrayJobId");
     auto task = kv.find("ArrayTaskId");
     if (arr != kv.end() && task != kv.end()) {
-      for (int i : expand_task_range(task->second)) {
-        SlurmTask ti = t;
-        ti.id = arr->second + "_" + std::to_string(i);
-        out.push_back(std::move(ti));
-      }
+      push_tasks(out, t, arr->second, task->second);
     } else {
       t.id = kv["JobId"];
       out.push_back(std::move(t));
@@ -152,9 +157,7 @@ std::vector<SlurmTask> parse_scontrol(const std::string& text) {
 
 std::vector<SlurmTask> parse_sacct(const std::string& text) {
   std::vector<SlurmTask> out;
-  for (const auto& l : lines(text)) {
-    auto f = split(l, '|');
-    if (f.size() < 3) continue;
+  for (const auto& f : pipe_records(text, 3)) {
     SlurmTask t;
     t.id = f[0];
     t.state = f[1].substr(0, f[1].find(' '));  // "CANCELLED by 0"
@@ -163,17 +166,9 @@ std::vector<SlurmTask> parse_sacct(const std::string& text) {
     if (f.size() > 4) t.node = f[4] == "None assigned" ? "" : f[4];
     t.source = "sacct";
     // Pending array records come as "123_[4-9%2]".
-    auto lb = t.id.find("_[");
-    if (lb != std::string::npos && t.id.back() == ']') {
-      std::string base = t.id.substr(0, lb);
-      for (int i : expand_task_range(t.id.substr(lb + 2, t.id.size() - lb - 3))) {
-        SlurmTask ti = t;
-        ti.id = base + "_" + std::to_string(i);
-        out.push_back(std::move(ti));
-      }
-    } else {
-      out.push_back(std::move(t));
-    }
+    const auto lb = t.id.find("_[");
+    if (lb != std::string::npos && t.id.back() == ']') push_tasks(out, t, t.id.substr(0, lb), t.id.substr(lb + 2, t.id.size() - lb - 3));
+    else out.push_back(std::move(t));
   }
   return out;
 }
@@ -192,8 +187,8 @@ std::optional<std::size_t> parse_max_array_size(const std::string& config_text) 
   return std::nullopt;
 }
 
-scheduler::JobState map_slurm_state(const std::string& s, int exit_code) {
-  using scheduler::JobState;
+scheduler::JobOutcome map_slurm_state(const std::string& s, int exit_code) {
+  using JobState = scheduler::JobOutcome;
   if (s == "PENDING" || s == "REQUEUED" || s == "REQUEUE_HOLD" || s == "REQUEUE_FED" ||
       s == "RESIZING" || s == "SUSPENDED")
     return JobState::Submitted;
@@ -211,7 +206,7 @@ std::string SlurmCli::sbatch(const std::string& script, const std::vector<std::s
   std::vector<std::string> argv{"sbatch", "--parsable"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.push_back(script);
-  auto r = run_process(argv);
+  auto r = base::run_captured(argv);
   if (!r.started || r.exit_code != 0) fail(argv, r);
   std::string id = r.out.substr(0, r.out.find_first_of(";\n"));  // "1234" or "1234;cluster"
   if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
@@ -229,7 +224,7 @@ std::map<std::string, SlurmTask> SlurmCli::query(const std::vector<std::string>&
   }
   const std::string list = join(job_ids, ',');
   // 1. sacct: complete history when accounting is on; prints an error and exits 1 without it.
-  auto a = run_process({"sacct", "-n", "-P", "-X", "-j", list, "-o",
+  auto a = base::run_captured({"sacct", "-n", "-P", "-X", "-j", list, "-o",
                         "JobID,State,ExitCode,Elapsed,NodeList"});
   if (a.started && a.exit_code == 0) {
     for (auto& t : parse_sacct(a.out)) out[t.id] = t;
@@ -237,7 +232,7 @@ std::map<std::string, SlurmTask> SlurmCli::query(const std::vector<std::string>&
   }
   // 2. scontrol: one call per job id (it takes a single id); knows finished jobs for MinJobAge.
   for (const auto& id : job_ids) {
-    auto s = run_process({"scontrol", "-o", "show", "job", id});
+    auto s = base::run_captured({"scontrol", "-o", "show", "job", id});
     if (!s.started) break;
     if (s.exit_code != 0) continue;  // "Invalid job id": purged; sacct or disk must tell
     if (answered) *answered = true;
@@ -248,7 +243,7 @@ std::map<std::string, SlurmTask> SlurmCli::query(const std::vector<std::string>&
     }
   }
   // 3. squeue: the live view of pending and running tasks.
-  auto q = run_process({"squeue", "-h", "-r", "-j", list, "-o", "%i|%T|%M|%N|%r"});
+  auto q = base::run_captured({"squeue", "-h", "-r", "-j", list, "-o", "%i|%T|%M|%N|%r"});
   if (q.started && q.exit_code == 0) {
     if (answered) *answered = true;
     for (auto& t : parse_squeue(q.out)) {
@@ -264,7 +259,7 @@ std::map<std::string, SlurmTask> SlurmCli::query(const std::vector<std::string>&
 std::vector<std::string> SlurmCli::active(const std::vector<std::string>& job_ids) const {
   std::vector<std::string> out;
   if (job_ids.empty()) return out;
-  auto q = run_process({"squeue", "-h", "-j", join(job_ids, ','), "-o", "%F"});
+  auto q = base::run_captured({"squeue", "-h", "-j", join(job_ids, ','), "-o", "%F"});
   if (!q.started || q.exit_code != 0) return out;
   for (const auto& l : lines(q.out))
     if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
@@ -275,12 +270,12 @@ void SlurmCli::scancel(const std::vector<std::string>& job_ids) const {
   if (job_ids.empty()) return;
   std::vector<std::string> argv{"scancel"};
   argv.insert(argv.end(), job_ids.begin(), job_ids.end());
-  auto r = run_process(argv);
+  auto r = base::run_captured(argv);
   if (!r.started || r.exit_code != 0) fail(argv, r);
 }
 
 std::optional<std::size_t> SlurmCli::max_array_size() const {
-  auto r = run_process({"scontrol", "show", "config"});
+  auto r = base::run_captured({"scontrol", "show", "config"});
   if (!r.started || r.exit_code != 0) return std::nullopt;
   return parse_max_array_size(r.out);
 }
@@ -292,7 +287,7 @@ std::optional<std::string> sinfo_field(const std::string& partition, const char*
     argv.push_back("-p");
     argv.push_back(partition);
   }
-  auto r = run_process(argv);
+  auto r = base::run_captured(argv);
   if (!r.started || r.exit_code != 0) return std::nullopt;
   auto ls = lines(r.out);
   if (ls.empty()) return std::nullopt;

@@ -220,7 +220,7 @@ TEST(SlurmParsers, SqueueSacctAndConfig) {
 }
 
 TEST(SlurmParsers, StateMapping) {
-  using S = scheduler::JobState;
+  using S = scheduler::JobOutcome;
   EXPECT_EQ(slurm::map_slurm_state("PENDING", 0), S::Submitted);
   EXPECT_EQ(slurm::map_slurm_state("RUNNING", 0), S::Running);
   EXPECT_EQ(slurm::map_slurm_state("COMPLETED", 0), S::Completed);

@@ -56,9 +56,8 @@ class Executor {
 // "local". Throws std::invalid_argument naming the choices ("slurm" is `gridrun submit`).
 std::unique_ptr<Executor> make_executor(const std::string& name);
 
-// Processes (any owner) whose command line contains `needle`: used after a crash of `gridrun run`
-// to find jobs it left running (their command line names the job file).
-std::vector<int> processes_with_arg(const std::string& needle);
+// After a crash of `gridrun run`, the jobs it left running are found by their command line (the job
+// file's path, base::processes_with_arg) and stopped here:
 // SIGTERM those pids that are not `mpirun` (the ranks checkpoint), wait up to `grace_s` for all to
 // exit, then SIGKILL whatever is left. Returns how many processes were found.
 int terminate_processes(const std::vector<int>& pids, double grace_s);

@@ -16,11 +16,18 @@
 //   a checkpoint (SIGTERM/SIGUSR1; rerun with --resume).
 #pragma once
 
-#include <cstdint>
-#include <map>
+#include <cstddef>
+#include <iosfwd>
+#include <memory>
 #include <stdexcept>
 #include <string>
-#include <vector>
+
+#include "gridrun/scheduler/run_state.hpp"
+
+namespace gridrun::jobs {
+struct Expansion;
+struct Job;
+}
 
 namespace gridrun::scheduler {
 
@@ -28,48 +35,37 @@ inline constexpr int kExitInterrupted = 75;
 // Recorded for a job the watchdog ended because rank 0 stopped heartbeating (as timeout(1) does).
 inline constexpr int kExitNoHeartbeat = 124;
 
-enum class JobState { Pending, Running, Completed, Failed, Interrupted, TargetReached, Submitted };
-std::string to_string(JobState s);
-JobState job_state_from_string(const std::string& s);  // throws std::invalid_argument
-
-struct JobRecord {
-  std::string id;
-  JobState state = JobState::Pending;
-  int attempts = 0;
-  std::vector<int> exit_codes;     // one per attempt
-  double start_unix = 0, end_unix = 0;
-  std::string cores, gpus, host;   // last placement
-  std::string phase;               // compare-by phase value, if any
-  std::string slurm_job_id;        // "1234_7" when submitted through Slurm
-};
-
-struct RunState {
-  std::string name;
-  std::map<std::string, JobRecord> jobs;  // by id
-  std::map<std::string, std::string> phases_json;  // phase value -> JSON object of phase figures
-};
-
+// Every path of a run directory. Nothing else spells them: launchers (the local executor, the
+// sbatch scripts) get them from here, the scripts as shell variables.
 class RunDir {
  public:
   explicit RunDir(std::string root);   // runs/<name>
   const std::string& root() const { return root_; }
-  std::string job_file(const std::string& id) const;
-  std::string log_out(const std::string& id) const;
-  std::string log_err(const std::string& id) const;
+  std::string jobs_dir() const;                            // jobs/
+  std::string job_file(const std::string& id) const;       // jobs/<id>.json
+  std::string logs_dir() const;                            // logs/
+  std::string log_out(const std::string& id) const;        // logs/<id>.out
+  std::string log_err(const std::string& id) const;        // logs/<id>.err
+  std::string heartbeat_file(const std::string& id) const; // logs/<id>.out.heartbeat
   std::string results_dir() const;
   std::string result_file(const std::string& id) const;   // .../results/<id>.h5
-  std::string checkpoint_dir(const std::string& id) const;
-  std::string slurm_dir() const;
+  std::string partial_file(const std::string& id) const;  // .../results/<id>.h5.partial
+  std::string checkpoints_dir() const;                     // checkpoints/
+  std::string checkpoint_dir(const std::string& id) const; // checkpoints/<id>/
+  std::string slurm_dir() const;                           // slurm/
+  std::string slurm_file(const std::string& name) const;   // slurm/<name> (scripts, job lists)
+  std::string slurm_ended_dir() const;                     // slurm/ended/ (exit codes of ended jobs)
+  std::string submitted_file() const;                      // slurm/submitted.tsv
   std::string state_file() const;
   std::string index_file() const;                          // results.h5
   std::string grid_copy() const;                           // grid.yaml
   std::string lock_file() const;                           // lock
   std::string rankfile(const std::string& id) const;       // jobs/<id>.rankfile (Open MPI binding)
-  void create_layout() const;                              // mkdir -p of all folders
+  void create_layout() const;                              // mkdir -p of all folders but slurm/
 
   RunState load_state() const;                             // empty state if no file; throws
                                                            // std::runtime_error naming a corrupt file
-  void save_state(const RunState& s) const;                // temp file + rename (atomic)
+  void save_state(const RunState& s) const;                // base::write_file_atomic
 
  private:
   std::string root_;
@@ -97,5 +93,36 @@ class RunLock {
  private:
   int fd_ = -1;
 };
+
+// Preparing a run directory, written once for `gridrun run` and `gridrun submit`: the folders, the
+// lock (run only: a submission does not run anything here), grid.yaml, state.json (a damaged one is
+// quarantined: the results files decide what is finished) with a record for every job of the grid
+// (id and compare-by phase), and damaged job files quarantined and written again from the grid
+// (with_phase), so that readers of job files (report) still find every job.
+struct PrepareOptions {
+  std::string grid_file;         // copied to grid.yaml when its content changed
+  bool lock = false;             // hold runs/<name>/lock for the lifetime of PreparedRun
+  bool slurm_dir = false;        // also create slurm/
+};
+
+struct PreparedRun {
+  std::unique_ptr<RunLock> lock;  // set when PrepareOptions::lock
+  RunState state;                 // loaded (or empty) state with one record per job of the grid
+};
+
+// Throws RunLocked when the run is held by another gridrun; warnings about quarantined files go
+// to `log`.
+PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const PrepareOptions& opts,
+                        std::ostream& log);
+
+// The compare-by phase of a job ("" without compare-by or when the job lacks the key).
+std::string phase_of(const jobs::Expansion& ex, std::size_t job_index);
+
+// The job as its job file is written before any placement: meta.phase set.
+jobs::Job with_phase(const jobs::Job& job, const std::string& phase);
+
+// A damaged file is never trusted and never fatal: base::quarantine renames it aside, and a
+// warning naming it, the cause and the new name goes to `log`. Throws when it cannot be moved.
+void quarantine_damaged(const std::string& path, const std::string& why, std::ostream& log);
 
 }  // namespace gridrun::scheduler

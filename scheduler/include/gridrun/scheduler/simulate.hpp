@@ -69,6 +69,4 @@ SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, cons
 std::string render_schedule(const Cluster& cluster, const std::vector<SimJob>& jobs,
                             const SimResult& r, int width, int max_rows);
 
-std::string format_duration(double seconds);  // "42s", "3m05s", "2h10m", "3d04h"
-
 }  // namespace gridrun::scheduler

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/scheduler/run_state.hpp"
 
 namespace gridrun::slurm {
 
@@ -40,13 +40,14 @@ std::optional<std::size_t> parse_max_array_size(const std::string& config_text);
 // "3-9%2", "1,4,7-8" -> task numbers.
 std::vector<int> expand_task_range(const std::string& range);
 
-// Slurm state (+ exit code of the batch script) -> gridrun job state:
+// Slurm state (+ exit code of the batch script) -> gridrun job outcome (the one vocabulary of
+// state.json and `gridrun status`):
 //   PENDING, REQUEUED, REQUEUE_HOLD, RESIZING, SUSPENDED      -> Submitted
 //   RUNNING, CONFIGURING, COMPLETING, STAGE_OUT, SIGNALING     -> Running
 //   COMPLETED                                                 -> Completed
 //   TIMEOUT, CANCELLED, PREEMPTED, DEADLINE, and exit code 75 -> Interrupted (resume possible)
 //   FAILED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, other        -> Failed
-scheduler::JobState map_slurm_state(const std::string& state, int exit_code);
+scheduler::JobOutcome map_slurm_state(const std::string& state, int exit_code);
 
 // The client commands. Methods throw std::runtime_error with the command and its stderr on failure.
 class SlurmCli {

@@ -17,6 +17,7 @@
 
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/scheduler/status.hpp"
 #include "gridrun/slurm/script.hpp"
 #include "gridrun/slurm/slurm_cli.hpp"
 
@@ -40,7 +41,8 @@ struct SubmitResult {
   std::size_t total_jobs = 0, submitted_jobs = 0, skipped_jobs = 0;
 };
 
-// Loads the grid (jobs::GridError on bad input), prepares the run directory like `gridrun run`,
+// Loads the grid (jobs::GridError on bad input), prepares the run directory (scheduler::prepare_run,
+// as `gridrun run` does),
 // decides which jobs still need submitting, writes and (unless dry_run) submits the scripts.
 SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream& log);
 
@@ -53,31 +55,10 @@ struct Packing {
 Packing pack_jobs(const std::vector<jobs::Job>& jobs, int node_gpus, int node_cores,
                   const ScriptOptions& opts);
 
-struct JobStatusRow {
-  std::string id;
-  scheduler::JobState state = scheduler::JobState::Pending;
-  std::string slurm_id, slurm_state, elapsed, node, disk;  // disk: results file status or ""
-  int exit_code = -1;
-  int restarts = 0;
-  int attempts = 0;
-};
-
-struct RunStatus {
-  std::string name, run_dir;
-  std::vector<JobStatusRow> jobs;                // sorted by id
-  std::map<scheduler::JobState, std::size_t> counts;
-  bool slurm_queried = false;                    // some jobs had Slurm ids
-  bool slurm_answered = false;
-  std::vector<std::string> collect_ids;         // of every submission, oldest first
-  std::string collect_state;                     // Slurm state of the latest collect job
-  std::vector<std::string> damaged;              // quarantined files (*.damaged*), relative paths
-};
-
-// Merges state.json, Slurm (when `cli` is given and the run has Slurm ids) and the results files.
-RunStatus run_status(const std::string& run_dir, const SlurmCli* cli);
-
-enum class StatusFormat { Table, Json, Csv };
-void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os);
+// `gridrun status` of a run: the scheduler's merge (scheduler/status.hpp: state.json, job files,
+// results files) with Slurm's view overlaid when `cli` is given and the run has Slurm ids. Print
+// with scheduler::print_status.
+scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli);
 
 struct CancelResult {
   std::vector<std::string> cancelled;  // Slurm ids scancel was given

@@ -1,0 +1,35 @@
+// Flag parsing shared by the cmd_*.cpp files: one place that turns a Boost.Program_options error
+// into the exit-2 message, and one for the "parse, then answer --help" step every command has.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <ostream>
+#include <string>
+
+#include "commands.hpp"
+
+namespace gridrun::app {
+
+// Parses `args` (positional arguments named by `pos`, in order) with kNoGuessing; a Boost error
+// becomes std::invalid_argument "<message> (see gridrun CMD --help)".
+boost::program_options::variables_map parse_flags(const Args& args,
+                                                  const boost::program_options::options_description& opts,
+                                                  const boost::program_options::positional_options_description& pos,
+                                                  const std::string& cmd);
+
+// What --help prints: "usage: USAGE\n\nABOUT\n\n" when usage is set (else the options' caption
+// says it), the options, then `footer`.
+struct HelpText {
+  const char* usage = nullptr;
+  const char* about = nullptr;
+  const char* footer = "\n";
+};
+
+// parse_flags for a command with at most one positional argument (`positional`, may be null), then
+// --help: `help` is the flag's variable (bound in `opts`). Returns false when help was printed
+// (the command then exits 0).
+bool parse_command(const Args& args, const boost::program_options::options_description& opts,
+                   const char* positional, const std::string& cmd, const bool& help, const HelpText& text,
+                   std::ostream& os);
+
+}  // namespace gridrun::app

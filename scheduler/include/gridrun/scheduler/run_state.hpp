@@ -1,0 +1,47 @@
+// What state.json holds: one record per job and the phase figures, in ONE vocabulary of job
+// outcomes shared by `gridrun run`, `gridrun submit`/`status`/`cancel` and (mapped here) the
+// results files' `status` attribute.
+//
+// Why one enum: the run loop, the Slurm submitter and the status merge each used to decide
+// "finished" over their own strings (results status, state names, Slurm states). Every such decision
+// now goes through is_finished()/is_queued() on a JobOutcome; Slurm's states are mapped onto it in
+// slurm/ (map_slurm_state) and a results file's status by outcome_from_results().
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gridrun::scheduler {
+
+// The order is the order of the counts in `gridrun status` (do not reorder).
+enum class JobOutcome { Pending, Running, Completed, Failed, Interrupted, TargetReached, Submitted };
+std::string to_string(JobOutcome s);                    // "pending", ..., "target_reached"
+JobOutcome job_outcome_from_string(const std::string& s);  // throws std::invalid_argument
+
+// A results file's `status` attribute ("completed", "target_reached", "failed", "interrupted",
+// "running"; "" when there is no readable file) as an outcome; anything else is Pending.
+JobOutcome outcome_from_results(const std::string& results_status);
+// Completed or target reached: the job never runs again (unless --rerun all).
+bool is_finished(JobOutcome s);
+// Submitted or running: a scheduler (Slurm) holds it, so it must not be submitted again.
+bool is_queued(JobOutcome s);
+
+struct JobRecord {
+  std::string id;
+  JobOutcome state = JobOutcome::Pending;
+  int attempts = 0;
+  std::vector<int> exit_codes;     // one per attempt
+  double start_unix = 0, end_unix = 0;
+  std::string cores, gpus, host;   // last placement
+  std::string phase;               // compare-by phase value, if any
+  std::string slurm_job_id;        // "1234_7" when submitted through Slurm
+};
+
+struct RunState {
+  std::string name;
+  std::map<std::string, JobRecord> jobs;           // by id
+  std::map<std::string, std::string> phases_json;  // phase value -> JSON object of phase figures
+};
+
+}  // namespace gridrun::scheduler

@@ -1,0 +1,496 @@
+// The run loop of `gridrun run`; see run_loop.hpp for its shape and docs/scheduler.md for the
+// behaviour (idempotence, retries, Ctrl-C, crash recovery, watchdog, phases).
+#include "run_loop.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include "gridrun/base/host.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
+#include "gridrun/jobs/job.hpp"
+#include "gridrun/results/reader.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gridrun::scheduler {
+
+namespace {
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Blocks the signals the run loop waits for and reads them from a signalfd; restores the previous
+// mask on destruction. Why signalfd: one poll() waits for child exits, Ctrl-C and the UI tick,
+// with no handler, no global flag and no sleep loop.
+class SignalWaiter {
+ public:
+  SignalWaiter() {
+    sigemptyset(&set_);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, s);
+    if (sigprocmask(SIG_BLOCK, &set_, &old_) != 0) throw std::runtime_error("sigprocmask failed");
+    fd_ = signalfd(-1, &set_, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (fd_ < 0) {
+      sigprocmask(SIG_SETMASK, &old_, nullptr);
+      throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
+    }
+  }
+  ~SignalWaiter() {
+    ::close(fd_);
+    sigprocmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalWaiter(const SignalWaiter&) = delete;
+  SignalWaiter& operator=(const SignalWaiter&) = delete;
+  // Waits up to timeout_ms (-1: forever); returns the signals received (may be empty on timeout).
+  std::vector<int> wait(int timeout_ms) {
+    pollfd p{fd_, POLLIN, 0};
+    const int r = ::poll(&p, 1, timeout_ms);
+    std::vector<int> sigs;
+    if (r <= 0) return sigs;
+    signalfd_siginfo si;
+    while (::read(fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) sigs.push_back(static_cast<int>(si.ssi_signo));
+    return sigs;
+  }
+
+ private:
+  sigset_t set_, old_;
+  int fd_ = -1;
+};
+
+bool has_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_directory(dir, ec) && !fs::is_empty(dir, ec);
+}
+
+std::optional<results::JobData> read_summary(const std::string& path) {
+  try {
+    results::ReadOptions ro;
+    ro.tables = false;
+    return results::read_job(path, ro);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Why an existing results file cannot be trusted ("" when it opens and has a status).
+std::string results_damage(const std::string& path) {
+  try {
+    results::ReadOptions ro;
+    ro.tables = false;
+    const auto data = results::read_job(path, ro);
+    if (data.status.empty()) return "no status attribute";
+    return "";
+  } catch (const std::exception& e) {
+    std::string w = e.what();
+    for (char& c : w)
+      if (c == '\n') c = ' ';
+    return w.empty() ? "cannot be read" : w;
+  }
+}
+
+void append_line(const std::string& path, const std::string& line) { std::ofstream(path, std::ios::app) << line; }
+
+}  // namespace
+
+double estimate_for(const jobs::Job& job, const RunDir& rd, const CostModel& cost, bool* from_results) {
+  *from_results = false;
+  const std::string path = rd.result_file(job.id);
+  std::error_code ec;
+  if (fs::exists(path, ec) && is_finished(outcome_from_results(results::job_status(path)))) {
+    if (const auto data = read_summary(path)) {
+      auto it = data->summary.find("wall_s");
+      if (it != data->summary.end() && std::isfinite(it->second) && it->second > 0) {
+        *from_results = true;
+        return it->second;
+      }
+    }
+  }
+  return estimate_seconds(jobs::to_struct(job.params), cost);
+}
+
+// A running job of the current phase.
+struct RunLoop::Live {
+  std::unique_ptr<RunningJob> proc;
+  double start = 0;
+  double final_seen = -1;  // when its results file was first seen final (watchdog)
+  int forced_code = -1;    // the watchdog ended it: the exit code to record instead
+};
+
+// One phase (all jobs when there is no compare-by): its own engine, so that phases never overlap.
+struct RunLoop::PhaseRun {
+  PhaseRun(const Cluster& c, const EngineOptions& eo) : engine(c, eo) {}
+  Engine engine;
+  std::vector<std::size_t> members;
+  std::map<std::size_t, double> est;
+  std::map<std::size_t, int> tries;  // attempts in this invocation
+  std::map<std::size_t, Live> live;
+  double t0 = 0;
+  double busy = 0;  // allocated resource-seconds (GPUs on a GPU cluster, else cores)
+};
+
+RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train_bin, std::ostream& out)
+    : plan_(plan),
+      ex_(plan.ex),
+      o_(opts),
+      train_(std::move(train_bin)),
+      out_(out),
+      rd_(opts.out + "/" + plan.ex.name),
+      ard_(fs::absolute(rd_.root()).lexically_normal().string()),
+      exec_(make_executor(opts.executor)),
+      prepared_(prepare_run(rd_, plan.ex, PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false}, out)),
+      state_(prepared_.state),
+      todo_(plan.ex.jobs.size(), 0),
+      resume_(plan.ex.jobs.size(), 0) {}
+
+RunLoop::~RunLoop() = default;
+
+RunOutcome RunLoop::run() {
+  stop_leftovers();
+  reconcile();
+  std::size_t n_todo = 0;
+  for (char t : todo_) n_todo += t;
+  const Cluster& cluster = plan_.cluster;
+  out_ << "run " << ex_.name << ": " << ex_.jobs.size() << " jobs (" << skipped_ << " already completed, " << n_todo
+       << " to run), policy " << o_.policy << ", " << cluster.source << ": " << cluster.total_cores() << " cores, "
+       << cluster.total_gpus() << " GPUs -> " << rd_.root() << "\n" << std::flush;
+
+  SignalWaiter signals;
+  progress_ = std::make_unique<Progress>(out_, o_.tty, o_.width, ex_.jobs.size());
+  progress_->counts().done = skipped_;
+  progress_->counts().pending = n_todo;
+  for (const std::string& value : plan_.phase_order) {
+    if (stopping_) break;
+    if (!open_phase(value)) continue;
+    launch_ready();
+    while (!phase_->live.empty()) {  // feasible jobs always start on an idle machine
+      const auto sigs = signals.wait(1000);  // the watchdog below needs a tick
+      for (int sig : sigs)
+        if (sig != SIGCHLD) on_signal();
+      std::vector<std::pair<std::size_t, int>> ended;
+      for (auto& [i, l] : phase_->live)
+        if (l.proc)
+          if (auto code = l.proc->try_wait()) ended.emplace_back(i, l.forced_code >= 0 ? l.forced_code : *code);
+      if (!killing_) watchdog(ended);
+      for (const auto& [i, code] : ended) on_exit(i, code);
+      launch_ready();
+      progress_->redraw();
+    }
+    if (stopping_) break;
+    if (!ex_.compare_by.empty()) close_phase(value);
+  }
+  progress_->clear();
+  return summary();
+}
+
+// A new engine with the phase's jobs to run; false when it has none.
+bool RunLoop::open_phase(const std::string& value) {
+  phase_ = std::make_unique<PhaseRun>(plan_.cluster, EngineOptions{o_.policy, o_.max_parallel});
+  PhaseRun& ph = *phase_;
+  for (std::size_t i = 0; i < ex_.jobs.size(); ++i)
+    if (plan_.phase[i] == value && todo_[i]) ph.members.push_back(i);
+  if (ph.members.empty()) return false;
+  if (!ex_.compare_by.empty())
+    progress_->event("phase " + ex_.compare_by + "=" + value + ": " + std::to_string(ph.members.size()) + " jobs");
+  for (std::size_t i : ph.members) {
+    bool from_results = false;
+    ph.est[i] = estimate_for(ex_.jobs[i], rd_, o_.cost, &from_results);
+    ph.engine.submit(QueuedJob{i, i, plan_.req[i], ph.est[i]});
+  }
+  ph.t0 = progress_->elapsed();
+  return true;
+}
+
+// Jobs a crashed `gridrun run` left running: stop them (they checkpoint) before anything else, so
+// nothing ever runs twice.
+void RunLoop::stop_leftovers() {
+  std::vector<int> leftovers;
+  for (const auto& job : ex_.jobs)
+    for (int p : base::processes_with_arg(ard_.job_file(job.id))) leftovers.push_back(p);
+  if (leftovers.empty()) return;
+  out_ << "reconcile: " << leftovers.size() << " processes of an earlier gridrun still run jobs of " << ex_.name
+       << "; stopping them (they checkpoint)\n" << std::flush;
+  terminate_processes(leftovers, 120.0);
+}
+
+// The results files decide what is finished; everything else runs (again), resuming from its
+// checkpoint where that is sound.
+void RunLoop::reconcile() {
+  for (std::size_t i = 0; i < ex_.jobs.size(); ++i) reconcile_job(i);
+  rd_.save_state(state_);
+}
+
+void RunLoop::reconcile_job(std::size_t i) {
+  const jobs::Job& job = ex_.jobs[i];
+  JobRecord& rec = state_.jobs[job.id];
+  // A damaged results file (final or .partial) has lost the job's history, which no checkpoint
+  // holds: the job restarts from scratch so that its results are those of an undisturbed run.
+  bool restart = false;
+  std::error_code ec;
+  for (const std::string& f : {rd_.result_file(job.id), rd_.partial_file(job.id)}) {
+    if (!fs::exists(f, ec)) continue;
+    const std::string why = results_damage(f);
+    if (why.empty()) continue;
+    quarantine_damaged(f, why, out_);
+    restart = true;
+  }
+  // Its checkpoints continue that lost history; a retry must not resume from them either.
+  if (restart) fs::remove_all(rd_.checkpoint_dir(job.id), ec);
+  const JobOutcome disk = outcome_from_results(results::job_status(rd_.result_file(job.id)));
+  if (o_.rerun != "all" && is_finished(disk)) {
+    rec.state = disk;
+    ++skipped_;
+    return;
+  }
+  todo_[i] = 1;
+  resume_[i] = o_.rerun != "all" && !restart && !(o_.rerun == "failed" && rec.state == JobOutcome::Failed) &&
+               has_checkpoint(rd_.checkpoint_dir(job.id));
+  if (rec.state == JobOutcome::Running || is_finished(rec.state))
+    rec.state = JobOutcome::Interrupted;  // a crash left it running, or its results file is gone
+  if (o_.rerun == "all") rec.state = JobOutcome::Pending;
+  jobs::write_job_file(rd_.job_file(job.id), with_phase(job, plan_.phase[i]));
+}
+
+void RunLoop::launch_ready() {
+  if (stopping_) return;
+  for (const Start& s : phase_->engine.schedule(progress_->elapsed())) launch(s);
+}
+
+// Starts one placed job: job file with its placement, state, log headers, then the launcher.
+void RunLoop::launch(const Start& s) {
+  const std::size_t i = s.key;
+  const Cluster& cluster = plan_.cluster;
+  jobs::Job job = ex_.jobs[i];
+  const Node& node = cluster.nodes[s.alloc.node];
+  JobRecord& rec = state_.jobs[job.id];
+  rec.state = JobOutcome::Running;
+  rec.attempts += 1;
+  rec.start_unix = now_unix();
+  rec.cores = cores_string(cluster, s.alloc);
+  rec.gpus = gpus_string(cluster, s.alloc);
+  rec.host = node.name;
+  job.meta["cores"] = rec.cores;
+  job.meta["gpus"] = rec.gpus;
+  job.meta["host"] = rec.host;
+  job.meta["phase"] = plan_.phase[i];
+  jobs::write_job_file(rd_.job_file(job.id), job);
+  phase_->tries[i] += 1;
+  --progress_->counts().pending;
+
+  LaunchSpec spec;
+  spec.job_id = job.id;
+  spec.job_file = ard_.job_file(job.id);
+  spec.results_dir = ard_.results_dir();
+  spec.log_out = ard_.log_out(job.id);
+  spec.log_err = ard_.log_err(job.id);
+  spec.rankfile = ard_.rankfile(job.id);
+  spec.req = plan_.req[i];
+  spec.host = rec.host;
+  if (cluster.bindable)
+    for (int c : s.alloc.cores) spec.core_ids.push_back(node.cores[c]);
+  else
+    spec.oversubscribe = true;
+  spec.gpus = rec.gpus;
+  spec.resume = resume_[i] != 0;
+  spec.train_bin = train_;
+  spec.heartbeat_file = ard_.heartbeat_file(job.id);
+  std::remove(spec.heartbeat_file.c_str());  // a stale one must not count for this attempt
+  const int share = plan_.share[i];
+  if (spec.req.gpus > 0 && share > 1) spec.gpu_memory_fraction = 1.0 / share;
+  spec.owner_pid = static_cast<int>(::getpid());
+  // One header per attempt in both logs, so appended attempts can be told apart.
+  std::string cmd;
+  for (const auto& a : exec_->command(spec)) cmd += a + " ";
+  const std::string hdr = "=== gridrun attempt " + std::to_string(rec.attempts) + " at " +
+                          std::to_string(static_cast<long long>(rec.start_unix)) + ": " + cmd + "\n";
+  append_line(spec.log_out, hdr);
+  append_line(spec.log_err, hdr);
+  rd_.save_state(state_);
+  ++progress_->counts().running;
+  phase_->live[i] = Live{nullptr, progress_->elapsed()};
+  try {
+    phase_->live[i].proc = exec_->launch(spec);
+  } catch (const std::exception& e) {
+    append_line(spec.log_err, std::string("gridrun: ") + e.what() + "\n");
+    on_exit(i, 127);
+    return;
+  }
+  std::ostringstream what;
+  what << "start   " << job.id << " " << describe(request_for(job))
+       << (share > 1 ? ", GPU shared by up to " + std::to_string(share) + " jobs" : std::string()) << " on "
+       << rec.host << " cores " << rec.cores;
+  if (!rec.gpus.empty()) what << " gpus " << rec.gpus;
+  if (spec.resume) what << " (--resume)";
+  progress_->event(what.str());
+}
+
+// Records an exit; a failure is queued again while this invocation has retries left.
+void RunLoop::on_exit(std::size_t i, int code) {
+  const jobs::Job& job = ex_.jobs[i];
+  JobRecord& rec = state_.jobs[job.id];
+  ProgressCounts& counts = progress_->counts();
+  PhaseRun& ph = *phase_;
+  const double dur = progress_->elapsed() - ph.live[i].start;
+  const Request& req = plan_.req[i];
+  ph.busy += dur * (plan_.cluster.total_gpus() > 0 ? req.gpus : req.cores);
+  ph.live.erase(i);
+  ph.engine.finish(i);
+  --counts.running;
+  rec.exit_codes.push_back(code);
+  rec.end_unix = now_unix();
+  const std::string status = results::job_status(rd_.result_file(job.id));
+  const JobOutcome disk = outcome_from_results(status);
+  std::ostringstream what;
+  if (code == 0 && is_finished(disk)) {
+    rec.state = disk;
+    ++counts.done;
+    progress_->job_finished(dur);
+    what << "done    " << job.id << " " << status << " in " << base::format_duration(dur);
+  } else {
+    // A job we asked to stop is interrupted whatever its code (it may have been killed before
+    // its ranks could checkpoint); the next run resumes or restarts it.
+    const bool interrupted = code == kExitInterrupted || stopping_;
+    rec.state = interrupted ? JobOutcome::Interrupted : JobOutcome::Failed;
+    const int used = ph.tries[i];
+    if (!stopping_ && used <= o_.retries) {
+      resume_[i] = has_checkpoint(rd_.checkpoint_dir(job.id));
+      ph.engine.submit(QueuedJob{i, i, req, ph.est[i]});
+      ++counts.pending;
+      what << "retry   " << job.id << " exit " << code << (code == 0 ? " without a finished results file" : "")
+           << ", attempt " << used + 1 << " of " << o_.retries + 1 << (resume_[i] ? " (--resume)" : "")
+           << "; see " << rd_.log_err(job.id);
+    } else {
+      if (!interrupted || !stopping_) ++counts.failed;
+      what << (interrupted ? "stopped " : "failed  ") << job.id << " exit " << code << "; see " << rd_.log_err(job.id);
+    }
+  }
+  rd_.save_state(state_);
+  progress_->event(what.str());
+}
+
+// First Ctrl-C (SIGINT, SIGTERM, SIGHUP): no new launches, running jobs checkpoint and stop.
+// Second: kill them.
+void RunLoop::on_signal() {
+  if (!stopping_) {
+    stopping_ = true;
+    progress_->set_stopping(true, false);
+    progress_->event("interrupt: no new jobs; asking " + std::to_string(phase_->live.size()) +
+                     " running jobs to checkpoint and stop (again to kill)");
+    for (auto& [i, l] : phase_->live)
+      if (l.proc) l.proc->interrupt();
+  } else if (!killing_) {
+    killing_ = true;
+    progress_->set_stopping(true, true);
+    progress_->event("second interrupt: killing running jobs");
+    for (auto& [i, l] : phase_->live)
+      if (l.proc) l.proc->kill();
+  }
+}
+
+// Nothing may hang a run unnoticed. (1) Results final but processes still there after
+// exit_grace_s (a trainer stuck in CUDA/NCCL/MPI teardown): the job's work is done, so its
+// processes are ended and it is recorded as its results say, with a warning. (2) Rank 0's
+// heartbeat file older than heartbeat_timeout_s (a hung rank stops every rank at the next
+// collective): ended, recorded failed with that reason (and retried like any failure).
+void RunLoop::watchdog(const std::vector<std::pair<std::size_t, int>>& ended) {
+  const double t = progress_->elapsed();
+  for (auto& [i, l] : phase_->live) {
+    if (!l.proc || l.forced_code >= 0) continue;
+    if (std::any_of(ended.begin(), ended.end(), [i = i](const auto& e) { return e.first == i; })) continue;
+    const std::string& id = ex_.jobs[i].id;
+    std::string why;
+    if (::access(rd_.result_file(id).c_str(), F_OK) == 0) {
+      if (l.final_seen < 0) l.final_seen = t;
+      if (t - l.final_seen < o_.exit_grace_s) continue;
+      l.forced_code = 0;
+      why = "results are final but its processes had not exited " + base::format_duration(o_.exit_grace_s) +
+            " later; ended them (recorded as its results say)";
+    } else if (o_.heartbeat_timeout_s > 0 && t - l.start > o_.heartbeat_timeout_s) {
+      struct stat hb {};
+      const std::string f = rd_.heartbeat_file(id);
+      const double age =
+          ::stat(f.c_str(), &hb) == 0 ? static_cast<double>(std::time(nullptr) - hb.st_mtime) : t - l.start;
+      if (age <= o_.heartbeat_timeout_s) continue;
+      l.forced_code = kExitNoHeartbeat;
+      why = "no heartbeat from rank 0 for " + base::format_duration(age) + " (--heartbeat-timeout " +
+            base::format_duration(o_.heartbeat_timeout_s) + "): a rank hung; ended the job";
+    } else {
+      continue;
+    }
+    append_line(rd_.log_err(id), "gridrun: watchdog: " + why + "\n");
+    progress_->event("warning " + id + ": " + why);
+    l.proc->kill();
+  }
+}
+
+// The phase figures of one compare-by value, into state.json (docs/scheduler.md).
+void RunLoop::close_phase(const std::string& value) {
+  const PhaseRun& ph = *phase_;
+  const Cluster& cluster = plan_.cluster;
+  const double makespan = progress_->elapsed() - ph.t0;
+  double samples = 0, util_sum = 0;
+  int util_n = 0;
+  std::vector<std::string> ids;
+  for (std::size_t i : ph.members) {
+    ids.push_back(ex_.jobs[i].id);
+    const auto data = read_summary(rd_.result_file(ex_.jobs[i].id));
+    if (!data) continue;  // a failed job has no figures; the phase still records its makespan
+    if (auto it = data->summary.find("samples"); it != data->summary.end() && std::isfinite(it->second))
+      samples += it->second;
+    const char* key = plan_.req[i].gpus > 0 ? "gpu_util_pct_mean" : "cpu_util_pct_mean";
+    if (auto it = data->summary.find(key); it != data->summary.end() && std::isfinite(it->second)) {
+      util_sum += it->second / 100.0;
+      ++util_n;
+    }
+  }
+  const bool gpu_cluster = cluster.total_gpus() > 0;
+  const double cap = gpu_cluster ? cluster.total_gpus() : cluster.total_cores();
+  const double alloc_util = makespan > 0 && cap > 0 ? ph.busy / (cap * makespan) : 0;
+  const base::Json fig = {{"makespan_s", makespan},
+                          {"samples_per_s", makespan > 0 ? samples / makespan : 0},
+                          {"util_mean", util_n > 0 ? util_sum / util_n : alloc_util},
+                          {"alloc_util", alloc_util},
+                          {"samples", samples},
+                          {"jobs", ids}};
+  state_.phases_json[value] = fig.dump();
+  rd_.save_state(state_);
+  progress_->event("phase " + ex_.compare_by + "=" + value + " done: makespan " + base::format_duration(makespan));
+}
+
+RunOutcome RunLoop::summary() {
+  RunOutcome res;
+  res.run_dir = rd_.root();
+  res.total = ex_.jobs.size();
+  res.skipped = skipped_;
+  res.launched = true;
+  res.interrupted = stopping_;
+  for (const auto& job : ex_.jobs) {
+    const JobOutcome s = state_.jobs[job.id].state;
+    if (is_finished(s)) ++res.completed;
+    else if (s == JobOutcome::Failed) ++res.failed;
+  }
+  rd_.save_state(state_);
+  out_ << (stopping_ ? "interrupted: " : "finished: ") << res.completed << "/" << res.total << " completed, "
+       << res.failed << " failed" << (stopping_ ? "; run the same command again to resume" : "") << " ("
+       << base::format_duration(progress_->elapsed()) << ")\n" << std::flush;
+  res.exit_code = res.completed == res.total ? 0 : 1;
+  return res;
+}
+
+}  // namespace gridrun::scheduler

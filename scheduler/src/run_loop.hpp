@@ -1,0 +1,82 @@
+// The run loop of `gridrun run`, private to the scheduler (run.hpp is the public call).
+//
+// Why a class: the loop's steps (reconcile the run directory, launch what the placement engine
+// starts, record an exit, react to a signal, close a phase) share the run's state, the progress
+// output and the phase's engine; as members they stay small and each can be read on its own.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gridrun/jobs/grid.hpp"
+#include "gridrun/scheduler/executor.hpp"
+#include "gridrun/scheduler/placement.hpp"
+#include "gridrun/scheduler/run.hpp"
+#include "progress.hpp"
+
+namespace gridrun::scheduler {
+
+// A validated grid on a resolved cluster: what both the plan (--dry-run, --simulate) and the real
+// run start from. Nothing has been written yet.
+struct GridPlan {
+  jobs::Expansion ex;
+  Cluster cluster;
+  std::vector<Request> req;               // per job; GPUs counted in slots when GPUs are shared
+  std::vector<int> share;                 // per job: jobs_per_gpu (1 = a whole GPU)
+  std::vector<std::string> phase;         // per job: compare-by value ("" without compare-by)
+  std::vector<std::string> phase_order;   // phase values in order of first appearance
+};
+
+// Previous wall time of the same job id when it completed before (from its results file), else
+// the cost model. `from_results` says which.
+double estimate_for(const jobs::Job& job, const RunDir& rd, const CostModel& cost, bool* from_results);
+
+class RunLoop {
+ public:
+  // `train_bin`: checked by the caller. Throws RunLocked when the run directory is in use.
+  RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train_bin, std::ostream& out);
+  ~RunLoop();
+  RunLoop(const RunLoop&) = delete;
+  RunLoop& operator=(const RunLoop&) = delete;
+
+  RunOutcome run();
+
+ private:
+  struct Live;
+  struct PhaseRun;
+
+  void stop_leftovers();
+  void reconcile();
+  void reconcile_job(std::size_t i);
+  bool open_phase(const std::string& value);
+  void launch_ready();
+  void launch(const Start& s);
+  void on_exit(std::size_t i, int code);
+  void on_signal();
+  void watchdog(const std::vector<std::pair<std::size_t, int>>& ended);
+  void close_phase(const std::string& value);
+  RunOutcome summary();
+
+  const GridPlan& plan_;
+  const jobs::Expansion& ex_;
+  const RunOptions& o_;
+  std::string train_;
+  std::ostream& out_;
+  RunDir rd_;    // as given (messages)
+  RunDir ard_;   // absolute (what launched processes get)
+  std::unique_ptr<Executor> exec_;
+  PreparedRun prepared_;
+  RunState& state_;
+  std::vector<char> todo_, resume_;
+  std::size_t skipped_ = 0;
+  std::unique_ptr<Progress> progress_;
+  std::unique_ptr<PhaseRun> phase_;
+  bool stopping_ = false, killing_ = false;
+};
+
+}  // namespace gridrun::scheduler

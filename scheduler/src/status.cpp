@@ -1,0 +1,163 @@
+// `gridrun status`: the merge of state.json, job files, an optional batch-system overlay and the
+// results files, and its table/json/csv output. See status.hpp.
+#include "gridrun/scheduler/status.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+#include <stdexcept>
+
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
+#include "gridrun/results/reader.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gridrun::scheduler {
+
+namespace {
+
+// Files gridrun (or gridrun-train) renamed *.damaged instead of trusting them.
+std::vector<std::string> damaged_files(const std::string& root) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->path().filename().string().find(".damaged") != std::string::npos)
+      out.push_back(fs::relative(it->path(), root, ec).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+JobStatusRow row_from_record(const RunDir& dir, const JobRecord& r) {
+  JobStatusRow row;
+  row.id = r.id;
+  row.state = r.state;
+  row.attempts = r.attempts;
+  row.slurm_id = r.slurm_job_id;
+  if (!r.exit_codes.empty()) row.exit_code = r.exit_codes.back();
+  row.node = r.host;
+  if (r.end_unix > r.start_unix && r.start_unix > 0) {  // local runs: timings from state.json
+    const auto sec = static_cast<long long>(r.end_unix - r.start_unix + 0.5);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", sec / 3600, sec / 60 % 60, sec % 60);
+    row.elapsed = buf;
+  }
+  row.disk = results::job_status(dir.result_file(r.id));
+  std::error_code ec;
+  if (row.disk.empty() && fs::exists(dir.partial_file(r.id), ec)) row.disk = "partial";
+  return row;
+}
+
+// The results file is the final word on how a job ended.
+void settle_with_results(JobStatusRow& row) {
+  const JobOutcome disk = outcome_from_results(row.disk);
+  if (is_finished(disk)) row.state = disk;
+  else if (disk == JobOutcome::Failed && !is_queued(row.state)) row.state = JobOutcome::Failed;
+  else if (!row.slurm_state.empty() && row.state == JobOutcome::Completed)
+    row.state = disk == JobOutcome::Interrupted ? JobOutcome::Interrupted : JobOutcome::Failed;
+}
+
+}  // namespace
+
+RunStatus run_status(const RunDir& dir, const StatusOverlay& overlay) {
+  const std::string& root = dir.root();
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw std::invalid_argument("RUN_DIR: '" + root + "' is not a directory");
+  if (!fs::exists(dir.state_file(), ec) && !fs::exists(dir.jobs_dir(), ec))
+    throw std::invalid_argument("RUN_DIR: '" + root + "' has no state.json and no jobs/ (not a run directory)");
+  RunStatus st;
+  st.run_dir = root;
+  st.damaged = damaged_files(root);
+  RunState state;
+  try {
+    state = dir.load_state();
+  } catch (const std::exception& e) {
+    // Read-only here: the next `gridrun run` quarantines it; states come from the results files.
+    st.damaged.push_back("state.json (" + std::string(e.what()) + ")");
+  }
+  st.name = state.name.empty() ? fs::path(root).filename().string() : state.name;
+  // Jobs known from state.json and from job files (a crashed submit may have written only those).
+  std::map<std::string, JobRecord> recs = state.jobs;
+  for (const auto& e : fs::directory_iterator(dir.jobs_dir(), ec)) {
+    if (e.path().extension() != ".json") continue;
+    const std::string id = e.path().stem().string();
+    if (!recs.count(id)) recs[id].id = id;
+  }
+  for (const auto& [id, r] : recs) st.jobs.push_back(row_from_record(dir, r));
+  if (overlay) overlay(st, recs);
+  for (auto& row : st.jobs) {
+    settle_with_results(row);
+    st.counts[row.state] += 1;
+  }
+  return st;
+}
+
+namespace {
+
+void print_json(const RunStatus& st, std::ostream& os) {
+  base::Json counts = base::Json::object();
+  for (const auto& [s, n] : st.counts) counts[to_string(s)] = n;
+  base::Json jobs = base::Json::array();
+  for (const auto& r : st.jobs)
+    jobs.push_back({{"id", r.id},           {"state", to_string(r.state)}, {"slurm_id", r.slurm_id},
+                    {"slurm_state", r.slurm_state}, {"exit_code", r.exit_code}, {"elapsed", r.elapsed},
+                    {"node", r.node},       {"restarts", r.restarts},      {"attempts", r.attempts},
+                    {"results", r.disk}});
+  const base::Json root = {{"run", st.name},
+                           {"run_dir", st.run_dir},
+                           {"slurm_answered", st.slurm_answered},
+                           {"collect_id", st.collect_ids.empty() ? "" : st.collect_ids.back()},
+                           {"collect_state", st.collect_state},
+                           {"counts", std::move(counts)},
+                           {"damaged", st.damaged},
+                           {"jobs", std::move(jobs)}};
+  os << root.dump(-1, ' ', false, base::Json::error_handler_t::replace) << "\n";
+}
+
+void print_csv(const RunStatus& st, std::ostream& os) {
+  using base::csv_quote;
+  os << "id,state,slurm_id,slurm_state,exit_code,elapsed,node,restarts,attempts,results\n";
+  for (const auto& r : st.jobs)
+    os << r.id << ',' << to_string(r.state) << ',' << csv_quote(r.slurm_id) << ','
+       << csv_quote(r.slurm_state) << ',' << r.exit_code << ',' << csv_quote(r.elapsed) << ','
+       << csv_quote(r.node) << ',' << r.restarts << ',' << r.attempts << ',' << csv_quote(r.disk) << '\n';
+}
+
+const char* or_dash(const std::string& s) { return s.empty() ? "-" : s.c_str(); }
+
+void print_table(const RunStatus& st, std::ostream& os) {
+  os << "run " << st.name << " (" << st.run_dir << "): " << st.jobs.size() << " jobs";
+  for (const auto& [s, n] : st.counts) os << ", " << n << " " << to_string(s);
+  os << "\n";
+  if (st.slurm_queried && !st.slurm_answered)
+    os << "note: Slurm did not answer; states come from state.json and results files\n";
+  for (const auto& d : st.damaged) os << "damaged (quarantined, not used): " << d << "\n";
+  if (!st.collect_ids.empty())
+    os << "collect job " << st.collect_ids.back() << ": " << st.collect_state
+       << (fs::exists(RunDir(st.run_dir).index_file()) ? "; results.h5 present" : "; no results.h5 yet") << "\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "%-12s  %-14s  %-12s  %-11s  %4s  %-10s  %-10s  %3s  %s\n", "JOB",
+                "STATE", "SLURM ID", "SLURM", "EXIT", "ELAPSED", "NODE", "RQ", "RESULTS");
+  os << line;
+  for (const auto& r : st.jobs) {
+    const std::string exit = r.exit_code < 0 ? "-" : std::to_string(r.exit_code);
+    std::snprintf(line, sizeof line, "%-12.12s  %-14.14s  %-12.12s  %-11.11s  %4s  %-10.10s  %-10.10s  %3d  %s\n",
+                  r.id.c_str(), to_string(r.state).c_str(), or_dash(r.slurm_id), or_dash(r.slurm_state),
+                  exit.c_str(), or_dash(r.elapsed), or_dash(r.node), r.restarts, or_dash(r.disk));
+    os << line;
+  }
+}
+
+}  // namespace
+
+void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os) {
+  switch (fmt) {
+    case StatusFormat::Json: return print_json(st, os);
+    case StatusFormat::Csv: return print_csv(st, os);
+    case StatusFormat::Table: return print_table(st, os);
+  }
+}
+
+}  // namespace gridrun::scheduler

@@ -1,0 +1,105 @@
+# The body of every gridrun array script (slurm/src/script.cpp puts it after the #SBATCH block and
+# the variables it reads: LIST, LAUNCHER, RANKS, THREADS, STEP_FLAGS, TRAIN, RESULTS_DIR, ENDED_DIR
+# and the per-job path templates JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS, all from the
+# run directory's RunDir). Kept as a file so that it reads, and can be checked, as the bash it is.
+# These comment lines above the marker are not copied into the scripts.
+# ---- 8< ----
+# ---- task body (generated; same for every task of this array) ----
+set -uo pipefail
+LINE=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$LIST")
+if [[ -z "$LINE" ]]; then
+  echo "gridrun: no line $((SLURM_ARRAY_TASK_ID + 1)) in $LIST" >&2
+  exit 2
+fi
+RESTART=${SLURM_RESTART_COUNT:-0}
+# $ENDED_DIR/<job> holds the exit code of a job that ended for good (not interrupted): a restart of
+# the task (after requeue) skips it and resumes only the interrupted ones.
+mkdir -p "$ENDED_DIR"
+ALLOC_CVD=${CUDA_VISIBLE_DEVICES:-}
+read -r -a ALLOC_GPUS <<<"${ALLOC_CVD//,/ }"
+MPI_ROOT=()
+if [[ $(id -u) -eq 0 ]]; then MPI_ROOT=(--allow-run-as-root); fi
+PIDS=()
+JOBS=()
+# USR1 (Slurm's warning before the time limit) and TERM go to every runner: they checkpoint and
+# exit 75. The trap only runs because the runners are in the background and this shell waits.
+FORWARDED=0
+forward() {
+  FORWARDED=1
+  echo "gridrun: $(date -Is) got SIG$1, forwarding to ${#PIDS[@]} runner(s)"
+  local p
+  for p in "${PIDS[@]}"; do kill -s "$1" "$p" 2>/dev/null; done
+}
+trap 'forward USR1' USR1
+trap 'forward TERM' TERM
+
+for STEP in $LINE; do
+  IFS=: read -r JOB R T GPUS CORES <<<"$STEP"
+  R=${R:-$RANKS}
+  T=${T:-$THREADS}
+  # This job's files, from the run directory's templates above (%s = job id).
+  printf -v JOB_JSON "$JOB_FILE" "$JOB"
+  printf -v JOB_OUT "$JOB_LOG_OUT" "$JOB"
+  printf -v JOB_ERR "$JOB_LOG_ERR" "$JOB"
+  printf -v JOB_CKPT "$JOB_CHECKPOINTS" "$JOB"
+  if [[ $RESTART -gt 0 && -f "$ENDED_DIR/$JOB" ]]; then
+    echo "gridrun: job $JOB ended (exit $(cat "$ENDED_DIR/$JOB")) before this restart, skipped"
+    continue
+  fi
+  rm -f "$ENDED_DIR/$JOB"
+  RESUME=()
+  if [[ $RESTART -gt 0 ]] || compgen -G "$JOB_CKPT/*" >/dev/null; then
+    RESUME=(--resume)
+  fi
+  ENVS=(OMP_NUM_THREADS=$T)
+  GRES=()
+  if [[ -n "${GPUS:-}" ]]; then
+    if [[ "$LAUNCHER" == srun ]]; then
+      # A packed step asks Slurm for its own GPUs (without --gres a step would claim all of the
+      # job's GPUs and the next step would wait); Slurm sets its CUDA_VISIBLE_DEVICES.
+      GRES=(--gres=gpu:$R)
+    else
+      # mpirun steps share the allocation: the placement's indices -> this allocation's devices.
+      CVD=""
+      for G in ${GPUS//,/ }; do CVD+="${CVD:+,}${ALLOC_GPUS[$G]:-$G}"; done
+      ENVS+=(CUDA_VISIBLE_DEVICES=$CVD)
+    fi
+  fi
+  echo "gridrun: $(date -Is) task ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} restart $RESTART:" \
+       "job $JOB ($R x $T${GPUS:+, gpus $GPUS}${CORES:+, cores $CORES}) ${RESUME[*]}"
+  case "$LAUNCHER" in
+    srun) CMD=(srun --mpi=pmix "${STEP_FLAGS[@]}" "${GRES[@]}" --nodes=1 --ntasks="$R" --cpus-per-task="$T") ;;
+    mpirun) CMD=(mpirun "${MPI_ROOT[@]}" -np "$R" --bind-to none) ;;
+  esac
+  # `env` runs inside each rank, after Slurm has set the step's own CUDA_VISIBLE_DEVICES.
+  "${CMD[@]}" env "${ENVS[@]}" "$TRAIN" --job "$JOB_JSON" --out "$RESULTS_DIR" \
+      "${RESUME[@]}" >>"$JOB_OUT" 2>>"$JOB_ERR" &
+  PIDS+=($!)
+  JOBS+=("$JOB")
+done
+
+RC=0
+REQUEUE=0
+for I in "${!PIDS[@]}"; do
+  P=${PIDS[$I]}
+  # A trapped signal interrupts `wait`; keep waiting until the runner has really exited.
+  while kill -0 "$P" 2>/dev/null; do wait "$P"; done
+  wait "$P"
+  S=$?
+  echo "gridrun: $(date -Is) job ${JOBS[$I]} exited with $S"
+  # 75: checkpointed. Killed by the forwarded USR1/TERM (138/143) before the runner could catch it
+  # (a warning during start-up): requeue too; it resumes from its latest checkpoint, if any.
+  if [[ $S -eq 75 ]] || [[ $FORWARDED -eq 1 && ($S -eq 138 || $S -eq 143) ]]; then
+    REQUEUE=1
+  else
+    echo "$S" >"$ENDED_DIR/${JOBS[$I]}"
+    if [[ $S -ne 0 ]]; then RC=$S; fi
+  fi
+done
+if [[ $REQUEUE -eq 1 ]]; then
+  # Checkpointed: requeue this task; it restarts with SLURM_RESTART_COUNT > 0 and --resume.
+  echo "gridrun: $(date -Is) requeueing $SLURM_JOB_ID"
+  if scontrol requeue "$SLURM_JOB_ID"; then exit 0; fi
+  exit 75
+fi
+exit $RC
