@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/scheduler/resources.hpp"
@@ -27,6 +29,9 @@ namespace {
 
 namespace po = boost::program_options;
 namespace gj = gridrun::jobs;
+// CSV cells and JSON strings are quoted by gridrun::base, like every other file gridrun writes.
+using gridrun::base::csv_quote;
+using gridrun::base::json_quote;
 
 constexpr std::size_t kMaxWidth = 100;  // terminal width the table must fit
 
@@ -87,33 +92,6 @@ void print_help(const po::options_description& desc) {
                "file:line:col and the key, e.g. grid.yaml:7:11: grid.ranks[2]: ...).\n";
 }
 
-std::string csv_cell(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string range_text(const gj::ParamSpec& p) {
   if (!p.choices.empty()) {
     std::string s;
@@ -136,22 +114,38 @@ std::string default_text(const gj::ParamSpec& p) {
   return s.empty() ? "\"\"" : s;
 }
 
+// Prints `lead` followed by `words`, wrapped at kMaxWidth with continuation lines indented by
+// `indent`.
+void wrap(std::ostream& os, const std::string& lead, const std::vector<std::string>& words,
+          const std::string& indent = "  ") {
+  std::string line = lead;
+  for (const auto& w : words) {
+    if (line.size() + 1 + w.size() > kMaxWidth) {
+      os << line << '\n';
+      line = indent + w;
+    } else {
+      line += " " + w;
+    }
+  }
+  os << line << '\n';
+}
+
 int list_params(const PlanOptions& o) {
   const auto& table = gj::param_table();
   if (o.format == "csv") {
     std::cout << "name,type,default,range,meaning\n";
     for (const auto& p : table)
-      std::cout << p.name << ',' << gj::type_name(p.type) << ',' << csv_cell(default_text(p)) << ','
-                << csv_cell(range_text(p)) << ',' << csv_cell(p.help) << '\n';
+      std::cout << p.name << ',' << gj::type_name(p.type) << ',' << csv_quote(default_text(p)) << ','
+                << csv_quote(range_text(p)) << ',' << csv_quote(p.help) << '\n';
   } else if (o.format == "json") {
     std::cout << "[\n";
     for (std::size_t i = 0; i < table.size(); ++i) {
       const auto& p = table[i];
-      std::cout << "  {\"name\":" << json_string(p.name)
-                << ",\"type\":" << json_string(gj::type_name(p.type))
-                << ",\"default\":" << json_string(gj::to_string(p.default_value))
-                << ",\"range\":" << json_string(range_text(p))
-                << ",\"meaning\":" << json_string(p.help) << "}"
+      std::cout << "  {\"name\":" << json_quote(p.name)
+                << ",\"type\":" << json_quote(gj::type_name(p.type))
+                << ",\"default\":" << json_quote(gj::to_string(p.default_value))
+                << ",\"range\":" << json_quote(range_text(p))
+                << ",\"meaning\":" << json_quote(p.help) << "}"
                 << (i + 1 < table.size() ? "," : "") << "\n";
     }
     std::cout << "]\n";
@@ -160,24 +154,11 @@ int list_params(const PlanOptions& o) {
       std::string head = p.name + " (" + gj::type_name(p.type) + ", default " + default_text(p);
       std::string r = range_text(p);
       if (!r.empty()) head += ", " + r;
-      std::cout << head << ")\n    " << p.help << "\n";
+      std::cout << head << ")\n";
+      wrap(std::cout, "   ", gridrun::base::split(p.help, ' '), "    ");
     }
   }
   return 0;
-}
-
-// Prints `lead` followed by `words`, wrapped at kMaxWidth with continuation lines indented.
-void wrap(std::ostream& os, const std::string& lead, const std::vector<std::string>& words) {
-  std::string line = lead;
-  for (const auto& w : words) {
-    if (line.size() + 1 + w.size() > kMaxWidth) {
-      os << line << '\n';
-      line = "  " + w;
-    } else {
-      line += " " + w;
-    }
-  }
-  os << line << '\n';
 }
 
 // Output of 100,000-job plans is tens of MB: it goes to stdout in 1 MB blocks instead of through
@@ -281,7 +262,7 @@ class Plan {
       return texts[k];
     }
     const std::string& csv(std::uint32_t k) {
-      fill(csvs, k, [&] { return csv_cell(gj::to_string(values[k])); });
+      fill(csvs, k, [&] { return csv_quote(gj::to_string(values[k])); });
       return csvs[k];
     }
     // `"name":value` exactly as canonical_json writes the member.
@@ -389,11 +370,11 @@ void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std:
 
 void print_json(const gj::Expansion& ex, Plan& plan, Out& out) {
   std::string& b = out.buf();
-  b += "{\"run\":" + json_string(ex.name) + ",\"source\":" + json_string(ex.source) +
-       ",\"compare_by\":" + json_string(ex.compare_by) + ",\n \"varying\":[";
-  for (std::size_t i = 0; i < ex.varying.size(); ++i) b += (i ? "," : "") + json_string(ex.varying[i]);
+  b += "{\"run\":" + json_quote(ex.name) + ",\"source\":" + json_quote(ex.source) +
+       ",\"compare_by\":" + json_quote(ex.compare_by) + ",\n \"varying\":[";
+  for (std::size_t i = 0; i < ex.varying.size(); ++i) b += (i ? "," : "") + json_quote(ex.varying[i]);
   b += "],\n \"warnings\":[";
-  for (std::size_t i = 0; i < ex.warnings.size(); ++i) b += (i ? ",\n  " : "\n  ") + json_string(ex.warnings[i]);
+  for (std::size_t i = 0; i < ex.warnings.size(); ++i) b += (i ? ",\n  " : "\n  ") + json_quote(ex.warnings[i]);
   b += "],\n \"jobs\":[";
   // jobs::job_to_json's layout: params in canonical (name) order, no meta for planned jobs.
   const auto& table = gj::param_table();
@@ -401,7 +382,7 @@ void print_json(const gj::Expansion& ex, Plan& plan, Out& out) {
   for (std::size_t c = 0; c < by_name.size(); ++c) by_name[c] = c;
   std::sort(by_name.begin(), by_name.end(),
             [&](std::size_t a, std::size_t c) { return table[a].name < table[c].name; });
-  const std::string run = json_string(ex.name);
+  const std::string run = json_quote(ex.name);
   for (std::size_t j = 0; j < plan.size(); ++j) {
     b += j ? ",\n  " : "\n  ";
     b += "{\"id\":\"";

@@ -37,313 +37,52 @@ class Parser {
  public:
   explicit Parser(GridSpec& spec) : s_(spec) {}
 
-  int loc(const YAML::Node& n, std::string path) {
-    const YAML::Mark m = n.Mark();  // a null node (empty document) has no mark: report 1:1
-    s_.locs.push_back(m.is_null() ? Loc{1, 1, std::move(path)}
-                                  : Loc{m.line + 1, m.column + 1, std::move(path)});
-    return static_cast<int>(s_.locs.size()) - 1;
-  }
-  [[noreturn]] void fail(const YAML::Node& n, const std::string& path, const std::string& msg) {
-    s_.fail(loc(n, path), msg);
-  }
+  int loc(const YAML::Node& n, std::string path);
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& path, const std::string& msg);
 
   // Iterates a map, rejecting duplicate keys and non-scalar keys; fn(key, keynode, value).
   template <typename Fn>
-  void each_key(const YAML::Node& map, const std::string& path, Fn fn) {
-    std::set<std::string> seen;
-    for (const auto& kv : map) {
-      const std::string where = path.empty() ? "" : path + ".";
-      if (!kv.first.IsScalar()) fail(kv.first, path, "keys must be plain names");
-      const std::string key = kv.first.Scalar();
-      if (!seen.insert(key).second) fail(kv.first, where + key, "duplicate key");
-      fn(key, kv.first, kv.second);
-    }
-  }
+  void each_key(const YAML::Node& map, const std::string& path, Fn fn);
 
   // A parameter name at `keynode`, or an error with a "did you mean" hint.
-  int param(const std::string& key, const YAML::Node& keynode, const std::string& path) {
-    int i = param_index(key);
-    if (i >= 0) return i;
-    std::string hint = suggest_param(key);
-    fail(
-        keynode, path,
-        "unknown parameter '" + key + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
-  }
+  int param(const std::string& key, const YAML::Node& keynode, const std::string& path);
 
   // A scalar node -> typed value; `check` also applies choices and ranges.
   // `key`: where to point when the value is missing (a null node's mark is the next token's).
   Setting value(int p, const YAML::Node& n, const std::string& path, bool check = true,
-                const YAML::Node* key = nullptr) {
-    if (key && n.IsNull()) {
-      const ParamSpec& s = param_table()[static_cast<std::size_t>(p)];
-      fail(*key, path,
-           std::string(s.type == Type::Int ? "expected an " : "expected a ") + type_name(s.type) +
-               ", got nothing");
-    }
-    const ParamSpec& spec = param_table()[static_cast<std::size_t>(p)];
-    const std::string expected =
-        std::string(spec.type == Type::Int ? "expected an " : "expected a ") + type_name(spec.type);
-    if (!n.IsScalar()) fail(n, path, expected + ", got " + kind(n));
-    // A quoted scalar is a string in YAML: "12" for an integer parameter is a type error.
-    if (spec.type != Type::String && n.Tag() == "!")
-      fail(n, path, expected + ", got string \"" + n.Scalar() + "\"");
-    Setting st;
-    st.param = p;
-    std::string err;
-    if (!text_to_value(spec, n.Scalar(), st.value, err)) fail(n, path, err);
-    if (check) {
-      std::string bad = check_value(spec, st.value);
-      if (!bad.empty()) fail(n, path, bad);
-    }
-    st.loc = loc(n, path);
-    append_member(st.json, spec.name, st.value);
-    return st;
-  }
+                const YAML::Node* key = nullptr);
 
   void need(const YAML::Node& n, YAML::NodeType::value t, const std::string& path,
-            const char* what) {
-    if (n.Type() != t) fail(n, path, std::string("expected ") + what + ", got " + kind(n));
-  }
+            const char* what);
 
-  void name(const YAML::Node& n) {
-    if (!n.IsScalar() || n.Scalar().empty())
-      fail(n, "name", std::string("expected a run name, got ") + kind(n));
-    for (char c : n.Scalar()) {
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'))
-        fail(n, "name", "'" + n.Scalar() + "' may only contain letters, digits, '_', '.' and '-'");
-    }
-    s_.name = n.Scalar();
-  }
+  void name(const YAML::Node& n);
 
   // A flat map of parameter -> scalar (defaults:, an include entry).
-  std::vector<Setting> settings(const YAML::Node& n, const std::string& path) {
-    need(n, YAML::NodeType::Map, path, "a map of parameter: value");
-    std::vector<Setting> out;
-    int batch_key = -1;
-    each_key(n, path, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-      const std::string kp = path + "." + key;
-      int p = param(key, k, kp);
-      out.push_back(value(p, v, kp, true, &k));
-      if (key == "batch_per_rank" || key == "global_batch") {
-        if (batch_key >= 0) fail(k, kp, "give either batch_per_rank or global_batch, not both");
-        batch_key = p;
-      }
-    });
-    return out;
-  }
+  std::vector<Setting> settings(const YAML::Node& n, const std::string& path);
 
   // A list of scalars for parameter p (a grid axis, a zip column, seeds).
   std::vector<Setting> column(int p, const YAML::Node& n, const std::string& path,
-                              const YAML::Node& key) {
-    if (!n.IsSequence())
-      fail(n.IsNull() ? key : n, path, std::string("expected a list of values, got ") + kind(n));
-    if (n.size() == 0) fail(n, path, "empty list: the grid would have no jobs");
-    std::vector<Setting> out;
-    for (std::size_t i = 0; i < n.size(); ++i)
-      out.push_back(value(p, n[i], path + "[" + std::to_string(i) + "]"));
-    return out;
-  }
+                              const YAML::Node& key);
 
-  void grid(const YAML::Node& n) {
-    need(n, YAML::NodeType::Map, "grid", "a map of parameter: [values]");
-    each_key(n, "grid", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-      const std::string kp = "grid." + key;
-      int p = param(key, k, kp);
-      Axis a;
-      a.params = {p};
-      for (auto& st : column(p, v, kp, k)) a.points.push_back({st});
-      grid_axes_.push_back(std::move(a));
-      axis_keys_.emplace_back(p, loc(k, kp));
-    });
-  }
+  void grid(const YAML::Node& n);
 
-  void zip(const YAML::Node& n) {
-    need(n, YAML::NodeType::Map, "zip", "a map of parameter: [values]");
-    Axis a;
-    std::string first_key;
-    each_key(n, "zip", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-      const std::string kp = "zip." + key;
-      int p = param(key, k, kp);
-      auto col = column(p, v, kp, k);
-      if (a.params.empty()) {
-        first_key = key;
-        a.points.resize(col.size());
-      } else if (col.size() != a.points.size()) {
-        fail(v, kp,
-             std::to_string(col.size()) + " values, but zip." + first_key + " has " +
-                 std::to_string(a.points.size()) + "; zip lists must have equal length");
-      }
-      a.params.push_back(p);
-      for (std::size_t i = 0; i < col.size(); ++i) a.points[i].push_back(col[i]);
-      axis_keys_.emplace_back(p, loc(k, kp));
-    });
-    if (!a.params.empty()) zip_axis_ = std::move(a);
-  }
+  void zip(const YAML::Node& n);
 
-  void seeds(const YAML::Node& n, const YAML::Node& keynode) {
-    int p = param_index("seed");
-    s_.has_seeds = true;
-    s_.seeds.params = {p};
-    for (auto& st : column(p, n, "seeds", keynode)) s_.seeds.points.push_back({st});
-    seeds_key_loc_ = loc(keynode, "seeds");
-  }
+  void seeds(const YAML::Node& n, const YAML::Node& keynode);
 
-  void exclude(const YAML::Node& n) {
-    if (!n.IsSequence()) fail(n, "exclude", std::string("expected a list of maps, got ") + kind(n));
-    for (std::size_t i = 0; i < n.size(); ++i) {
-      const std::string path = "exclude[" + std::to_string(i) + "]";
-      const YAML::Node e = n[i];
-      need(e, YAML::NodeType::Map, path, "a map of parameter: value");
-      if (e.size() == 0) fail(e, path, "an empty entry would exclude every job");
-      ExcludeEntry ex;
-      ex.loc = loc(e, path);
-      each_key(e, path, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-        const std::string kp = path + "." + key;
-        int p = param(key, k, kp);
-        std::vector<Value> any;
-        // A list means "any of these"; values are type- and name-checked but not range-checked,
-        // since excluding an impossible value is harmless.
-        if (v.IsSequence()) {
-          for (std::size_t j = 0; j < v.size(); ++j)
-            any.push_back(value(p, v[j], kp + "[" + std::to_string(j) + "]", false).value);
-          if (any.empty()) fail(v, kp, "empty list matches nothing");
-        } else {
-          any.push_back(value(p, v, kp, false, &k).value);
-        }
-        for (const auto& val : any) {
-          const ParamSpec& spec = param_table()[static_cast<std::size_t>(p)];
-          if (!spec.choices.empty()) {
-            std::string bad = check_value(spec, val);
-            if (!bad.empty()) fail(v, kp, bad);
-          }
-        }
-        ex.match.emplace_back(p, std::move(any));
-      });
-      s_.excludes.push_back(std::move(ex));
-    }
-  }
+  void exclude(const YAML::Node& n);
 
-  void include(const YAML::Node& n) {
-    if (!n.IsSequence()) fail(n, "include", std::string("expected a list of maps, got ") + kind(n));
-    for (std::size_t i = 0; i < n.size(); ++i) {
-      const std::string path = "include[" + std::to_string(i) + "]";
-      IncludeEntry inc;
-      inc.loc = loc(n[i], path);
-      inc.settings = settings(n[i], path);
-      s_.includes.push_back(std::move(inc));
-    }
-  }
+  void include(const YAML::Node& n);
 
-  void compare(const YAML::Node& n) {
-    need(n, YAML::NodeType::Map, "compare", "a map such as {by: device}");
-    each_key(n, "compare", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-      if (key != "by") {
-        std::string hint = closest(key, {"by"});
-        fail(k, "compare." + key,
-             "unknown key '" + key + "'" +
-                 (hint.empty() ? "; expected 'by'" : "; did you mean 'by'?"));
-      }
-      if (!v.IsScalar())
-        fail(v, "compare.by", std::string("expected a parameter name, got ") + kind(v));
-      param(v.Scalar(), v, "compare.by");
-      s_.compare_by = v.Scalar();
-    });
-  }
+  void compare(const YAML::Node& n);
 
-  void document(const YAML::Node& root) {
-    if (!root.IsMap())
-      fail(root, "",
-           std::string("expected a map with name, defaults, grid, ... at the top, got ") +
-               kind(root));
-    s_.root_loc = loc(root, "");
-    bool has_grid = false, has_zip = false, has_include = false;
-    each_key(root, "", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-      if (key == "name") {
-        name(v);
-      } else if (key == "defaults") {
-        s_.defaults = settings(v, "defaults");
-      } else if (key == "grid") {
-        has_grid = true;
-        s_.product_loc = loc(k, "grid");
-        grid(v);
-      } else if (key == "zip") {
-        has_zip = true;
-        if (s_.product_loc < 0 || !has_grid) s_.product_loc = loc(k, "zip");
-        zip(v);
-      } else if (key == "exclude") {
-        exclude(v);
-      } else if (key == "include") {
-        has_include = true;
-        include(v);
-      } else if (key == "seeds") {
-        seeds(v, k);
-      } else if (key == "compare") {
-        compare(v);
-      } else {
-        std::string msg = "unknown key '" + key + "'";
-        if (param_index(key) >= 0) {
-          msg += "; parameters go under defaults: or grid:";
-        } else {
-          std::string hint = closest(key, top_keys());
-          if (!hint.empty())
-            msg += "; did you mean '" + hint + "'?";
-          else
-            msg += "; expected one of name, defaults, grid, zip, exclude, include, seeds, compare";
-        }
-        fail(k, key, msg);
-      }
-    });
-    if (s_.name.empty()) default_name();
-    cross_checks();
-    s_.axes = std::move(grid_axes_);
-    if (zip_axis_.params.size()) s_.axes.push_back(std::move(zip_axis_));
-    s_.has_product = has_grid || has_zip || !has_include;
-    if (s_.product_loc < 0) s_.product_loc = s_.has_seeds ? seeds_key_loc_ : s_.root_loc;
-  }
+  void document(const YAML::Node& root);
 
   // Without `name:`, the run is named after the file ("sweep.yaml" -> "sweep").
-  void default_name() {
-    std::string stem = s_.file;
-    auto slash = stem.find_last_of('/');
-    if (slash != std::string::npos) stem = stem.substr(slash + 1);
-    auto dot = stem.find_last_of('.');
-    if (dot != std::string::npos && dot > 0) stem = stem.substr(0, dot);
-    bool ok = !stem.empty();
-    for (char c : stem)
-      ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
-    if (!ok) {
-      s_.locs.push_back(Loc{1, 1, "name"});
-      s_.fail(static_cast<int>(s_.locs.size()) - 1,
-              "missing, and the file name '" + stem + "' is no valid run name; add name:");
-    }
-    s_.name = stem;
-  }
+  void default_name();
 
   // Checks that need more than one section: a parameter on two axes, both batch keys varying.
-  void cross_checks() {
-    std::vector<int> seen(param_table().size(), -1);
-    int batch = -1;
-    for (const auto& [p, l] : axis_keys_) {
-      const std::string& name = param_table()[static_cast<std::size_t>(p)].name;
-      if (seen[static_cast<std::size_t>(p)] >= 0)
-        s_.fail(l, "'" + name + "' is already varied at " +
-                       s_.locs[static_cast<std::size_t>(seen[static_cast<std::size_t>(p)])].path +
-                       "; a parameter can be on one axis only");
-      seen[static_cast<std::size_t>(p)] = l;
-      if (name == "batch_per_rank" || name == "global_batch") {
-        if (batch >= 0)
-          s_.fail(l, "vary either batch_per_rank or global_batch, not both (other one at " +
-                         s_.locs[static_cast<std::size_t>(batch)].path + ")");
-        batch = l;
-      }
-    }
-    const int seed = param_index("seed");
-    if (s_.has_seeds && seen[static_cast<std::size_t>(seed)] >= 0)
-      s_.fail(seeds_key_loc_,
-              "'seed' is also varied at " +
-                  s_.locs[static_cast<std::size_t>(seen[static_cast<std::size_t>(seed)])].path +
-                  "; use one of them");
-  }
+  void cross_checks();
 
  private:
   GridSpec& s_;
@@ -352,6 +91,307 @@ class Parser {
   std::vector<std::pair<int, int>> axis_keys_;  // (param, loc of its key) for grid and zip
   int seeds_key_loc_ = -1;
 };
+
+int Parser::loc(const YAML::Node& n, std::string path) {
+  const YAML::Mark m = n.Mark();  // a null node (empty document) has no mark: report 1:1
+  s_.locs.push_back(m.is_null() ? Loc{1, 1, std::move(path)}
+                                : Loc{m.line + 1, m.column + 1, std::move(path)});
+  return static_cast<int>(s_.locs.size()) - 1;
+}
+
+void Parser::fail(const YAML::Node& n, const std::string& path, const std::string& msg) {
+  s_.fail(loc(n, path), msg);
+}
+
+template <typename Fn>
+void Parser::each_key(const YAML::Node& map, const std::string& path, Fn fn) {
+  std::set<std::string> seen;
+  for (const auto& kv : map) {
+    const std::string where = path.empty() ? "" : path + ".";
+    if (!kv.first.IsScalar()) fail(kv.first, path, "keys must be plain names");
+    const std::string key = kv.first.Scalar();
+    if (!seen.insert(key).second) fail(kv.first, where + key, "duplicate key");
+    fn(key, kv.first, kv.second);
+  }
+}
+
+int Parser::param(const std::string& key, const YAML::Node& keynode, const std::string& path) {
+  int i = param_index(key);
+  if (i >= 0) return i;
+  std::string hint = suggest_param(key);
+  fail(
+      keynode, path,
+      "unknown parameter '" + key + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+}
+
+Setting Parser::value(int p, const YAML::Node& n, const std::string& path, bool check,
+                      const YAML::Node* key) {
+  if (key && n.IsNull()) {
+    const ParamSpec& s = param_table()[static_cast<std::size_t>(p)];
+    fail(*key, path,
+         std::string(s.type == Type::Int ? "expected an " : "expected a ") + type_name(s.type) +
+             ", got nothing");
+  }
+  const ParamSpec& spec = param_table()[static_cast<std::size_t>(p)];
+  const std::string expected =
+      std::string(spec.type == Type::Int ? "expected an " : "expected a ") + type_name(spec.type);
+  if (!n.IsScalar()) fail(n, path, expected + ", got " + kind(n));
+  // A quoted scalar is a string in YAML: "12" for an integer parameter is a type error.
+  if (spec.type != Type::String && n.Tag() == "!")
+    fail(n, path, expected + ", got string \"" + n.Scalar() + "\"");
+  Setting st;
+  st.param = p;
+  std::string err;
+  if (!text_to_value(spec, n.Scalar(), st.value, err)) fail(n, path, err);
+  if (check) {
+    std::string bad = check_value(spec, st.value);
+    if (!bad.empty()) fail(n, path, bad);
+  }
+  st.loc = loc(n, path);
+  append_member(st.json, spec.name, st.value);
+  return st;
+}
+
+void Parser::need(const YAML::Node& n, YAML::NodeType::value t, const std::string& path,
+                  const char* what) {
+  if (n.Type() != t) fail(n, path, std::string("expected ") + what + ", got " + kind(n));
+}
+
+void Parser::name(const YAML::Node& n) {
+  if (!n.IsScalar() || n.Scalar().empty())
+    fail(n, "name", std::string("expected a run name, got ") + kind(n));
+  for (char c : n.Scalar()) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'))
+      fail(n, "name", "'" + n.Scalar() + "' may only contain letters, digits, '_', '.' and '-'");
+  }
+  s_.name = n.Scalar();
+}
+
+std::vector<Setting> Parser::settings(const YAML::Node& n, const std::string& path) {
+  need(n, YAML::NodeType::Map, path, "a map of parameter: value");
+  std::vector<Setting> out;
+  int batch_key = -1;
+  each_key(n, path, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+    const std::string kp = path + "." + key;
+    int p = param(key, k, kp);
+    out.push_back(value(p, v, kp, true, &k));
+    if (key == "batch_per_rank" || key == "global_batch") {
+      if (batch_key >= 0) fail(k, kp, "give either batch_per_rank or global_batch, not both");
+      batch_key = p;
+    }
+  });
+  return out;
+}
+
+std::vector<Setting> Parser::column(int p, const YAML::Node& n, const std::string& path,
+                                    const YAML::Node& key) {
+  if (!n.IsSequence())
+    fail(n.IsNull() ? key : n, path, std::string("expected a list of values, got ") + kind(n));
+  if (n.size() == 0) fail(n, path, "empty list: the grid would have no jobs");
+  std::vector<Setting> out;
+  for (std::size_t i = 0; i < n.size(); ++i)
+    out.push_back(value(p, n[i], path + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+void Parser::grid(const YAML::Node& n) {
+  need(n, YAML::NodeType::Map, "grid", "a map of parameter: [values]");
+  each_key(n, "grid", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+    const std::string kp = "grid." + key;
+    int p = param(key, k, kp);
+    Axis a;
+    a.params = {p};
+    for (auto& st : column(p, v, kp, k)) a.points.push_back({st});
+    grid_axes_.push_back(std::move(a));
+    axis_keys_.emplace_back(p, loc(k, kp));
+  });
+}
+
+void Parser::zip(const YAML::Node& n) {
+  need(n, YAML::NodeType::Map, "zip", "a map of parameter: [values]");
+  Axis a;
+  std::string first_key;
+  each_key(n, "zip", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+    const std::string kp = "zip." + key;
+    int p = param(key, k, kp);
+    auto col = column(p, v, kp, k);
+    if (a.params.empty()) {
+      first_key = key;
+      a.points.resize(col.size());
+    } else if (col.size() != a.points.size()) {
+      fail(v, kp,
+           std::to_string(col.size()) + " values, but zip." + first_key + " has " +
+               std::to_string(a.points.size()) + "; zip lists must have equal length");
+    }
+    a.params.push_back(p);
+    for (std::size_t i = 0; i < col.size(); ++i) a.points[i].push_back(col[i]);
+    axis_keys_.emplace_back(p, loc(k, kp));
+  });
+  if (!a.params.empty()) zip_axis_ = std::move(a);
+}
+
+void Parser::seeds(const YAML::Node& n, const YAML::Node& keynode) {
+  int p = param_index("seed");
+  s_.has_seeds = true;
+  s_.seeds.params = {p};
+  for (auto& st : column(p, n, "seeds", keynode)) s_.seeds.points.push_back({st});
+  seeds_key_loc_ = loc(keynode, "seeds");
+}
+
+void Parser::exclude(const YAML::Node& n) {
+  if (!n.IsSequence()) fail(n, "exclude", std::string("expected a list of maps, got ") + kind(n));
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string path = "exclude[" + std::to_string(i) + "]";
+    const YAML::Node e = n[i];
+    need(e, YAML::NodeType::Map, path, "a map of parameter: value");
+    if (e.size() == 0) fail(e, path, "an empty entry would exclude every job");
+    ExcludeEntry ex;
+    ex.loc = loc(e, path);
+    each_key(e, path, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+      const std::string kp = path + "." + key;
+      int p = param(key, k, kp);
+      std::vector<Value> any;
+      // A list means "any of these"; values are type- and name-checked but not range-checked,
+      // since excluding an impossible value is harmless.
+      if (v.IsSequence()) {
+        for (std::size_t j = 0; j < v.size(); ++j)
+          any.push_back(value(p, v[j], kp + "[" + std::to_string(j) + "]", false).value);
+        if (any.empty()) fail(v, kp, "empty list matches nothing");
+      } else {
+        any.push_back(value(p, v, kp, false, &k).value);
+      }
+      for (const auto& val : any) {
+        const ParamSpec& spec = param_table()[static_cast<std::size_t>(p)];
+        if (!spec.choices.empty()) {
+          std::string bad = check_value(spec, val);
+          if (!bad.empty()) fail(v, kp, bad);
+        }
+      }
+      ex.match.emplace_back(p, std::move(any));
+    });
+    s_.excludes.push_back(std::move(ex));
+  }
+}
+
+void Parser::include(const YAML::Node& n) {
+  if (!n.IsSequence()) fail(n, "include", std::string("expected a list of maps, got ") + kind(n));
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string path = "include[" + std::to_string(i) + "]";
+    IncludeEntry inc;
+    inc.loc = loc(n[i], path);
+    inc.settings = settings(n[i], path);
+    s_.includes.push_back(std::move(inc));
+  }
+}
+
+void Parser::compare(const YAML::Node& n) {
+  need(n, YAML::NodeType::Map, "compare", "a map such as {by: device}");
+  each_key(n, "compare", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+    if (key != "by") {
+      std::string hint = closest(key, {"by"});
+      fail(k, "compare." + key,
+           "unknown key '" + key + "'" +
+               (hint.empty() ? "; expected 'by'" : "; did you mean 'by'?"));
+    }
+    if (!v.IsScalar())
+      fail(v, "compare.by", std::string("expected a parameter name, got ") + kind(v));
+    param(v.Scalar(), v, "compare.by");
+    s_.compare_by = v.Scalar();
+  });
+}
+
+void Parser::document(const YAML::Node& root) {
+  if (!root.IsMap())
+    fail(root, "",
+         std::string("expected a map with name, defaults, grid, ... at the top, got ") +
+             kind(root));
+  s_.root_loc = loc(root, "");
+  bool has_grid = false, has_zip = false, has_include = false;
+  each_key(root, "", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+    if (key == "name") {
+      name(v);
+    } else if (key == "defaults") {
+      s_.defaults = settings(v, "defaults");
+    } else if (key == "grid") {
+      has_grid = true;
+      s_.product_loc = loc(k, "grid");
+      grid(v);
+    } else if (key == "zip") {
+      has_zip = true;
+      if (s_.product_loc < 0 || !has_grid) s_.product_loc = loc(k, "zip");
+      zip(v);
+    } else if (key == "exclude") {
+      exclude(v);
+    } else if (key == "include") {
+      has_include = true;
+      include(v);
+    } else if (key == "seeds") {
+      seeds(v, k);
+    } else if (key == "compare") {
+      compare(v);
+    } else {
+      std::string msg = "unknown key '" + key + "'";
+      if (param_index(key) >= 0) {
+        msg += "; parameters go under defaults: or grid:";
+      } else {
+        std::string hint = closest(key, top_keys());
+        if (!hint.empty())
+          msg += "; did you mean '" + hint + "'?";
+        else
+          msg += "; expected one of name, defaults, grid, zip, exclude, include, seeds, compare";
+      }
+      fail(k, key, msg);
+    }
+  });
+  if (s_.name.empty()) default_name();
+  cross_checks();
+  s_.axes = std::move(grid_axes_);
+  if (zip_axis_.params.size()) s_.axes.push_back(std::move(zip_axis_));
+  s_.has_product = has_grid || has_zip || !has_include;
+  if (s_.product_loc < 0) s_.product_loc = s_.has_seeds ? seeds_key_loc_ : s_.root_loc;
+}
+
+void Parser::default_name() {
+  std::string stem = s_.file;
+  auto slash = stem.find_last_of('/');
+  if (slash != std::string::npos) stem = stem.substr(slash + 1);
+  auto dot = stem.find_last_of('.');
+  if (dot != std::string::npos && dot > 0) stem = stem.substr(0, dot);
+  bool ok = !stem.empty();
+  for (char c : stem)
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
+  if (!ok) {
+    s_.locs.push_back(Loc{1, 1, "name"});
+    s_.fail(static_cast<int>(s_.locs.size()) - 1,
+            "missing, and the file name '" + stem + "' is no valid run name; add name:");
+  }
+  s_.name = stem;
+}
+
+void Parser::cross_checks() {
+  std::vector<int> seen(param_table().size(), -1);
+  int batch = -1;
+  for (const auto& [p, l] : axis_keys_) {
+    const std::string& name = param_table()[static_cast<std::size_t>(p)].name;
+    if (seen[static_cast<std::size_t>(p)] >= 0)
+      s_.fail(l, "'" + name + "' is already varied at " +
+                     s_.locs[static_cast<std::size_t>(seen[static_cast<std::size_t>(p)])].path +
+                     "; a parameter can be on one axis only");
+    seen[static_cast<std::size_t>(p)] = l;
+    if (name == "batch_per_rank" || name == "global_batch") {
+      if (batch >= 0)
+        s_.fail(l, "vary either batch_per_rank or global_batch, not both (other one at " +
+                       s_.locs[static_cast<std::size_t>(batch)].path + ")");
+      batch = l;
+    }
+  }
+  const int seed = param_index("seed");
+  if (s_.has_seeds && seen[static_cast<std::size_t>(seed)] >= 0)
+    s_.fail(seeds_key_loc_,
+            "'seed' is also varied at " +
+                s_.locs[static_cast<std::size_t>(seen[static_cast<std::size_t>(seed)])].path +
+                "; use one of them");
+}
 
 }  // namespace
 

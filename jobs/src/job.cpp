@@ -1,118 +1,124 @@
-// Job files: the hand-off from `gridrun` to `gridrun-train`. Written with our own JSON writer
-// (canonical params, so a file's params hash to its id) and read back with yaml-cpp, since JSON is
-// a subset of YAML 1.2 flow syntax and yaml-cpp is already a dependency.
+// Job files: the hand-off from `gridrun` to `gridrun-train`. The envelope (id, run, index, meta)
+// is written with gridrun::base's JSON quoting and the parameters as the job's canonical JSON, byte
+// for byte the text its id was computed from (so a file's params hash to its id); files are read
+// with gridrun::base's JSON parser (nlohmann), whose errors name the file, line and column.
 #include "gridrun/jobs/job.hpp"
 
-#include <unistd.h>
-#include <yaml-cpp/yaml.h>
-
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <stdexcept>
-#include <system_error>
 
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/json.hpp"
 #include "text.hpp"
 #include "values.hpp"
 
 namespace gridrun::jobs {
 
-namespace fs = std::filesystem;
+namespace {
+
+// The text of a JSON scalar as the old yaml-cpp reader saw it ("abc", "12", "true"); nullopt for
+// null, lists and objects.
+std::optional<std::string> scalar_text(const base::Json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_primitive() && !j.is_null()) return j.dump();
+  return std::nullopt;
+}
+
+const base::Json& need(const base::Json& root, const char* key, const std::string& origin) {
+  auto it = root.find(key);
+  if (it == root.end()) throw std::runtime_error(origin + ": " + key + ": missing");
+  return *it;
+}
+
+std::size_t read_index(const base::Json& j, const std::string& origin) {
+  if (j.is_number_unsigned()) return j.get<std::size_t>();
+  std::int64_t ix = -1;
+  if (auto t = scalar_text(j); !(t && detail::parse_int(*t, ix) && ix >= 0))
+    throw std::runtime_error(origin + ": index: expected a non-negative integer");
+  return static_cast<std::size_t>(ix);
+}
+
+std::map<std::string, std::string> read_meta(const base::Json& meta, const std::string& origin) {
+  if (!meta.is_object()) throw std::runtime_error(origin + ": meta: expected a JSON object");
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : meta.items()) {
+    auto t = scalar_text(v);
+    if (!t) throw std::runtime_error(origin + ": meta." + k + ": expected a string");
+    out[k] = *t;
+  }
+  return out;
+}
+
+}  // namespace
+
+Job make_job(const std::string& run, std::size_t index, Params params) {
+  Job job;
+  job.id = job_id(params);
+  job.run = run;
+  job.index = index;
+  job.typed = to_struct(params);
+  job.canonical = canonical_json(params);
+  job.params = std::move(params);
+  return job;
+}
 
 std::string job_to_json(const Job& job) {
   std::string out = "{\"id\":";
-  detail::append_json_string(out, job.id);
+  out += base::json_quote(job.id);
   out += ",\"run\":";
-  detail::append_json_string(out, job.run);
+  out += base::json_quote(job.run);
   out += ",\"index\":" + std::to_string(job.index);
-  out += ",\"params\":" + canonical_json(job.params);
+  out += ",\"params\":";
+  out += job.canonical.empty() ? canonical_json(job.params) : job.canonical;
   out += ",\"meta\":{";
   bool first = true;
   for (const auto& [k, v] : job.meta) {
     if (!first) out.push_back(',');
     first = false;
-    detail::append_json_string(out, k);
+    out += base::json_quote(k);
     out.push_back(':');
-    detail::append_json_string(out, v);
+    out += base::json_quote(v);
   }
   out += "}}";
   return out;
 }
 
 void write_job_file(const std::string& path, const Job& job) {
-  const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  // Same directory as the target so that rename() is atomic; pid keeps concurrent writers apart.
-  const fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(tmp.string() + ": cannot open for writing");
-    out << job_to_json(job) << '\n';
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw std::runtime_error(tmp.string() + ": write failed");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw std::runtime_error(path + ": cannot rename temp file: " + ec.message());
-  }
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  base::write_file_atomic(path, job_to_json(job) + "\n");
 }
 
 Job job_from_json(const std::string& json, const std::string& origin) {
-  YAML::Node root;
+  const base::Json root = base::parse_json(json, origin);  // "origin:line:col: invalid JSON: ..."
+  if (!root.is_object()) throw std::runtime_error(origin + ": expected a JSON object");
+  auto id = scalar_text(need(root, "id", origin));
+  auto run = scalar_text(need(root, "run", origin));
+  const base::Json& index = need(root, "index", origin);
+  const base::Json& params = need(root, "params", origin);
+  if (!id || id->empty()) throw std::runtime_error(origin + ": id: expected a non-empty string");
+  if (!run) throw std::runtime_error(origin + ": run: expected a string");
+  const std::size_t ix = read_index(index, origin);
+  if (!params.is_object()) throw std::runtime_error(origin + ": params: expected a JSON object");
+  Params p;
   try {
-    root = YAML::Load(json);
-  } catch (const YAML::Exception& e) {
-    throw std::runtime_error(origin + ":" + std::to_string(e.mark.line + 1) + ":" +
-                             std::to_string(e.mark.column + 1) + ": not valid JSON: " + e.msg);
-  }
-  if (!root.IsMap()) throw std::runtime_error(origin + ": expected a JSON object");
-  auto need = [&](const char* key) {
-    YAML::Node n = root[key];
-    if (!n) throw std::runtime_error(origin + ": " + key + ": missing");
-    return n;
-  };
-  Job job;
-  YAML::Node id = need("id"), run = need("run"), index = need("index"), params = need("params");
-  if (!id.IsScalar() || id.Scalar().empty())
-    throw std::runtime_error(origin + ": id: expected a non-empty string");
-  job.id = id.Scalar();
-  if (!run.IsScalar()) throw std::runtime_error(origin + ": run: expected a string");
-  job.run = run.Scalar();
-  std::int64_t ix = 0;
-  if (!index.IsScalar() || !detail::parse_int(index.Scalar(), ix) || ix < 0)
-    throw std::runtime_error(origin + ": index: expected a non-negative integer");
-  job.index = static_cast<std::size_t>(ix);
-  if (!params.IsMap()) throw std::runtime_error(origin + ": params: expected a JSON object");
-  try {
-    job.params = detail::params_from_node(params);
+    p = detail::params_from_object(params);
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(origin + ": " + e.what());
   }
-  if (YAML::Node meta = root["meta"]) {
-    if (!meta.IsMap()) throw std::runtime_error(origin + ": meta: expected a JSON object");
-    for (const auto& kv : meta) {
-      if (!kv.second.IsScalar())
-        throw std::runtime_error(origin + ": meta." + kv.first.Scalar() + ": expected a string");
-      job.meta[kv.first.Scalar()] = kv.second.Scalar();
-    }
-  }
+  // The canonical text is re-rendered from the values: a hand-written file may spell numbers
+  // or order keys differently, and the id of a job never depends on spelling.
+  Job job = make_job(*run, ix, std::move(p));
+  job.id = *id;
+  if (auto it = root.find("meta"); it != root.end()) job.meta = read_meta(*it, origin);
   return job;
 }
 
 Job read_job_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open job file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return job_from_json(ss.str(), path);
+  auto text = base::try_read_file(path);
+  if (!text) throw std::runtime_error(path + ": cannot open job file");
+  return job_from_json(*text, path);
 }
 
 Resources job_resources(const JobParams& p) {

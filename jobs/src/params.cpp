@@ -6,8 +6,6 @@
 // 48 bits as 12 lowercase hex characters. Changing either changes every id: don't.
 #include "gridrun/jobs/params.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -20,98 +18,42 @@ namespace gridrun::jobs {
 
 namespace {
 
-using S = std::vector<std::string>;
-using std::nullopt;
+template <typename T>
+constexpr Type type_of();
+template <>
+constexpr Type type_of<bool>() { return Type::Bool; }
+template <>
+constexpr Type type_of<std::int64_t>() { return Type::Int; }
+template <>
+constexpr Type type_of<double>() { return Type::Float; }
+template <>
+constexpr Type type_of<std::string>() { return Type::String; }
 
-ParamSpec row(std::string name, Type t, Value def, std::string help, S choices = {},
-              std::optional<double> min = nullopt, std::optional<double> max = nullopt,
-              bool min_exclusive = false) {
+ParamSpec row(std::string name, Type t, Value def, std::string help,
+              std::vector<std::string> choices, std::optional<double> min,
+              std::optional<double> max, unsigned flags) {
   ParamSpec p{std::move(name), t, std::move(def), std::move(help), std::move(choices), min, max};
-  p.min_exclusive = min_exclusive;
+  p.min_exclusive = (flags & kMinExclusive) != 0;
+  p.id_omits_default = (flags & kIdOmitsDefault) != 0;
   return p;
 }
 
-ParamSpec new_row(ParamSpec p) {
-  p.id_omits_default = true;
-  return p;
-}
+// params.def's "(a, b)" columns: a list of names, an optional bound.
+#define GRIDRUN_LIST(...) std::vector<std::string>{__VA_ARGS__}
+#define GRIDRUN_BOUND(...) std::optional<double>{__VA_ARGS__}
 
 std::vector<ParamSpec> build_table() {
-  const Type B = Type::Bool, I = Type::Int, F = Type::Float, T = Type::String;
-  using I64 = std::int64_t;
   return {
-      row("model", T, std::string("mlp"), "network to train",
-          {"mlp", "lenet", "resnet18", "resnet50", "vgg11", "vgg16", "alexnet", "transformer",
-           "densenet121"}),
-      row("dataset", T, std::string("synthetic"),
-          "data set; synthetic needs no files, fashion-mnist reads Debian's by default",
-          {"synthetic", "cifar10", "mnist", "fashion-mnist", "text"}),
-      row("data_dir", T, std::string(),
-          "directory with the data set files; empty = runner default"),
-      row("task", T, std::string("train"), "train, or inference (forward passes only)",
-          {"train", "inference"}),
-      row("epochs", I, I64{1}, "epochs to run; 0 = unbounded (then max_steps must be set)", {},
-          0.0),
-      row("max_steps", I, I64{0}, "optimizer steps to run; 0 = unbounded; first limit wins", {},
-          0.0),
-      row("batch_per_rank", I, I64{32}, "samples per rank per step (or give global_batch)", {},
-          1.0),
-      row("global_batch", I, I64{32}, "samples per step over all ranks = batch_per_rank * ranks",
-          {}, 1.0),
-      row("lr", F, 0.1, "learning rate (before scale_lr and schedule)", {}, 0.0, nullopt, true),
-      row("lr_schedule", T, std::string("constant"), "learning-rate schedule after warm-up",
-          {"constant", "step", "cosine"}),
-      row("warmup_steps", I, I64{0}, "steps of linear lr warm-up from 0", {}, 0.0),
-      row("scale_lr", B, false, "linear scaling rule: lr * global_batch / 256"),
-      row("optimizer", T, std::string("sgd"), "optimizer", {"sgd", "adam", "adamw"}),
-      row("momentum", F, 0.9, "SGD momentum (adam: beta1)", {}, 0.0, 1.0),
-      row("nesterov", B, false, "Nesterov momentum (sgd only)"),
-      row("weight_decay", F, 0.0, "L2 weight decay (adamw: decoupled)", {}, 0.0),
-      row("device", T, std::string("cpu"), "where each rank computes", {"cpu", "gpu"}),
-      row("ranks", I, I64{1}, "MPI ranks (data-parallel replicas); gpu: 1-4, one GPU each", {},
-          1.0),
-      row("threads_per_rank", I, I64{1}, "intra-op threads (CPU cores) per rank", {}, 1.0),
-      row("precision", T, std::string("fp32"), "compute precision; bf16/fp16 only on gpu",
-          {"fp32", "bf16", "fp16"}),
-      row("seed", I, I64{0}, "random seed (weights, data order, synthetic data)", {}, 0.0),
-      row("eval_every", I, I64{1}, "epochs between test-set evaluations; 0 = never", {}, 0.0),
-      row("target_accuracy", F, 0.0, "stop when test accuracy (fraction) reaches it; 0 = none", {},
-          0.0, 1.0),
-      row("bucket_mb", F, 25.0, "gradient allreduce bucket size in MiB", {}, 0.0, nullopt, true),
-      row("overlap", B, true, "overlap gradient allreduce with the backward pass"),
-      row("profile_steps", I, I64{0}, "steps to record with the operator profiler; 0 = off", {},
-          0.0),
-      row("time_limit", T, std::string(),
-          "wall-time limit: MM, HH:MM:SS or D-HH:MM:SS; empty = none"),
-      row("train_samples", I, I64{0}, "training samples used; 0 = whole split (synthetic: 4096)",
-          {}, 0.0),
-      row("test_samples", I, I64{0}, "test samples used; 0 = whole split (synthetic: 1024)", {},
-          0.0),
-      row("timing_warmup_steps", I, I64{5}, "first steps left out of summary timings", {}, 0.0),
-      row("checkpoint_minutes", F, 0.0, "minutes between checkpoints; 0 = at each epoch end", {},
-          0.0),
-      row("comm_timeout_s", F, 300.0, "seconds a collective may wait before the job aborts", {},
-          0.0, nullopt, true),
-      row("checkpoint", T, std::string(),
-          "inference: checkpoint file/folder or training job id; empty = random weights"),
-      row("infer_batches", I, I64{50}, "inference: timed batches per rank (after warm-up)", {},
-          1.0),
-      row("quantize", T, std::string("none"), "inference: dynamic int8 linear layers (CPU)",
-          {"none", "int8"}),
-      new_row(row("cudnn_benchmark", B, true,
-                  "gpu: let cuDNN time and pick convolution algorithms (first steps slower)")),
-      new_row(row("tf32", B, true,
-                   "gpu: fp32 convolutions and matmuls on TF32 tensor cores (false: full fp32)")),
-      new_row(row("cuda_graph", B, false,
-                  "gpu: capture the training step once and replay it (ranks=1, fixed batch)")),
-      new_row(row("memory_format", T, std::string("auto"),
-                  "gpu: conv activation layout; auto = channels_last for conv nets in bf16/fp16",
-                  {"auto", "contiguous", "channels_last"})),
-      new_row(row("jobs_per_gpu", I, I64{1},
-                  "gpu, ranks=1: up to N such jobs share one GPU, 1/N of its memory each",
-                  {}, 1.0, 64.0)),
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags)                      \
+  row(#name, type_of<type>(), Value{type(def)}, help, GRIDRUN_LIST choices, GRIDRUN_BOUND min, \
+      GRIDRUN_BOUND max, flags),
+#include "gridrun/jobs/params.def"
+#undef GRIDRUN_PARAM
   };
 }
+
+#undef GRIDRUN_LIST
+#undef GRIDRUN_BOUND
 
 // name -> index, built once next to the table.
 const std::unordered_map<std::string, int>& index_map() {
@@ -135,18 +77,6 @@ std::string number_text(double d) {
   if (d == std::floor(d) && std::fabs(d) < 1e15) return std::to_string(static_cast<long long>(d));
   return to_string(Value{d});
 }
-
-// X-macro of JobParams members: keeps to_struct/from_struct complete (a unit test checks the
-// member list against the table).
-#define GRIDRUN_JOB_FIELDS(X)                                                                   \
-  X(model)                                                                                      \
-  X(dataset) X(data_dir) X(task) X(epochs) X(max_steps) X(batch_per_rank) X(global_batch) X(lr) \
-      X(lr_schedule) X(warmup_steps) X(scale_lr) X(optimizer) X(momentum) X(nesterov)           \
-          X(weight_decay) X(device) X(ranks) X(threads_per_rank) X(precision) X(seed)           \
-              X(eval_every) X(target_accuracy) X(bucket_mb) X(overlap) X(profile_steps)         \
-                  X(time_limit) X(train_samples) X(test_samples) X(timing_warmup_steps)         \
-                      X(checkpoint_minutes) X(comm_timeout_s) X(checkpoint) X(infer_batches) \
-                          X(quantize) X(cudnn_benchmark) X(tf32) X(cuda_graph) X(memory_format) X(jobs_per_gpu)
 
 template <typename T>
 void get_field(const Params& p, const char* name, T& out) {
@@ -179,19 +109,41 @@ std::string suggest_param(const std::string& name) {
 
 JobParams to_struct(const Params& p) {
   JobParams jp;
-#define GRIDRUN_GET(f) get_field(p, #f, jp.f);
-  GRIDRUN_JOB_FIELDS(GRIDRUN_GET)
-#undef GRIDRUN_GET
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) get_field(p, #name, jp.name);
+#include "gridrun/jobs/params.def"
+#undef GRIDRUN_PARAM
   return jp;
 }
 
 Params from_struct(const JobParams& jp) {
   Params p;
-#define GRIDRUN_PUT(f) p.emplace(#f, Value{jp.f});
-  GRIDRUN_JOB_FIELDS(GRIDRUN_PUT)
-#undef GRIDRUN_PUT
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) p.emplace(#name, Value{jp.name});
+#include "gridrun/jobs/params.def"
+#undef GRIDRUN_PARAM
   return p;
 }
+
+namespace detail {
+
+JobParams struct_of_values(const std::vector<Value>& v) {
+  JobParams jp;
+  std::size_t i = 0;
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) \
+  jp.name = std::get<type>(v[i++]);
+#include "gridrun/jobs/params.def"
+#undef GRIDRUN_PARAM
+  return jp;
+}
+
+void values_of_struct(const JobParams& jp, std::vector<Value>& v) {
+  v.resize(param_table().size());
+  std::size_t i = 0;
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) v[i++] = jp.name;
+#include "gridrun/jobs/params.def"
+#undef GRIDRUN_PARAM
+}
+
+}  // namespace detail
 
 std::string canonical_json(const Params& p) {
   std::string out;
@@ -293,15 +245,7 @@ std::string id_of_hash(std::uint64_t h) {
 }  // namespace detail
 
 Params params_from_json(const std::string& json) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(json);
-  } catch (const YAML::Exception& e) {
-    throw std::runtime_error("params: not valid JSON: " + e.msg + " at line " +
-                             std::to_string(e.mark.line + 1) + ", column " +
-                             std::to_string(e.mark.column + 1));
-  }
-  return detail::params_from_node(root);
+  return detail::params_from_object(base::parse_json(json, "params"));
 }
 
 Value parse_value(const ParamSpec& spec, const std::string& text) {
@@ -380,27 +324,48 @@ std::int64_t time_limit_seconds(const std::string& text) {
   return s;
 }
 
+namespace {
+// A JSON scalar -> Value of the spec's type. Numbers are taken as nlohmann read them (the same
+// strtod as a grid's); a string is parsed as text, as a job file written by yaml-cpp-era code or
+// by hand may quote numbers.
+bool json_to_value(const ParamSpec& spec, const base::Json& j, Value& out, std::string& err) {
+  if (j.is_string()) return detail::text_to_value(spec, j.get<std::string>(), out, err);
+  if (spec.type == Type::Float && j.is_number()) {
+    out = j.get<double>();
+    return true;
+  }
+  if (spec.type == Type::Int && j.is_number_integer() &&
+      (!j.is_number_unsigned() || j.get<std::uint64_t>() <= 9223372036854775807ULL)) {
+    out = j.get<std::int64_t>();
+    return true;
+  }
+  if (spec.type == Type::Bool && j.is_boolean()) {
+    out = j.get<bool>();
+    return true;
+  }
+  if (j.is_primitive() && !j.is_null()) return detail::text_to_value(spec, j.dump(), out, err);
+  err = std::string(spec.type == Type::Int ? "expected an " : "expected a ") +
+        type_name(spec.type) + ", got " + (j.is_null() ? "null" : j.is_array() ? "a list" : "an object");
+  return false;
+}
+}  // namespace
+
 namespace detail {
 
-Params params_from_node(const YAML::Node& node) {
-  if (!node.IsMap()) throw std::runtime_error("params: expected a JSON object");
+Params params_from_object(const base::Json& obj) {
+  if (!obj.is_object()) throw std::runtime_error("params: expected a JSON object");
   Params p;
-  for (const auto& kv : node) {
-    const std::string key = kv.first.Scalar();
+  for (const auto& [key, value] : obj.items()) {
     const ParamSpec* spec = find_param(key);
     if (!spec) {
       std::string hint = suggest_param(key);
       throw std::runtime_error("params." + key + ": unknown parameter" +
                                (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
     }
-    if (!kv.second.IsScalar())
-      throw std::runtime_error("params." + key + ": expected a " + type_name(spec->type));
     Value v;
     std::string err;
-    if (!detail::text_to_value(*spec, kv.second.Scalar(), v, err))
-      throw std::runtime_error("params." + key + ": " + err);
-    if (!p.emplace(key, std::move(v)).second)
-      throw std::runtime_error("params." + key + ": duplicate key");
+    if (!json_to_value(*spec, value, v, err)) throw std::runtime_error("params." + key + ": " + err);
+    p.emplace(key, std::move(v));
   }
   // A job file written before a parameter existed still loads: missing keys take their defaults.
   for (const auto& spec : param_table()) p.emplace(spec.name, spec.default_value);

@@ -1,7 +1,9 @@
-// See text.hpp. Number formatting uses std::to_chars (shortest round-trip, locale independent).
+// See text.hpp. Number formatting uses std::to_chars (shortest round-trip, locale independent);
+// string escaping is gridrun::base's (its bytes are part of every id: tests pin them).
 #include "text.hpp"
 
-#include "gridrun/jobs/json.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -12,56 +14,11 @@
 
 namespace gridrun::jobs::detail {
 
-void append_json_escaped(std::string& out, const std::string& s) {
-  // Fast path: parameter names and values almost never need escaping.
-  unsigned special = 0;  // branch-free so the compiler can vectorise the scan
-  for (unsigned char c : s) special |= (c < 0x20) | (c == '"') | (c == '\\');
-  if (!special) {
-    out += s;
-    return;
-  }
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-}
-
 void append_json_string(std::string& out, const std::string& s) {
   out.push_back('"');
-  append_json_escaped(out, s);
+  base::append_json_escaped(out, s);  // the one escaper; ids depend on its exact bytes
   out.push_back('"');
 }
-
-
 
 std::string format_double(double v) {
   if (v == 0.0) return "0.0";  // also folds -0.0 into 0.0: one spelling, one id
@@ -72,17 +29,8 @@ std::string format_double(double v) {
   return s;
 }
 
-namespace {
-std::string trim(const std::string& s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
-}  // namespace
-
 bool parse_double(const std::string& text, double& out) {
-  std::string s = trim(text);
+  std::string s = base::trim(text);
   if (s.empty()) return false;
   const char* b = s.c_str();
   if (*b == '+') ++b;
@@ -100,7 +48,7 @@ bool parse_double(const std::string& text, double& out) {
 }
 
 bool parse_int(const std::string& text, std::int64_t& out) {
-  std::string s = trim(text);
+  std::string s = base::trim(text);
   if (s.empty()) return false;
   const char* b = s.c_str();
   if (*b == '+') ++b;
@@ -119,7 +67,7 @@ bool parse_int(const std::string& text, std::int64_t& out) {
 }
 
 bool parse_bool(const std::string& text, bool& out) {
-  std::string s = trim(text);
+  std::string s = base::trim(text);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   if (s == "true" || s == "yes" || s == "on") {
     out = true;
@@ -174,12 +122,3 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
 
 }  // namespace gridrun::jobs::detail
 
-namespace gridrun::jobs {
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  detail::append_json_escaped(out, s);
-  return out;
-}
-
-}  // namespace gridrun::jobs

@@ -1,4 +1,4 @@
-// Text helpers shared by the jobs library's sources (not installed): JSON string escaping, the one
+// Text helpers shared by the jobs library's sources (not installed): JSON string literals, the one
 // number format used everywhere a job is written, and edit distance for "did you mean" hints.
 //
 // Why one number format: job ids hash the canonical JSON, so every writer must spell a value the
@@ -11,11 +11,9 @@
 
 namespace gridrun::jobs::detail {
 
-// Appends `s` as a JSON string literal (quotes included). Control characters become \uXXXX;
-// other bytes (UTF-8) pass through unchanged.
+// Appends `s` as a JSON string literal (quotes included), escaped by base::append_json_escaped:
+// control characters become \uXXXX; other bytes (UTF-8) pass through unchanged.
 void append_json_string(std::string& out, const std::string& s);
-// The same escaping without the surrounding quotes.
-void append_json_escaped(std::string& out, const std::string& s);
 
 // Shortest decimal that reads back as the same double, always containing '.' or 'e' so that a
 // reader can tell a float from an integer ("1.0", "0.1", "1e-05").

@@ -5,12 +5,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "gridrun/base/json.hpp"
 #include "gridrun/jobs/params.hpp"
-
-namespace YAML {
-class Node;
-}
 
 namespace gridrun::jobs::detail {
 
@@ -22,8 +20,12 @@ bool text_to_value(const ParamSpec& spec, const std::string& text, Value& out, s
 // "0 is out of range (must be > 0)" or "unknown model 'resnet'; did you mean 'resnet18'?".
 std::string check_value(const ParamSpec& spec, const Value& v);
 
-// A JSON object node (already parsed) -> complete Params; throws std::runtime_error naming the key.
-Params params_from_node(const YAML::Node& node);
+// A JSON object (already parsed) -> complete Params; throws std::runtime_error naming the key.
+Params params_from_object(const base::Json& obj);
+
+// The typed struct from values in param_table() order (the expander's per-job vector), and back.
+JobParams struct_of_values(const std::vector<Value>& v);
+void values_of_struct(const JobParams& jp, std::vector<Value>& v);
 
 // Appends `"key":value` exactly as canonical_json writes one member. The expander pre-renders
 // members with it and joins them, which must give the same text as canonical_json(params).

@@ -1,4 +1,5 @@
 // gridrun-train's command line: the one place where flags are declared, parsed and validated.
+// The job's parameters are validated by jobs::check_values and jobs::check, the planner's checks.
 //
 // Job parameters become flags generated from jobs::param_table() (name with '_' -> '-'), so the flag
 // set can never drift from the parameter table. Values are parsed with jobs::parse_value, the same
@@ -37,6 +38,52 @@ std::string help_of(const jobs::ParamSpec& s) {
   }
   h << " (default " << jobs::to_string(s.default_value) << ")";
   return h.str();
+}
+
+// The job's parameters: the job file's (or the defaults), then the parameter flags over them, then
+// the batch fields by jobs::resolve_batch (the planner's derivation). Fills params, job and id.
+void resolve_job(const po::variables_map& vm, RunnerOptions& o) {
+  jobs::Params p;
+  if (!o.job_file.empty()) {
+    jobs::Job job;
+    try {
+      job = jobs::read_job_file(o.job_file);
+    } catch (const std::exception& e) {
+      throw BadInput(std::string("gridrun-train: --job ") + o.job_file + ": " + e.what());
+    }
+    p = job.params;
+    o.id = job.id;
+    o.run = job.run;
+    o.meta = job.meta;
+  } else {
+    for (const auto& spec : jobs::param_table()) p[spec.name] = spec.default_value;
+  }
+  std::set<std::string> given;
+  for (const auto& spec : jobs::param_table()) {
+    const std::string f = flag_of(spec.name);
+    if (!vm.count(f)) continue;
+    try {
+      p[spec.name] = jobs::parse_value(spec, vm[f].as<std::string>());
+    } catch (const std::exception& e) {
+      throw BadInput("gridrun-train: --" + f + ": " + e.what());
+    }
+    given.insert(spec.name);
+  }
+  try {
+    o.job = jobs::to_struct(p);
+  } catch (const std::exception& e) {
+    throw BadInput(std::string("gridrun-train: ") + e.what());
+  }
+  // Keep batch_per_rank * ranks == global_batch whichever of them was overridden; a job file with
+  // no batch override keeps its values (jobs::check then verifies them).
+  if (given.count("global_batch") && !given.count("batch_per_rank")) {
+    if (auto bad = jobs::resolve_batch(o.job, jobs::BatchGiven::Global))
+      throw BadInput("gridrun-train: --global-batch: " + bad->message);
+  } else if (given.count("batch_per_rank") || given.count("ranks") || o.job_file.empty()) {
+    jobs::resolve_batch(o.job, jobs::BatchGiven::PerRank);
+  }
+  o.params = jobs::from_struct(o.job);
+  if (o.job_file.empty() || !given.empty()) o.id = jobs::job_id(o.params);
 }
 
 }  // namespace
@@ -110,51 +157,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
     return res;
   }
 
-  jobs::Params p;
-  if (!o.job_file.empty()) {
-    jobs::Job job;
-    try {
-      job = jobs::read_job_file(o.job_file);
-    } catch (const std::exception& e) {
-      throw BadInput(std::string("gridrun-train: --job ") + o.job_file + ": " + e.what());
-    }
-    p = job.params;
-    o.id = job.id;
-    o.run = job.run;
-    o.meta = job.meta;
-  } else {
-    for (const auto& spec : jobs::param_table()) p[spec.name] = spec.default_value;
-  }
-  bool overridden = false;
-  std::set<std::string> given;
-  for (const auto& spec : jobs::param_table()) {
-    const std::string f = flag_of(spec.name);
-    if (!vm.count(f)) continue;
-    try {
-      p[spec.name] = jobs::parse_value(spec, vm[f].as<std::string>());
-    } catch (const std::exception& e) {
-      throw BadInput("gridrun-train: --" + f + ": " + e.what());
-    }
-    given.insert(spec.name);
-    overridden = true;
-  }
-  // Keep batch_per_rank * ranks == global_batch whichever of them was overridden.
-  auto geti = [&](const char* k) { return std::get<std::int64_t>(p.at(k)); };
-  if (given.count("global_batch") && !given.count("batch_per_rank")) {
-    if (geti("global_batch") % geti("ranks") != 0)
-      throw BadInput("gridrun-train: --global-batch " + std::to_string(geti("global_batch")) +
-                     " is not divisible by ranks=" + std::to_string(geti("ranks")));
-    p["batch_per_rank"] = std::int64_t{geti("global_batch") / geti("ranks")};
-  } else if (given.count("batch_per_rank") || given.count("ranks") || o.job_file.empty()) {
-    p["global_batch"] = std::int64_t{geti("batch_per_rank") * geti("ranks")};
-  }
-  try {
-    o.job = jobs::to_struct(p);
-  } catch (const std::exception& e) {
-    throw BadInput(std::string("gridrun-train: ") + e.what());
-  }
-  o.params = p;
-  if (o.job_file.empty() || overridden) o.id = jobs::job_id(p);
+  resolve_job(vm, o);
   if (o.out_dir.empty()) throw BadInput("gridrun-train: --out DIR is required (results directory)");
   if (o.log_every < 1) throw BadInput("gridrun-train: --log-every must be >= 1");
   if (o.peak_tflops < 0) throw BadInput("gridrun-train: --peak-tflops must be >= 0");
@@ -170,37 +173,12 @@ ParseResult parse_options(int argc, const char* const* argv) {
 }
 
 void validate(const RunnerOptions& o) {
-  const jobs::JobParams& j = o.job;
-  auto bad = [](const std::string& what) { throw BadInput("gridrun-train: " + what); };
-  const bool infer = j.task == "inference";
-  if (j.task != "train" && !infer) bad("task=" + j.task + " is not handled (train or inference)");
-  if (!infer && j.epochs == 0 && j.max_steps == 0) bad("epochs=0 (unbounded) needs max_steps > 0");
-  if (!infer && !j.checkpoint.empty())
-    bad("checkpoint=" + j.checkpoint + " applies to task=inference only (training continues "
-        "from its own checkpoints with --resume)");
-  if (!infer && j.quantize != "none") bad("quantize=" + j.quantize + " needs task=inference");
-  if (infer && j.precision != "fp32") bad("precision=" + j.precision + ": inference runs fp32");
-  if (j.quantize == "int8" && j.device != "cpu")
-    bad("quantize=int8 needs device=cpu (dynamic int8 linear layers are a CPU feature)");
-  if (j.quantize == "int8" && j.model == "transformer")
-    bad("quantize=int8 is not available for model=transformer (its encoder's linear layers are "
-        "LibTorch modules gridrun cannot swap)");
-  if (j.batch_per_rank < 1) bad("batch_per_rank must be >= 1");
-  if (j.global_batch != j.batch_per_rank * j.ranks)
-    bad("global_batch=" + std::to_string(j.global_batch) + " != batch_per_rank * ranks = " +
-        std::to_string(j.batch_per_rank * j.ranks));
-  if (j.device == "cpu" && j.precision != "fp32")
-    bad("precision=" + j.precision + " needs device=gpu (CPU runs are fp32 only)");
-  if (j.bucket_mb <= 0) bad("bucket_mb must be > 0");
-  if (j.comm_timeout_s <= 0) bad("comm_timeout_s must be > 0");
-  if (j.threads_per_rank < 1) bad("threads_per_rank must be >= 1");
-  // fashion-mnist defaults to the Debian package's folder (datasets.cpp).
-  if (j.dataset != "synthetic" && j.dataset != "fashion-mnist" && j.data_dir.empty())
-    bad("dataset=" + j.dataset + " needs data_dir (folder with the data set's files)");
-  if (j.cuda_graph && (j.device != "gpu" || j.ranks != 1 || j.optimizer != "sgd" ||
-                       j.precision == "fp16" || infer))
-    bad("cuda_graph=true needs task=train, device=gpu, ranks=1, optimizer=sgd and precision fp32 "
-        "or bf16 (the allreduce and fp16 loss scaling are not captured)");
+  // Values first (a job file bypasses the grid loader's checks), then jobs::check: the rules
+  // `gridrun plan` applies to every job of a grid, so plan and train never disagree.
+  for (const auto& bad : jobs::check_values(o.params))
+    throw BadInput("gridrun-train: " + bad.key + ": " + bad.message);
+  for (const auto& bad : jobs::check(o.job))
+    throw BadInput("gridrun-train: " + bad.key + ": " + bad.message);
 }
 
 }  // namespace gridrun::runner

@@ -32,7 +32,8 @@ def murmur64a(data: bytes) -> int:
 # Parameters added after ids were published: left out of the hashed text at their default
 # (docs/grid.md, "Job ids").
 ID_OMITS_DEFAULT = {"cudnn_benchmark": True, "tf32": True, "cuda_graph": False,
-                    "memory_format": "auto", "jobs_per_gpu": 1}
+                    "memory_format": "auto", "jobs_per_gpu": 1, "augment": "none",
+                    "mlp_hidden": "256,128"}
 
 
 def main() -> int:

@@ -152,3 +152,28 @@ TEST(JobsJson, EscapeQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(gridrun::jobs::json_escape("a\"b\\c\nd\te\x01" "f"), "a\\\"b\\\\c\\nd\\te\\u0001f");
   EXPECT_EQ(gridrun::jobs::json_escape("µs"), "µs");  // UTF-8 passes through
 }
+
+TEST_F(JobsJobFile, ExpandedJobCarriesTypedParamsAndCanonicalText) {
+  gj::Job j = sample();
+  EXPECT_EQ(j.canonical, gj::canonical_json(j.params));  // rendered once, by the expander
+  EXPECT_EQ(gj::from_struct(j.typed), j.params);
+  EXPECT_EQ(j.typed.model, "lenet");
+  EXPECT_EQ(j.typed.global_batch, 64);
+  // The job file holds that text byte for byte, and reading it back fills every field again.
+  EXPECT_NE(gj::job_to_json(j).find(",\"params\":" + j.canonical + ",\"meta\":"), std::string::npos);
+  gj::Job back = gj::job_from_json(gj::job_to_json(j), "inline");
+  EXPECT_EQ(back.canonical, j.canonical);
+  EXPECT_EQ(gj::from_struct(back.typed), j.params);
+  // A job built by hand without the canonical text is written from its params.
+  gj::Job bare;
+  bare.id = "x";
+  bare.params = j.params;
+  EXPECT_NE(gj::job_to_json(bare).find(j.canonical), std::string::npos);
+  EXPECT_EQ(gj::make_job("r", 3, j.params).canonical, j.canonical);
+  EXPECT_EQ(gj::make_job("r", 3, j.params).id, j.id);
+}
+
+TEST_F(JobsJobFile, ReadErrorOfMalformedJsonNamesLineAndColumn) {
+  EXPECT_EQ(read_error("{\"id\": \"a\",\n \"run\": }").rfind("FILE:2:", 0), 0u)
+      << read_error("{\"id\": \"a\",\n \"run\": }");
+}

@@ -19,7 +19,7 @@ gj::Params defaults() {
 }  // namespace
 
 TEST(JobsParams, TableDefaultsEqualJobParamsDefaults) {
-  // The table and the struct are written separately; this keeps them in step.
+  // Both come from params.def; this checks the generated converters agree with the table.
   EXPECT_EQ(gj::from_struct(gj::JobParams{}), defaults());
   EXPECT_EQ(gj::from_struct(gj::JobParams{}).size(), gj::param_table().size());
 }
@@ -114,7 +114,8 @@ TEST(JobsParams, JobIdIsPinned) {
   // Ids name result files across versions: the canonical form and the hash must never drift.
   // (MurmurHash64A of this text is 11d17eac7112c77a; tests/jobs/check_ids.py recomputes it.)
   // Re-pinned when the inference parameters (checkpoint, infer_batches, quantize) joined the table.
-  EXPECT_EQ(gj::canonical_json(defaults()).substr(0, 79),
+  // id_json: the text the id hashes (canonical_json less the later parameters at their defaults).
+  EXPECT_EQ(gj::id_json(defaults()).substr(0, 79),
             "{\"batch_per_rank\":32,\"bucket_mb\":25.0,\"checkpoint\":\"\",\"checkpoint_minutes\":0.0,");
   EXPECT_EQ(gj::job_id(defaults()), "11d17eac7112");
 }
@@ -134,6 +135,67 @@ TEST(JobsParams, LaterParametersLeaveOldIdsAlone) {
   gj::Params q = p;
   q["memory_format"] = std::string("channels_last");
   EXPECT_NE(gj::job_id(q), gj::job_id(p));
+  // augment and mlp_hidden joined with issue 16, the same way.
+  for (const auto& [k, v] : {std::pair<const char*, const char*>{"augment", "flip"},
+                             {"mlp_hidden", "512,256"}}) {
+    EXPECT_TRUE(gj::find_param(k)->id_omits_default) << k;
+    EXPECT_EQ(gj::id_json(p).find(k), std::string::npos) << k;
+    gj::Params r = p;
+    r[k] = std::string(v);
+    EXPECT_NE(gj::job_id(r), gj::job_id(p)) << k;
+  }
+}
+
+TEST(JobsParams, NewParametersAsSpecified) {
+  const gj::ParamSpec* augment = gj::find_param("augment");
+  ASSERT_NE(augment, nullptr);
+  EXPECT_EQ(augment->type, gj::Type::String);
+  EXPECT_EQ(augment->default_value, gj::Value{std::string("none")});
+  EXPECT_EQ(augment->choices, (std::vector<std::string>{"none", "flip", "crop_flip"}));
+  const gj::ParamSpec* hidden = gj::find_param("mlp_hidden");
+  ASSERT_NE(hidden, nullptr);
+  EXPECT_EQ(hidden->default_value, gj::Value{std::string("256,128")});  // the mlp's layers so far
+  EXPECT_TRUE(hidden->choices.empty());
+  EXPECT_EQ(gj::JobParams{}.augment, "none");
+  EXPECT_EQ(gj::JobParams{}.mlp_hidden, "256,128");
+}
+
+// A value of the parameter's type that differs from its default and passes its own checks.
+static gj::Value other_value(const gj::ParamSpec& s) {
+  if (!s.choices.empty()) return s.choices.back() == std::get<std::string>(s.default_value)
+                                     ? s.choices.front() : s.choices.back();
+  switch (s.type) {
+    case gj::Type::Bool:
+      return !std::get<bool>(s.default_value);
+    case gj::Type::Int:
+      return std::get<std::int64_t>(s.default_value) + 1;
+    case gj::Type::Float:
+      return s.max ? (*s.max + std::get<double>(s.default_value)) / 2
+                   : std::get<double>(s.default_value) + 0.5;
+    case gj::Type::String:
+      break;
+  }
+  if (s.name == "time_limit") return std::string("1:30:00");
+  if (s.name == "mlp_hidden") return std::string("64");
+  return std::string("x/y z");
+}
+
+TEST(JobsParams, EveryParameterRoundTripsThroughTheStruct) {
+  // Each parameter alone set to a non-default value: to_struct/from_struct keep it, and only it.
+  for (const auto& s : gj::param_table()) {
+    gj::Params p = defaults();
+    const gj::Value v = other_value(s);
+    ASSERT_NE(v, s.default_value) << s.name;
+    EXPECT_EQ(gj::check_values(gj::Params{{s.name, v}}).size(), 0u) << s.name;
+    p[s.name] = v;
+    const gj::JobParams jp = gj::to_struct(p);
+    EXPECT_EQ(gj::from_struct(jp), p) << s.name;
+    EXPECT_NE(gj::from_struct(gj::JobParams{}).at(s.name), v) << s.name;
+  }
+  // All of them at once.
+  gj::Params all;
+  for (const auto& s : gj::param_table()) all[s.name] = other_value(s);
+  EXPECT_EQ(gj::from_struct(gj::to_struct(all)), all);
 }
 
 TEST(JobsParams, ParamsFromJsonRoundTripAndSpellings) {

@@ -11,21 +11,31 @@
 
 namespace gridrun::jobs {
 
+// The parameters come three ways, all of the same values: `params` by name (for code that walks
+// every parameter: reports, HDF5 attributes), `typed` (for code that reads a few: the runner, the
+// scheduler) and `canonical` (the canonical JSON, rendered once by the expander and written as is
+// into the job file). make_job fills all three; a Job built field by field may leave `canonical`
+// empty, and job_to_json then renders it from `params`.
 struct Job {
   std::string id;        // job_id(params)
   std::string run;       // the grid's name
   std::size_t index = 0; // position in the expanded grid (stable order for fifo and job arrays)
   Params params;         // resolved, complete
+  JobParams typed;       // to_struct(params)
+  std::string canonical; // canonical_json(params), or "" (see above)
   // Free-form string facts added by whoever launches the job (scheduler: "cores", "gpus", "host",
   // "phase"); written as a flat "meta" object and recorded by the runner in the results file.
   std::map<std::string, std::string> meta;
 };
 
-// {"id":..,"run":..,"index":..,"params":{canonical},"meta":{..}}; written to a temp file and
-// renamed, so a reader never sees half a job file.
+// A complete job from its resolved parameters: id, typed view and canonical text computed here.
+Job make_job(const std::string& run, std::size_t index, Params params);
+
+// {"id":..,"run":..,"index":..,"params":{canonical},"meta":{..}}; written to a temp file, synced
+// and renamed (gridrun::base::write_file_atomic), so a reader never sees half a job file.
 std::string job_to_json(const Job& job);
 void write_job_file(const std::string& path, const Job& job);
-// Throws std::runtime_error naming the file and the offending key.
+// Throws std::runtime_error naming the file and the offending key. Fills every field of Job.
 Job read_job_file(const std::string& path);
 // Parses job_to_json's text; `origin` names the source in error messages.
 Job job_from_json(const std::string& json, const std::string& origin);

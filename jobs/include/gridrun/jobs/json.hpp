@@ -1,13 +1,17 @@
-// JSON string escaping for every writer of hand-built JSON (job files, run state, Slurm status,
-// profiler traces). One escaper, so every file gridrun writes spells strings the same way.
+// Deprecated: JSON escaping moved to gridrun::base (base/include/gridrun/base/json.hpp). This
+// forwarder keeps modules that still include it compiling until they use base::json_escape;
+// remove it when nothing includes it.
 #pragma once
 
 #include <string>
+#include <string_view>
+
+namespace gridrun::base {
+std::string json_escape(std::string_view s);
+}
 
 namespace gridrun::jobs {
 
-// `s` escaped for use inside a JSON string literal (quotes not included): '"' and '\\' escaped,
-// \n \r \t \b \f by name, other control characters as \u00XX; UTF-8 passes through unchanged.
-std::string json_escape(const std::string& s);
+inline std::string json_escape(const std::string& s) { return base::json_escape(s); }
 
 }  // namespace gridrun::jobs

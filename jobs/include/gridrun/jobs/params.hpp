@@ -1,9 +1,11 @@
-// The parameters of one job: the single source of truth for names, types, defaults and ranges.
+// The parameters of one job: names, types, defaults and ranges (params.def, written once), the
+// typed JobParams struct generated from it, canonical JSON and job ids, and the checks of a whole
+// job (jobs::check) shared by the planner and the runner.
 //
 // Why a table and a struct: the grid loader validates YAML against the table (so every error can
 // name the key, its line and what was expected), the canonical form and the job id are computed
 // from the table (so key order and number spelling never change an id), and the runner reads the
-// typed `JobParams` struct (so training code never looks up strings).
+// typed `JobParams` struct (so training code never looks up strings). Both come from params.def.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,13 @@ namespace gridrun::jobs {
 using Value = std::variant<bool, std::int64_t, double, std::string>;
 
 enum class Type { Bool, Int, Float, String };
+
+// Flags of a params.def row.
+enum ParamFlag : unsigned {
+  kPlain = 0,
+  kMinExclusive = 1,    // the range is (min, max]: lr and comm_timeout_s must be > 0
+  kIdOmitsDefault = 2,  // left out of the id's text while at its default (see ParamSpec)
+};
 
 // One row of the parameter table.
 struct ParamSpec {
@@ -44,49 +53,12 @@ std::string suggest_param(const std::string& name);
 // A job's parameters by name, always complete and resolved once produced by the expander.
 using Params = std::map<std::string, Value>;
 
-// Typed view used by the runner and the scheduler. Field names equal parameter names.
+// Typed view used by the runner and the scheduler: one field per params.def row, same name, same
+// default. Meanings are the help texts of params.def (`gridrun plan --list-params`).
 struct JobParams {
-  std::string model = "mlp";
-  std::string dataset = "synthetic";
-  std::string data_dir;
-  std::string task = "train";          // train | inference
-  std::int64_t epochs = 1;             // 0 = unbounded (then max_steps must be set)
-  std::int64_t max_steps = 0;          // 0 = unbounded
-  std::int64_t batch_per_rank = 32;
-  std::int64_t global_batch = 32;      // = batch_per_rank * ranks, always both resolved
-  double lr = 0.1;
-  std::string lr_schedule = "constant"; // constant | step | cosine
-  std::int64_t warmup_steps = 0;
-  bool scale_lr = false;               // linear lr scaling: lr * global_batch / 256
-  std::string optimizer = "sgd";       // sgd | adam | adamw
-  double momentum = 0.9;
-  bool nesterov = false;
-  double weight_decay = 0.0;
-  std::string device = "cpu";          // cpu | gpu
-  std::int64_t ranks = 1;
-  std::int64_t threads_per_rank = 1;
-  std::string precision = "fp32";      // fp32 | bf16 | fp16 (half precisions gpu only)
-  std::int64_t seed = 0;
-  std::int64_t eval_every = 1;         // epochs between evaluations; 0 = never
-  double target_accuracy = 0.0;        // 0 = none; stop when test accuracy reaches it
-  double bucket_mb = 25.0;
-  bool overlap = true;
-  std::int64_t profile_steps = 0;
-  std::string time_limit;              // Slurm style: "MM", "HH:MM:SS", "D-HH:MM:SS"; empty = none
-  std::int64_t train_samples = 0;      // 0 = the whole split (synthetic: 4096)
-  std::int64_t test_samples = 0;       // 0 = the whole split (synthetic: 1024)
-  std::int64_t timing_warmup_steps = 5; // steps excluded from summary timings
-  double checkpoint_minutes = 0.0;     // 0 = checkpoint at each epoch end only
-  double comm_timeout_s = 300.0;       // a collective that waits longer aborts the job
-  std::string checkpoint;              // inference: file, folder or job id; empty = random weights
-  std::int64_t infer_batches = 50;     // inference: timed batches per rank
-  std::string quantize = "none";       // inference: none | int8 (dynamic, linear layers, CPU)
-  // GPU step (docs/gpu.md): ignored on CPU.
-  bool cudnn_benchmark = true;         // cuDNN autotuning of convolution algorithms
-  bool tf32 = true;                    // fp32 convolutions and matmuls on TF32 tensor cores
-  bool cuda_graph = false;             // capture the step once, replay it (ranks=1, static shapes)
-  std::string memory_format = "auto";  // auto | contiguous | channels_last
-  std::int64_t jobs_per_gpu = 1;       // placement: N one-rank jobs share a GPU (gridrun run)
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) type name = def;
+#include "gridrun/jobs/params.def"
+#undef GRIDRUN_PARAM
 };
 
 // Converts a complete Params map to the typed struct (throws std::invalid_argument on a missing key
@@ -100,7 +72,7 @@ std::string canonical_json(const Params& p);
 // The text the job id hashes: canonical_json without the id_omits_default parameters that hold
 // their default value (equal to canonical_json for every job that does not set one of them).
 std::string id_json(const Params& p);
-// 12 lowercase hex characters of a 64-bit hash of canonical_json(p).
+// 12 lowercase hex characters of a 64-bit hash of id_json(p).
 std::string job_id(const Params& p);
 
 // Parses a flat JSON object (as written by canonical_json or a job file's "params") back to Params,
@@ -118,5 +90,38 @@ const char* type_name(Type t);
 // Seconds in a Slurm-style time limit: "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM",
 // "D-HH:MM:SS"; "" is 0 (no limit). Throws std::invalid_argument on a malformed value.
 std::int64_t time_limit_seconds(const std::string& text);
+
+// ---- Checks of a whole job (check.cpp) ----
+//
+// Why one function for planner and runner: a combination `gridrun plan` accepts must never fail
+// in `gridrun-train` minutes later on a cluster, and the other way round. The planner maps each
+// problem to the grid location of `key` (file:line:col) and exits 2; gridrun-train calls the same
+// function after its command-line overrides and exits 2 naming the key.
+
+// One problem of a job.
+struct Problem {
+  std::string key;      // the parameter it is reported at
+  std::string message;  // self-contained, e.g. "quantize=int8 needs device=cpu (...)"
+  // The other parameter of the rule, or "": its location is used when `key` holds the table
+  // default (not written in the grid), and `context` is said with it.
+  std::string related;
+  // When set, the planner appends " (CONTEXT from WHERE)", WHERE being where `related` was set,
+  // e.g. " (this job has device cpu from grid.device[1])"; the runner leaves it out.
+  std::string context;
+};
+
+// Every problem of the combination of values (each value on its own is assumed valid: see
+// check_values), in a fixed rule order. Empty = the job can run.
+std::vector<Problem> check(const JobParams& p);
+// Type, choice and range problems of each value (what the grid loader checks while parsing), for
+// parameters that did not come through the loader (a job file, a hand-built map).
+std::vector<Problem> check_values(const Params& p);
+
+// Which batch field the user gave; the other one is derived.
+enum class BatchGiven { PerRank, Global };
+// The one derivation of the batch fields: global_batch = batch_per_rank * ranks, or batch_per_rank
+// = global_batch / ranks. Returns a problem (key global_batch, related ranks) when global_batch
+// is not divisible by ranks, leaving `p` unchanged.
+std::optional<Problem> resolve_batch(JobParams& p, BatchGiven given);
 
 }  // namespace gridrun::jobs

@@ -55,8 +55,9 @@ struct ParseResult {
 // Throws BadInput naming the flag (or the job file and key) on any bad value.
 ParseResult parse_options(int argc, const char* const* argv);
 
-// Cross-parameter checks done right after parsing (e.g. epochs=0 needs max_steps, half precision
-// needs a GPU). Throws BadInput naming the parameter.
+// Checks done right after parsing: every value (jobs::check_values) and every combination
+// (jobs::check, the same rules `gridrun plan` applies to a grid, e.g. epochs=0 needs max_steps,
+// half precision needs a GPU). Throws BadInput naming the parameter.
 void validate(const RunnerOptions& o);
 
 }  // namespace gridrun::runner
