@@ -38,130 +38,153 @@ class Rules {
  public:
   explicit Rules(const JobParams& p) : p_(p), train_(p.task == "train") {}
 
-  std::vector<Problem> run() {
-    limits();
-    task_rules();
-    quantize_rules();
-    data_rules();
-    cuda_graph_rules();
-    jobs_per_gpu_rules();
-    optimizer_rules();
-    if (!valid_layer_list(p_.mlp_hidden))
-      add("mlp_hidden", "'" + p_.mlp_hidden +
-                            "' is not a list of 1 to 8 positive integers separated by commas "
-                            "(e.g. 256,128)");
-    return std::move(out_);
-  }
+  std::vector<Problem> run();
 
  private:
   void add(std::string key, std::string message, std::string related = {},
-           std::string context = {}) {
-    out_.push_back({std::move(key), std::move(message), std::move(related), std::move(context)});
-  }
+           std::string context = {});
 
   // Devices, precision, batch and stop conditions.
-  void limits() {
-    if (p_.global_batch != p_.batch_per_rank * p_.ranks)
-      add("global_batch", "global_batch=" + std::to_string(p_.global_batch) +
-                              " != batch_per_rank * ranks = " +
-                              std::to_string(p_.batch_per_rank * p_.ranks),
-          "batch_per_rank");
-    if (p_.device == "gpu" && p_.ranks > 4)
-      add("ranks", std::to_string(p_.ranks) + " is out of range for device gpu (1-4)", "device");
-    if (p_.device != "gpu" && p_.precision != "fp32")
-      add("precision", p_.precision + " needs device gpu", "device",
-          "this job has device " + p_.device);
-    if (train_ && p_.epochs == 0 && p_.max_steps == 0)
-      add("epochs", "epochs and max_steps are both 0, so the job would never stop; set one",
-          "max_steps");
-  }
+  void limits();
 
   // What only training or only inference takes.
-  void task_rules() {
-    if (!train_ && p_.precision != "fp32")
-      add("precision", "precision=" + p_.precision + " needs task=train (inference runs fp32)",
-          "task");
-    if (train_ && !p_.checkpoint.empty())
-      add("checkpoint", "checkpoint=" + p_.checkpoint +
-                            " applies to task=inference only (training continues from its own "
-                            "checkpoints with --resume)",
-          "task");
-    if (train_ && p_.quantize != "none")
-      add("quantize", "quantize=" + p_.quantize + " needs task=inference", "task",
-          "this job has task " + p_.task);
-  }
+  void task_rules();
 
-  void quantize_rules() {
-    if (p_.quantize != "int8") return;
-    if (p_.device != "cpu")
-      add("quantize", "quantize=int8 needs device=cpu (dynamic int8 linear layers are a CPU feature)",
-          "device");
-    if (p_.model == "transformer")
-      add("quantize", "quantize=int8 is not available for model=transformer (its encoder's linear "
-                      "layers are LibTorch modules gridrun cannot swap)",
-          "model");
-  }
+  void quantize_rules();
 
   // Data sets: files, and images vs token ids.
-  void data_rules() {
-    // fashion-mnist defaults to the Debian package's folder; synthetic needs no files.
-    if (p_.dataset != "synthetic" && p_.dataset != "fashion-mnist" && p_.data_dir.empty())
-      add("dataset", "dataset=" + p_.dataset + " needs data_dir (folder with the data set's files)",
-          "data_dir");
-    const bool tokens = p_.model == "transformer";
-    if (tokens && p_.dataset != "text" && p_.dataset != "synthetic")
-      add("dataset", "dataset=" + p_.dataset +
-                         " gives images, but model=transformer takes token ids (use dataset=text "
-                         "or dataset=synthetic)",
-          "model");
-    if (!tokens && p_.dataset == "text")
-      add("dataset", "dataset=text gives token ids, but model=" + p_.model +
-                         " takes images (use model=transformer)",
-          "model");
-    if (tokens && p_.augment != "none")
-      add("augment", "augment=" + p_.augment + " needs images; model=transformer reads token ids",
-          "model");
-  }
+  void data_rules();
 
   // The captured step has no allreduce, no fp16 loss scaling and only the foreach SGD step.
-  void cuda_graph_rules() {
-    if (!p_.cuda_graph) return;
-    const std::string c = "cuda_graph=true needs ";
-    if (!train_) add("cuda_graph", c + "task=train", "task", "this job has task " + p_.task);
-    if (p_.device != "gpu")
-      add("cuda_graph", c + "device=gpu", "device", "this job has device " + p_.device);
-    if (p_.ranks != 1)
-      add("cuda_graph", c + "ranks=1 (the gradient allreduce is not captured)", "ranks");
-    if (p_.optimizer != "sgd")
-      add("cuda_graph", c + "optimizer=sgd (only the foreach SGD step is captured)", "optimizer");
-    if (p_.precision == "fp16")
-      add("cuda_graph", c + "precision fp32 or bf16 (fp16 loss scaling reads the host every step)",
-          "precision");
-  }
+  void cuda_graph_rules();
 
   // GPU sharing (gridrun run places up to N such jobs on one GPU): one-rank GPU jobs only.
-  void jobs_per_gpu_rules() {
-    if (p_.jobs_per_gpu == 1) return;
-    if (p_.device != "gpu")
-      add("jobs_per_gpu", "jobs_per_gpu=" + std::to_string(p_.jobs_per_gpu) + " needs device=gpu",
-          "device", "this job has device " + p_.device);
-    if (p_.ranks != 1)
-      add("jobs_per_gpu",
-          "jobs_per_gpu=" + std::to_string(p_.jobs_per_gpu) + " needs ranks=1 (a shared GPU runs "
-          "one-rank jobs only)",
-          "ranks");
-  }
+  void jobs_per_gpu_rules();
 
-  void optimizer_rules() {
-    if (train_ && p_.optimizer == "sgd" && p_.nesterov && p_.momentum <= 0)
-      add("nesterov", "nesterov=true needs momentum > 0", "momentum",
-          "this job has momentum " + to_string(Value{p_.momentum}));
-  }
+  void optimizer_rules();
 
   const JobParams& p_;
   const bool train_;
   std::vector<Problem> out_;
 };
+
+std::vector<Problem> Rules::run() {
+  limits();
+  task_rules();
+  quantize_rules();
+  data_rules();
+  cuda_graph_rules();
+  jobs_per_gpu_rules();
+  optimizer_rules();
+  if (!valid_layer_list(p_.mlp_hidden))
+    add("mlp_hidden", "'" + p_.mlp_hidden +
+                          "' is not a list of 1 to 8 positive integers separated by commas "
+                          "(e.g. 256,128)");
+  return std::move(out_);
+}
+
+void Rules::add(std::string key, std::string message, std::string related, std::string context) {
+  out_.push_back({std::move(key), std::move(message), std::move(related), std::move(context)});
+}
+
+void Rules::limits() {
+  if (p_.global_batch != p_.batch_per_rank * p_.ranks)
+    add("global_batch",
+        "global_batch=" + std::to_string(p_.global_batch) +
+            " != batch_per_rank * ranks = " + std::to_string(p_.batch_per_rank * p_.ranks),
+        "batch_per_rank");
+  if (p_.device == "gpu" && p_.ranks > 4)
+    add("ranks", std::to_string(p_.ranks) + " is out of range for device gpu (1-4)", "device");
+  if (p_.device != "gpu" && p_.precision != "fp32")
+    add("precision", p_.precision + " needs device gpu", "device",
+        "this job has device " + p_.device);
+  if (train_ && p_.epochs == 0 && p_.max_steps == 0)
+    add("epochs", "epochs and max_steps are both 0, so the job would never stop; set one",
+        "max_steps");
+}
+
+void Rules::task_rules() {
+  if (!train_ && p_.precision != "fp32")
+    add("precision", "precision=" + p_.precision + " needs task=train (inference runs fp32)",
+        "task");
+  if (train_ && !p_.checkpoint.empty())
+    add("checkpoint",
+        "checkpoint=" + p_.checkpoint +
+            " applies to task=inference only (training continues from its own "
+            "checkpoints with --resume)",
+        "task");
+  if (train_ && p_.quantize != "none")
+    add("quantize", "quantize=" + p_.quantize + " needs task=inference", "task",
+        "this job has task " + p_.task);
+}
+
+void Rules::quantize_rules() {
+  if (p_.quantize != "int8") return;
+  if (p_.device != "cpu")
+    add("quantize", "quantize=int8 needs device=cpu (dynamic int8 linear layers are a CPU feature)",
+        "device");
+  if (p_.model == "transformer")
+    add("quantize",
+        "quantize=int8 is not available for model=transformer (its encoder's linear "
+        "layers are LibTorch modules gridrun cannot swap)",
+        "model");
+}
+
+void Rules::data_rules() {
+  // fashion-mnist defaults to the Debian package's folder; synthetic needs no files.
+  if (p_.dataset != "synthetic" && p_.dataset != "fashion-mnist" && p_.data_dir.empty())
+    add("dataset", "dataset=" + p_.dataset + " needs data_dir (folder with the data set's files)",
+        "data_dir");
+  const bool tokens = p_.model == "transformer";
+  if (tokens && p_.dataset != "text" && p_.dataset != "synthetic")
+    add("dataset",
+        "dataset=" + p_.dataset +
+            " gives images, but model=transformer takes token ids (use dataset=text "
+            "or dataset=synthetic)",
+        "model");
+  if (!tokens && p_.dataset == "text")
+    add("dataset",
+        "dataset=text gives token ids, but model=" + p_.model +
+            " takes images (use model=transformer)",
+        "model");
+  if (tokens && p_.augment != "none")
+    add("augment", "augment=" + p_.augment + " needs images; model=transformer reads token ids",
+        "model");
+}
+
+void Rules::cuda_graph_rules() {
+  if (!p_.cuda_graph) return;
+  const std::string c = "cuda_graph=true needs ";
+  if (!train_) add("cuda_graph", c + "task=train", "task", "this job has task " + p_.task);
+  if (p_.device != "gpu")
+    add("cuda_graph", c + "device=gpu", "device", "this job has device " + p_.device);
+  if (p_.ranks != 1)
+    add("cuda_graph", c + "ranks=1 (the gradient allreduce is not captured)", "ranks");
+  if (p_.optimizer != "sgd")
+    add("cuda_graph", c + "optimizer=sgd (only the foreach SGD step is captured)", "optimizer");
+  if (p_.precision == "fp16")
+    add("cuda_graph", c + "precision fp32 or bf16 (fp16 loss scaling reads the host every step)",
+        "precision");
+}
+
+void Rules::jobs_per_gpu_rules() {
+  if (p_.jobs_per_gpu == 1) return;
+  if (p_.device != "gpu")
+    add("jobs_per_gpu", "jobs_per_gpu=" + std::to_string(p_.jobs_per_gpu) + " needs device=gpu",
+        "device", "this job has device " + p_.device);
+  if (p_.ranks != 1)
+    add("jobs_per_gpu",
+        "jobs_per_gpu=" + std::to_string(p_.jobs_per_gpu) +
+            " needs ranks=1 (a shared GPU runs "
+            "one-rank jobs only)",
+        "ranks");
+}
+
+void Rules::optimizer_rules() {
+  if (train_ && p_.optimizer == "sgd" && p_.nesterov && p_.momentum <= 0)
+    add("nesterov", "nesterov=true needs momentum > 0", "momentum",
+        "this job has momentum " + to_string(Value{p_.momentum}));
+}
 
 }  // namespace
 
@@ -176,8 +199,11 @@ std::vector<Problem> check_values(const Params& p) {
       continue;
     }
     if (value.index() != Value(spec->default_value).index()) {
-      out.push_back({key, std::string("expected ") + (spec->type == Type::Int ? "an " : "a ") +
-                              type_name(spec->type), {}, {}});
+      out.push_back({key,
+                     std::string("expected ") + (spec->type == Type::Int ? "an " : "a ") +
+                         type_name(spec->type),
+                     {},
+                     {}});
       continue;
     }
     std::string bad = detail::check_value(*spec, value);
@@ -193,8 +219,8 @@ std::optional<Problem> resolve_batch(JobParams& p, BatchGiven given) {
   }
   if (p.ranks < 1 || p.global_batch % p.ranks != 0)
     return Problem{"global_batch",
-                   "global_batch " + std::to_string(p.global_batch) + " is not divisible by ranks " +
-                       std::to_string(p.ranks),
+                   "global_batch " + std::to_string(p.global_batch) +
+                       " is not divisible by ranks " + std::to_string(p.ranks),
                    "ranks", "ranks"};
   p.batch_per_rank = p.global_batch / p.ranks;
   return std::nullopt;

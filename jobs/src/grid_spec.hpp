@@ -3,8 +3,8 @@
 //
 // Why two stages: every per-value problem (unknown key, wrong type, bad choice, out of range) is
 // found while walking the YAML in file order, with its location at hand; the expander then only
-// deals with combinations (gpu rank limits, half precision on cpu, batch divisibility, excludes,
-// duplicates) and refers back to the recorded locations by index.
+// deals with combinations (jobs::check and jobs::resolve_batch on each job, excludes, duplicates)
+// and refers back to the recorded locations by index.
 #pragma once
 
 #include <string>
