@@ -9,6 +9,7 @@
 #include <torch/nn.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "gridrun/runner/errors.hpp"
 #include "models_internal.hpp"
@@ -18,6 +19,15 @@ namespace gridrun::runner {
 namespace nn = torch::nn;
 using models::conv_out;
 using models::MacCounter;
+using models::pad_to_32;
+
+torch::Tensor models::pad_to_32(const torch::Tensor& x) {
+  const auto h = x.size(2), w = x.size(3);
+  if (h >= 32 && w >= 32) return x;
+  const auto ph = std::max<std::int64_t>(0, 32 - h), pw = std::max<std::int64_t>(0, 32 - w);
+  return torch::nn::functional::pad(
+      x, torch::nn::functional::PadFuncOptions({pw / 2, pw - pw / 2, ph / 2, ph - ph / 2}));
+}
 
 std::int64_t Model::parameter_count() const {
   std::int64_t n = 0;
@@ -81,6 +91,29 @@ torch::Tensor Model::linear(const torch::nn::Linear& layer, const torch::Tensor&
   return layer.ptr()->forward(x);  // the holder is const here, the layer is not
 }
 
+std::vector<torch::nn::Linear> Model::add_fc_stack(std::int64_t in,
+                                                  const std::vector<std::int64_t>& sizes,
+                                                  models::MacCounter& mac) {
+  std::vector<nn::Linear> layers;
+  for (const std::int64_t out : sizes) {
+    if (out < 1)
+      throw BadInput("gridrun-train: layer sizes must be positive integers (got " +
+                     std::to_string(out) + ")");
+    layers.push_back(register_module("fc" + std::to_string(layers.size() + 1), nn::Linear(in, out)));
+    mac.linear(in, out);
+    in = out;
+  }
+  return layers;
+}
+
+torch::Tensor Model::fc_stack(const std::vector<torch::nn::Linear>& layers, torch::Tensor x) {
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    x = linear(layers[i], x);
+    if (i + 1 < layers.size()) x = torch::relu(x);
+  }
+  return x;
+}
+
 std::int64_t Model::parameter_bytes() const {
   std::int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel() * static_cast<std::int64_t>(p.element_size());
@@ -89,36 +122,20 @@ std::int64_t Model::parameter_bytes() const {
 
 namespace {
 
-torch::Tensor pad_to_32(const torch::Tensor& x) {
-  const auto h = x.size(2), w = x.size(3);
-  if (h >= 32 && w >= 32) return x;
-  const auto ph = std::max<std::int64_t>(0, 32 - h), pw = std::max<std::int64_t>(0, 32 - w);
-  return torch::nn::functional::pad(
-      x, torch::nn::functional::PadFuncOptions({pw / 2, pw - pw / 2, ph / 2, ph - ph / 2}));
-}
-
-// flatten -> 256 -> 128 -> classes, ReLU.
+// flatten -> hidden sizes (default 256 -> 128) -> classes, ReLU.
 class Mlp final : public Model {
  public:
   explicit Mlp(const ModelSpec& s) {
-    const auto in = s.channels * s.height * s.width;
-    fc1_ = register_module("fc1", nn::Linear(in, 256));
-    fc2_ = register_module("fc2", nn::Linear(256, 128));
-    fc3_ = register_module("fc3", nn::Linear(128, s.num_classes));
-    mac_.linear(in, 256);
-    mac_.linear(256, 128);
-    mac_.linear(128, s.num_classes);
+    std::vector<std::int64_t> sizes = s.mlp_hidden;
+    sizes.push_back(s.num_classes);
+    fc_ = add_fc_stack(s.channels * s.height * s.width, sizes, mac_);
   }
-  torch::Tensor forward(const torch::Tensor& x) override {
-    auto h = torch::relu(linear(fc1_, x.flatten(1)));
-    h = torch::relu(linear(fc2_, h));
-    return linear(fc3_, h);
-  }
+  torch::Tensor forward(const torch::Tensor& x) override { return fc_stack(fc_, x.flatten(1)); }
   double flops_per_sample() const override { return mac_.flops(); }
   double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
-  nn::Linear fc1_{nullptr}, fc2_{nullptr}, fc3_{nullptr};
+  std::vector<nn::Linear> fc_;
   MacCounter mac_;
 };
 
@@ -135,28 +152,19 @@ class LeNet final : public Model {
     h = conv_out(h, 5, 1, 0), w = conv_out(w, 5, 1, 0);
     mac_.conv(6, 16, 5, h, w);
     h /= 2, w /= 2;
-    flat_ = 16 * h * w;
-    fc1_ = register_module("fc1", nn::Linear(flat_, 120));
-    fc2_ = register_module("fc2", nn::Linear(120, 84));
-    fc3_ = register_module("fc3", nn::Linear(84, s.num_classes));
-    mac_.linear(flat_, 120);
-    mac_.linear(120, 84);
-    mac_.linear(84, s.num_classes);
+    fc_ = add_fc_stack(16 * h * w, {120, 84, s.num_classes}, mac_);
   }
   torch::Tensor forward(const torch::Tensor& x) override {
     auto h = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2);
     h = torch::max_pool2d(torch::relu(conv2_->forward(h)), 2);
-    h = torch::relu(linear(fc1_, h.flatten(1)));
-    h = torch::relu(linear(fc2_, h));
-    return linear(fc3_, h);
+    return fc_stack(fc_, h.flatten(1));
   }
   double flops_per_sample() const override { return mac_.flops(); }
   double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
-  nn::Linear fc1_{nullptr}, fc2_{nullptr}, fc3_{nullptr};
-  std::int64_t flat_ = 0;
+  std::vector<nn::Linear> fc_;
   MacCounter mac_;
 };
 
@@ -303,6 +311,23 @@ const std::vector<std::string>& model_names() {
 }
 
 bool is_text_model(const std::string& name) { return name == "transformer"; }
+
+std::vector<std::int64_t> parse_mlp_hidden(const std::string& text) {
+  std::vector<std::int64_t> sizes;
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', pos);
+    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const bool digits = !item.empty() && item.size() <= 9 &&
+                        std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c); });
+    if (!digits || std::stoll(item) < 1)
+      throw BadInput("gridrun-train: mlp_hidden='" + text +
+                     "': expected comma-separated positive layer sizes, e.g. 256,128");
+    sizes.push_back(std::stoll(item));
+    if (comma == std::string::npos) return sizes;
+    pos = comma + 1;
+  }
+}
 
 namespace {
 std::shared_ptr<Model> build_model(const ModelSpec& s) {

@@ -12,14 +12,6 @@ namespace nn = torch::nn;
 
 namespace {
 
-torch::Tensor pad_to_32(const torch::Tensor& x) {
-  const auto h = x.size(2), w = x.size(3);
-  if (h >= 32 && w >= 32) return x;
-  const auto ph = std::max<std::int64_t>(0, 32 - h), pw = std::max<std::int64_t>(0, 32 - w);
-  return torch::nn::functional::pad(
-      x, torch::nn::functional::PadFuncOptions({pw / 2, pw - pw / 2, ph / 2, ph - ph / 2}));
-}
-
 nn::Conv2d conv(std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t stride,
                 std::int64_t pad) {
   return nn::Conv2d(nn::Conv2dOptions(cin, cout, k).stride(stride).padding(pad).bias(false));
@@ -34,26 +26,21 @@ class ResBlockImpl : public nn::Module {
     const std::int64_t out = bottleneck ? planes * 4 : planes;
     const std::int64_t hin = h;
     const std::int64_t hout = conv_out(h, 3, stride, 1);
+    // conv + BatchNorm (+ ReLU but after the last): the block's body, FLOPs at output size ho.
+    auto add = [&](std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t st,
+                   std::int64_t ho, bool relu) {
+      body_->push_back(conv(cin, cout, k, st, k / 2));
+      body_->push_back(nn::BatchNorm2d(cout));
+      if (relu) body_->push_back(nn::Functional(torch::relu));
+      mac.conv(cin, cout, k, ho, ho);
+    };
     if (bottleneck) {
-      body_->push_back(conv(in, planes, 1, 1, 0));
-      body_->push_back(nn::BatchNorm2d(planes));
-      body_->push_back(nn::Functional(torch::relu));
-      body_->push_back(conv(planes, planes, 3, stride, 1));
-      body_->push_back(nn::BatchNorm2d(planes));
-      body_->push_back(nn::Functional(torch::relu));
-      body_->push_back(conv(planes, out, 1, 1, 0));
-      body_->push_back(nn::BatchNorm2d(out));
-      mac.conv(in, planes, 1, hin, hin);
-      mac.conv(planes, planes, 3, hout, hout);
-      mac.conv(planes, out, 1, hout, hout);
+      add(in, planes, 1, 1, hin, true);
+      add(planes, planes, 3, stride, hout, true);
+      add(planes, out, 1, 1, hout, false);
     } else {
-      body_->push_back(conv(in, planes, 3, stride, 1));
-      body_->push_back(nn::BatchNorm2d(planes));
-      body_->push_back(nn::Functional(torch::relu));
-      body_->push_back(conv(planes, planes, 3, 1, 1));
-      body_->push_back(nn::BatchNorm2d(planes));
-      mac.conv(in, planes, 3, hout, hout);
-      mac.conv(planes, planes, 3, hout, hout);
+      add(in, planes, 3, stride, hout, true);
+      add(planes, planes, 3, 1, hout, false);
     }
     register_module("body", body_);
     if (stride != 1 || in != out) {

@@ -27,6 +27,9 @@ inline std::int64_t conv_out(std::int64_t in, std::int64_t k, std::int64_t strid
   return (in + 2 * pad - k) / stride + 1;
 }
 
+// Zero-pads images smaller than 32x32 to 32x32 (the models defined for CIFAR-sized inputs).
+torch::Tensor pad_to_32(const torch::Tensor& x);
+
 std::shared_ptr<Model> make_resnet(const ModelSpec& spec, int depth);
 std::shared_ptr<Model> make_densenet121(const ModelSpec& spec);
 

@@ -32,7 +32,14 @@ struct ModelSpec {
   std::int64_t channels = 3, height = 32, width = 32;  // image inputs
   std::int64_t num_classes = 10;
   std::int64_t vocab = 257, seq_len = 128;               // token inputs (text)
+  // mlp only: hidden layer sizes (grid parameter `mlp_hidden`, e.g. "256,128,100": the
+  // Fashion-MNIST benchmark's published MLP row). Layers are named fc1, fc2, ... in this order.
+  std::vector<std::int64_t> mlp_hidden = {256, 128};
 };
+
+namespace models {
+struct MacCounter;
+}
 
 class Model : public torch::nn::Module {
  public:
@@ -59,6 +66,11 @@ class Model : public torch::nn::Module {
  protected:
   // Every model calls its own nn::Linear layers through this, so quantization can swap them.
   torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x);
+  // A fully connected stack in -> sizes[0] -> ... -> sizes.back(), registered as fc1, fc2, ...
+  // (mlp, and lenet's classifier); fc_stack runs it with ReLU between layers, none after the last.
+  std::vector<torch::nn::Linear> add_fc_stack(std::int64_t in, const std::vector<std::int64_t>& sizes,
+                                              models::MacCounter& mac);
+  torch::Tensor fc_stack(const std::vector<torch::nn::Linear>& layers, torch::Tensor x);
 
  private:
   std::map<const void*, c10::IValue> int8_;  // LinearImpl -> packed int8 weights (prepacked)
@@ -70,6 +82,9 @@ class Model : public torch::nn::Module {
 // cannot take the data set's input (e.g. transformer on images).
 std::shared_ptr<Model> make_model(const ModelSpec& spec);
 const std::vector<std::string>& model_names();
+// The `mlp_hidden` grid parameter ("256,128,100") as ModelSpec::mlp_hidden; throws BadInput naming
+// the parameter for an empty list, a non-integer or a size < 1.
+std::vector<std::int64_t> parse_mlp_hidden(const std::string& text);
 // True for models that take token ids rather than images.
 bool is_text_model(const std::string& name);
 

@@ -1,0 +1,153 @@
+// The prefetching loader and the augmentations (see loader.hpp for the contract).
+//
+// Why a hash and not a random generator: a generator's state would depend on how many samples
+// this rank drew before, which differs between 1 rank and R ranks; hashing (seed, epoch, index)
+// gives every sample its own draw wherever and whenever it is loaded, also after a resume.
+#include "gridrun/runner/loader.hpp"
+
+#include <ATen/ATen.h>
+
+#include "gridrun/runner/errors.hpp"
+
+namespace gridrun::runner {
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Augment parse_augment(const std::string& name) {
+  if (name == "none" || name.empty()) return Augment::None;
+  if (name == "flip") return Augment::Flip;
+  if (name == "crop_flip") return Augment::CropFlip;
+  throw BadInput("gridrun-train: unknown augment '" + name + "' (known: none, flip, crop_flip)");
+}
+
+const char* augment_name(Augment a) {
+  switch (a) {
+    case Augment::Flip: return "flip";
+    case Augment::CropFlip: return "crop_flip";
+    default: return "none";
+  }
+}
+
+AugmentDraw augment_draw(std::uint64_t seed, std::int64_t epoch, std::int64_t index,
+                         std::int64_t pad) {
+  const std::uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ static_cast<std::uint64_t>(epoch)) ^
+                                     static_cast<std::uint64_t>(index));
+  AugmentDraw d;
+  d.flip = (h & 1) != 0;
+  const auto span = static_cast<std::uint64_t>(2 * pad + 1);
+  d.dy = static_cast<std::int64_t>((h >> 8) % span);
+  d.dx = static_cast<std::int64_t>((h >> 32) % span);
+  return d;
+}
+
+void augment_batch(at::Tensor& x, const std::vector<std::int64_t>& ids, std::int64_t epoch,
+                   const AugmentOptions& o) {
+  if (o.mode == Augment::None) return;
+  if (x.dim() != 4 || !x.is_floating_point())
+    throw BadInput(std::string("gridrun-train: augment=") + augment_name(o.mode) +
+                   " needs image inputs, but the data set gives token ids (use augment=none)");
+  const bool crop = o.mode == Augment::CropFlip && o.pad > 0;
+  const std::int64_t h = x.size(2), w = x.size(3);
+  // Zero padding of the normalised batch, i.e. padding with the channel mean.
+  const at::Tensor src = crop ? at::constant_pad_nd(x, {o.pad, o.pad, o.pad, o.pad}, 0.0) : x;
+  for (std::int64_t i = 0; i < x.size(0); ++i) {
+    const AugmentDraw d = augment_draw(o.seed, epoch, ids.at(static_cast<std::size_t>(i)), o.pad);
+    if (!crop && !d.flip) continue;
+    at::Tensor s = crop ? src[i].narrow(1, d.dy, h).narrow(2, d.dx, w) : src[i];
+    if (d.flip) s = s.flip({2});  // flip() copies, so copying back into x[i] is safe
+    x[i].copy_(s);
+  }
+}
+
+Batch Loader::build(const Dataset& data, const std::vector<std::int64_t>& ids, std::int64_t epoch,
+                    const AugmentOptions& o) {
+  Batch b = data.get(ids);
+  augment_batch(b.x, ids, epoch, o);
+  return b;
+}
+
+Loader::Loader(std::shared_ptr<const Dataset> data, IndexFn indices, LoaderOptions o)
+    : data_(std::move(data)), indices_(std::move(indices)), o_(std::move(o)) {
+  if (o_.steps_per_epoch < 1) o_.steps_per_epoch = 1;
+  next_epoch_ = o_.start_epoch;
+  next_step_ = o_.start_step;
+  expect_epoch_ = next_epoch_;
+  expect_step_ = next_step_;
+  if (o_.queue_depth > 0) worker_ = std::thread([this] { run(); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void Loader::advance(std::int64_t& epoch, std::int64_t& step) const {
+  if (++step >= o_.steps_per_epoch) {
+    step = 0;
+    ++epoch;
+  }
+}
+
+// The worker: prepares batches in order while the queue has room; a failure is kept for get()
+// and the worker then waits (for a restart or the end) instead of producing past it.
+void Loader::run() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    cv_.wait(lk, [&] { return stop_ || (!error_ && queue_.size() < o_.queue_depth); });
+    if (stop_) return;
+    const std::uint64_t gen = generation_;
+    Item it{next_epoch_, next_step_, {}};
+    advance(next_epoch_, next_step_);
+    lk.unlock();
+    std::exception_ptr err;
+    try {
+      it.batch = build(*data_, indices_(it.epoch, it.step), it.epoch, o_.augment);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    lk.lock();
+    if (gen != generation_) continue;  // restarted meanwhile: this batch is not wanted
+    if (err)
+      error_ = err;
+    else
+      queue_.push_back(std::move(it));
+    cv_.notify_all();
+  }
+}
+
+Batch Loader::get(std::int64_t epoch, std::int64_t step) {
+  if (o_.queue_depth == 0) return build(*data_, indices_(epoch, step), epoch, o_.augment);
+  std::unique_lock<std::mutex> lk(mu_);
+  if (epoch != expect_epoch_ || step != expect_step_) {
+    queue_.clear();
+    error_ = nullptr;
+    next_epoch_ = epoch;
+    next_step_ = step;
+    ++generation_;
+    cv_.notify_all();
+  }
+  cv_.wait(lk, [&] { return !queue_.empty() || error_; });
+  if (queue_.empty()) std::rethrow_exception(error_);
+  Item it = std::move(queue_.front());
+  queue_.pop_front();
+  expect_epoch_ = it.epoch;
+  expect_step_ = it.step;
+  advance(expect_epoch_, expect_step_);
+  cv_.notify_all();
+  return std::move(it.batch);
+}
+
+}  // namespace gridrun::runner
