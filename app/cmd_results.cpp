@@ -136,7 +136,7 @@ int cmd_report(const Args& args) {
       ("input", po::value(&o.input), "RUN_DIR or results.h5 (positional)");
   if (!parse_command(args, opts, "input", "report", o.help, kExitCodesHelp, std::cout)) return 0;
   if (o.input.empty()) throw std::invalid_argument("missing RUN_DIR or results.h5 (see gridrun report --help)");
-  if (o.format != "table" && o.format != "markdown" && o.format != "csv" && o.format != "json")
+  if (!results::is_table_format(o.format))
     throw std::invalid_argument("--format " + o.format + ": expected table, markdown, csv or json");
   if (o.width < 40 || o.width > 400) throw std::invalid_argument("--width " + std::to_string(o.width) + ": expected 40-400");
   results::ReportOptions ro;
