@@ -82,6 +82,14 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm, const std::strin
   if (!fs::exists(s.grid_file)) throw std::invalid_argument(s.grid_file + ": no such grid file");
 }
 
+// status and cancel: RUN_DIR is their one positional argument and required. False: help printed.
+bool parse_run_dir(const Args& args, const po::options_description& desc, const char* cmd, const bool& help,
+                   const std::string& run_dir, const HelpText& text) {
+  if (!parse_command(args, desc, "run-dir", cmd, help, text, std::cout)) return false;
+  if (run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
+  return true;
+}
+
 }  // namespace
 
 int cmd_submit(const Args& args) {
@@ -176,13 +184,11 @@ int cmd_status(const Args& args) {
       ("help,h", po::bool_switch(&c.help), "show this help")
       ("run-dir", po::value<std::string>(&c.run_dir), "the run directory (positional)")
       ("format", po::value<std::string>(&c.format)->default_value("table"), "table, json or csv");
-  HelpText help;
-  help.usage = "gridrun status RUN_DIR [--format table|json|csv]";
-  help.about = "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
-               "when accounting answers) merged with state.json and the results files on disk.\n"
-               "Works for local runs too (state.json and results files only).";
-  if (!parse_command(args, desc, "run-dir", "status", c.help, help, std::cout)) return 0;
-  if (c.run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
+  const HelpText help{"gridrun status RUN_DIR [--format table|json|csv]",
+                      "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
+                      "when accounting answers) merged with state.json and the results files on disk.\n"
+                      "Works for local runs too (state.json and results files only)."};
+  if (!parse_run_dir(args, desc, "status", c.help, c.run_dir, help)) return 0;
   scheduler::StatusFormat fmt;
   if (c.format == "table") fmt = scheduler::StatusFormat::Table;
   else if (c.format == "json") fmt = scheduler::StatusFormat::Json;
@@ -202,12 +208,10 @@ int cmd_cancel(const Args& args) {
       ("run-dir", po::value<std::string>(&c.run_dir), "the run directory (positional)")
       ("wait", po::value<double>(&c.wait_s)->default_value(60),
        "seconds to wait until squeue no longer lists the cancelled jobs");
-  HelpText help;
-  help.usage = "gridrun cancel RUN_DIR [--wait S]";
-  help.about = "scancel every array and collect job of the run that squeue still lists, then wait\n"
-               "until they are gone. Finished results stay; `gridrun submit` again resumes the rest.";
-  if (!parse_command(args, desc, "run-dir", "cancel", c.help, help, std::cout)) return 0;
-  if (c.run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
+  const HelpText help{"gridrun cancel RUN_DIR [--wait S]",
+                      "scancel every array and collect job of the run that squeue still lists, then wait\n"
+                      "until they are gone. Finished results stay; `gridrun submit` again resumes the rest."};
+  if (!parse_run_dir(args, desc, "cancel", c.help, c.run_dir, help)) return 0;
   if (c.wait_s < 0) throw std::invalid_argument("--wait: must be >= 0");
   slurm::SlurmCli cli;
   auto res = slurm::cancel_run(c.run_dir, cli, c.wait_s, std::cout);

@@ -16,7 +16,7 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
-#include "gridrun/results/reader.hpp"
+#include "printable.hpp"
 
 namespace fs = std::filesystem;
 
@@ -174,8 +174,9 @@ RunLock::~RunLock() {
 
 void quarantine_damaged(const std::string& path, const std::string& why, std::ostream& log) {
   const std::string to = base::quarantine(path);
-  if (to.empty()) throw std::runtime_error(path + ": damaged (" + why + ") and cannot be moved aside");
-  log << "warning: " << path << " is damaged (" << why << "); moved to " << to << "\n" << std::flush;
+  const std::string cause = printable(why);
+  if (to.empty()) throw std::runtime_error(path + ": damaged (" + cause + ") and cannot be moved aside");
+  log << "warning: " << path << " is damaged (" << cause << "); moved to " << to << "\n" << std::flush;
 }
 
 std::string phase_of(const jobs::Expansion& ex, std::size_t i) {

@@ -245,86 +245,88 @@ Shape job_shape(const jobs::Job& job, const ScriptOptions& o) {
 
 namespace {
 
-// Plain arrays: shapes in order of first appearance, jobs of a shape in grid order, split at
-// max_array tasks.
+// Items grouped by a key: groups in order of first appearance, items in input order. Arrays are
+// cut from the groups in chunks of at most max_array tasks.
+template <class Key, class Item>
+class Groups {
+ public:
+  void add(const Key& key, const Item& item) {
+    std::size_t k = 0;
+    while (k < keys_.size() && !(keys_[k] == key)) ++k;
+    if (k == keys_.size()) {
+      keys_.push_back(key);
+      members_.emplace_back();
+    }
+    members_[k].push_back(&item);
+  }
+  template <class Fn>
+  void for_each_chunk(std::size_t max, Fn fn) const {
+    for (std::size_t k = 0; k < keys_.size(); ++k) {
+      const auto& m = members_[k];
+      for (std::size_t start = 0; start < m.size(); start += max)
+        fn(keys_[k], std::vector<const Item*>(m.begin() + static_cast<std::ptrdiff_t>(start),
+                                              m.begin() + static_cast<std::ptrdiff_t>(std::min(m.size(), start + max))));
+    }
+  }
+
+ private:
+  std::vector<Key> keys_;
+  std::vector<std::vector<const Item*>> members_;
+};
+
+// Plain arrays: one per shape (in order of first appearance), jobs in grid order.
 void shape_arrays(const std::vector<jobs::Job>& jobs, const ScriptOptions& o, std::size_t& counter,
                   ScriptSet& set) {
-  std::vector<Shape> shapes;
-  std::vector<std::vector<const jobs::Job*>> members;
-  for (const auto& j : jobs) {
-    Shape sh = job_shape(j, o);
-    std::size_t k = 0;
-    while (k < shapes.size() && !(shapes[k] == sh)) ++k;
-    if (k == shapes.size()) {
-      shapes.push_back(sh);
-      members.emplace_back();
+  Groups<Shape, jobs::Job> groups;
+  for (const auto& j : jobs) groups.add(job_shape(j, o), j);
+  groups.for_each_chunk(o.max_array, [&](const Shape& shape, const std::vector<const jobs::Job*>& chunk) {
+    ArrayScript a = new_array(shape, o, counter);
+    a.tasks.reserve(chunk.size());
+    for (const jobs::Job* j : chunk) {
+      a.tasks.push_back({j->id});
+      a.job_list += j->id;
+      a.job_list += '\n';
     }
-    members[k].push_back(&j);
-  }
-  for (std::size_t k = 0; k < shapes.size(); ++k) {
-    const auto& m = members[k];
-    for (std::size_t start = 0; start < m.size(); start += o.max_array) {
-      ArrayScript a = new_array(shapes[k], o, counter);
-      const std::size_t end = std::min(m.size(), start + o.max_array);
-      a.tasks.reserve(end - start);
-      for (std::size_t i = start; i < end; ++i) {
-        a.tasks.push_back({m[i]->id});
-        a.job_list += m[i]->id;
-        a.job_list += '\n';
-      }
-      render_array(a, o, end - start);
-      set.arrays.push_back(std::move(a));
-    }
-  }
+    render_array(a, o, chunk.size());
+    set.arrays.push_back(std::move(a));
+  });
 }
 
 // Packed bundles: one array per time limit (a bundle's limit is its longest step's); a list line
 // holds the bundle's steps as ID:RANKS:THREADS:GPUS:CORES.
 void packed_arrays(const std::vector<Bundle>& bundles, const ScriptOptions& o, std::size_t& counter,
                    ScriptSet& set) {
-  std::vector<std::int64_t> limits;
-  std::vector<std::vector<const Bundle*>> by_limit;
+  Groups<std::int64_t, Bundle> groups;
   for (const auto& b : bundles) {
-    if (b.empty()) continue;
     std::int64_t t = 0;
     for (const auto& st : b) t = std::max(t, st.time_s);
-    std::size_t k = 0;
-    while (k < limits.size() && limits[k] != t) ++k;
-    if (k == limits.size()) {
-      limits.push_back(t);
-      by_limit.emplace_back();
-    }
-    by_limit[k].push_back(&b);
+    if (!b.empty()) groups.add(t, b);
   }
-  for (std::size_t k = 0; k < limits.size(); ++k) {
-    const auto& m = by_limit[k];
+  groups.for_each_chunk(o.max_array, [&](std::int64_t limit, const std::vector<const Bundle*>& chunk) {
     Shape shape;
     shape.device = "gpu";
     shape.packed = true;
     shape.ranks = 0;
     shape.threads = 0;
-    shape.time_s = limits[k];
-    for (std::size_t start = 0; start < m.size(); start += o.max_array) {
-      ArrayScript a = new_array(shape, o, counter);
-      const std::size_t end = std::min(m.size(), start + o.max_array);
-      std::size_t n_jobs = 0;
-      for (std::size_t i = start; i < end; ++i) {
-        std::vector<std::string> ids;
-        std::string line;
-        for (const auto& st : *m[i]) {
-          ids.push_back(st.job_id);
-          if (!line.empty()) line += ' ';
-          line += st.job_id + ":" + std::to_string(st.ranks) + ":" + std::to_string(st.threads) + ":" + st.gpus +
-                  ":" + st.cores;
-        }
-        n_jobs += ids.size();
-        a.tasks.push_back(std::move(ids));
-        a.job_list += line + "\n";
+    shape.time_s = limit;
+    ArrayScript a = new_array(shape, o, counter);
+    std::size_t n_jobs = 0;
+    for (const Bundle* b : chunk) {
+      std::vector<std::string> ids;
+      std::string line;
+      for (const auto& st : *b) {
+        ids.push_back(st.job_id);
+        if (!line.empty()) line += ' ';
+        line += st.job_id + ":" + std::to_string(st.ranks) + ":" + std::to_string(st.threads) + ":" + st.gpus + ":" +
+                st.cores;
       }
-      render_array(a, o, n_jobs);
-      set.arrays.push_back(std::move(a));
+      n_jobs += ids.size();
+      a.tasks.push_back(std::move(ids));
+      a.job_list += line + "\n";
     }
-  }
+    render_array(a, o, n_jobs);
+    set.arrays.push_back(std::move(a));
+  });
 }
 
 // The collect job: after every array task has ended in any state (afterany: afterok on an array

@@ -17,6 +17,8 @@ import time
 import h5py
 import numpy as np
 
+from e2e_proc import ranks_of
+
 GRIDRUN, TRAIN, CASE = sys.argv[1:4]
 WORK = tempfile.mkdtemp(prefix="gridrun-e2e-faults-")
 OUT = os.path.join(WORK, "runs")
@@ -94,23 +96,6 @@ def wait_for_checkpoint(name, jid):
             return os.path.join(d, [c for c in os.listdir(d) if "." not in c][0])
         time.sleep(0.05)
     raise AssertionError("no checkpoint in " + d)
-
-
-def ranks_of(job_file):
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/comm" % p) as f:
-                comm = f.read().strip()
-            with open("/proc/%s/cmdline" % p, "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if comm.startswith("gridrun-train") and job_file.encode() in cmd:
-            out.append(int(p))
-    return out
 
 
 def status_lists(name, needle):

@@ -16,6 +16,8 @@ import time
 
 import h5py
 
+from e2e_proc import processes_with, ranks_of
+
 GRIDRUN, TRAIN, EXAMPLES, CASE = sys.argv[1:5]
 WORK = tempfile.mkdtemp(prefix="gridrun-e2e-sched-")
 OUT = os.path.join(WORK, "runs")
@@ -77,19 +79,7 @@ def wait_for_ranks(job_file, deadline_s=60):
     # The ranks appear a moment after mpirun starts; wait for the condition with a deadline.
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        pids = []
-        for p in os.listdir("/proc"):
-            if not p.isdigit():
-                continue
-            try:
-                with open("/proc/%s/cmdline" % p, "rb") as f:
-                    cmd = f.read().split(b"\0")
-                with open("/proc/%s/comm" % p) as f:
-                    comm = f.read().strip()
-            except OSError:
-                continue
-            if comm.startswith("gridrun-train") and job_file.encode() in cmd:
-                pids.append(int(p))
+        pids = ranks_of(job_file)
         if pids:
             return pids
         time.sleep(0.05)
@@ -176,21 +166,6 @@ def case_kill_gridrun():
         assert st[j]["state"] == "completed" and status("killrun", j) == "completed", st
 
 
-def processes_of(needle):
-    # Live processes whose command line contains `needle` (zombies have an empty cmdline).
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % p, "rb") as f:
-                if needle.encode() in f.read():
-                    out.append(int(p))
-        except OSError:
-            continue
-    return out
-
-
 def case_kill_gridrun_orphans():
     # SIGKILL of gridrun while a 2-rank job trains: mpirun and both ranks must go on their own
     # (--owner-pid), after a checkpoint, so that the rerun resumes instead of starting over.
@@ -209,10 +184,10 @@ def case_kill_gridrun_orphans():
     p.kill()
     p.wait()
     deadline = time.monotonic() + 10
-    left = processes_of(job_file)
+    left = processes_with(job_file)
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = processes_of(job_file)
+        left = processes_with(job_file)
     assert not left, "still running 10 s after gridrun was killed: %s" % [
         open("/proc/%d/cmdline" % q).read().replace("\0", " ") for q in left if os.path.exists("/proc/%d" % q)]
     with open(os.path.join(OUT, "orphans", "logs", jid + ".err")) as f:

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from e2e_proc import processes
+
 GRIDRUN, TRAIN, CASE = sys.argv[1:4]
 WORK = tempfile.mkdtemp(prefix="gridrun-e2e-watchdog-")
 OUT = os.path.join(WORK, "runs")
@@ -66,18 +68,8 @@ def state(name):
 
 
 def leftovers():
-    found = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % p, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if MARK in cmd or (WORK in cmd and "gridrun-train" in cmd):
-            found.append((int(p), cmd))
-    return found
+    return [(p, cmd) for p, _, cmd in processes()
+            if MARK.encode() in cmd or (WORK.encode() in cmd and b"gridrun-train" in cmd)]
 
 
 def case_lingering():

@@ -103,6 +103,20 @@ int max_concurrent(const SimResult& r) {
   return best;
 }
 
+// Simulates `n` random mixes (seeds 1..n, generator seeded with seed + offset) under `policy` and
+// hands each to `check(jobs, result, seed)`.
+template <class Check>
+void for_random_mixes(unsigned n, unsigned offset, const std::string& policy, Check check) {
+  for (unsigned seed = 1; seed <= n; ++seed) {
+    std::mt19937 rng(seed + offset);
+    const Cluster c = random_cluster(rng);
+    auto jobs = random_jobs(rng, c, true);
+    SimOptions o;
+    o.policy = policy;
+    check(jobs, simulate(c, jobs, o), seed);
+  }
+}
+
 }  // namespace
 
 class AllPolicies : public ::testing::TestWithParam<std::string> {};
@@ -193,13 +207,7 @@ TEST(Placement, InfeasibleJobsAreRejected) {
 }
 
 TEST(Placement, ExclusiveRunsOneJobPerNode) {
-  for (unsigned seed = 1; seed <= 200; ++seed) {
-    std::mt19937 rng(seed + 3);
-    const Cluster c = random_cluster(rng);
-    auto jobs = random_jobs(rng, c, true);
-    SimOptions o;
-    o.policy = "exclusive";
-    const SimResult r = simulate(c, jobs, o);
+  for_random_mixes(200, 3, "exclusive", [](const std::vector<SimJob>& jobs, const SimResult& r, unsigned seed) {
     for (std::size_t a = 0; a < jobs.size(); ++a)
       for (std::size_t b = a + 1; b < jobs.size(); ++b) {
         const auto& pa = r.placements[a];
@@ -207,20 +215,14 @@ TEST(Placement, ExclusiveRunsOneJobPerNode) {
         if (pa.alloc.node == pb.alloc.node)
           EXPECT_FALSE(pa.start_s < pb.end_s && pb.start_s < pa.end_s) << "seed " << seed;
       }
-  }
+  });
 }
 
 TEST(Placement, FifoStartsJobsInGridOrder) {
-  for (unsigned seed = 1; seed <= 200; ++seed) {
-    std::mt19937 rng(seed + 11);
-    const Cluster c = random_cluster(rng);
-    auto jobs = random_jobs(rng, c, true);
-    SimOptions o;
-    o.policy = "fifo";
-    const SimResult r = simulate(c, jobs, o);
+  for_random_mixes(200, 11, "fifo", [](const std::vector<SimJob>& jobs, const SimResult& r, unsigned seed) {
     for (std::size_t i = 1; i < jobs.size(); ++i)
       EXPECT_LE(r.placements[i - 1].start_s, r.placements[i].start_s) << "seed " << seed;
-  }
+  });
 }
 
 TEST(Placement, PackedReservesForTheOldestBlockedJob) {
