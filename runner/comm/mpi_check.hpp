@@ -1,6 +1,6 @@
-// MPI_CHECK: every MPI call's return code is checked and turned into a CommError that says which
-// call failed, where (file:line), on which rank and host, and MPI's own error string. Communicators
-// set MPI_ERRORS_RETURN so errors reach this check instead of killing the process silently.
+// MPI_CHECK (checked_call.hpp): every MPI call's return code is checked and turned into a
+// CommError naming the call, file:line, rank, host and MPI's own error string. Communicators set
+// MPI_ERRORS_RETURN so errors reach this check instead of killing the process silently.
 #pragma once
 
 // The C API only: without these, Open MPI's mpi.h drags in the deprecated C++ bindings (libmpi_cxx).
@@ -14,16 +14,13 @@
 
 #include <string>
 
+#include "comm/checked_call.hpp"
+
 namespace gridrun::runner::comm {
 
-std::string this_host();
-[[noreturn]] void throw_mpi_error(int rc, const char* call, const char* file, int line);
+std::string mpi_error_string(int rc);  // MPI_Error_string
 
 }  // namespace gridrun::runner::comm
 
-#define MPI_CHECK(call)                                                               \
-  do {                                                                                \
-    int gridrun_mpi_rc_ = (call);                                                     \
-    if (gridrun_mpi_rc_ != MPI_SUCCESS)                                               \
-      ::gridrun::runner::comm::throw_mpi_error(gridrun_mpi_rc_, #call, __FILE__, __LINE__); \
-  } while (0)
+#define MPI_CHECK(call) \
+  GRIDRUN_CHECKED_CALL(int, MPI_SUCCESS, ::gridrun::runner::comm::mpi_error_string, call, #call)

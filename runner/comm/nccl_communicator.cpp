@@ -17,95 +17,58 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <thread>
+#include <type_traits>
 
 #include "comm/comm_impl.hpp"
 #include "comm/mpi_check.hpp"
 #include "gridrun/runner/errors.hpp"
 
-#define NCCL_CHECK(call)                                                                        \
-  do {                                                                                          \
-    ncclResult_t gridrun_nccl_rc_ = (call);                                                     \
-    if (gridrun_nccl_rc_ != ncclSuccess)                                                        \
-      ::gridrun::runner::comm::throw_nccl_error(gridrun_nccl_rc_, #call, __FILE__, __LINE__);   \
-  } while (0)
-
-#define CUDA_CHECK(call)                                                                        \
-  do {                                                                                          \
-    cudaError_t gridrun_cuda_rc_ = (call);                                                      \
-    if (gridrun_cuda_rc_ != cudaSuccess)                                                        \
-      ::gridrun::runner::comm::throw_cuda_error(gridrun_cuda_rc_, #call, __FILE__, __LINE__);   \
-  } while (0)
+#define NCCL_CHECK(call) GRIDRUN_CHECKED_CALL(ncclResult_t, ncclSuccess, ncclGetErrorString, call, #call)
+#define CUDA_CHECK(call) GRIDRUN_CHECKED_CALL(cudaError_t, cudaSuccess, cudaGetErrorString, call, #call)
 
 namespace gridrun::runner::comm {
-
-namespace {
-int world_rank() {
-  int r = -1, inited = 0;
-  MPI_Initialized(&inited);
-  if (inited) MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-}  // namespace
-
-[[noreturn]] void throw_nccl_error(ncclResult_t rc, const char* call, const char* file, int line) {
-  throw CommError(std::string(file) + ":" + std::to_string(line) + ": " + call + " failed on rank " +
-                  std::to_string(world_rank()) + " (" + this_host() + "): " +
-                  ncclGetErrorString(rc));
-}
-
-[[noreturn]] void throw_cuda_error(cudaError_t rc, const char* call, const char* file, int line) {
-  throw CommError(std::string(file) + ":" + std::to_string(line) + ": " + call + " failed on rank " +
-                  std::to_string(world_rank()) + " (" + this_host() + "): " +
-                  cudaGetErrorString(rc));
-}
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 ncclDataType_t nccl_type(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kFloat: return ncclFloat32;
-    case at::kDouble: return ncclFloat64;
-    case at::kHalf: return ncclFloat16;
+  return dtype_for<ncclDataType_t>(t,
+                                   {{at::kFloat, ncclFloat32},
+                                    {at::kDouble, ncclFloat64},
+                                    {at::kHalf, ncclFloat16},
 #if NCCL_VERSION_CODE >= 21000
-    case at::kBFloat16: return ncclBfloat16;
+                                    {at::kBFloat16, ncclBfloat16},
 #endif
-    case at::kLong: return ncclInt64;
-    case at::kInt: return ncclInt32;
-    case at::kByte: return ncclUint8;
-    default:
-      throw CommError("NcclCommunicator: unsupported dtype " +
-                      std::string(c10::toString(t.scalar_type())));
-  }
+                                    {at::kLong, ncclInt64},
+                                    {at::kInt, ncclInt32},
+                                    {at::kByte, ncclUint8}},
+                                   "NcclCommunicator", "CUDA tensors of a type NCCL reduces");
 }
 
-class CudaStream {
- public:
-  CudaStream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~CudaStream() { cudaStreamDestroy(s_); }
-  CudaStream(const CudaStream&) = delete;
-  CudaStream& operator=(const CudaStream&) = delete;
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
+// RAII for the CUDA runtime's stream and event handles: destroyed exactly once, on every path.
+struct StreamDestroy {
+  void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
 };
-
-class CudaEvent {
- public:
-  explicit CudaEvent(bool timing) {
-    CUDA_CHECK(cudaEventCreateWithFlags(&e_, timing ? cudaEventDefault : cudaEventDisableTiming));
-  }
-  ~CudaEvent() { cudaEventDestroy(e_); }
-  CudaEvent(const CudaEvent&) = delete;
-  CudaEvent& operator=(const CudaEvent&) = delete;
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
+struct EventDestroy {
+  void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
 };
+using CudaStream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDestroy>;
+using CudaEvent = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDestroy>;
+
+CudaStream make_stream() {
+  cudaStream_t s = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return CudaStream(s);
+}
+
+CudaEvent make_event(bool timing) {
+  cudaEvent_t e = nullptr;
+  CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return CudaEvent(e);
+}
 
 // Owns the ncclComm_t; aborting (not just destroying) when the communicator is in an error state.
 class NcclComm {
@@ -143,11 +106,15 @@ class NcclCommunicator;
 class NcclWork final : public Work {
  public:
   NcclWork(NcclCommunicator* owner, std::string what, at::Tensor keep)
-      : owner_(owner), what_(std::move(what)), keep_(std::move(keep)), start_(true), end_(true) {}
+      : owner_(owner),
+        what_(std::move(what)),
+        keep_(std::move(keep)),
+        start_(make_event(true)),
+        end_(make_event(true)) {}
   void wait() override;
   double seconds() const override { return seconds_; }
-  CudaEvent& start() { return start_; }
-  CudaEvent& end() { return end_; }
+  cudaEvent_t start() const { return start_.get(); }
+  cudaEvent_t end() const { return end_.get(); }
 
  private:
   NcclCommunicator* owner_;
@@ -168,7 +135,7 @@ class NcclCommunicator final : public Communicator {
                      host_comm_->host() + " (CUDA_VISIBLE_DEVICES?)");
     device_ = host_comm_->local_rank() % ndev;
     CUDA_CHECK(cudaSetDevice(device_));
-    stream_ = std::make_unique<CudaStream>();
+    stream_ = make_stream();
     ncclUniqueId id;
     at::Tensor idt = at::zeros({static_cast<long>(sizeof(id))}, at::kByte);
     if (host_comm_->rank() == 0) {
@@ -185,7 +152,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   ~NcclCommunicator() override {
-    if (stream_) cudaStreamSynchronize(stream_->get());
+    if (stream_) cudaStreamSynchronize(stream_.get());
   }
 
   std::string name() const override { return "nccl"; }
@@ -202,7 +169,7 @@ class NcclCommunicator final : public Communicator {
                                                   " elements", t);
     enqueue_after_producer(*w, [&] {
       NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), ncclSum,
-                               comm_->get(), stream_->get()));
+                               comm_->get(), stream_.get()));
     });
     return w;
   }
@@ -213,7 +180,7 @@ class NcclCommunicator final : public Communicator {
     auto w = std::make_shared<NcclWork>(this, "nccl broadcast", t);
     enqueue_after_producer(*w, [&] {
       NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), root,
-                               comm_->get(), stream_->get()));
+                               comm_->get(), stream_.get()));
     });
     w->wait();
   }
@@ -238,7 +205,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   double timeout_s() const { return opts_.timeout_s; }
-  cudaStream_t stream() const { return stream_->get(); }
+  cudaStream_t stream() const { return stream_.get(); }
   ncclResult_t async_error() const { return comm_->async_error(); }
 
  private:
@@ -252,18 +219,18 @@ class NcclCommunicator final : public Communicator {
   template <class F>
   void enqueue_after_producer(NcclWork& w, F&& launch) {
     cudaStream_t producer = at::cuda::getCurrentCUDAStream(device_).stream();
-    CudaEvent ready(false);
+    CudaEvent ready = make_event(false);
     CUDA_CHECK(cudaEventRecord(ready.get(), producer));
-    CUDA_CHECK(cudaStreamWaitEvent(stream_->get(), ready.get(), 0));
-    CUDA_CHECK(cudaEventRecord(w.start().get(), stream_->get()));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), ready.get(), 0));
+    CUDA_CHECK(cudaEventRecord(w.start(), stream_.get()));
     launch();
-    CUDA_CHECK(cudaEventRecord(w.end().get(), stream_->get()));
+    CUDA_CHECK(cudaEventRecord(w.end(), stream_.get()));
   }
 
   CommOptions opts_;
   std::unique_ptr<Communicator> host_comm_;
   int device_ = 0;
-  std::unique_ptr<CudaStream> stream_;
+  CudaStream stream_;
   std::unique_ptr<NcclComm> comm_;
   std::string version_;
 };

@@ -9,15 +9,13 @@
 #include <torch/cuda.h>
 #endif
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 
+#include "gridrun/base/fs.hpp"
 #include "gridrun/runner/errors.hpp"
 
 namespace gridrun::runner {
@@ -81,30 +79,13 @@ std::string newest_in(const std::string& dir) {
 // (disk full, RLIMIT_FSIZE) it throws, and its destructor then tries to finish the archive, throws
 // again, and std::terminate ends the process with a stack dump and no checkpoint state to speak of.
 // So archives are built in memory and written here, where every error is an exception naming the
-// file.
+// file (base::write_file_atomic leaves no half-written file to hold the space the next try needs).
 void write_file(const fs::path& p, const std::string& bytes) {
-  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("checkpoint " + p.string() + ": cannot create: " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      ::unlink(p.c_str());  // a half-written file would only hold the space the next try needs
-      throw std::runtime_error("checkpoint " + p.string() + ": cannot write: " + std::strerror(err));
-    }
-    done += static_cast<std::size_t>(n);
+  try {
+    base::write_file_atomic(p.string(), bytes);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("checkpoint ") + e.what());
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    throw std::runtime_error("checkpoint " + p.string() + ": cannot write: " + std::strerror(errno));
-}
-
-std::string damaged_name(const std::string& path) {
-  std::string to = path + ".damaged";
-  for (int i = 1; fs::exists(to); ++i) to = path + ".damaged" + std::to_string(i);
-  return to;
 }
 
 }  // namespace
@@ -186,7 +167,7 @@ void Checkpointer::save(Model& model, torch::optim::Optimizer& opt, const TrainS
   comm_.barrier();
   if (comm_.rank() == 0) {
     fs::remove_all(final_dir);
-    fs::rename(tmp, final_dir);
+    base::rename_durable(tmp.string(), final_dir.string());
     for (const auto& e : fs::directory_iterator(dir_)) {
       const auto s = step_of(e.path());
       if (s >= 0 && s != st.global_step) fs::remove_all(e.path());
@@ -247,10 +228,10 @@ bool Checkpointer::load(Model& model, torch::optim::Optimizer& opt, TrainState& 
     restore();
     comm_.barrier();
     if (comm_.rank() == 0) {
-      const std::string to = damaged_name(path);
-      std::error_code ec;
-      fs::rename(path, to, ec);
-      if (ec) throw std::runtime_error("checkpoint " + path + ": damaged, and cannot rename it to " + to + ": " + ec.message());
+      const std::string to = base::quarantine(path);
+      if (to.empty())
+        throw std::runtime_error("checkpoint " + path + ": damaged, and cannot move it aside: " +
+                                 std::strerror(errno));
       std::fprintf(stderr, "gridrun-train: warning: checkpoint %s is damaged; moved to %s\n", path.c_str(),
                    to.c_str());
     }

@@ -49,6 +49,16 @@ struct GradSync::Impl {
     std::size_t param;
   };
 
+  Impl(std::vector<at::Tensor> p, Communicator& c, GradSyncOptions o);
+  void build_buckets();
+  void attach_views();
+  void register_hooks();
+  void on_ready(std::size_t k);
+  void launch_ready();
+  void begin_step();
+  bool zero_grad();
+  GradSyncStats finish();
+
   std::vector<at::Tensor> params;
   Communicator& comm;
   GradSyncOptions opts;
@@ -59,112 +69,124 @@ struct GradSync::Impl {
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep hooks' nodes alive
   std::size_t next_launch = 0;
   bool active = false;
-
-  Impl(std::vector<at::Tensor> p, Communicator& c, GradSyncOptions o)
-      : params(std::move(p)), comm(c), opts(o) {
-    if (comm.size() == 1) return;
-    const double cap = opts.bucket_mb * 1024.0 * 1024.0;
-    where.resize(params.size());
-    views.resize(params.size());
-    got.assign(params.size(), false);
-    Bucket cur;
-    double bytes = 0;
-    auto close = [&] {
-      if (cur.slots.empty()) return;
-      std::int64_t total = 0;
-      for (auto& s : cur.slots) total += s.numel;
-      cur.flat = at::zeros({total}, params[cur.slots.front().param].options());
-      buckets.push_back(std::move(cur));
-      cur = Bucket{};
-      bytes = 0;
-    };
-    for (std::size_t k = params.size(); k-- > 0;) {
-      const auto& p = params[k];
-      if (!p.requires_grad()) continue;
-      std::int64_t off = 0;
-      for (auto& s : cur.slots) off += s.numel;
-      where[k] = {buckets.size(), cur.slots.size()};
-      cur.slots.push_back(Slot{k, off, p.numel()});
-      bytes += static_cast<double>(p.numel()) * p.element_size();
-      if (bytes >= cap) close();
-    }
-    close();
-    torch::NoGradGuard ng;
-    for (auto& b : buckets)
-      for (auto& sl : b.slots) {
-        // Same strides as the parameter (channels_last weights too): autograd then accumulates
-        // into the view in place instead of copying across layouts.
-        views[sl.param] = b.flat.narrow(0, sl.offset, sl.numel)
-                              .as_strided(params[sl.param].sizes(), params[sl.param].strides());
-        params[sl.param].mutable_grad() = views[sl.param];
-      }
-    if (opts.overlap) {
-      for (std::size_t k = 0; k < params.size(); ++k) {
-        if (!params[k].requires_grad()) continue;
-        auto acc = torch::autograd::impl::grad_accumulator(params[k]);
-        acc->add_post_hook(std::make_unique<ReadyHook>(this, k));
-        accumulators.push_back(std::move(acc));
-      }
-    }
-  }
-
-  void on_ready(std::size_t k) {
-    if (!active || got[k]) return;
-    got[k] = true;
-    Bucket& bk = buckets[where[k].first];
-    if (--bk.pending == 0) launch_ready();
-  }
-
-  void launch_ready() {
-    while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
-      buckets[next_launch].work = comm.allreduce_sum(buckets[next_launch].flat);
-      ++next_launch;
-    }
-  }
-
-  void begin_step() {
-    if (buckets.empty()) return;
-    for (auto& b : buckets) {
-      b.pending = b.slots.size();
-      b.work.reset();
-      for (auto& sl : b.slots) {
-        auto& p = params[sl.param];
-        if (!p.grad().defined() || p.grad().data_ptr() != views[sl.param].data_ptr()) {
-          views[sl.param].zero_();
-          p.mutable_grad() = views[sl.param];
-        }
-      }
-    }
-    std::fill(got.begin(), got.end(), false);
-    next_launch = 0;
-    active = opts.overlap;
-  }
-
-  bool zero_grad() {
-    if (buckets.empty()) return false;
-    for (auto& b : buckets) b.flat.zero_();
-    return true;
-  }
-
-  GradSyncStats finish() {
-    GradSyncStats st;
-    if (buckets.empty()) return st;
-    active = false;
-    // Buckets not launched by hooks (overlap off, or a parameter without gradient this step, whose
-    // slot simply stays zero) are complete now that backward has returned.
-    for (auto& b : buckets) b.pending = 0;
-    launch_ready();
-    const auto t0 = Clock::now();
-    for (auto& b : buckets) b.work->wait();
-    st.exposed_s = since(t0);
-    const double inv = 1.0 / comm.size();
-    for (auto& b : buckets) {
-      st.comm_s += b.work->seconds();
-      b.flat.mul_(inv);
-    }
-    return st;
-  }
 };
+
+GradSync::Impl::Impl(std::vector<at::Tensor> p, Communicator& c, GradSyncOptions o)
+    : params(std::move(p)), comm(c), opts(o) {
+  if (comm.size() == 1) return;
+  where.resize(params.size());
+  views.resize(params.size());
+  got.assign(params.size(), false);
+  build_buckets();
+  attach_views();
+  if (opts.overlap) register_hooks();
+}
+
+// Reverse registration order (roughly the order backward produces gradients), a new bucket once
+// the current one holds bucket_mb.
+void GradSync::Impl::build_buckets() {
+  const double cap = opts.bucket_mb * 1024.0 * 1024.0;
+  Bucket cur;
+  double bytes = 0;
+  auto close = [&] {
+    if (cur.slots.empty()) return;
+    std::int64_t total = 0;
+    for (auto& s : cur.slots) total += s.numel;
+    cur.flat = at::zeros({total}, params[cur.slots.front().param].options());
+    buckets.push_back(std::move(cur));
+    cur = Bucket{};
+    bytes = 0;
+  };
+  for (std::size_t k = params.size(); k-- > 0;) {
+    const auto& p = params[k];
+    if (!p.requires_grad()) continue;
+    std::int64_t off = 0;
+    for (auto& s : cur.slots) off += s.numel;
+    where[k] = {buckets.size(), cur.slots.size()};
+    cur.slots.push_back(Slot{k, off, p.numel()});
+    bytes += static_cast<double>(p.numel()) * p.element_size();
+    if (bytes >= cap) close();
+  }
+  close();
+}
+
+void GradSync::Impl::attach_views() {
+  torch::NoGradGuard ng;
+  for (auto& b : buckets)
+    for (auto& sl : b.slots) {
+      // Same strides as the parameter (channels_last weights too): autograd then accumulates
+      // into the view in place instead of copying across layouts.
+      views[sl.param] = b.flat.narrow(0, sl.offset, sl.numel)
+                            .as_strided(params[sl.param].sizes(), params[sl.param].strides());
+      params[sl.param].mutable_grad() = views[sl.param];
+    }
+}
+
+void GradSync::Impl::register_hooks() {
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    if (!params[k].requires_grad()) continue;
+    auto acc = torch::autograd::impl::grad_accumulator(params[k]);
+    acc->add_post_hook(std::make_unique<ReadyHook>(this, k));
+    accumulators.push_back(std::move(acc));
+  }
+}
+
+void GradSync::Impl::on_ready(std::size_t k) {
+  if (!active || got[k]) return;
+  got[k] = true;
+  Bucket& bk = buckets[where[k].first];
+  if (--bk.pending == 0) launch_ready();
+}
+
+void GradSync::Impl::launch_ready() {
+  while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
+    buckets[next_launch].work = comm.allreduce_sum(buckets[next_launch].flat);
+    ++next_launch;
+  }
+}
+
+void GradSync::Impl::begin_step() {
+  if (buckets.empty()) return;
+  for (auto& b : buckets) {
+    b.pending = b.slots.size();
+    b.work.reset();
+    for (auto& sl : b.slots) {
+      auto& p = params[sl.param];
+      if (!p.grad().defined() || p.grad().data_ptr() != views[sl.param].data_ptr()) {
+        views[sl.param].zero_();
+        p.mutable_grad() = views[sl.param];
+      }
+    }
+  }
+  std::fill(got.begin(), got.end(), false);
+  next_launch = 0;
+  active = opts.overlap;
+}
+
+bool GradSync::Impl::zero_grad() {
+  if (buckets.empty()) return false;
+  for (auto& b : buckets) b.flat.zero_();
+  return true;
+}
+
+GradSyncStats GradSync::Impl::finish() {
+  GradSyncStats st;
+  if (buckets.empty()) return st;
+  active = false;
+  // Buckets not launched by hooks (overlap off, or a parameter without gradient this step, whose
+  // slot simply stays zero) are complete now that backward has returned.
+  for (auto& b : buckets) b.pending = 0;
+  launch_ready();
+  const auto t0 = Clock::now();
+  for (auto& b : buckets) b.work->wait();
+  st.exposed_s = since(t0);
+  const double inv = 1.0 / comm.size();
+  for (auto& b : buckets) {
+    st.comm_s += b.work->seconds();
+    b.flat.mul_(inv);
+  }
+  return st;
+}
 
 GradSync::GradSync(std::vector<at::Tensor> params, Communicator& comm, GradSyncOptions opts)
     : impl_(std::make_unique<Impl>(std::move(params), comm, opts)) {}

@@ -1,4 +1,5 @@
-// Inference jobs (`task: inference`, see trainer.hpp and docs/runner.md).
+// Inference jobs (`task: inference`, see trainer.hpp and docs/runner.md): only the loop; the
+// set-up (checkpoint or random weights), results file and failure path are the JobHarness's.
 //
 // Batches of batch_per_rank test samples are run forward under c10::InferenceMode (no autograd
 // state at all), each rank on its own shard of the test split (samples i % R == r), cycling over
@@ -18,33 +19,27 @@
 #include <torch/cuda.h>
 #endif
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <limits>
+#include <vector>
 
-#include "gridrun/results/sampler.hpp"
 #include "gridrun/results/writer.hpp"
-#include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/model.hpp"
 #include "gridrun/runner/sampler.hpp"
 #include "gridrun/runner/signals.hpp"
-#include "gridrun/runner/system_info.hpp"
 #include "gridrun/runner/trainer.hpp"
-#include "run_common.hpp"
+#include "job_harness.hpp"
 
 namespace gridrun::runner {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-namespace fs = std::filesystem;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double seconds_since(Clock::time_point t) {
@@ -69,205 +64,194 @@ void sync_device(bool gpu) {
 #endif
 }
 
+// One inference job's loop over the harness's model and test split: timed batches, one /steps
+// row per batch, the /epochs row of first-visit loss and accuracy, the latency summary.
+class InferLoop {
+ public:
+  explicit InferLoop(JobHarness& h);
+  // Returns kExitCompleted, or kExitInterrupted on SIGTERM/SIGUSR1 (nothing to checkpoint).
+  int run();
+
+ private:
+  // One batch on every rank (collective); returns true when some rank got SIGTERM/SIGUSR1.
+  bool run_batch(std::int64_t k);
+  void write_row(std::int64_t k, const std::vector<double>& red, const std::vector<double>& lat,
+                 double data_s, double latency);
+  void finish(results::Status status, const std::string& reason);
+
+  JobHarness& h_;
+  const RunnerOptions& o_;
+  const jobs::JobParams& j_;
+  Communicator& comm_;
+  Model& model_;
+  const torch::Device dev_;
+  const bool lead_, gpu_;
+  const Dataset& test_;
+  const std::vector<std::int64_t> shard_;  // this rank's test samples, i % R == r
+  const std::int64_t n_, b_, warm_, total_;
+  Clock::time_point run_start_;
+  std::vector<double> latencies_;  // slowest rank's latency of each timed batch
+  double timed_samples_ = 0, timed_time_ = 0, loss_first_ = 0, correct_first_ = 0, seen_ = 0;
+};
+
+InferLoop::InferLoop(JobHarness& h)
+    : h_(h),
+      o_(h.options()),
+      j_(h.job()),
+      comm_(h.comm()),
+      model_(h.model()),
+      dev_(h.device()),
+      lead_(h.lead()),
+      gpu_(h.gpu()),
+      test_(h.test_set()),
+      shard_(eval_shard(test_.size(), h.rank(), h.world())),
+      n_(static_cast<std::int64_t>(shard_.size())),
+      b_(j_.batch_per_rank),
+      warm_(j_.timing_warmup_steps),
+      total_(warm_ + j_.infer_batches) {
+  model_.eval();
+  std::int64_t quantized = 0;
+  if (j_.quantize == "int8") quantized = model_.quantize_linear_int8();
+  if (n_ == 0)
+    throw BadInput("gridrun-train: the test split has " + std::to_string(test_.size()) +
+                   " samples, fewer than ranks=" + std::to_string(h.world()));
+  ResultsStart rs;
+  rs.str_attrs["checkpoint_file"] = h_.weights_file();
+  rs.int_attrs["quantized_linear_layers"] = quantized;
+  h_.open_results(rs);
+  if (lead_ && !o_.quiet)
+    std::printf("gridrun-train %s: inference %s on %s, %d rank(s), batch %lld per rank, "
+                "%lld+%lld batches, %s\n",
+                o_.id.c_str(), j_.model.c_str(), j_.dataset.c_str(), h.world(),
+                static_cast<long long>(b_), static_cast<long long>(warm_),
+                static_cast<long long>(j_.infer_batches),
+                h_.weights_file().empty() ? "random weights" : h_.weights_file().c_str()),
+        std::fflush(stdout);
+  run_start_ = Clock::now();
+}
+
+int InferLoop::run() {
+  for (std::int64_t k = 0; k < total_; ++k) {
+    if (run_batch(k)) {  // every rank stops at this batch
+      finish(results::Status::Interrupted,
+             "interrupted by signal after batch " + std::to_string(k + 1) +
+                 " (inference keeps no checkpoint; rerun to start over)");
+      return kExitInterrupted;
+    }
+  }
+  finish(results::Status::Completed, "completed");
+  return kExitCompleted;
+}
+
+bool InferLoop::run_batch(std::int64_t k) {
+  const auto t_data = Clock::now();
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(b_));
+  for (std::int64_t i = 0; i < b_; ++i)
+    idx[static_cast<std::size_t>(i)] = shard_[static_cast<std::size_t>((k * b_ + i) % n_)];
+  // Positions k*b .. k*b+b-1 of the cycled shard: the leading `fresh` ones are first visits.
+  const std::int64_t fresh = std::clamp<std::int64_t>(n_ - k * b_, 0, b_);
+  Batch bt = test_.get(idx);
+  const double data_s = seconds_since(t_data);
+
+  sync_device(gpu_);
+  const auto t0 = Clock::now();
+  torch::Tensor out, y;
+  {
+    c10::InferenceMode im;
+    auto x = bt.x.to(dev_);
+    y = bt.y.to(dev_);
+    out = model_.forward(x);
+    sync_device(gpu_);
+  }
+  const double latency = seconds_since(t0);
+
+  torch::Tensor losses, hits;
+  {
+    c10::InferenceMode im;
+    losses = torch::nn::functional::cross_entropy(
+        out.to(torch::kFloat32), y,
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+    hits = out.argmax(1).eq(y).to(torch::kFloat64);
+  }
+  const double fresh_loss = fresh > 0 ? losses.slice(0, 0, fresh).sum().item<double>() : 0.0;
+  const double fresh_hits = fresh > 0 ? hits.slice(0, 0, fresh).sum().item<double>() : 0.0;
+  const auto red = comm_.allreduce_sum(std::vector<double>{
+      losses.sum().item<double>(), static_cast<double>(b_), fresh_loss, fresh_hits,
+      static_cast<double>(fresh), StopSignal::received() ? 1.0 : 0.0});
+  const auto lat = comm_.gather(std::vector<double>{latency}, 0);
+  loss_first_ += red[2];
+  correct_first_ += red[3];
+  seen_ += red[4];
+  if (lead_) write_row(k, red, lat, data_s, latency);
+  return red[5] > 0;
+}
+
+// Rank 0: the batch's /steps row; `red` holds the batch's sums over ranks, `lat` every rank's
+// latency.
+void InferLoop::write_row(std::int64_t k, const std::vector<double>& red,
+                          const std::vector<double>& lat, double data_s, double latency) {
+  results::StepRow row;
+  row.step = k + 1;
+  row.epoch = 1;
+  row.wall_s = seconds_since(run_start_);
+  row.loss = red[0] / red[1];
+  row.step_s = *std::max_element(lat.begin(), lat.end());
+  row.samples_per_s = red[1] / row.step_s;
+  row.data_s = data_s;
+  row.forward_s = latency;
+  row.rank_step_s = lat;
+  h_.writer()->append_step(row);
+  if (k >= warm_) {
+    latencies_.push_back(row.step_s);
+    timed_samples_ += red[1];
+    timed_time_ += row.step_s;
+  }
+  if (!o_.quiet && ((k + 1) % o_.log_every == 0 || k + 1 == total_))
+    std::printf("batch %lld/%lld latency %.2f ms %.0f samples/s\n", static_cast<long long>(k + 1),
+                static_cast<long long>(total_), 1e3 * row.step_s, row.samples_per_s),
+        std::fflush(stdout);
+}
+
+// Collective: rank 0's /epochs row and the inference figures of /summary (the harness adds the
+// figures every job has and ends the file).
+void InferLoop::finish(results::Status status, const std::string& reason) {
+  results::Summary s;
+  if (lead_) {
+    results::EpochRow er;
+    er.epoch = 1;
+    er.train_loss = er.train_acc = kNaN;
+    er.test_loss = seen_ > 0 ? loss_first_ / seen_ : kNaN;
+    er.test_acc = seen_ > 0 ? correct_first_ / seen_ : kNaN;
+    er.epoch_s = er.wall_s = seconds_since(run_start_);
+    h_.writer()->append_epoch(er);
+    const double sps = timed_time_ > 0 ? timed_samples_ / timed_time_ : kNaN;
+    s["latency_p50_s"] = percentile(latencies_, 50);
+    s["latency_p90_s"] = percentile(latencies_, 90);
+    s["latency_p99_s"] = percentile(latencies_, 99);
+    s["samples_per_s"] = sps;
+    s["test_samples_seen"] = seen_;
+    s["bytes_per_sample"] = model_.bytes_per_sample(b_, gpu_ && j_.precision != "fp32" ? 2.0 : 4.0);
+    s["flops_per_s"] = model_.flops_per_sample() * sps;  // forward only
+    if (!o_.quiet)
+      std::printf("inference: test acc %.4f over %.0f samples, latency p50 %.2f ms p99 %.2f ms, "
+                  "%.0f samples/s\n",
+                  er.test_acc, seen_, 1e3 * s["latency_p50_s"], 1e3 * s["latency_p99_s"], sps),
+          std::fflush(stdout);
+  }
+  h_.finish(status, reason, std::move(s));
+}
+
 }  // namespace
 
 int infer(const RunnerOptions& o, Communicator& comm) {
-  const jobs::JobParams& j = o.job;
-  const int rank = comm.rank(), world = comm.size();
-  const bool lead = rank == 0;
-  if (j.ranks != world)
-    throw BadInput("gridrun-train: the job has ranks=" + std::to_string(j.ranks) +
-                   " but was started with " + std::to_string(world) +
-                   " processes (mpirun -np / srun -n must match)");
-  StopSignal::install();
-  torch::set_num_threads(static_cast<int>(j.threads_per_rank));
-  const bool gpu = j.device == "gpu";
-  const torch::Device dev = detail::select_device(j, comm);
-  // Resolved before anything is written: a missing checkpoint is bad input (exit 2).
-  const std::string state_file =
-      j.checkpoint.empty() ? std::string() : resolve_checkpoint(j.checkpoint, o.out_dir);
-
-  torch::manual_seed(static_cast<std::uint64_t>(j.seed));
-  DataSplits data = make_dataset(DatasetOptions{j.dataset, j.data_dir, j.train_samples,
-                                                j.test_samples, is_text_model(j.model)});
-  ModelSpec spec{j.model,           data.input.channels, data.input.height, data.input.width,
-                 data.input.num_classes, data.input.vocab, data.input.seq_len};
-  std::shared_ptr<Model> model = make_model(spec);
-  model->to(dev);
-  if (!state_file.empty()) {
-    load_model_weights(state_file, *model);
-  } else {  // random weights, identical on every rank
-    torch::NoGradGuard ng;
-    for (auto& p : model->parameters()) comm.broadcast(p.data(), 0);
-    for (auto& b : model->buffers()) comm.broadcast(b, 0);
-  }
-  model->eval();
-  std::int64_t quantized = 0;
-  if (j.quantize == "int8") quantized = model->quantize_linear_int8();
-
-  const Dataset& test = *data.test;
-  const auto shard = eval_shard(test.size(), rank, world);
-  const auto n = static_cast<std::int64_t>(shard.size());
-  if (n == 0)
-    throw BadInput("gridrun-train: the test split has " + std::to_string(test.size()) +
-                   " samples, fewer than ranks=" + std::to_string(world));
-  const std::int64_t b = j.batch_per_rank, warm = j.timing_warmup_steps;
-  const std::int64_t total = warm + j.infer_batches;
-
-  // Results (rank 0) and utilisation sampling, as for training.
-  const auto hosts = comm.allgather_strings(comm.host());
-  const auto pids = comm.gather(std::vector<double>{static_cast<double>(getpid())}, 0);
-  std::unique_ptr<results::JobWriter> writer;
-  std::unique_ptr<results::UtilSampler> util;
-  std::string gpu_name;  // first device, for the MFU peak (the probe moves into the sampler)
-  if (lead) {
-    results::ProbeOptions po;
-    for (int r = 0; r < world; ++r)
-      po.pids.push_back(hosts[r] == hosts[0] ? static_cast<pid_t>(pids[r]) : pid_t{-1});
-    po.gpus = gpu;
-    auto probe = std::make_unique<results::UtilProbe>(po);
-    if (!probe->gpus().empty()) gpu_name = probe->gpus().front().name;
-    fs::create_directories(o.out_dir);
-    auto info = detail::file_info(o, comm, hosts, *model, *probe, 0);
-    info.str_attrs["checkpoint_file"] = state_file;
-    info.int_attrs["quantized_linear_layers"] = quantized;
-    writer = results::JobWriter::create(o.out_dir, info);
-    if (o.util_hz > 0) {
-      results::JobWriter* w = writer.get();
-      util = std::make_unique<results::UtilSampler>(
-          std::move(probe), results::SamplerOptions{o.util_hz},
-          [w](const results::UtilRow& row) { w->append_util(row); });
-    }
-    if (!o.quiet)
-      std::printf("gridrun-train %s: inference %s on %s, %d rank(s), batch %lld per rank, "
-                  "%lld+%lld batches, %s\n",
-                  o.id.c_str(), j.model.c_str(), j.dataset.c_str(), world,
-                  static_cast<long long>(b), static_cast<long long>(warm),
-                  static_cast<long long>(j.infer_batches),
-                  state_file.empty() ? "random weights" : state_file.c_str()),
-          std::fflush(stdout);
-  }
-
-  const auto run_start = Clock::now();
-  std::vector<double> latencies, rank_max;
-  double timed_samples = 0, timed_time = 0, loss_first = 0, correct_first = 0, seen = 0;
-  results::Status status = results::Status::Completed;
-  std::string reason = "completed";
-  try {
-    for (std::int64_t k = 0; k < total; ++k) {
-      const auto t_data = Clock::now();
-      std::vector<std::int64_t> idx(static_cast<std::size_t>(b));
-      for (std::int64_t i = 0; i < b; ++i)
-        idx[static_cast<std::size_t>(i)] = shard[static_cast<std::size_t>((k * b + i) % n)];
-      // Positions k*b .. k*b+b-1 of the cycled shard: the leading `fresh` ones are first visits.
-      const std::int64_t fresh = std::clamp<std::int64_t>(n - k * b, 0, b);
-      Batch bt = test.get(idx);
-      const double data_s = seconds_since(t_data);
-
-      sync_device(gpu);
-      const auto t0 = Clock::now();
-      torch::Tensor out, y;
-      {
-        c10::InferenceMode im;
-        auto x = bt.x.to(dev);
-        y = bt.y.to(dev);
-        out = model->forward(x);
-        sync_device(gpu);
-      }
-      const double latency = seconds_since(t0);
-
-      torch::Tensor losses, hits;
-      {
-        c10::InferenceMode im;
-        losses = torch::nn::functional::cross_entropy(
-            out.to(torch::kFloat32), y,
-            torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-        hits = out.argmax(1).eq(y).to(torch::kFloat64);
-      }
-      const double fresh_loss = fresh > 0 ? losses.slice(0, 0, fresh).sum().item<double>() : 0.0;
-      const double fresh_hits = fresh > 0 ? hits.slice(0, 0, fresh).sum().item<double>() : 0.0;
-      auto red = comm.allreduce_sum(std::vector<double>{
-          losses.sum().item<double>(), static_cast<double>(b), fresh_loss, fresh_hits,
-          static_cast<double>(fresh), StopSignal::received() ? 1.0 : 0.0});
-      auto lat = comm.gather(std::vector<double>{latency}, 0);
-      loss_first += red[2];
-      correct_first += red[3];
-      seen += red[4];
-      if (lead) {
-        results::StepRow row;
-        row.step = k + 1;
-        row.epoch = 1;
-        row.wall_s = seconds_since(run_start);
-        row.loss = red[0] / red[1];
-        row.step_s = *std::max_element(lat.begin(), lat.end());
-        row.samples_per_s = red[1] / row.step_s;
-        row.data_s = data_s;
-        row.forward_s = latency;
-        row.rank_step_s = lat;
-        writer->append_step(row);
-        if (k >= warm) {
-          latencies.push_back(row.step_s);
-          timed_samples += red[1];
-          timed_time += row.step_s;
-        }
-        if (!o.quiet && ((k + 1) % o.log_every == 0 || k + 1 == total))
-          std::printf("batch %lld/%lld latency %.2f ms %.0f samples/s\n",
-                      static_cast<long long>(k + 1), static_cast<long long>(total),
-                      1e3 * row.step_s, row.samples_per_s),
-              std::fflush(stdout);
-      }
-      if (red[5] > 0) {  // SIGTERM/SIGUSR1 on some rank: every rank stops at this batch
-        status = results::Status::Interrupted;
-        reason = "interrupted by signal after batch " + std::to_string(k + 1) +
-                 " (inference keeps no checkpoint; rerun to start over)";
-        break;
-      }
-    }
-
-    const double peak_rss = comm.allreduce_max({static_cast<double>(peak_rss_bytes())})[0];
-    if (lead) {
-      results::EpochRow er;
-      er.epoch = 1;
-      er.train_loss = er.train_acc = kNaN;
-      er.test_loss = seen > 0 ? loss_first / seen : kNaN;
-      er.test_acc = seen > 0 ? correct_first / seen : kNaN;
-      er.epoch_s = er.wall_s = seconds_since(run_start);
-      writer->append_epoch(er);
-      results::Summary s;
-      const double sps = timed_time > 0 ? timed_samples / timed_time : kNaN;
-      s["latency_p50_s"] = percentile(latencies, 50);
-      s["latency_p90_s"] = percentile(latencies, 90);
-      s["latency_p99_s"] = percentile(latencies, 99);
-      s["samples_per_s"] = sps;
-      s["test_samples_seen"] = seen;
-      s["flops_per_sample"] = model->flops_per_sample();
-      s["bytes_per_sample"] =
-          model->bytes_per_sample(b, gpu && j.precision != "fp32" ? 2.0 : 4.0);
-      s["flops_per_s"] = model->flops_per_sample() * sps;  // forward only
-      s["model_params"] = static_cast<double>(model->parameter_count());
-      s["peak_rss_bytes"] = peak_rss;
-      detail::add_mfu(s, o, gpu_name);
-      if (!o.quiet)
-        std::printf("inference: test acc %.4f over %.0f samples, latency p50 %.2f ms p99 %.2f ms, "
-                    "%.0f samples/s\n",
-                    er.test_acc, seen, 1e3 * s["latency_p50_s"], 1e3 * s["latency_p99_s"], sps),
-            std::fflush(stdout);
-      if (util) util->stop();
-      writer->finish(status, reason, s);
-    }
-  } catch (const BadInput&) {
-    throw;
-  } catch (const std::exception& e) {
-    if (lead && writer) {
-      try {
-        if (util) util->stop();
-        writer->finish(results::Status::Failed, e.what(), results::Summary{});
-      } catch (...) {
-      }
-    }
-    throw;
-  }
-  return status == results::Status::Interrupted ? kExitInterrupted : kExitCompleted;
+  HarnessOptions ho;
+  ho.training = false;
+  ho.checkpoint = o.job.checkpoint;
+  JobHarness h(o, comm, ho);
+  return h.run([&h] {
+    InferLoop loop(h);
+    return loop.run();
+  });
 }
 
 }  // namespace gridrun::runner

@@ -4,23 +4,15 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <cmath>
 #include <map>
-#include <stdexcept>
 
-#include "gridrun/jobs/json.hpp"
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/json.hpp"
 
 namespace gridrun::runner {
 
 namespace prof = torch::autograd::profiler;
-
-namespace {
-
-using jobs::json_escape;
-
-}  // namespace
 
 OpProfiler::~OpProfiler() {
   if (active_) {
@@ -94,24 +86,16 @@ std::vector<results::OpProfile> OpProfiler::ops() const {
 }
 
 void OpProfiler::write_chrome_trace(const std::string& path, int pid) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error("cannot write profile trace " + tmp);
-    const double t0 = spans_.empty() ? 0 : spans_.front().ts_us;
-    out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
-    char buf[160];
-    for (std::size_t i = 0; i < spans_.size(); ++i) {
-      const auto& s = spans_[i];
-      std::snprintf(buf, sizeof buf,
-                    "\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%llu}",
-                    s.ts_us - t0, s.dur_us, pid, static_cast<unsigned long long>(s.tid));
-      out << (i ? ",\n" : "\n") << "{\"name\":\"" << json_escape(s.name) << buf;
-    }
-    out << "\n]}\n";
-    if (!out) throw std::runtime_error("short write to profile trace " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  // Microseconds to 3 decimals (nanoseconds): what the legacy profiler's clock resolves.
+  const auto us = [](double v) { return std::round(v * 1000.0) / 1000.0; };
+  const double t0 = spans_.empty() ? 0 : spans_.front().ts_us;
+  base::Json events = base::Json::array();
+  for (const auto& s : spans_)
+    events.push_back(base::Json{{"name", s.name}, {"ph", "X"}, {"ts", us(s.ts_us - t0)},
+                                {"dur", us(s.dur_us)}, {"pid", pid}, {"tid", s.tid}});
+  const base::Json trace{{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
+  // Operator names are ASCII; `replace` keeps a stray byte from failing the job at its end.
+  base::write_file_atomic(path, trace.dump(-1, ' ', false, base::Json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace gridrun::runner

@@ -36,7 +36,7 @@ class OpProfiler {
   // all recorded windows.
   std::vector<results::OpProfile> ops() const;
   // Chrome trace-event JSON ({"traceEvents": [{"name","ph":"X","ts","dur","pid","tid"}, ...]}),
-  // ts in microseconds from the first recorded range; written to `path`.tmp and renamed.
+  // ts in microseconds from the first recorded range; written atomically (base::write_file_atomic).
   void write_chrome_trace(const std::string& path, int pid) const;
 
  private:

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "gridrun/base/host.hpp"
 #include "gridrun/runner/errors.hpp"
 
 namespace gridrun::runner {
@@ -25,12 +26,6 @@ std::atomic<int>& flag() {
   return f;
 }
 extern "C" void on_stop_signal(int sig) { flag().store(sig, std::memory_order_relaxed); }
-
-std::string this_host() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "";
-  return buf;
-}
 
 // Blocks until `pid` has exited.
 void wait_gone(long pid) {
@@ -63,7 +58,7 @@ void StopSignal::clear() { flag().store(0); }
 
 void watch_owner(long pid, const std::string& owner_host, double grace_s) {
   if (pid <= 0) return;
-  if (!owner_host.empty() && owner_host != this_host()) return;
+  if (!owner_host.empty() && owner_host != base::hostname()) return;
   flag();
   std::thread([pid, grace_s] {
     wait_gone(pid);

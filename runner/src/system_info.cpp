@@ -1,25 +1,11 @@
-// Machine and process facts for the results file (see system_info.hpp).
+// Process facts for the results file (see system_info.hpp).
 #include "gridrun/runner/system_info.hpp"
 
 #include <sched.h>
 #include <sys/resource.h>
 #include <torch/version.h>
 
-#include <fstream>
-
 namespace gridrun::runner {
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      auto c = line.find(':');
-      if (c != std::string::npos) return line.substr(line.find_first_not_of(" \t", c + 1));
-    }
-  }
-  return "unknown";
-}
 
 int usable_cores() {
   cpu_set_t set;

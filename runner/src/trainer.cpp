@@ -1,4 +1,6 @@
-// The training loop (see trainer.hpp and docs/runner.md).
+// The training loop (see trainer.hpp and docs/runner.md). Everything around it (device, seeds,
+// data, model, initial weights, results file, utilisation sampler, the failure path) is the
+// JobHarness's (job_harness.hpp); this file holds only what a training job does with them.
 //
 // One step: data (index + normalise + copy to device) -> forward + loss -> backward (gradient hooks
 // launch bucket allreduces as buckets fill) -> GradSync::finish (waits only for outstanding
@@ -15,28 +17,19 @@
 // device-resident data, cuDNN autotuning, TF32 (job parameters) and optionally a CUDA graph.
 #include "gridrun/runner/trainer.hpp"
 
-#include "gridrun/results/probe.hpp"
-#include "gridrun/results/roofline.hpp"
-
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
-#include <torch/version.h>
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #ifdef GRIDRUN_HAVE_NCCL
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/cuda.h>
+#include <torch/version.h>
 #endif
-#include <type_traits>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -44,16 +37,12 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <set>
-#include <sstream>
 #include <thread>
 
-#include "gridrun/results/sampler.hpp"
+#include "gridrun/base/fs.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/dataset.hpp"
@@ -61,116 +50,13 @@
 #include "gridrun/runner/foreach_sgd.hpp"
 #include "gridrun/runner/grad_sync.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/init_export.hpp"
 #include "gridrun/runner/sampler.hpp"
 #include "gridrun/runner/schedule.hpp"
 #include "gridrun/runner/signals.hpp"
-#include "gridrun/runner/system_info.hpp"
+#include "job_harness.hpp"
 #include "op_profiler.hpp"
-#include "run_common.hpp"
 
 namespace gridrun::runner {
-
-namespace detail {
-
-torch::Device select_device(const jobs::JobParams& j, Communicator& comm) {
-  torch::Device dev(torch::kCPU);
-  const bool gpu = j.device == "gpu";
-#ifdef GRIDRUN_HAVE_NCCL
-  if (gpu) {
-    const auto n = torch::cuda::device_count();
-    if (n == 0) throw BadInput("gridrun-train: device=gpu but no CUDA device is visible");
-    dev = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm.local_rank() % n));
-  }
-#else
-  (void)comm;
-  if (gpu)
-    throw BadInput("gridrun-train: device=gpu but this build has no CUDA/NCCL support (exit 2)");
-#endif
-  return dev;
-}
-
-results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
-                               const std::vector<std::string>& hosts, const Model& model,
-                               const results::UtilProbe& probe, std::int64_t resume_step) {
-  results::JobFileInfo info;
-  info.id = o.id;
-  info.run = o.run;
-  info.params_json = jobs::canonical_json(o.params);
-  for (const auto& [k, v] : o.params) {
-    const std::string key = "param." + k;
-    if (auto* b = std::get_if<bool>(&v)) info.int_attrs[key] = *b ? 1 : 0;
-    else if (auto* i = std::get_if<std::int64_t>(&v)) info.int_attrs[key] = *i;
-    else if (auto* d = std::get_if<double>(&v)) info.float_attrs[key] = *d;
-    else info.str_attrs[key] = std::get<std::string>(v);
-  }
-  std::string joined;
-  std::set<std::string> uniq;
-  for (const auto& h : hosts) {
-    if (uniq.insert(h).second) joined += (joined.empty() ? "" : ",") + h;
-  }
-  info.str_attrs["hostnames"] = joined;
-  info.str_attrs["rank_hosts"] = [&] {
-    std::string s;
-    for (const auto& h : hosts) s += (s.empty() ? "" : ",") + h;
-    return s;
-  }();
-  info.str_attrs["cpu_model"] = cpu_model();
-  info.int_attrs["core_count"] = usable_cores();
-  info.str_attrs["torch_version"] = torch_version();
-  info.str_attrs[comm.name() == "nccl" ? "nccl_version" : "mpi_version"] = comm.library_version();
-  info.str_attrs["communicator"] = comm.name();
-  info.int_attrs["model_params"] = model.parameter_count();
-  info.float_attrs["flops_per_sample"] = model.flops_per_sample();
-  for (const auto& [k, v] : o.meta) info.str_attrs["meta." + k] = v;
-  info.ranks = comm.size();
-  info.gpus = probe.gpu_count();
-  info.gpu_absent_reason = probe.gpu_absent_reason();
-  std::string names, uuids;
-  for (const auto& g : probe.gpus()) {
-    names += (names.empty() ? "" : ",") + g.name;
-    uuids += (uuids.empty() ? "" : ",") + g.uuid;
-  }
-  if (!names.empty()) {
-    info.str_attrs["gpu_names"] = names;
-    info.str_attrs["gpu_uuids"] = uuids;
-  }
-  info.resume_from_step = resume_step;
-  return info;
-}
-
-void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu_name) {
-  const auto fl = s.find("flops_per_s");
-  if (fl == s.end() || !std::isfinite(fl->second) || fl->second <= 0) return;
-  const jobs::JobParams& j = o.job;
-  results::RooflineOptions ro;
-  if (o.peak_tflops > 0) ro.peak_tflops = o.peak_tflops;
-  const std::string probe_file =
-      !o.probe_file.empty() ? o.probe_file : results::default_probe_path();
-  if (j.device == "cpu" && !probe_file.empty() && std::filesystem::exists(probe_file)) {
-    try {
-      ro.probe = results::read_probe(probe_file);
-    } catch (const std::exception& e) {
-      // A stale or foreign probe file must not fail a finished job; MFU is then simply absent.
-      std::fprintf(stderr, "gridrun-train: warning: ignoring probe %s: %s\n", probe_file.c_str(),
-                   e.what());
-    }
-  }
-  results::RoofQuery q;
-  q.device = j.device;
-  q.precision = j.task == "inference" ? "fp32" : j.precision;
-  if (j.device == "gpu" && q.precision == "fp32" && j.tf32) q.precision = "tf32";
-  q.ranks = static_cast<double>(j.ranks);
-  q.threads_per_rank = static_cast<double>(j.threads_per_rank);
-  q.gpu_name = gpu_name;
-  const results::Roof roof = results::roof_for(q, ro);
-  if (roof.label.empty() || roof.peak_flops <= 0) return;
-  const double devices = j.device == "gpu" ? static_cast<double>(j.ranks) : 1.0;
-  s["peak_flops"] = roof.peak_flops * devices;
-  s["mfu"] = fl->second / (roof.peak_flops * devices);
-}
-
-}  // namespace detail
 
 namespace {
 
@@ -377,38 +263,6 @@ class Heartbeat {
   Clock::time_point last_{};
 };
 
-// GPU settings of the job, applied once before the model runs. TF32 policy: `tf32: true` (the
-// default) lets fp32 convolutions and matmuls use TF32 tensor cores (PyTorch's defaults allow it
-// for cuDNN convolutions only); `tf32: false` keeps both in full fp32, for exact comparisons.
-void apply_gpu_settings(const jobs::JobParams& j) {
-  auto& ctx = at::globalContext();
-  ctx.setBenchmarkCuDNN(j.cudnn_benchmark);
-  ctx.setAllowTF32CuDNN(j.tf32);
-  ctx.setFloat32MatmulPrecision(j.tf32 ? "high" : "highest");
-}
-
-bool conv_model(const std::string& m) {
-  return m == "lenet" || m == "resnet18" || m == "resnet50" || m == "vgg11" || m == "vgg16" ||
-         m == "alexnet" || m == "densenet121";
-}
-
-// channels_last for convolution nets in half precision on the GPU (tensor-core kernels want NHWC);
-// fp32 and the CPU stay NCHW unless asked.
-bool use_channels_last(const jobs::JobParams& j) {
-  if (j.device != "gpu" || !conv_model(j.model)) return false;
-  if (j.memory_format == "channels_last") return true;
-  return j.memory_format == "auto" && j.precision != "fp32";
-}
-
-void dump_params(const std::string& path, Model& model) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error("cannot write --dump-params file " + path);
-  for (const auto& p : model.parameters()) {
-    auto c = p.detach().to(torch::kCPU, torch::kFloat32).contiguous();
-    out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
-  }
-  if (!out) throw std::runtime_error("short write to --dump-params file " + path);
-}
 
 struct EvalResult {
   double loss = kNaN, acc = kNaN;
@@ -463,480 +317,546 @@ struct PendingRows {
   std::vector<at::Tensor> correct;      // this rank's correct predictions (device scalar)
   std::vector<double> n;                // this rank's samples
   std::size_t size() const { return n.size(); }
+  void clear() {
+    rows.clear();
+    loss.clear();
+    correct.clear();
+    n.clear();
+  }
 };
+
+// Samples per second as a user's stopwatch sees it: host wall clock between synchronised points
+// (the interval ends), launch gaps between steps included, from the first interval after the
+// timing warm-up on.
+struct WallThroughput {
+  bool started = false;
+  Clock::time_point t0, t1;
+  double samples = 0;
+  void add(double interval_samples) {
+    const auto now = Clock::now();
+    if (!started) {
+      started = true;
+      t0 = now;
+    } else {
+      samples += interval_samples;
+      t1 = now;
+    }
+  }
+  double per_s() const {
+    return samples > 0 ? samples / std::chrono::duration<double>(t1 - t0).count() : kNaN;
+  }
+};
+
+// --dump-params: all parameters as raw float32 in registration order (tests compare them).
+void dump_params(const std::string& path, Model& model) {
+  std::string bytes;
+  for (const auto& p : model.parameters()) {
+    auto c = p.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    bytes.append(static_cast<const char*>(c.data_ptr()), c.nbytes());
+  }
+  base::write_file_atomic(path, bytes);
+}
+
+// cuda_graph=true needs what GraphStep can capture; checked before anything is built.
+void check_cuda_graph(const jobs::JobParams& j, int world) {
+  if (!j.cuda_graph) return;
+  if (j.device != "gpu" || world != 1)
+    throw BadInput("gridrun-train: cuda_graph=true needs device=gpu and ranks=1 (the gradient "
+                   "allreduce is not captured)");
+  if (j.optimizer != "sgd" || j.precision == "fp16")
+    throw BadInput("gridrun-train: cuda_graph=true needs optimizer=sgd and precision fp32 or "
+                   "bf16 (fp16 loss scaling reads the host every step)");
+}
+
+// SGD runs as foreach kernels (foreach_sgd.hpp); other optimizers step as LibTorch's.
+std::unique_ptr<ForeachSgd> make_fast_sgd(torch::optim::Optimizer& opt,
+                                          const std::vector<at::Tensor>& params) {
+  if (auto* sgd = dynamic_cast<torch::optim::SGD*>(&opt))
+    return std::make_unique<ForeachSgd>(*sgd, params);
+  return nullptr;
+}
+
+std::int64_t total_steps_of(const jobs::JobParams& j, std::int64_t steps_per_epoch) {
+  std::int64_t total = j.epochs > 0 ? j.epochs * steps_per_epoch : j.max_steps;
+  if (j.max_steps > 0) total = std::min(total, j.max_steps);
+  return total;
+}
+
+double base_lr_of(const jobs::JobParams& j) {
+  return j.scale_lr ? j.lr * static_cast<double>(j.global_batch) / 256.0 : j.lr;
+}
+
+// One training job's loop over the harness's model and data: steps, interval rows, epoch ends
+// (evaluation, epoch row, checkpoint), timed checkpoints, signals, stop conditions, the summary.
+class TrainLoop {
+ public:
+  explicit TrainLoop(JobHarness& h);
+  // Returns kExitCompleted (also for target reached) or kExitInterrupted.
+  int run();
+
+ private:
+  struct StepOut {
+    at::Tensor loss, correct;  // device scalars of this rank
+    GradSyncStats sync;
+  };
+  // The running epoch's start; its time so far counts into TrainState::epoch_s.
+  struct EpochClock {
+    Clock::time_point start;
+    double before;
+  };
+
+  void open_results();
+  std::vector<double> step();  // [stop, checkpoint due], summed over ranks
+  StepOut eager_step(const at::Tensor& x, const at::Tensor& y, double lr);
+  bool unscale_fp16();
+  void test_hooks() const;
+  void queue_row(const StepOut& out, std::int64_t samples);
+  void drain_rows();
+  std::vector<double> interval_metrics();
+  void write_rows(const std::vector<double>& red,
+                  const std::vector<std::array<double, kPhases>>& times,
+                  const std::vector<double>& all);
+  void flush();
+  int interrupt(const EpochClock& ec);
+  void checkpoint_mid_epoch(const EpochClock& ec);
+  bool end_epoch(const EpochClock& ec);
+  void write_epoch_row(const EvalResult& ev);
+  void finish(results::Status status, const std::string& reason);
+  double wall() const { return wall_before_ + seconds_since(run_start_); }
+
+  JobHarness& h_;
+  const RunnerOptions& o_;
+  const jobs::JobParams& j_;
+  Communicator& comm_;
+  Model& model_;
+  const torch::Device dev_;
+  const int rank_, world_;
+  const bool lead_;
+  EpochSampler sampler_;
+  const std::int64_t spe_, total_steps_, total_epochs_;
+  LrSchedule schedule_;
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<torch::optim::Optimizer> opt_;
+  std::unique_ptr<ForeachSgd> fast_sgd_;
+  GradSync sync_;
+  Checkpointer ckpt_;
+  TrainState st_;
+  bool resumed_ = false;
+  const bool fp16_, autocast_;
+  StepTimer timer_;
+  PendingRows pending_;
+  Heartbeat heartbeat_;
+  // profile_steps: rank 0 records the operators of the steps right after the timing warm-up.
+  OpProfiler profiler_;
+  const std::int64_t profile_from_, profile_to_;
+  Clock::time_point run_start_, last_flush_, last_ckpt_;
+  double wall_before_ = 0;  // training wall time of earlier processes of this job (checkpoint)
+  std::vector<double> rank_max_step_s_;
+  double timing_samples_ = 0, timing_time_ = 0;
+  WallThroughput wall_tp_;
+  results::Status status_ = results::Status::Completed;
+  std::string reason_ = "completed";
+#ifdef GRIDRUN_HAVE_NCCL
+  std::unique_ptr<GraphStep> graph_;
+#endif
+};
+
+TrainLoop::TrainLoop(JobHarness& h)
+    : h_(h),
+      o_(h.options()),
+      j_(h.job()),
+      comm_(h.comm()),
+      model_(h.model()),
+      dev_(h.device()),
+      rank_(h.rank()),
+      world_(h.world()),
+      lead_(h.lead()),
+      sampler_(h.train_size(), j_.batch_per_rank, rank_, world_, static_cast<std::uint64_t>(j_.seed)),
+      spe_(sampler_.steps_per_epoch()),
+      total_steps_(total_steps_of(j_, spe_)),
+      total_epochs_(j_.epochs > 0 ? j_.epochs : (total_steps_ + spe_ - 1) / spe_),
+      schedule_(ScheduleOptions{j_.lr_schedule, base_lr_of(j_), j_.warmup_steps, total_steps_}),
+      params_(model_.parameters()),
+      opt_(make_optimizer(j_, params_, base_lr_of(j_))),
+      fast_sgd_(make_fast_sgd(*opt_, params_)),
+      sync_(params_, comm_, GradSyncOptions{j_.bucket_mb, j_.overlap}),
+      ckpt_(o_.checkpoint_dir, comm_),
+      fp16_(h.gpu() && j_.precision == "fp16"),
+      autocast_(h.gpu() && j_.precision != "fp32"),
+      timer_(h.gpu()),
+      heartbeat_(lead_ ? o_.heartbeat_file : std::string()),
+      profiler_(h.gpu()),
+      profile_from_(j_.timing_warmup_steps),
+      profile_to_(j_.timing_warmup_steps + j_.profile_steps) {
+  st_.world = world_;
+  if (o_.resume) resumed_ = ckpt_.load(model_, *opt_, st_);
+#ifdef GRIDRUN_HAVE_NCCL
+  if (j_.cuda_graph)
+    graph_ = std::make_unique<GraphStep>(model_, *fast_sgd_, *opt_, autocast_,
+                                         j_.precision == "bf16" ? at::kBFloat16 : at::kHalf);
+#endif
+  open_results();
+  run_start_ = last_flush_ = last_ckpt_ = Clock::now();
+  wall_before_ = st_.wall_s;
+  if (!resumed_) st_.best_test_acc = -1;
+}
+
+void TrainLoop::open_results() {
+  ResultsStart rs;
+  // The writer keeps rows of steps before resume_from_step (1-based steps: the first step this
+  // process will run); rows a killed run wrote after its last checkpoint are dropped and redone.
+  rs.resume_from_step = resumed_ ? st_.global_step + 1 : 0;
+  rs.int_attrs["grad_buckets"] = static_cast<std::int64_t>(sync_.num_buckets());
+  h_.open_results(rs);
+  if (lead_ && !o_.quiet)
+    std::printf("gridrun-train %s: %s on %s, %d rank(s), %zu bucket(s), %lld steps/epoch, "
+                "%lld steps%s\n",
+                o_.id.c_str(), j_.model.c_str(), j_.dataset.c_str(), world_, sync_.num_buckets(),
+                static_cast<long long>(spe_), static_cast<long long>(total_steps_),
+                resumed_ ? (", resumed at step " + std::to_string(st_.global_step)).c_str() : "");
+}
+
+int TrainLoop::run() {
+  // A checkpoint taken inside an epoch (signal, timed) leaves that epoch's end pending, even at
+  // the last step: done only once the last epoch end has run (it resets step_in_epoch to 0).
+  bool done = st_.global_step >= total_steps_ && st_.step_in_epoch == 0;
+  while (!done && st_.epoch < total_epochs_) {
+    const EpochClock ec{Clock::now(), st_.epoch_s};
+    for (; st_.step_in_epoch < spe_ && st_.global_step < total_steps_; ++st_.step_in_epoch) {
+      const auto flags = step();
+      if (flags[0] > 0) return interrupt(ec);  // some rank got SIGTERM/SIGUSR1
+      if (flags[1] > 0) checkpoint_mid_epoch(ec);
+    }
+    done = end_epoch(ec);
+  }
+  if (!o_.dump_params.empty() && lead_) dump_params(o_.dump_params, model_);
+  finish(status_, reason_);
+  return kExitCompleted;
+}
+
+std::vector<double> TrainLoop::step() {
+  if (lead_ && st_.global_step >= profile_from_ && st_.global_step < profile_to_) profiler_.start();
+  timer_.start(pending_.size());
+  Batch b = h_.train_set().get(sampler_.indices(st_.epoch, st_.step_in_epoch));
+  auto x = b.x.to(dev_, /*non_blocking=*/true), y = b.y.to(dev_, true);
+  if (h_.channels_last()) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  timer_.mark(kData);
+
+  const double lr = schedule_.lr_at(st_.global_step);
+  StepOut out;
+#ifdef GRIDRUN_HAVE_NCCL
+  if (graph_ && (graph_->ready() || st_.global_step >= kGraphWarmupSteps)) {
+    // The first time: capture records the work without running it; the replay runs it.
+    if (!graph_->ready()) graph_->capture(x, y, lr);
+    graph_->replay(x, y, lr);
+    out.loss = graph_->loss().clone();
+    out.correct = graph_->correct().clone();
+    for (Phase p : {kForward, kBackward, kExposed, kOptimizer}) timer_.mark(p);
+  } else
+#endif
+  {
+    out = eager_step(x, y, lr);
+  }
+
+  ++st_.global_step;
+  test_hooks();
+  const bool ckpt_due = lead_ && j_.checkpoint_minutes > 0 &&
+                        seconds_since(last_ckpt_) >= j_.checkpoint_minutes * 60.0;
+  auto flags = comm_.allreduce_sum(
+      std::vector<double>{StopSignal::received() ? 1.0 : 0.0, ckpt_due ? 1.0 : 0.0});
+  timer_.mark(kStep);
+  if (st_.global_step >= profile_to_) profiler_.stop();
+  queue_row(out, y.size(0));
+  if (static_cast<std::int64_t>(pending_.size()) >= o_.log_every) drain_rows();
+  if (lead_ && seconds_since(last_flush_) >= 30.0) flush();
+  // Liveness for the scheduler's watchdog (gridrun run): at most one write a second.
+  heartbeat_.beat(st_.global_step);
+  return flags;
+}
+
+TrainLoop::StepOut TrainLoop::eager_step(const at::Tensor& x, const at::Tensor& y, double lr) {
+  StepOut r;
+#ifdef GRIDRUN_HAVE_NCCL
+  if (autocast_) set_cuda_autocast(true, j_.precision == "bf16" ? at::kBFloat16 : at::kHalf);
+#endif
+  auto out = model_.forward(x);
+  auto loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat32), y);
+#ifdef GRIDRUN_HAVE_NCCL
+  if (autocast_) set_cuda_autocast(false, at::kFloat);
+#endif
+  timer_.mark(kForward);
+
+  sync_.begin_step();
+  (fp16_ ? loss * st_.loss_scale : loss).backward();
+  timer_.mark(kBackward);
+  r.sync = sync_.finish();
+  timer_.mark(kExposed);
+
+  const bool step_ok = !fp16_ || unscale_fp16();
+  for (auto& g : opt_->param_groups()) g.options().set_lr(lr);
+  if (step_ok) {
+    if (fast_sgd_) fast_sgd_->step(lr);
+    else opt_->step();
+  }
+  if (!sync_.zero_grad()) opt_->zero_grad();
+  timer_.mark(kOptimizer);
+  torch::NoGradGuard ng;
+  r.correct = out.detach().argmax(1).eq(y).sum();
+  r.loss = loss.detach();
+  return r;
+}
+
+// fp16: unscale, and skip the step (halving the scale) on overflow; gradients are already
+// averaged, so every rank takes the same decision. One device read per step.
+bool TrainLoop::unscale_fp16() {
+  torch::NoGradGuard ng;
+  std::vector<at::Tensor> grads;
+  for (auto& p : params_)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  auto found_inf = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(dev_));
+  auto inv = at::full({1}, 1.0 / st_.loss_scale, at::TensorOptions().dtype(at::kFloat).device(dev_));
+  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv);
+  const bool ok = found_inf.item<float>() == 0.0f;
+  st_.loss_scale = ok ? st_.loss_scale : st_.loss_scale / 2;
+  return ok;
+}
+
+// Test hooks: deterministic interruption, failure and hang (docs/runner.md).
+void TrainLoop::test_hooks() const {
+  const std::int64_t s = st_.global_step;
+  if (o_.stop_after_step > 0 && s == o_.stop_after_step && lead_) std::raise(SIGTERM);
+  if (o_.fail_at_step > 0 && s == o_.fail_at_step && rank_ == o_.fail_rank)
+    throw std::runtime_error("injected failure (--fail-at-step " +
+                             std::to_string(o_.fail_at_step) + ")");
+  if (o_.hang_at_step > 0 && s == o_.hang_at_step && rank_ == o_.fail_rank)
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+void TrainLoop::queue_row(const StepOut& out, std::int64_t samples) {
+  pending_.loss.push_back(out.loss);
+  pending_.correct.push_back(out.correct);
+  pending_.n.push_back(static_cast<double>(samples));
+  if (!lead_) return;
+  results::StepRow row;
+  row.step = st_.global_step;
+  row.epoch = st_.epoch + 1;
+  row.wall_s = wall();
+  row.comm_s = out.sync.comm_s;
+  pending_.rows.push_back(row);
+}
+
+// Writes the pending steps (collective): one device read of the interval's loss and correct
+// counts, one host allreduce of them, one gather of the per-rank phase times to rank 0.
+void TrainLoop::drain_rows() {
+  const std::size_t k = pending_.size();
+  if (k == 0) return;
+  const auto red = interval_metrics();  // per step: loss * n, correct, n (all ranks)
+  if (st_.global_step - static_cast<std::int64_t>(k) >= j_.timing_warmup_steps) {
+    double samples = 0;
+    for (std::size_t i = 0; i < k; ++i) samples += red[3 * i + 2];
+    wall_tp_.add(samples);
+  }
+  std::vector<double> mine;
+  mine.reserve(k * kPhases);
+  std::vector<std::array<double, kPhases>> times(k);
+  for (std::size_t i = 0; i < k; ++i) {
+    times[i] = timer_.resolve(i);
+    mine.insert(mine.end(), times[i].begin(), times[i].end());
+  }
+  const auto all = comm_.gather(mine, 0);
+  for (std::size_t i = 0; i < k; ++i) {
+    st_.epoch_loss_sum += red[3 * i];
+    st_.epoch_correct += red[3 * i + 1];
+    st_.epoch_count += red[3 * i + 2];
+    const std::int64_t step = st_.global_step - static_cast<std::int64_t>(k - 1 - i);
+    if (step > j_.timing_warmup_steps) {
+      timing_samples_ += red[3 * i + 2];
+      timing_time_ += times[i][kStep];
+    }
+  }
+  if (lead_) write_rows(red, times, all);
+  pending_.clear();
+}
+
+std::vector<double> TrainLoop::interval_metrics() {
+  const std::size_t k = pending_.size();
+  std::vector<double> metric(3 * k);  // per step: loss * n, correct, n (this rank)
+  // One device-to-host copy (one wait for the device) for the whole interval: k losses, then k
+  // correct counts.
+  auto host = at::cat({at::stack(at::TensorList(pending_.loss)).to(at::kDouble),
+                       at::stack(at::TensorList(pending_.correct)).to(at::kDouble)})
+                  .to(at::kCPU)
+                  .contiguous();
+  const double* lp = host.data_ptr<double>();
+  const double* cp = lp + k;
+  for (std::size_t i = 0; i < k; ++i) {
+    metric[3 * i] = lp[i] * pending_.n[i];
+    metric[3 * i + 1] = cp[i];
+    metric[3 * i + 2] = pending_.n[i];
+  }
+  return world_ > 1 ? comm_.allreduce_sum(metric) : metric;
+}
+
+// Rank 0: the interval's /steps rows and progress lines; `all` holds every rank's phase times.
+void TrainLoop::write_rows(const std::vector<double>& red,
+                           const std::vector<std::array<double, kPhases>>& times,
+                           const std::vector<double>& all) {
+  const std::size_t k = pending_.size();
+  for (std::size_t i = 0; i < k; ++i) {
+    auto& row = pending_.rows[i];
+    const auto& t = times[i];
+    row.loss = red[3 * i] / red[3 * i + 2];
+    row.step_s = t[kStep];
+    row.samples_per_s = red[3 * i + 2] / t[kStep];
+    row.data_s = t[kData];
+    row.forward_s = t[kForward];
+    row.backward_s = t[kBackward];
+    row.optimizer_s = t[kOptimizer];
+    row.exposed_comm_s = t[kExposed];
+    row.rank_step_s.resize(world_);
+    double mx = 0;
+    for (int r = 0; r < world_; ++r) {
+      row.rank_step_s[r] = all[(r * k + i) * kPhases + kStep];
+      mx = std::max(mx, row.rank_step_s[r]);
+    }
+    if (row.step > j_.timing_warmup_steps) rank_max_step_s_.push_back(mx);
+    h_.writer()->append_step(row);
+    if (!o_.quiet && (row.step % o_.log_every == 0 || row.step == total_steps_))
+      std::printf("step %lld/%lld epoch %lld/%lld loss %.4f acc %.3f %.0f samples/s "
+                  "step %.1f ms comm %.1f ms\n",
+                  static_cast<long long>(row.step), static_cast<long long>(total_steps_),
+                  static_cast<long long>(row.epoch), static_cast<long long>(total_epochs_),
+                  row.loss, red[3 * i + 1] / red[3 * i + 2], row.samples_per_s,
+                  1e3 * row.step_s, 1e3 * row.exposed_comm_s),
+          std::fflush(stdout);
+  }
+}
+
+void TrainLoop::flush() {
+  if (lead_) h_.writer()->flush();
+  last_flush_ = Clock::now();
+}
+
+// Some rank got SIGTERM/SIGUSR1: all ranks stop at this step boundary, checkpoint and exit 75.
+int TrainLoop::interrupt(const EpochClock& ec) {
+  drain_rows();
+  ++st_.step_in_epoch;
+  st_.epoch_s = ec.before + seconds_since(ec.start);
+  st_.wall_s = wall();  // only saved below; the process exits after this checkpoint
+  // The epoch is not advanced even after its last step: its end (evaluation, epoch row, epoch
+  // sums reset) has not run yet, and the resumed process runs it first.
+  ckpt_.save(model_, *opt_, st_);
+  const std::string msg = "interrupted by signal; checkpoint at step " +
+                          std::to_string(st_.global_step) + " in " + ckpt_.latest() +
+                          " (rerun with --resume)";
+  if (lead_ && !o_.quiet) std::printf("gridrun-train: %s\n", msg.c_str());
+  finish(results::Status::Interrupted, msg);
+  return kExitInterrupted;
+}
+
+// checkpoint_minutes elapsed on rank 0: a checkpoint at this step, the epoch not advanced (see
+// interrupt()).
+void TrainLoop::checkpoint_mid_epoch(const EpochClock& ec) {
+  drain_rows();
+  TrainState mid = st_;
+  ++mid.step_in_epoch;
+  mid.epoch_s = ec.before + seconds_since(ec.start);
+  mid.wall_s = wall();
+  ckpt_.save(model_, *opt_, mid);
+  last_ckpt_ = Clock::now();
+}
+
+// Epoch end (or max_steps reached inside the epoch: a partial last epoch is closed the same way,
+// so every run ends with an epoch row and a final evaluation): evaluation, epoch row, flush,
+// checkpoint. Returns true when the job is done.
+bool TrainLoop::end_epoch(const EpochClock& ec) {
+  const bool partial = st_.step_in_epoch < spe_;
+  st_.epoch_s = ec.before + seconds_since(ec.start);
+  profiler_.stop();  // a window crossing the epoch end resumes at the next step, without eval
+  drain_rows();
+  EvalResult ev;
+  const bool eval_now = j_.eval_every > 0 && ((st_.epoch + 1) % j_.eval_every == 0 ||
+                                              st_.epoch + 1 == total_epochs_ || partial);
+  if (eval_now)
+    ev = evaluate(model_, h_.test_set(), comm_, dev_, std::max<std::int64_t>(j_.batch_per_rank, 256));
+  if (lead_) write_epoch_row(ev);
+  flush();
+  if (eval_now) st_.best_test_acc = std::max(st_.best_test_acc, ev.acc);
+  const bool target = j_.target_accuracy > 0 && eval_now && ev.acc >= j_.target_accuracy;
+  ++st_.epoch;
+  st_.step_in_epoch = 0;
+  st_.epoch_loss_sum = st_.epoch_correct = st_.epoch_count = st_.epoch_s = 0;
+  {
+    // Epoch-end checkpoint, also after the last epoch: a finished job's final weights are what
+    // `task: inference` with `checkpoint: <job id>` loads.
+    TrainState saved = st_;
+    saved.wall_s = wall();
+    ckpt_.save(model_, *opt_, saved);
+    last_ckpt_ = Clock::now();
+  }
+  if (target) {
+    status_ = results::Status::TargetReached;
+    reason_ = "target_accuracy " + std::to_string(j_.target_accuracy) + " reached at epoch " +
+              std::to_string(st_.epoch) + " (test acc " + std::to_string(ev.acc) + ")";
+    return true;
+  }
+  return st_.global_step >= total_steps_ || partial;
+}
+
+void TrainLoop::write_epoch_row(const EvalResult& ev) {
+  results::EpochRow er;
+  er.epoch = st_.epoch + 1;
+  er.train_loss = st_.epoch_count > 0 ? st_.epoch_loss_sum / st_.epoch_count : kNaN;
+  er.train_acc = st_.epoch_count > 0 ? st_.epoch_correct / st_.epoch_count : kNaN;
+  er.test_loss = ev.loss;
+  er.test_acc = ev.acc;
+  er.epoch_s = st_.epoch_s;
+  er.wall_s = wall();
+  h_.writer()->append_epoch(er);
+  if (!o_.quiet)
+    std::printf("epoch %lld/%lld train loss %.4f acc %.3f test loss %.4f acc %.3f (%.1f s)\n",
+                static_cast<long long>(er.epoch), static_cast<long long>(total_epochs_),
+                er.train_loss, er.train_acc, er.test_loss, er.test_acc, er.epoch_s),
+        std::fflush(stdout);
+}
+
+// Collective: the last rows, then the training figures of /summary (the harness adds the
+// figures every job has and ends the file).
+void TrainLoop::finish(results::Status status, const std::string& reason) {
+  drain_rows();
+  profiler_.stop();
+  results::Summary s;
+  if (lead_) {
+    const double fps = model_.flops_per_sample();
+    s["train_flops_per_sample"] = 3.0 * fps;
+    s["bytes_per_sample"] =
+        model_.bytes_per_sample(j_.batch_per_rank, j_.precision == "fp32" ? 4.0 : 2.0);
+    const double sps = timing_time_ > 0 ? timing_samples_ / timing_time_ : kNaN;
+    s["flops_per_s"] = 3.0 * fps * sps;
+    if (wall_tp_.samples > 0) s["samples_per_s_wall"] = wall_tp_.per_s();
+    if (!rank_max_step_s_.empty()) {
+      double sum = 0;
+      for (double v : rank_max_step_s_) sum += v;
+      s["rank_max_step_s_mean"] = sum / static_cast<double>(rank_max_step_s_.size());
+    }
+    if (!profiler_.empty()) {
+      h_.writer()->set_profile(profiler_.ops());
+      profiler_.write_chrome_trace((fs::path(o_.out_dir) / (o_.id + ".profile.json")).string(),
+                                   rank_);
+    }
+  }
+  h_.finish(status, reason, std::move(s));
+}
 
 }  // namespace
 
 int train(const RunnerOptions& o, Communicator& comm) {
-  const jobs::JobParams& j = o.job;
-  const int rank = comm.rank(), world = comm.size();
-  const bool lead = rank == 0;
-  if (j.ranks != world)
-    throw BadInput("gridrun-train: the job has ranks=" + std::to_string(j.ranks) +
-                   " but was started with " + std::to_string(world) +
-                   " processes (mpirun -np / srun -n must match)");
-  StopSignal::install();
-  torch::set_num_threads(static_cast<int>(j.threads_per_rank));
-
-  const bool gpu = j.device == "gpu";
-  const torch::Device dev = detail::select_device(j, comm);
-  if (j.cuda_graph && (!gpu || world != 1))
-    throw BadInput("gridrun-train: cuda_graph=true needs device=gpu and ranks=1 (the gradient "
-                   "allreduce is not captured)");
-  if (gpu) apply_gpu_settings(j);
-
-  // Data and model: same seed everywhere, then rank 0's initial state wins (broadcast).
-  torch::manual_seed(static_cast<std::uint64_t>(j.seed));
-  DataSplits data = make_dataset(DatasetOptions{j.dataset, j.data_dir, j.train_samples,
-                                                j.test_samples, is_text_model(j.model)});
-  ModelSpec spec{j.model,           data.input.channels, data.input.height, data.input.width,
-                 data.input.num_classes, data.input.vocab, data.input.seq_len};
-  std::shared_ptr<Model> model = make_model(spec);
-  model->to(dev);
-#ifdef GRIDRUN_HAVE_NCCL
-  // Several jobs sharing one GPU (jobs_per_gpu): each caps its caching allocator at its share, so
-  // one job's growth fails that job instead of its neighbours. After model->to(dev): the allocator
-  // of a device exists only once something was allocated there.
-  if (gpu && o.gpu_memory_fraction > 0 && o.gpu_memory_fraction < 1)
-    c10::cuda::CUDACachingAllocator::setMemoryFraction(o.gpu_memory_fraction, dev.index());
-#endif
-  // Device-resident splits: index on the GPU instead of gathering and copying on the host.
-  // 4 GiB bounds what a job may pin there (CIFAR-10 is 180 MB as uint8).
-  std::shared_ptr<Dataset> train_set = data.train, test_set = data.test;
-  if (gpu && data.train->bytes() + data.test->bytes() <= (std::int64_t{4} << 30)) {
-    if (auto d = data.train->on_device(dev)) train_set = d;
-    if (auto d = data.test->on_device(dev)) test_set = d;
-  }
-  {
-    torch::NoGradGuard ng;
-    for (auto& p : model->parameters()) comm.broadcast(p.data(), 0);
-    for (auto& b : model->buffers()) comm.broadcast(b, 0);
-  }
-  if (!o.init_out.empty() && lead) {
-    std::vector<std::pair<std::string, at::Tensor>> named;
-    for (const auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value());
-    for (const auto& b : model->named_buffers()) named.emplace_back(b.key(), b.value());
-    write_init_weights(o.init_out, named);
-  }
-  // channels_last weights after the broadcast (collectives take contiguous tensors).
-  const bool channels_last = use_channels_last(j);
-  if (channels_last) {
-    torch::NoGradGuard ng;
-    for (auto& p : model->parameters())
-      if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
-  }
-  // Different dropout masks per rank (like independent workers), reproducible per rank.
-  torch::manual_seed(static_cast<std::uint64_t>(j.seed) + 1000003ull * static_cast<std::uint64_t>(rank));
-
-  EpochSampler sampler(data.train->size(), j.batch_per_rank, rank, world,
-                       static_cast<std::uint64_t>(j.seed));
-  const std::int64_t spe = sampler.steps_per_epoch();
-  std::int64_t total_steps = j.epochs > 0 ? j.epochs * spe : j.max_steps;
-  if (j.max_steps > 0) total_steps = std::min(total_steps, j.max_steps);
-  const std::int64_t total_epochs = j.epochs > 0 ? j.epochs : (total_steps + spe - 1) / spe;
-
-  const double base_lr = j.scale_lr ? j.lr * static_cast<double>(j.global_batch) / 256.0 : j.lr;
-  LrSchedule schedule(ScheduleOptions{j.lr_schedule, base_lr, j.warmup_steps, total_steps});
-  auto params = model->parameters();
-  auto opt = make_optimizer(j, params, base_lr);
-  std::unique_ptr<ForeachSgd> fast_sgd;
-  if (auto* sgd = dynamic_cast<torch::optim::SGD*>(opt.get()))
-    fast_sgd = std::make_unique<ForeachSgd>(*sgd, params);
-  GradSync sync(params, comm, GradSyncOptions{j.bucket_mb, j.overlap});
-
-  Checkpointer ckpt(o.checkpoint_dir, comm);
-  TrainState st;
-  st.world = world;
-  bool resumed = false;
-  if (o.resume) resumed = ckpt.load(*model, *opt, st);
-
-  // Results (rank 0) and utilisation sampling of every local rank's process.
-  const auto hosts = comm.allgather_strings(comm.host());
-  const auto pids = comm.gather(std::vector<double>{static_cast<double>(getpid())}, 0);
-  std::unique_ptr<results::JobWriter> writer;
-  std::unique_ptr<results::UtilSampler> util;
-  std::string gpu_name;  // first device, for the MFU peak (the probe moves into the sampler)
-  if (lead) {
-    results::ProbeOptions po;
-    for (int r = 0; r < world; ++r)
-      po.pids.push_back(hosts[r] == hosts[0] ? static_cast<pid_t>(pids[r]) : pid_t{-1});
-    po.gpus = gpu;
-    auto probe = std::make_unique<results::UtilProbe>(po);
-    if (!probe->gpus().empty()) gpu_name = probe->gpus().front().name;
-    fs::create_directories(o.out_dir);
-    // The writer keeps rows of steps before resume_from_step (1-based steps: the first step this
-    // process will run); rows a killed run wrote after its last checkpoint are dropped and redone.
-    auto info = detail::file_info(o, comm, hosts, *model, *probe,
-                                  resumed ? st.global_step + 1 : 0);
-    info.int_attrs["grad_buckets"] = static_cast<std::int64_t>(sync.num_buckets());
-    writer = results::JobWriter::create(o.out_dir, info);
-    if (o.util_hz > 0) {
-      results::JobWriter* w = writer.get();
-      util = std::make_unique<results::UtilSampler>(
-          std::move(probe), results::SamplerOptions{o.util_hz},
-          [w](const results::UtilRow& row) { w->append_util(row); });
-    }
-    if (!o.quiet)
-      std::printf("gridrun-train %s: %s on %s, %d rank(s), %zu bucket(s), %lld steps/epoch, "
-                  "%lld steps%s\n",
-                  o.id.c_str(), j.model.c_str(), j.dataset.c_str(), world, sync.num_buckets(),
-                  static_cast<long long>(spe), static_cast<long long>(total_steps),
-                  resumed ? (", resumed at step " + std::to_string(st.global_step)).c_str() : "");
-  }
-
-  const auto run_start = Clock::now();
-  // Training wall time: what earlier processes of this job spent (from the checkpoint) plus ours.
-  const double wall_before = st.wall_s;
-  auto wall = [&] { return wall_before + seconds_since(run_start); };
-  auto last_flush = Clock::now(), last_ckpt = Clock::now();
-  PendingRows pending;
-  std::vector<double> summary_step_s, rank_max_step_s;
-  double timing_samples = 0, timing_time = 0;
-  StepTimer timer(gpu);
-  struct {
-    bool started = false;
-    Clock::time_point t0, t1;
-    double samples = 0;
-  } wall_tp;
-  Heartbeat heartbeat(lead ? o.heartbeat_file : std::string());
-  // profile_steps: rank 0 records the operators of the steps right after the timing warm-up.
-  OpProfiler profiler(gpu);
-  const std::int64_t profile_from = j.timing_warmup_steps,
-                     profile_to = j.timing_warmup_steps + j.profile_steps;
-  const bool fp16 = gpu && j.precision == "fp16";
-  const bool autocast = gpu && j.precision != "fp32";
-#ifdef GRIDRUN_HAVE_NCCL
-  std::unique_ptr<GraphStep> graph;
-  if (j.cuda_graph) {
-    if (!fast_sgd || fp16)
-      throw BadInput("gridrun-train: cuda_graph=true needs optimizer=sgd and precision fp32 or "
-                     "bf16 (fp16 loss scaling reads the host every step)");
-    graph = std::make_unique<GraphStep>(*model, *fast_sgd, *opt, autocast,
-                                        j.precision == "bf16" ? at::kBFloat16 : at::kHalf);
-  }
-#endif
-
-  // Writes the pending steps (collective): one device read of the interval's loss and correct
-  // counts, one host allreduce of them, one gather of the per-rank phase times to rank 0.
-  auto drain_rows = [&] {
-    const std::size_t k = pending.size();
-    if (k == 0) return;
-    std::vector<double> metric(3 * k);  // per step: loss * n, correct, n (this rank)
-    {
-      // One device-to-host copy (one wait for the device) for the whole interval: k losses, then
-      // k correct counts.
-      auto host = at::cat({at::stack(at::TensorList(pending.loss)).to(at::kDouble),
-                           at::stack(at::TensorList(pending.correct)).to(at::kDouble)})
-                      .to(at::kCPU)
-                      .contiguous();
-      const double* lp = host.data_ptr<double>();
-      const double* cp = lp + k;
-      for (std::size_t i = 0; i < k; ++i) {
-        metric[3 * i] = lp[i] * pending.n[i];
-        metric[3 * i + 1] = cp[i];
-        metric[3 * i + 2] = pending.n[i];
-      }
-    }
-    const auto red = world > 1 ? comm.allreduce_sum(metric) : metric;
-    // Host wall clock at this synchronised point: throughput as a user's stopwatch sees it
-    // (launch gaps between steps included), from the first interval after the warm-up on.
-    {
-      double samples = 0;
-      for (std::size_t i = 0; i < k; ++i) samples += red[3 * i + 2];
-      const auto now = Clock::now();
-      if (st.global_step - static_cast<std::int64_t>(k) >= j.timing_warmup_steps) {
-        if (!wall_tp.started) {
-          wall_tp.started = true;
-          wall_tp.t0 = now;
-        } else {
-          wall_tp.samples += samples;
-          wall_tp.t1 = now;
-        }
-      }
-    }
-    std::vector<double> mine;
-    mine.reserve(k * kPhases);
-    std::vector<std::array<double, kPhases>> times(k);
-    for (std::size_t i = 0; i < k; ++i) {
-      times[i] = timer.resolve(i);
-      mine.insert(mine.end(), times[i].begin(), times[i].end());
-    }
-    auto all = comm.gather(mine, 0);
-    for (std::size_t i = 0; i < k; ++i) {
-      st.epoch_loss_sum += red[3 * i];
-      st.epoch_correct += red[3 * i + 1];
-      st.epoch_count += red[3 * i + 2];
-      const std::int64_t step = st.global_step - static_cast<std::int64_t>(k - 1 - i);
-      if (step > j.timing_warmup_steps) {
-        timing_samples += red[3 * i + 2];
-        timing_time += times[i][kStep];
-      }
-    }
-    if (lead) {
-      for (std::size_t i = 0; i < k; ++i) {
-        auto& row = pending.rows[i];
-        const auto& t = times[i];
-        row.loss = red[3 * i] / red[3 * i + 2];
-        row.step_s = t[kStep];
-        row.samples_per_s = red[3 * i + 2] / t[kStep];
-        row.data_s = t[kData];
-        row.forward_s = t[kForward];
-        row.backward_s = t[kBackward];
-        row.optimizer_s = t[kOptimizer];
-        row.exposed_comm_s = t[kExposed];
-        row.rank_step_s.resize(world);
-        double mx = 0;
-        for (int r = 0; r < world; ++r) {
-          row.rank_step_s[r] = all[(r * k + i) * kPhases + kStep];
-          mx = std::max(mx, row.rank_step_s[r]);
-        }
-        if (row.step > j.timing_warmup_steps) rank_max_step_s.push_back(mx);
-        writer->append_step(row);
-        if (!o.quiet && (row.step % o.log_every == 0 || row.step == total_steps))
-          std::printf("step %lld/%lld epoch %lld/%lld loss %.4f acc %.3f %.0f samples/s "
-                      "step %.1f ms comm %.1f ms\n",
-                      static_cast<long long>(row.step), static_cast<long long>(total_steps),
-                      static_cast<long long>(row.epoch), static_cast<long long>(total_epochs),
-                      row.loss, red[3 * i + 1] / red[3 * i + 2], row.samples_per_s,
-                      1e3 * row.step_s, 1e3 * row.exposed_comm_s),
-              std::fflush(stdout);
-      }
-    }
-    pending.rows.clear();
-    pending.loss.clear();
-    pending.correct.clear();
-    pending.n.clear();
-  };
-  auto flush = [&] {
-    if (lead) writer->flush();
-    last_flush = Clock::now();
-  };
-
-  auto finish = [&](results::Status status, const std::string& reason) {
-    drain_rows();
-    profiler.stop();
-    const double peak_rss = comm.allreduce_max({static_cast<double>(peak_rss_bytes())})[0];
-    if (!lead) return;
-    results::Summary s;
-    s["flops_per_sample"] = model->flops_per_sample();
-    s["train_flops_per_sample"] = 3.0 * model->flops_per_sample();
-    s["bytes_per_sample"] = model->bytes_per_sample(j.batch_per_rank, j.precision == "fp32" ? 4.0 : 2.0);
-    const double sps = timing_time > 0 ? timing_samples / timing_time : kNaN;
-    s["flops_per_s"] = 3.0 * model->flops_per_sample() * sps;
-    if (wall_tp.samples > 0)
-      s["samples_per_s_wall"] =
-          wall_tp.samples / std::chrono::duration<double>(wall_tp.t1 - wall_tp.t0).count();
-    s["model_params"] = static_cast<double>(model->parameter_count());
-    s["peak_rss_bytes"] = peak_rss;
-    detail::add_mfu(s, o, gpu_name);
-    if (!rank_max_step_s.empty()) {
-      double sum = 0;
-      for (double v : rank_max_step_s) sum += v;
-      s["rank_max_step_s_mean"] = sum / static_cast<double>(rank_max_step_s.size());
-    }
-    if (!profiler.empty()) {
-      writer->set_profile(profiler.ops());
-      profiler.write_chrome_trace((fs::path(o.out_dir) / (o.id + ".profile.json")).string(), rank);
-    }
-    if (util) util->stop();
-    writer->finish(status, reason, s);
-  };
-
-  if (!resumed) st.best_test_acc = -1;
-  results::Status status = results::Status::Completed;
-  std::string reason = "completed";
-  try {
-    // A checkpoint taken inside an epoch (signal, timed) leaves that epoch's end pending, even at
-    // the last step: done only once the last epoch end has run (it resets step_in_epoch to 0).
-    bool done = st.global_step >= total_steps && st.step_in_epoch == 0;
-    while (!done && st.epoch < total_epochs) {
-      const auto epoch_start = Clock::now();
-      const double epoch_s_before = st.epoch_s;
-      for (; st.step_in_epoch < spe && st.global_step < total_steps; ++st.step_in_epoch) {
-        if (lead && st.global_step >= profile_from && st.global_step < profile_to) profiler.start();
-        timer.start(pending.size());
-        Batch b = train_set->get(sampler.indices(st.epoch, st.step_in_epoch));
-        auto x = b.x.to(dev, /*non_blocking=*/true), y = b.y.to(dev, true);
-        if (channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-        timer.mark(kData);
-
-        at::Tensor loss, correct;
-        GradSyncStats cs;
-        const double lr = schedule.lr_at(st.global_step);
-#ifdef GRIDRUN_HAVE_NCCL
-        if (graph && (graph->ready() || st.global_step >= kGraphWarmupSteps)) {
-          // The first time: capture records the work without running it; the replay runs it.
-          if (!graph->ready()) graph->capture(x, y, lr);
-          graph->replay(x, y, lr);
-          loss = graph->loss().clone();
-          correct = graph->correct().clone();
-          for (Phase p : {kForward, kBackward, kExposed, kOptimizer}) timer.mark(p);
-        } else
-#endif
-        {
-#ifdef GRIDRUN_HAVE_NCCL
-          if (autocast) set_cuda_autocast(true, j.precision == "bf16" ? at::kBFloat16 : at::kHalf);
-#endif
-          auto out = model->forward(x);
-          loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat32), y);
-#ifdef GRIDRUN_HAVE_NCCL
-          if (autocast) set_cuda_autocast(false, at::kFloat);
-#endif
-          timer.mark(kForward);
-
-          sync.begin_step();
-          (fp16 ? loss * st.loss_scale : loss).backward();
-          timer.mark(kBackward);
-          cs = sync.finish();
-          timer.mark(kExposed);
-
-          // fp16: unscale, and skip the step (halving the scale) on overflow; gradients are
-          // already averaged, so every rank takes the same decision. One device read per step.
-          bool step_ok = true;
-          if (fp16) {
-            torch::NoGradGuard ng;
-            std::vector<at::Tensor> grads;
-            for (auto& p : params)
-              if (p.grad().defined()) grads.push_back(p.grad());
-            auto found_inf = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(dev));
-            auto inv = at::full({1}, 1.0 / st.loss_scale,
-                                at::TensorOptions().dtype(at::kFloat).device(dev));
-            at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv);
-            step_ok = found_inf.item<float>() == 0.0f;
-            st.loss_scale = step_ok ? st.loss_scale : st.loss_scale / 2;
-          }
-          for (auto& g : opt->param_groups()) g.options().set_lr(lr);
-          if (step_ok) {
-            if (fast_sgd) fast_sgd->step(lr);
-            else opt->step();
-          }
-          if (!sync.zero_grad()) opt->zero_grad();
-          timer.mark(kOptimizer);
-          torch::NoGradGuard ng;
-          correct = out.detach().argmax(1).eq(y).sum();
-          loss = loss.detach();
-        }
-
-        ++st.global_step;
-        // Test hooks: deterministic interruption, failure and hang (docs/runner.md).
-        if (o.stop_after_step > 0 && st.global_step == o.stop_after_step && lead) std::raise(SIGTERM);
-        if (o.fail_at_step > 0 && st.global_step == o.fail_at_step && rank == o.fail_rank)
-          throw std::runtime_error("injected failure (--fail-at-step " +
-                                   std::to_string(o.fail_at_step) + ")");
-        if (o.hang_at_step > 0 && st.global_step == o.hang_at_step && rank == o.fail_rank)
-          for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-
-        const bool ckpt_due = lead && j.checkpoint_minutes > 0 &&
-                              seconds_since(last_ckpt) >= j.checkpoint_minutes * 60.0;
-        auto red = comm.allreduce_sum(std::vector<double>{StopSignal::received() ? 1.0 : 0.0,
-                                                          ckpt_due ? 1.0 : 0.0});
-        timer.mark(kStep);
-        if (st.global_step >= profile_to) profiler.stop();
-        pending.loss.push_back(loss);
-        pending.correct.push_back(correct);
-        pending.n.push_back(static_cast<double>(y.size(0)));
-        if (lead) {
-          results::StepRow row;
-          row.step = st.global_step;
-          row.epoch = st.epoch + 1;
-          row.wall_s = wall();
-          row.comm_s = cs.comm_s;
-          pending.rows.push_back(row);
-        }
-        if (static_cast<std::int64_t>(pending.size()) >= o.log_every) drain_rows();
-        if (lead && seconds_since(last_flush) >= 30.0) flush();
-        // Liveness for the scheduler's watchdog (gridrun run): at most one write a second.
-        heartbeat.beat(st.global_step);
-
-        if (red[0] > 0) {  // some rank got SIGTERM/SIGUSR1: all stop here, checkpoint, exit 75
-          drain_rows();
-          ++st.step_in_epoch;
-          st.epoch_s = epoch_s_before + seconds_since(epoch_start);
-          st.wall_s = wall();  // only saved below; the process exits after this checkpoint
-          // The epoch is not advanced even after its last step: its end (evaluation, epoch row,
-          // epoch sums reset) has not run yet, and the resumed process runs it first.
-          ckpt.save(*model, *opt, st);
-          const std::string msg = "interrupted by signal; checkpoint at step " +
-                                  std::to_string(st.global_step) + " in " + ckpt.latest() +
-                                  " (rerun with --resume)";
-          if (lead && !o.quiet) std::printf("gridrun-train: %s\n", msg.c_str());
-          finish(results::Status::Interrupted, msg);
-          return kExitInterrupted;
-        }
-        if (red[1] > 0) {
-          drain_rows();
-          TrainState mid = st;
-          ++mid.step_in_epoch;
-          mid.epoch_s = epoch_s_before + seconds_since(epoch_start);
-          mid.wall_s = wall();  // epoch not advanced: see the signal path above
-          ckpt.save(*model, *opt, mid);
-          last_ckpt = Clock::now();
-        }
-      }
-      // Epoch end (or max_steps reached inside the epoch: a partial last epoch is closed the same
-      // way, so every run ends with an epoch row and a final evaluation): evaluation, epoch row,
-      // flush, checkpoint.
-      const bool partial = st.step_in_epoch < spe;
-      st.epoch_s = epoch_s_before + seconds_since(epoch_start);
-      profiler.stop();  // a window crossing the epoch end resumes at the next step, without eval
-      drain_rows();
-      EvalResult ev;
-      const bool eval_now = j.eval_every > 0 && ((st.epoch + 1) % j.eval_every == 0 ||
-                                                 st.epoch + 1 == total_epochs || partial);
-      if (eval_now) ev = evaluate(*model, *test_set, comm, dev, std::max<std::int64_t>(j.batch_per_rank, 256));
-      if (lead) {
-        results::EpochRow er;
-        er.epoch = st.epoch + 1;
-        er.train_loss = st.epoch_count > 0 ? st.epoch_loss_sum / st.epoch_count : kNaN;
-        er.train_acc = st.epoch_count > 0 ? st.epoch_correct / st.epoch_count : kNaN;
-        er.test_loss = ev.loss;
-        er.test_acc = ev.acc;
-        er.epoch_s = st.epoch_s;
-        er.wall_s = wall();
-        writer->append_epoch(er);
-        if (!o.quiet)
-          std::printf("epoch %lld/%lld train loss %.4f acc %.3f test loss %.4f acc %.3f (%.1f s)\n",
-                      static_cast<long long>(er.epoch), static_cast<long long>(total_epochs),
-                      er.train_loss, er.train_acc, er.test_loss, er.test_acc, er.epoch_s),
-              std::fflush(stdout);
-      }
-      flush();
-      if (eval_now) st.best_test_acc = std::max(st.best_test_acc, ev.acc);
-      const bool target = j.target_accuracy > 0 && eval_now && ev.acc >= j.target_accuracy;
-      ++st.epoch;
-      st.step_in_epoch = 0;
-      st.epoch_loss_sum = st.epoch_correct = st.epoch_count = st.epoch_s = 0;
-      {
-        // Epoch-end checkpoint, also after the last epoch: a finished job's final weights are
-        // what `task: inference` with `checkpoint: <job id>` loads.
-        TrainState saved = st;
-        saved.wall_s = wall();
-        ckpt.save(*model, *opt, saved);
-        last_ckpt = Clock::now();
-      }
-      if (target) {
-        status = results::Status::TargetReached;
-        reason = "target_accuracy " + std::to_string(j.target_accuracy) + " reached at epoch " +
-                 std::to_string(st.epoch) + " (test acc " + std::to_string(ev.acc) + ")";
-        done = true;
-      }
-      if (st.global_step >= total_steps || partial) done = true;
-    }
-    if (!o.dump_params.empty() && lead) dump_params(o.dump_params, *model);
-    finish(status, reason);
-  } catch (const BadInput&) {
-    throw;
-  } catch (const std::exception& e) {
-    if (lead && writer) {
-      try {
-        if (util) util->stop();
-        writer->finish(results::Status::Failed, e.what(), results::Summary{});
-      } catch (...) {
-      }
-    }
-    throw;
-  }
-  return kExitCompleted;
+  check_cuda_graph(o.job, comm.size());
+  JobHarness h(o, comm, HarnessOptions{});
+  return h.run([&h] {
+    TrainLoop loop(h);
+    return loop.run();
+  });
 }
 
 }  // namespace gridrun::runner

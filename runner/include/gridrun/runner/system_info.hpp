@@ -1,4 +1,5 @@
-// Facts about the machine and process recorded in every results file (no LibTorch, no MPI here).
+// Facts about the process recorded in every results file (no LibTorch, no MPI here). Host facts
+// (CPU model, host name) are gridrun::base's (base/host.hpp).
 #pragma once
 
 #include <cstdint>
@@ -6,7 +7,6 @@
 
 namespace gridrun::runner {
 
-std::string cpu_model();            // "model name" from /proc/cpuinfo ("unknown" if absent)
 int usable_cores();                 // CPUs in this process's affinity mask
 std::int64_t peak_rss_bytes();      // getrusage ru_maxrss
 std::string torch_version();        // LibTorch version the binary was built against
