@@ -307,7 +307,9 @@ void Expander::record(const Draft& d, JobParams&& jp, std::uint64_t hash) {
     return;
   }
   Job job;
-  job.canonical.reserve(canon_.size() + 64);
+  std::size_t size = order_.size() + 1;  // braces and commas
+  for (const std::string* m : d.json) size += m->size();
+  job.canonical.reserve(size);  // exactly: 100,000 jobs' texts are 100 MB, no slack
   job.canonical.push_back('{');
   for (std::size_t k = 0; k < order_.size(); ++k) {
     const auto i = static_cast<std::size_t>(order_[k]);
