@@ -72,32 +72,32 @@ def leftovers():
             if MARK.encode() in cmd or (WORK.encode() in cmd and b"gridrun-train" in cmd)]
 
 
-def case_lingering():
-    g = write("linger.yaml", "name: linger\n" + BASE + "  max_steps: 6\n  epochs: 1\n")
-    # Finish normally, then stay: `exec -a` keeps our mark in the lingering process's cmdline.
-    t = wrapper("linger-train", '"$REAL" "$@" || exit $?\nexec -a %s sleep 100000' % MARK)
-    r = run(g, t, "--exit-grace", "2", "--retries", "0")
+def watchdog_case(name, grid_tail, train_body, flags, rc, says, job_state):
+    # A grid of one job run with a wrapped trainer and no retries: exit code, the watchdog's event
+    # line, the job's recorded state, and no process of it left behind.
+    g = write(name + ".yaml", "name: %s\n%s%s" % (name, BASE, grid_tail))
+    t = wrapper(name + "-train", train_body)
+    r = run(g, t, *flags, "--retries", "0")
     print(r.stdout)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "had not exited" in r.stdout, r.stdout
-    jobs = state("linger")["jobs"]
-    assert all(j["state"] == "completed" for j in jobs.values()), jobs
+    assert r.returncode == rc, r.stdout + r.stderr
+    assert says in r.stdout, r.stdout
+    jobs = state(name)["jobs"]
+    assert all(j["state"] == job_state for j in jobs.values()), jobs
     assert not leftovers(), leftovers()
+
+
+def case_lingering():
+    # Finish normally, then stay: `exec -a` keeps our mark in the lingering process's cmdline.
+    watchdog_case("linger", "  max_steps: 6\n  epochs: 1\n", '"$REAL" "$@" || exit $?\nexec -a %s sleep 100000' % MARK,
+                  ("--exit-grace", "2"), 0, "had not exited", "completed")
 
 
 def case_heartbeat():
-    g = write("hang.yaml", "name: hang\n" + BASE + "  max_steps: 200\n  epochs: 0\n")
-    t = wrapper("hang-train", 'exec "$REAL" "$@" --hang-at-step 3 --fail-rank 0')
-    r = run(g, t, "--heartbeat-timeout", "3", "--retries", "0")
-    print(r.stdout)
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert "no heartbeat from rank 0" in r.stdout, r.stdout
-    jobs = state("hang")["jobs"]
-    assert all(j["state"] == "failed" for j in jobs.values()), jobs
+    watchdog_case("hang", "  max_steps: 200\n  epochs: 0\n", 'exec "$REAL" "$@" --hang-at-step 3 --fail-rank 0',
+                  ("--heartbeat-timeout", "3"), 1, "no heartbeat from rank 0", "failed")
     logs = os.path.join(OUT, "hang", "logs")
     errs = "".join(open(os.path.join(logs, f)).read() for f in os.listdir(logs) if f.endswith(".err"))
     assert "watchdog: no heartbeat" in errs, errs[-2000:]
-    assert not leftovers(), leftovers()
 
 
 def gpu_count():
