@@ -163,12 +163,8 @@ TEST(LearningWarnings, ChanceLossAndNaNAreFlagged) {
 // makespan, allocated utilization from busy resource-seconds; a job without a finished file
 // counts for the makespan only. The JSON written for state.json reads back the same.
 TEST_F(SyntheticRun, PhaseFiguresFromFactsAndRoundTrip) {
-  PhaseFacts f;
-  f.name = "several-small";
-  f.makespan_s = 100;
-  f.busy_resource_s = 200;
-  f.capacity = 4;
-  f.jobs = {{"cpu-r1-s0", false}, {"cpu-r1-s1", false}, {"nosuchjob000", false}};
+  // name, makespan 100 s, 200 busy core-seconds, 4 cores, jobs (the last has no results file)
+  const PhaseFacts f{"several-small", 100, 200, 4, {{"cpu-r1-s0", false}, {"cpu-r1-s1", false}, {"nosuchjob000", false}}};
   Phase p = phase_figures(f, run_ + "/results");
   double samples = 0, util = 0;
   for (const char* id : {"cpu-r1-s0", "cpu-r1-s1"}) {
