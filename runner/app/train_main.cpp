@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 
+#include "gridrun/base/fs.hpp"
 #include "gridrun/runner/communicator.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/options.hpp"
@@ -52,7 +53,7 @@ void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& 
     auto w = gridrun::results::JobWriter::create(tmp.string(), info);
     w->finish(gridrun::results::Status::Failed, why, gridrun::results::Summary{});
     w.reset();
-    fs::rename(tmp / (o.id + ".h5"), final_file);
+    gridrun::base::rename_durable((tmp / (o.id + ".h5")).string(), final_file.string());
   } catch (const std::exception& e) {
     std::cerr << "gridrun-train: cannot record the failure in " << final_file.string() << ": "
               << one_line(e.what()) << "\n";

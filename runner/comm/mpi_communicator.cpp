@@ -47,14 +47,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 MPI_Datatype mpi_type(const at::Tensor& t) {
-  return dtype_for<MPI_Datatype>(t,
-                                 {{at::kFloat, MPI_FLOAT},
-                                  {at::kDouble, MPI_DOUBLE},
-                                  {at::kLong, MPI_INT64_T},
-                                  {at::kInt, MPI_INT32_T},
-                                  {at::kByte, MPI_UINT8_T},
-                                  {at::kChar, MPI_INT8_T}},
-                                 "MpiCommunicator", "fp32/fp64/int only on CPU");
+  return dtype_for<MPI_Datatype>(
+      t, {{at::kFloat, MPI_FLOAT}, {at::kDouble, MPI_DOUBLE}, {at::kLong, MPI_INT64_T},
+          {at::kInt, MPI_INT32_T}, {at::kByte, MPI_UINT8_T}, {at::kChar, MPI_INT8_T}},
+      "MpiCommunicator", "fp32/fp64/int only on CPU");
 }
 
 void check_cpu_contiguous(const at::Tensor& t, const char* op) {

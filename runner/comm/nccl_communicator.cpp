@@ -35,17 +35,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 ncclDataType_t nccl_type(const at::Tensor& t) {
-  return dtype_for<ncclDataType_t>(t,
-                                   {{at::kFloat, ncclFloat32},
-                                    {at::kDouble, ncclFloat64},
-                                    {at::kHalf, ncclFloat16},
+  return dtype_for<ncclDataType_t>(
+      t, {{at::kFloat, ncclFloat32}, {at::kDouble, ncclFloat64}, {at::kHalf, ncclFloat16},
 #if NCCL_VERSION_CODE >= 21000
-                                    {at::kBFloat16, ncclBfloat16},
+          {at::kBFloat16, ncclBfloat16},
 #endif
-                                    {at::kLong, ncclInt64},
-                                    {at::kInt, ncclInt32},
-                                    {at::kByte, ncclUint8}},
-                                   "NcclCommunicator", "CUDA tensors of a type NCCL reduces");
+          {at::kLong, ncclInt64}, {at::kInt, ncclInt32}, {at::kByte, ncclUint8}},
+      "NcclCommunicator", "CUDA tensors of a type NCCL reduces");
 }
 
 // RAII for the CUDA runtime's stream and event handles: destroyed exactly once, on every path.

@@ -66,7 +66,7 @@ void sync_device(bool gpu) {
 
 // One inference job's loop over the harness's model and test split: timed batches, one /steps
 // row per batch, the /epochs row of first-visit loss and accuracy, the latency summary.
-class InferLoop {
+class InferLoop : private LoopBase {
  public:
   explicit InferLoop(JobHarness& h);
   // Returns kExitCompleted, or kExitInterrupted on SIGTERM/SIGUSR1 (nothing to checkpoint).
@@ -79,13 +79,7 @@ class InferLoop {
                  double data_s, double latency);
   void finish(results::Status status, const std::string& reason);
 
-  JobHarness& h_;
-  const RunnerOptions& o_;
-  const jobs::JobParams& j_;
-  Communicator& comm_;
-  Model& model_;
-  const torch::Device dev_;
-  const bool lead_, gpu_;
+  const bool gpu_;
   const Dataset& test_;
   const std::vector<std::int64_t> shard_;  // this rank's test samples, i % R == r
   const std::int64_t n_, b_, warm_, total_;
@@ -95,16 +89,10 @@ class InferLoop {
 };
 
 InferLoop::InferLoop(JobHarness& h)
-    : h_(h),
-      o_(h.options()),
-      j_(h.job()),
-      comm_(h.comm()),
-      model_(h.model()),
-      dev_(h.device()),
-      lead_(h.lead()),
+    : LoopBase(h),
       gpu_(h.gpu()),
       test_(h.test_set()),
-      shard_(eval_shard(test_.size(), h.rank(), h.world())),
+      shard_(eval_shard(test_.size(), rank_, world_)),
       n_(static_cast<std::int64_t>(shard_.size())),
       b_(j_.batch_per_rank),
       warm_(j_.timing_warmup_steps),
@@ -114,7 +102,7 @@ InferLoop::InferLoop(JobHarness& h)
   if (j_.quantize == "int8") quantized = model_.quantize_linear_int8();
   if (n_ == 0)
     throw BadInput("gridrun-train: the test split has " + std::to_string(test_.size()) +
-                   " samples, fewer than ranks=" + std::to_string(h.world()));
+                   " samples, fewer than ranks=" + std::to_string(world_));
   ResultsStart rs;
   rs.str_attrs["checkpoint_file"] = h_.weights_file();
   rs.int_attrs["quantized_linear_layers"] = quantized;
@@ -122,7 +110,7 @@ InferLoop::InferLoop(JobHarness& h)
   if (lead_ && !o_.quiet)
     std::printf("gridrun-train %s: inference %s on %s, %d rank(s), batch %lld per rank, "
                 "%lld+%lld batches, %s\n",
-                o_.id.c_str(), j_.model.c_str(), j_.dataset.c_str(), h.world(),
+                o_.id.c_str(), j_.model.c_str(), j_.dataset.c_str(), world_,
                 static_cast<long long>(b_), static_cast<long long>(warm_),
                 static_cast<long long>(j_.infer_batches),
                 h_.weights_file().empty() ? "random weights" : h_.weights_file().c_str()),

@@ -188,6 +188,7 @@ void JobHarness::build_data_and_model() {
                                       is_text_model(j.model)});
   ModelSpec spec{j.model,           data_.input.channels, data_.input.height, data_.input.width,
                  data_.input.num_classes, data_.input.vocab, data_.input.seq_len};
+  spec.mlp_hidden = parse_mlp_hidden(j.mlp_hidden);
   model_ = make_model(spec);
   model_->to(dev_);
   train_set_ = data_.train;

@@ -112,4 +112,29 @@ class JobHarness {
   bool finished_ = false;
 };
 
+// Base of the job loops (TrainLoop, InferLoop): the harness and what every loop reads from it,
+// bound once.
+class LoopBase {
+ protected:
+  explicit LoopBase(JobHarness& h)
+      : h_(h),
+        o_(h.options()),
+        j_(h.job()),
+        comm_(h.comm()),
+        model_(h.model()),
+        dev_(h.device()),
+        rank_(h.rank()),
+        world_(h.world()),
+        lead_(h.lead()) {}
+
+  JobHarness& h_;
+  const RunnerOptions& o_;
+  const jobs::JobParams& j_;
+  Communicator& comm_;
+  Model& model_;
+  const torch::Device dev_;
+  const int rank_, world_;
+  const bool lead_;
+};
+
 }  // namespace gridrun::runner

@@ -388,7 +388,7 @@ double base_lr_of(const jobs::JobParams& j) {
 
 // One training job's loop over the harness's model and data: steps, interval rows, epoch ends
 // (evaluation, epoch row, checkpoint), timed checkpoints, signals, stop conditions, the summary.
-class TrainLoop {
+class TrainLoop : private LoopBase {
  public:
   explicit TrainLoop(JobHarness& h);
   // Returns kExitCompleted (also for target reached) or kExitInterrupted.
@@ -424,14 +424,6 @@ class TrainLoop {
   void finish(results::Status status, const std::string& reason);
   double wall() const { return wall_before_ + seconds_since(run_start_); }
 
-  JobHarness& h_;
-  const RunnerOptions& o_;
-  const jobs::JobParams& j_;
-  Communicator& comm_;
-  Model& model_;
-  const torch::Device dev_;
-  const int rank_, world_;
-  const bool lead_;
   EpochSampler sampler_;
   const std::int64_t spe_, total_steps_, total_epochs_;
   LrSchedule schedule_;
@@ -462,15 +454,7 @@ class TrainLoop {
 };
 
 TrainLoop::TrainLoop(JobHarness& h)
-    : h_(h),
-      o_(h.options()),
-      j_(h.job()),
-      comm_(h.comm()),
-      model_(h.model()),
-      dev_(h.device()),
-      rank_(h.rank()),
-      world_(h.world()),
-      lead_(h.lead()),
+    : LoopBase(h),
       sampler_(h.train_size(), j_.batch_per_rank, rank_, world_, static_cast<std::uint64_t>(j_.seed)),
       spe_(sampler_.steps_per_epoch()),
       total_steps_(total_steps_of(j_, spe_)),
