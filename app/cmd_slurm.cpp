@@ -82,6 +82,15 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm, const std::strin
   if (!fs::exists(s.grid_file)) throw std::invalid_argument(s.grid_file + ": no such grid file");
 }
 
+// The options status and cancel share: --help and the positional run directory.
+po::options_description run_dir_options(bool& help, std::string& run_dir) {
+  po::options_description desc("options", 100);
+  desc.add_options()
+      ("help,h", po::bool_switch(&help), "show this help")
+      ("run-dir", po::value<std::string>(&run_dir), "the run directory (positional)");
+  return desc;
+}
+
 // status and cancel: RUN_DIR is their one positional argument and required. False: help printed.
 bool parse_run_dir(const Args& args, const po::options_description& desc, const char* cmd, const bool& help,
                    const std::string& run_dir, const HelpText& text) {
@@ -179,11 +188,8 @@ int cmd_submit(const Args& args) {
 
 int cmd_status(const Args& args) {
   StatusCli c;
-  po::options_description desc("options", 100);
-  desc.add_options()
-      ("help,h", po::bool_switch(&c.help), "show this help")
-      ("run-dir", po::value<std::string>(&c.run_dir), "the run directory (positional)")
-      ("format", po::value<std::string>(&c.format)->default_value("table"), "table, json or csv");
+  po::options_description desc = run_dir_options(c.help, c.run_dir);
+  desc.add_options()("format", po::value<std::string>(&c.format)->default_value("table"), "table, json or csv");
   const HelpText help{"gridrun status RUN_DIR [--format table|json|csv]",
                       "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
                       "when accounting answers) merged with state.json and the results files on disk.\n"
@@ -202,12 +208,9 @@ int cmd_status(const Args& args) {
 
 int cmd_cancel(const Args& args) {
   CancelCli c;
-  po::options_description desc("options", 100);
-  desc.add_options()
-      ("help,h", po::bool_switch(&c.help), "show this help")
-      ("run-dir", po::value<std::string>(&c.run_dir), "the run directory (positional)")
-      ("wait", po::value<double>(&c.wait_s)->default_value(60),
-       "seconds to wait until squeue no longer lists the cancelled jobs");
+  po::options_description desc = run_dir_options(c.help, c.run_dir);
+  desc.add_options()("wait", po::value<double>(&c.wait_s)->default_value(60),
+                     "seconds to wait until squeue no longer lists the cancelled jobs");
   const HelpText help{"gridrun cancel RUN_DIR [--wait S]",
                       "scancel every array and collect job of the run that squeue still lists, then wait\n"
                       "until they are gone. Finished results stay; `gridrun submit` again resumes the rest."};
