@@ -8,7 +8,10 @@
 // nothing written); lock the run directory; reconcile the state with the disk (finished result
 // files win, jobs a crashed run left running are stopped so they checkpoint); write job files;
 // then, phase by phase (compare-by), let the placement engine start jobs through the executor,
-// retry failures with --resume, and save state.json after every event.
+// retry failures with --resume, and save state.json after every event. Inside, the validation is
+// plan_grid, the real run a RunLoop (src/run_loop.hpp: reconcile, launch, on exit, on signal,
+// close phase) printing through Progress (src/progress.hpp); the run directory is prepared by
+// prepare_run (run_dir.hpp), as for `gridrun submit`.
 #pragma once
 
 #include <cstddef>
