@@ -43,21 +43,18 @@ void make_pipe(Fd& r, Fd& w) {
   w.reset(fds[1]);
 }
 
-struct SpawnAttr {
-  posix_spawnattr_t a;
-  SpawnAttr() { posix_spawnattr_init(&a); }
-  ~SpawnAttr() { posix_spawnattr_destroy(&a); }
-  SpawnAttr(const SpawnAttr&) = delete;
-  SpawnAttr& operator=(const SpawnAttr&) = delete;
+// Owns one posix_spawn attribute or file-action object: initialised here, destroyed on every path.
+template <typename T, int (*Init)(T*), int (*Destroy)(T*)>
+struct PosixObject {
+  T v;
+  PosixObject() { Init(&v); }
+  ~PosixObject() { Destroy(&v); }
+  PosixObject(const PosixObject&) = delete;
+  PosixObject& operator=(const PosixObject&) = delete;
 };
-
-struct SpawnFiles {
-  posix_spawn_file_actions_t f;
-  SpawnFiles() { posix_spawn_file_actions_init(&f); }
-  ~SpawnFiles() { posix_spawn_file_actions_destroy(&f); }
-  SpawnFiles(const SpawnFiles&) = delete;
-  SpawnFiles& operator=(const SpawnFiles&) = delete;
-};
+using SpawnAttr = PosixObject<posix_spawnattr_t, posix_spawnattr_init, posix_spawnattr_destroy>;
+using SpawnFiles =
+    PosixObject<posix_spawn_file_actions_t, posix_spawn_file_actions_init, posix_spawn_file_actions_destroy>;
 
 std::vector<char*> c_strings(const std::vector<std::string>& v) {
   std::vector<char*> out;
@@ -144,16 +141,16 @@ Child spawn(const SpawnOptions& o) {
   const auto env_s = merged_env(o.env_set);
   const auto envp = c_strings(env_s);
   SpawnFiles files;
-  posix_spawn_file_actions_addopen(&files.f, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files.v, 0, "/dev/null", O_RDONLY, 0);
   if (!o.stdout_path.empty())
-    posix_spawn_file_actions_addopen(&files.f, 1, o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&files.v, 1, o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (!o.stderr_path.empty())
-    posix_spawn_file_actions_addopen(&files.f, 2, o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&files.v, 2, o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   SpawnAttr attr;
   short flags = 0;
   if (o.new_process_group) {
     flags |= POSIX_SPAWN_SETPGROUP;
-    posix_spawnattr_setpgroup(&attr.a, 0);
+    posix_spawnattr_setpgroup(&attr.v, 0);
   }
   if (o.reset_signals) {
     // The parent may block signals for a signalfd; the child must start with none blocked and
@@ -163,12 +160,12 @@ Child spawn(const SpawnOptions& o) {
     sigemptyset(&defaults);
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGUSR1, SIGUSR2, SIGQUIT}) sigaddset(&defaults, sig);
     flags |= POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-    posix_spawnattr_setsigmask(&attr.a, &none);
-    posix_spawnattr_setsigdefault(&attr.a, &defaults);
+    posix_spawnattr_setsigmask(&attr.v, &none);
+    posix_spawnattr_setsigdefault(&attr.v, &defaults);
   }
-  posix_spawnattr_setflags(&attr.a, flags);
+  posix_spawnattr_setflags(&attr.v, flags);
   pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, argv[0], &files.f, &attr.a, argv.data(), envp.data());
+  const int rc = ::posix_spawnp(&pid, argv[0], &files.v, &attr.v, argv.data(), envp.data());
   if (rc != 0) throw std::runtime_error(o.argv[0] + ": cannot start: " + std::strerror(rc));
   return Child(pid, o.new_process_group);
 }
@@ -179,13 +176,13 @@ CapturedRun run_captured(const std::vector<std::string>& argv_s) {
   make_pipe(out_r, out_w);
   make_pipe(err_r, err_w);
   SpawnFiles fa;
-  posix_spawn_file_actions_addopen(&fa.f, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa.f, out_w.get(), 1);
-  posix_spawn_file_actions_adddup2(&fa.f, err_w.get(), 2);
+  posix_spawn_file_actions_addopen(&fa.v, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa.v, out_w.get(), 1);
+  posix_spawn_file_actions_adddup2(&fa.v, err_w.get(), 2);
   const auto argv = c_strings(argv_s);
   pid_t pid = -1;
   CapturedRun res;
-  const int rc = ::posix_spawnp(&pid, argv[0], &fa.f, nullptr, argv.data(), environ);
+  const int rc = ::posix_spawnp(&pid, argv[0], &fa.v, nullptr, argv.data(), environ);
   out_w.reset();
   err_w.reset();
   if (rc != 0) {

@@ -62,29 +62,28 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     only = a.only.split(",")
     rows = []
-    if "overhead" in only:
+    def versus(kind, ranks, label, reference, name, fmt):
+        """gridrun against a reference loop, run alternately in the same call (same load)."""
         for model, batch, steps in (("mlp", 64, 200), ("lenet", 64, 200)):
-            g, b = [], []
-            for _ in range(a.reps):
-                b.append(float(sh([os.path.join(a.build, "bin", "bench_runner_bare_loop"), model,
-                                   str(batch), str(steps), "20", "1"])))
-                g.append(train(a, 1, model, batch, steps, 20)[0])
-            rows.append(("overhead", f"{model} b{batch} 1 rank 1 thread",
-                         f"gridrun {med(g):.0f} vs bare loop {med(b):.0f} samples/s",
-                         f"{med(g) / med(b):.3f} (slowdown {100 * (1 - med(g) / med(b)):.1f} %)"))
-            print(rows[-1], g, b, flush=True)
-    if "ddp" in only:
-        for model, batch, steps in (("mlp", 64, 200), ("lenet", 64, 200)):
-            g, d = [], []
+            g, r = [], []
             for i in range(a.reps):
-                d.append(float(sh(MPI + ["-np", "2", "/usr/bin/python3",
-                                         os.path.join(HERE, "ddp_reference.py"), model, str(batch),
-                                         str(steps), "20", "1", str(29500 + i)])))
-                g.append(train(a, 2, model, batch, steps, 20)[0])
-            rows.append(("ddp", f"{model} b{batch}/rank 2 ranks 1 thread",
-                         f"gridrun {med(g):.0f} vs DDP gloo {med(d):.0f} samples/s",
-                         f"{med(g) / med(d):.2f}x"))
-            print(rows[-1], g, d, flush=True)
+                r.append(reference(model, batch, steps, i))
+                g.append(train(a, ranks, model, batch, steps, 20)[0])
+            rows.append((kind, label.format(model=model, batch=batch),
+                         f"gridrun {med(g):.0f} vs {name} {med(r):.0f} samples/s", fmt(med(g) / med(r))))
+            print(rows[-1], g, r, flush=True)
+
+    if "overhead" in only:
+        versus("overhead", 1, "{model} b{batch} 1 rank 1 thread",
+               lambda m, b, s, i: float(sh([os.path.join(a.build, "bin", "bench_runner_bare_loop"), m,
+                                            str(b), str(s), "20", "1"])),
+               "bare loop", lambda q: f"{q:.3f} (slowdown {100 * (1 - q):.1f} %)")
+    if "ddp" in only:
+        versus("ddp", 2, "{model} b{batch}/rank 2 ranks 1 thread",
+               lambda m, b, s, i: float(sh(MPI + ["-np", "2", "/usr/bin/python3",
+                                                  os.path.join(HERE, "ddp_reference.py"), m, str(b),
+                                                  str(s), "20", "1", str(29500 + i)])),
+               "DDP gloo", lambda q: f"{q:.2f}x")
     if "allreduce" in only:
         for model, reps in (("mlp", 50), ("resnet18", 20)):
             ratios, lines = [], []
