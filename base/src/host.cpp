@@ -13,9 +13,9 @@
 
 namespace gridrun::base {
 
-std::string hostname() {
+std::string hostname(const std::string& fallback) {
   char buf[256] = {0};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  if (::gethostname(buf, sizeof buf - 1) != 0 || !buf[0]) return fallback;
   return buf;
 }
 
@@ -39,6 +39,22 @@ std::vector<int> children_of(int pid) {
   std::istringstream is(try_read_file("/proc/" + p + "/task/" + p + "/children").value_or(""));
   int c;
   while (is >> c) out.push_back(c);
+  if (!out.empty()) return out;
+  // Kernels without CONFIG_PROC_CHILDREN have no children file: scan /proc for the parent id.
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir("/proc"), closedir);
+  if (!d) return out;
+  while (dirent* e = readdir(d.get())) {
+    const int q = std::atoi(e->d_name);
+    if (q <= 0) continue;
+    const std::string stat = try_read_file("/proc/" + std::string(e->d_name) + "/stat").value_or("");
+    const auto rp = stat.rfind(')');
+    if (rp == std::string::npos || rp + 2 >= stat.size()) continue;
+    std::istringstream ss(stat.substr(rp + 2));
+    char state;
+    int ppid = 0;
+    ss >> state >> ppid;
+    if (ppid == pid) out.push_back(q);
+  }
   return out;
 }
 

@@ -70,4 +70,11 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
+std::string printable_line(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) out += c == '\n' ? ' ' : (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
+  return out;
+}
+
 }  // namespace gridrun::base

@@ -166,7 +166,7 @@ int int_field(const std::string& file, const YAML::Node& n, const std::string& k
 Cluster detect_local() {
   Cluster c;
   Node n;
-  n.name = base::hostname();
+  n.name = base::hostname("localhost");
   n.cores = affinity_cores();
   n.gpus = detect_gpus();
   n.memory_mb = memory_mb();

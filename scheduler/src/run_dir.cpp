@@ -1,5 +1,6 @@
 // The run directory: paths, the state file (JSON through gridrun::base, written atomically), the
 // run lock and prepare_run. See run_dir.hpp.
+#include "gridrun/base/text.hpp"
 #include "gridrun/scheduler/run_dir.hpp"
 
 #include <fcntl.h>
@@ -16,7 +17,6 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
-#include "printable.hpp"
 
 namespace fs = std::filesystem;
 
@@ -174,7 +174,7 @@ RunLock::~RunLock() {
 
 void quarantine_damaged(const std::string& path, const std::string& why, std::ostream& log) {
   const std::string to = base::quarantine(path);
-  const std::string cause = printable(why);
+  const std::string cause = base::printable_line(why);
   if (to.empty()) throw std::runtime_error(path + ": damaged (" + cause + ") and cannot be moved aside");
   log << "warning: " << path << " is damaged (" << cause << "); moved to " << to << "\n" << std::flush;
 }

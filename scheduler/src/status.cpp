@@ -11,7 +11,6 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/reader.hpp"
-#include "printable.hpp"
 
 namespace fs = std::filesystem;
 
@@ -76,7 +75,7 @@ RunStatus run_status(const RunDir& dir, const StatusOverlay& overlay) {
     state = dir.load_state();
   } catch (const std::exception& e) {
     // Read-only here: the next `gridrun run` quarantines it; states come from the results files.
-    st.damaged.push_back("state.json (" + printable(e.what()) + ")");
+    st.damaged.push_back("state.json (" + base::printable_line(e.what()) + ")");
   }
   st.name = state.name.empty() ? fs::path(root).filename().string() : state.name;
   // Jobs known from state.json and from job files (a crashed submit may have written only those).

@@ -144,6 +144,7 @@ TEST(Text, TimeDurationSplitTrim) {
   EXPECT_EQ(split("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
   EXPECT_EQ(trim("  x y \n"), "x y");
   EXPECT_TRUE(starts_with("gridrun", "grid"));
+  EXPECT_EQ(printable_line("bad\n\x01\xff end"), "bad ?? end");
 }
 
 TEST(Spawn, CapturesOutputsAndExitCodeSeparately) {
@@ -205,4 +206,7 @@ TEST(Host, FactsAreReadable) {
   EXPECT_FALSE(cpu_model().empty());
   EXPECT_EQ(comm_of(999999999), "");
   EXPECT_TRUE(children_of(999999999).empty());
+  Child c = spawn({{"sleep", "30"}, {}, "", "", false, false});
+  EXPECT_EQ(children_of(::getpid()), std::vector<int>{c.pid()});
+  EXPECT_EQ(comm_of(c.pid()), "sleep");
 }

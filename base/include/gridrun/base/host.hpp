@@ -6,10 +6,12 @@
 
 namespace gridrun::base {
 
-std::string hostname();   // gethostname, or "unknown"
+// gethostname, or `fallback` (the rankfile needs a name mpirun resolves: it passes "localhost").
+std::string hostname(const std::string& fallback = "unknown");
 std::string cpu_model();  // "model name" of /proc/cpuinfo, or "unknown"
 
-// Direct children of `pid` (from /proc/PID/task/PID/children); empty when it is gone.
+// Direct children of `pid` (/proc/PID/task/PID/children, or a scan of /proc/*/stat on kernels
+// without that file); empty when it is gone.
 std::vector<int> children_of(int pid);
 // The command name (/proc/PID/comm) of a process, "" when it is gone.
 std::string comm_of(int pid);

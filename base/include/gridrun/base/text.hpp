@@ -22,5 +22,9 @@ std::string format_duration(double seconds);
 std::string trim(std::string_view s);  // without leading and trailing white space
 std::vector<std::string> split(std::string_view s, char sep);  // keeps empty fields
 bool starts_with(std::string_view s, std::string_view prefix);
+// One printable ASCII line: newlines become spaces, other control and non-ASCII bytes '?'. For
+// error messages that may quote damaged bytes (a parse error of a corrupt file) before they reach
+// a terminal, a warning line or `gridrun status`.
+std::string printable_line(std::string_view s);
 
 }  // namespace gridrun::base
