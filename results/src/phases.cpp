@@ -60,6 +60,24 @@ base::Json phase_to_json(const Phase& p) {
                     {"samples", p.samples},       {"jobs", p.jobs}};
 }
 
+Phase phase_from_json(const std::string& name, const base::Json& v) {
+  Phase p;
+  p.name = name;
+  auto num = [&](const char* k) {
+    auto x = v.find(k);
+    return x != v.end() && x->is_number() ? x->get<double>() : kNaN;
+  };
+  p.makespan_s = num("makespan_s");
+  p.samples_per_s = num("samples_per_s");
+  p.util_mean = num("util_mean");
+  p.alloc_util = num("alloc_util");
+  p.samples = num("samples");
+  if (auto jobs = v.find("jobs"); jobs != v.end() && jobs->is_array())
+    for (const auto& id : *jobs)
+      if (id.is_string()) p.jobs.push_back(id.get<std::string>());
+  return p;
+}
+
 std::vector<Phase> read_phases(const std::string& state_json) {
   std::vector<Phase> out;
   const std::optional<std::string> text = base::try_read_file(state_json);
@@ -67,23 +85,7 @@ std::vector<Phase> read_phases(const std::string& state_json) {
   const base::Json root = base::parse_json(*text, state_json);
   auto phases = root.find("phases");
   if (phases == root.end() || !phases->is_object()) return out;
-  for (const auto& [name, v] : phases->items()) {
-    Phase p;
-    p.name = name;
-    auto num = [&](const char* k) {
-      auto x = v.find(k);
-      return x != v.end() && x->is_number() ? x->get<double>() : kNaN;
-    };
-    p.makespan_s = num("makespan_s");
-    p.samples_per_s = num("samples_per_s");
-    p.util_mean = num("util_mean");
-    p.alloc_util = num("alloc_util");
-    p.samples = num("samples");
-    if (auto jobs = v.find("jobs"); jobs != v.end() && jobs->is_array())
-      for (const auto& id : *jobs)
-        if (id.is_string()) p.jobs.push_back(id.get<std::string>());
-    out.push_back(p);
-  }
+  for (const auto& [name, v] : phases->items()) out.push_back(phase_from_json(name, v));
   return out;
 }
 

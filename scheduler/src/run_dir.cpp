@@ -120,7 +120,7 @@ RunState RunDir::load_state() const {
     }
   }
   if (const auto ph = root.find("phases"); ph != root.end() && ph->is_object())
-    for (const auto& [value, fig] : ph->items()) st.phases_json[value] = fig.dump();
+    for (const auto& [value, fig] : ph->items()) st.phases[value] = results::phase_from_json(value, fig);
   return st;
 }
 
@@ -134,7 +134,7 @@ void RunDir::save_state(const RunState& s) const {
                 {"phase", r.phase},              {"slurm_job_id", r.slurm_job_id}};
   }
   base::Json phases = base::Json::object();
-  for (const auto& [value, fig] : s.phases_json) phases[value] = base::parse_json(fig, "phase " + value);
+  for (const auto& [value, p] : s.phases) phases[value] = results::phase_to_json(p);
   const base::Json root = {{"name", s.name}, {"jobs", std::move(jobs)}, {"phases", std::move(phases)}};
   // A reader (or the next gridrun after a crash) sees the old or the new state, never half of one.
   base::write_file_atomic(state_file(), root.dump(2, ' ', false, base::Json::error_handler_t::replace) + "\n");

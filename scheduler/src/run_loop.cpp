@@ -441,34 +441,18 @@ void RunLoop::watchdog(const std::vector<std::pair<std::size_t, int>>& ended) {
 
 // The phase figures of one compare-by value, into state.json (docs/scheduler.md).
 void RunLoop::close_phase(const std::string& value) {
+  // The scheduler knows the facts (members, makespan, allocated resource-seconds); the figures
+  // are derived from the jobs' result files by results::phase_figures, the one place that names them.
   const PhaseRun& ph = *phase_;
   const Cluster& cluster = plan_.cluster;
-  const double makespan = progress_->elapsed() - ph.t0;
-  double samples = 0, util_sum = 0;
-  int util_n = 0;
-  std::vector<std::string> ids;
-  for (std::size_t i : ph.members) {
-    ids.push_back(ex_.jobs[i].id);
-    const auto data = read_summary(rd_.result_file(ex_.jobs[i].id));
-    if (!data) continue;  // a failed job has no figures; the phase still records its makespan
-    if (auto it = data->summary.find("samples"); it != data->summary.end() && std::isfinite(it->second))
-      samples += it->second;
-    const char* key = plan_.req[i].gpus > 0 ? "gpu_util_pct_mean" : "cpu_util_pct_mean";
-    if (auto it = data->summary.find(key); it != data->summary.end() && std::isfinite(it->second)) {
-      util_sum += it->second / 100.0;
-      ++util_n;
-    }
-  }
-  const bool gpu_cluster = cluster.total_gpus() > 0;
-  const double cap = gpu_cluster ? cluster.total_gpus() : cluster.total_cores();
-  const double alloc_util = makespan > 0 && cap > 0 ? ph.busy / (cap * makespan) : 0;
-  const base::Json fig = {{"makespan_s", makespan},
-                          {"samples_per_s", makespan > 0 ? samples / makespan : 0},
-                          {"util_mean", util_n > 0 ? util_sum / util_n : alloc_util},
-                          {"alloc_util", alloc_util},
-                          {"samples", samples},
-                          {"jobs", ids}};
-  state_.phases_json[value] = fig.dump();
+  results::PhaseFacts facts;
+  facts.name = value;
+  facts.makespan_s = progress_->elapsed() - ph.t0;
+  facts.busy_resource_s = ph.busy;
+  facts.capacity = cluster.total_gpus() > 0 ? cluster.total_gpus() : cluster.total_cores();
+  for (std::size_t i : ph.members) facts.jobs.push_back({ex_.jobs[i].id, plan_.req[i].gpus > 0});
+  const double makespan = facts.makespan_s;
+  state_.phases[value] = results::phase_figures(facts, rd_.results_dir());
   rd_.save_state(state_);
   progress_->event("phase " + ex_.compare_by + "=" + value + " done: makespan " + base::format_duration(makespan));
 }

@@ -7,7 +7,7 @@
 
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
-#include "gridrun/jobs/json.hpp"
+#include "gridrun/base/json.hpp"
 
 namespace gj = gridrun::jobs;
 namespace fs = std::filesystem;
@@ -148,9 +148,9 @@ TEST_F(JobsJobFile, Resources) {
 
 // The one JSON escaper behind every hand-built JSON file (job files, state, Slurm status, traces).
 TEST(JobsJson, EscapeQuotesBackslashesAndControlCharacters) {
-  EXPECT_EQ(gridrun::jobs::json_escape("plain text"), "plain text");
-  EXPECT_EQ(gridrun::jobs::json_escape("a\"b\\c\nd\te\x01" "f"), "a\\\"b\\\\c\\nd\\te\\u0001f");
-  EXPECT_EQ(gridrun::jobs::json_escape("µs"), "µs");  // UTF-8 passes through
+  EXPECT_EQ(gridrun::base::json_escape("plain text"), "plain text");
+  EXPECT_EQ(gridrun::base::json_escape("a\"b\\c\nd\te\x01" "f"), "a\\\"b\\\\c\\nd\\te\\u0001f");
+  EXPECT_EQ(gridrun::base::json_escape("µs"), "µs");  // UTF-8 passes through
 }
 
 TEST_F(JobsJobFile, ExpandedJobCarriesTypedParamsAndCanonicalText) {

@@ -46,6 +46,9 @@ Phase phase_figures(const PhaseFacts& facts, const std::string& results_dir);
 // The JSON object stored under state.json "phases".<name> (what read_phases reads back).
 base::Json phase_to_json(const Phase& p);
 
+// One phase object as phase_to_json wrote it (missing figures are NaN, never an exception).
+Phase phase_from_json(const std::string& name, const base::Json& v);
+
 // "phases" of RUN_DIR/state.json; empty if the file or the key is absent. Throws on bad JSON.
 std::vector<Phase> read_phases(const std::string& state_json);
 

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/results/phases.hpp"
+
 namespace gridrun::scheduler {
 
 // The order is the order of the counts in `gridrun status` (do not reorder).
@@ -41,7 +43,7 @@ struct JobRecord {
 struct RunState {
   std::string name;
   std::map<std::string, JobRecord> jobs;           // by id
-  std::map<std::string, std::string> phases_json;  // phase value -> JSON object of phase figures
+  std::map<std::string, results::Phase> phases;  // by compare-by value: figures from results::phase_figures
 };
 
 }  // namespace gridrun::scheduler
