@@ -123,7 +123,7 @@ std::int64_t Model::parameter_bytes() const {
 namespace {
 
 // flatten -> hidden sizes (default 256 -> 128) -> classes, ReLU.
-class Mlp final : public Model {
+class Mlp final : public models::CountedModel {
  public:
   explicit Mlp(const ModelSpec& s) {
     std::vector<std::int64_t> sizes = s.mlp_hidden;
@@ -131,16 +131,13 @@ class Mlp final : public Model {
     fc_ = add_fc_stack(s.channels * s.height * s.width, sizes, mac_);
   }
   torch::Tensor forward(const torch::Tensor& x) override { return fc_stack(fc_, x.flatten(1)); }
-  double flops_per_sample() const override { return mac_.flops(); }
-  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   std::vector<nn::Linear> fc_;
-  MacCounter mac_;
 };
 
 // LeNet-5: conv5x5(6) pool conv5x5(16) pool fc120 fc84 fc(classes), ReLU, max-pooling.
-class LeNet final : public Model {
+class LeNet final : public models::CountedModel {
  public:
   explicit LeNet(const ModelSpec& s) {
     const std::int64_t pad = s.height < 32 ? 2 : 0;
@@ -159,18 +156,15 @@ class LeNet final : public Model {
     h = torch::max_pool2d(torch::relu(conv2_->forward(h)), 2);
     return fc_stack(fc_, h.flatten(1));
   }
-  double flops_per_sample() const override { return mac_.flops(); }
-  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
   std::vector<nn::Linear> fc_;
-  MacCounter mac_;
 };
 
 // AlexNet for 32x32 inputs (the usual CIFAR variant): 5 convolutions (64, 192, 384, 256, 256),
 // 3 max-pools, classifier 1024 -> 4096 -> 4096 -> classes with dropout 0.5.
-class AlexNet final : public Model {
+class AlexNet final : public models::CountedModel {
  public:
   explicit AlexNet(const ModelSpec& s) {
     std::int64_t h = 32;
@@ -216,18 +210,15 @@ class AlexNet final : public Model {
     h = drop2_->forward(torch::relu(linear(fc1_, h)));
     return linear(fc3_, torch::relu(linear(fc2_, h)));
   }
-  double flops_per_sample() const override { return mac_.flops(); }
-  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Sequential features_, classifier_;
   nn::Dropout drop1_{nullptr}, drop2_{nullptr};
   nn::Linear fc1_{nullptr}, fc2_{nullptr}, fc3_{nullptr};
-  MacCounter mac_;
 };
 
 // VGG with BatchNorm, CIFAR-style: conv3x3 stacks, 5 max-pools to 1x1, then Linear(512, classes).
-class Vgg final : public Model {
+class Vgg final : public models::CountedModel {
  public:
   Vgg(const ModelSpec& s, const std::vector<int>& cfg) {
     std::int64_t c = s.channels, h = 32;
@@ -251,19 +242,16 @@ class Vgg final : public Model {
   torch::Tensor forward(const torch::Tensor& x) override {
     return linear(fc_, features_->forward(pad_to_32(x)).flatten(1));
   }
-  double flops_per_sample() const override { return mac_.flops(); }
-  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Sequential features_;
   nn::Linear fc_{nullptr};
-  MacCounter mac_;
 };
 
 // Small transformer encoder text classifier: token + learned position embeddings (d=128),
 // 2 post-norm encoder layers (4 heads, feed-forward 256, dropout 0.1), mean over positions,
 // Linear(128, classes). Padding tokens (id 0) take part in the mean; their embedding is learned.
-class TextTransformer final : public Model {
+class TextTransformer final : public models::CountedModel {
  public:
   static constexpr std::int64_t kDim = 128, kHeads = 4, kFf = 256, kLayers = 2;
   explicit TextTransformer(const ModelSpec& s) : seq_len_(s.seq_len) {
@@ -290,15 +278,12 @@ class TextTransformer final : public Model {
     for (auto& l : layers_) h = l->forward(h);
     return linear(fc_, h.mean(0));
   }
-  double flops_per_sample() const override { return mac_.flops(); }
-  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   std::int64_t seq_len_;
   nn::Embedding tok_{nullptr}, pos_{nullptr};
   std::vector<nn::TransformerEncoderLayer> layers_;
   nn::Linear fc_{nullptr};
-  MacCounter mac_;
 };
 
 }  // namespace

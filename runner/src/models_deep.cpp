@@ -42,6 +42,12 @@ class ResBlockImpl : public nn::Module {
       add(in, planes, 3, stride, hout, true);
       add(planes, planes, 3, 1, hout, false);
     }
+    // The residual branch's last BatchNorm starts with scale 0, so every block starts as the
+    // identity (Goyal et al. 2017): deep nets then take lr 0.1 from the first step.
+    {
+      torch::NoGradGuard ng;
+      body_->ptr(body_->size() - 1)->as<nn::BatchNorm2d>()->weight.zero_();
+    }
     register_module("body", body_);
     if (stride != 1 || in != out) {
       shortcut_->push_back(conv(in, out, 1, stride, 0));
@@ -63,7 +69,7 @@ class ResBlockImpl : public nn::Module {
 };
 TORCH_MODULE(ResBlock);
 
-class ResNet final : public Model {
+class ResNet final : public models::CountedModel {
  public:
   ResNet(const ModelSpec& s, int depth) {
     const bool bottleneck = depth >= 50;
@@ -93,13 +99,10 @@ class ResNet final : public Model {
     auto h = body_->forward(stem_->forward(pad_to_32(x)));
     return linear(fc_, h.mean({2, 3}));
   }
-  double flops_per_sample() const override { return mac_.flops(); }
-  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Sequential stem_, body_;
   nn::Linear fc_{nullptr};
-  MacCounter mac_;
 };
 
 class DenseLayerImpl : public nn::Module {
@@ -141,7 +144,7 @@ class TransitionImpl : public nn::Module {
 };
 TORCH_MODULE(Transition);
 
-class DenseNet final : public Model {
+class DenseNet final : public models::CountedModel {
  public:
   explicit DenseNet(const ModelSpec& s) {
     const std::int64_t growth = 32;
@@ -170,13 +173,10 @@ class DenseNet final : public Model {
   torch::Tensor forward(const torch::Tensor& x) override {
     return linear(fc_, body_->forward(pad_to_32(x)).mean({2, 3}));
   }
-  double flops_per_sample() const override { return mac_.flops(); }
-  double activation_elements_per_sample() const override { return mac_.activations; }
 
  private:
   nn::Sequential body_;
   nn::Linear fc_{nullptr};
-  MacCounter mac_;
 };
 
 }  // namespace

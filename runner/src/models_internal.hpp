@@ -22,6 +22,16 @@ struct MacCounter {
   double flops() const { return 2.0 * macs; }
 };
 
+// A model whose costs are what its constructor counted into mac_ (every model here).
+class CountedModel : public Model {
+ public:
+  double flops_per_sample() const override { return mac_.flops(); }
+  double activation_elements_per_sample() const override { return mac_.activations; }
+
+ protected:
+  MacCounter mac_;
+};
+
 inline std::int64_t conv_out(std::int64_t in, std::int64_t k, std::int64_t stride,
                              std::int64_t pad) {
   return (in + 2 * pad - k) / stride + 1;

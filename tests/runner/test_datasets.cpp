@@ -71,6 +71,22 @@ void write_gz(const std::string& path, const std::string& bytes) {
   gzclose(f);
 }
 
+// The four IDX files of an (fashion-)MNIST folder; `gz_train`/`gz_test` choose raw or gzip.
+DatasetOptions idx_set(const TempDir& d, const std::string& name, int ntrain, int ntest,
+                       bool gz_train, bool gz_test) {
+  auto put = [&](const std::string& f, const std::string& bytes, bool gz) {
+    gz ? write_gz(d.file(f + ".gz"), bytes) : write(d.file(f), bytes);
+  };
+  put("train-images-idx3-ubyte", idx_images(ntrain), gz_train);
+  put("train-labels-idx1-ubyte", idx_labels(ntrain), gz_train);
+  put("t10k-images-idx3-ubyte", idx_images(ntest), gz_test);
+  put("t10k-labels-idx1-ubyte", idx_labels(ntest), gz_test);
+  DatasetOptions o;
+  o.name = name;
+  o.data_dir = d.str();
+  return o;
+}
+
 void expect_bad(const DatasetOptions& o, const std::string& needle1, const std::string& needle2) {
   try {
     make_dataset(o);
@@ -109,6 +125,22 @@ TEST(Datasets, SyntheticIsDeterministicAndShaped) {
   EXPECT_EQ(make_dataset(DatasetOptions{}).train->size(), 4096);
 }
 
+// The documented normalisation: zero mean and std 1/8 per channel (see kSyntheticStd), and the
+// classes are balanced enough for accuracy to mean something.
+TEST(Datasets, SyntheticNormalisedPerChannel) {
+  auto d = make_dataset(DatasetOptions{});
+  std::vector<std::int64_t> all(4096);
+  for (int i = 0; i < 4096; ++i) all[i] = i;
+  auto b = d.train->get(all);
+  auto mean = b.x.mean({0, 2, 3}), stdev = b.x.std({0, 2, 3});
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_NEAR(mean[c].item<double>(), 0.0, 0.03) << c;
+    EXPECT_NEAR(stdev[c].item<double>(), 0.125, 0.02) << c;
+  }
+  auto counts = at::bincount(b.y, {}, 10);
+  EXPECT_GT(counts.min().item<std::int64_t>(), 300);
+}
+
 TEST(Datasets, Cifar10BinaryReadsAndRejectsTruncated) {
   TempDir d;
   for (int i = 1; i <= 5; ++i) write(d.file("data_batch_" + std::to_string(i) + ".bin"), cifar_records(4, i));
@@ -124,7 +156,9 @@ TEST(Datasets, Cifar10BinaryReadsAndRejectsTruncated) {
   EXPECT_EQ(b.y[1].item<std::int64_t>(), 2);   // first record of data_batch_2
   EXPECT_EQ(b.x.sizes(), (std::vector<std::int64_t>{2, 3, 32, 32}));
   // pixel (c=0,y=0,x=1) of record 0 is byte 1 -> (1/255 - mean) / std
-  EXPECT_NEAR(b.x[0][0][0][1].item<float>(), (1 / 255.0f - 0.4914f) / 0.2470f, 1e-5);
+  EXPECT_NEAR(b.x[0][0][0][1].item<float>(), (1 / 255.0f - kCifar10Mean[0]) / kCifar10Std[0], 1e-5);
+  EXPECT_NEAR(kCifar10Mean[0], 0.4914f, 1e-6);  // the published constants, not recomputed
+  EXPECT_NEAR(kCifar10Std[2], 0.2616f, 1e-6);
   write(d.file("data_batch_3.bin"), cifar_records(4, 0).substr(0, 3073 * 3 + 100));
   expect_bad(o, "data_batch_3.bin", "3073");
   write(d.file("data_batch_3.bin"), std::string(1, '\x0c') + std::string(3072, 'a'));
@@ -135,13 +169,7 @@ TEST(Datasets, Cifar10BinaryReadsAndRejectsTruncated) {
 
 TEST(Datasets, MnistIdxRawAndGzip) {
   TempDir d;
-  write(d.file("train-images-idx3-ubyte"), idx_images(6));
-  write(d.file("train-labels-idx1-ubyte"), idx_labels(6));
-  write_gz(d.file("t10k-images-idx3-ubyte.gz"), idx_images(4));
-  write_gz(d.file("t10k-labels-idx1-ubyte.gz"), idx_labels(4));
-  DatasetOptions o;
-  o.name = "mnist";
-  o.data_dir = d.str();
+  const DatasetOptions o = idx_set(d, "mnist", 6, 4, /*gz_train=*/false, /*gz_test=*/true);
   auto ds = make_dataset(o);
   EXPECT_EQ(ds.train->size(), 6);
   EXPECT_EQ(ds.test->size(), 4);
@@ -150,6 +178,8 @@ TEST(Datasets, MnistIdxRawAndGzip) {
   auto b = ds.test->get({3});
   EXPECT_EQ(b.y[0].item<std::int64_t>(), 3);
   EXPECT_EQ(b.x.sizes(), (std::vector<std::int64_t>{1, 1, 28, 28}));
+  const auto raw = static_cast<unsigned char>(idx_images(4)[16 + 3 * 784]);
+  EXPECT_NEAR(b.x[0][0][0][0].item<float>(), (raw / 255.0f - kMnistMean) / kMnistStd, 1e-5);
   write_gz(d.file("t10k-images-idx3-ubyte.gz"), idx_images(4).substr(0, 16 + 784 * 2));
   expect_bad(o, "t10k-images-idx3-ubyte.gz", "truncated");
   write(d.file("train-labels-idx1-ubyte"), be32(0x803) + be32(6));
@@ -164,13 +194,7 @@ TEST(Datasets, MnistIdxRawAndGzip) {
 // package, so a user with missing or truncated files learns where good ones come from.
 TEST(Datasets, FashionMnistIdxNamesDebianPackage) {
   TempDir d;
-  write_gz(d.file("train-images-idx3-ubyte.gz"), idx_images(6));
-  write_gz(d.file("train-labels-idx1-ubyte.gz"), idx_labels(6));
-  write_gz(d.file("t10k-images-idx3-ubyte.gz"), idx_images(4));
-  write_gz(d.file("t10k-labels-idx1-ubyte.gz"), idx_labels(4));
-  DatasetOptions o;
-  o.name = "fashion-mnist";
-  o.data_dir = d.str();
+  DatasetOptions o = idx_set(d, "fashion-mnist", 6, 4, true, true);
   auto ds = make_dataset(o);
   EXPECT_EQ(ds.train->size(), 6);
   EXPECT_EQ(ds.input.num_classes, 10);

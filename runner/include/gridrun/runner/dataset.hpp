@@ -2,8 +2,9 @@
 // given sample indices; readers validate files fully at load, so a bad file fails the job at start
 // (BadInput, exit 2) naming the file and the expected format, never in the middle of an epoch.
 //
-//   synthetic  images 3x32x32 (or token ids for text models), 10 classes, labels from a fixed
-//              random teacher; generated in memory from a fixed data seed (same data for every job)
+//   synthetic  images 3x32x32 (or token ids for text models), 10 classes: a Gaussian mixture with a
+//              fixed prototype per class (images), a fixed random teacher (tokens); generated in
+//              memory from a fixed data seed (same data for every job)
 //   cifar10    official binary version: data_batch_1..5.bin, test_batch.bin (1 label + 3072 bytes)
 //   mnist      idx files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-* (raw or .gz)
 //   text       train.tsv, test.tsv: one `label<TAB>text` per line; byte tokenizer (docs/runner.md)
@@ -76,5 +77,19 @@ inline constexpr std::uint64_t kSyntheticDataSeed = 20240601;
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 inline constexpr float kFashionMnistMean = 0.2860f;
 inline constexpr float kFashionMnistStd = 0.3530f;
+// Per-channel normalisation (x / 255 - mean) / std of the uint8 image sets: CIFAR-10's R, G, B
+// statistics of its 50,000 training images and MNIST's, both the values used throughout the
+// literature (torchvision examples), so published recipes carry over.
+inline constexpr float kCifar10Mean[3] = {0.4914f, 0.4822f, 0.4465f};
+inline constexpr float kCifar10Std[3] = {0.2470f, 0.2435f, 0.2616f};
+inline constexpr float kMnistMean = 0.1307f;
+inline constexpr float kMnistStd = 0.3081f;
+// synthetic images (see make_dataset): a pixel is prototype N(0,1) + sigma x N(0,1) + 0.2 x N(0,1),
+// mean 0 and std sqrt(1 + sigma^2 + 0.04) (= 1.8138) in every channel; it is divided by 8 x that std,
+// i.e. normalised to zero mean and std 1/8, so that a sample's squared norm is ~48 (its latent
+// dimension) instead of 3072; docs/runner.md says why.
+inline constexpr float kSyntheticLatentSigma = 1.5f;
+inline constexpr float kSyntheticMean = 0.0f;
+inline constexpr float kSyntheticStd = 8.0f * 1.8138f;
 
 }  // namespace gridrun::runner
