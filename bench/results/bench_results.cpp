@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gridrun/results/sampler.hpp"
+#include "gridrun/results/reader.hpp"
 #include "gridrun/results/writer.hpp"
 
 using namespace gridrun::results;
@@ -37,6 +38,7 @@ double writer_run(const std::string& dir, int rows, int every, int ranks) {
   JobFileInfo info;
   info.id = "bench";
   info.params_json = "{\"model\":\"mlp\"}";
+  info.params = gridrun::results::parse_params_json(info.params_json);
   info.ranks = ranks;
   info.flush_interval_s = 0;
   auto w = JobWriter::create(dir, info);

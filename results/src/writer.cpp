@@ -370,14 +370,12 @@ void H5JobWriter::write_root_attrs(hid_t file) {
   h5::write_attr(file, "ranks", static_cast<std::int64_t>(info_.ranks));
   h5::write_attr(file, "gpus", static_cast<std::int64_t>(info_.gpus));
   // Typed copies of the parameters, so h5py users can filter without parsing JSON.
-  if (!info_.params_json.empty()) {
-    for (const auto& [k, v] : parse_params_json(info_.params_json)) {
-      std::string name = "param." + k;
-      if (auto* b = std::get_if<bool>(&v)) h5::write_attr(file, name, static_cast<std::int64_t>(*b));
-      else if (auto* i = std::get_if<std::int64_t>(&v)) h5::write_attr(file, name, *i);
-      else if (auto* d = std::get_if<double>(&v)) h5::write_attr(file, name, *d);
-      else h5::write_attr(file, name, std::get<std::string>(v));
-    }
+  for (const auto& [k, v] : info_.params) {
+    const std::string name = "param." + k;
+    if (auto* b = std::get_if<bool>(&v)) h5::write_attr(file, name, static_cast<std::int64_t>(*b));
+    else if (auto* i = std::get_if<std::int64_t>(&v)) h5::write_attr(file, name, *i);
+    else if (auto* d = std::get_if<double>(&v)) h5::write_attr(file, name, *d);
+    else h5::write_attr(file, name, std::get<std::string>(v));
   }
   for (const auto& [k, v] : info_.str_attrs) h5::write_attr(file, k, v);
   for (const auto& [k, v] : info_.int_attrs) h5::write_attr(file, k, v);

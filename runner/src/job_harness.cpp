@@ -90,13 +90,7 @@ results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
   info.id = o.id;
   info.run = o.run;
   info.params_json = jobs::canonical_json(o.params);
-  for (const auto& [k, v] : o.params) {
-    const std::string key = "param." + k;
-    if (auto* b = std::get_if<bool>(&v)) info.int_attrs[key] = *b ? 1 : 0;
-    else if (auto* i = std::get_if<std::int64_t>(&v)) info.int_attrs[key] = *i;
-    else if (auto* d = std::get_if<double>(&v)) info.float_attrs[key] = *d;
-    else info.str_attrs[key] = std::get<std::string>(v);
-  }
+  info.params.insert(o.params.begin(), o.params.end());  // same variant: typed, no text in between
   info.str_attrs["hostnames"] = join_hosts(hosts, true);
   info.str_attrs["rank_hosts"] = join_hosts(hosts, false);
   info.str_attrs["cpu_model"] = base::cpu_model();

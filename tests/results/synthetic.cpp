@@ -2,6 +2,8 @@
 // index, so golden report outputs are stable across machines.
 #include "synthetic.hpp"
 
+#include "gridrun/results/reader.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +24,7 @@ void write_synthetic_job(const std::string& run_dir, const SyntheticJob& j) {
                      ",\"lr\":0.1,\"model\":\"mlp\",\"overlap\":true,\"ranks\":" + std::to_string(j.ranks) +
                      ",\"seed\":" + std::to_string(j.seed) + ",\"target_accuracy\":" +
                      std::to_string(j.target).substr(0, 4) + ",\"timing_warmup_steps\":2}";
+  info.params = gridrun::results::parse_params_json(info.params_json);
   info.str_attrs["torch_version"] = "synthetic";
   if (j.device == "gpu") info.str_attrs["gpu_names"] = "NVIDIA H100 80GB HBM3";
   info.ranks = j.ranks;

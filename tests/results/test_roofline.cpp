@@ -8,6 +8,7 @@
 #include "gridrun/results/probe.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/roofline.hpp"
+#include "gridrun/results/reader.hpp"
 #include "gridrun/results/writer.hpp"
 #include "test_util.hpp"
 
@@ -170,6 +171,7 @@ TEST(Profile, SetProfileWritesAFixedLengthStringTableReadBack) {
   JobFileInfo info;
   info.id = "prof";
   info.params_json = "{\"model\":\"mlp\"}";
+  info.params = gridrun::results::parse_params_json(info.params_json);
   info.gpu_absent_reason = "cpu job";
   auto w = JobWriter::create(dir.path(), info);
   w->set_profile({{"aten::addmm", 3, 10.5, 20, 0, 0}, {"aten::convolution_backward", 2, 7, 9, 1, 2}});

@@ -22,6 +22,7 @@ JobFileInfo info(const std::string& id, int ranks, int gpus) {
   i.run = "unit";
   i.params_json = "{\"lr\":0.1,\"model\":\"mlp\",\"overlap\":true,\"ranks\":" + std::to_string(ranks) +
                   ",\"target_accuracy\":0.7,\"timing_warmup_steps\":2}";
+  i.params = gridrun::results::parse_params_json(i.params_json);
   i.str_attrs["torch_version"] = "1.13.1";
   i.int_attrs["cpu_cores_used"] = 2;
   i.float_attrs["model_gflops"] = 1.5;

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <string>
 
+#include "gridrun/results/reader.hpp"
 #include "gridrun/results/writer.hpp"
 #include "synthetic.hpp"
 
@@ -40,6 +41,7 @@ int live(const std::string& dir, const std::string& id, int rows) {
   info.id = id;
   info.run = "live";
   info.params_json = "{\"model\":\"mlp\",\"ranks\":2,\"seed\":0}";
+  info.params = gridrun::results::parse_params_json(info.params_json);
   info.ranks = 2;
   info.gpu_absent_reason = "test";
   info.flush_interval_s = 0;

@@ -21,7 +21,6 @@ namespace gridrun::results {
 
 // A root attribute or a parameter value (JSON booleans become `bool`).
 using AttrValue = std::variant<std::int64_t, double, std::string>;
-using ParamValue = std::variant<bool, std::int64_t, double, std::string>;
 std::string to_string(const ParamValue& v);
 
 // [rows x cols] row-major matrix (e.g. /steps/rank_step_s).

@@ -17,20 +17,26 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace gridrun::results {
 
 inline constexpr int kSchemaVersion = 1;
 
+// A parameter value as the job file types it (the same alternatives as jobs::Value).
+using ParamValue = std::variant<bool, std::int64_t, double, std::string>;
+
 // Everything known at job start; written as root attributes before SWMR starts.
 struct JobFileInfo {
   std::string id;
   std::string run;
-  std::string params_json;                       // canonical JSON of the job parameters
-  std::map<std::string, std::string> str_attrs;  // typed copies of parameters and facts,
-  std::map<std::string, std::int64_t> int_attrs; //   one attribute each (e.g. "param.lr" -> 0.1,
-  std::map<std::string, double> float_attrs;     //   "hostnames", "cpu_model", "torch_version")
+  std::string params_json;                       // canonical JSON of the job parameters, stored as is
+  std::map<std::string, ParamValue> params;      // the same parameters typed: one `param.NAME`
+                                                 //   attribute each (bool as 0/1), never re-parsed
+  std::map<std::string, std::string> str_attrs;  // facts, one attribute each ("hostnames",
+  std::map<std::string, std::int64_t> int_attrs; //   "cpu_model", "torch_version", ...)
+  std::map<std::string, double> float_attrs;
   int ranks = 1;
   int gpus = 0;                                  // devices sampled in /util (0 for cpu jobs)
   std::string gpu_absent_reason;                 // why GPU columns are absent (e.g. "NVML not found")
