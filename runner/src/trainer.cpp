@@ -15,6 +15,7 @@
 // computed moves. Per-rank phase timings are gathered to rank 0 at the same time, so straggler
 // figures cost one small gather per interval, not per step. On the GPU the step also uses
 // device-resident data, cuDNN autotuning, TF32 (job parameters) and optionally a CUDA graph.
+#include "gridrun/runner/loader.hpp"
 #include "gridrun/runner/trainer.hpp"
 
 #include <torch/nn/functional/loss.h>
@@ -405,6 +406,7 @@ class TrainLoop : private LoopBase {
     double before;
   };
 
+  std::unique_ptr<Loader> make_loader() const;
   void open_results();
   std::vector<double> step();  // [stop, checkpoint due], summed over ranks
   StepOut eager_step(const at::Tensor& x, const at::Tensor& y, double lr);
@@ -434,6 +436,8 @@ class TrainLoop : private LoopBase {
   Checkpointer ckpt_;
   TrainState st_;
   bool resumed_ = false;
+  // Training batches: built (and augmented) ahead on a loader thread, off the training thread.
+  std::unique_ptr<Loader> loader_;
   const bool fp16_, autocast_;
   StepTimer timer_;
   PendingRows pending_;
@@ -474,6 +478,7 @@ TrainLoop::TrainLoop(JobHarness& h)
       profile_to_(j_.timing_warmup_steps + j_.profile_steps) {
   st_.world = world_;
   if (o_.resume) resumed_ = ckpt_.load(model_, *opt_, st_);
+  loader_ = make_loader();
 #ifdef GRIDRUN_HAVE_NCCL
   if (j_.cuda_graph)
     graph_ = std::make_unique<GraphStep>(model_, *fast_sgd_, *opt_, autocast_,
@@ -483,6 +488,20 @@ TrainLoop::TrainLoop(JobHarness& h)
   run_start_ = last_flush_ = last_ckpt_ = Clock::now();
   wall_before_ = st_.wall_s;
   if (!resumed_) st_.best_test_acc = -1;
+}
+
+std::unique_ptr<Loader> TrainLoop::make_loader() const {
+  LoaderOptions lo;
+  lo.augment = AugmentOptions{parse_augment(j_.augment), static_cast<std::uint64_t>(j_.seed), 4};
+  lo.steps_per_epoch = spe_;
+  lo.start_epoch = st_.epoch;  // a resumed run starts where its checkpoint left off
+  lo.start_step = st_.step_in_epoch;
+  // Device-resident data is indexed by an asynchronous launch: a thread would only add a hop.
+  lo.queue_depth = h_.gpu() ? 0 : 2;
+  // The sampler is copied: EpochSampler caches its epoch's permutation and is not thread-safe.
+  return std::make_unique<Loader>(
+      h_.train_set_ptr(),
+      [s = sampler_](std::int64_t e, std::int64_t k) mutable { return s.indices(e, k); }, lo);
 }
 
 void TrainLoop::open_results() {
@@ -521,7 +540,7 @@ int TrainLoop::run() {
 std::vector<double> TrainLoop::step() {
   if (lead_ && st_.global_step >= profile_from_ && st_.global_step < profile_to_) profiler_.start();
   timer_.start(pending_.size());
-  Batch b = h_.train_set().get(sampler_.indices(st_.epoch, st_.step_in_epoch));
+  Batch b = loader_->get(st_.epoch, st_.step_in_epoch);
   auto x = b.x.to(dev_, /*non_blocking=*/true), y = b.y.to(dev_, true);
   if (h_.channels_last()) x = x.contiguous(at::MemoryFormat::ChannelsLast);
   timer_.mark(kData);
