@@ -43,7 +43,7 @@ struct JobRecord {
 struct RunState {
   std::string name;
   std::map<std::string, JobRecord> jobs;           // by id
-  std::map<std::string, results::Phase> phases;  // by compare-by value: figures from results::phase_figures
+  std::map<std::string, results::Phase> phases;   // by compare-by value (results::phase_figures)
 };
 
 }  // namespace gridrun::scheduler
