@@ -156,7 +156,7 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
       exec_(make_executor(opts.executor)),
       prepared_(prepare_run(rd_, plan.ex, PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false}, out)),
       state_(prepared_.state),
-      todo_(plan.ex.jobs.size(), 0),
+      to_run_(plan.ex.jobs.size(), 0),
       resume_(plan.ex.jobs.size(), 0) {}
 
 RunLoop::~RunLoop() = default;
@@ -164,17 +164,17 @@ RunLoop::~RunLoop() = default;
 RunOutcome RunLoop::run() {
   stop_leftovers();
   reconcile();
-  std::size_t n_todo = 0;
-  for (char t : todo_) n_todo += t;
+  std::size_t n_to_run = 0;
+  for (char t : to_run_) n_to_run += t;
   const Cluster& cluster = plan_.cluster;
-  out_ << "run " << ex_.name << ": " << ex_.jobs.size() << " jobs (" << skipped_ << " already completed, " << n_todo
+  out_ << "run " << ex_.name << ": " << ex_.jobs.size() << " jobs (" << skipped_ << " already completed, " << n_to_run
        << " to run), policy " << o_.policy << ", " << cluster.source << ": " << cluster.total_cores() << " cores, "
        << cluster.total_gpus() << " GPUs -> " << rd_.root() << "\n" << std::flush;
 
   SignalWaiter signals;
   progress_ = std::make_unique<Progress>(out_, o_.tty, o_.width, ex_.jobs.size());
   progress_->counts().done = skipped_;
-  progress_->counts().pending = n_todo;
+  progress_->counts().pending = n_to_run;
   for (const std::string& value : plan_.phase_order) {
     if (stopping_) break;
     if (!open_phase(value)) continue;
@@ -204,7 +204,7 @@ bool RunLoop::open_phase(const std::string& value) {
   phase_ = std::make_unique<PhaseRun>(plan_.cluster, EngineOptions{o_.policy, o_.max_parallel});
   PhaseRun& ph = *phase_;
   for (std::size_t i = 0; i < ex_.jobs.size(); ++i)
-    if (plan_.phase[i] == value && todo_[i]) ph.members.push_back(i);
+    if (plan_.phase[i] == value && to_run_[i]) ph.members.push_back(i);
   if (ph.members.empty()) return false;
   if (!ex_.compare_by.empty())
     progress_->event("phase " + ex_.compare_by + "=" + value + ": " + std::to_string(ph.members.size()) + " jobs");
@@ -258,7 +258,7 @@ void RunLoop::reconcile_job(std::size_t i) {
     ++skipped_;
     return;
   }
-  todo_[i] = 1;
+  to_run_[i] = 1;
   resume_[i] = o_.rerun != "all" && !restart && !(o_.rerun == "failed" && rec.state == JobOutcome::Failed) &&
                has_checkpoint(rd_.checkpoint_dir(job.id));
   if (rec.state == JobOutcome::Running || is_finished(rec.state))

@@ -72,7 +72,7 @@ class RunLoop {
   std::unique_ptr<Executor> exec_;
   PreparedRun prepared_;
   RunState& state_;
-  std::vector<char> todo_, resume_;
+  std::vector<char> to_run_, resume_;
   std::size_t skipped_ = 0;
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<PhaseRun> phase_;
