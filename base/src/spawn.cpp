@@ -86,7 +86,7 @@ int decode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + 
 
 Child& Child::operator=(Child&& o) noexcept {
   if (this != &o) {
-    this->~Child();
+    reset();
     pid_ = o.pid_;
     group_ = o.group_;
     code_ = o.code_;
@@ -96,13 +96,17 @@ Child& Child::operator=(Child&& o) noexcept {
   return *this;
 }
 
-Child::~Child() {
-  if (pid_ <= 0 || code_) return;
-  signal(SIGKILL);
-  int st = 0;
-  while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+Child::~Child() { reset(); }
+
+void Child::reset() noexcept {
+  if (pid_ > 0 && !code_) {
+    signal(SIGKILL);
+    int st = 0;
+    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
   }
   pid_ = -1;
+  code_.reset();
 }
 
 std::optional<int> Child::try_wait() {

@@ -40,6 +40,7 @@ class Child {
   void signal(int sig);       // to the child (and its group when it leads one)
 
  private:
+  void reset() noexcept;  // kill and reap if still running; then empty (destructor, move-assign)
   int pid_ = -1;
   bool group_ = false;
   std::optional<int> code_;
