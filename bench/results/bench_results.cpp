@@ -37,8 +37,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 double writer_run(const std::string& dir, int rows, int every, int ranks) {
   JobFileInfo info;
   info.id = "bench";
-  info.params_json = "{\"model\":\"mlp\"}";
-  info.params = gridrun::results::parse_params_json(info.params_json);
+  info.params = gridrun::jobs::job_params_from_json("{\"model\":\"mlp\"}");
   info.ranks = ranks;
   info.flush_interval_s = 0;
   auto w = JobWriter::create(dir, info);

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     p.global_batch = p.batch_per_rank * p.ranks;
     p.seed = i;
     jobs::Job j;
-    j.params = jobs::from_struct(p);
+    j.params = p;
     j.id = jobs::job_id(j.params);
     j.run = "bench";
     j.index = static_cast<std::size_t>(i);

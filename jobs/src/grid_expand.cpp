@@ -315,13 +315,12 @@ void Expander::record(const Draft& d, JobParams&& jp, std::uint64_t hash) {
     const auto i = static_cast<std::size_t>(order_[k]);
     if (k) job.canonical.push_back(',');
     job.canonical += *d.json[i];
-    job.params.emplace_hint(job.params.end(), table_[i].name, d.v[i]);
   }
   job.canonical.push_back('}');
   job.id = id_of_hash(hash);
   job.run = s_.name;
   job.index = index;
-  job.typed = std::move(jp);
+  job.params = std::move(jp);
   ex_.jobs.push_back(std::move(job));
 }
 

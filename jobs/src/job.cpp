@@ -52,13 +52,13 @@ std::map<std::string, std::string> read_meta(const base::Json& meta, const std::
 
 }  // namespace
 
-Job make_job(const std::string& run, std::size_t index, Params params) {
+Job make_job(const std::string& run, std::size_t index, JobParams params) {
   Job job;
-  job.id = job_id(params);
+  const Params by_name = from_struct(params);
+  job.id = job_id(by_name);
   job.run = run;
   job.index = index;
-  job.typed = to_struct(params);
-  job.canonical = canonical_json(params);
+  job.canonical = canonical_json(by_name);
   job.params = std::move(params);
   return job;
 }
@@ -109,7 +109,7 @@ Job job_from_json(const std::string& json, const std::string& origin) {
   }
   // The canonical text is re-rendered from the values: a hand-written file may spell numbers
   // or order keys differently, and the id of a job never depends on spelling.
-  Job job = make_job(*run, ix, std::move(p));
+  Job job = make_job(*run, ix, to_struct(p));
   job.id = *id;
   if (auto it = root.find("meta"); it != root.end()) job.meta = read_meta(*it, origin);
   return job;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 #include <unordered_map>
 
 #include "text.hpp"
@@ -123,6 +124,53 @@ Params from_struct(const JobParams& jp) {
   return p;
 }
 
+Value get_param(const JobParams& p, const std::string& name) {
+#define GRIDRUN_PARAM(n, type, def, help, choices, min, max, flags) \
+  if (name == #n) return Value{p.n};
+#include "gridrun/jobs/params.def"
+#undef GRIDRUN_PARAM
+  throw std::invalid_argument("unknown job parameter '" + name + "'");
+}
+
+namespace {
+template <typename T>
+bool assign(T& field, const Value& v) {
+  if (const T* x = std::get_if<T>(&v)) {
+    field = *x;
+    return true;
+  }
+  if constexpr (std::is_same_v<T, double>) {
+    if (const auto* i = std::get_if<std::int64_t>(&v)) {
+      field = static_cast<double>(*i);
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool set_param(JobParams& p, const std::string& name, const Value& v) {
+#define GRIDRUN_PARAM(n, type, def, help, choices, min, max, flags) \
+  if (name == #n) return assign(p.n, v);
+#include "gridrun/jobs/params.def"
+#undef GRIDRUN_PARAM
+  return false;
+}
+
+bool operator==(const JobParams& a, const JobParams& b) {
+#define GRIDRUN_PARAM(n, type, def, help, choices, min, max, flags) \
+  if (!(a.n == b.n)) return false;
+#include "gridrun/jobs/params.def"
+#undef GRIDRUN_PARAM
+  return true;
+}
+
+std::vector<Value> param_values(const JobParams& p) {
+  std::vector<Value> v;
+  detail::values_of_struct(p, v);
+  return v;
+}
+
 namespace detail {
 
 JobParams struct_of_values(const std::vector<Value>& v) {
@@ -217,6 +265,10 @@ std::string job_id(const Params& p) {
   return detail::id_of_hash(detail::hash_of_canonical(id_json(p)));
 }
 
+std::string canonical_json(const JobParams& p) { return canonical_json(from_struct(p)); }
+std::string id_json(const JobParams& p) { return id_json(from_struct(p)); }
+std::string job_id(const JobParams& p) { return job_id(from_struct(p)); }
+
 namespace detail {
 
 void append_member(std::string& out, const std::string& key, const Value& v) {
@@ -247,6 +299,8 @@ std::string id_of_hash(std::uint64_t h) {
 Params params_from_json(const std::string& json) {
   return detail::params_from_object(base::parse_json(json, "params"));
 }
+
+JobParams job_params_from_json(const std::string& json) { return to_struct(params_from_json(json)); }
 
 Value parse_value(const ParamSpec& spec, const std::string& text) {
   Value v;

@@ -17,6 +17,8 @@
 
 namespace gridrun::results {
 
+namespace gj = gridrun::jobs;
+
 namespace fs = std::filesystem;
 using h5::Id;
 
@@ -38,23 +40,16 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// A parameter's index column: its table type, except that an integer or bool column becomes
+// float (NaN = none) when some job has no parameters.
 enum class Kind { Bool, Int, Float, String };
 
-// The one type a parameter column can take across jobs (ints widen to float if any is missing).
-Kind column_kind(const std::vector<JobRecord>& jobs, const std::string& key) {
-  bool any_str = false, any_float = false, any_int = false, any_bool = false, missing = false;
-  for (const auto& j : jobs) {
-    auto it = j.params.find(key);
-    if (it == j.params.end()) { missing = true; continue; }
-    if (std::holds_alternative<std::string>(it->second)) any_str = true;
-    else if (std::holds_alternative<double>(it->second)) any_float = true;
-    else if (std::holds_alternative<std::int64_t>(it->second)) any_int = true;
-    else any_bool = true;
-  }
-  if (any_str) return Kind::String;
-  if (any_float || missing) return Kind::Float;
-  if (any_int) return Kind::Int;
-  return any_bool ? Kind::Bool : Kind::String;
+Kind column_kind(const std::vector<JobRecord>& jobs, const gj::ParamSpec& spec) {
+  if (spec.type == gj::Type::String) return Kind::String;
+  if (spec.type == gj::Type::Float) return Kind::Float;
+  for (const auto& j : jobs)
+    if (!j.params) return Kind::Float;
+  return spec.type == gj::Type::Bool ? Kind::Bool : Kind::Int;
 }
 
 double as_double(const ParamValue& v) {
@@ -76,32 +71,34 @@ void write_index(const std::string& path, const std::string& run_dir, const std:
 
   Id g = H5_OWN(H5Gcreate2(file, "jobs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
   detail::write_whole_table(g, detail::index_columns(), jobs, detail::Strings::Variable);
-  std::set<std::string> param_keys, summary_keys;
+  std::set<std::string> summary_keys;
+  bool any_params = false;
   for (const auto& j : jobs) {
-    for (const auto& [k, v] : j.params) param_keys.insert(k);
+    any_params = any_params || j.params.has_value();
     for (const auto& [k, v] : j.summary) summary_keys.insert(k);
   }
+  // Columns in name order, one per parameter of the table (none when no job has parameters).
+  std::vector<const gj::ParamSpec*> specs;
+  if (any_params)
+    for (const auto& spec : gj::param_table()) specs.push_back(&spec);
+  std::sort(specs.begin(), specs.end(), [](auto* a, auto* b) { return a->name < b->name; });
 
   Id pg = H5_OWN(H5Gcreate2(g, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-  for (const auto& key : param_keys) {
-    Kind kind = column_kind(jobs, key);
+  for (const gj::ParamSpec* spec : specs) {
+    const std::string& key = spec->name;
+    Kind kind = column_kind(jobs, *spec);
     if (kind == Kind::String) {
       std::vector<std::string> col;
-      for (const auto& j : jobs) {
-        auto it = j.params.find(key);
-        col.push_back(it == j.params.end() ? "" : to_string(it->second));
-      }
+      for (const auto& j : jobs) col.push_back(j.params ? to_string(gj::get_param(*j.params, key)) : "");
       h5::write_strings(pg, key, col);
     } else if (kind == Kind::Float) {
       std::vector<double> col;
-      for (const auto& j : jobs) {
-        auto it = j.params.find(key);
-        col.push_back(it == j.params.end() ? std::nan("") : as_double(it->second));
-      }
+      for (const auto& j : jobs)
+        col.push_back(j.params ? as_double(gj::get_param(*j.params, key)) : std::nan(""));
       h5::write_doubles(pg, key, col);
     } else {
       std::vector<std::int64_t> col;
-      for (const auto& j : jobs) col.push_back(static_cast<std::int64_t>(as_double(j.params.at(key))));
+      for (const auto& j : jobs) col.push_back(static_cast<std::int64_t>(as_double(gj::get_param(*j.params, key))));
       h5::write_int64s(pg, key, col);
       if (kind == Kind::Bool) {
         Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);
@@ -180,24 +177,35 @@ std::vector<JobRecord> read_index(const std::string& results_h5) {
     Id g = H5_OWN(H5Gopen2(file, "jobs", H5P_DEFAULT), H5Gclose);
     std::vector<JobRecord> out = detail::read_whole_table(g, detail::index_columns());
     Id pg = H5_OWN(H5Gopen2(g, "params", H5P_DEFAULT), H5Gclose);
+    // Columns of parameters this version does not know (an index written by a newer gridrun)
+    // are left out; a job with no value in any column has no parameters.
+    std::vector<bool> seen(out.size(), false);
+    std::vector<gj::JobParams> params(out.size());
     for (const auto& key : h5::list_group(pg)) {
+      const gj::ParamSpec* spec = gj::find_param(key);
+      if (!spec) continue;
       Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);
       Id type = H5_OWN(H5Dget_type(ds), H5Tclose);
-      H5T_class_t cls = H5Tget_class(type);
-      if (cls == H5T_STRING) {
+      if (H5Tget_class(type) == H5T_STRING) {
         auto v = h5::read_strings(ds);
-        for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) out[k].params[key] = v[k];
+        for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) {
+          if (v[k].empty() && spec->type != gj::Type::String) continue;
+          gj::set_param(params[k], key, v[k]);
+          seen[k] = seen[k] || !v[k].empty();
+        }
       } else {
-        bool is_bool = h5::has_attr(ds, "type");
         auto v = h5::read_doubles(ds, out.size());
         for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) {
           if (std::isnan(v[k])) continue;
-          if (is_bool) out[k].params[key] = v[k] != 0;
-          else if (cls == H5T_INTEGER) out[k].params[key] = static_cast<std::int64_t>(v[k]);
-          else out[k].params[key] = v[k];
+          seen[k] = true;
+          if (spec->type == gj::Type::Bool) gj::set_param(params[k], key, v[k] != 0);
+          else if (spec->type == gj::Type::Int) gj::set_param(params[k], key, static_cast<std::int64_t>(v[k]));
+          else gj::set_param(params[k], key, v[k]);
         }
       }
     }
+    for (std::size_t k = 0; k < out.size(); ++k)
+      if (seen[k]) out[k].params = std::move(params[k]);
     Id sg = H5_OWN(H5Gopen2(g, "summary", H5P_DEFAULT), H5Gclose);
     for (const auto& key : h5::list_group(sg)) {
       Id ds = H5_OWN(H5Dopen2(sg, key.c_str(), H5P_DEFAULT), H5Dclose);

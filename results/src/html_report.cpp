@@ -195,8 +195,8 @@ struct JobView {
 };
 
 std::string param_of(const JobRecord& j, const std::string& k) {
-  auto it = j.params.find(k);
-  return it == j.params.end() ? "" : to_string(it->second);
+  auto v = param_value(j.params, k);
+  return v ? to_string(*v) : "";
 }
 
 // Legend labels: the parameters that vary across the jobs (model and device bare, others k=v).
@@ -207,7 +207,8 @@ void label_jobs(std::vector<JobView>& jobs) {
       {"ranks", "r"}, {"batch_per_rank", "bpr"}, {"global_batch", "gb"}, {"threads_per_rank", "t"}};
   std::set<std::string> keys;
   for (const auto& j : jobs)
-    for (const auto& [k, v] : j.rec->params) keys.insert(k);
+    if (j.rec->params)
+      for (const auto& spec : gridrun::jobs::param_table()) keys.insert(spec.name);
   std::vector<std::string> vary;
   for (const auto& k : keys) {
     std::set<std::string> values;

@@ -35,8 +35,7 @@ void write_profile_report(const ReportOptions& opts, int top, std::ostream& out,
     Table t;
     std::string what;
     for (const char* k : {"model", "device", "ranks", "batch_per_rank"}) {
-      auto it = rec.params.find(k);
-      if (it != rec.params.end()) what += std::string(what.empty() ? "" : " ") + k + "=" + to_string(it->second);
+      if (auto v = param_value(rec.params, k)) what += std::string(what.empty() ? "" : " ") + k + "=" + to_string(*v);
     }
     t.title = "Operators: " + rec.id + (what.empty() ? "" : " (" + what + ")");
     t.columns = {"operator", "calls", "self_cpu_ms", "cpu_total_ms", "self_dev_ms", "dev_total_ms", "self%"};

@@ -50,19 +50,9 @@ double JobData::attr_number(const std::string& name, double fallback) const {
   return fallback;
 }
 
-std::map<std::string, ParamValue> parse_params_json(const std::string& json) {
-  std::map<std::string, ParamValue> out;
-  const base::Json j = base::parse_json(json, "params");
-  if (!j.is_object()) throw std::runtime_error("params: not a JSON object");
-  for (const auto& [k, v] : j.items()) {
-    if (v.is_boolean()) out[k] = v.get<bool>();
-    else if (v.is_number_integer()) out[k] = v.get<std::int64_t>();
-    else if (v.is_number()) out[k] = v.get<double>();
-    else if (v.is_string()) out[k] = v.get<std::string>();
-    else if (v.is_null()) out[k] = std::string();
-    else throw std::runtime_error("params: key '" + k + "' is not a scalar");
-  }
-  return out;
+std::optional<ParamValue> param_value(const RecordedParams& p, const std::string& name) {
+  if (!p || !jobs::find_param(name)) return std::nullopt;
+  return jobs::get_param(*p, name);
 }
 
 namespace detail {
@@ -129,7 +119,13 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
   j.schema_version = static_cast<int>(j.attr_number("schema_version", 0));
   for (const auto& [name, member] : kStringAttrs) j.*member = j.attr_string(name);
   std::string params = j.attr_string("params");
-  if (!params.empty()) j.params = parse_params_json(params);
+  if (!params.empty()) {
+    try {
+      j.params = jobs::job_params_from_json(params);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("attribute ") + e.what());
+    }
+  }
   if (opts.tables) {
     read_table(file, "steps", step_columns(), j.steps);
     read_table(file, "epochs", epoch_columns(), j.epochs);

@@ -13,6 +13,8 @@
 
 namespace gridrun::results {
 
+namespace gj = gridrun::jobs;
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -100,8 +102,8 @@ int key_rank(const std::string& k) {
 std::string value_of(const JobRecord& j, const std::string& key) {
   if (key == "id") return j.id;
   if (key == "status") return j.status;
-  auto it = j.params.find(key);
-  return it == j.params.end() ? "" : to_string(it->second);
+  auto v = param_value(j.params, key);
+  return v ? to_string(*v) : "";
 }
 
 bool numeric_equal(const std::string& a, const std::string& b) {
@@ -125,11 +127,12 @@ bool value_less(const std::string& a, const std::string& b) {
 std::vector<std::string> varying_keys(const std::vector<JobRecord>& jobs) {
   std::set<std::string> all;
   for (const auto& j : jobs)
-    for (const auto& [k, v] : j.params) all.insert(k);
+    if (j.params)
+      for (const auto& spec : gj::param_table()) all.insert(spec.name);
   std::vector<std::string> out;
   for (const auto& k : all) {
     std::set<std::string> values;
-    for (const auto& j : jobs) values.insert(j.params.count(k) ? value_of(j, k) : "\x01missing");
+    for (const auto& j : jobs) values.insert(j.params ? value_of(j, k) : "\x01missing");
     if (values.size() > 1) out.push_back(k);
   }
   std::stable_sort(out.begin(), out.end(),
@@ -162,9 +165,8 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
   for (const auto& j : sorted) {
     std::vector<Cell> r = {text_cell(j.id)};
     for (const auto& k : vary) {
-      auto it = j.params.find(k);
-      bool num = it != j.params.end() && (std::holds_alternative<std::int64_t>(it->second) ||
-                                          std::holds_alternative<double>(it->second));
+      auto v = param_value(j.params, k);
+      bool num = v && (std::holds_alternative<std::int64_t>(*v) || std::holds_alternative<double>(*v));
       Cell c = text_cell(value_of(j, k).empty() ? "-" : value_of(j, k));
       if (num) { c.numeric = true; c.value = std::strtod(c.text.c_str(), nullptr); }
       r.push_back(c);
@@ -238,9 +240,8 @@ Table scaling_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
     for (const auto& [gkey, members] : group_except(jobs, key)) {
       std::map<double, std::vector<double>> by_ranks;
       for (const JobRecord* j : members) {
-        auto it = j->params.find("ranks");
-        if (it == j->params.end()) continue;
-        double r = std::strtod(to_string(it->second).c_str(), nullptr);
+        if (!j->params) continue;
+        const double r = static_cast<double>(j->params->ranks);
         by_ranks[r].push_back(fig(*j, "samples_per_s"));
       }
       if (by_ranks.size() < 2) continue;
@@ -410,7 +411,8 @@ std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vec
 std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const ReportOptions& opts) {
   std::set<std::string> known = {"id", "status"};
   for (const auto& j : all)
-    for (const auto& [k, v] : j.params) known.insert(k);
+    if (j.params)
+      for (const auto& spec : gj::param_table()) known.insert(spec.name);
   auto known_list = [&] {
     std::string s;
     for (const auto& k : known) s += (s.empty() ? "" : ", ") + k;

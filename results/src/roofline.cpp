@@ -20,8 +20,8 @@ std::string lower(std::string s) {
 }
 
 std::string param(const JobData& j, const std::string& k, const std::string& fallback = "") {
-  auto it = j.params.find(k);
-  return it == j.params.end() ? fallback : to_string(it->second);
+  auto v = param_value(j.params, k);
+  return v ? to_string(*v) : fallback;
 }
 
 double param_num(const JobData& j, const std::string& k, double fallback) {

@@ -57,10 +57,9 @@ std::vector<double> per_row(const Matrix& m, bool sum) {
 }
 
 double param_number(const JobData& j, const std::string& name, double fallback) {
-  auto it = j.params.find(name);
-  if (it != j.params.end()) {
-    if (auto* i = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*i);
-    if (auto* d = std::get_if<double>(&it->second)) return *d;
+  if (auto v = param_value(j.params, name)) {
+    if (auto* i = std::get_if<std::int64_t>(&*v)) return static_cast<double>(*i);
+    if (auto* d = std::get_if<double>(&*v)) return *d;
   }
   return j.attr_number("param." + name, fallback);
 }

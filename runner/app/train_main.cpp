@@ -46,7 +46,7 @@ void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& 
     gridrun::results::JobFileInfo info;
     info.id = o.id;
     info.run = o.run;
-    info.params_json = gridrun::jobs::canonical_json(o.params);
+    info.params = o.job;
     info.ranks = static_cast<int>(o.job.ranks);
     info.gpus = o.job.device == "gpu" ? static_cast<int>(o.job.ranks) : 0;
     info.gpu_absent_reason = "the job failed before it started";

@@ -89,8 +89,7 @@ results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
   results::JobFileInfo info;
   info.id = o.id;
   info.run = o.run;
-  info.params_json = jobs::canonical_json(o.params);
-  info.params.insert(o.params.begin(), o.params.end());  // same variant: typed, no text in between
+  info.params = o.job;
   info.str_attrs["hostnames"] = join_hosts(hosts, true);
   info.str_attrs["rank_hosts"] = join_hosts(hosts, false);
   info.str_attrs["cpu_model"] = base::cpu_model();

@@ -51,7 +51,7 @@ void resolve_job(const po::variables_map& vm, RunnerOptions& o) {
     } catch (const std::exception& e) {
       throw BadInput(std::string("gridrun-train: --job ") + o.job_file + ": " + e.what());
     }
-    p = job.params;
+    p = jobs::from_struct(job.params);
     o.id = job.id;
     o.run = job.run;
     o.meta = job.meta;
@@ -82,8 +82,7 @@ void resolve_job(const po::variables_map& vm, RunnerOptions& o) {
   } else if (given.count("batch_per_rank") || given.count("ranks") || o.job_file.empty()) {
     jobs::resolve_batch(o.job, jobs::BatchGiven::PerRank);
   }
-  o.params = jobs::from_struct(o.job);
-  if (o.job_file.empty() || !given.empty()) o.id = jobs::job_id(o.params);
+  if (o.job_file.empty() || !given.empty()) o.id = jobs::job_id(o.job);
 }
 
 }  // namespace
@@ -175,7 +174,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
 void validate(const RunnerOptions& o) {
   // Values first (a job file bypasses the grid loader's checks), then jobs::check: the rules
   // `gridrun plan` applies to every job of a grid, so plan and train never disagree.
-  for (const auto& bad : jobs::check_values(o.params))
+  for (const auto& bad : jobs::check_values(jobs::from_struct(o.job)))
     throw BadInput("gridrun-train: " + bad.key + ": " + bad.message);
   for (const auto& bad : jobs::check(o.job))
     throw BadInput("gridrun-train: " + bad.key + ": " + bad.message);

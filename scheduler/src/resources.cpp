@@ -43,7 +43,7 @@ Request request_for(const jobs::JobParams& p) {
   r.cores = static_cast<int>(std::max<std::int64_t>(1, res.cores));
   return r;
 }
-Request request_for(const jobs::Job& job) { return request_for(jobs::to_struct(job.params)); }
+Request request_for(const jobs::Job& job) { return request_for(job.params); }
 
 std::string describe(const Request& r) {
   std::ostringstream os;

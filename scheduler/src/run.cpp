@@ -44,8 +44,7 @@ int gpu_slots(const jobs::Expansion& ex, std::vector<int>& share) {
   share.assign(ex.jobs.size(), 1);
   int slots = 1;
   for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
-    const auto& p = ex.jobs[i].params;
-    if (auto it = p.find("jobs_per_gpu"); it != p.end()) share[i] = static_cast<int>(std::get<std::int64_t>(it->second));
+    share[i] = static_cast<int>(ex.jobs[i].params.jobs_per_gpu);
     if (request_for(ex.jobs[i]).gpus > 0) slots = std::lcm(slots, share[i]);
     if (slots > 64)
       throw std::invalid_argument("jobs_per_gpu: the grid's values need " + std::to_string(slots) +

@@ -181,9 +181,8 @@ void quarantine_damaged(const std::string& path, const std::string& why, std::os
 
 std::string phase_of(const jobs::Expansion& ex, std::size_t i) {
   if (ex.compare_by.empty()) return "";
-  const auto& params = ex.jobs.at(i).params;
-  auto it = params.find(ex.compare_by);
-  return it == params.end() ? "" : jobs::to_string(it->second);
+  if (!jobs::find_param(ex.compare_by)) return "";
+  return jobs::to_string(jobs::get_param(ex.jobs.at(i).params, ex.compare_by));
 }
 
 jobs::Job with_phase(const jobs::Job& job, const std::string& phase) {

@@ -122,7 +122,7 @@ double estimate_for(const jobs::Job& job, const RunDir& rd, const CostModel& cos
       }
     }
   }
-  return estimate_seconds(jobs::to_struct(job.params), cost);
+  return estimate_seconds(job.params, cost);
 }
 
 // A running job of the current phase.

@@ -226,18 +226,10 @@ std::string format_time(std::int64_t sec) {
 
 Shape job_shape(const jobs::Job& job, const ScriptOptions& o) {
   Shape s;
-  auto get_str = [&](const char* k, const std::string& def) {
-    auto it = job.params.find(k);
-    return it == job.params.end() ? def : std::get<std::string>(it->second);
-  };
-  auto get_int = [&](const char* k, std::int64_t def) {
-    auto it = job.params.find(k);
-    return it == job.params.end() ? def : std::get<std::int64_t>(it->second);
-  };
-  s.device = get_str("device", "cpu");
-  s.ranks = get_int("ranks", 1);
-  s.threads = get_int("threads_per_rank", 1);
-  std::string tl = get_str("time_limit", "");
+  s.device = job.params.device;
+  s.ranks = job.params.ranks;
+  s.threads = job.params.threads_per_rank;
+  std::string tl = job.params.time_limit;
   if (tl.empty()) tl = o.default_time;
   s.time_s = jobs::time_limit_seconds(tl);
   return s;

@@ -26,9 +26,9 @@ std::string error_of(const std::string& yaml) {
   return "no error";
 }
 
-std::string str(const gj::Job& j, const char* k) { return std::get<std::string>(j.params.at(k)); }
-std::int64_t i64(const gj::Job& j, const char* k) { return std::get<std::int64_t>(j.params.at(k)); }
-double dbl(const gj::Job& j, const char* k) { return std::get<double>(j.params.at(k)); }
+std::string str(const gj::Job& j, const char* k) { return std::get<std::string>(gj::get_param(j.params, k)); }
+std::int64_t i64(const gj::Job& j, const char* k) { return std::get<std::int64_t>(gj::get_param(j.params, k)); }
+double dbl(const gj::Job& j, const char* k) { return std::get<double>(gj::get_param(j.params, k)); }
 
 }  // namespace
 
@@ -39,7 +39,7 @@ TEST(JobsGridExpand, NoGridIsOneDefaultJob) {
   ASSERT_EQ(ex.jobs.size(), 1u);
   EXPECT_EQ(ex.name, "one");
   EXPECT_EQ(ex.source, "grid.yaml");
-  EXPECT_EQ(ex.jobs[0].params, gj::from_struct(gj::JobParams{}));
+  EXPECT_EQ(ex.jobs[0].params, gj::JobParams{});
   EXPECT_TRUE(ex.varying.empty());
   EXPECT_TRUE(ex.warnings.empty());
 }
@@ -271,7 +271,7 @@ TEST(JobsGridExpand, EveryIdIsTheHashOfItsParams) {
       "include: [{batch_per_rank: 5, ranks: 4, overlap: off}]\n"
       "seeds: [0, 41]\n");
   ASSERT_EQ(ex.jobs.size(), 3u * 3 * 2 * 2 * 2 + 2);
-  EXPECT_EQ(std::get<std::string>(ex.jobs[0].params.at("data_dir")), "/data/\"quoted\" \\ dir\t");
+  EXPECT_EQ(std::get<std::string>(gj::get_param(ex.jobs[0].params, "data_dir")), "/data/\"quoted\" \\ dir\t");
   for (const auto& j : ex.jobs)
     EXPECT_EQ(j.id, gj::job_id(j.params)) << gj::canonical_json(j.params);
 }
@@ -553,6 +553,6 @@ TEST(Grid, StreamedJobsEqualStoredJobs) {
     EXPECT_EQ(id, stored.jobs[k].id);
     ASSERT_EQ(v.size(), table.size());
     for (std::size_t c = 0; c < table.size(); ++c)
-      EXPECT_EQ(v[c], stored.jobs[k].params.at(table[c].name)) << table[c].name;
+      EXPECT_EQ(v[c], gj::get_param(stored.jobs[k].params, table[c].name)) << table[c].name;
   }
 }

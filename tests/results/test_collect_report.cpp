@@ -68,9 +68,10 @@ TEST_F(SyntheticRun, CollectIndexesAndSkipsCorruptByName) {
   EXPECT_EQ(jobs[0].id, "cpu-r1-s0");
   EXPECT_EQ(jobs[0].status, "completed");
   EXPECT_EQ(jobs[0].file, "results/cpu-r1-s0.h5");
-  EXPECT_EQ(std::get<std::string>(jobs[0].params.at("device")), "cpu");
-  EXPECT_EQ(std::get<std::int64_t>(jobs[0].params.at("ranks")), 1);
-  EXPECT_EQ(std::get<bool>(jobs[0].params.at("overlap")), true);
+  ASSERT_TRUE(jobs[0].params.has_value());  // typed, as the job file holds them
+  EXPECT_EQ(jobs[0].params->device, "cpu");
+  EXPECT_EQ(jobs[0].params->ranks, 1);
+  EXPECT_EQ(jobs[0].params->overlap, true);
   EXPECT_DOUBLE_EQ(jobs[0].summary.at("flops_per_s"), 1e9);
   bool saw_partial = false;
   for (const auto& j : jobs)
@@ -142,8 +143,7 @@ TEST(LearningWarnings, ChanceLossAndNaNAreFlagged) {
     JobRecord j;
     j.id = id;
     j.status = "completed";
-    j.params["model"] = std::string("mlp");
-    j.params["lr"] = 0.1;
+    j.params = gridrun::jobs::JobParams{};  // mlp, lr 0.1
     j.summary["final_test_acc"] = 0.1;
     j.summary["final_train_loss"] = loss;
     return j;

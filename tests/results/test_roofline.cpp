@@ -20,9 +20,12 @@ namespace {
 JobData job(const std::string& device, int ranks, const std::string& precision = "fp32") {
   JobData j;
   j.id = device + std::to_string(ranks);
-  j.params["device"] = device;
-  j.params["ranks"] = std::int64_t{ranks};
-  j.params["precision"] = precision;
+  gridrun::jobs::JobParams p;
+  p.device = device;
+  p.ranks = ranks;
+  p.precision = precision;
+  p.tf32 = false;  // the table's default is true; these cases start from plain fp32
+  j.params = p;
   j.summary["flops_per_sample"] = 1e6;
   j.summary["bytes_per_sample"] = 2.5e5;
   j.summary["samples_per_s"] = 1000;
@@ -55,7 +58,7 @@ TEST(Roofline, PeakTableMatchesDeviceNames) {
 TEST(Roofline, AchievedFlopsIsThreeTimesForwardForTraining) {
   JobData j = job("cpu", 1);
   EXPECT_DOUBLE_EQ(achieved_flops(j), 3 * 1e6 * 1000);
-  j.params["task"] = std::string("inference");
+  j.params->task = "inference";
   EXPECT_DOUBLE_EQ(achieved_flops(j), 1e6 * 1000);
   j.summary["flops_per_s"] = 42;  // the runner's own figure wins
   EXPECT_DOUBLE_EQ(achieved_flops(j), 42);
@@ -87,11 +90,11 @@ TEST(Roofline, Fp32GpuJobsWithTf32UseTheTensorCoreRoof) {
   ASSERT_EQ(r.roofs.size(), 1u);
   EXPECT_EQ(r.roofs[0].label, "H100 fp32");
   EXPECT_DOUBLE_EQ(r.points[0].peak_flops, 67e12);
-  g.params["tf32"] = true;
+  g.params->tf32 = true;
   r = build_roofline({&g}, {"g"}, {});
   EXPECT_EQ(r.roofs[0].label, "H100 tf32");
   EXPECT_DOUBLE_EQ(r.points[0].peak_flops, 494.5e12);
-  g.params["tf32"] = false;
+  g.params->tf32 = false;
   r = build_roofline({&g}, {"g"}, {});
   EXPECT_EQ(r.roofs[0].label, "H100 fp32");
 }
@@ -170,8 +173,7 @@ TEST(Profile, SetProfileWritesAFixedLengthStringTableReadBack) {
   TempDir dir;
   JobFileInfo info;
   info.id = "prof";
-  info.params_json = "{\"model\":\"mlp\"}";
-  info.params = gridrun::results::parse_params_json(info.params_json);
+  info.params = gridrun::jobs::job_params_from_json("{\"model\":\"mlp\"}");
   info.gpu_absent_reason = "cpu job";
   auto w = JobWriter::create(dir.path(), info);
   w->set_profile({{"aten::addmm", 3, 10.5, 20, 0, 0}, {"aten::convolution_backward", 2, 7, 9, 1, 2}});

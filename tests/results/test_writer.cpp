@@ -20,9 +20,8 @@ JobFileInfo info(const std::string& id, int ranks, int gpus) {
   JobFileInfo i;
   i.id = id;
   i.run = "unit";
-  i.params_json = "{\"lr\":0.1,\"model\":\"mlp\",\"overlap\":true,\"ranks\":" + std::to_string(ranks) +
-                  ",\"target_accuracy\":0.7,\"timing_warmup_steps\":2}";
-  i.params = gridrun::results::parse_params_json(i.params_json);
+  i.params = gridrun::jobs::job_params_from_json("{\"lr\":0.1,\"model\":\"mlp\",\"overlap\":true,\"ranks\":" + std::to_string(ranks) +
+                  ",\"target_accuracy\":0.7,\"timing_warmup_steps\":2}");
   i.str_attrs["torch_version"] = "1.13.1";
   i.int_attrs["cpu_cores_used"] = 2;
   i.float_attrs["model_gflops"] = 1.5;
@@ -100,7 +99,7 @@ TEST(Writer, WritesLayoutAndReadsBack) {
   EXPECT_DOUBLE_EQ(j.attr_number("param.lr", 0), 0.1);
   EXPECT_EQ(j.attr_string("param.model"), "mlp");
   EXPECT_EQ(j.attr_number("param.overlap", -1), 1);
-  EXPECT_EQ(std::get<bool>(j.params.at("overlap")), true);
+  EXPECT_EQ(j.params->overlap, true);
   EXPECT_EQ(j.gpu_absent_reason, "NVML not found");
   EXPECT_EQ(j.util.matrices.count("gpu_util_pct"), 0u);
   ASSERT_EQ(j.steps.rows, 10u);
@@ -257,14 +256,37 @@ TEST(Reader, MissingAndCorruptFilesAreNamed) {
   }
 }
 
-TEST(Reader, ParsesParamsJson) {
-  auto p = parse_params_json("{\"a\":1,\"b\":0.5,\"c\":\"x\\\"y\",\"d\":false,\"e\":1e3}");
-  EXPECT_EQ(std::get<std::int64_t>(p.at("a")), 1);
-  EXPECT_DOUBLE_EQ(std::get<double>(p.at("b")), 0.5);
-  EXPECT_EQ(std::get<std::string>(p.at("c")), "x\"y");
-  EXPECT_EQ(std::get<bool>(p.at("d")), false);
-  EXPECT_DOUBLE_EQ(std::get<double>(p.at("e")), 1000);
-  EXPECT_THROW(parse_params_json("{\"a\":}"), std::runtime_error);
+// The reader returns the parameters typed (jobs::JobParams), not a name->value map: the writer
+// renders them once (the `params` attribute, canonical JSON) and the reader parses them once.
+// A parameter the file does not mention (written before it existed) reads as its default; a
+// name no gridrun knows is an error naming it.
+TEST(Reader, ReturnsTypedParamsWithDefaultsForOlderFiles) {
+  TempDir dir;
+  JobFileInfo i = info("typed", 2, 0);
+  i.params.augment = "crop_flip";
+  auto w = JobWriter::create(dir.path(), i);
+  w->finish(Status::Completed, "", Summary{});
+  w.reset();
+  JobData j = read_job(dir / "typed.h5");
+  ASSERT_TRUE(j.params.has_value());
+  EXPECT_EQ(*j.params, i.params);
+  EXPECT_EQ(j.params->ranks, 2);
+  EXPECT_EQ(j.params->augment, "crop_flip");
+  EXPECT_EQ(j.attr_string("params"), gridrun::jobs::canonical_json(i.params));
+  EXPECT_EQ(std::get<std::string>(*param_value(j.params, "model")), "mlp");
+  EXPECT_FALSE(param_value(j.params, "no_such_param").has_value());
+  EXPECT_FALSE(param_value(std::nullopt, "model").has_value());
+
+  const auto old = gridrun::jobs::job_params_from_json("{\"model\":\"lenet\"}");
+  EXPECT_EQ(old.model, "lenet");
+  EXPECT_EQ(old.augment, "none");
+  EXPECT_EQ(old.mlp_hidden, gridrun::jobs::JobParams{}.mlp_hidden);
+  try {
+    gridrun::jobs::job_params_from_json("{\"modle\":\"mlp\"}");
+    FAIL() << "unknown key accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("modle"), std::string::npos) << e.what();
+  }
 }
 
 // Every column of /steps, /epochs and /util holds the value of the row member of its name: rows

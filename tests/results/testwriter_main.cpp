@@ -40,8 +40,7 @@ int live(const std::string& dir, const std::string& id, int rows) {
   JobFileInfo info;
   info.id = id;
   info.run = "live";
-  info.params_json = "{\"model\":\"mlp\",\"ranks\":2,\"seed\":0}";
-  info.params = gridrun::results::parse_params_json(info.params_json);
+  info.params = gridrun::jobs::job_params_from_json("{\"model\":\"mlp\",\"ranks\":2,\"seed\":0}");
   info.ranks = 2;
   info.gpu_absent_reason = "test";
   info.flush_interval_s = 0;

@@ -34,7 +34,7 @@ jobs::Job make_job(const std::string& id, std::size_t index, const std::string& 
   p.threads_per_rank = threads;
   p.global_batch = p.batch_per_rank * ranks;
   p.time_limit = time_limit;
-  j.params = jobs::from_struct(p);
+  j.params = p;
   return j;
 }
 

@@ -11,25 +11,23 @@
 
 namespace gridrun::jobs {
 
-// The parameters come three ways, all of the same values: `params` by name (for code that walks
-// every parameter: reports, HDF5 attributes), `typed` (for code that reads a few: the runner, the
-// scheduler) and `canonical` (the canonical JSON, rendered once by the expander and written as is
-// into the job file). make_job fills all three; a Job built field by field may leave `canonical`
-// empty, and job_to_json then renders it from `params`.
+// The parameters come two ways, of the same values: `params`, typed (every reader: the runner,
+// the scheduler, plan's columns through get_param), and `canonical`, the canonical JSON rendered
+// once by the expander and written as is into the job file. A Job built field by field may leave
+// `canonical` empty; job_to_json then renders it from `params`.
 struct Job {
   std::string id;        // job_id(params)
   std::string run;       // the grid's name
   std::size_t index = 0; // position in the expanded grid (stable order for fifo and job arrays)
-  Params params;         // resolved, complete
-  JobParams typed;       // to_struct(params)
+  JobParams params;      // resolved, complete
   std::string canonical; // canonical_json(params), or "" (see above)
   // Free-form string facts added by whoever launches the job (scheduler: "cores", "gpus", "host",
   // "phase"); written as a flat "meta" object and recorded by the runner in the results file.
   std::map<std::string, std::string> meta;
 };
 
-// A complete job from its resolved parameters: id, typed view and canonical text computed here.
-Job make_job(const std::string& run, std::size_t index, Params params);
+// A complete job from its resolved parameters: id and canonical text computed here.
+Job make_job(const std::string& run, std::size_t index, JobParams params);
 
 // {"id":..,"run":..,"index":..,"params":{canonical},"meta":{..}}; written to a temp file, synced
 // and renamed (gridrun::base::write_file_atomic), so a reader never sees half a job file.

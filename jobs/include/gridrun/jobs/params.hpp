@@ -66,6 +66,21 @@ struct JobParams {
 JobParams to_struct(const Params& p);
 Params from_struct(const JobParams& jp);
 
+// By-name access to the typed struct, for the code that walks every parameter in param_table()
+// order (plan's columns, the HDF5 `param.*` attributes, report columns). `Params` is only the
+// form values take on their way in (a grid, a job file, a command-line override); a Job and a
+// results record carry JobParams.
+// get_param throws std::invalid_argument for a name that is not in the table.
+Value get_param(const JobParams& p, const std::string& name);
+// Sets one field. An integer is accepted for a number parameter (JSON and HDF5 may store 1.0 as
+// 1); returns false for an unknown name or another type, leaving `p` unchanged.
+bool set_param(JobParams& p, const std::string& name, const Value& v);
+// Field-wise equality (C++17 has no defaulted ==).
+bool operator==(const JobParams& a, const JobParams& b);
+inline bool operator!=(const JobParams& a, const JobParams& b) { return !(a == b); }
+// Every value in param_table() order.
+std::vector<Value> param_values(const JobParams& p);
+
 // Canonical JSON of the resolved parameters: keys sorted, no whitespace, integers as integers,
 // floats in shortest round-trip form (always with '.' or 'e'), strings JSON-escaped.
 std::string canonical_json(const Params& p);
@@ -74,10 +89,17 @@ std::string canonical_json(const Params& p);
 std::string id_json(const Params& p);
 // 12 lowercase hex characters of a 64-bit hash of id_json(p).
 std::string job_id(const Params& p);
+// The same three from the typed struct (equal to the Params forms of from_struct(p)).
+std::string canonical_json(const JobParams& p);
+std::string id_json(const JobParams& p);
+std::string job_id(const JobParams& p);
 
 // Parses a flat JSON object (as written by canonical_json or a job file's "params") back to Params,
 // checking every key against the table. Throws std::runtime_error naming the key on error.
 Params params_from_json(const std::string& json);
+// The same, typed: keys missing from the object keep their defaults (a file written before a
+// parameter existed ran with its default). Throws std::runtime_error naming the key.
+JobParams job_params_from_json(const std::string& json);
 
 // "12", "0.1", "true", "resnet18" -> typed Value per the table (for CLI overrides such as
 // `gridrun-train --lr 0.2`). Throws std::invalid_argument naming the key.

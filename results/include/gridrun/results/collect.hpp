@@ -18,7 +18,7 @@ namespace gridrun::results {
 // One row of /jobs: what report and collect need from a job file.
 struct JobRecord {
   std::string id, status, exit_reason, file;      // file: relative to the run dir
-  std::map<std::string, ParamValue> params;
+  RecordedParams params;
   Summary summary;                                // /summary, or derived from rows if unfinished
 };
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -22,6 +23,13 @@ namespace gridrun::results {
 // A root attribute or a parameter value (JSON booleans become `bool`).
 using AttrValue = std::variant<std::int64_t, double, std::string>;
 std::string to_string(const ParamValue& v);
+
+// The parameters of a job as a file or the index records them: typed, or std::nullopt when the
+// job has none (a job that failed before its parameters were read).
+using RecordedParams = std::optional<jobs::JobParams>;
+// One of them by name, for code that walks parameters by name (report columns, filters, legends):
+// std::nullopt when there are none or `name` is not a parameter.
+std::optional<ParamValue> param_value(const RecordedParams& p, const std::string& name);
 
 // [rows x cols] row-major matrix (e.g. /steps/rank_step_s).
 struct Matrix {
@@ -42,7 +50,8 @@ struct JobData {
   std::string path;
   bool partial = false;                          // file name ends in .partial
   std::map<std::string, AttrValue> attrs;        // root attributes
-  std::map<std::string, ParamValue> params;      // parsed from the `params` JSON attribute
+  RecordedParams params;                         // the `params` attribute, through jobs::
+                                                 //   job_params_from_json (older files: defaults)
   std::string id, run, status, exit_reason, start_time, end_time;
   int schema_version = 0;
   TableData steps, epochs, util;
@@ -65,9 +74,6 @@ JobData read_job(const std::string& path, const ReadOptions& opts = {});
 // The `status` attribute of a job file ("running", "completed", "failed", "interrupted",
 // "target_reached"), or "" when the file is missing or unreadable. Never throws.
 std::string job_status(const std::string& path);
-
-// Parses a flat JSON object of scalars (the `params` attribute). Throws std::runtime_error.
-std::map<std::string, ParamValue> parse_params_json(const std::string& json);
 
 // Figures derived from a job's rows (see docs/results.md, "/summary"): step-time percentiles after
 // `timing_warmup_steps`, throughput, comm shares, time/epochs to target, peak memory, utilization,

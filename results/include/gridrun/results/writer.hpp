@@ -20,20 +20,22 @@
 #include <variant>
 #include <vector>
 
+#include "gridrun/jobs/params.hpp"
+
 namespace gridrun::results {
 
 inline constexpr int kSchemaVersion = 1;
 
-// A parameter value as the job file types it (the same alternatives as jobs::Value).
-using ParamValue = std::variant<bool, std::int64_t, double, std::string>;
+// A parameter value by name (jobs::get_param), e.g. for report columns.
+using ParamValue = jobs::Value;
 
 // Everything known at job start; written as root attributes before SWMR starts.
 struct JobFileInfo {
   std::string id;
   std::string run;
-  std::string params_json;                       // canonical JSON of the job parameters, stored as is
-  std::map<std::string, ParamValue> params;      // the same parameters typed: one `param.NAME`
-                                                 //   attribute each (bool as 0/1), never re-parsed
+  // The job's parameters, typed: written as the `params` attribute (jobs::canonical_json) and as
+  // one `param.NAME` attribute each (bool as 0/1), in name order. No JSON in between.
+  jobs::JobParams params;
   std::map<std::string, std::string> str_attrs;  // facts, one attribute each ("hostnames",
   std::map<std::string, std::int64_t> int_attrs; //   "cpu_model", "torch_version", ...)
   std::map<std::string, double> float_attrs;

@@ -39,8 +39,7 @@ struct RunnerOptions {
   std::int64_t hang_at_step = 0;     // rank `fail_rank` stops taking part in collectives
   std::int64_t fail_rank = 1;
 
-  // The job: resolved parameters, typed view, identity and launcher facts.
-  jobs::Params params;
+  // The job: resolved parameters, identity and launcher facts.
   jobs::JobParams job;
   std::string id;
   std::string run = "manual";
