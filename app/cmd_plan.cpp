@@ -21,6 +21,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/results/table.hpp"
 #include "gridrun/scheduler/resources.hpp"
 
 namespace gridrun::app {
@@ -199,11 +200,8 @@ class Plan {
     ids_.push_back(id);
     for (std::size_t c = 0; c < cols_.size(); ++c) codes_.push_back(cols_[c].code(v[c]));
   }
-  void add(const gj::Job& j) {  // from a stored expansion: its map walked in table order
-    std::vector<gj::Value> v;
-    v.reserve(table_.size());
-    for (const auto& p : table_) v.push_back(j.params.at(p.name));
-    add(j.index, j.id, v);
+  void add(const gj::Job& j) {  // from a stored expansion: its values in table order
+    add(j.index, j.id, gj::param_values(j.params));
   }
 
   std::size_t size() const { return ids_.size(); }
@@ -289,71 +287,44 @@ class Plan {
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, gj::Resources> res_;
 };
 
+// One line per job through the shared table writer (results/table.hpp), fitted to the terminal
+// by leaving out columns: #, id and the three resource columns always show; global_batch goes
+// first (it is batch_per_rank * ranks, both shown), then parameter columns from the right.
 void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std::ostream& os) {
+  namespace gr = gridrun::results;
   std::vector<std::string> params = ex.varying;
   // Resources come last and ranks is always one of them, so it is not repeated as a parameter.
   params.erase(std::remove(params.begin(), params.end(), "ranks"), params.end());
-  std::vector<std::string> head = {"#", "id"};
-  head.insert(head.end(), params.begin(), params.end());
-  for (const char* r : {"gpus", "cores", "ranks"}) head.push_back(r);
+  gr::Table t;
+  t.columns = {"#", "id"};
+  t.columns.insert(t.columns.end(), params.begin(), params.end());
+  for (const char* r : {"gpus", "cores", "ranks"}) t.columns.push_back(r);
 
   std::vector<std::size_t> param_cols;
   for (const auto& p : params) param_cols.push_back(plan.column_of(p));
-  std::vector<std::vector<std::string>> rows;
-  rows.reserve(plan.size());
+  t.rows.reserve(plan.size());
   for (std::size_t j = 0; j < plan.size(); ++j) {
-    std::vector<std::string> r = {std::to_string(plan.index(j)), plan.id(j)};
-    for (std::size_t c : param_cols) r.push_back(plan.text(j, c));
+    std::vector<gr::Cell> r;
+    r.reserve(t.columns.size());
+    r.push_back(gr::number_cell(static_cast<double>(plan.index(j)), 0));
+    r.push_back(gr::text_cell(plan.id(j)));
+    for (std::size_t c : param_cols) r.push_back(gr::text_cell(plan.text(j, c)));
     const auto res = plan.resources(j);
-    r.push_back(std::to_string(res.gpus));
-    r.push_back(std::to_string(res.cores));
-    r.push_back(std::to_string(res.ranks));
-    rows.push_back(std::move(r));
+    for (auto v : {res.gpus, res.cores, res.ranks}) r.push_back(gr::number_cell(static_cast<double>(v), 0));
+    t.rows.push_back(std::move(r));
   }
-  std::vector<std::size_t> w(head.size());
-  for (std::size_t c = 0; c < head.size(); ++c) w[c] = head[c].size();
-  for (const auto& r : rows)
-    for (std::size_t c = 0; c < r.size(); ++c) w[c] = std::max(w[c], r[c].size());
-  // Keep #, id and the three resource columns; when the table is too wide for the terminal, drop
-  // global_batch first (it is batch_per_rank * ranks, both shown), then parameter columns from the
-  // right, and say which ones were left out.
-  std::vector<bool> show(head.size(), true);
-  auto width = [&] {
-    std::size_t t = 0;
-    for (std::size_t c = 0; c < head.size(); ++c)
-      if (show[c]) t += w[c] + 2;
-    return t - 2;
-  };
-  std::vector<std::size_t> drop_order;
-  for (std::size_t c = 2; c + 3 < head.size(); ++c)
-    if (head[c] == "global_batch") drop_order.push_back(c);
-  for (std::size_t c = head.size() - 4; c >= 2; --c)
-    if (head[c] != "global_batch") drop_order.push_back(c);
-  std::vector<std::string> hidden;
-  for (std::size_t c : drop_order) {
-    if (width() <= kMaxWidth) break;
-    show[c] = false;
-    hidden.push_back(head[c]);
-  }
-  auto emit = [&](const std::vector<std::string>& r) {
-    std::string line;
-    for (std::size_t c = 0; c < r.size(); ++c) {
-      if (!show[c]) continue;
-      if (!line.empty()) line += "  ";
-      bool right = c == 0 || c + 3 >= r.size();  // numbers right-aligned
-      std::string pad(w[c] - r[c].size(), ' ');
-      line += right ? pad + r[c] : r[c] + pad;
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    os << line << '\n';
-  };
-  emit(head);
-  for (const auto& r : rows) emit(r);
+  const std::size_t n = t.columns.size();
+  for (std::size_t c = 2; c + 3 < n; ++c)
+    if (t.columns[c] == "global_batch") t.drop_order.push_back(c);
+  for (std::size_t c = n - 4; c >= 2; --c)
+    if (t.columns[c] != "global_batch") t.drop_order.push_back(c);
+  gr::TableStyle style;
+  style.width = static_cast<int>(kMaxWidth);
+  style.fit = gr::TableStyle::Fit::Drop;
+  style.heading = false;
+  const auto hidden = gr::render_tables({t}, style, os).hidden.front();
   if (!hidden.empty()) {
     std::vector<std::string> words;
-    std::sort(hidden.begin(), hidden.end(), [&](const std::string& a, const std::string& b) {
-      return std::find(head.begin(), head.end(), a) < std::find(head.begin(), head.end(), b);
-    });
     for (const auto& h : hidden) words.push_back(h + ",");
     words.push_back("use --format csv)");
     wrap(os, "(not shown to fit " + std::to_string(kMaxWidth) + " columns:", words);

@@ -74,7 +74,25 @@ std::string pad(const std::string& s, std::size_t w, bool right) {
   return right ? std::string(w - d, ' ') + s : s + std::string(w - d, ' ');
 }
 
-void render_text(const Table& t, int width, bool markdown, std::ostream& out) {
+// Fit::Drop: which columns show, dropping t.drop_order columns until the line fits `width`.
+std::vector<bool> fit_by_dropping(const Table& t, const std::vector<std::size_t>& w, int width, int sep) {
+  std::vector<bool> show(w.size(), true);
+  auto used = [&] {
+    int total = -sep;
+    for (std::size_t c = 0; c < w.size(); ++c)
+      if (show[c]) total += static_cast<int>(w[c]) + sep;
+    return total;
+  };
+  for (std::size_t c : t.drop_order) {
+    if (used() <= width) break;
+    if (c < show.size()) show[c] = false;
+  }
+  return show;
+}
+
+std::vector<std::string> render_text(const Table& t, const TableStyle& style, std::ostream& out) {
+  const int width = style.width;
+  const bool markdown = style.format == "markdown";
   std::size_t n = t.columns.size();
   std::vector<std::size_t> w(n);
   std::vector<bool> right(n, true);
@@ -88,11 +106,24 @@ void render_text(const Table& t, int width, bool markdown, std::ostream& out) {
     right[c] = all_num;
   }
   int sep = markdown ? 3 : 2;
-  auto bl = blocks(w, width - (markdown ? 4 : 0), sep);
+  std::vector<std::vector<std::size_t>> bl;
+  std::vector<std::string> hidden_names;
+  if (style.fit == TableStyle::Fit::Drop) {
+    const auto show = fit_by_dropping(t, w, width - (markdown ? 4 : 0), sep);
+    bl.emplace_back();
+    for (std::size_t c = 0; c < n; ++c) {
+      if (show[c]) bl.back().push_back(c);
+      else hidden_names.push_back(t.columns[c]);
+    }
+  } else {
+    bl = blocks(w, width - (markdown ? 4 : 0), sep);
+  }
   std::string title = t.title + (bl.size() > 1 ? " (" + std::to_string(bl.size()) + " parts)" : "");
-  out << (markdown ? "### " : "") << title << "\n";
-  if (!markdown) out << std::string(std::min<std::size_t>(display_width(title), width), '=') << "\n";
-  else out << "\n";
+  if (style.heading) {
+    out << (markdown ? "### " : "") << title << "\n";
+    if (!markdown) out << std::string(std::min<std::size_t>(display_width(title), width), '=') << "\n";
+    else out << "\n";
+  }
   for (std::size_t b = 0; b < bl.size(); ++b) {
     const auto& cols = bl[b];
     if (b > 0) out << "\n";
@@ -112,7 +143,7 @@ void render_text(const Table& t, int width, bool markdown, std::ostream& out) {
       std::string s = "|";
       for (std::size_t c : cols) s += " " + std::string(w[c] - 1, '-') + (right[c] ? ":" : "-") + " |";
       out << s << "\n";
-    } else {
+    } else if (style.heading) {
       line([&](std::size_t c) { return std::string(w[c], '-'); });
     }
     for (const auto& r : t.rows) line([&](std::size_t c) { return r[c].text; });
@@ -122,7 +153,8 @@ void render_text(const Table& t, int width, bool markdown, std::ostream& out) {
     std::string text = markdown ? "_" + note + "_" : note;
     for (const auto& l : wrap(text, static_cast<std::size_t>(width) - 2)) out << (markdown ? "" : "  ") << l << "\n";
   }
-  out << "\n";
+  if (style.heading) out << "\n";
+  return hidden_names;
 }
 
 // Machine formats: a numeric column with intervals gets a `<name>_ci95` column after it.
@@ -143,12 +175,12 @@ std::string machine_value(const Cell& cell, bool ci, bool json) {
   return json ? base::json_quote(cell.text) : base::csv_quote(cell.text);
 }
 
-void render_csv(const std::vector<Table>& tables, std::ostream& out) {
+void render_csv(const std::vector<Table>& tables, bool heading, std::ostream& out) {
   bool first = true;
   for (const auto& t : tables) {
     if (!first) out << "\n";
     first = false;
-    out << "# " << t.title << "\n";
+    if (heading) out << "# " << t.title << "\n";
     auto cols = machine_columns(t);
     for (std::size_t k = 0; k < cols.size(); ++k) out << (k ? "," : "") << base::csv_quote(cols[k].first);
     out << "\n";
@@ -198,16 +230,19 @@ bool is_table_format(const std::string& format) {
   return format == "table" || format == "markdown" || format == "csv" || format == "json";
 }
 
-void render_tables(const std::vector<Table>& tables, const TableStyle& style, std::ostream& out) {
+RenderResult render_tables(const std::vector<Table>& tables, const TableStyle& style, std::ostream& out) {
+  RenderResult r;
+  r.hidden.resize(tables.size());
   if (style.format == "table" || style.format == "markdown") {
-    for (const auto& t : tables) render_text(t, style.width, style.format == "markdown", out);
+    for (std::size_t k = 0; k < tables.size(); ++k) r.hidden[k] = render_text(tables[k], style, out);
   } else if (style.format == "csv") {
-    render_csv(tables, out);
+    render_csv(tables, style.heading, out);
   } else if (style.format == "json") {
     render_json(tables, out);
   } else {
     throw std::invalid_argument("table format " + style.format + ": expected table, markdown, csv or json");
   }
+  return r;
 }
 
 void render(const std::vector<Table>& tables, const ReportOptions& opts, std::ostream& out) {

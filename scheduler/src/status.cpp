@@ -3,6 +3,7 @@
 #include "gridrun/scheduler/status.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <ostream>
@@ -11,6 +12,7 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/reader.hpp"
+#include "gridrun/results/table.hpp"
 
 namespace fs = std::filesystem;
 
@@ -116,16 +118,44 @@ void print_json(const RunStatus& st, std::ostream& os) {
   os << root.dump(-1, ' ', false, base::Json::error_handler_t::replace) << "\n";
 }
 
-void print_csv(const RunStatus& st, std::ostream& os) {
-  using base::csv_quote;
-  os << "id,state,slurm_id,slurm_state,exit_code,elapsed,node,restarts,attempts,results\n";
+// Table and CSV go through the shared table writer (results/table.hpp), one job per line.
+results::Table jobs_table(const RunStatus& st) {
+  using results::number_cell;
+  using results::text_cell;
+  auto text_or_dash = [](const std::string& s) { return text_cell(s.empty() ? "-" : s); };
+  results::Table t;
+  t.title = "Jobs";
+  t.columns = {"id", "state", "slurm_id", "slurm_state", "exit_code", "elapsed", "node", "restarts",
+               "attempts", "results"};
   for (const auto& r : st.jobs)
-    os << r.id << ',' << to_string(r.state) << ',' << csv_quote(r.slurm_id) << ','
-       << csv_quote(r.slurm_state) << ',' << r.exit_code << ',' << csv_quote(r.elapsed) << ','
-       << csv_quote(r.node) << ',' << r.restarts << ',' << r.attempts << ',' << csv_quote(r.disk) << '\n';
+    t.rows.push_back({text_cell(r.id), text_cell(to_string(r.state)), text_or_dash(r.slurm_id),
+                      text_or_dash(r.slurm_state),
+                      number_cell(r.exit_code < 0 ? std::nan("") : static_cast<double>(r.exit_code), 0),
+                      text_or_dash(r.elapsed), text_or_dash(r.node),
+                      number_cell(static_cast<double>(r.restarts), 0),
+                      number_cell(static_cast<double>(r.attempts), 0), text_or_dash(r.disk)});
+  // Too wide for the terminal (long node or results words): Slurm's own words go first.
+  t.drop_order = {3, 6, 8, 5};
+  return t;
 }
 
-const char* or_dash(const std::string& s) { return s.empty() ? "-" : s.c_str(); }
+void print_csv(const RunStatus& st, std::ostream& os) {
+  results::Table t = jobs_table(st);
+  // CSV keeps empty fields empty and exit_code -1 for "none", as programs read them.
+  for (std::size_t k = 0; k < st.jobs.size(); ++k) {
+    const auto& r = st.jobs[k];
+    t.rows[k][2] = results::text_cell(r.slurm_id);
+    t.rows[k][3] = results::text_cell(r.slurm_state);
+    t.rows[k][4] = results::number_cell(static_cast<double>(r.exit_code), 0);
+    t.rows[k][5] = results::text_cell(r.elapsed);
+    t.rows[k][6] = results::text_cell(r.node);
+    t.rows[k][9] = results::text_cell(r.disk);
+  }
+  results::TableStyle style;
+  style.format = "csv";
+  style.heading = false;
+  results::render_tables({t}, style, os);
+}
 
 void print_table(const RunStatus& st, std::ostream& os) {
   os << "run " << st.name << " (" << st.run_dir << "): " << st.jobs.size() << " jobs";
@@ -137,17 +167,14 @@ void print_table(const RunStatus& st, std::ostream& os) {
   if (!st.collect_ids.empty())
     os << "collect job " << st.collect_ids.back() << ": " << st.collect_state
        << (fs::exists(RunDir(st.run_dir).index_file()) ? "; results.h5 present" : "; no results.h5 yet") << "\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "%-12s  %-14s  %-12s  %-11s  %4s  %-10s  %-10s  %3s  %s\n", "JOB",
-                "STATE", "SLURM ID", "SLURM", "EXIT", "ELAPSED", "NODE", "RQ", "RESULTS");
-  os << line;
-  for (const auto& r : st.jobs) {
-    const std::string exit = r.exit_code < 0 ? "-" : std::to_string(r.exit_code);
-    std::snprintf(line, sizeof line, "%-12.12s  %-14.14s  %-12.12s  %-11.11s  %4s  %-10.10s  %-10.10s  %3d  %s\n",
-                  r.id.c_str(), to_string(r.state).c_str(), or_dash(r.slurm_id), or_dash(r.slurm_state),
-                  exit.c_str(), or_dash(r.elapsed), or_dash(r.node), r.restarts, or_dash(r.disk));
-    os << line;
-  }
+  results::TableStyle style;
+  style.fit = results::TableStyle::Fit::Drop;
+  style.heading = false;
+  const auto hidden = results::render_tables({jobs_table(st)}, style, os).hidden.front();
+  if (hidden.empty()) return;
+  os << "(not shown to fit " << style.width << " columns:";
+  for (const auto& h : hidden) os << " " << h << ",";
+  os << " use --format csv)\n";
 }
 
 }  // namespace

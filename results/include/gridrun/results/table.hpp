@@ -1,5 +1,5 @@
 // Tables for people and programs: one writer for aligned text, markdown, CSV and JSON, used by
-// `gridrun report` (and open to any command that prints rows: plan, status).
+// `gridrun report`, `gridrun plan` (its table of jobs) and `gridrun status`.
 //
 // Why tables are built as data first (Table/Cell) and rendered last: the same numbers go to
 // people (aligned text wrapped to the terminal width, "mean ±95% CI" cells) and to programs
@@ -30,11 +30,29 @@ struct Table {
   std::vector<std::string> columns;
   std::vector<std::vector<Cell>> rows;
   std::vector<std::string> notes;                        // printed under the table
+  // Fit::Drop only: the columns that may be left out when the table is too wide, the first one
+  // first (the others always show).
+  std::vector<std::size_t> drop_order;
 };
 
 struct TableStyle {
   std::string format = "table";                          // table | markdown | csv | json
   int width = 100;                                       // table/markdown: wrap width
+  // How table/markdown fit `width`: Blocks splits a wide table into column blocks that each
+  // repeat the first column (report: every figure matters); Drop leaves out Table::drop_order
+  // columns until it fits, keeping one line per row (plan and status: a row is one job, and
+  // --format csv has every column).
+  enum class Fit { Blocks, Drop };
+  Fit fit = Fit::Blocks;
+  // table: the title with its '=' underline, the '-' rule under the column names and a blank
+  // line after; csv: the "# <title>" line. Off for a command's single table (plan, status).
+  bool heading = true;
+};
+
+// What render_tables left out (Fit::Drop): per table, the names of the dropped columns in
+// column order, for the caller's "not shown" note.
+struct RenderResult {
+  std::vector<std::vector<std::string>> hidden;
 };
 
 // True for the formats render_tables knows.
@@ -44,6 +62,6 @@ bool is_table_format(const std::string& format);
 // that repeat the first column when wider than style.width, notes wrapped underneath.
 // csv: one section per table starting with "# <title>"; json: {"tables": [{title, columns, rows,
 // notes}]}. In both, a column with intervals is followed by a `<column>_ci95` column.
-void render_tables(const std::vector<Table>& tables, const TableStyle& style, std::ostream& out);
+RenderResult render_tables(const std::vector<Table>& tables, const TableStyle& style, std::ostream& out);
 
 }  // namespace gridrun::results
