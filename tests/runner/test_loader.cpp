@@ -123,6 +123,29 @@ TEST(Augment, FlipAndCropOnSmallTensor) {
   augment_batch(tokens, {0, 1}, 0, AugmentOptions{});  // none: fine for tokens
 }
 
+// The per-pixel loop used for contiguous float32 batches (every data set's) gives exactly what
+// the tensor-op version gives (used for any other layout, here a non-contiguous view), for every
+// mode, several channels, non-square images and padding up to the image size.
+TEST(Augment, PixelLoopEqualsTensorOps) {
+  torch::manual_seed(3);
+  for (auto mode : {Augment::Flip, Augment::CropFlip})
+    for (std::int64_t pad : {1, 2, 4}) {
+      const auto x = torch::randn({16, 3, 5, 7});
+      std::vector<std::int64_t> ids(16);
+      for (std::int64_t i = 0; i < 16; ++i) ids[static_cast<std::size_t>(i)] = 100 + 7 * i;
+      const AugmentOptions o{mode, 11, pad};
+      auto fast = x.clone();
+      augment_batch(fast, ids, 2, o);
+      auto wide = torch::zeros({16, 3, 5, 9});
+      auto slow = wide.narrow(3, 1, 7);  // a view: not contiguous
+      slow.copy_(x);
+      ASSERT_FALSE(slow.is_contiguous());
+      augment_batch(slow, ids, 2, o);
+      EXPECT_TRUE(fast.equal(slow)) << "mode " << static_cast<int>(mode) << " pad " << pad;
+      EXPECT_FALSE(fast.equal(x));  // something moved
+    }
+}
+
 TEST(Loader, OrderEqualsDirectGet) {
   auto data = std::make_shared<ConstDataset>(50);
   EpochSampler direct(50, 8, 0, 1, 3), ahead(50, 8, 0, 1, 3);
