@@ -4,6 +4,12 @@
 // exactly which jobs (ids, order, resources) `run` and `submit` would launch. All flags live in
 // PlanOptions, filled in one place (add_plan_options) and validated right after parsing
 // (check_plan_options); new flags go into those two functions.
+//
+// Output: the table (what a person reads: the varying parameters and resources) goes through the
+// shared table writer (results/table.hpp), like report and status. json and csv are not tables
+// of cells: json is each job in its job-file layout, csv every parameter of every job, and both
+// stream, formatting each distinct value once per column (Plan below), because a 100,000-job grid
+// has 4 million values (bench/jobs/bench_plan_cli.sh).
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
