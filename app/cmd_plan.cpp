@@ -308,17 +308,14 @@ void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std:
 
   std::vector<std::size_t> param_cols;
   for (const auto& p : params) param_cols.push_back(plan.column_of(p));
-  t.rows.reserve(plan.size());
-  for (std::size_t j = 0; j < plan.size(); ++j) {
-    std::vector<gr::Cell> r;
-    r.reserve(t.columns.size());
+  t.generated_rows = plan.size();
+  t.make_row = [&](std::size_t j, std::vector<gr::Cell>& r) {
     r.push_back(gr::number_cell(static_cast<double>(plan.index(j)), 0));
     r.push_back(gr::text_cell(plan.id(j)));
     for (std::size_t c : param_cols) r.push_back(gr::text_cell(plan.text(j, c)));
     const auto res = plan.resources(j);
     for (auto v : {res.gpus, res.cores, res.ranks}) r.push_back(gr::number_cell(static_cast<double>(v), 0));
-    t.rows.push_back(std::move(r));
-  }
+  };
   const std::size_t n = t.columns.size();
   for (std::size_t c = 2; c + 3 < n; ++c)
     if (t.columns[c] == "global_batch") t.drop_order.push_back(c);

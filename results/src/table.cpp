@@ -68,10 +68,13 @@ std::size_t display_width(const std::string& s) {
   return n;
 }
 
-std::string pad(const std::string& s, std::size_t w, bool right) {
-  std::size_t d = display_width(s);
-  if (d >= w) return s;
-  return right ? std::string(w - d, ' ') + s : s + std::string(w - d, ' ');
+// Appends `s` padded to `w` display columns (no temporaries: plan prints 100,000 rows this way).
+void append_padded(std::string& out, const std::string& s, std::size_t w, bool right) {
+  const std::size_t d = display_width(s);
+  const std::size_t fill = d >= w ? 0 : w - d;
+  if (right) out.append(fill, ' ');
+  out += s;
+  if (!right) out.append(fill, ' ');
 }
 
 // Fit::Drop: which columns show, dropping t.drop_order columns until the line fits `width`.
@@ -98,13 +101,14 @@ std::vector<std::string> render_text(const Table& t, const TableStyle& style, st
   std::vector<bool> right(n, true);
   for (std::size_t c = 0; c < n; ++c) {
     w[c] = display_width(t.columns[c]);
-    bool all_num = !t.rows.empty();
-    for (const auto& r : t.rows) {
-      w[c] = std::max(w[c], display_width(r[c].text));
-      if (!r[c].numeric && r[c].text != "-") all_num = false;
-    }
-    right[c] = all_num;
+    right[c] = t.row_count() > 0;
   }
+  t.for_each_row([&](std::size_t, const std::vector<Cell>& r) {
+    for (std::size_t c = 0; c < n; ++c) {
+      w[c] = std::max(w[c], display_width(r[c].text));
+      if (!r[c].numeric && r[c].text != "-") right[c] = false;
+    }
+  });
   int sep = markdown ? 3 : 2;
   std::vector<std::vector<std::size_t>> bl;
   std::vector<std::string> hidden_names;
@@ -127,26 +131,30 @@ std::vector<std::string> render_text(const Table& t, const TableStyle& style, st
   for (std::size_t b = 0; b < bl.size(); ++b) {
     const auto& cols = bl[b];
     if (b > 0) out << "\n";
-    auto line = [&](auto cell_text) {
-      std::string s = markdown ? "| " : "";
+    std::string s;  // one line, reused
+    auto line = [&](auto&& cell_text) {
+      s.assign(markdown ? "| " : "");
       for (std::size_t k = 0; k < cols.size(); ++k) {
         std::size_t c = cols[k];
         if (k) s += markdown ? " | " : "  ";
-        s += pad(cell_text(c), w[c], right[c]);
+        append_padded(s, cell_text(c), w[c], right[c]);
       }
       if (markdown) s += " |";
       else while (!s.empty() && s.back() == ' ') s.pop_back();
-      out << s << "\n";
+      s += '\n';
+      out.write(s.data(), static_cast<std::streamsize>(s.size()));
     };
-    line([&](std::size_t c) { return t.columns[c]; });
+    line([&](std::size_t c) -> const std::string& { return t.columns[c]; });
     if (markdown) {
-      std::string s = "|";
-      for (std::size_t c : cols) s += " " + std::string(w[c] - 1, '-') + (right[c] ? ":" : "-") + " |";
-      out << s << "\n";
+      std::string rule = "|";
+      for (std::size_t c : cols) rule += " " + std::string(w[c] - 1, '-') + (right[c] ? ":" : "-") + " |";
+      out << rule << "\n";
     } else if (style.heading) {
       line([&](std::size_t c) { return std::string(w[c], '-'); });
     }
-    for (const auto& r : t.rows) line([&](std::size_t c) { return r[c].text; });
+    t.for_each_row([&](std::size_t, const std::vector<Cell>& r) {
+      line([&](std::size_t c) -> const std::string& { return r[c].text; });
+    });
   }
   if (!t.notes.empty()) out << (markdown ? "\n" : "");
   for (const auto& note : t.notes) {
@@ -160,11 +168,13 @@ std::vector<std::string> render_text(const Table& t, const TableStyle& style, st
 // Machine formats: a numeric column with intervals gets a `<name>_ci95` column after it.
 std::vector<std::pair<std::string, int>> machine_columns(const Table& t) {
   std::vector<std::pair<std::string, int>> cols;  // name, (column index << 1) | is_ci
+  std::vector<bool> has_ci(t.columns.size(), false);
+  t.for_each_row([&](std::size_t, const std::vector<Cell>& r) {
+    for (std::size_t c = 0; c < has_ci.size(); ++c) has_ci[c] = has_ci[c] || !std::isnan(r[c].ci95);
+  });
   for (std::size_t c = 0; c < t.columns.size(); ++c) {
     cols.emplace_back(t.columns[c], static_cast<int>(c << 1));
-    bool has_ci = false;
-    for (const auto& r : t.rows) has_ci |= !std::isnan(r[c].ci95);
-    if (has_ci) cols.emplace_back(t.columns[c] + "_ci95", static_cast<int>((c << 1) | 1));
+    if (has_ci[c]) cols.emplace_back(t.columns[c] + "_ci95", static_cast<int>((c << 1) | 1));
   }
   return cols;
 }
@@ -184,11 +194,11 @@ void render_csv(const std::vector<Table>& tables, bool heading, std::ostream& ou
     auto cols = machine_columns(t);
     for (std::size_t k = 0; k < cols.size(); ++k) out << (k ? "," : "") << base::csv_quote(cols[k].first);
     out << "\n";
-    for (const auto& r : t.rows) {
+    t.for_each_row([&](std::size_t, const std::vector<Cell>& r) {
       for (std::size_t k = 0; k < cols.size(); ++k)
         out << (k ? "," : "") << machine_value(r[cols[k].second >> 1], cols[k].second & 1, false);
       out << "\n";
-    }
+    });
   }
 }
 
@@ -201,13 +211,13 @@ void render_json(const std::vector<Table>& tables, std::ostream& out) {
     out << (ti ? ",\n " : "\n ") << "{\"title\": " << base::json_quote(t.title) << ", \"columns\": [";
     for (std::size_t k = 0; k < cols.size(); ++k) out << (k ? ", " : "") << base::json_quote(cols[k].first);
     out << "],\n  \"rows\": [";
-    for (std::size_t ri = 0; ri < t.rows.size(); ++ri) {
+    t.for_each_row([&](std::size_t ri, const std::vector<Cell>& r) {
       out << (ri ? ",\n   " : "\n   ") << "{";
       for (std::size_t k = 0; k < cols.size(); ++k)
         out << (k ? ", " : "") << base::json_quote(cols[k].first)
-            << ": " << machine_value(t.rows[ri][cols[k].second >> 1], cols[k].second & 1, true);
+            << ": " << machine_value(r[cols[k].second >> 1], cols[k].second & 1, true);
       out << "}";
-    }
+    });
     out << "],\n  \"notes\": [";
     for (std::size_t k = 0; k < t.notes.size(); ++k) out << (k ? ", " : "") << base::json_quote(t.notes[k]);
     out << "]}";
@@ -216,6 +226,19 @@ void render_json(const std::vector<Table>& tables, std::ostream& out) {
 }
 
 }  // namespace
+
+void Table::for_each_row(const std::function<void(std::size_t, const std::vector<Cell>&)>& fn) const {
+  if (!make_row) {
+    for (std::size_t i = 0; i < rows.size(); ++i) fn(i, rows[i]);
+    return;
+  }
+  std::vector<Cell> row;
+  for (std::size_t i = 0; i < generated_rows; ++i) {
+    row.clear();
+    make_row(i, row);
+    fn(i, row);
+  }
+}
 
 Cell text_cell(const std::string& text) { return Cell{text, std::nan(""), std::nan(""), false}; }
 

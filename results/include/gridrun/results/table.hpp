@@ -6,6 +6,8 @@
 // (CSV/JSON with the interval in its own `<column>_ci95` column), and golden tests compare both.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <limits>
 #include <ostream>
 #include <string>
@@ -33,6 +35,16 @@ struct Table {
   // Fit::Drop only: the columns that may be left out when the table is too wide, the first one
   // first (the others always show).
   std::vector<std::size_t> drop_order;
+  // Rows made on demand instead of stored in `rows` (which then stays empty): `make_row(i, out)`
+  // fills row i into `out`, reused between calls, for i = 0..generated_rows-1, once per pass
+  // (widths, then printing). Why: plan's table of 100,000 jobs held as cells is ~45 MB that the
+  // process first has to fault in; generated, it is one row at a time.
+  std::size_t generated_rows = 0;
+  std::function<void(std::size_t, std::vector<Cell>&)> make_row;
+
+  std::size_t row_count() const { return make_row ? generated_rows : rows.size(); }
+  // Calls fn(index, row) for every row, stored or generated.
+  void for_each_row(const std::function<void(std::size_t, const std::vector<Cell>&)>& fn) const;
 };
 
 struct TableStyle {
