@@ -38,6 +38,10 @@ struct Outcome {
 
 Outcome train(const Case& c, std::int64_t test_samples) {
   constexpr std::int64_t kBatch = 32, kWindow = 16;
+  // One intra-op thread, as a default job (threads_per_rank 1) has: reductions split over another
+  // number of threads round differently, and these runs must end the same on every machine
+  // whatever its core count (the figures below were measured this way).
+  torch::set_num_threads(1);
   DatasetOptions d;
   d.train_samples = c.train_samples;
   d.test_samples = test_samples;
