@@ -170,7 +170,18 @@ void print_table(const RunStatus& st, std::ostream& os) {
   results::TableStyle style;
   style.fit = results::TableStyle::Fit::Drop;
   style.heading = false;
-  const auto hidden = results::render_tables({jobs_table(st)}, style, os).hidden.front();
+  results::Table t = jobs_table(st);
+  // A run no Slurm job belongs to (`gridrun run`) has nothing in the two Slurm columns: left out
+  // of the table (CSV and JSON keep every column), so node and results fit.
+  const bool any_slurm = std::any_of(st.jobs.begin(), st.jobs.end(), [](const JobStatusRow& r) {
+    return !r.slurm_id.empty() || !r.slurm_state.empty();
+  });
+  if (!any_slurm) {
+    t.columns.erase(t.columns.begin() + 2, t.columns.begin() + 4);
+    for (auto& row : t.rows) row.erase(row.begin() + 2, row.begin() + 4);
+    t.drop_order = {4, 6, 3};  // node, results, elapsed (indices after the erase)
+  }
+  const auto hidden = results::render_tables({t}, style, os).hidden.front();
   if (hidden.empty()) return;
   os << "(not shown to fit " << style.width << " columns:";
   for (const auto& h : hidden) os << " " << h << ",";
