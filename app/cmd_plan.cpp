@@ -325,13 +325,7 @@ void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std:
   style.width = static_cast<int>(kMaxWidth);
   style.fit = gr::TableStyle::Fit::Drop;
   style.heading = false;
-  const auto hidden = gr::render_tables({t}, style, os).hidden.front();
-  if (!hidden.empty()) {
-    std::vector<std::string> words;
-    for (const auto& h : hidden) words.push_back(h + ",");
-    words.push_back("use --format csv)");
-    wrap(os, "(not shown to fit " + std::to_string(kMaxWidth) + " columns:", words);
-  }
+  gr::render_tables({t}, style, os);  // names any left-out columns under the rows
   if (o.all_params && plan.size() > 0) {
     std::vector<std::string> words;
     for (const auto& p : gj::param_table()) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -72,33 +73,33 @@ void write_index(const std::string& path, const std::string& run_dir, const std:
   Id g = H5_OWN(H5Gcreate2(file, "jobs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
   detail::write_whole_table(g, detail::index_columns(), jobs, detail::Strings::Variable);
   std::set<std::string> summary_keys;
+  // Each job's parameters by name once (a std::map: the columns come out in name order).
+  std::vector<std::optional<gj::Params>> by_name;
   bool any_params = false;
   for (const auto& j : jobs) {
+    by_name.push_back(j.params ? std::optional<gj::Params>(gj::from_struct(*j.params)) : std::nullopt);
     any_params = any_params || j.params.has_value();
     for (const auto& [k, v] : j.summary) summary_keys.insert(k);
   }
-  // Columns in name order, one per parameter of the table (none when no job has parameters).
-  std::vector<const gj::ParamSpec*> specs;
-  if (any_params)
-    for (const auto& spec : gj::param_table()) specs.push_back(&spec);
-  std::sort(specs.begin(), specs.end(), [](auto* a, auto* b) { return a->name < b->name; });
 
+  // One column per parameter of the table, in name order (none when no job has parameters).
+  std::vector<std::string> keys;
+  if (any_params)
+    for (const auto& kv : gj::from_struct(gj::JobParams{})) keys.push_back(kv.first);
   Id pg = H5_OWN(H5Gcreate2(g, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-  for (const gj::ParamSpec* spec : specs) {
-    const std::string& key = spec->name;
-    Kind kind = column_kind(jobs, *spec);
+  for (const auto& key : keys) {
+    Kind kind = column_kind(jobs, *gj::find_param(key));
     if (kind == Kind::String) {
       std::vector<std::string> col;
-      for (const auto& j : jobs) col.push_back(j.params ? to_string(gj::get_param(*j.params, key)) : "");
+      for (const auto& p : by_name) col.push_back(p ? to_string(p->at(key)) : "");
       h5::write_strings(pg, key, col);
     } else if (kind == Kind::Float) {
       std::vector<double> col;
-      for (const auto& j : jobs)
-        col.push_back(j.params ? as_double(gj::get_param(*j.params, key)) : std::nan(""));
+      for (const auto& p : by_name) col.push_back(p ? as_double(p->at(key)) : std::nan(""));
       h5::write_doubles(pg, key, col);
     } else {
       std::vector<std::int64_t> col;
-      for (const auto& j : jobs) col.push_back(static_cast<std::int64_t>(as_double(gj::get_param(*j.params, key))));
+      for (const auto& p : by_name) col.push_back(static_cast<std::int64_t>(as_double(p->at(key))));
       h5::write_int64s(pg, key, col);
       if (kind == Kind::Bool) {
         Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);

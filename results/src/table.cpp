@@ -93,7 +93,25 @@ std::vector<bool> fit_by_dropping(const Table& t, const std::vector<std::size_t>
   return show;
 }
 
-std::vector<std::string> render_text(const Table& t, const TableStyle& style, std::ostream& out) {
+// Fit::Drop's note: "(not shown to fit W columns: a, b, use --format csv)", words wrapped at
+// `width`, continuation lines indented by two spaces.
+void hidden_note(const std::vector<std::string>& hidden, int width, std::ostream& out) {
+  std::vector<std::string> words;
+  for (const auto& h : hidden) words.push_back(h + ",");
+  words.push_back("use --format csv)");
+  std::string line = "(not shown to fit " + std::to_string(width) + " columns:";
+  for (const auto& w : words) {
+    if (line.size() + 1 + w.size() > static_cast<std::size_t>(width)) {
+      out << line << '\n';
+      line = "  " + w;
+    } else {
+      line += " " + w;
+    }
+  }
+  out << line << '\n';
+}
+
+void render_text(const Table& t, const TableStyle& style, std::ostream& out) {
   const int width = style.width;
   const bool markdown = style.format == "markdown";
   std::size_t n = t.columns.size();
@@ -156,13 +174,13 @@ std::vector<std::string> render_text(const Table& t, const TableStyle& style, st
       line([&](std::size_t c) -> const std::string& { return r[c].text; });
     });
   }
+  if (!hidden_names.empty()) hidden_note(hidden_names, width, out);
   if (!t.notes.empty()) out << (markdown ? "\n" : "");
   for (const auto& note : t.notes) {
     std::string text = markdown ? "_" + note + "_" : note;
     for (const auto& l : wrap(text, static_cast<std::size_t>(width) - 2)) out << (markdown ? "" : "  ") << l << "\n";
   }
   if (style.heading) out << "\n";
-  return hidden_names;
 }
 
 // Machine formats: a numeric column with intervals gets a `<name>_ci95` column after it.
@@ -253,11 +271,9 @@ bool is_table_format(const std::string& format) {
   return format == "table" || format == "markdown" || format == "csv" || format == "json";
 }
 
-RenderResult render_tables(const std::vector<Table>& tables, const TableStyle& style, std::ostream& out) {
-  RenderResult r;
-  r.hidden.resize(tables.size());
+void render_tables(const std::vector<Table>& tables, const TableStyle& style, std::ostream& out) {
   if (style.format == "table" || style.format == "markdown") {
-    for (std::size_t k = 0; k < tables.size(); ++k) r.hidden[k] = render_text(tables[k], style, out);
+    for (const auto& t : tables) render_text(t, style, out);
   } else if (style.format == "csv") {
     render_csv(tables, style.heading, out);
   } else if (style.format == "json") {
@@ -265,7 +281,6 @@ RenderResult render_tables(const std::vector<Table>& tables, const TableStyle& s
   } else {
     throw std::invalid_argument("table format " + style.format + ": expected table, markdown, csv or json");
   }
-  return r;
 }
 
 void render(const std::vector<Table>& tables, const ReportOptions& opts, std::ostream& out) {

@@ -355,7 +355,8 @@ std::string H5JobWriter::path() const {
 void H5JobWriter::write_root_attrs(hid_t file) {
   h5::write_attr(file, "id", info_.id);
   h5::write_attr(file, "run", info_.run);
-  h5::write_attr(file, "params", jobs::canonical_json(info_.params));
+  const jobs::Params by_name = jobs::from_struct(info_.params);  // a std::map: name order
+  h5::write_attr(file, "params", jobs::canonical_json(by_name));
   h5::write_attr(file, "status", std::string("running"));
   h5::write_attr(file, "exit_reason", std::string());
   h5::write_attr(file, "end_time", std::string());
@@ -370,11 +371,7 @@ void H5JobWriter::write_root_attrs(hid_t file) {
   h5::write_attr(file, "ranks", static_cast<std::int64_t>(info_.ranks));
   h5::write_attr(file, "gpus", static_cast<std::int64_t>(info_.gpus));
   // Typed copies of the parameters, so h5py users can filter without parsing JSON.
-  std::vector<std::string> names;
-  for (const auto& spec : jobs::param_table()) names.push_back(spec.name);
-  std::sort(names.begin(), names.end());  // attribute order as before: by name
-  for (const auto& k : names) {
-    const ParamValue v = jobs::get_param(info_.params, k);
+  for (const auto& [k, v] : by_name) {
     const std::string name = "param." + k;
     if (auto* b = std::get_if<bool>(&v)) h5::write_attr(file, name, static_cast<std::int64_t>(*b));
     else if (auto* i = std::get_if<std::int64_t>(&v)) h5::write_attr(file, name, *i);

@@ -119,42 +119,43 @@ void print_json(const RunStatus& st, std::ostream& os) {
 }
 
 // Table and CSV go through the shared table writer (results/table.hpp), one job per line.
-results::Table jobs_table(const RunStatus& st) {
+// For people (`for_people`): an empty word or no exit code shows as "-", and a run no Slurm job
+// belongs to (`gridrun run`) leaves out the two Slurm columns, so node and results fit. For
+// programs (CSV): every column, empty fields empty, exit code -1 for "none".
+results::Table jobs_table(const RunStatus& st, bool for_people) {
   using results::number_cell;
   using results::text_cell;
-  auto text_or_dash = [](const std::string& s) { return text_cell(s.empty() ? "-" : s); };
+  const bool slurm = !for_people || std::any_of(st.jobs.begin(), st.jobs.end(), [](const JobStatusRow& r) {
+    return !r.slurm_id.empty() || !r.slurm_state.empty();
+  });
+  auto word = [&](const std::string& s) { return text_cell(for_people && s.empty() ? "-" : s); };
+  auto count = [](double v) { return number_cell(v, 0); };
   results::Table t;
   t.title = "Jobs";
-  t.columns = {"id", "state", "slurm_id", "slurm_state", "exit_code", "elapsed", "node", "restarts",
-               "attempts", "results"};
-  for (const auto& r : st.jobs)
-    t.rows.push_back({text_cell(r.id), text_cell(to_string(r.state)), text_or_dash(r.slurm_id),
-                      text_or_dash(r.slurm_state),
-                      number_cell(r.exit_code < 0 ? std::nan("") : static_cast<double>(r.exit_code), 0),
-                      text_or_dash(r.elapsed), text_or_dash(r.node),
-                      number_cell(static_cast<double>(r.restarts), 0),
-                      number_cell(static_cast<double>(r.attempts), 0), text_or_dash(r.disk)});
+  t.columns = {"id", "state"};
+  if (slurm) t.columns.insert(t.columns.end(), {"slurm_id", "slurm_state"});
+  t.columns.insert(t.columns.end(), {"exit_code", "elapsed", "node", "restarts", "attempts", "results"});
+  for (const auto& r : st.jobs) {
+    std::vector<results::Cell> row = {text_cell(r.id), text_cell(to_string(r.state))};
+    if (slurm) row.insert(row.end(), {word(r.slurm_id), word(r.slurm_state)});
+    const bool no_exit = for_people && r.exit_code < 0;
+    row.insert(row.end(), {count(no_exit ? std::nan("") : r.exit_code), word(r.elapsed), word(r.node),
+                           count(r.restarts), count(r.attempts), word(r.disk)});
+    t.rows.push_back(std::move(row));
+  }
   // Too wide for the terminal (long node or results words): Slurm's own words go first.
-  t.drop_order = {3, 6, 8, 5};
+  for (const char* name : {"slurm_state", "node", "results", "elapsed"}) {
+    const auto it = std::find(t.columns.begin(), t.columns.end(), name);
+    if (it != t.columns.end()) t.drop_order.push_back(static_cast<std::size_t>(it - t.columns.begin()));
+  }
   return t;
 }
 
 void print_csv(const RunStatus& st, std::ostream& os) {
-  results::Table t = jobs_table(st);
-  // CSV keeps empty fields empty and exit_code -1 for "none", as programs read them.
-  for (std::size_t k = 0; k < st.jobs.size(); ++k) {
-    const auto& r = st.jobs[k];
-    t.rows[k][2] = results::text_cell(r.slurm_id);
-    t.rows[k][3] = results::text_cell(r.slurm_state);
-    t.rows[k][4] = results::number_cell(static_cast<double>(r.exit_code), 0);
-    t.rows[k][5] = results::text_cell(r.elapsed);
-    t.rows[k][6] = results::text_cell(r.node);
-    t.rows[k][9] = results::text_cell(r.disk);
-  }
   results::TableStyle style;
   style.format = "csv";
   style.heading = false;
-  results::render_tables({t}, style, os);
+  results::render_tables({jobs_table(st, /*for_people=*/false)}, style, os);
 }
 
 void print_table(const RunStatus& st, std::ostream& os) {
@@ -170,22 +171,7 @@ void print_table(const RunStatus& st, std::ostream& os) {
   results::TableStyle style;
   style.fit = results::TableStyle::Fit::Drop;
   style.heading = false;
-  results::Table t = jobs_table(st);
-  // A run no Slurm job belongs to (`gridrun run`) has nothing in the two Slurm columns: left out
-  // of the table (CSV and JSON keep every column), so node and results fit.
-  const bool any_slurm = std::any_of(st.jobs.begin(), st.jobs.end(), [](const JobStatusRow& r) {
-    return !r.slurm_id.empty() || !r.slurm_state.empty();
-  });
-  if (!any_slurm) {
-    t.columns.erase(t.columns.begin() + 2, t.columns.begin() + 4);
-    for (auto& row : t.rows) row.erase(row.begin() + 2, row.begin() + 4);
-    t.drop_order = {4, 6, 3};  // node, results, elapsed (indices after the erase)
-  }
-  const auto hidden = results::render_tables({t}, style, os).hidden.front();
-  if (hidden.empty()) return;
-  os << "(not shown to fit " << style.width << " columns:";
-  for (const auto& h : hidden) os << " " << h << ",";
-  os << " use --format csv)\n";
+  results::render_tables({jobs_table(st, /*for_people=*/true)}, style, os);
 }
 
 }  // namespace

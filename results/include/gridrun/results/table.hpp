@@ -52,19 +52,14 @@ struct TableStyle {
   int width = 100;                                       // table/markdown: wrap width
   // How table/markdown fit `width`: Blocks splits a wide table into column blocks that each
   // repeat the first column (report: every figure matters); Drop leaves out Table::drop_order
-  // columns until it fits, keeping one line per row (plan and status: a row is one job, and
-  // --format csv has every column).
+  // columns until it fits, keeping one line per row, and names them under the rows in
+  // "(not shown to fit W columns: a, b, use --format csv)" (plan and status: a row is one job,
+  // and their --format csv has every column).
   enum class Fit { Blocks, Drop };
   Fit fit = Fit::Blocks;
   // table: the title with its '=' underline, the '-' rule under the column names and a blank
   // line after; csv: the "# <title>" line. Off for a command's single table (plan, status).
   bool heading = true;
-};
-
-// What render_tables left out (Fit::Drop): per table, the names of the dropped columns in
-// column order, for the caller's "not shown" note.
-struct RenderResult {
-  std::vector<std::vector<std::string>> hidden;
 };
 
 // True for the formats render_tables knows.
@@ -74,6 +69,6 @@ bool is_table_format(const std::string& format);
 // that repeat the first column when wider than style.width, notes wrapped underneath.
 // csv: one section per table starting with "# <title>"; json: {"tables": [{title, columns, rows,
 // notes}]}. In both, a column with intervals is followed by a `<column>_ci95` column.
-RenderResult render_tables(const std::vector<Table>& tables, const TableStyle& style, std::ostream& out);
+void render_tables(const std::vector<Table>& tables, const TableStyle& style, std::ostream& out);
 
 }  // namespace gridrun::results
