@@ -25,7 +25,7 @@ got=""
 trap 'got=USR1' USR1
 trap 'got=TERM' TERM
 echo "$$" >"$dir/$id.started"
-# The job's own time limit (1 minute) ends this loop if no signal comes; the deadline only keeps a
+# The job's own time limit (3 minutes) ends this loop if no signal comes; the deadline only keeps a
 # stray run outside Slurm from waiting for ever. `wait` on a background sleep returns as soon as a
 # trapped signal arrives.
 deadline=$((SECONDS + 300))
