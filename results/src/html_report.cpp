@@ -194,27 +194,15 @@ struct JobView {
   int color = 0;
 };
 
-std::string param_of(const JobRecord& j, const std::string& k) {
-  auto v = param_value(j.params, k);
-  return v ? to_string(*v) : "";
-}
-
 // Legend labels: the parameters that vary across the jobs (model and device bare, others k=v).
 void label_jobs(std::vector<JobView>& jobs) {
   static const std::vector<std::string> first = {"model", "dataset", "task", "device", "ranks",
                                                  "batch_per_rank", "global_batch", "precision"};
   static const std::map<std::string, std::string> abbrev = {
       {"ranks", "r"}, {"batch_per_rank", "bpr"}, {"global_batch", "gb"}, {"threads_per_rank", "t"}};
-  std::set<std::string> keys;
-  for (const auto& j : jobs)
-    if (j.rec->params)
-      for (const auto& spec : gridrun::jobs::param_table()) keys.insert(spec.name);
-  std::vector<std::string> vary;
-  for (const auto& k : keys) {
-    std::set<std::string> values;
-    for (const auto& j : jobs) values.insert(param_of(*j.rec, k));
-    if (values.size() > 1) vary.push_back(k);
-  }
+  std::vector<const RecordedParams*> params;
+  for (const auto& j : jobs) params.push_back(&j.rec->params);
+  std::vector<std::string> vary = varying_params(params);
   std::stable_sort(vary.begin(), vary.end(), [&](const std::string& a, const std::string& b) {
     auto ra = std::find(first.begin(), first.end(), a) - first.begin();
     auto rb = std::find(first.begin(), first.end(), b) - first.begin();
@@ -224,7 +212,7 @@ void label_jobs(std::vector<JobView>& jobs) {
   for (auto& j : jobs) {
     std::string l;
     for (const auto& k : vary) {
-      std::string v = param_of(*j.rec, k);
+      std::string v = param_text(j.rec->params, k);
       auto a = abbrev.find(k);
       std::string part = (k == "model" || k == "device" || k == "task" || k == "dataset" || k == "precision")
                              ? v : (a == abbrev.end() ? k : a->second) + "=" + v;
@@ -239,7 +227,7 @@ void label_jobs(std::vector<JobView>& jobs) {
     if (seen[j.label] > 1) j.label += " (" + j.rec->id.substr(0, 6) + ")";
 }
 
-bool is_gpu(const JobView& j) { return param_of(*j.rec, "device") == "gpu"; }
+bool is_gpu(const JobView& j) { return param_text(j.rec->params, "device") == "gpu"; }
 
 // Adds one job's series (thinned to `max` points, non-finite points dropped) in the job's color;
 // a series left without points is not added. Returns whether it was.

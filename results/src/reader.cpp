@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "gridrun/base/json.hpp"
 #include "gridrun/results/reader.hpp"
@@ -53,6 +54,24 @@ double JobData::attr_number(const std::string& name, double fallback) const {
 std::optional<ParamValue> param_value(const RecordedParams& p, const std::string& name) {
   if (!p || !jobs::find_param(name)) return std::nullopt;
   return jobs::get_param(*p, name);
+}
+
+std::string param_text(const RecordedParams& p, const std::string& name) {
+  auto v = param_value(p, name);
+  return v ? to_string(*v) : "";
+}
+
+std::vector<std::string> varying_params(const std::vector<const RecordedParams*>& params) {
+  std::vector<std::string> out;
+  if (std::none_of(params.begin(), params.end(), [](const auto* p) { return p->has_value(); }))
+    return out;
+  for (const auto& spec : jobs::param_table()) {
+    std::set<std::string> values;
+    for (const auto* p : params) values.insert(*p ? param_text(*p, spec.name) : "\x01none");
+    if (values.size() > 1) out.push_back(spec.name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 namespace detail {

@@ -102,8 +102,7 @@ int key_rank(const std::string& k) {
 std::string value_of(const JobRecord& j, const std::string& key) {
   if (key == "id") return j.id;
   if (key == "status") return j.status;
-  auto v = param_value(j.params, key);
-  return v ? to_string(*v) : "";
+  return param_text(j.params, key);
 }
 
 bool numeric_equal(const std::string& a, const std::string& b) {
@@ -125,16 +124,9 @@ bool value_less(const std::string& a, const std::string& b) {
 }
 
 std::vector<std::string> varying_keys(const std::vector<JobRecord>& jobs) {
-  std::set<std::string> all;
-  for (const auto& j : jobs)
-    if (j.params)
-      for (const auto& spec : gj::param_table()) all.insert(spec.name);
-  std::vector<std::string> out;
-  for (const auto& k : all) {
-    std::set<std::string> values;
-    for (const auto& j : jobs) values.insert(j.params ? value_of(j, k) : "\x01missing");
-    if (values.size() > 1) out.push_back(k);
-  }
+  std::vector<const RecordedParams*> params;
+  for (const auto& j : jobs) params.push_back(&j.params);
+  std::vector<std::string> out = varying_params(params);
   std::stable_sort(out.begin(), out.end(),
                    [](const std::string& a, const std::string& b) { return key_rank(a) < key_rank(b); });
   return out;

@@ -20,8 +20,8 @@ std::string lower(std::string s) {
 }
 
 std::string param(const JobData& j, const std::string& k, const std::string& fallback = "") {
-  auto v = param_value(j.params, k);
-  return v ? to_string(*v) : fallback;
+  std::string v = param_text(j.params, k);
+  return v.empty() ? fallback : v;
 }
 
 double param_num(const JobData& j, const std::string& k, double fallback) {

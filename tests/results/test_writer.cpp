@@ -289,6 +289,21 @@ TEST(Reader, ReturnsTypedParamsWithDefaultsForOlderFiles) {
   }
 }
 
+// The report's columns and the HTML legend's words are the parameters that differ between jobs.
+TEST(Reader, VaryingParamsAreThoseThatDiffer) {
+  gridrun::jobs::JobParams a, b;
+  b.ranks = a.ranks + 1;
+  b.lr = a.lr * 2;
+  const RecordedParams pa = a, pb = b, none;
+  EXPECT_EQ(varying_params({&pa, &pa}), std::vector<std::string>{});
+  EXPECT_EQ(varying_params({&pa, &pb}), (std::vector<std::string>{"lr", "ranks"}));
+  EXPECT_EQ(param_text(pb, "ranks"), std::to_string(b.ranks));
+  EXPECT_EQ(param_text(none, "ranks"), "");
+  EXPECT_EQ(varying_params({&none, &none}), std::vector<std::string>{});
+  // A job without parameters (failed before reading them) differs in every parameter.
+  EXPECT_EQ(varying_params({&pa, &none}).size(), gridrun::jobs::param_table().size());
+}
+
 // Every column of /steps, /epochs and /util holds the value of the row member of its name: rows
 // whose members all differ are written, read back by dataset name and compared with a pairing
 // spelled out here (not taken from the writer's descriptor lists, which could be wrong).

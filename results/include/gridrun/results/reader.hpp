@@ -30,6 +30,12 @@ using RecordedParams = std::optional<jobs::JobParams>;
 // One of them by name, for code that walks parameters by name (report columns, filters, legends):
 // std::nullopt when there are none or `name` is not a parameter.
 std::optional<ParamValue> param_value(const RecordedParams& p, const std::string& name);
+// The same as text, "" when there is none (table cells, legends, group keys).
+std::string param_text(const RecordedParams& p, const std::string& name);
+// The parameter names, alphabetical, whose text is not the same for every one of `params` (the
+// columns of a report, the words of a legend). A job without parameters differs from every job
+// with them; none when no job has parameters.
+std::vector<std::string> varying_params(const std::vector<const RecordedParams*>& params);
 
 // [rows x cols] row-major matrix (e.g. /steps/rank_step_s).
 struct Matrix {
