@@ -112,14 +112,17 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"alexnet", 2048, 192}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
 
-// Not registered with ctest; run by hand (`--gtest_filter='DeepModels/*'`). Open (issue 15):
-// * resnet18 passes (144 s on 2 cores). resnet50 and densenet121 cost ~5-13 s per step on 2 CPU
-//   cores; densenet121 (PyTorch, 64 steps) ends at loss 1.97 but test accuracy 0.30; resnet50 has
-//   not been run to the end at this budget.
+// Registered under `slow` with a one-hour timeout (tests/runner/CMakeLists.txt): minutes each on
+// 2 CPU cores. Measured 2026-11-23 on the 2-core VM at 1 thread, two runs side by side:
+// resnet18 0.725 / 0.662 (164 s), resnet50 0.737 / 0.564 (1,234 s), densenet121 0.359 / 0.842
+// (1,092 s). What made resnet50 and densenet121 learn is the classifier's input norm
+// (docs/runner.md, "Initialisation"); before, resnet50 ended at 2.282 / 0.172 after 64 steps. densenet121 gets 192
+// steps: at 128 it ended at 1.024 / 0.504, too close to the bar (its test accuracy trails its
+// training accuracy while the BatchNorm running statistics catch up).
 INSTANTIATE_TEST_SUITE_P(
     DeepModels, Learns,
-    ::testing::Values(Case{"resnet18", 1024, 96}, Case{"resnet50", 1024, 64},
-                      Case{"densenet121", 1024, 64}),
+    ::testing::Values(Case{"resnet18", 1024, 96}, Case{"resnet50", 1024, 128},
+                      Case{"densenet121", 1024, 192}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
 
 // Every model of the factory is in one of the three suites.
