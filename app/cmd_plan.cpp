@@ -125,16 +125,7 @@ std::string default_text(const gj::ParamSpec& p) {
 // `indent`.
 void wrap(std::ostream& os, const std::string& lead, const std::vector<std::string>& words,
           const std::string& indent = "  ") {
-  std::string line = lead;
-  for (const auto& w : words) {
-    if (line.size() + 1 + w.size() > kMaxWidth) {
-      os << line << '\n';
-      line = indent + w;
-    } else {
-      line += " " + w;
-    }
-  }
-  os << line << '\n';
+  for (const auto& line : gridrun::base::wrap_words(lead, words, kMaxWidth, indent)) os << line << '\n';
 }
 
 int list_params(const PlanOptions& o) {

@@ -70,6 +70,22 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
+std::vector<std::string> wrap_words(const std::string& lead, const std::vector<std::string>& words,
+                                    std::size_t width, const std::string& indent) {
+  std::vector<std::string> lines;
+  std::string line = lead;
+  for (const auto& w : words) {
+    if (line.size() + 1 + w.size() > width) {
+      lines.push_back(line);
+      line = indent + w;
+    } else {
+      line += " " + w;
+    }
+  }
+  lines.push_back(line);
+  return lines;
+}
+
 std::string printable_line(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -99,16 +99,9 @@ void hidden_note(const std::vector<std::string>& hidden, int width, std::ostream
   std::vector<std::string> words;
   for (const auto& h : hidden) words.push_back(h + ",");
   words.push_back("use --format csv)");
-  std::string line = "(not shown to fit " + std::to_string(width) + " columns:";
-  for (const auto& w : words) {
-    if (line.size() + 1 + w.size() > static_cast<std::size_t>(width)) {
-      out << line << '\n';
-      line = "  " + w;
-    } else {
-      line += " " + w;
-    }
-  }
-  out << line << '\n';
+  const std::string lead = "(not shown to fit " + std::to_string(width) + " columns:";
+  for (const auto& line : base::wrap_words(lead, words, static_cast<std::size_t>(width), "  "))
+    out << line << '\n';
 }
 
 void render_text(const Table& t, const TableStyle& style, std::ostream& out) {

@@ -238,7 +238,6 @@ class AlexNet final : public models::CountedModel {
 // VGG with BatchNorm, CIFAR-style: conv3x3 stacks, 5 max-pools to 1x1, then Linear(512, classes).
 class Vgg final : public models::CountedModel {
  public:
-  static constexpr double kLastBnScale = 0.1;
   Vgg(const ModelSpec& s, const std::vector<int>& cfg) {
     std::int64_t c = s.channels, h = 32;
     nn::BatchNorm2d last_bn{nullptr};
@@ -259,10 +258,7 @@ class Vgg final : public models::CountedModel {
     // classifier's 512 inputs (max-pooled ReLU of unit-variance values) have a squared norm of ~800,
     // and its steps at the default lr 0.1 / momentum 0.9 are so large that vgg11/vgg16 stay at
     // ln 10 on synthetic; at 0.1 the squared norm is ~8 and both learn (measured).
-    {
-      torch::NoGradGuard ng;
-      last_bn->weight.fill_(kLastBnScale);
-    }
+    models::set_bn_scale(*last_bn, models::kLastBnScale);
     fc_ = nn::Linear(c * h * h, s.num_classes);
     mac_.linear(c * h * h, s.num_classes);
     register_module("features", features_);

@@ -2,6 +2,8 @@
 // in their own translation unit to keep compile units small.
 #pragma once
 
+#include <torch/nn/modules/batchnorm.h>
+
 #include "gridrun/runner/model.hpp"
 
 namespace gridrun::runner::models {
@@ -35,6 +37,16 @@ class CountedModel : public Model {
 inline std::int64_t conv_out(std::int64_t in, std::int64_t k, std::int64_t stride,
                              std::int64_t pad) {
   return (in + 2 * pad - k) / stride + 1;
+}
+
+// Initialisation (docs/runner.md, "Initialisation"): a BatchNorm's starting scale (its weight),
+// set outside autograd. resnet starts each residual branch's last one at 0 and its last shortcut
+// at sqrt(512 / C); vgg and densenet121 start the one before the classifier at kLastBnScale, so
+// that the classifier's input starts with a squared norm of about 100 or less.
+constexpr double kLastBnScale = 0.1;
+inline void set_bn_scale(torch::nn::BatchNorm2dImpl& bn, double scale) {
+  torch::NoGradGuard ng;
+  bn.weight.fill_(scale);
 }
 
 // Zero-pads images smaller than 32x32 to 32x32 (the models defined for CIFAR-sized inputs).

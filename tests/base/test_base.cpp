@@ -147,6 +147,17 @@ TEST(Text, TimeDurationSplitTrim) {
   EXPECT_EQ(printable_line("bad\n\x01\xff end"), "bad ?? end");
 }
 
+TEST(Text, WrapWordsBreaksBeforeTheWidthAndIndentsContinuations) {
+  EXPECT_EQ(wrap_words("lead:", {"a,", "b,", "c"}, 80, "  "),
+            (std::vector<std::string>{"lead: a, b, c"}));
+  // "lead: aaaa" is 10 bytes: the next word would make 15 > 12.
+  EXPECT_EQ(wrap_words("lead:", {"aaaa", "bbbb", "cc"}, 12, "  "),
+            (std::vector<std::string>{"lead: aaaa", "  bbbb cc"}));
+  EXPECT_EQ(wrap_words("x", {"longer-than-width"}, 5, "> "),
+            (std::vector<std::string>{"x", "> longer-than-width"}));
+  EXPECT_EQ(wrap_words("only", {}, 3, ""), (std::vector<std::string>{"only"}));
+}
+
 TEST(Spawn, CapturesOutputsAndExitCodeSeparately) {
   const auto r = run_captured({"sh", "-c", "echo out; echo err >&2; exit 3"});
   EXPECT_TRUE(r.started);

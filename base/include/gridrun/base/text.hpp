@@ -22,6 +22,11 @@ std::string format_duration(double seconds);
 std::string trim(std::string_view s);  // without leading and trailing white space
 std::vector<std::string> split(std::string_view s, char sep);  // keeps empty fields
 bool starts_with(std::string_view s, std::string_view prefix);
+// `lead`, then `words` each after a space, broken into lines before a word that would make a line
+// longer than `width` bytes; continuation lines start with `indent` (help text and notes under
+// tables; a word longer than the width gets a line of its own).
+std::vector<std::string> wrap_words(const std::string& lead, const std::vector<std::string>& words,
+                                    std::size_t width, const std::string& indent);
 // One printable ASCII line: newlines become spaces, other control and non-ASCII bytes '?'. For
 // error messages that may quote damaged bytes (a parse error of a corrupt file) before they reach
 // a terminal, a warning line or `gridrun status`.
