@@ -7,9 +7,13 @@ if(GRIDRUN_WITH_CUDA STREQUAL "OFF")
   set(_why "disabled by GRIDRUN_WITH_CUDA=OFF")
 else()
   find_path(GRIDRUN_NCCL_INCLUDE nccl.h
-    HINTS ${GRIDRUN_CUDA_ROOT}/include ${GRIDRUN_NCCL_ROOT}/include ENV NCCL_HOME PATH_SUFFIXES include)
+    HINTS ${GRIDRUN_NCCL_ROOT}/include ${GRIDRUN_CUDA_ROOT}/include NO_DEFAULT_PATH)
+  find_path(GRIDRUN_NCCL_INCLUDE nccl.h)
+  # GRIDRUN_NCCL_ROOT (the wheel's NCCL, scripts/device-build.sh) before the toolkit's: LibTorch loads
+  # the wheel's libnccl.so.2 and a process has only one, so gridrun compiles against that one.
   find_library(GRIDRUN_NCCL_LIBRARY nccl
-    HINTS ${GRIDRUN_CUDA_ROOT}/lib64 ${GRIDRUN_CUDA_ROOT}/lib ${GRIDRUN_NCCL_ROOT}/lib)
+    HINTS ${GRIDRUN_NCCL_ROOT}/lib ${GRIDRUN_CUDA_ROOT}/lib64 ${GRIDRUN_CUDA_ROOT}/lib NO_DEFAULT_PATH)
+  find_library(GRIDRUN_NCCL_LIBRARY nccl)
   find_path(GRIDRUN_CUDA_INCLUDE cuda_runtime_api.h HINTS ${GRIDRUN_CUDA_ROOT}/include)
   find_library(GRIDRUN_CUDART_LIBRARY cudart HINTS ${GRIDRUN_CUDA_ROOT}/lib64 ${GRIDRUN_CUDA_ROOT}/lib)
   set(_torch_cuda OFF)

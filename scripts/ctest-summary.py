@@ -4,7 +4,7 @@ failed, and skipped grouped by reason. The reason is the test's own last "SKIP: 
 (tests/needs.sh and the scenarios print one), else what ctest recorded. A test ctest did not run
 for another cause (missing executable, failed fixture) is counted as failed, as ctest counts it.
 
-    ctest-summary.py JUNIT.xml
+    ctest-summary.py JUNIT.xml [JUNIT.xml ...]   (several: the lanes of scripts/test.sh, added up)
 """
 import collections
 import sys
@@ -27,12 +27,12 @@ def skip_reason(case, message):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: ctest-summary.py JUNIT.xml")
-    root = ET.parse(sys.argv[1]).getroot()
+    if len(sys.argv) < 2:
+        sys.exit("usage: ctest-summary.py JUNIT.xml [JUNIT.xml ...]")
+    cases = [c for f in sys.argv[1:] for c in ET.parse(f).getroot().iter("testcase")]
     passed, failed = [], []
     skipped = collections.defaultdict(list)
-    for case in root.iter("testcase"):
+    for case in cases:
         name, status = case.get("name"), case.get("status")
         if status == "run":
             passed.append(name)
@@ -48,7 +48,8 @@ def main():
             failed.append(name)
     n_skipped = sum(len(v) for v in skipped.values())
     total = len(passed) + len(failed) + n_skipped
-    print(f"\nTest counts: {len(passed)} passed, {len(failed)} failed, {n_skipped} skipped "
+    what = "Test counts" if len(sys.argv) == 2 else f"Test counts of {len(sys.argv) - 1} lanes"
+    print(f"\n{what}: {len(passed)} passed, {len(failed)} failed, {n_skipped} skipped "
           f"({total} tests)")
     if failed:
         print(f"  failed: {names(failed)}")

@@ -10,8 +10,13 @@
 #
 # Usage:
 #   scripts/device-build.sh --download        # on a Debian 12 machine: fetch the .debs into .devdeps
-#   scripts/device-build.sh [--no-test] [--build DIR] [--debs DIR] [-- extra cmake args]
-# Exit code: the first failing step's (configure, build, ctest -L unit, ctest -L gpu).
+#   scripts/device-build.sh [--no-test] [--python PY] [--build DIR] [--debs DIR] [-- extra cmake args]
+#   --python PY   the Python whose torch is the CUDA wheel (default: .venv-wheel/bin/python3, made by
+#                 scripts/install-deps.sh --wheel, else python3 on PATH)
+#   --no-test     configure and build only (scripts/test.sh runs the CUDA lane's tests itself)
+# Without a GPU (CI's CUDA lane) this builds the same binaries; the tests then run on the CPU and the
+# GPU tests skip with "no GPU" (docs/gpu.md).
+# Exit code: the first failing step's (configure, build, ctest -L 'unit|gpu|cuda_lane').
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -19,6 +24,7 @@ build=build-cuda
 debs=$root/.devdeps
 run_tests=1
 extra=()
+py=""
 # Debian 12 packages that GPU images commonly lack. Boost.Program_options is the one the lent H100
 # image lacks (its Boost has headers only); nlohmann-json is header-only.
 deb_pkgs=(libboost-program-options1.74.0 libboost-program-options1.74-dev libboost1.74-dev
@@ -31,24 +37,28 @@ while (($#)); do
       echo "device-build: .debs in $debs ($(du -sh . | cut -f1))"
       exit 0 ;;
     --no-test) run_tests=0 ;;
+    --python) py=$2; shift ;;
     --build) build=$2; shift ;;
     --debs) debs=$(realpath "$2"); shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,21p "$0"; exit 0 ;;
     *) echo "device-build: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 
-py=${PYTHON:-python3}
+if [[ -z $py ]]; then
+  if [[ -x $root/.venv-wheel/bin/python3 ]]; then py=$root/.venv-wheel/bin/python3; else py=python3; fi
+fi
 torch_prefix=$($py -c "import torch; print(torch.utils.cmake_prefix_path)") || {
   echo "device-build: $py cannot import torch: this script needs PyTorch's CUDA wheel" >&2; exit 2; }
 torch_lib=$($py -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'lib'))")
-# NCCL: the wheel's nvidia-nccl package (headers + libnccl.so.2) unless CUDA's folder has one.
-nccl_root=""
-if ! ls /usr/local/cuda/include/nccl.h >/dev/null 2>&1; then
-  nccl_root=$($py -c "import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])" 2>/dev/null || true)
-  if [[ -n $nccl_root && ! -e $nccl_root/lib/libnccl.so && -e $nccl_root/lib/libnccl.so.2 ]]; then
+# The wheel's NCCL first: libtorch_cuda loads it through its RPATH, and one process holds one
+# libnccl.so.2, so gridrun must be compiled against the same one (torch 2.15 calls NCCL 2.30
+# functions that /usr/local/cuda's older NCCL lacks). CUDA's own NCCL only when the wheel has none.
+nccl_root=$($py -c "import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])" 2>/dev/null || true)
+if [[ -n $nccl_root ]]; then
+  if [[ ! -e $nccl_root/lib/libnccl.so && -e $nccl_root/lib/libnccl.so.2 ]]; then
     # The wheel ships only the soname; the linker needs the plain name. Link it in our prefix.
     mkdir -p "$root/$build/nccl/lib"
     ln -sf "$nccl_root/lib/libnccl.so.2" "$root/$build/nccl/lib/libnccl.so"
@@ -60,10 +70,20 @@ fi
 # Boost.Program_options from the carried .debs when the system has none.
 prefix=$root/$build/deps
 # The Python that has torch also has numpy and h5py there: the scenario tests run under it.
-cmake_args=(-DCMAKE_BUILD_TYPE=Release -DGRIDRUN_WITH_CUDA=ON "-DCMAKE_PREFIX_PATH=$torch_prefix"
+# The torch folder itself on CMAKE_PREFIX_PATH too, so that TorchConfig's find_library calls find
+# the wheel's libraries before a system LibTorch (Debian's libtorch-dev). The wheel's library folders
+# lead the build RPATH, so that one CUDA runtime, cuBLAS and NCCL (the wheel's, which LibTorch was
+# built against) are loaded, not /usr/local/cuda's older ones with the same sonames.
+torch_dir=${torch_lib%/lib}
+nv=${torch_dir%/torch}/nvidia
+rpath="$torch_lib"
+for d in "$nv"/*/lib; do [[ -d $d ]] && rpath+=";$d"; done
+cmake_args=(-DCMAKE_BUILD_TYPE=Release -DGRIDRUN_WITH_CUDA=ON "-DCMAKE_PREFIX_PATH=$torch_prefix;$torch_dir"
+            "-DCMAKE_BUILD_RPATH=$rpath"
             "-DGRIDRUN_SYSTEM_PYTHON=$(command -v "$py")")
 [[ -n $nccl_root ]] && cmake_args+=("-DGRIDRUN_NCCL_ROOT=$nccl_root")
-if ! ls /usr/lib/x86_64-linux-gnu/libboost_program_options.so* /usr/lib/libboost_program_options.so* >/dev/null 2>&1; then
+if ! compgen -G "/usr/lib/x86_64-linux-gnu/libboost_program_options.so*" >/dev/null &&
+   ! compgen -G "/usr/lib/libboost_program_options.so*" >/dev/null; then
   ls "$debs"/libboost-program-options*.deb >/dev/null 2>&1 || {
     echo "device-build: no Boost.Program_options here and no .debs in $debs (run --download on a Debian 12 machine)" >&2; exit 2; }
   mkdir -p "$prefix"
@@ -85,7 +105,4 @@ cmake --build "$build" -j "$(nproc)"
 cd "$build"
 # The GPU tests need the real GPU; the unit tests prove the CUDA build did not break the CPU paths
 # (and catch C++ runtime interposition between LibTorch and our binaries).
-rc=0
-ctest -L unit --output-on-failure -j "$(nproc)" --timeout 300 || rc=$?
-ctest -L gpu --output-on-failure --timeout 600 || rc=$?
-exit $rc
+ctest -L 'unit|gpu|cuda_lane' --output-on-failure -j "$(nproc)" --timeout 600

@@ -5,7 +5,8 @@
 #   needs.sh REQ... -- COMMAND [ARG...]   check, then exec COMMAND (its exit code is the test's)
 #   needs.sh REQ...                       check only (for scripts: `needs.sh python3 || exit $?`)
 #
-# REQ is a Debian package name from the table below (what provides the tool), or `root`.
+# REQ is a Debian package name from the table below (what provides the tool), `root`, or
+# `wheel-venv` (the pinned PyTorch wheel in .venv-wheel/, scripts/install-deps.sh --wheel).
 # When one is missing: prints "SKIP: <reason>" and exits 77 (the tests' SKIP_RETURN_CODE). Under
 # CI=true it prints "FAIL: ..." and exits 1 instead when `scripts/install-deps.sh --test` installs
 # that package (CI runs that script first, so a missing tool there is a broken CI, not a reason to
@@ -33,13 +34,16 @@ check() {
       [[ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]] ||
         { echo "no Fashion-MNIST files in /usr/share/datasets/fashion-mnist"; return 1; } ;;
     munge) has_cmds munged munge || { echo "munged/munge not on PATH"; return 1; } ;;
+    wheel-venv)  # the pinned PyTorch wheel environment (scripts/install-deps.sh --wheel)
+      [[ -x $here/../.venv-wheel/bin/python3 ]] && $here/../.venv-wheel/bin/python3 -c "import torch, h5py" >/dev/null 2>&1 ||
+        { echo "no .venv-wheel with torch and h5py"; return 1; } ;;
     root) [[ $(id -u) -eq 0 ]] || { echo "not root (the test starts its own Slurm daemons)"; return 1; } ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac
 }
 
 ci_provides() {
-  [[ "$1" == root ]] && return 0
+  [[ "$1" == root || "$1" == wheel-venv ]] && return 0  # scripts/test.sh runs install-deps.sh --wheel
   bash "$here/../scripts/install-deps.sh" --test --list | grep -qx -- "$1"
 }
 
@@ -63,7 +67,8 @@ for r in "${reqs[@]}"; do
       fi
       exit 1
     fi
-    if [[ "$r" == root ]]; then echo "SKIP: $why"; else echo "SKIP: $why (package $r; scripts/install-deps.sh --test)"; fi
+    if [[ "$r" == root ]]; then echo "SKIP: $why";
+    elif [[ "$r" == wheel-venv ]]; then echo "SKIP: $why (scripts/install-deps.sh --wheel)"; else echo "SKIP: $why (package $r; scripts/install-deps.sh --test)"; fi
     exit 77
   fi
 done

@@ -125,7 +125,17 @@ class NcclCommunicator final : public Communicator {
  public:
   explicit NcclCommunicator(const CommOptions& opts) : opts_(opts), host_comm_(make_mpi(opts)) {
     int ndev = 0;
-    CUDA_CHECK(cudaGetDeviceCount(&ndev));
+    // A CUDA build on a machine without a GPU or driver (CI's CUDA lane, a login node) answers
+    // cudaErrorNoDevice or cudaErrorInsufficientDriver here: that is the job asking for what this
+    // machine lacks, bad input (exit 2) like a hidden device, not a runtime failure.
+    const cudaError_t count_err = cudaGetDeviceCount(&ndev);
+    if (count_err == cudaErrorNoDevice || count_err == cudaErrorInsufficientDriver) {
+      (void)cudaGetLastError();  // clear the sticky error state of the runtime
+      throw BadInput("gridrun-train: device=gpu but " + host_comm_->host() +
+                     " has no usable GPU (CUDA: " + cudaGetErrorString(count_err) +
+                     "); this build runs CPU jobs here");
+    }
+    CUDA_CHECK(count_err);
     if (ndev == 0)
       throw BadInput("gridrun-train: device=gpu but no CUDA device is visible on " +
                      host_comm_->host() + " (CUDA_VISIBLE_DEVICES?)");

@@ -101,13 +101,17 @@ std::string read_file(const std::string& path, const std::string& format) {
 // variance a sample's squared norm is 3072 and the first layer's step at lr 0.1 is 64x what it is
 // on the 48 latent values; mlp and lenet then diverge or stall at ln 10 (measured). At std 1/8 the
 // squared norm is the latent dimension.
-at::Tensor synthetic_images(std::int64_t n, std::int64_t classes, at::Tensor& y,
+// A side other than 32 (DatasetOptions::synthetic_side) upsamples by side / 4 and scales the std by
+// the same factor / 8, which keeps a sample's squared norm at the latent dimension; at 32 the
+// arithmetic is exactly the original (the factor is a power of two).
+at::Tensor synthetic_images(std::int64_t n, std::int64_t classes, std::int64_t side, at::Tensor& y,
                             at::Generator& gen) {
+  const std::int64_t f = side / 4;
   auto proto = at::randn({classes, 3, 4, 4}, gen);
   y = at::randint(0, classes, {n}, gen, at::TensorOptions().dtype(at::kLong));
   auto z = proto.index_select(0, y) + kSyntheticLatentSigma * at::randn({n, 3, 4, 4}, gen);
-  auto x = z.repeat_interleave(8, 2).repeat_interleave(8, 3) + 0.2 * at::randn({n, 3, 32, 32}, gen);
-  return x.sub_(kSyntheticMean).div_(kSyntheticStd);
+  auto x = z.repeat_interleave(f, 2).repeat_interleave(f, 3) + 0.2 * at::randn({n, 3, side, side}, gen);
+  return x.sub_(kSyntheticMean).div_(kSyntheticStd / 8.0f * static_cast<float>(f));
 }
 
 DataSplits make_synthetic(const DatasetOptions& o) {
@@ -118,8 +122,11 @@ DataSplits make_synthetic(const DatasetOptions& o) {
   DataSplits d;
   at::Tensor x, y;
   if (!o.tokens) {
-    x = synthetic_images(n, classes, y, gen);
-    d.input = InputInfo{3, 32, 32, classes, 257, kSyntheticSeqLen};
+    const std::int64_t side = o.synthetic_side;
+    if (side != 8 && side != 16 && side != 32)
+      throw BadInput("synthetic_side must be 8, 16 or 32, not " + std::to_string(side));
+    x = synthetic_images(n, classes, side, y, gen);
+    d.input = InputInfo{3, side, side, classes, 257, kSyntheticSeqLen};
   } else {
     // Token sequences: class c owns 16 tokens (slices of a fixed random permutation of 1..256);
     // each position holds one of the own tokens with probability 1/8, else a token uniform in

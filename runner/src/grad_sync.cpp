@@ -18,6 +18,7 @@
 #include <torch/types.h>
 
 #include <chrono>
+#include <utility>
 
 namespace gridrun::runner {
 
@@ -66,7 +67,10 @@ struct GradSync::Impl {
   std::vector<std::pair<std::size_t, std::size_t>> where;  // param -> (bucket, slot)
   std::vector<at::Tensor> views;                          // param -> its slot of the bucket
   std::vector<bool> got;                                  // param's gradient ready this step
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // keep hooks' nodes alive
+  // Keeps the hooks' nodes alive. The pointer type is whatever grad_accumulator returns:
+  // std::shared_ptr up to LibTorch 2.x (Debian's 1.13), c10::intrusive_ptr in the 2.15 wheel.
+  using NodePtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<at::Tensor>()));
+  std::vector<NodePtr> accumulators;
   std::size_t next_launch = 0;
   bool active = false;
 };

@@ -26,6 +26,7 @@ struct Case {
   const char* model;
   std::int64_t train_samples;  // one epoch = train_samples / 32 steps
   std::int64_t steps;          // optimizer steps in all
+  std::int64_t side = 32;      // synthetic image side (DatasetOptions::synthetic_side)
 };
 
 // ctest names show the model, not the bytes of the case.
@@ -46,6 +47,7 @@ Outcome train(const Case& c, std::int64_t test_samples) {
   d.train_samples = c.train_samples;
   d.test_samples = test_samples;
   d.tokens = is_text_model(c.model);
+  d.synthetic_side = c.side;
   const DataSplits data = make_dataset(d);
   torch::manual_seed(0);  // the job's default seed, as gridrun-train seeds before building
   ModelSpec s;
@@ -89,8 +91,9 @@ class Learns : public ::testing::TestWithParam<Case> {};
 TEST_P(Learns, SyntheticAtDefaultParameters) {
   const Case c = GetParam();
   const Outcome o = train(c, 512);
-  std::printf("%s: %lld steps, last training loss %.3f, test accuracy %.3f\n", c.model,
-              static_cast<long long>(c.steps), o.last_loss, o.test_acc);
+  std::printf("%s: %lld steps on %lldx%lld, last training loss %.3f, test accuracy %.3f\n", c.model,
+              static_cast<long long>(c.steps), static_cast<long long>(c.side),
+              static_cast<long long>(c.side), o.last_loss, o.test_acc);
   EXPECT_LT(o.last_loss, 2.0) << c.model;
   EXPECT_GE(o.test_acc, 0.5) << c.model;
 }
@@ -121,8 +124,8 @@ INSTANTIATE_TEST_SUITE_P(
 // training accuracy while the BatchNorm running statistics catch up).
 INSTANTIATE_TEST_SUITE_P(
     DeepModels, Learns,
-    ::testing::Values(Case{"resnet18", 1024, 96}, Case{"resnet50", 1024, 128},
-                      Case{"densenet121", 1024, 192}),
+    ::testing::Values(Case{"resnet18", 1024, 96}, Case{"resnet50", 1024, 128, 16},
+                      Case{"densenet121", 1024, 192, 16}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
 
 // Every model of the factory is in one of the three suites.

@@ -166,9 +166,12 @@ TEST(Loader, OrderEqualsDirectGet) {
   // Out of order (a caller that skips): still the right batch, the worker restarts there.
   EXPECT_TRUE(loader.get(0, 2).x.equal(Loader::build(*data, direct.indices(0, 2), 0, o.augment).x));
   EXPECT_TRUE(loader.get(0, 3).x.equal(Loader::build(*data, direct.indices(0, 3), 0, o.augment).x));
-  // Without a thread (queue_depth 0) the same batches.
+  // Without a thread (queue_depth 0) the same batches. Its own sampler: `loader`'s worker is still
+  // prefetching through `ahead` (a sampler caches its epoch's permutation and is not thread-safe);
+  // sharing it was a data race that the CUDA lane's timing exposed (wrong batch, 1 run in 1).
   o.queue_depth = 0;
-  Loader sync(data, [&](std::int64_t e, std::int64_t s) { return ahead.indices(e, s); }, o);
+  EpochSampler again(50, 8, 0, 1, 3);
+  Loader sync(data, [&](std::int64_t e, std::int64_t s) { return again.indices(e, s); }, o);
   EXPECT_TRUE(sync.get(2, 1).x.equal(Loader::build(*data, direct.indices(2, 1), 2, o.augment).x));
 }
 

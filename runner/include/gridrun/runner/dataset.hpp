@@ -59,6 +59,10 @@ struct DatasetOptions {
   std::int64_t train_samples = 0;  // 0 = whole split (synthetic: 4096)
   std::int64_t test_samples = 0;   // 0 = whole split (synthetic: 1024)
   bool tokens = false;             // the model takes token ids (synthetic then makes text)
+  // synthetic images only: side in pixels, 8, 16 or 32 (a 4x4 latent upsampled by side / 4). 32
+  // is what a job trains on; tests/runner/test_learns.cpp teaches the deepest nets on 16 to keep
+  // the suite's CPU time in bounds (a quarter of the pixels, a quarter of the work).
+  std::int64_t synthetic_side = 32;
 };
 
 // Throws BadInput for an unknown name or a missing/malformed file.
