@@ -69,14 +69,16 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm, const std::strin
   static const std::regex kSignal("^((R|B|RB|BR):)?[A-Za-z0-9]+(@[0-9]+)?$");
   if (!so.signal.empty() && !std::regex_match(so.signal, kSignal))
     throw std::invalid_argument("--signal: '" + so.signal + "' is not [{R|B}:]SIG[@SECONDS]");
-  for (const auto& a : so.sbatch_args)
-    if (a.empty() || a[0] != '-')
-      throw std::invalid_argument("--sbatch-arg: '" + a + "' is not an sbatch option (starts with -)");
   if (!c.template_file.empty()) {
     const auto text = base::try_read_file(c.template_file);
     if (!text) throw std::invalid_argument("--template: cannot read '" + c.template_file + "'");
     so.template_text = *text;
+    so.template_path = c.template_file;
   }
+  // Everything that lands in a script (names, paths, --sbatch-arg, the template's lines).
+  so.out_dir = s.out_dir;
+  so.grid_file = s.grid_file;
+  slurm::check_script_options(so);
   if (vm.count("node-gpus") && c.node_gpus < 1) throw std::invalid_argument("--node-gpus: must be >= 1");
   if (vm.count("node-cores") && c.node_cores < 1) throw std::invalid_argument("--node-cores: must be >= 1");
   if (!fs::exists(s.grid_file)) throw std::invalid_argument(s.grid_file + ": no such grid file");
@@ -123,7 +125,7 @@ int cmd_submit(const Args& args) {
       ("sbatch-arg", po::value<std::vector<std::string>>(&so.sbatch_args)->composing(),
        "extra '#SBATCH ARG' line in every array script, e.g. --sbatch-arg=--mem=8G (repeatable)")
       ("template", po::value<std::string>(&c.template_file),
-       "file whose lines (site #SBATCH lines, module loads) go into every array script")
+       "file of site lines for every array script: #SBATCH lines first, then commands (module load)")
       ("max-array", po::value<std::size_t>(&c.max_array),
        "tasks per job array at most (default: the cluster's MaxArraySize, else 1000)")
       ("throttle", po::value<std::size_t>(&so.throttle)->default_value(0),

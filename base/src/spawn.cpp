@@ -10,7 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -217,6 +220,77 @@ CapturedRun run_captured(const std::vector<std::string>& argv_s) {
   }
   res.exit_code = child.wait();
   return res;
+}
+
+IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_s) {
+  Fd r, w;
+  make_pipe(r, w);
+  std::fflush(nullptr);  // nothing buffered twice
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // What a crashing library prints itself (glibc's "free(): invalid pointer") is not for the
+    // user: the parent reports the crash in its own words.
+    const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (devnull >= 0) ::dup2(devnull, STDERR_FILENO);
+    std::string msg;
+    int code = 0;
+    try {
+      msg = fn();
+      code = msg.empty() ? 0 : 1;
+    } catch (const std::exception& e) {
+      msg = e.what();
+      code = 1;
+    } catch (...) {
+      msg = "unknown exception";
+      code = 1;
+    }
+    for (std::size_t off = 0; off < msg.size();) {
+      const ssize_t n = ::write(w.get(), msg.data() + off, msg.size() - off);
+      if (n <= 0) break;
+      off += static_cast<std::size_t>(n);
+    }
+    ::_exit(code);
+  }
+  Child child(pid, false);  // SIGKILLed and reaped on every path out of here
+  w.reset();
+  IsolatedRun out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  char buf[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      out.timed_out = true;
+      break;
+    }
+    pollfd p{r.get(), POLLIN, 0};
+    const int pr = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (pr < 0 && errno != EINTR) break;
+    if (pr <= 0) continue;
+    const ssize_t n = ::read(r.get(), buf, sizeof buf);
+    if (n > 0) {
+      out.message.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;  // EOF: the child has exited (or closed the pipe on its way out)
+  }
+  if (out.timed_out) {
+    child.signal(SIGKILL);
+    child.wait();
+    out.message = "did not finish within " + std::to_string(static_cast<int>(timeout_s)) + " s";
+    return out;
+  }
+  const int code = child.wait();
+  if (code >= 128) {  // the child only _exits 0 or 1: anything from 128 is decode()'s signal
+    out.signal = code - 128;
+    out.message = std::string("crashed with signal ") + std::to_string(out.signal) + " (" +
+                  ::strsignal(out.signal) + ")";
+    return out;
+  }
+  out.ok = code == 0;
+  if (!out.ok && out.message.empty()) out.message = "failed with exit code " + std::to_string(code);
+  return out;
 }
 
 }  // namespace gridrun::base

@@ -12,6 +12,7 @@
 #include "gridrun/results/collect.hpp"
 #include "columns.hpp"
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "h5.hpp"
 #include "internal.hpp"
@@ -169,10 +170,35 @@ std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std:
   return out;
 }
 
+namespace {
+// The reading itself (read_index runs it in a forked copy first).
+std::vector<JobRecord> read_index_here(const std::string& results_h5);
+}  // namespace
+
 std::vector<JobRecord> read_index(const std::string& results_h5) {
   h5::Quiet quiet;
   try {
     if (!fs::exists(results_h5)) throw std::runtime_error("no such file");
+    // As read_job: a damaged index that crashes libhdf5 must cost only a forked copy.
+    const base::IsolatedRun trial = base::run_isolated(
+        [&] {
+          read_index_here(results_h5);
+          return std::string();
+        },
+        60);
+    if (!trial.ok)
+      throw std::runtime_error(trial.signal != 0 || trial.timed_out
+                                   ? "damaged: reading it " + trial.message + " inside libhdf5"
+                                   : trial.message);
+    return read_index_here(results_h5);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(results_h5 + ": " + e.what());
+  }
+}
+
+namespace {
+std::vector<JobRecord> read_index_here(const std::string& results_h5) {
+  {
     Id file = H5_OWN(H5Fopen(results_h5.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
     if (!h5::exists(file, "jobs/id")) throw std::runtime_error("not a gridrun results.h5 (no /jobs/id)");
     Id g = H5_OWN(H5Gopen2(file, "jobs", H5P_DEFAULT), H5Gclose);
@@ -214,10 +240,9 @@ std::vector<JobRecord> read_index(const std::string& results_h5) {
       for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) out[k].summary[key] = v[k];
     }
     return out;
-  } catch (const std::exception& e) {
-    throw std::runtime_error(results_h5 + ": " + e.what());
   }
 }
+}  // namespace
 
 CollectResult collect(const CollectOptions& opts, std::ostream& log) {
   fs::path run = opts.run_dir;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/spawn.hpp"
 #include "gridrun/results/reader.hpp"
 #include "columns.hpp"
 #include "h5.hpp"
@@ -218,6 +219,20 @@ JobData read_job(const std::string& path, const ReadOptions& opts) {
   if (!fs::exists(path)) throw std::runtime_error(path + ": no such file");
   h5::Quiet quiet;
   try {
+    if (opts.isolate) {
+      const base::IsolatedRun trial = base::run_isolated(
+          [&] {
+            Id file = open_for_read(path);
+            detail::read_open_job(file, path, opts);
+            return std::string();
+          },
+          opts.isolate_timeout_s);
+      if (!trial.ok) {
+        if (trial.signal != 0 || trial.timed_out)
+          throw std::runtime_error("damaged: reading it " + trial.message + " inside libhdf5");
+        throw std::runtime_error(trial.message);
+      }
+    }
     Id file = open_for_read(path);
     return detail::read_open_job(file, path, opts);
   } catch (const std::exception& e) {

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -208,6 +209,7 @@ class NcclCommunicator final : public Communicator {
   [[noreturn]] void abort(int code, const std::string& why) override {
     if (comm_) comm_->abort();
     host_comm_->abort(code, why);
+    std::abort();  // not reached (MPI_Abort ends the job); says so to a compiler that cannot see it
   }
 
   double timeout_s() const { return opts_.timeout_s; }

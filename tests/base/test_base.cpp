@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 
@@ -210,6 +212,46 @@ TEST(Spawn, EnvironmentEntriesAreReplaced) {
   Child c = spawn(o);
   EXPECT_EQ(c.wait(), 0);
   EXPECT_EQ(read_file(out), "two\n");
+}
+
+// run_isolated: what a crash, an exception, a hang and a clean run each report, and the parent
+// unharmed by all of them (the crash is a real SIGSEGV, as libhdf5's on a bit-flipped file).
+TEST(Spawn, IsolatedRunSurvivesCrashExceptionAndHang) {
+  auto ok = run_isolated([] { return std::string(); }, 10);
+  EXPECT_TRUE(ok.ok);
+  EXPECT_EQ(ok.signal, 0);
+  auto msg = run_isolated([] { return std::string("not a gridrun job file"); }, 10);
+  EXPECT_FALSE(msg.ok);
+  EXPECT_EQ(msg.message, "not a gridrun job file");
+  auto thrown = run_isolated([]() -> std::string { throw std::runtime_error("bad row count"); }, 10);
+  EXPECT_FALSE(thrown.ok);
+  EXPECT_EQ(thrown.message, "bad row count");
+  auto crash = run_isolated(
+      [] {
+        std::signal(SIGSEGV, SIG_DFL);
+        std::raise(SIGSEGV);
+        return std::string();
+      },
+      10);
+  EXPECT_FALSE(crash.ok);
+  EXPECT_EQ(crash.signal, SIGSEGV);
+  EXPECT_NE(crash.message.find("signal 11"), std::string::npos) << crash.message;
+  auto abort_free = run_isolated(
+      [] {
+        std::abort();
+        return std::string();
+      },
+      10);
+  EXPECT_EQ(abort_free.signal, SIGABRT);
+  // A hang is cut at the timeout and the copy is gone (pause() never returns on its own).
+  auto hang = run_isolated(
+      [] {
+        for (;;) ::pause();
+        return std::string();
+      },
+      0.3);
+  EXPECT_FALSE(hang.ok);
+  EXPECT_TRUE(hang.timed_out);
 }
 
 TEST(Host, FactsAreReadable) {

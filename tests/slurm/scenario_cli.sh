@@ -40,6 +40,31 @@ grid:
 YAML
 expect_exit 2 "rnaks" "$BIN/gridrun" submit bad.yaml --slurm --out runs
 [[ ! -e runs/bad ]] || fail "a bad grid left runs/bad behind"
+# Script injection (issue 24): each value below would have put shell code or a broken line into
+# the scripts; each exits 2 naming the flag, and writes no script and no run directory.
+printf '#SBATCH --mem=1G\nmodule load x\n#SBATCH --exclusive\n' >late.txt
+printf '#SBATCH --mem=1G\n\033[2Jecho\n' >ctl.txt
+injections=(
+  "--sbatch-arg|--sbatch-arg=--mem=1G"$'\n'"touch /tmp/gridrun-injected"
+  "--partition|--partition=x; y"
+  "--partition|--partition=debug"$'\n'"touch /tmp/gridrun-injected"
+  "--account|--account=a b"
+  "--qos|--qos=\$(id)"
+  "--constraint|--constraint=gpu#x"
+  "--time|--time=1:00:00"$'\n'"x"
+  "--train-bin|--train-bin=/opt/t"$'\n'"rm -rf /"
+  "--out|--out=runs"$'\n'"x"
+  "--sbatch-arg|--sbatch-arg=--array=0-3"
+  "late.txt:3|--template=late.txt"
+  "ctl.txt:2|--template=ctl.txt"
+)
+for case in "${injections[@]}"; do
+  out=(--out inj)
+  [[ ${case%%|*} == --out ]] && out=()
+  expect_exit 2 "${case%%|*}" "$BIN/gridrun" submit grid.yaml --slurm "${out[@]}" --dry-run "${case#*|}"
+  [[ ! -e inj && ! -e runs$'\n'x ]] || fail "'${case#*|}' left files behind"
+done
+[[ ! -e /tmp/gridrun-injected ]] || fail "an injected command ran"
 printf '#SBATCH --mail-type=FAIL\nmodule load openmpi\n' >site.txt
 expect_exit 0 "nothing submitted" "$BIN/gridrun" submit grid.yaml --slurm --out runs --dry-run \
   --partition debug --template site.txt --sbatch-arg=--mem=1G --max-array 1
@@ -47,6 +72,10 @@ grep -q "#SBATCH --partition=debug" out.txt || fail "dry run did not print the s
 [[ $(ls runs/cli/slurm/s1-a*.sbatch | wc -l) -eq 2 ]] || fail "expected 2 array scripts"
 grep -q "module load openmpi" runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch || fail "template missing"
 grep -q "#SBATCH --mem=1G" runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch || fail "--sbatch-arg missing"
+# sbatch reads directives only up to the first command: every #SBATCH line (the template's and
+# --sbatch-arg's) must come before the template's 'module load'.
+awk '/^#SBATCH/ && cmd {bad=1} /^[^#]/ && NF {cmd=1} END {exit bad}' runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch ||
+  fail "an #SBATCH line follows a command: sbatch would ignore it"
 [[ ! -e runs/cli/slurm/submitted.tsv ]] || fail "dry run recorded a submission"
 bash -n runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch || fail "generated script is not valid bash"
 expect_exit 0 "2 pending" "$BIN/gridrun" status runs/cli

@@ -115,6 +115,9 @@ TEST(SlurmScripts, GpuWithSiteLinesThrottleAndMpirun) {
   EXPECT_NE(s.find("LAUNCHER=mpirun\n"), std::string::npos);
   // site lines come after gridrun's, so they override them
   EXPECT_LT(s.find("#SBATCH --requeue"), s.find("#SBATCH --mem=32G"));
+  // ... and every #SBATCH line before the template's first command: sbatch reads none after it
+  EXPECT_LT(s.find("#SBATCH --mem=32G"), s.find("module load openmpi"));
+  EXPECT_LT(s.find("#SBATCH --mail-type=FAIL"), s.find("module load openmpi"));
   check_golden("gpu", render(set));
 }
 
@@ -181,6 +184,65 @@ TEST(SlurmScripts, BadOptionsNameTheFlag) {
   o = base_options();
   o.max_array = 0;
   EXPECT_THROW(slurm::generate_scripts({make_job("x", 0, "cpu", 1, 1)}, {}, o), std::invalid_argument);
+}
+
+// Issue 24: every value that lands in a script is checked; each case names its flag.
+TEST(SlurmScripts, InjectedValuesAreRejectedNamingTheFlag) {
+  struct Case {
+    const char* flag;
+    void (*set)(slurm::ScriptOptions&);
+  };
+  const Case cases[] = {
+      {"--sbatch-arg", [](slurm::ScriptOptions& o) { o.sbatch_args = {"--mem=1G\ntouch /tmp/x"}; }},
+      {"--sbatch-arg", [](slurm::ScriptOptions& o) { o.sbatch_args = {"mem=1G"}; }},
+      {"--sbatch-arg", [](slurm::ScriptOptions& o) { o.sbatch_args = {"--array=0-9"}; }},
+      {"--partition", [](slurm::ScriptOptions& o) { o.partition = "x; y"; }},
+      {"--partition", [](slurm::ScriptOptions& o) { o.partition = "x\ny"; }},
+      {"--account", [](slurm::ScriptOptions& o) { o.account = "$(id)"; }},
+      {"--qos", [](slurm::ScriptOptions& o) { o.qos = "a b"; }},
+      {"--constraint", [](slurm::ScriptOptions& o) { o.constraint = "gpu#x"; }},
+      {"--time", [](slurm::ScriptOptions& o) { o.default_time = "1:00\n"; }},
+      {"--train-bin", [](slurm::ScriptOptions& o) { o.train_bin = "/t\rx"; }},
+      {"--out", [](slurm::ScriptOptions& o) { o.out_dir = "/r\nx"; }},
+      {"--template t.txt:3", [](slurm::ScriptOptions& o) {
+         o.template_path = "t.txt";
+         o.template_text = "#SBATCH --mem=1G\nmodule load x\n#SBATCH --exclusive\n";
+       }},
+      {"--template t.txt:2", [](slurm::ScriptOptions& o) {
+         o.template_path = "t.txt";
+         o.template_text = "# ok\nmodule load \x1b[2J\n";
+       }},
+  };
+  for (const auto& c : cases) {
+    auto o = base_options();
+    c.set(o);
+    try {
+      slurm::check_script_options(o);
+      ADD_FAILURE() << c.flag << ": accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(c.flag), std::string::npos) << e.what();
+    }
+  }
+  // What a site really writes passes: lists, constraint expressions, a template with commands.
+  auto o = base_options();
+  o.partition = "gpu,gpu-long";
+  o.constraint = "[rack1|rack2]&a100*2";
+  o.template_text = "#SBATCH --mail-type=FAIL\n\n# site\nmodule load openmpi\nexport X=1\n";
+  EXPECT_NO_THROW(slurm::check_script_options(o));
+}
+
+// A run directory with a space or '#' is quoted for sbatch on the --output line (sbatch would end
+// the value there) and for the shell on the comment lines.
+TEST(SlurmScripts, PathsWithSpacesAreQuoted) {
+  auto o = base_options();
+  o.run_dir = "/work/my runs/golden#1";
+  o.grid_file = "/work/my grids/g.yaml";
+  auto set = slurm::generate_scripts({make_job("c00000000001", 0, "cpu", 1, 1, "10")}, {}, o);
+  const auto& s = set.arrays.at(0).script;
+  EXPECT_NE(s.find("#SBATCH --output=\"/work/my runs/golden#1/logs/slurm-%A_%a.out\"\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("#   '/work/my grids/g.yaml'\n"), std::string::npos) << s;
+  EXPECT_NE(set.collect_script.find("--output=\"/work/my runs/golden#1/logs/collect-%j.out\""),
+            std::string::npos);
 }
 
 TEST(SlurmParsers, ScontrolExpandsPendingArrayRecords) {

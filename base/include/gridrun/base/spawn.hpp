@@ -6,6 +6,7 @@
 // that no fd or zombie is left on any path, exceptions included.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,5 +57,19 @@ struct CapturedRun {
 };
 // Runs argv with stdin from /dev/null, captures stdout and stderr separately, waits.
 CapturedRun run_captured(const std::vector<std::string>& argv);
+
+// Runs `fn` in a forked copy of this process and reports how it ended, so that code which may
+// crash on hostile input (libhdf5 1.10 on a bit-flipped file: SIGSEGV, abort in free()) takes only
+// the copy down. The one place gridrun forks without exec: the point is to run the same library
+// code on the same data, isolated. `fn` returns "" for success or a message; an exception in it is
+// a failure with its what(). The child never returns: it _exits after fn (no atexit handlers, no
+// flushing of the parent's buffers) and is SIGKILLed past `timeout_s`.
+struct IsolatedRun {
+  bool ok = false;
+  int signal = 0;          // the signal that ended the child (crash), else 0
+  bool timed_out = false;
+  std::string message;     // fn's message or what(), or what went wrong
+};
+IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_s);
 
 }  // namespace gridrun::base

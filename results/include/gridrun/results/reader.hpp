@@ -71,10 +71,18 @@ struct JobData {
 
 struct ReadOptions {
   bool tables = true;                            // false: attributes and /summary only (fast)
+  // Read the file once in a forked copy first (base::run_isolated) and trust it only if that copy
+  // ended cleanly. libhdf5 1.10.8 can crash (SIGSEGV, abort in free()) on a file with a few
+  // flipped bytes that passes H5Fis_hdf5 and H5Fopen; a crash then becomes this function's
+  // "damaged" error instead of the end of `run`, `status`, `collect` or `report` (docs/results.md,
+  // "Damaged files"). False only for files this process has just written itself.
+  bool isolate = true;
+  double isolate_timeout_s = 60;                 // a read that hangs this long is damaged too
 };
 
 // Reads a job file (.h5 or .h5.partial, live or left by a dead writer). Throws std::runtime_error
-// naming the path when it is missing, not HDF5, or not a gridrun job file.
+// naming the path when it is missing, not HDF5, not a gridrun job file, or when reading it crashed
+// or hung the isolated copy (see ReadOptions::isolate).
 JobData read_job(const std::string& path, const ReadOptions& opts = {});
 
 // The `status` attribute of a job file ("running", "completed", "failed", "interrupted",

@@ -59,7 +59,10 @@ struct ScriptOptions {
   std::string partition, account, qos, constraint;
   std::string default_time;              // --time: for jobs whose time_limit is empty
   std::vector<std::string> sbatch_args;  // extra "#SBATCH <arg>" lines, after the template
-  std::string template_text;             // contents of --template, inserted verbatim
+  std::string template_text;             // contents of --template (checked by check_script_options):
+                                         // its #SBATCH/comment lines join the header, the rest
+                                         // follows every #SBATCH line
+  std::string template_path;             // the --template file, for messages
   std::size_t max_array = 1000;          // tasks per array at most
   std::size_t throttle = 0;              // %N: tasks of one array running at once; 0 = no limit
   std::string launcher = "srun";         // srun | mpirun
@@ -80,6 +83,13 @@ struct ScriptSet {
   std::vector<ArrayScript> arrays;
   std::string collect_path, collect_script;     // submitted with --dependency=afterany:<ids>
 };
+
+// Every value that lands in a generated script, checked before anything is written: no control
+// character in any flag or path (a newline would turn the rest of a #SBATCH or comment line into
+// shell code); partition, account, QoS and constraint in Slurm's own character sets; --sbatch-arg
+// an option; --template plain lines with every #SBATCH before the first command. Throws
+// std::invalid_argument naming the flag (and the template's line). generate_scripts calls it too.
+void check_script_options(const ScriptOptions& opts);
 
 // Groups `jobs` (in grid order) by shape into arrays split at max_array, appends one array per
 // packed time limit for `bundles`, and renders every file. Throws std::invalid_argument on a bad
