@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Prints the counts of a ctest run from its JUnit file (`ctest --output-junit FILE`): passed,
 failed, and skipped grouped by reason. The reason is the test's own last "SKIP: ..." line
-(tests/needs.sh and the scenarios print one), else what ctest recorded. A test ctest did not run
+(tests/needs.sh and the scenarios print one), else the message of a GoogleTest GTEST_SKIP, else
+what ctest recorded. A test ctest did not run
 for another cause (missing executable, failed fixture) is counted as failed, as ctest counts it.
 
     ctest-summary.py JUNIT.xml [JUNIT.xml ...]   (several: the lanes of scripts/test.sh, added up)
@@ -23,6 +24,11 @@ def skip_reason(case, message):
     lines = [l.strip() for l in out.splitlines() if l.strip().startswith("SKIP:")]
     if lines:
         return lines[-1][len("SKIP:"):].strip()
+    # GoogleTest's GTEST_SKIP() << "why": a "FILE:LINE: Skipped" line, then the message.
+    all_lines = out.splitlines()
+    for i, l in enumerate(all_lines[:-1]):
+        if l.rstrip().endswith(": Skipped") and all_lines[i + 1].strip():
+            return all_lines[i + 1].strip()
     return message or "no reason given"
 
 

@@ -4,6 +4,9 @@
 //  2. UtilProbe::sample(): cost of one sample (1 rank, no GPU here), and the share of one core it
 //     takes at 10 Hz (budget: < 0.5 % of step time); plus a fixed CPU workload timed with and
 //     without a 10 Hz UtilSampler thread (ratio, same run).
+//  3. read_job of a finished job file (2,000 step rows, 1 rank) with the forked-copy check
+//     (ReadOptions::isolate, issue 24) against the same read without it: per file, summary only
+//     (what `run` and `status` read) and whole (what `collect` and `report` read).
 // Each figure is the median of --runs (default 7) repetitions.
 #include <unistd.h>
 
@@ -114,6 +117,40 @@ int main(int argc, char** argv) {
   }
   std::printf("workload %.3f s without sampler, %.3f s with a 10 Hz sampler: ratio %.4f\n", median(off),
               median(on), median(on) / median(off));
+
+  {
+    JobFileInfo info;
+    info.id = "readme";
+    info.params = gridrun::jobs::job_params_from_json("{\"model\":\"mlp\"}");
+    info.ranks = 1;
+    auto w = JobWriter::create(dir, info);
+    StepRow r;
+    r.rank_step_s.assign(1, 0.1);
+    for (int i = 0; i < 2000; ++i) {
+      r.step = i;
+      r.wall_s = i * 0.1;
+      w->append_step(r);
+    }
+    w->finish(Status::Completed, "bench", {});
+  }
+  const std::string file = dir + "/readme.h5";
+  for (bool tables : {false, true}) {
+    std::vector<double> plain, isolated;
+    for (int k = 0; k < runs; ++k) {
+      for (bool iso : {false, true}) {
+        ReadOptions ro;
+        ro.tables = tables;
+        ro.isolate = iso;
+        const int n = 50;
+        auto t0 = Clock::now();
+        for (int i = 0; i < n; ++i) read_job(file, ro);
+        (iso ? isolated : plain).push_back(seconds_since(t0) * 1e3 / n);
+      }
+    }
+    std::printf("read_job %s: %.3f ms plain, %.3f ms with the forked-copy check: ratio %.2f\n",
+                tables ? "whole file (2,000 step rows)" : "summary only", median(plain), median(isolated),
+                median(isolated) / median(plain));
+  }
   fs::remove_all(dir);
   return 0;
 }

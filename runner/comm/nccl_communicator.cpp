@@ -132,7 +132,7 @@ class NcclCommunicator final : public Communicator {
     const cudaError_t count_err = cudaGetDeviceCount(&ndev);
     if (count_err == cudaErrorNoDevice || count_err == cudaErrorInsufficientDriver) {
       (void)cudaGetLastError();  // clear the sticky error state of the runtime
-      throw BadInput("gridrun-train: device=gpu but " + host_comm_->host() +
+      throw BadInput("device=gpu but " + host_comm_->host() +
                      " has no usable GPU (CUDA: " + cudaGetErrorString(count_err) +
                      "); this build runs CPU jobs here");
     }

@@ -110,7 +110,7 @@ def gpu_count():
 
 def case_gpu_share():
     if gpu_count() < 1:
-        print("SKIP: needs a GPU (nvidia-smi lists none)")
+        print("SKIP: no GPU: nvidia-smi lists none")
         sys.exit(77)
     g = write("share.yaml", """name: share
 defaults:

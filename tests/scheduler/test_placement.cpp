@@ -362,7 +362,7 @@ TEST(GpuSharing, OutOfRangeIsBadInput) {
 // On a machine with GPUs the detected devices become one slot each by default (label gpu too).
 TEST(GpuSharing, DetectedGpusArePlaceable) {
   const Cluster c = resolve_cluster(ResourceOptions{});
-  if (c.nodes.empty() || c.nodes[0].gpus.empty()) GTEST_SKIP() << "no GPU detected (" << c.source << ")";
+  if (c.nodes.empty() || c.nodes[0].gpus.empty()) GTEST_SKIP() << "no GPU: none detected (" << c.source << ")";
   ClusterState st(c);
   Request one;
   one.gpus = 1;
