@@ -9,12 +9,14 @@ Prints steady-state global samples/s (rank 0).
 """
 import os
 import sys
-import time
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_reference import timed_sgd  # noqa: E402  (the one timed loop of the references)
 
 
 class Mlp(nn.Module):
@@ -48,25 +50,9 @@ def main():
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
     model = nn.parallel.DistributedDataParallel({"mlp": Mlp, "lenet": LeNet}[model_name]())
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    gen = torch.Generator().manual_seed(rank)
-    data = torch.randn(4096, 3, 32, 32, generator=gen)
-    labels = torch.randint(0, 10, (4096,), generator=gen)
-    t0 = None
-    for s in range(warmup + steps):
-        if s == warmup:
-            dist.barrier()
-            t0 = time.perf_counter()
-        idx = torch.randint(0, 4096, (batch,), generator=gen)
-        loss = F.cross_entropy(model(data[idx]), labels[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        loss.item()
-    dist.barrier()
-    secs = time.perf_counter() - t0
+    rate = timed_sgd(model, (3, 32, 32), 4096, batch, steps, warmup, rank, world, dist)
     if rank == 0:
-        print(f"{steps * batch * world / secs:.3f}")
+        print(f"{rate:.3f}")
     dist.destroy_process_group()
 
 

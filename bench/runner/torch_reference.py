@@ -59,6 +59,31 @@ class ResNet18(nn.Module):
         return self.fc(self.body(F.pad(x, (2, 2, 2, 2))).mean((2, 3)))
 
 
+def timed_sgd(model, shape, n, batch, steps, warmup, rank, world, dist=None):
+    """Global samples/s of `steps` SGD steps (momentum 0.9) after `warmup`, on n random samples of
+    `shape` drawn per rank, timed between barriers when `dist` (torch.distributed) is given. Also
+    used by ddp_reference.py: one timed loop for every PyTorch reference."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    gen = torch.Generator().manual_seed(rank)
+    data = torch.randn(n, *shape, generator=gen)
+    labels = torch.randint(0, 10, (n,), generator=gen)
+    t0 = None
+    for s in range(warmup + steps):
+        if s == warmup:
+            if dist:
+                dist.barrier()
+            t0 = time.perf_counter()
+        idx = torch.randint(0, n, (batch,), generator=gen)
+        loss = F.cross_entropy(model(data[idx]), labels[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+    if dist:
+        dist.barrier()
+    return steps * batch * world / (time.perf_counter() - t0)
+
+
 def main():
     name, batch, steps, warmup, port = sys.argv[1], *map(int, sys.argv[2:6])
     rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
@@ -73,27 +98,9 @@ def main():
         os.environ["MASTER_PORT"] = str(port)
         dist.init_process_group("gloo", rank=rank, world_size=world)
         model = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    gen = torch.Generator().manual_seed(rank)
-    data = torch.randn(2048, 1, 28, 28, generator=gen)
-    labels = torch.randint(0, 10, (2048,), generator=gen)
-    t0 = None
-    for s in range(warmup + steps):
-        if s == warmup:
-            if dist:
-                dist.barrier()
-            t0 = time.perf_counter()
-        idx = torch.randint(0, 2048, (batch,), generator=gen)
-        loss = F.cross_entropy(model(data[idx]), labels[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        loss.item()
-    if dist:
-        dist.barrier()
-    secs = time.perf_counter() - t0
+    rate = timed_sgd(model, (1, 28, 28), 2048, batch, steps, warmup, rank, world, dist)
     if rank == 0:
-        print(f"{steps * batch * world / secs:.3f}")
+        print(f"{rate:.3f}")
     if dist:
         dist.destroy_process_group()
 

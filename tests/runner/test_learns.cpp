@@ -109,9 +109,14 @@ INSTANTIATE_TEST_SUITE_P(
 // 0.316 / 0.830 (72 s), vgg16 0.506 / 0.750 (105 s), alexnet 1.155 / 0.703 (142 s). lenet is
 // the marginal one: the same run in PyTorch over seeds 0-7 ends above 0.5 test accuracy for 7 of
 // 8 (seed 5: 2.04 / 0.43); the test uses the job's default seed 0.
+// lenet runs 192 steps since 2026-11-25: at lr 0.1 / momentum 0.9 and without normalisation it
+// learns in its first ~150 steps (loss 0.63 / batch accuracy 0.81 at step 160) and then turns
+// unstable, the loss climbing back towards ln 10 and falling again. Where step 640 lands in that
+// is up to the CPU's rounding: 1.25 / 0.664 on the Intel VM, 1.981 / 0.451 (a failure) on an AMD
+// EPYC CI machine (no AVX-512: other OpenBLAS kernels). At 192 steps: 0.890 / 0.709 on the EPYC.
 INSTANTIATE_TEST_SUITE_P(
     SlowModels, Learns,
-    ::testing::Values(Case{"lenet", 4096, 640}, Case{"vgg11", 1024, 96}, Case{"vgg16", 1024, 96},
+    ::testing::Values(Case{"lenet", 4096, 192}, Case{"vgg11", 1024, 96}, Case{"vgg16", 1024, 96},
                       Case{"alexnet", 2048, 192}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
 
