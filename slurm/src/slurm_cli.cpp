@@ -2,6 +2,7 @@
 #include "gridrun/slurm/slurm_cli.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 
@@ -66,6 +67,10 @@ std::vector<std::vector<std::string>> pipe_records(const std::string& text, std:
 
 }  // namespace
 
+namespace {
+constexpr int kMaxSlurmTaskId = 4'000'000;
+}  // namespace
+
 std::vector<int> expand_task_range(const std::string& range) {
   std::vector<int> out;
   std::string r = range.substr(0, range.find('%'));
@@ -83,8 +88,11 @@ std::vector<int> expand_task_range(const std::string& range) {
           step = std::max(1, std::stoi(rest.substr(colon + 1)));
           rest = rest.substr(0, colon);
         }
-        int b = std::stoi(rest);
-        for (int i = a; i <= b; i += step) out.push_back(i);
+        const int b = std::stoi(rest);
+        // No Slurm task id exceeds MaxArraySize's ceiling (4,000,001 in slurm.conf(5)): a larger
+        // bound is damaged text, and `i += step` up to INT_MAX would overflow (found by fuzzing).
+        if (a < 0 || b > kMaxSlurmTaskId) continue;
+        for (std::int64_t i = a; i <= b; i += step) out.push_back(static_cast<int>(i));
       }
     } catch (const std::exception&) {
       // A range form we do not know: skip it rather than guess.

@@ -279,6 +279,11 @@ TEST(SlurmParsers, SqueueSacctAndConfig) {
   EXPECT_EQ(slurm::parse_max_array_size("KillWait = 5 sec\nMaxArraySize            = 1001\n"), 1001u);
   EXPECT_FALSE(slurm::parse_max_array_size("KillWait = 5 sec\n").has_value());
   EXPECT_EQ(slurm::expand_task_range("1,4,7-9%3"), (std::vector<int>{1, 4, 7, 8, 9}));
+  // Bounds no Slurm can have are damaged text, skipped (before: INT_MAX made `i += step` overflow
+  // and loop for ever; found by bench/fuzz/run.sh slurm_text).
+  EXPECT_EQ(slurm::expand_task_range("0-2147483647"), std::vector<int>{});
+  EXPECT_EQ(slurm::expand_task_range("3,-5-2,4000001-4000002"), std::vector<int>{3});
+  EXPECT_EQ(slurm::expand_task_range("3999999-4000000"), (std::vector<int>{3999999, 4000000}));
 }
 
 TEST(SlurmParsers, StateMapping) {
