@@ -64,8 +64,6 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm, const std::strin
     if (c.max_array < 1) throw std::invalid_argument("--max-array: must be >= 1");
     s.max_array = c.max_array;
   }
-  if (so.launcher != "srun" && so.launcher != "mpirun")
-    throw std::invalid_argument("--launcher: '" + so.launcher + "' is not one of srun, mpirun");
   static const std::regex kSignal("^((R|B|RB|BR):)?[A-Za-z0-9]+(@[0-9]+)?$");
   if (!so.signal.empty() && !std::regex_match(so.signal, kSignal))
     throw std::invalid_argument("--signal: '" + so.signal + "' is not [{R|B}:]SIG[@SECONDS]");

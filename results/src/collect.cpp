@@ -12,7 +12,6 @@
 #include "gridrun/results/collect.hpp"
 #include "columns.hpp"
 #include "gridrun/base/fs.hpp"
-#include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "h5.hpp"
 #include "internal.hpp"
@@ -172,7 +171,49 @@ std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std:
 
 namespace {
 // The reading itself (read_index runs it in a forked copy first).
-std::vector<JobRecord> read_index_here(const std::string& results_h5);
+std::vector<JobRecord> read_index_here(const std::string& results_h5) {
+  Id file = H5_OWN(H5Fopen(results_h5.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!h5::exists(file, "jobs/id")) throw std::runtime_error("not a gridrun results.h5 (no /jobs/id)");
+  Id g = H5_OWN(H5Gopen2(file, "jobs", H5P_DEFAULT), H5Gclose);
+  std::vector<JobRecord> out = detail::read_whole_table(g, detail::index_columns());
+  Id pg = H5_OWN(H5Gopen2(g, "params", H5P_DEFAULT), H5Gclose);
+  // Columns of parameters this version does not know (an index written by a newer gridrun)
+  // are left out; a job with no value in any column has no parameters.
+  std::vector<bool> seen(out.size(), false);
+  std::vector<gj::JobParams> params(out.size());
+  for (const auto& key : h5::list_group(pg)) {
+    const gj::ParamSpec* spec = gj::find_param(key);
+    if (!spec) continue;
+    Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);
+    Id type = H5_OWN(H5Dget_type(ds), H5Tclose);
+    if (H5Tget_class(type) == H5T_STRING) {
+      auto v = h5::read_strings(ds);
+      for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) {
+        if (v[k].empty() && spec->type != gj::Type::String) continue;
+        gj::set_param(params[k], key, v[k]);
+        seen[k] = seen[k] || !v[k].empty();
+      }
+    } else {
+      auto v = h5::read_doubles(ds, out.size());
+      for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) {
+        if (std::isnan(v[k])) continue;
+        seen[k] = true;
+        if (spec->type == gj::Type::Bool) gj::set_param(params[k], key, v[k] != 0);
+        else if (spec->type == gj::Type::Int) gj::set_param(params[k], key, static_cast<std::int64_t>(v[k]));
+        else gj::set_param(params[k], key, v[k]);
+      }
+    }
+  }
+  for (std::size_t k = 0; k < out.size(); ++k)
+    if (seen[k]) out[k].params = std::move(params[k]);
+  Id sg = H5_OWN(H5Gopen2(g, "summary", H5P_DEFAULT), H5Gclose);
+  for (const auto& key : h5::list_group(sg)) {
+    Id ds = H5_OWN(H5Dopen2(sg, key.c_str(), H5P_DEFAULT), H5Dclose);
+    auto v = h5::read_doubles(ds, out.size());
+    for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) out[k].summary[key] = v[k];
+  }
+  return out;
+}
 }  // namespace
 
 std::vector<JobRecord> read_index(const std::string& results_h5) {
@@ -180,69 +221,12 @@ std::vector<JobRecord> read_index(const std::string& results_h5) {
   try {
     if (!fs::exists(results_h5)) throw std::runtime_error("no such file");
     // As read_job: a damaged index that crashes libhdf5 must cost only a forked copy.
-    const base::IsolatedRun trial = base::run_isolated(
-        [&] {
-          read_index_here(results_h5);
-          return std::string();
-        },
-        60);
-    if (!trial.ok)
-      throw std::runtime_error(trial.signal != 0 || trial.timed_out
-                                   ? "damaged: reading it " + trial.message + " inside libhdf5"
-                                   : trial.message);
+    detail::read_in_forked_copy([&] { read_index_here(results_h5); }, 60);
     return read_index_here(results_h5);
   } catch (const std::exception& e) {
     throw std::runtime_error(results_h5 + ": " + e.what());
   }
 }
-
-namespace {
-std::vector<JobRecord> read_index_here(const std::string& results_h5) {
-  {
-    Id file = H5_OWN(H5Fopen(results_h5.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-    if (!h5::exists(file, "jobs/id")) throw std::runtime_error("not a gridrun results.h5 (no /jobs/id)");
-    Id g = H5_OWN(H5Gopen2(file, "jobs", H5P_DEFAULT), H5Gclose);
-    std::vector<JobRecord> out = detail::read_whole_table(g, detail::index_columns());
-    Id pg = H5_OWN(H5Gopen2(g, "params", H5P_DEFAULT), H5Gclose);
-    // Columns of parameters this version does not know (an index written by a newer gridrun)
-    // are left out; a job with no value in any column has no parameters.
-    std::vector<bool> seen(out.size(), false);
-    std::vector<gj::JobParams> params(out.size());
-    for (const auto& key : h5::list_group(pg)) {
-      const gj::ParamSpec* spec = gj::find_param(key);
-      if (!spec) continue;
-      Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);
-      Id type = H5_OWN(H5Dget_type(ds), H5Tclose);
-      if (H5Tget_class(type) == H5T_STRING) {
-        auto v = h5::read_strings(ds);
-        for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) {
-          if (v[k].empty() && spec->type != gj::Type::String) continue;
-          gj::set_param(params[k], key, v[k]);
-          seen[k] = seen[k] || !v[k].empty();
-        }
-      } else {
-        auto v = h5::read_doubles(ds, out.size());
-        for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) {
-          if (std::isnan(v[k])) continue;
-          seen[k] = true;
-          if (spec->type == gj::Type::Bool) gj::set_param(params[k], key, v[k] != 0);
-          else if (spec->type == gj::Type::Int) gj::set_param(params[k], key, static_cast<std::int64_t>(v[k]));
-          else gj::set_param(params[k], key, v[k]);
-        }
-      }
-    }
-    for (std::size_t k = 0; k < out.size(); ++k)
-      if (seen[k]) out[k].params = std::move(params[k]);
-    Id sg = H5_OWN(H5Gopen2(g, "summary", H5P_DEFAULT), H5Gclose);
-    for (const auto& key : h5::list_group(sg)) {
-      Id ds = H5_OWN(H5Dopen2(sg, key.c_str(), H5P_DEFAULT), H5Dclose);
-      auto v = h5::read_doubles(ds, out.size());
-      for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) out[k].summary[key] = v[k];
-    }
-    return out;
-  }
-}
-}  // namespace
 
 CollectResult collect(const CollectOptions& opts, std::ostream& log) {
   fs::path run = opts.run_dir;

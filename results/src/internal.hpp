@@ -3,6 +3,7 @@
 
 #include <hdf5.h>
 
+#include <functional>
 #include <string>
 
 #include "gridrun/results/reader.hpp"
@@ -11,5 +12,10 @@ namespace gridrun::results::detail {
 
 // Reads a job from an already-open file id (used by the reader and by JobWriter::finish).
 JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& opts);
+
+// Runs `read` once in a forked copy (base::run_isolated) and throws std::runtime_error unless it
+// ended cleanly: "damaged: reading it crashed with signal N (...) inside libhdf5" for a crash or a
+// hang, else the read's own message. read_job and read_index call it before reading for real.
+void read_in_forked_copy(const std::function<void()>& read, double timeout_s);
 
 }  // namespace gridrun::results::detail

@@ -169,6 +169,19 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
   return j;
 }
 
+void read_in_forked_copy(const std::function<void()>& read, double timeout_s) {
+  const base::IsolatedRun trial = base::run_isolated(
+      [&] {
+        read();
+        return std::string();
+      },
+      timeout_s);
+  if (trial.ok) return;
+  if (trial.signal != 0 || trial.timed_out)
+    throw std::runtime_error("damaged: reading it " + trial.message + " inside libhdf5");
+  throw std::runtime_error(trial.message);
+}
+
 }  // namespace detail
 
 namespace {
@@ -219,20 +232,9 @@ JobData read_job(const std::string& path, const ReadOptions& opts) {
   if (!fs::exists(path)) throw std::runtime_error(path + ": no such file");
   h5::Quiet quiet;
   try {
-    if (opts.isolate) {
-      const base::IsolatedRun trial = base::run_isolated(
-          [&] {
-            Id file = open_for_read(path);
-            detail::read_open_job(file, path, opts);
-            return std::string();
-          },
-          opts.isolate_timeout_s);
-      if (!trial.ok) {
-        if (trial.signal != 0 || trial.timed_out)
-          throw std::runtime_error("damaged: reading it " + trial.message + " inside libhdf5");
-        throw std::runtime_error(trial.message);
-      }
-    }
+    if (opts.isolate)
+      detail::read_in_forked_copy([&] { detail::read_open_job(open_for_read(path), path, opts); },
+                                  opts.isolate_timeout_s);
     Id file = open_for_read(path);
     return detail::read_open_job(file, path, opts);
   } catch (const std::exception& e) {

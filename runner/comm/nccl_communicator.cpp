@@ -138,7 +138,7 @@ class NcclCommunicator final : public Communicator {
     }
     CUDA_CHECK(count_err);
     if (ndev == 0)
-      throw BadInput("gridrun-train: device=gpu but no CUDA device is visible on " +
+      throw BadInput("device=gpu but no CUDA device is visible on " +
                      host_comm_->host() + " (CUDA_VISIBLE_DEVICES?)");
     device_ = host_comm_->local_rank() % ndev;
     CUDA_CHECK(cudaSetDevice(device_));

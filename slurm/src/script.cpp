@@ -95,14 +95,20 @@ void sbatch_line(std::string& out, const std::string& arg) {
   out += '\n';
 }
 
+// A --template line that is a command (not blank, not a comment or #SBATCH directive): sbatch
+// reads no directive after the first one.
+bool is_template_command(const std::string& line) {
+  const std::string t = base::trim(line);
+  return !t.empty() && t[0] != '#';
+}
+
 // --template text cut before its first command line: {directives and comments, the rest}, each
 // ending in a newline when not empty.
 std::pair<std::string, std::string> split_template(const std::string& text) {
   std::pair<std::string, std::string> out;
   bool command_seen = false;
   for (const auto& line : base::split(text, '\n')) {
-    const std::string t = base::trim(line);
-    if (!t.empty() && t[0] != '#') command_seen = true;
+    if (is_template_command(line)) command_seen = true;
     (command_seen ? out.second : out.first) += line + "\n";
   }
   // split() gives a last empty field for text that ends in a newline: drop its extra newline.
@@ -299,8 +305,11 @@ void check_template(const ScriptOptions& o) {
         throw std::invalid_argument(where + ":" + std::to_string(line_no) + ": contains " + char_name(line[i]) +
                                     "; a template is plain text lines");
     }
+    if (is_template_command(line)) {
+      command_seen = true;
+      continue;
+    }
     const std::string t = base::trim(line);
-    if (t.empty()) continue;
     if (base::starts_with(t, "#SBATCH")) {
       if (command_seen)
         throw std::invalid_argument(where + ":" + std::to_string(line_no) +
@@ -309,8 +318,6 @@ void check_template(const ScriptOptions& o) {
       if (t.find("--array") != std::string::npos || base::starts_with(base::trim(t.substr(7)), "-a"))
         throw std::invalid_argument(where + ":" + std::to_string(line_no) +
                                     ": --array is gridrun's (one task per job); remove it");
-    } else if (t[0] != '#') {
-      command_seen = true;
     }
   }
 }

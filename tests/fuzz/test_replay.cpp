@@ -4,6 +4,7 @@
 // outside the target's contract fails the input by name.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
