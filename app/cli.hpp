@@ -12,10 +12,9 @@ namespace gridrun::app {
 
 // Parses `args` (positional arguments named by `pos`, in order) with kNoGuessing; a Boost error
 // becomes std::invalid_argument "<message> (see gridrun CMD --help)".
-boost::program_options::variables_map parse_flags(const Args& args,
-                                                  const boost::program_options::options_description& opts,
-                                                  const boost::program_options::positional_options_description& pos,
-                                                  const std::string& cmd);
+boost::program_options::variables_map parse_flags(
+    const Args& args, const boost::program_options::options_description& opts,
+    const boost::program_options::positional_options_description& pos, const std::string& cmd);
 
 // What --help prints: "usage: USAGE\n\nABOUT\n\n" when usage is set (else the options' caption
 // says it), the options, then `footer`.

@@ -12,14 +12,14 @@
 // has 4 million values (bench/jobs/bench_plan_cli.sh).
 #include <algorithm>
 #include <boost/program_options.hpp>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <map>
-#include <tuple>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "commands.hpp"
@@ -51,13 +51,14 @@ struct PlanOptions {
   bool help = false;
   // Feasibility check against resources; a plain plan (none of these) checks the grid only, so
   // GPU grids can be planned on a login node without GPUs.
-  std::string cluster;           // --cluster FILE
-  int gpus = -1;                 // --gpus N
-  int cores = -1;                // --cores N
+  std::string cluster;  // --cluster FILE
+  int gpus = -1;        // --gpus N
+  int cores = -1;       // --cores N
   bool resources_named() const { return !cluster.empty() || gpus >= 0 || cores >= 0; }
 };
 
 void add_plan_options(po::options_description& desc, PlanOptions& o) {
+  // clang-format off: one flag per line reads as the --help it prints
   desc.add_options()("help,h", po::bool_switch(&o.help), "show this help and exit")(
       "format,f", po::value(&o.format)->default_value(o.format),
       "output: table (aligned; the parameters that vary, resources), json (every job with all "
@@ -70,9 +71,10 @@ void add_plan_options(po::options_description& desc, PlanOptions& o) {
       "print every grid parameter (type, default, range, meaning) and exit; honours --format")(
       "cluster", po::value(&o.cluster),
       "also check every job fits on a node of this cluster YAML (see docs/scheduler.md); exit 2 "
-      "naming each job that fits nowhere")(
-      "gpus", po::value(&o.gpus), "also check every job fits on this machine with N GPUs")(
+      "naming each job that fits nowhere")("gpus", po::value(&o.gpus),
+                                           "also check every job fits on this machine with N GPUs")(
       "cores", po::value(&o.cores), "also check every job fits on this machine with N cores");
+  // clang-format on
 }
 
 void check_plan_options(const PlanOptions& o) {
@@ -109,8 +111,7 @@ std::string range_text(const gj::ParamSpec& p) {
   auto inum = [&](double d) {
     return p.type == gj::Type::Int ? std::to_string(static_cast<long long>(d)) : num(d);
   };
-  if (p.min && p.max)
-    return (p.min_exclusive ? "(" : "[") + inum(*p.min) + ", " + inum(*p.max) + "]";
+  if (p.min && p.max) return (p.min_exclusive ? "(" : "[") + inum(*p.min) + ", " + inum(*p.max) + "]";
   if (p.min) return (p.min_exclusive ? "> " : ">= ") + inum(*p.min);
   if (p.name == "time_limit") return "Slurm time";
   return "";
@@ -139,11 +140,9 @@ int list_params(const PlanOptions& o) {
     std::cout << "[\n";
     for (std::size_t i = 0; i < table.size(); ++i) {
       const auto& p = table[i];
-      std::cout << "  {\"name\":" << json_quote(p.name)
-                << ",\"type\":" << json_quote(gj::type_name(p.type))
+      std::cout << "  {\"name\":" << json_quote(p.name) << ",\"type\":" << json_quote(gj::type_name(p.type))
                 << ",\"default\":" << json_quote(gj::to_string(p.default_value))
-                << ",\"range\":" << json_quote(range_text(p))
-                << ",\"meaning\":" << json_quote(p.help) << "}"
+                << ",\"range\":" << json_quote(range_text(p)) << ",\"meaning\":" << json_quote(p.help) << "}"
                 << (i + 1 < table.size() ? "," : "") << "\n";
     }
     std::cout << "]\n";
@@ -230,9 +229,7 @@ class Plan {
     return res_[key] = gj::job_resources(jp);
   }
   bool gpu(std::size_t j) const { return std::get<std::string>(value(j, device_)) == "gpu"; }
-  const std::string& time_limit(std::size_t j) const {
-    return std::get<std::string>(value(j, time_limit_));
-  }
+  const std::string& time_limit(std::size_t j) const { return std::get<std::string>(value(j, time_limit_)); }
   std::int64_t ranks(std::size_t j) const { return std::get<std::int64_t>(value(j, ranks_)); }
 
  private:
@@ -333,7 +330,8 @@ void print_json(const gj::Expansion& ex, Plan& plan, Out& out) {
        ",\"compare_by\":" + json_quote(ex.compare_by) + ",\n \"varying\":[";
   for (std::size_t i = 0; i < ex.varying.size(); ++i) b += (i ? "," : "") + json_quote(ex.varying[i]);
   b += "],\n \"warnings\":[";
-  for (std::size_t i = 0; i < ex.warnings.size(); ++i) b += (i ? ",\n  " : "\n  ") + json_quote(ex.warnings[i]);
+  for (std::size_t i = 0; i < ex.warnings.size(); ++i)
+    b += (i ? ",\n  " : "\n  ") + json_quote(ex.warnings[i]);
   b += "],\n \"jobs\":[";
   // jobs::job_to_json's layout: params in canonical (name) order, no meta for planned jobs.
   const auto& table = gj::param_table();
@@ -412,8 +410,7 @@ std::string summary(const gj::Expansion& ex, const Plan& plan) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.1f", gpu_hours);
     s << "; at most " << buf << " GPU-hours (time_limit x GPUs";
-    if (timed < gpu_jobs)
-      s << " of " << timed << " of " << gpu_jobs << " GPU jobs; others unlimited";
+    if (timed < gpu_jobs) s << " of " << timed << " of " << gpu_jobs << " GPU jobs; others unlimited";
     s << ")";
   } else if (gpu_jobs) {
     s << "; " << gpu_jobs << " GPU job" << (gpu_jobs == 1 ? "" : "s")
@@ -429,7 +426,9 @@ int cmd_plan(const Args& args) {
   po::options_description desc("options", static_cast<unsigned>(kMaxWidth) - 2);
   add_plan_options(desc, o);
   po::options_description hidden;
+  // clang-format off: one flag per line reads as the --help it prints
   hidden.add_options()("grid", po::value(&o.grid), "grid file");
+  // clang-format on
   po::options_description all;
   all.add(desc).add(hidden);
   po::positional_options_description pos;

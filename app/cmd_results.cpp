@@ -1,6 +1,6 @@
-// `gridrun collect`, `gridrun report` and `gridrun probe`: thin CLI edges over gridrun::results. Each command's
-// flags live in one options struct filled here from Boost.Program_options and validated right
-// after parsing; bad flags throw std::invalid_argument (exit 2 in main.cpp).
+// `gridrun collect`, `gridrun report` and `gridrun probe`: thin CLI edges over gridrun::results. Each
+// command's flags live in one options struct filled here from Boost.Program_options and validated right after
+// parsing; bad flags throw std::invalid_argument (exit 2 in main.cpp).
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <filesystem>
@@ -35,10 +35,10 @@ struct ReportCli {
   std::string group_by;
   std::vector<std::string> filters;
   int width = 100;
-  std::string html;          // write the HTML report here instead of printing tables
-  int profile_top = 0;       // > 0: print the top operators of each profiled job instead
-  double peak_tflops = 0;    // 0: built-in GPU table and the CPU probe
-  std::string probe;         // probe.json for CPU roofs ("" = RUN_DIR/probe.json, else the cache)
+  std::string html;        // write the HTML report here instead of printing tables
+  int profile_top = 0;     // > 0: print the top operators of each profiled job instead
+  double peak_tflops = 0;  // 0: built-in GPU table and the CPU probe
+  std::string probe;       // probe.json for CPU roofs ("" = RUN_DIR/probe.json, else the cache)
   bool help = false;
 };
 
@@ -94,10 +94,11 @@ int cmd_collect(const Args& args) {
       "Builds RUN_DIR/results.h5 from RUN_DIR/results/<id>.h5 (or .h5.partial): a /jobs table\n"
       "(id, status, parameters, summary figures) and an external link /links/<id> per job.\n"
       "Idempotent; unreadable or missing job files are named on stderr and skipped.\n\noptions");
-  opts.add_options()
-      ("help,h", po::bool_switch(&o.help), "show this help")
-      ("quiet,q", po::bool_switch(&o.quiet), "no summary line on stderr (skipped files still named)")
-      ("run-dir", po::value(&o.run_dir), "the run directory (positional)");
+  // clang-format off: one flag per line reads as the --help it prints
+  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
+      "quiet,q", po::bool_switch(&o.quiet), "no summary line on stderr (skipped files still named)")(
+      "run-dir", po::value(&o.run_dir), "the run directory (positional)");
+  // clang-format on
   HelpText help;
   help.footer = "\nExit codes: 0 ok (also when files were skipped), 1 runtime failure, 2 bad input.\n";
   if (!parse_command(args, opts, "run-dir", "collect", o.help, help, std::cout)) return 0;
@@ -117,28 +118,32 @@ int cmd_report(const Args& args) {
       "GPU vs CPU, convergence and one-large vs several-small phase tables. Repeated seeds are\n"
       "averaged (± = 95% interval). A RUN_DIR is read from its job files (current state); a\n"
       "results.h5 from its /jobs table.\n\noptions");
-  opts.add_options()
-      ("help,h", po::bool_switch(&o.help), "show this help")
-      ("format,f", po::value(&o.format)->default_value("table"), "table | markdown | csv | json")
-      ("group-by,g", po::value(&o.group_by), "print the tables once per value of this parameter")
-      ("filter", po::value(&o.filters)->composing(),
-       "KEY=VALUE: keep jobs whose parameter (or id, status) equals VALUE; repeatable, all must match")
-      ("width,w", po::value(&o.width)->default_value(100), "wrap table/markdown output at this width (40-400)")
-      ("profile", po::value(&o.profile_top)->implicit_value(15),
-       "[N] print the top N (default 15) operators of each profiled job instead of the tables")
-      ("html", po::value(&o.html),
-       "FILE: write a self-contained HTML report with charts (and the same tables) instead of printing")
-      ("peak-tflops", po::value(&o.peak_tflops),
-       "compute peak per GPU (GPU jobs) or per job (CPU jobs) for the roofline, in TFLOP/s; default: "
-       "built-in GPU table (H100, H200, A100, V100) and `gridrun probe` for CPUs")
-      ("probe", po::value(&o.probe),
-       "probe.json for the CPU roofs (default RUN_DIR/probe.json, else ~/.cache/gridrun/probe.json)")
-      ("input", po::value(&o.input), "RUN_DIR or results.h5 (positional)");
+  // clang-format off: one flag per line reads as the --help it prints
+  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
+      "format,f", po::value(&o.format)->default_value("table"), "table | markdown | csv | json")(
+      "group-by,g", po::value(&o.group_by), "print the tables once per value of this parameter")(
+      "filter", po::value(&o.filters)->composing(),
+      "KEY=VALUE: keep jobs whose parameter (or id, status) equals VALUE; repeatable, all must match")(
+      "width,w", po::value(&o.width)->default_value(100),
+      "wrap table/markdown output at this width (40-400)")(
+      "profile", po::value(&o.profile_top)->implicit_value(15),
+      "[N] print the top N (default 15) operators of each profiled job instead of the tables")(
+      "html", po::value(&o.html),
+      "FILE: write a self-contained HTML report with charts (and the same tables) instead of printing")(
+      "peak-tflops", po::value(&o.peak_tflops),
+      "compute peak per GPU (GPU jobs) or per job (CPU jobs) for the roofline, in TFLOP/s; default: "
+      "built-in GPU table (H100, H200, A100, V100) and `gridrun probe` for CPUs")(
+      "probe", po::value(&o.probe),
+      "probe.json for the CPU roofs (default RUN_DIR/probe.json, else ~/.cache/gridrun/probe.json)")(
+      "input", po::value(&o.input), "RUN_DIR or results.h5 (positional)");
+  // clang-format on
   if (!parse_command(args, opts, "input", "report", o.help, kExitCodesHelp, std::cout)) return 0;
-  if (o.input.empty()) throw std::invalid_argument("missing RUN_DIR or results.h5 (see gridrun report --help)");
+  if (o.input.empty())
+    throw std::invalid_argument("missing RUN_DIR or results.h5 (see gridrun report --help)");
   if (!results::is_table_format(o.format))
     throw std::invalid_argument("--format " + o.format + ": expected table, markdown, csv or json");
-  if (o.width < 40 || o.width > 400) throw std::invalid_argument("--width " + std::to_string(o.width) + ": expected 40-400");
+  if (o.width < 40 || o.width > 400)
+    throw std::invalid_argument("--width " + std::to_string(o.width) + ": expected 40-400");
   results::ReportOptions ro;
   ro.input = o.input;
   ro.format = o.format;
@@ -170,8 +175,8 @@ int cmd_report(const Args& args) {
   if (o.peak_tflops > 0) ho.roofline.peak_tflops = o.peak_tflops;
   load_probe(o, ho.roofline);
   results::HtmlReportResult r = results::write_html_report(ho, std::cerr);
-  std::cerr << "report: wrote " << o.html << " (" << r.jobs << " jobs, " << r.charts << " charts, "
-            << r.notes << " notes for charts without data)\n";
+  std::cerr << "report: wrote " << o.html << " (" << r.jobs << " jobs, " << r.charts << " charts, " << r.notes
+            << " notes for charts without data)\n";
   return 0;
 }
 
@@ -182,12 +187,16 @@ int cmd_probe(const Args& args) {
       "Measures this machine's CPU roofs for the report's roofline: an fp32 GEMM (gridrun's own\n"
       "blocked kernel: a LOWER BOUND of what MKL/OpenBLAS reach) and a STREAM-like triad, each on\n"
       "one thread and on all threads. Prints them and stores them as JSON.\n\noptions");
-  opts.add_options()
-      ("help,h", po::bool_switch(&o.help), "show this help")
-      ("out,o", po::value(&o.out), "JSON file to write (default ~/.cache/gridrun/probe.json; "
-       "RUN_DIR/probe.json is used by that run's report)")
-      ("seconds,s", po::value(&o.seconds)->default_value(4.0), "time budget for the four measurements (0-600]")
-      ("threads,t", po::value(&o.threads)->default_value(0), "threads for the all-threads runs (0 = every allowed CPU)");
+  // clang-format off: one flag per line reads as the --help it prints
+  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
+      "out,o", po::value(&o.out),
+      "JSON file to write (default ~/.cache/gridrun/probe.json; "
+      "RUN_DIR/probe.json is used by that run's report)")("seconds,s",
+                                                          po::value(&o.seconds)->default_value(4.0),
+                                                          "time budget for the four measurements (0-600]")(
+      "threads,t", po::value(&o.threads)->default_value(0),
+      "threads for the all-threads runs (0 = every allowed CPU)");
+  // clang-format on
   if (!parse_command(args, opts, nullptr, "probe", o.help, kExitCodesHelp, std::cout)) return 0;
   if (!(o.seconds > 0) || o.seconds > 600) throw std::invalid_argument("--seconds: expected 0 < S <= 600");
   if (o.threads < 0) throw std::invalid_argument("--threads: expected >= 0");
@@ -201,9 +210,8 @@ int cmd_probe(const Args& args) {
   po_.seconds = o.seconds;
   po_.threads = o.threads;
   std::cout << "probe: about " << o.seconds << " s" << std::endl;
-  results::ProbeResult r = results::run_probe(po_, [](const std::string& line) {
-    std::cout << "  " << line << std::endl;
-  });
+  results::ProbeResult r =
+      results::run_probe(po_, [](const std::string& line) { std::cout << "  " << line << std::endl; });
   base::write_file_atomic(o.out, results::probe_to_json(r));
   std::cout << "probe: wrote " << o.out << " (GEMM figures are a lower bound of the peak)\n";
   return 0;

@@ -36,7 +36,8 @@ int terminal_width() {
 int run_impl(const Args& args, bool simulate_cmd) {
   const char* cmd = simulate_cmd ? "simulate" : "run";
   RunCli o;
-  po::options_description opts(std::string("usage: gridrun ") + cmd + " GRID.yaml [options]\n\n" +
+  po::options_description opts(
+      std::string("usage: gridrun ") + cmd + " GRID.yaml [options]\n\n" +
       (simulate_cmd
            ? "Computes the schedule of a grid without launching anything: makespan, utilization and the\n"
              "placement timeline, on this machine or on a --cluster file of any size. Durations come\n"
@@ -45,28 +46,30 @@ int run_impl(const Args& args, bool simulate_cmd) {
              "each with mpirun + gridrun-train, retries failures with --resume, and ends with collect\n"
              "and report. Idempotent: completed jobs are skipped. Ctrl-C stops (jobs checkpoint);\n"
              "a second Ctrl-C kills. Writes OUT/<name>/ (see docs/scheduler.md).\n\noptions"));
-  opts.add_options()
-      ("help,h", po::bool_switch(&o.help), "show this help")
-      ("out,o", po::value(&o.out)->default_value("runs"), "parent folder of the run directory OUT/<name>")
-      ("policy,p", po::value(&o.policy)->default_value("packed"), "placement: packed | fifo | exclusive")
-      ("max-parallel,j", po::value(&o.max_parallel)->default_value(0), "at most N jobs at once (0: as many as fit)")
-      ("retries", po::value(&o.retries)->default_value(1), "extra attempts per failed job (0-100)")
-      ("rerun", po::value(&o.rerun), "failed: rerun failed jobs from scratch; all: rerun everything")
-      ("dry-run,n", po::bool_switch(&o.dry_run), "print the placement plan and commands; launch nothing")
-      ("simulate", po::bool_switch(&o.simulate), "print the simulated schedule; launch nothing")
-      ("gpus", po::value(&o.gpus), "use N GPUs instead of the detected ones")
-      ("cores", po::value(&o.cores), "use N cores instead of the detected ones")
-      ("exit-grace", po::value(&o.exit_grace)->default_value(60.0),
-       "seconds a job's processes may linger after its results are final before they are ended")
-      ("heartbeat-timeout", po::value(&o.heartbeat_timeout)->default_value(900.0),
-       "end and fail a job whose rank 0 has not heartbeat for this many seconds (0: never)")
-      ("cluster", po::value(&o.cluster), "cluster YAML (nodes: cores, gpus, count) for --simulate/--dry-run")
-      ("train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)")
-      ("cpu-rate", po::value(&o.cpu_rate)->default_value(20.0), "cost model: sustained GFLOP/s per CPU core")
-      ("gpu-rate", po::value(&o.gpu_rate)->default_value(8000.0), "cost model: sustained GFLOP/s per GPU")
-      ("rows", po::value(&o.rows)->default_value(40), "timeline rows to print (--simulate/--dry-run)")
-      ("no-report", po::bool_switch(&o.no_report), "skip collect and report at the end")
-      ("grid", po::value(&o.grid), "the grid file (positional)");
+  // clang-format off: one flag per line reads as the --help it prints
+  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
+      "out,o", po::value(&o.out)->default_value("runs"), "parent folder of the run directory OUT/<name>")(
+      "policy,p", po::value(&o.policy)->default_value("packed"), "placement: packed | fifo | exclusive")(
+      "max-parallel,j", po::value(&o.max_parallel)->default_value(0),
+      "at most N jobs at once (0: as many as fit)")("retries", po::value(&o.retries)->default_value(1),
+                                                    "extra attempts per failed job (0-100)")(
+      "rerun", po::value(&o.rerun), "failed: rerun failed jobs from scratch; all: rerun everything")(
+      "dry-run,n", po::bool_switch(&o.dry_run), "print the placement plan and commands; launch nothing")(
+      "simulate", po::bool_switch(&o.simulate), "print the simulated schedule; launch nothing")(
+      "gpus", po::value(&o.gpus), "use N GPUs instead of the detected ones")(
+      "cores", po::value(&o.cores), "use N cores instead of the detected ones")(
+      "exit-grace", po::value(&o.exit_grace)->default_value(60.0),
+      "seconds a job's processes may linger after its results are final before they are ended")(
+      "heartbeat-timeout", po::value(&o.heartbeat_timeout)->default_value(900.0),
+      "end and fail a job whose rank 0 has not heartbeat for this many seconds (0: never)")(
+      "cluster", po::value(&o.cluster), "cluster YAML (nodes: cores, gpus, count) for --simulate/--dry-run")(
+      "train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)")(
+      "cpu-rate", po::value(&o.cpu_rate)->default_value(20.0), "cost model: sustained GFLOP/s per CPU core")(
+      "gpu-rate", po::value(&o.gpu_rate)->default_value(8000.0), "cost model: sustained GFLOP/s per GPU")(
+      "rows", po::value(&o.rows)->default_value(40), "timeline rows to print (--simulate/--dry-run)")(
+      "no-report", po::bool_switch(&o.no_report), "skip collect and report at the end")(
+      "grid", po::value(&o.grid), "the grid file (positional)");
+  // clang-format on
   po::positional_options_description pos;
   pos.add("grid", 1);
   const po::variables_map vm = parse_flags(args, opts, pos, cmd);
@@ -76,7 +79,8 @@ int run_impl(const Args& args, bool simulate_cmd) {
                  "interrupted, 2 bad input (grid, flags, cluster file, infeasible job).\n";
     return 0;
   }
-  if (o.grid.empty()) throw std::invalid_argument(std::string("missing GRID.yaml (see gridrun ") + cmd + " --help)");
+  if (o.grid.empty())
+    throw std::invalid_argument(std::string("missing GRID.yaml (see gridrun ") + cmd + " --help)");
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   if (o.rows < 1) throw std::invalid_argument("--rows: must be >= 1");
   if (!(o.cpu_rate > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
@@ -109,7 +113,9 @@ int run_impl(const Args& args, bool simulate_cmd) {
   // The results side owns collect and report; they live in this binary (app/cmd_results.cpp).
   int rc = cmd_collect({r.run_dir, "--quiet"});
   if (rc == 0) rc = cmd_report({r.run_dir});
-  if (rc != 0) std::cerr << "gridrun run: collect/report failed (exit " << rc << "); results are in " << r.run_dir << "\n";
+  if (rc != 0)
+    std::cerr << "gridrun run: collect/report failed (exit " << rc << "); results are in " << r.run_dir
+              << "\n";
   return r.exit_code != 0 ? r.exit_code : (rc != 0 ? 1 : 0);
 }
 

@@ -85,9 +85,10 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm, const std::strin
 // The options status and cancel share: --help and the positional run directory.
 po::options_description run_dir_options(bool& help, std::string& run_dir) {
   po::options_description desc("options", 100);
-  desc.add_options()
-      ("help,h", po::bool_switch(&help), "show this help")
-      ("run-dir", po::value<std::string>(&run_dir), "the run directory (positional)");
+  // clang-format off: one flag per line reads as the --help it prints
+  desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
+      "run-dir", po::value<std::string>(&run_dir), "the run directory (positional)");
+  // clang-format on
   return desc;
 }
 
@@ -107,42 +108,44 @@ int cmd_submit(const Args& args) {
   auto& so = s.script;
   std::string time, out = "runs";
   po::options_description desc("options", 100);
-  desc.add_options()
-      ("help,h", po::bool_switch(&c.help), "show this help")
-      ("grid", po::value<std::string>(&s.grid_file), "the grid file (positional)")
-      ("slurm", po::bool_switch(&c.slurm), "submit through Slurm (the only executor of submit; "
-       "accepted for symmetry with `gridrun run`)")
-      ("out", po::value<std::string>(&out)->default_value("runs"),
-       "runs directory: the run goes to OUT/<grid name>/ (same layout as `gridrun run`)")
-      ("partition,p", po::value<std::string>(&so.partition), "sbatch --partition")
-      ("account,A", po::value<std::string>(&so.account), "sbatch --account")
-      ("qos", po::value<std::string>(&so.qos), "sbatch --qos")
-      ("time,t", po::value<std::string>(&time),
-       "time limit for jobs whose grid sets no time_limit (MM, HH:MM:SS, D-HH:MM:SS)")
-      ("constraint,C", po::value<std::string>(&so.constraint), "sbatch --constraint")
-      ("sbatch-arg", po::value<std::vector<std::string>>(&so.sbatch_args)->composing(),
-       "extra '#SBATCH ARG' line in every array script, e.g. --sbatch-arg=--mem=8G (repeatable)")
-      ("template", po::value<std::string>(&c.template_file),
-       "file of site lines for every array script: #SBATCH lines first, then commands (module load)")
-      ("max-array", po::value<std::size_t>(&c.max_array),
-       "tasks per job array at most (default: the cluster's MaxArraySize, else 1000)")
-      ("throttle", po::value<std::size_t>(&so.throttle)->default_value(0),
-       "run at most N tasks of each array at once (sbatch --array=...%N); 0 = no limit")
-      ("pack-nodes", po::bool_switch(&s.pack_nodes),
-       "bundle GPU jobs smaller than a node into whole-node allocations of concurrent "
-       "`srun --exact` steps, placed by the scheduler's packed policy")
-      ("node-gpus", po::value<int>(&c.node_gpus),
-       "GPUs per node for --pack-nodes (default: sinfo of the partition, else 4)")
-      ("node-cores", po::value<int>(&c.node_cores),
-       "cores per node for --pack-nodes (default: sinfo of the partition)")
-      ("launcher", po::value<std::string>(&so.launcher)->default_value("srun"),
-       "srun (srun --mpi=pmix) or mpirun, to start the ranks inside each job")
-      ("signal", po::value<std::string>(&so.signal)->default_value("B:USR1@120"),
-       "sbatch --signal: warning sent to the batch shell before the time limit; forwarded to "
-       "the runner, which checkpoints and is requeued")
-      ("train-bin", po::value<std::string>(&so.train_bin),
-       "gridrun-train as the compute nodes see it (default: next to this gridrun)")
-      ("dry-run", po::bool_switch(&s.dry_run), "write and print the scripts, submit nothing");
+  // clang-format off: one flag per line reads as the --help it prints
+  desc.add_options()("help,h", po::bool_switch(&c.help), "show this help")(
+      "grid", po::value<std::string>(&s.grid_file), "the grid file (positional)")(
+      "slurm", po::bool_switch(&c.slurm),
+      "submit through Slurm (the only executor of submit; "
+      "accepted for symmetry with `gridrun run`)")(
+      "out", po::value<std::string>(&out)->default_value("runs"),
+      "runs directory: the run goes to OUT/<grid name>/ (same layout as `gridrun run`)")(
+      "partition,p", po::value<std::string>(&so.partition), "sbatch --partition")(
+      "account,A", po::value<std::string>(&so.account), "sbatch --account")(
+      "qos", po::value<std::string>(&so.qos), "sbatch --qos")(
+      "time,t", po::value<std::string>(&time),
+      "time limit for jobs whose grid sets no time_limit (MM, HH:MM:SS, D-HH:MM:SS)")(
+      "constraint,C", po::value<std::string>(&so.constraint), "sbatch --constraint")(
+      "sbatch-arg", po::value<std::vector<std::string>>(&so.sbatch_args)->composing(),
+      "extra '#SBATCH ARG' line in every array script, e.g. --sbatch-arg=--mem=8G (repeatable)")(
+      "template", po::value<std::string>(&c.template_file),
+      "file of site lines for every array script: #SBATCH lines first, then commands (module load)")(
+      "max-array", po::value<std::size_t>(&c.max_array),
+      "tasks per job array at most (default: the cluster's MaxArraySize, else 1000)")(
+      "throttle", po::value<std::size_t>(&so.throttle)->default_value(0),
+      "run at most N tasks of each array at once (sbatch --array=...%N); 0 = no limit")(
+      "pack-nodes", po::bool_switch(&s.pack_nodes),
+      "bundle GPU jobs smaller than a node into whole-node allocations of concurrent "
+      "`srun --exact` steps, placed by the scheduler's packed policy")(
+      "node-gpus", po::value<int>(&c.node_gpus),
+      "GPUs per node for --pack-nodes (default: sinfo of the partition, else 4)")(
+      "node-cores", po::value<int>(&c.node_cores),
+      "cores per node for --pack-nodes (default: sinfo of the partition)")(
+      "launcher", po::value<std::string>(&so.launcher)->default_value("srun"),
+      "srun (srun --mpi=pmix) or mpirun, to start the ranks inside each job")(
+      "signal", po::value<std::string>(&so.signal)->default_value("B:USR1@120"),
+      "sbatch --signal: warning sent to the batch shell before the time limit; forwarded to "
+      "the runner, which checkpoints and is requeued")(
+      "train-bin", po::value<std::string>(&so.train_bin),
+      "gridrun-train as the compute nodes see it (default: next to this gridrun)")(
+      "dry-run", po::bool_switch(&s.dry_run), "write and print the scripts, submit nothing");
+  // clang-format on
   po::positional_options_description pos;
   pos.add("grid", 1);
   const auto vm = parse_flags(args, desc, pos, "submit");
@@ -164,8 +167,10 @@ int cmd_submit(const Args& args) {
 
   slurm::SlurmCli cli;
   if (s.pack_nodes) {
-    if (vm.count("node-gpus")) so.node_gpus = c.node_gpus;
-    else if (auto g = cli.node_gpus(so.partition)) so.node_gpus = *g;
+    if (vm.count("node-gpus"))
+      so.node_gpus = c.node_gpus;
+    else if (auto g = cli.node_gpus(so.partition))
+      so.node_gpus = *g;
     if (vm.count("node-cores")) s.node_cores = c.node_cores;
   }
   auto res = slurm::submit(s, cli, std::cout);
@@ -180,26 +185,33 @@ int cmd_submit(const Args& args) {
     return 0;
   }
   if (res.submitted_jobs > 0)
-    std::cout << "gridrun submit: " << res.submitted_jobs << " job(s) submitted in "
-              << res.array_ids.size() << " array(s), " << res.skipped_jobs
-              << " already completed/queued; watch with: gridrun status " << res.run_dir << "\n";
+    std::cout << "gridrun submit: " << res.submitted_jobs << " job(s) submitted in " << res.array_ids.size()
+              << " array(s), " << res.skipped_jobs << " already completed/queued; watch with: gridrun status "
+              << res.run_dir << "\n";
   return 0;
 }
 
 int cmd_status(const Args& args) {
   StatusCli c;
   po::options_description desc = run_dir_options(c.help, c.run_dir);
-  desc.add_options()("format", po::value<std::string>(&c.format)->default_value("table"), "table, json or csv");
+  // clang-format off: one flag per line reads as the --help it prints
+  desc.add_options()("format", po::value<std::string>(&c.format)->default_value("table"),
+                     "table, json or csv");
+  // clang-format on
   const HelpText help{"gridrun status RUN_DIR [--format table|json|csv]",
                       "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
                       "when accounting answers) merged with state.json and the results files on disk.\n"
                       "Works for local runs too (state.json and results files only)."};
   if (!parse_run_dir(args, desc, "status", c.help, c.run_dir, help)) return 0;
   scheduler::StatusFormat fmt;
-  if (c.format == "table") fmt = scheduler::StatusFormat::Table;
-  else if (c.format == "json") fmt = scheduler::StatusFormat::Json;
-  else if (c.format == "csv") fmt = scheduler::StatusFormat::Csv;
-  else throw std::invalid_argument("--format: '" + c.format + "' is not one of table, json, csv");
+  if (c.format == "table")
+    fmt = scheduler::StatusFormat::Table;
+  else if (c.format == "json")
+    fmt = scheduler::StatusFormat::Json;
+  else if (c.format == "csv")
+    fmt = scheduler::StatusFormat::Csv;
+  else
+    throw std::invalid_argument("--format: '" + c.format + "' is not one of table, json, csv");
   // A run with Slurm ids gets Slurm's view overlaid; a local run is its state and results files.
   slurm::SlurmCli cli;
   scheduler::print_status(slurm::run_status(c.run_dir, &cli), fmt, std::cout);
@@ -209,8 +221,10 @@ int cmd_status(const Args& args) {
 int cmd_cancel(const Args& args) {
   CancelCli c;
   po::options_description desc = run_dir_options(c.help, c.run_dir);
+  // clang-format off: one flag per line reads as the --help it prints
   desc.add_options()("wait", po::value<double>(&c.wait_s)->default_value(60),
                      "seconds to wait until squeue no longer lists the cancelled jobs");
+  // clang-format on
   const HelpText help{"gridrun cancel RUN_DIR [--wait S]",
                       "scancel every array and collect job of the run that squeue still lists, then wait\n"
                       "until they are gone. Finished results stay; `gridrun submit` again resumes the rest."};

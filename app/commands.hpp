@@ -13,18 +13,17 @@ using Args = std::vector<std::string>;  // arguments after the subcommand name
 
 // Every subcommand parses with this style: Boost's default accepts any unambiguous prefix of a
 // flag ("--gpu" for "--gpus"), which silently changes meaning when a flag is added later.
-inline constexpr int kNoGuessing =
-    boost::program_options::command_line_style::unix_style ^
-    boost::program_options::command_line_style::allow_guessing;
+inline constexpr int kNoGuessing = boost::program_options::command_line_style::unix_style ^
+                                   boost::program_options::command_line_style::allow_guessing;
 
 int cmd_plan(const Args& args);
-int cmd_run(const Args& args);       // also `simulate` (= run --simulate)
+int cmd_run(const Args& args);  // also `simulate` (= run --simulate)
 int cmd_simulate(const Args& args);
 int cmd_submit(const Args& args);
 int cmd_status(const Args& args);
 int cmd_cancel(const Args& args);
 int cmd_collect(const Args& args);
 int cmd_report(const Args& args);
-int cmd_probe(const Args& args);      // in cmd_results.cpp
+int cmd_probe(const Args& args);  // in cmd_results.cpp
 
 }  // namespace gridrun::app

@@ -30,7 +30,8 @@ const Command kCommands[] = {
 };
 
 void usage(std::ostream& os) {
-  os << "gridrun " GRIDRUN_VERSION " (" GRIDRUN_GIT_COMMIT ") - experiment grids for CPU and multi-GPU training\n\n"
+  os << "gridrun " GRIDRUN_VERSION " (" GRIDRUN_GIT_COMMIT
+        ") - experiment grids for CPU and multi-GPU training\n\n"
         "usage: gridrun <command> [options]   (gridrun <command> --help for its options)\n\ncommands:\n";
   for (const auto& c : kCommands) {
     char line[160];

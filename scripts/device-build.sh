@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-build=build-cuda
+build="build-cuda"
 debs=$root/.devdeps
 run_tests=1
 extra=()

@@ -2,7 +2,8 @@
 # Installs whatever Debian 12 packages gridrun needs and are missing. Idempotent: a machine that has
 # everything is left untouched and no package index is fetched. Run as root or with sudo.
 #   scripts/install-deps.sh          build + run dependencies
-#   scripts/install-deps.sh --test   also what the test suite needs (h5py, Slurm, munge, chromium)
+#   scripts/install-deps.sh --test   also what the test suite needs (h5py, Slurm, munge, chromium,
+#                                    clang-format/clang-tidy/shellcheck for scripts/lint.sh)
 #   scripts/install-deps.sh --wheel  also the pinned PyTorch wheel environment .venv-wheel/ (torch
 #                                    2.15 CUDA wheel + numpy + h5py, scripts/wheel-requirements.txt):
 #                                    what scripts/device-build.sh builds build-cuda/ against
@@ -27,6 +28,8 @@ pkgs=(build-essential cmake ninja-build git pkg-config
       python3 python3-h5py python3-numpy dataset-fashion-mnist)
 if ((test_pkgs)); then
   pkgs+=(slurm-wlm munge procps python3-torch chromium fonts-liberation)
+  # Lint (scripts/lint.sh) and the fuzz targets' clang build (bench/fuzz/run.sh).
+  pkgs+=(clang-format-14 clang-tidy-14 shellcheck clang-14 libclang-rt-14-dev)
 fi
 if ((wheel)); then
   pkgs+=(python3-venv)  # Debian's python3 makes the venv; ensurepip lives in this package

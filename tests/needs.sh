@@ -23,7 +23,7 @@ check() {
     python3) [[ -x $PY ]] || { echo "$PY not found"; return 1; } ;;
     python3-h5py | python3-numpy | python3-torch)
       local mod=${1#python3-}
-      [[ -x $PY ]] && $PY -c "import $mod" >/dev/null 2>&1 || { echo "$PY cannot import $mod"; return 1; } ;;
+      if ! [[ -x $PY ]] || ! "$PY" -c "import $mod" >/dev/null 2>&1; then echo "$PY cannot import $mod"; return 1; fi ;;
     chromium)
       has_cmds chromium || has_cmds chromium-browser || { echo "no chromium (headless browser) on PATH"; return 1; } ;;
     openmpi-bin) has_cmds mpirun || { echo "no mpirun on PATH"; return 1; } ;;
@@ -35,8 +35,9 @@ check() {
         { echo "no Fashion-MNIST files in /usr/share/datasets/fashion-mnist"; return 1; } ;;
     munge) has_cmds munged munge || { echo "munged/munge not on PATH"; return 1; } ;;
     wheel-venv)  # the pinned PyTorch wheel environment (scripts/install-deps.sh --wheel)
-      [[ -x $here/../.venv-wheel/bin/python3 ]] && $here/../.venv-wheel/bin/python3 -c "import torch, h5py" >/dev/null 2>&1 ||
-        { echo "no .venv-wheel with torch and h5py"; return 1; } ;;
+      if ! "$here/../.venv-wheel/bin/python3" -c "import torch, h5py" >/dev/null 2>&1; then
+        echo "no .venv-wheel with torch and h5py"; return 1
+      fi ;;
     root) [[ $(id -u) -eq 0 ]] || { echo "not root (the test starts its own Slurm daemons)"; return 1; } ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac

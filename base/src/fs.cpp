@@ -11,6 +11,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "gridrun/base/text.hpp"
+
 namespace gridrun::base {
 
 namespace {
@@ -68,7 +70,7 @@ bool read_all(const std::string& path, std::string& out, int& err) {
 std::string read_file(const std::string& path) {
   std::string out;
   int err = 0;
-  if (!read_all(path, out, err)) throw std::runtime_error(path + ": cannot read: " + std::strerror(err));
+  if (!read_all(path, out, err)) throw std::runtime_error(path + ": cannot read: " + errno_text(err));
   return out;
 }
 
@@ -88,7 +90,7 @@ void write_file_atomic(const std::string& path, std::string_view data) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   auto fail = [&](const char* step, int err) {
     ::unlink(tmp.c_str());
-    throw std::runtime_error(path + ": cannot write (" + step + "): " + std::strerror(err));
+    throw std::runtime_error(path + ": cannot write (" + step + "): " + errno_text(err));
   };
   {
     Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
@@ -111,7 +113,7 @@ void write_file_atomic(const std::string& path, std::string_view data) {
 
 void rename_durable(const std::string& from, const std::string& to) {
   if (std::rename(from.c_str(), to.c_str()) != 0)
-    throw std::runtime_error("cannot rename " + from + " to " + to + ": " + std::strerror(errno));
+    throw std::runtime_error("cannot rename " + from + " to " + to + ": " + errno_text(errno));
   fsync_dir(dir_of(to));
 }
 

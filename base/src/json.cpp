@@ -2,6 +2,7 @@
 // offset, because "offset 1234" means nothing to someone looking at a job file in an editor.
 #include "gridrun/base/json.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
@@ -35,6 +36,13 @@ Json parse_json(std::string_view text, const std::string& origin) {
     if (colon != std::string::npos) msg = msg.substr(colon + 2);
     const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
     throw std::runtime_error(origin + ":" + where(text, at) + ": invalid JSON: " + msg);
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but a value nlohmann cannot hold (406: a number literal that overflows a
+    // double, found by fuzzing job files, issue 24); nlohmann gives no position for these.
+    std::string msg = e.what();
+    const auto close = msg.find("] ");
+    if (close != std::string::npos) msg = msg.substr(close + 2);
+    throw std::runtime_error(origin + ": invalid JSON: " + msg);
   }
 }
 
@@ -49,13 +57,27 @@ void append_json_escaped(std::string& out, std::string_view s) {
   }
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -97,7 +119,11 @@ long long get_int(const Json& obj, const char* key, long long fallback) {
   if (!obj.is_object()) return fallback;
   const auto it = obj.find(key);
   if (it == obj.end() || !it->is_number()) return fallback;
-  return it->is_number_float() ? static_cast<long long>(it->get<double>()) : it->get<long long>();
+  if (!it->is_number_float()) return it->get<long long>();
+  // A float outside long long's range (a damaged file; found by fuzzing state.json, issue 24) has
+  // no integer value: converting it is undefined behaviour, so it reads as absent.
+  const double d = it->get<double>();
+  return std::isfinite(d) && d >= -9.2e18 && d <= 9.2e18 ? static_cast<long long>(d) : fallback;
 }
 
 bool get_bool(const Json& obj, const char* key, bool fallback) {

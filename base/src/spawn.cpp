@@ -17,6 +17,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "gridrun/base/text.hpp"
+
 extern char** environ;
 
 namespace gridrun::base {
@@ -41,7 +43,7 @@ class Fd {
 
 void make_pipe(Fd& r, Fd& w) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + errno_text(errno));
   r.reset(fds[0]);
   w.reset(fds[1]);
 }
@@ -83,7 +85,9 @@ std::vector<std::string> merged_env(const std::vector<std::string>& set) {
   return env;
 }
 
-int decode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0); }
+int decode(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
 
 }  // namespace
 
@@ -165,7 +169,8 @@ Child spawn(const SpawnOptions& o) {
     sigset_t none, defaults;
     sigemptyset(&none);
     sigemptyset(&defaults);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGUSR1, SIGUSR2, SIGQUIT}) sigaddset(&defaults, sig);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGUSR1, SIGUSR2, SIGQUIT})
+      sigaddset(&defaults, sig);
     flags |= POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
     posix_spawnattr_setsigmask(&attr.v, &none);
     posix_spawnattr_setsigdefault(&attr.v, &defaults);
@@ -173,7 +178,7 @@ Child spawn(const SpawnOptions& o) {
   posix_spawnattr_setflags(&attr.v, flags);
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, argv[0], &files.v, &attr.v, argv.data(), envp.data());
-  if (rc != 0) throw std::runtime_error(o.argv[0] + ": cannot start: " + std::strerror(rc));
+  if (rc != 0) throw std::runtime_error(o.argv[0] + ": cannot start: " + errno_text(rc));
   return Child(pid, o.new_process_group);
 }
 
@@ -193,7 +198,7 @@ CapturedRun run_captured(const std::vector<std::string>& argv_s) {
   out_w.reset();
   err_w.reset();
   if (rc != 0) {
-    res.err = argv_s[0] + ": " + std::strerror(rc);
+    res.err = argv_s[0] + ": " + errno_text(rc);
     return res;
   }
   res.started = true;
@@ -227,7 +232,7 @@ IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_
   make_pipe(r, w);
   std::fflush(nullptr);  // nothing buffered twice
   const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + errno_text(errno));
   if (pid == 0) {
     // What a crashing library prints itself (glibc's "free(): invalid pointer") is not for the
     // user: the parent reports the crash in its own words.
@@ -258,7 +263,8 @@ IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   char buf[4096];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       out.timed_out = true;
       break;
@@ -285,7 +291,7 @@ IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_
   if (code >= 128) {  // the child only _exits 0 or 1: anything from 128 is decode()'s signal
     out.signal = code - 128;
     out.message = std::string("crashed with signal ") + std::to_string(out.signal) + " (" +
-                  ::strsignal(out.signal) + ")";
+                  signal_text(out.signal) + ")";
     return out;
   }
   out.ok = code == 0;

@@ -2,7 +2,9 @@
 #include "gridrun/base/text.hpp"
 
 #include <cctype>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 
 namespace gridrun::base {
 
@@ -22,8 +24,10 @@ std::string shell_quote(std::string_view w) {
     return std::string(w);
   std::string q = "'";
   for (char c : w) {
-    if (c == '\'') q += "'\\''";
-    else q += c;
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
   }
   return q + "'";
 }
@@ -41,10 +45,14 @@ std::string iso_now() { return iso_time(std::time(nullptr)); }
 std::string format_duration(double s) {
   char buf[32];
   if (!(s >= 0)) return "?";
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  else if (s < 86400) std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
-  else std::snprintf(buf, sizeof buf, "%dd%02dh", static_cast<int>(s / 86400), static_cast<int>(s / 3600) % 24);
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else if (s < 86400)
+    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dd%02dh", static_cast<int>(s / 86400), static_cast<int>(s / 3600) % 24);
   return buf;
 }
 
@@ -91,6 +99,19 @@ std::string printable_line(std::string_view s) {
   out.reserve(s.size());
   for (unsigned char c : s) out += c == '\n' ? ' ' : (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
   return out;
+}
+
+std::string errno_text(int err) {
+  char buf[256];
+  // GNU strerror_r (_GNU_SOURCE, as g++ and clang++ define it) returns the text, in buf or static.
+  const char* t = ::strerror_r(err, buf, sizeof buf);
+  return t ? std::string(t) : "errno " + std::to_string(err);
+}
+
+std::string signal_text(int sig) {
+  // sigdescr_np (glibc 2.32+) returns a constant string per signal: no shared buffer to race on.
+  const char* t = ::sigdescr_np(sig);
+  return t ? std::string(t) : "signal " + std::to_string(sig);
 }
 
 }  // namespace gridrun::base

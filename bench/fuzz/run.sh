@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A libFuzzer campaign on one of gridrun's readers (issue 24; the targets are tests/fuzz/targets.cpp).
 #   bench/fuzz/run.sh TARGET SECONDS [-- extra libFuzzer flags]
-#   TARGET: grid | cluster | job_json | state | h5_result | slurm_text
+#   TARGET: grid | cluster | job_json | state | h5_result | slurm_text | checkpoint
 # Builds build-fuzz/ with clang-14 (-DGRIDRUN_FUZZ=ON: libFuzzer + ASan + UBSan) once, then fuzzes
 # for SECONDS with a 1 s limit per input (the contract: no hang) and ASan's leak check. Seeds are the
 # committed corpus (tests/fuzz/corpus/TARGET: every input that ever crashed a target, plus seeds)
@@ -16,8 +16,8 @@ target=${1:?usage: bench/fuzz/run.sh TARGET SECONDS [-- libFuzzer flags]}
 seconds=${2:?usage: bench/fuzz/run.sh TARGET SECONDS [-- libFuzzer flags]}
 shift 2
 [[ ${1:-} == -- ]] && shift
-case $target in grid|cluster|job_json|state|h5_result|slurm_text) ;;
-  *) echo "run.sh: unknown target '$target' (grid, cluster, job_json, state, h5_result, slurm_text)" >&2; exit 2 ;;
+case $target in grid|cluster|job_json|state|h5_result|slurm_text|checkpoint) ;;
+  *) echo "run.sh: unknown target '$target' (grid, cluster, job_json, state, h5_result, slurm_text, checkpoint)" >&2; exit 2 ;;
 esac
 command -v clang++-14 >/dev/null || { echo "run.sh: needs clang-14 and libclang-rt-14-dev (apt-get install)" >&2; exit 2; }
 build=$root/build-fuzz

@@ -39,7 +39,8 @@ std::string grid_yaml() {
          "  lr_schedule: [constant, cosine]\n"
          "exclude:\n"
          "  - {model: alexnet, optimizer: adam}\n"
-         "seeds: [" + seeds + "]\n";
+         "seeds: [" +
+         seeds + "]\n";
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -114,8 +115,8 @@ int main(int argc, char** argv) {
     expand_cpu_s.push_back(s.expand_cpu_s);
     hash_s.push_back(s.hash_s);
     jobs = s.jobs;
-    std::printf("run %d: %zu jobs, expand+validate %.3f s (cpu %.3f s), job_id only %.3f s\n",
-                r + 1, jobs, s.expand_s, s.expand_cpu_s, s.hash_s);
+    std::printf("run %d: %zu jobs, expand+validate %.3f s (cpu %.3f s), job_id only %.3f s\n", r + 1, jobs,
+                s.expand_s, s.expand_cpu_s, s.hash_s);
   }
   const double m = median(expand_s), h = median(hash_s);
   std::printf(

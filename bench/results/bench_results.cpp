@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "gridrun/results/sampler.hpp"
 #include "gridrun/results/reader.hpp"
+#include "gridrun/results/sampler.hpp"
 #include "gridrun/results/writer.hpp"
 
 using namespace gridrun::results;
@@ -86,9 +86,10 @@ int main(int argc, char** argv) {
       f100.push_back(writer_run(dir, rows, 100, ranks));
       f1000.push_back(writer_run(dir, rows, 1000, ranks));
     }
-    std::printf("writer ranks=%d: append+flush at end %.3f us/row | flush every 1000 rows %.3f us/row"
-                " | flush every 100 rows %.3f us/row (budget 10)\n",
-                ranks, median(none), median(f1000), median(f100));
+    std::printf(
+        "writer ranks=%d: append+flush at end %.3f us/row | flush every 1000 rows %.3f us/row"
+        " | flush every 100 rows %.3f us/row (budget 10)\n",
+        ranks, median(none), median(f1000), median(f100));
   }
 
   ProbeOptions po;

@@ -2,7 +2,8 @@
 // communicator's progress thread, averaging, copy back) vs ONE raw MPI_Allreduce of a flat buffer
 // of the same total size, on the same ranks, interleaved, median of many repetitions.
 // This benchmark includes mpi.h on purpose: the raw call is the reference being compared against,
-// so it must not go through gridrun's communicator. Run: mpirun -np 2 bench_runner_allreduce MODEL BUCKET_MB REPS
+// so it must not go through gridrun's communicator. Run: mpirun -np 2 bench_runner_allreduce MODEL BUCKET_MB
+// REPS
 #define OMPI_SKIP_MPICXX 1  // C API only
 #include <mpi.h>
 #include <torch/torch.h>
@@ -50,8 +51,7 @@ int main(int argc, char** argv) {
     const double a = std::chrono::duration<double>(Clock::now() - t0).count();
     comm->barrier();
     t0 = Clock::now();
-    MPI_Allreduce(MPI_IN_PLACE, flat.data_ptr(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
-                  MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, flat.data_ptr(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     const double b = std::chrono::duration<double>(Clock::now() - t0).count();
     if (r >= 3) {
       t_sync.push_back(a);

@@ -19,23 +19,26 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string name = argv[1];
-  const std::int64_t batch = std::atoll(argv[2]), steps = std::atoll(argv[3]),
-                     warmup = std::atoll(argv[4]);
+  const std::int64_t batch = std::atoll(argv[2]), steps = std::atoll(argv[3]), warmup = std::atoll(argv[4]);
   torch::set_num_threads(std::atoi(argv[5]));
   torch::manual_seed(0);
   DatasetOptions dopt;
   dopt.tokens = is_text_model(name);
   auto data = make_dataset(dopt);
-  ModelSpec spec{name, data.input.channels, data.input.height, data.input.width,
-                 data.input.num_classes, data.input.vocab, data.input.seq_len};
+  ModelSpec spec{name,
+                 data.input.channels,
+                 data.input.height,
+                 data.input.width,
+                 data.input.num_classes,
+                 data.input.vocab,
+                 data.input.seq_len};
   auto model = make_model(spec);
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   EpochSampler sampler(data.train->size(), batch, 0, 1, 0);
   std::chrono::steady_clock::time_point t0;
   for (std::int64_t s = 0; s < warmup + steps; ++s) {
     if (s == warmup) t0 = std::chrono::steady_clock::now();
-    Batch b = data.train->get(sampler.indices(s / sampler.steps_per_epoch(),
-                                              s % sampler.steps_per_epoch()));
+    Batch b = data.train->get(sampler.indices(s / sampler.steps_per_epoch(), s % sampler.steps_per_epoch()));
     auto loss = torch::nn::functional::cross_entropy(model->forward(b.x), b.y);
     opt.zero_grad();
     loss.backward();

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
     j.req.cores = ranks * j.req.threads_per_rank;
     j.duration_s = std::uniform_real_distribution<double>(600, 4 * 3600)(rng);
   }
-  std::printf("bench_scheduler: %d jobs, %d nodes x 4 GPUs x 32 cores, median of %d runs\n", n_jobs, n_nodes, runs);
+  std::printf("bench_scheduler: %d jobs, %d nodes x 4 GPUs x 32 cores, median of %d runs\n", n_jobs, n_nodes,
+              runs);
   for (const char* policy : {"packed", "fifo"}) {
     std::vector<double> t;
     double makespan = 0, util = 0;
@@ -51,8 +52,10 @@ int main(int argc, char** argv) {
       util = res.gpu_util;
     }
     std::sort(t.begin(), t.end());
-    std::printf("  %-7s schedule time median %.3f s (min %.3f, max %.3f)  simulated makespan %.1f h, GPU util %.1f %%\n",
-                policy, t[t.size() / 2], t.front(), t.back(), makespan / 3600, 100 * util);
+    std::printf(
+        "  %-7s schedule time median %.3f s (min %.3f, max %.3f)  simulated makespan %.1f h, GPU util %.1f "
+        "%%\n",
+        policy, t[t.size() / 2], t.front(), t.back(), makespan / 3600, 100 * util);
   }
   return 0;
 }

@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
     }));
   }
   std::filesystem::remove_all(tmp);
-  std::printf("jobs %d, arrays %zu, %zu bytes of scripts + job lists; median of %d runs\n", n, arrays,
-              bytes, reps);
+  std::printf("jobs %d, arrays %zu, %zu bytes of scripts + job lists; median of %d runs\n", n, arrays, bytes,
+              reps);
   std::printf("  generate_scripts            %8.4f s\n", median(gen));
   std::printf("  pack_jobs + generate        %8.4f s  (%zu whole-node bundles)\n", median(pack), bundles);
   std::printf("  write_script_set            %8.4f s\n", median(write));

@@ -41,8 +41,7 @@ class Rules {
   std::vector<Problem> run();
 
  private:
-  void add(std::string key, std::string message, std::string related = {},
-           std::string context = {});
+  void add(std::string key, std::string message, std::string related = {}, std::string context = {});
 
   // Devices, precision, batch and stop conditions.
   void limits();
@@ -96,17 +95,14 @@ void Rules::limits() {
   if (p_.device == "gpu" && p_.ranks > 4)
     add("ranks", std::to_string(p_.ranks) + " is out of range for device gpu (1-4)", "device");
   if (p_.device != "gpu" && p_.precision != "fp32")
-    add("precision", p_.precision + " needs device gpu", "device",
-        "this job has device " + p_.device);
+    add("precision", p_.precision + " needs device gpu", "device", "this job has device " + p_.device);
   if (train_ && p_.epochs == 0 && p_.max_steps == 0)
-    add("epochs", "epochs and max_steps are both 0, so the job would never stop; set one",
-        "max_steps");
+    add("epochs", "epochs and max_steps are both 0, so the job would never stop; set one", "max_steps");
 }
 
 void Rules::task_rules() {
   if (!train_ && p_.precision != "fp32")
-    add("precision", "precision=" + p_.precision + " needs task=train (inference runs fp32)",
-        "task");
+    add("precision", "precision=" + p_.precision + " needs task=train (inference runs fp32)", "task");
   if (train_ && !p_.checkpoint.empty())
     add("checkpoint",
         "checkpoint=" + p_.checkpoint +
@@ -144,22 +140,18 @@ void Rules::data_rules() {
         "model");
   if (!tokens && p_.dataset == "text")
     add("dataset",
-        "dataset=text gives token ids, but model=" + p_.model +
-            " takes images (use model=transformer)",
+        "dataset=text gives token ids, but model=" + p_.model + " takes images (use model=transformer)",
         "model");
   if (tokens && p_.augment != "none")
-    add("augment", "augment=" + p_.augment + " needs images; model=transformer reads token ids",
-        "model");
+    add("augment", "augment=" + p_.augment + " needs images; model=transformer reads token ids", "model");
 }
 
 void Rules::cuda_graph_rules() {
   if (!p_.cuda_graph) return;
   const std::string c = "cuda_graph=true needs ";
   if (!train_) add("cuda_graph", c + "task=train", "task", "this job has task " + p_.task);
-  if (p_.device != "gpu")
-    add("cuda_graph", c + "device=gpu", "device", "this job has device " + p_.device);
-  if (p_.ranks != 1)
-    add("cuda_graph", c + "ranks=1 (the gradient allreduce is not captured)", "ranks");
+  if (p_.device != "gpu") add("cuda_graph", c + "device=gpu", "device", "this job has device " + p_.device);
+  if (p_.ranks != 1) add("cuda_graph", c + "ranks=1 (the gradient allreduce is not captured)", "ranks");
   if (p_.optimizer != "sgd")
     add("cuda_graph", c + "optimizer=sgd (only the foreach SGD step is captured)", "optimizer");
   if (p_.precision == "fp16")
@@ -170,8 +162,8 @@ void Rules::cuda_graph_rules() {
 void Rules::jobs_per_gpu_rules() {
   if (p_.jobs_per_gpu == 1) return;
   if (p_.device != "gpu")
-    add("jobs_per_gpu", "jobs_per_gpu=" + std::to_string(p_.jobs_per_gpu) + " needs device=gpu",
-        "device", "this job has device " + p_.device);
+    add("jobs_per_gpu", "jobs_per_gpu=" + std::to_string(p_.jobs_per_gpu) + " needs device=gpu", "device",
+        "this job has device " + p_.device);
   if (p_.ranks != 1)
     add("jobs_per_gpu",
         "jobs_per_gpu=" + std::to_string(p_.jobs_per_gpu) +
@@ -199,11 +191,11 @@ std::vector<Problem> check_values(const Params& p) {
       continue;
     }
     if (value.index() != Value(spec->default_value).index()) {
-      out.push_back({key,
-                     std::string("expected ") + (spec->type == Type::Int ? "an " : "a ") +
-                         type_name(spec->type),
-                     {},
-                     {}});
+      out.push_back(
+          {key,
+           std::string("expected ") + (spec->type == Type::Int ? "an " : "a ") + type_name(spec->type),
+           {},
+           {}});
       continue;
     }
     std::string bad = detail::check_value(*spec, value);
@@ -219,8 +211,8 @@ std::optional<Problem> resolve_batch(JobParams& p, BatchGiven given) {
   }
   if (p.ranks < 1 || p.global_batch % p.ranks != 0)
     return Problem{"global_batch",
-                   "global_batch " + std::to_string(p.global_batch) +
-                       " is not divisible by ranks " + std::to_string(p.ranks),
+                   "global_batch " + std::to_string(p.global_batch) + " is not divisible by ranks " +
+                       std::to_string(p.ranks),
                    "ranks", "ranks"};
   p.batch_per_rank = p.global_batch / p.ranks;
   return std::nullopt;

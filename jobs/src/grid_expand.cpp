@@ -64,11 +64,11 @@ class Expander {
   const LoadOptions& opts_;
   const std::vector<ParamSpec>& table_;
   int bpr_, gb_, seed_;
-  std::vector<int> order_;  // parameter indices sorted by name (the canonical key order)
-  Draft base_;              // table defaults overlaid with defaults:
-  std::vector<std::string> default_json_;         // rendered table defaults
+  std::vector<int> order_;                 // parameter indices sorted by name (the canonical key order)
+  Draft base_;                             // table defaults overlaid with defaults:
+  std::vector<std::string> default_json_;  // rendered table defaults
   std::string derived_bpr_, derived_gb_, canon_;  // per-job scratch buffers
-  std::vector<Value> first_;  // the first job's values, to find the varying parameters
+  std::vector<Value> first_;                      // the first job's values, to find the varying parameters
   std::vector<const std::string*> first_json_;
   std::vector<bool> vary_;
   std::vector<std::size_t> hits_;
@@ -78,15 +78,13 @@ class Expander {
   Expansion ex_;
 };
 
-Expander::Expander(const GridSpec& s, const LoadOptions& o)
-    : s_(s), opts_(o), table_(param_table()) {
+Expander::Expander(const GridSpec& s, const LoadOptions& o) : s_(s), opts_(o), table_(param_table()) {
   bpr_ = param_index("batch_per_rank");
   gb_ = param_index("global_batch");
   seed_ = param_index("seed");
   order_.resize(table_.size());
   std::iota(order_.begin(), order_.end(), 0);
-  std::sort(order_.begin(), order_.end(),
-            [&](int a, int b) { return table_[a].name < table_[b].name; });
+  std::sort(order_.begin(), order_.end(), [&](int a, int b) { return table_[a].name < table_[b].name; });
   base_.v.reserve(table_.size());
   default_json_.resize(table_.size());
   for (std::size_t i = 0; i < table_.size(); ++i) {
@@ -109,13 +107,13 @@ Expansion Expander::run() {
   for (std::size_t i = 0; i < hits_.size(); ++i)
     if (hits_[i] == 0) ex_.warnings.push_back(s_.warning(s_.excludes[i].loc, "matches no job"));
   for (const auto& [origin, d] : dups_) {
-    ex_.warnings.push_back(s_.warning(
-        origin, std::to_string(d.count) + " duplicate job" + (d.count == 1 ? "" : "s") +
-                    " dropped (e.g. " + d.id + ", same as job " + std::to_string(d.index) + ")"));
+    ex_.warnings.push_back(s_.warning(origin, std::to_string(d.count) + " duplicate job" +
+                                                  (d.count == 1 ? "" : "s") + " dropped (e.g. " + d.id +
+                                                  ", same as job " + std::to_string(d.index) + ")"));
   }
   if (ex_.jobs.empty() && ex_.streamed == 0 && !opts_.allow_empty)
-    s_.fail(s_.product_loc, "the grid expands to no jobs" +
-                                std::string(ex_.excluded ? " (every job is excluded)" : ""));
+    s_.fail(s_.product_loc,
+            "the grid expands to no jobs" + std::string(ex_.excluded ? " (every job is excluded)" : ""));
   for (std::size_t i = 0; i < table_.size(); ++i)
     if (vary_[i]) ex_.varying.push_back(table_[i].name);
   return std::move(ex_);
@@ -246,8 +244,7 @@ void Expander::note_varying(const Draft& d) {
   // member lives in a per-job scratch buffer; compare values otherwise.
   for (std::size_t i = 0; i < vary_.size(); ++i) {
     const bool scratch = static_cast<int>(i) == bpr_ || static_cast<int>(i) == gb_;
-    if (!vary_[i] && (scratch || d.json[i] != first_json_[i]) && d.v[i] != first_[i])
-      vary_[i] = true;
+    if (!vary_[i] && (scratch || d.json[i] != first_json_[i]) && d.v[i] != first_[i]) vary_[i] = true;
   }
 }
 
@@ -351,15 +348,12 @@ void Expander::report(const Draft& d, const std::vector<Problem>& problems, int 
   for (const auto& p : problems)
     if (key(p) < key(*best)) best = &p;
   std::string message = best->message;
-  if (!best->context.empty())
-    message += " (" + best->context + " from " + where(d, best->related) + ")";
+  if (!best->context.empty()) message += " (" + best->context + " from " + where(d, best->related) + ")";
   s_.fail(loc_of(*best), message);
 }
 
 }  // namespace
 
-Expansion expand_grid(const GridSpec& spec, const LoadOptions& opts) {
-  return Expander(spec, opts).run();
-}
+Expansion expand_grid(const GridSpec& spec, const LoadOptions& opts) { return Expander(spec, opts).run(); }
 
 }  // namespace gridrun::jobs::detail

@@ -52,8 +52,7 @@ class Parser {
   Setting value(int p, const YAML::Node& n, const std::string& path, bool check = true,
                 const YAML::Node* key = nullptr);
 
-  void need(const YAML::Node& n, YAML::NodeType::value t, const std::string& path,
-            const char* what);
+  void need(const YAML::Node& n, YAML::NodeType::value t, const std::string& path, const char* what);
 
   void name(const YAML::Node& n);
 
@@ -61,8 +60,7 @@ class Parser {
   std::vector<Setting> settings(const YAML::Node& n, const std::string& path);
 
   // A list of scalars for parameter p (a grid axis, a zip column, seeds).
-  std::vector<Setting> column(int p, const YAML::Node& n, const std::string& path,
-                              const YAML::Node& key);
+  std::vector<Setting> column(int p, const YAML::Node& n, const std::string& path, const YAML::Node& key);
 
   void grid(const YAML::Node& n);
 
@@ -119,9 +117,8 @@ int Parser::param(const std::string& key, const YAML::Node& keynode, const std::
   int i = param_index(key);
   if (i >= 0) return i;
   std::string hint = suggest_param(key);
-  fail(
-      keynode, path,
-      "unknown parameter '" + key + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+  fail(keynode, path,
+       "unknown parameter '" + key + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
 }
 
 Setting Parser::value(int p, const YAML::Node& n, const std::string& path, bool check,
@@ -152,8 +149,7 @@ Setting Parser::value(int p, const YAML::Node& n, const std::string& path, bool 
   return st;
 }
 
-void Parser::need(const YAML::Node& n, YAML::NodeType::value t, const std::string& path,
-                  const char* what) {
+void Parser::need(const YAML::Node& n, YAML::NodeType::value t, const std::string& path, const char* what) {
   if (n.Type() != t) fail(n, path, std::string("expected ") + what + ", got " + kind(n));
 }
 
@@ -290,11 +286,9 @@ void Parser::compare(const YAML::Node& n) {
     if (key != "by") {
       std::string hint = closest(key, {"by"});
       fail(k, "compare." + key,
-           "unknown key '" + key + "'" +
-               (hint.empty() ? "; expected 'by'" : "; did you mean 'by'?"));
+           "unknown key '" + key + "'" + (hint.empty() ? "; expected 'by'" : "; did you mean 'by'?"));
     }
-    if (!v.IsScalar())
-      fail(v, "compare.by", std::string("expected a parameter name, got ") + kind(v));
+    if (!v.IsScalar()) fail(v, "compare.by", std::string("expected a parameter name, got ") + kind(v));
     param(v.Scalar(), v, "compare.by");
     s_.compare_by = v.Scalar();
   });
@@ -303,8 +297,7 @@ void Parser::compare(const YAML::Node& n) {
 void Parser::document(const YAML::Node& root) {
   if (!root.IsMap())
     fail(root, "",
-         std::string("expected a map with name, defaults, grid, ... at the top, got ") +
-             kind(root));
+         std::string("expected a map with name, defaults, grid, ... at the top, got ") + kind(root));
   s_.root_loc = loc(root, "");
   bool has_grid = false, has_zip = false, has_include = false;
   each_key(root, "", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
@@ -387,10 +380,9 @@ void Parser::cross_checks() {
   }
   const int seed = param_index("seed");
   if (s_.has_seeds && seen[static_cast<std::size_t>(seed)] >= 0)
-    s_.fail(seeds_key_loc_,
-            "'seed' is also varied at " +
-                s_.locs[static_cast<std::size_t>(seen[static_cast<std::size_t>(seed)])].path +
-                "; use one of them");
+    s_.fail(seeds_key_loc_, "'seed' is also varied at " +
+                                s_.locs[static_cast<std::size_t>(seen[static_cast<std::size_t>(seed)])].path +
+                                "; use one of them");
 }
 
 }  // namespace

@@ -22,17 +22,24 @@ namespace {
 template <typename T>
 constexpr Type type_of();
 template <>
-constexpr Type type_of<bool>() { return Type::Bool; }
+constexpr Type type_of<bool>() {
+  return Type::Bool;
+}
 template <>
-constexpr Type type_of<std::int64_t>() { return Type::Int; }
+constexpr Type type_of<std::int64_t>() {
+  return Type::Int;
+}
 template <>
-constexpr Type type_of<double>() { return Type::Float; }
+constexpr Type type_of<double>() {
+  return Type::Float;
+}
 template <>
-constexpr Type type_of<std::string>() { return Type::String; }
+constexpr Type type_of<std::string>() {
+  return Type::String;
+}
 
-ParamSpec row(std::string name, Type t, Value def, std::string help,
-              std::vector<std::string> choices, std::optional<double> min,
-              std::optional<double> max, unsigned flags) {
+ParamSpec row(std::string name, Type t, Value def, std::string help, std::vector<std::string> choices,
+              std::optional<double> min, std::optional<double> max, unsigned flags) {
   ParamSpec p{std::move(name), t, std::move(def), std::move(help), std::move(choices), min, max};
   p.min_exclusive = (flags & kMinExclusive) != 0;
   p.id_omits_default = (flags & kIdOmitsDefault) != 0;
@@ -40,12 +47,14 @@ ParamSpec row(std::string name, Type t, Value def, std::string help,
 }
 
 // params.def's "(a, b)" columns: a list of names, an optional bound.
-#define GRIDRUN_LIST(...) std::vector<std::string>{__VA_ARGS__}
-#define GRIDRUN_BOUND(...) std::optional<double>{__VA_ARGS__}
+#define GRIDRUN_LIST(...) \
+  std::vector<std::string> { __VA_ARGS__ }
+#define GRIDRUN_BOUND(...) \
+  std::optional<double> { __VA_ARGS__ }
 
 std::vector<ParamSpec> build_table() {
   return {
-#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags)                      \
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags)                         \
   row(#name, type_of<type>(), Value{type(def)}, help, GRIDRUN_LIST choices, GRIDRUN_BOUND min, \
       GRIDRUN_BOUND max, flags),
 #include "gridrun/jobs/params.def"
@@ -176,8 +185,7 @@ namespace detail {
 JobParams struct_of_values(const std::vector<Value>& v) {
   JobParams jp;
   std::size_t i = 0;
-#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) \
-  jp.name = std::get<type>(v[i++]);
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) jp.name = std::get<type>(v[i++]);
 #include "gridrun/jobs/params.def"
 #undef GRIDRUN_PARAM
   return jp;
@@ -261,9 +269,7 @@ std::string id_json(const Params& p) {
   return canonical_json(kept);
 }
 
-std::string job_id(const Params& p) {
-  return detail::id_of_hash(detail::hash_of_canonical(id_json(p)));
-}
+std::string job_id(const Params& p) { return detail::id_of_hash(detail::hash_of_canonical(id_json(p))); }
 
 std::string canonical_json(const JobParams& p) { return canonical_json(from_struct(p)); }
 std::string id_json(const JobParams& p) { return id_json(from_struct(p)); }
@@ -305,8 +311,7 @@ JobParams job_params_from_json(const std::string& json) { return to_struct(param
 Value parse_value(const ParamSpec& spec, const std::string& text) {
   Value v;
   std::string err;
-  if (!detail::text_to_value(spec, text, v, err))
-    throw std::invalid_argument(spec.name + ": " + err);
+  if (!detail::text_to_value(spec, text, v, err)) throw std::invalid_argument(spec.name + ": " + err);
   std::string bad = detail::check_value(spec, v);
   if (!bad.empty()) throw std::invalid_argument(spec.name + ": " + bad);
   return v;
@@ -398,8 +403,11 @@ bool json_to_value(const ParamSpec& spec, const base::Json& j, Value& out, std::
     return true;
   }
   if (j.is_primitive() && !j.is_null()) return detail::text_to_value(spec, j.dump(), out, err);
-  err = std::string(spec.type == Type::Int ? "expected an " : "expected a ") +
-        type_name(spec.type) + ", got " + (j.is_null() ? "null" : j.is_array() ? "a list" : "an object");
+  err = std::string(spec.type == Type::Int ? "expected an " : "expected a ") + type_name(spec.type) +
+        ", got " +
+        (j.is_null()    ? "null"
+         : j.is_array() ? "a list"
+                        : "an object");
   return false;
 }
 }  // namespace
@@ -456,8 +464,8 @@ bool text_to_value(const ParamSpec& spec, const std::string& text, Value& out, s
       out = text;
       return true;
   }
-  err = std::string(spec.type == Type::Int ? "expected an " : "expected a ") +
-        type_name(spec.type) + ", got '" + text + "'";
+  err = std::string(spec.type == Type::Int ? "expected an " : "expected a ") + type_name(spec.type) +
+        ", got '" + text + "'";
   return false;
 }
 

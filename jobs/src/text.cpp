@@ -36,8 +36,8 @@ bool parse_double(const std::string& text, double& out) {
   if (*b == '+') ++b;
   // strtod accepts "nan", "inf" and hex floats; a parameter value is never one of those.
   for (const char* p = b; *p; ++p) {
-    if (!(std::isdigit(static_cast<unsigned char>(*p)) || *p == '.' || *p == 'e' || *p == 'E' ||
-          *p == '-' || *p == '+'))
+    if (!(std::isdigit(static_cast<unsigned char>(*p)) || *p == '.' || *p == 'e' || *p == 'E' || *p == '-' ||
+          *p == '+'))
       return false;
   }
   char* end = nullptr;
@@ -121,4 +121,3 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
 }
 
 }  // namespace gridrun::jobs::detail
-

@@ -9,10 +9,10 @@
 #include <set>
 #include <stdexcept>
 
-#include "gridrun/results/collect.hpp"
 #include "columns.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/results/collect.hpp"
 #include "h5.hpp"
 #include "internal.hpp"
 
@@ -62,9 +62,10 @@ double as_double(const ParamValue& v) {
 
 void write_index(const std::string& path, const std::string& run_dir, const std::vector<JobRecord>& jobs) {
   Id file = H5_OWN(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-  h5::write_attr(file, "run", fs::path(run_dir).lexically_normal().filename().string().empty()
-                                  ? fs::absolute(run_dir).lexically_normal().parent_path().filename().string()
-                                  : fs::path(run_dir).lexically_normal().filename().string());
+  h5::write_attr(file, "run",
+                 fs::path(run_dir).lexically_normal().filename().string().empty()
+                     ? fs::absolute(run_dir).lexically_normal().parent_path().filename().string()
+                     : fs::path(run_dir).lexically_normal().filename().string());
   h5::write_attr(file, "schema_version", static_cast<std::int64_t>(kSchemaVersion));
   h5::write_attr(file, "gridrun_version", std::string(GRIDRUN_VERSION));
   h5::write_attr(file, "created", base::iso_now());
@@ -137,9 +138,12 @@ std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std:
     for (const auto& e : fs::directory_iterator(results)) {
       std::string name = e.path().filename().string();
       std::string id;
-      if (ends_with(name, ".h5.partial")) id = name.substr(0, name.size() - 11);
-      else if (ends_with(name, ".h5")) id = name.substr(0, name.size() - 3);
-      else continue;
+      if (ends_with(name, ".h5.partial"))
+        id = name.substr(0, name.size() - 11);
+      else if (ends_with(name, ".h5"))
+        id = name.substr(0, name.size() - 3);
+      else
+        continue;
       auto it = by_id.find(id);
       if (it == by_id.end() || ends_with(it->second.string(), ".partial")) by_id[id] = e.path();
     }
@@ -151,7 +155,8 @@ std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std:
     for (const auto& e : fs::directory_iterator(jobs_dir)) {
       if (e.path().extension() != ".json") continue;
       std::string id = e.path().stem().string();
-      if (!by_id.count(id)) missing.push_back((results / (id + ".h5")).string() + ": missing (job has no results file)");
+      if (!by_id.count(id))
+        missing.push_back((results / (id + ".h5")).string() + ": missing (job has no results file)");
     }
     std::sort(missing.begin(), missing.end());
     skipped.insert(skipped.end(), missing.begin(), missing.end());
@@ -198,9 +203,12 @@ std::vector<JobRecord> read_index_here(const std::string& results_h5) {
       for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) {
         if (std::isnan(v[k])) continue;
         seen[k] = true;
-        if (spec->type == gj::Type::Bool) gj::set_param(params[k], key, v[k] != 0);
-        else if (spec->type == gj::Type::Int) gj::set_param(params[k], key, static_cast<std::int64_t>(v[k]));
-        else gj::set_param(params[k], key, v[k]);
+        if (spec->type == gj::Type::Bool)
+          gj::set_param(params[k], key, v[k] != 0);
+        else if (spec->type == gj::Type::Int)
+          gj::set_param(params[k], key, static_cast<std::int64_t>(v[k]));
+        else
+          gj::set_param(params[k], key, v[k]);
       }
     }
   }

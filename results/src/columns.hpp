@@ -31,8 +31,8 @@ template <class Row>
 struct Column {
   // The member holding the value: int64 and double scalars, fixed-width double vectors (Ranks or
   // Gpus), strings (VL UTF-8 in the index, fixed-length in /profile).
-  using Field = std::variant<std::int64_t Row::*, double Row::*, std::vector<double> Row::*,
-                             std::string Row::*>;
+  using Field =
+      std::variant<std::int64_t Row::*, double Row::*, std::vector<double> Row::*, std::string Row::*>;
   const char* name;
   Field field;
   Width width = Width::One;
@@ -43,11 +43,17 @@ using Columns = std::vector<Column<Row>>;
 
 inline const Columns<StepRow>& step_columns() {
   static const Columns<StepRow> c = {
-      {"step", &StepRow::step}, {"epoch", &StepRow::epoch}, {"wall_s", &StepRow::wall_s},
-      {"loss", &StepRow::loss}, {"samples_per_s", &StepRow::samples_per_s},
-      {"step_s", &StepRow::step_s}, {"data_s", &StepRow::data_s},
-      {"forward_s", &StepRow::forward_s}, {"backward_s", &StepRow::backward_s},
-      {"optimizer_s", &StepRow::optimizer_s}, {"comm_s", &StepRow::comm_s},
+      {"step", &StepRow::step},
+      {"epoch", &StepRow::epoch},
+      {"wall_s", &StepRow::wall_s},
+      {"loss", &StepRow::loss},
+      {"samples_per_s", &StepRow::samples_per_s},
+      {"step_s", &StepRow::step_s},
+      {"data_s", &StepRow::data_s},
+      {"forward_s", &StepRow::forward_s},
+      {"backward_s", &StepRow::backward_s},
+      {"optimizer_s", &StepRow::optimizer_s},
+      {"comm_s", &StepRow::comm_s},
       {"exposed_comm_s", &StepRow::exposed_comm_s},
       {"rank_step_s", &StepRow::rank_step_s, Width::Ranks},
   };
@@ -56,9 +62,9 @@ inline const Columns<StepRow>& step_columns() {
 
 inline const Columns<EpochRow>& epoch_columns() {
   static const Columns<EpochRow> c = {
-      {"epoch", &EpochRow::epoch}, {"train_loss", &EpochRow::train_loss},
+      {"epoch", &EpochRow::epoch},         {"train_loss", &EpochRow::train_loss},
       {"train_acc", &EpochRow::train_acc}, {"test_loss", &EpochRow::test_loss},
-      {"test_acc", &EpochRow::test_acc}, {"epoch_s", &EpochRow::epoch_s},
+      {"test_acc", &EpochRow::test_acc},   {"epoch_s", &EpochRow::epoch_s},
       {"wall_s", &EpochRow::wall_s},
   };
   return c;
@@ -67,11 +73,15 @@ inline const Columns<EpochRow>& epoch_columns() {
 inline const Columns<UtilRow>& util_columns() {
   static const Columns<UtilRow> c = {
       {"time_s", &UtilRow::time_s},
-      {"rank_cpu_pct", &UtilRow::rank_cpu_pct, Width::Ranks}, {"rank_rss_bytes", &UtilRow::rank_rss_bytes, Width::Ranks},
+      {"rank_cpu_pct", &UtilRow::rank_cpu_pct, Width::Ranks},
+      {"rank_rss_bytes", &UtilRow::rank_rss_bytes, Width::Ranks},
       {"node_cpu_pct", &UtilRow::node_cpu_pct},
-      {"gpu_util_pct", &UtilRow::gpu_util_pct, Width::Gpus}, {"gpu_mem_bytes", &UtilRow::gpu_mem_bytes, Width::Gpus},
-      {"gpu_power_w", &UtilRow::gpu_power_w, Width::Gpus}, {"gpu_energy_j", &UtilRow::gpu_energy_j, Width::Gpus},
-      {"gpu_temp_c", &UtilRow::gpu_temp_c, Width::Gpus}, {"gpu_sm_mhz", &UtilRow::gpu_sm_mhz, Width::Gpus},
+      {"gpu_util_pct", &UtilRow::gpu_util_pct, Width::Gpus},
+      {"gpu_mem_bytes", &UtilRow::gpu_mem_bytes, Width::Gpus},
+      {"gpu_power_w", &UtilRow::gpu_power_w, Width::Gpus},
+      {"gpu_energy_j", &UtilRow::gpu_energy_j, Width::Gpus},
+      {"gpu_temp_c", &UtilRow::gpu_temp_c, Width::Gpus},
+      {"gpu_sm_mhz", &UtilRow::gpu_sm_mhz, Width::Gpus},
   };
   return c;
 }
@@ -79,8 +89,10 @@ inline const Columns<UtilRow>& util_columns() {
 // `/profile` (written whole at finish; `name` as fixed-length strings, see writer.cpp).
 inline const Columns<OpProfile>& profile_columns() {
   static const Columns<OpProfile> c = {
-      {"name", &OpProfile::name}, {"calls", &OpProfile::calls},
-      {"self_cpu_us", &OpProfile::self_cpu_us}, {"total_cpu_us", &OpProfile::total_cpu_us},
+      {"name", &OpProfile::name},
+      {"calls", &OpProfile::calls},
+      {"self_cpu_us", &OpProfile::self_cpu_us},
+      {"total_cpu_us", &OpProfile::total_cpu_us},
       {"self_device_us", &OpProfile::self_device_us},
       {"total_device_us", &OpProfile::total_device_us},
   };
@@ -90,8 +102,10 @@ inline const Columns<OpProfile>& profile_columns() {
 // The fixed string columns of the index's /jobs (parameters and figures are columns by name).
 inline const Columns<JobRecord>& index_columns() {
   static const Columns<JobRecord> c = {
-      {"id", &JobRecord::id}, {"status", &JobRecord::status},
-      {"exit_reason", &JobRecord::exit_reason}, {"file", &JobRecord::file},
+      {"id", &JobRecord::id},
+      {"status", &JobRecord::status},
+      {"exit_reason", &JobRecord::exit_reason},
+      {"file", &JobRecord::file},
   };
   return c;
 }
@@ -110,8 +124,10 @@ void write_whole_table(hid_t group, const Columns<Row>& cols, const std::vector<
           std::vector<T> values;
           for (const Row& r : rows) values.push_back(r.*member);
           if constexpr (std::is_same_v<T, std::string>) {
-            if (strings == Strings::Fixed) h5::write_fixed_strings(group, c.name, values);
-            else h5::write_strings(group, c.name, values);
+            if (strings == Strings::Fixed)
+              h5::write_fixed_strings(group, c.name, values);
+            else
+              h5::write_strings(group, c.name, values);
           } else if constexpr (std::is_same_v<T, std::int64_t>) {
             h5::write_int64s(group, c.name, values);
           } else if constexpr (std::is_same_v<T, double>) {
@@ -146,7 +162,8 @@ std::vector<Row> read_whole_table(hid_t group, const Columns<Row>& cols) {
             for (std::size_t r = 0; r < rows.size() && r < v.size(); ++r) rows[r].*member = v[r];
           } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, double>) {
             std::vector<double> v = h5::read_doubles(ds, rows.size());
-            for (std::size_t r = 0; r < rows.size() && r < v.size(); ++r) rows[r].*member = static_cast<T>(v[r]);
+            for (std::size_t r = 0; r < rows.size() && r < v.size(); ++r)
+              rows[r].*member = static_cast<T>(v[r]);
           } else {
             throw std::logic_error(std::string("whole table column ") + c.name + " cannot be a vector");
           }

@@ -77,22 +77,18 @@ void write_attr(hid_t loc, const std::string& name, const std::string& value) {
 void write_attr(hid_t loc, const std::string& name, std::int64_t value) {
   delete_attr_if_present(loc, name);
   Id space = scalar_space();
-  Id a = H5_OWN(H5Acreate2(loc, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT),
-                H5Aclose);
+  Id a = H5_OWN(H5Acreate2(loc, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
   H5_CHECK(H5Awrite(a, H5T_NATIVE_INT64, &value));
 }
 
 void write_attr(hid_t loc, const std::string& name, double value) {
   delete_attr_if_present(loc, name);
   Id space = scalar_space();
-  Id a = H5_OWN(H5Acreate2(loc, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT),
-                H5Aclose);
+  Id a = H5_OWN(H5Acreate2(loc, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
   H5_CHECK(H5Awrite(a, H5T_NATIVE_DOUBLE, &value));
 }
 
-bool has_attr(hid_t loc, const std::string& name) {
-  return H5_CHECK(H5Aexists(loc, name.c_str())) > 0;
-}
+bool has_attr(hid_t loc, const std::string& name) { return H5_CHECK(H5Aexists(loc, name.c_str())) > 0; }
 
 namespace {
 
@@ -182,8 +178,7 @@ Id create_column(hid_t group, const std::string& name, hid_t type, hsize_t width
   Id space = H5_OWN(H5Screate_simple(rank, dims, maxdims), H5Sclose);
   Id dcpl = H5_OWN(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   H5_CHECK(H5Pset_chunk(dcpl, rank, chunk));
-  return H5_OWN(H5Dcreate2(group, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                H5Dclose);
+  return H5_OWN(H5Dcreate2(group, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose);
 }
 
 void write_rows(hid_t ds, hid_t mem_type, hsize_t first, hsize_t n, hsize_t width, const void* buf) {
@@ -260,8 +255,7 @@ void write_strings(hid_t loc, const std::string& name, const std::vector<std::st
   Id type = utf8_vl_string();
   hsize_t n = values.size();
   Id space = H5_OWN(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                 H5Dclose);
+  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
   std::vector<const char*> ptrs;
   for (const auto& v : values) ptrs.push_back(v.c_str());
   if (n) H5_CHECK(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()));
@@ -276,8 +270,7 @@ void write_fixed_strings(hid_t loc, const std::string& name, const std::vector<s
   H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
   hsize_t n = values.size();
   Id space = H5_OWN(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                 H5Dclose);
+  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
   std::string buf(len * values.size(), '\0');
   for (std::size_t k = 0; k < values.size(); ++k) buf.replace(k * len, values[k].size(), values[k]);
   if (n) H5_CHECK(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()));

@@ -22,7 +22,7 @@
 namespace gridrun::results {
 
 namespace detail {
-std::string chartjs_source();    // generated at build time from vendor/chartjs (embed_text.cmake)
+std::string chartjs_source();  // generated at build time from vendor/chartjs (embed_text.cmake)
 std::string chartjs_license();
 // results/assets/: the report's stylesheet, the error hook that runs before Chart.js (it collects
 // script errors for the body's data-errors attribute) and the chart renderer (draws the JSON
@@ -43,10 +43,14 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 std::string js(const std::string& s) {
   std::string out = "\"";
   for (char c : base::json_escape(s)) {
-    if (c == '<') out += "\\u003c";
-    else if (c == '>') out += "\\u003e";
-    else if (c == '&') out += "\\u0026";
-    else out += c;
+    if (c == '<')
+      out += "\\u003c";
+    else if (c == '>')
+      out += "\\u003e";
+    else if (c == '&')
+      out += "\\u0026";
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -74,11 +78,20 @@ std::string html(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -101,14 +114,14 @@ struct BarSet {
 };
 
 struct Chart {
-  std::string id, title, kind = "xy";   // "xy" | "bar"
-  std::string note;                      // non-empty: no chart, this note instead
+  std::string id, title, kind = "xy";  // "xy" | "bar"
+  std::string note;                    // non-empty: no chart, this note instead
   std::string xlabel, ylabel, y1label;
   bool logx = false, logy = false, horizontal = false;
   std::vector<Series> series;
-  std::vector<std::string> labels;       // bar categories
+  std::vector<std::string> labels;  // bar categories
   std::vector<BarSet> bars;
-  std::vector<std::string> notes;        // shown under a drawn chart
+  std::vector<std::string> notes;  // shown under a drawn chart
 
   std::string json() const {
     std::ostringstream o;
@@ -121,7 +134,8 @@ struct Chart {
       const Series& s = series[k];
       o << (k ? "," : "") << "{\"label\":" << js(s.label) << ",\"x\":" << jarr(s.x) << ",\"y\":" << jarr(s.y)
         << ",\"color\":" << s.color << ",\"line\":" << (s.line ? "true" : "false")
-        << ",\"points\":" << (s.points ? "true" : "false") << ",\"dash\":" << (s.dash ? "true" : "false") << "}";
+        << ",\"points\":" << (s.points ? "true" : "false") << ",\"dash\":" << (s.dash ? "true" : "false")
+        << "}";
     }
     o << "],\"bars\":[";
     for (std::size_t k = 0; k < bars.size(); ++k) {
@@ -154,7 +168,8 @@ bool any_finite(const std::vector<double>& v) {
 std::vector<std::size_t> thin(std::size_t n, int max) {
   std::vector<std::size_t> idx;
   if (n == 0) return idx;
-  const std::size_t stride = std::max<std::size_t>(1, (n + static_cast<std::size_t>(max) - 1) / static_cast<std::size_t>(max));
+  const std::size_t stride =
+      std::max<std::size_t>(1, (n + static_cast<std::size_t>(max) - 1) / static_cast<std::size_t>(max));
   for (std::size_t k = 0; k < n; k += stride) idx.push_back(k);
   if (idx.back() != n - 1) idx.push_back(n - 1);
   return idx;
@@ -178,7 +193,10 @@ std::vector<double> reduce_rows(const Matrix& m, bool sum) {
     double acc = 0;
     std::size_t n = 0;
     for (std::size_t c = 0; c < m.cols; ++c)
-      if (std::isfinite(m.at(r, c))) { acc += m.at(r, c); ++n; }
+      if (std::isfinite(m.at(r, c))) {
+        acc += m.at(r, c);
+        ++n;
+      }
     if (n) out[r] = sum ? acc : acc / static_cast<double>(n);
   }
   return out;
@@ -196,8 +214,8 @@ struct JobView {
 
 // Legend labels: the parameters that vary across the jobs (model and device bare, others k=v).
 void label_jobs(std::vector<JobView>& jobs) {
-  static const std::vector<std::string> first = {"model", "dataset", "task", "device", "ranks",
-                                                 "batch_per_rank", "global_batch", "precision"};
+  static const std::vector<std::string> first = {"model", "dataset",        "task",         "device",
+                                                 "ranks", "batch_per_rank", "global_batch", "precision"};
   static const std::map<std::string, std::string> abbrev = {
       {"ranks", "r"}, {"batch_per_rank", "bpr"}, {"global_batch", "gb"}, {"threads_per_rank", "t"}};
   std::vector<const RecordedParams*> params;
@@ -215,7 +233,8 @@ void label_jobs(std::vector<JobView>& jobs) {
       std::string v = param_text(j.rec->params, k);
       auto a = abbrev.find(k);
       std::string part = (k == "model" || k == "device" || k == "task" || k == "dataset" || k == "precision")
-                             ? v : (a == abbrev.end() ? k : a->second) + "=" + v;
+                             ? v
+                             : (a == abbrev.end() ? k : a->second) + "=" + v;
       l += (l.empty() ? "" : " ") + part;
     }
     if (l.size() > 48) l = l.substr(0, 45) + "...";
@@ -329,7 +348,8 @@ Chart scaling_chart(const std::vector<Table>& tables) {
 }
 
 Chart speedup_chart(const std::vector<Table>& tables) {
-  Chart c = make_chart("speedup", "GPU vs CPU speed-up (GPU samples/s / CPU samples/s)", "", "speed-up (x)", "bar");
+  Chart c =
+      make_chart("speedup", "GPU vs CPU speed-up (GPU samples/s / CPU samples/s)", "", "speed-up (x)", "bar");
   BarSet b;
   b.label = "speed-up";
   for (const auto& t : tables) {
@@ -342,8 +362,10 @@ Chart speedup_chart(const std::vector<Table>& tables) {
       b.values.push_back(row[static_cast<std::size_t>(sc)].value);
     }
   }
-  if (any_finite(b.values)) c.bars.push_back(b);
-  else c.note = "No finished jobs that differ only in device (cpu vs gpu).";
+  if (any_finite(b.values))
+    c.bars.push_back(b);
+  else
+    c.note = "No finished jobs that differ only in device (cpu vs gpu).";
   return c;
 }
 
@@ -374,7 +396,8 @@ Chart util_chart(const std::vector<JobView>& jobs, int max) {
 }
 
 Chart power_chart(const std::vector<JobView>& jobs, int max) {
-  Chart c = make_chart("power", "GPU power timeline (sum over the job's devices)", "time since job start (s)", "W");
+  Chart c =
+      make_chart("power", "GPU power timeline (sum over the job's devices)", "time since job start (s)", "W");
   std::set<std::string> reasons;
   for (const auto& j : jobs) {
     const auto* t = j.data.util.column("time_s");
@@ -415,7 +438,8 @@ Chart roofline_chart(const Roofline& r) {
   c.notes = r.notes;
   if (r.points.empty()) {
     c.note = "No roofline points.";
-    for (const auto& n : r.notes) c.note += " " + std::string(1, static_cast<char>(std::toupper(n[0]))) + n.substr(1) + ".";
+    for (const auto& n : r.notes)
+      c.note += " " + std::string(1, static_cast<char>(std::toupper(n[0]))) + n.substr(1) + ".";
     return c;
   }
   double lo = 1e300, hi = 0;
@@ -465,14 +489,16 @@ std::vector<Chart> operator_charts(const std::vector<JobView>& jobs, int max_job
     if (j.data.profile.empty()) continue;
     if (++profiled > max_jobs) continue;
     std::vector<OpProfile> ops = j.data.profile;
-    const bool device = std::any_of(ops.begin(), ops.end(), [](const OpProfile& o) { return o.self_device_us > 0; });
+    const bool device =
+        std::any_of(ops.begin(), ops.end(), [](const OpProfile& o) { return o.self_device_us > 0; });
     std::sort(ops.begin(), ops.end(), [&](const OpProfile& a, const OpProfile& b) {
       return device ? a.self_device_us > b.self_device_us : a.self_cpu_us > b.self_cpu_us;
     });
     if (ops.size() > 10) ops.resize(10);
-    Chart c = make_chart("ops-" + j.rec->id,
-                         "Top operators by self " + std::string(device ? "device" : "CPU") + " time: " + j.label,
-                         "", "ms (summed over the profiled steps)", "bar");
+    Chart c =
+        make_chart("ops-" + j.rec->id,
+                   "Top operators by self " + std::string(device ? "device" : "CPU") + " time: " + j.label,
+                   "", "ms (summed over the profiled steps)", "bar");
     c.horizontal = true;
     BarSet cpu{"self CPU (ms)", {}, 0, false}, dev{"self device (ms)", {}, 1, false};
     for (const auto& o : ops) {
@@ -486,7 +512,8 @@ std::vector<Chart> operator_charts(const std::vector<JobView>& jobs, int max_job
   }
   if (profiled > max_jobs) {
     Chart note = make_chart("ops-more", "Top operators: more jobs", "", "");
-    note.note = std::to_string(profiled - max_jobs) + " more profiled job(s) not charted; "
+    note.note = std::to_string(profiled - max_jobs) +
+                " more profiled job(s) not charted; "
                 "`gridrun report --profile` lists them all.";
     out.push_back(note);
   }
@@ -520,7 +547,8 @@ std::string table_html(const Table& t) {
   o << "</tr></thead>\n<tbody>\n";
   for (const auto& row : t.rows) {
     o << "<tr>";
-    for (const auto& cell : row) o << (cell.numeric ? "<td class=\"n\">" : "<td>") << html(cell.text) << "</td>";
+    for (const auto& cell : row)
+      o << (cell.numeric ? "<td class=\"n\">" : "<td>") << html(cell.text) << "</td>";
     o << "</tr>\n";
   }
   o << "</tbody></table></div>\n";
@@ -572,10 +600,14 @@ HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& 
   }
   Roofline roof = build_roofline(datas, labels, opts.roofline);
 
-  std::vector<Chart> charts = {loss_chart(jobs, opts.max_points), accuracy_chart(jobs, opts.max_points),
-                               scaling_chart(tables), speedup_chart(tables),
-                               util_chart(jobs, opts.max_points), power_chart(jobs, opts.max_points),
-                               phase_chart(run.phases), roofline_chart(roof)};
+  std::vector<Chart> charts = {loss_chart(jobs, opts.max_points),
+                               accuracy_chart(jobs, opts.max_points),
+                               scaling_chart(tables),
+                               speedup_chart(tables),
+                               util_chart(jobs, opts.max_points),
+                               power_chart(jobs, opts.max_points),
+                               phase_chart(run.phases),
+                               roofline_chart(roof)};
   for (auto& c : operator_charts(jobs, opts.max_profiled_jobs)) charts.push_back(c);
   if (!roof.points.empty()) tables.push_back(roofline_table(roof));
 
@@ -591,29 +623,36 @@ HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& 
   }
   if (run_name.empty()) run_name = fs::path(run.run_dir).filename().string();
   std::string status_line;
-  for (const auto& [s, n] : by_status) status_line += (status_line.empty() ? "" : ", ") + std::to_string(n) + " " + s;
+  for (const auto& [s, n] : by_status)
+    status_line += (status_line.empty() ? "" : ", ") + std::to_string(n) + " " + s;
 
   std::ostringstream page;
   page << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-       << "<title>gridrun report: " << html(run_name) << "</title>\n<style>" << detail::report_css() << "</style>\n"
+       << "<title>gridrun report: " << html(run_name) << "</title>\n<style>" << detail::report_css()
+       << "</style>\n"
        << "<script>" << detail::error_hook_js() << "</script>\n"
        << "<!-- Chart.js, embedded. Its license:\n"
-       << [] {
-            std::string l = detail::chartjs_license();
-            for (std::size_t p = l.find("--"); p != std::string::npos; p = l.find("--", p)) l.replace(p, 2, "- -");
-            return l;
-          }()
-       << "-->\n<script>\n" << detail::chartjs_source() << "\n</script>\n</head>\n<body>\n"
+       <<
+      [] {
+        std::string l = detail::chartjs_license();
+        for (std::size_t p = l.find("--"); p != std::string::npos; p = l.find("--", p))
+          l.replace(p, 2, "- -");
+        return l;
+      }()
+       << "-->\n<script>\n"
+       << detail::chartjs_source() << "\n</script>\n</head>\n<body>\n"
        << "<h1>gridrun report: " << html(run_name) << "</h1>\n<p class=\"meta\">" << jobs.size() << " job(s)"
-       << (status_line.empty() ? "" : " (" + html(status_line) + ")") << " &middot; " << html(opts.report.input)
-       << " &middot; generated " << html(base::iso_now()) << " by gridrun " GRIDRUN_VERSION "</p>\n";
+       << (status_line.empty() ? "" : " (" + html(status_line) + ")") << " &middot; "
+       << html(opts.report.input) << " &middot; generated " << html(base::iso_now())
+       << " by gridrun " GRIDRUN_VERSION "</p>\n";
   if (!unreadable.empty()) {
     page << "<p class=\"note\">Unreadable job files (tables only, no time series): ";
     for (std::size_t k = 0; k < unreadable.size(); ++k) page << (k ? ", " : "") << html(unreadable[k]);
     page << "</p>\n";
   }
-  page << "<section id=\"charts\"></section>\n<section id=\"tables\">\n<h2 style=\"margin-top:24px\">Tables</h2>\n";
+  page << "<section id=\"charts\"></section>\n<section id=\"tables\">\n<h2 "
+          "style=\"margin-top:24px\">Tables</h2>\n";
   for (const auto& t : tables) page << table_html(t);
   page << "</section>\n<footer>Charts drawn with Chart.js (MIT License), embedded in this file. "
           "FLOPs: multiply-add = 2, training = 3x forward; see docs/report.md.</footer>\n"

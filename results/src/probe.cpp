@@ -40,8 +40,8 @@ typedef float v8 __attribute__((vector_size(32)));
 // C[r0:r1, :] += A[r0:r1, :] * B, all n x n row-major. A KB x NR panel of B is first copied to a
 // contiguous buffer: read in place, its rows are n floats apart, and for power-of-two n they all
 // map to the same few L1 sets and evict each other.
-__attribute__((always_inline)) inline void gemm_body(const float* A, const float* B, float* C, int n,
-                                                     int r0, int r1) {
+__attribute__((always_inline)) inline void gemm_body(const float* A, const float* B, float* C, int n, int r0,
+                                                     int r1) {
   constexpr int KB = 128, MR = 4, NR = 16;
   alignas(64) float panel[KB * NR];
   for (int k0 = 0; k0 < n; k0 += KB) {
@@ -55,13 +55,13 @@ __attribute__((always_inline)) inline void gemm_body(const float* A, const float
         if (mr == MR && nr == NR) {
           v8 c[MR][2];
           for (int r = 0; r < MR; ++r) {
-            std::memcpy(&c[r][0], C + (i + r) * n + j, sizeof(v8));
-            std::memcpy(&c[r][1], C + (i + r) * n + j + 8, sizeof(v8));
+            std::memcpy(&c[r][0], C + static_cast<std::ptrdiff_t>(i + r) * n + j, sizeof(v8));
+            std::memcpy(&c[r][1], C + static_cast<std::ptrdiff_t>(i + r) * n + j + 8, sizeof(v8));
           }
           for (int k = 0; k < kn; ++k) {
             v8 b0, b1;
-            std::memcpy(&b0, panel + k * NR, sizeof(v8));
-            std::memcpy(&b1, panel + k * NR + 8, sizeof(v8));
+            std::memcpy(&b0, panel + static_cast<std::ptrdiff_t>(k) * NR, sizeof(v8));
+            std::memcpy(&b1, panel + static_cast<std::ptrdiff_t>(k) * NR + 8, sizeof(v8));
             for (int r = 0; r < MR; ++r) {
               const float a = A[(i + r) * n + k0 + k];
               c[r][0] += a * b0;
@@ -69,8 +69,8 @@ __attribute__((always_inline)) inline void gemm_body(const float* A, const float
             }
           }
           for (int r = 0; r < MR; ++r) {
-            std::memcpy(C + (i + r) * n + j, &c[r][0], sizeof(v8));
-            std::memcpy(C + (i + r) * n + j + 8, &c[r][1], sizeof(v8));
+            std::memcpy(C + static_cast<std::ptrdiff_t>(i + r) * n + j, &c[r][0], sizeof(v8));
+            std::memcpy(C + static_cast<std::ptrdiff_t>(i + r) * n + j + 8, &c[r][1], sizeof(v8));
           }
         } else {
           for (int r = i; r < i + mr; ++r)
@@ -87,8 +87,8 @@ void gemm_baseline(const float* A, const float* B, float* C, int n, int r0, int 
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2,fma"))) void gemm_avx2(const float* A, const float* B, float* C, int n,
-                                                   int r0, int r1) {
+__attribute__((target("avx2,fma"))) void gemm_avx2(const float* A, const float* B, float* C, int n, int r0,
+                                                   int r1) {
   gemm_body(A, B, C, n, r0, r1);
 }
 #endif
@@ -108,7 +108,7 @@ int allowed_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 // Runs fn(t) on `threads` threads (t = 0..threads-1) and waits for all of them.
@@ -211,9 +211,11 @@ ProbeResult run_probe(const MachineProbeOptions& o, const std::function<void(con
   r.gemm_gflops_all = gemm_gflops(o.gemm_n, r.threads, part);
   say("fp32 GEMM n=" + std::to_string(o.gemm_n) + ", " + all + ": " + num(r.gemm_gflops_all) + " GFLOP/s");
   r.triad_gbs_1t = triad_gbs(o.triad_elems, 1, part);
-  say("triad " + std::to_string(o.triad_elems * 24 >> 20) + " MiB, 1 thread:  " + num(r.triad_gbs_1t) + " GB/s");
+  say("triad " + std::to_string(o.triad_elems * 24 >> 20) + " MiB, 1 thread:  " + num(r.triad_gbs_1t) +
+      " GB/s");
   r.triad_gbs_all = triad_gbs(o.triad_elems, r.threads, part);
-  say("triad " + std::to_string(o.triad_elems * 24 >> 20) + " MiB, " + all + ": " + num(r.triad_gbs_all) + " GB/s");
+  say("triad " + std::to_string(o.triad_elems * 24 >> 20) + " MiB, " + all + ": " + num(r.triad_gbs_all) +
+      " GB/s");
   return r;
 }
 
@@ -263,9 +265,12 @@ ProbeResult read_probe(const std::string& path) {
 std::string default_probe_path() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   fs::path base;
-  if (xdg && *xdg) base = xdg;
-  else if (const char* home = std::getenv("HOME"); home && *home) base = fs::path(home) / ".cache";
-  else base = fs::temp_directory_path();
+  if (xdg && *xdg)
+    base = xdg;
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    base = fs::path(home) / ".cache";
+  else
+    base = fs::temp_directory_path();
   return (base / "gridrun" / "probe.json").string();
 }
 

@@ -25,7 +25,8 @@ void write_profile_report(const ReportOptions& opts, int top, std::ostream& out,
       continue;
     }
     std::vector<OpProfile> ops = job.profile;
-    const bool device = std::any_of(ops.begin(), ops.end(), [](const OpProfile& o) { return o.self_device_us > 0; });
+    const bool device =
+        std::any_of(ops.begin(), ops.end(), [](const OpProfile& o) { return o.self_device_us > 0; });
     std::stable_sort(ops.begin(), ops.end(), [&](const OpProfile& a, const OpProfile& b) {
       return device ? a.self_device_us > b.self_device_us : a.self_cpu_us > b.self_cpu_us;
     });
@@ -35,7 +36,8 @@ void write_profile_report(const ReportOptions& opts, int top, std::ostream& out,
     Table t;
     std::string what;
     for (const char* k : {"model", "device", "ranks", "batch_per_rank"}) {
-      if (auto v = param_value(rec.params, k)) what += std::string(what.empty() ? "" : " ") + k + "=" + to_string(*v);
+      if (auto v = param_value(rec.params, k))
+        what += std::string(what.empty() ? "" : " ") + k + "=" + to_string(*v);
     }
     t.title = "Operators: " + rec.id + (what.empty() ? "" : " (" + what + ")");
     t.columns = {"operator", "calls", "self_cpu_ms", "cpu_total_ms", "self_dev_ms", "dev_total_ms", "self%"};

@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <set>
 
+#include "columns.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/results/reader.hpp"
-#include "columns.hpp"
 #include "h5.hpp"
 #include "internal.hpp"
 
@@ -64,8 +64,7 @@ std::string param_text(const RecordedParams& p, const std::string& name) {
 
 std::vector<std::string> varying_params(const std::vector<const RecordedParams*>& params) {
   std::vector<std::string> out;
-  if (std::none_of(params.begin(), params.end(), [](const auto* p) { return p->has_value(); }))
-    return out;
+  if (std::none_of(params.begin(), params.end(), [](const auto* p) { return p->has_value(); })) return out;
   for (const auto& spec : jobs::param_table()) {
     std::set<std::string> values;
     for (const auto* p : params) values.insert(*p ? param_text(*p, spec.name) : "\x01none");
@@ -94,7 +93,8 @@ void read_table(hid_t file, const std::string& name, const Columns<Row>& cols, T
   }
   std::vector<std::pair<std::string, Id>> present;
   for (const auto& c : cols)
-    if (h5::exists(g, c.name)) present.emplace_back(c.name, H5_OWN(H5Dopen2(g, c.name, H5P_DEFAULT), H5Dclose));
+    if (h5::exists(g, c.name))
+      present.emplace_back(c.name, H5_OWN(H5Dopen2(g, c.name, H5P_DEFAULT), H5Dclose));
   // A column shorter than the counter (never expected) limits every column: rows stay aligned.
   for (const auto& [n, ds] : present) committed = std::min(committed, h5::rows_of(ds));
   t.rows = committed;
@@ -115,9 +115,12 @@ void read_table(hid_t file, const std::string& name, const Columns<Row>& cols, T
 
 // The root attributes that JobData carries as its own string members.
 constexpr std::pair<const char*, std::string JobData::*> kStringAttrs[] = {
-    {"id", &JobData::id},           {"run", &JobData::run},
-    {"status", &JobData::status},   {"exit_reason", &JobData::exit_reason},
-    {"start_time", &JobData::start_time}, {"end_time", &JobData::end_time}};
+    {"id", &JobData::id},
+    {"run", &JobData::run},
+    {"status", &JobData::status},
+    {"exit_reason", &JobData::exit_reason},
+    {"start_time", &JobData::start_time},
+    {"end_time", &JobData::end_time}};
 
 // `/profile` (a missing numeric column reads as 0, so a table written by an older or partial
 // profiler still shows).

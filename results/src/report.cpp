@@ -44,7 +44,10 @@ Agg agg(const std::vector<double>& v) {
   Agg a;
   double sum = 0;
   for (double x : v)
-    if (!std::isnan(x)) { sum += x; ++a.n; }
+    if (!std::isnan(x)) {
+      sum += x;
+      ++a.n;
+    }
   if (!a.n) return a;
   a.mean = sum / static_cast<double>(a.n);
   if (a.n > 1) {
@@ -74,27 +77,52 @@ std::string human_bytes(double b) {
   if (std::isnan(b)) return "-";
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
-  while (b >= 1024 && u < 4) { b /= 1024; ++u; }
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
   return fmt(b, u == 0 ? 0 : 1) + " " + units[u];
 }
 
 // Short column names for long parameter names, so tables fit 100 columns.
 std::string abbrev(const std::string& key) {
-  static const std::map<std::string, std::string> a = {
-      {"batch_per_rank", "bpr"}, {"global_batch", "gbatch"}, {"threads_per_rank", "threads"},
-      {"target_accuracy", "target"}, {"weight_decay", "wd"}, {"lr_schedule", "sched"},
-      {"precision", "prec"}, {"optimizer", "optim"}, {"warmup_steps", "warmup"},
-      {"train_samples", "ntrain"}, {"test_samples", "ntest"}, {"checkpoint_minutes", "ckpt_min"},
-      {"timing_warmup_steps", "twarm"}, {"profile_steps", "prof"}, {"eval_every", "eval"}};
+  static const std::map<std::string, std::string> a = {{"batch_per_rank", "bpr"},
+                                                       {"global_batch", "gbatch"},
+                                                       {"threads_per_rank", "threads"},
+                                                       {"target_accuracy", "target"},
+                                                       {"weight_decay", "wd"},
+                                                       {"lr_schedule", "sched"},
+                                                       {"precision", "prec"},
+                                                       {"optimizer", "optim"},
+                                                       {"warmup_steps", "warmup"},
+                                                       {"train_samples", "ntrain"},
+                                                       {"test_samples", "ntest"},
+                                                       {"checkpoint_minutes", "ckpt_min"},
+                                                       {"timing_warmup_steps", "twarm"},
+                                                       {"profile_steps", "prof"},
+                                                       {"eval_every", "eval"}};
   auto it = a.find(key);
   return it == a.end() ? key : it->second;
 }
 
 // Display order of parameters: the usual grid axes first, then alphabetical.
 int key_rank(const std::string& k) {
-  static const std::vector<std::string> order = {"model", "dataset", "task", "device", "ranks",
-      "threads_per_rank", "batch_per_rank", "global_batch", "precision", "optimizer", "lr",
-      "lr_schedule", "epochs", "max_steps", "target_accuracy", "seed"};
+  static const std::vector<std::string> order = {"model",
+                                                 "dataset",
+                                                 "task",
+                                                 "device",
+                                                 "ranks",
+                                                 "threads_per_rank",
+                                                 "batch_per_rank",
+                                                 "global_batch",
+                                                 "precision",
+                                                 "optimizer",
+                                                 "lr",
+                                                 "lr_schedule",
+                                                 "epochs",
+                                                 "max_steps",
+                                                 "target_accuracy",
+                                                 "seed"};
   auto it = std::find(order.begin(), order.end(), k);
   return it == order.end() ? static_cast<int>(order.size()) : static_cast<int>(it - order.begin());
 }
@@ -160,7 +188,10 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
       auto v = param_value(j.params, k);
       bool num = v && (std::holds_alternative<std::int64_t>(*v) || std::holds_alternative<double>(*v));
       Cell c = text_cell(value_of(j, k).empty() ? "-" : value_of(j, k));
-      if (num) { c.numeric = true; c.value = std::strtod(c.text.c_str(), nullptr); }
+      if (num) {
+        c.numeric = true;
+        c.value = std::strtod(c.text.c_str(), nullptr);
+      }
       r.push_back(c);
     }
     r.push_back(text_cell(j.status));
@@ -182,8 +213,9 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
     r.push_back(Cell{human_bytes(mem), mem, kNaN, true});
     t.rows.push_back(r);
   }
-  t.notes.push_back("util%: GPU utilization for GPU jobs, process CPU % (100 = one core, mean over "
-                    "ranks) for CPU jobs; peak_mem: GPU memory for GPU jobs, else RSS.");
+  t.notes.push_back(
+      "util%: GPU utilization for GPU jobs, process CPU % (100 = one core, mean over "
+      "ranks) for CPU jobs; peak_mem: GPU memory for GPU jobs, else RSS.");
   t.notes.push_back("p50/p95: step time after the warm-up steps; comm%: communication / step time.");
   return t;
 }
@@ -212,7 +244,10 @@ void add_key_cells(std::vector<Cell>& r, const std::vector<std::string>& key) {
     Cell c = text_cell(v.empty() ? "-" : v);
     char* end = nullptr;
     double x = std::strtod(v.c_str(), &end);
-    if (!v.empty() && !*end) { c.numeric = true; c.value = x; }
+    if (!v.empty() && !*end) {
+      c.numeric = true;
+      c.value = x;
+    }
     r.push_back(c);
   }
 }
@@ -223,7 +258,8 @@ Table scaling_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
   std::vector<std::string> cols = minus(vary, {"ranks", "seed", "global_batch", "batch_per_rank"});
   t.columns = {"mode"};
   for (const auto& k : cols) t.columns.push_back(abbrev(k));
-  for (const char* c : {"batch", "ranks", "seeds", "samples/s", "speed-up", "efficiency"}) t.columns.push_back(c);
+  for (const char* c : {"batch", "ranks", "seeds", "samples/s", "speed-up", "efficiency"})
+    t.columns.push_back(c);
   for (const char* mode : {"weak", "strong"}) {
     bool weak = std::string(mode) == "weak";
     std::string fixed = weak ? "batch_per_rank" : "global_batch";
@@ -255,8 +291,9 @@ Table scaling_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
       }
     }
   }
-  t.notes.push_back("weak: fixed batch per rank; strong: fixed global batch. Speed-up and efficiency "
-                    "relative to the fewest ranks in the group (1 when present); ± = 95% CI over seeds.");
+  t.notes.push_back(
+      "weak: fixed batch per rank; strong: fixed global batch. Speed-up and efficiency "
+      "relative to the fewest ranks in the group (1 when present); ± = 95% CI over seeds.");
   return t;
 }
 
@@ -318,7 +355,8 @@ Table convergence_table(const std::vector<JobRecord>& jobs, const std::vector<st
     add_key_cells(row, gkey);
     row.push_back(number_cell(static_cast<double>(members.size()), 0));
     row.push_back(number_cell(target, 3));
-    row.push_back(text_cell(std::isnan(target) ? "-" : std::to_string(reached) + "/" + std::to_string(members.size())));
+    row.push_back(
+        text_cell(std::isnan(target) ? "-" : std::to_string(reached) + "/" + std::to_string(members.size())));
     row.push_back(agg_cell(agg(ep), 1));
     row.push_back(agg_cell(agg(tt), 1));
     row.push_back(agg_cell(agg(acc), 3));
@@ -328,8 +366,9 @@ Table convergence_table(const std::vector<JobRecord>& jobs, const std::vector<st
     t.columns.insert(t.columns.begin(), "group");
     for (auto& r : t.rows) r.insert(r.begin(), text_cell("all"));
   }
-  t.notes.push_back("epochs/time to target: first evaluation at or above the target (mean over the "
-                    "seeds that reached it); final_acc: last test accuracy; ± = 95% CI over seeds.");
+  t.notes.push_back(
+      "epochs/time to target: first evaluation at or above the target (mean over the "
+      "seeds that reached it); final_acc: last test accuracy; ± = 95% CI over seeds.");
   return t;
 }
 
@@ -339,9 +378,11 @@ Table phase_table(const std::vector<Phase>& phases) {
   t.columns = {"phase", "jobs", "makespan_s", "samples/s", "util%"};
   for (const auto& p : phases)
     t.rows.push_back({text_cell(p.name), number_cell(static_cast<double>(p.jobs.size()), 0),
-                      number_cell(p.makespan_s, 1), number_cell(p.samples_per_s, 1), number_cell(p.util_mean, 1)});
-  t.notes.push_back("From the scheduler's state.json: makespan of the phase, aggregate throughput "
-                    "of its jobs, mean utilization.");
+                      number_cell(p.makespan_s, 1), number_cell(p.samples_per_s, 1),
+                      number_cell(p.util_mean, 1)});
+  t.notes.push_back(
+      "From the scheduler's state.json: makespan of the phase, aggregate throughput "
+      "of its jobs, mean utilization.");
   return t;
 }
 
@@ -359,7 +400,9 @@ std::vector<std::string> learning_warnings(const std::vector<JobRecord>& jobs) {
     const double chance = std::log(10.0);
     if (!std::isfinite(loss))
       out.push_back("warning: job " + j.id + ": training loss is " +
-                    (std::isnan(loss) ? std::string("NaN") : loss > 0 ? "inf" : "-inf") +
+                    (std::isnan(loss) ? std::string("NaN")
+                     : loss > 0       ? "inf"
+                                      : "-inf") +
                     " (diverged; try a smaller lr)");
     else if (!text && loss >= 0.97 * chance)
       out.push_back("warning: job " + j.id + ": training loss " + fmt(loss, 4) +
@@ -379,15 +422,21 @@ std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vec
   std::vector<std::string> vdone = varying_keys(done);
   std::vector<std::string> omitted;
   Table s = scaling_table(done, vdone);
-  if (!s.rows.empty()) out.push_back(s);
-  else omitted.push_back("scaling (no finished jobs differing only in ranks)");
+  if (!s.rows.empty())
+    out.push_back(s);
+  else
+    omitted.push_back("scaling (no finished jobs differing only in ranks)");
   Table d = device_table(done, vdone);
-  if (!d.rows.empty()) out.push_back(d);
-  else omitted.push_back("GPU vs CPU (no finished jobs differing only in device)");
+  if (!d.rows.empty())
+    out.push_back(d);
+  else
+    omitted.push_back("GPU vs CPU (no finished jobs differing only in device)");
   bool any_acc = false;
   for (const auto& j : done) any_acc |= !std::isnan(fig(j, "final_test_acc"));
-  if (any_acc) out.push_back(convergence_table(done, vdone));
-  else omitted.push_back("convergence (no finished job with a test accuracy)");
+  if (any_acc)
+    out.push_back(convergence_table(done, vdone));
+  else
+    omitted.push_back("convergence (no finished job with a test accuracy)");
   if (!phases.empty()) out.push_back(phase_table(phases));
   if (done.size() < jobs.size())
     out[0].notes.push_back(std::to_string(jobs.size() - done.size()) +
@@ -412,9 +461,11 @@ std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const Repo
   };
   for (const auto& [k, v] : opts.filters)
     if (!known.count(k))
-      throw std::invalid_argument("--filter " + k + "=" + v + ": unknown key '" + k + "' (known: " + known_list() + ")");
+      throw std::invalid_argument("--filter " + k + "=" + v + ": unknown key '" + k +
+                                  "' (known: " + known_list() + ")");
   if (!opts.group_by.empty() && !known.count(opts.group_by))
-    throw std::invalid_argument("--group-by " + opts.group_by + ": unknown key (known: " + known_list() + ")");
+    throw std::invalid_argument("--group-by " + opts.group_by + ": unknown key (known: " + known_list() +
+                                ")");
   std::vector<JobRecord> jobs;
   for (const auto& j : all) {
     bool keep = true;

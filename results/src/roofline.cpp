@@ -49,11 +49,9 @@ std::string g3(double v) {
 const std::vector<GpuPeak>& known_gpus() {
   // NVIDIA datasheets, SXM parts unless named, dense tensor-core figures (no 2:4 sparsity).
   static const std::vector<GpuPeak> table = {
-      {"H100 PCIe", 756, 756, 51, 2.0, 378},
-      {"H200", 989, 989, 67, 4.8, 494.5},
-      {"H100", 989, 989, 67, 3.35, 494.5},
-      {"A100", 312, 312, 19.5, 1.555, 156},
-      {"V100", 15.7, 125, 15.7, 0.9},   // no bf16 tensor cores: bf16 runs at the fp32 rate
+      {"H100 PCIe", 756, 756, 51, 2.0, 378}, {"H200", 989, 989, 67, 4.8, 494.5},
+      {"H100", 989, 989, 67, 3.35, 494.5},   {"A100", 312, 312, 19.5, 1.555, 156},
+      {"V100", 15.7, 125, 15.7, 0.9},  // no bf16 tensor cores: bf16 runs at the fp32 rate
   };
   return table;
 }
@@ -87,8 +85,8 @@ Roof roof_for(const RoofQuery& q, const RooflineOptions& opts) {
     } else if (g) {
       const std::string& prec = q.precision;
       // "tf32": an fp32 job whose convolutions and matmuls ran on TF32 tensor cores (tf32: true).
-      const double t = prec == "bf16"   ? g->bf16_tflops
-                       : prec == "fp16" ? g->fp16_tflops
+      const double t = prec == "bf16"                         ? g->bf16_tflops
+                       : prec == "fp16"                       ? g->fp16_tflops
                        : prec == "tf32" && g->tf32_tflops > 0 ? g->tf32_tflops
                                                               : g->fp32_tflops;
       roof.label = g->name + " " + prec;
@@ -109,7 +107,8 @@ Roof roof_for(const RoofQuery& q, const RooflineOptions& opts) {
     const double used = std::min<double>(cores, pr.threads);
     roof.peak_flops =
         (used <= 1 ? pr.gemm_gflops_1t
-                   : std::max(pr.gemm_gflops_1t, std::min(pr.gemm_gflops_all, pr.gemm_gflops_1t * used))) * 1e9;
+                   : std::max(pr.gemm_gflops_1t, std::min(pr.gemm_gflops_all, pr.gemm_gflops_1t * used))) *
+        1e9;
     roof.bandwidth = (used <= 1 ? pr.triad_gbs_1t : std::max(pr.triad_gbs_1t, pr.triad_gbs_all)) * 1e9;
     roof.label = "CPU " + g3(used) + (used == 1 ? " core" : " cores") + " (probe)";
   }
@@ -177,15 +176,19 @@ Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vect
     return s;
   };
   if (!no_flops.empty())
-    out.notes.push_back("left out, no FLOP figures (flops_per_s or flops_per_sample x samples_per_s): " + list(no_flops));
+    out.notes.push_back("left out, no FLOP figures (flops_per_s or flops_per_sample x samples_per_s): " +
+                        list(no_flops));
   if (!no_bytes.empty())
-    out.notes.push_back("left out, no bytes_per_sample in /summary or the root attributes, so no "
-                        "arithmetic intensity: " + list(no_bytes));
+    out.notes.push_back(
+        "left out, no bytes_per_sample in /summary or the root attributes, so no "
+        "arithmetic intensity: " +
+        list(no_bytes));
   if (!no_peak.empty())
     out.notes.push_back("no roof for " + list(no_peak) +
                         ": run `gridrun probe` (CPU) or pass --peak-tflops (any device)");
   for (const auto& g : unknown_gpus)
-    out.notes.push_back("GPU '" + g + "' is not in the built-in peak table (H100, H200, A100, V100): "
+    out.notes.push_back("GPU '" + g +
+                        "' is not in the built-in peak table (H100, H200, A100, V100): "
                         "pass --peak-tflops");
   if (opts.probe && !override_peak)
     out.notes.push_back("CPU roofs from " + opts.probe_source + " (" + opts.probe->hostname + ", " +

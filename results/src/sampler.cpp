@@ -37,7 +37,7 @@ double proc_ticks(pid_t pid) {
   if (!read_small(path, buf, sizeof buf)) return -1;
   const char* p = std::strrchr(buf, ')');  // comm may contain spaces and parentheses
   if (!p) return -1;
-  p += 2;                                  // now at field 3 (state)
+  p += 2;  // now at field 3 (state)
   for (int field = 3; field < 14 && *p; ++field) {
     p = std::strchr(p, ' ');
     if (!p) return -1;
@@ -54,7 +54,7 @@ double proc_rss_bytes(pid_t pid, long page_size) {
   std::snprintf(path, sizeof path, "/proc/%d/statm", static_cast<int>(pid));
   if (!read_small(path, buf, sizeof buf)) return kNaN;
   char* end = nullptr;
-  std::strtoull(buf, &end, 10);                 // size
+  std::strtoull(buf, &end, 10);  // size
   unsigned long long resident = std::strtoull(end, nullptr, 10);
   return static_cast<double>(resident) * static_cast<double>(page_size);
 }
@@ -71,7 +71,7 @@ bool node_ticks(double& busy, double& total) {
     p = end;
   }
   total = 0;
-  for (double x : v) total += x;          // user nice system idle iowait irq softirq steal
+  for (double x : v) total += x;  // user nice system idle iowait irq softirq steal
   busy = total - v[3] - v[4];
   return true;
 }
@@ -79,8 +79,12 @@ bool node_ticks(double& busy, double& total) {
 // NVML's C types, declared here so that no NVIDIA header is needed.
 using nvmlReturn_t = int;
 using nvmlDevice_t = struct nvmlDevice_st*;
-struct nvmlUtilization_t { unsigned gpu, memory; };
-struct nvmlMemory_t { unsigned long long total, free, used; };
+struct nvmlUtilization_t {
+  unsigned gpu, memory;
+};
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
 constexpr int kNvmlTemperatureGpu = 0;
 constexpr int kNvmlClockSm = 1;
 
@@ -183,17 +187,27 @@ UtilProbe::UtilProbe(const ProbeOptions& opts) : pids_(opts.pids), t0_(opts.t0) 
     std::size_t start = 0;
     while (start <= visible.size()) {
       std::size_t comma = visible.find(',', start);
-      std::string item = visible.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::string item =
+          visible.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       start = comma == std::string::npos ? visible.size() + 1 : comma + 1;
       if (item.empty()) continue;
       bool found = false;
       if (item.find_first_not_of("0123456789") == std::string::npos) {
         unsigned idx = static_cast<unsigned>(std::stoul(item));
         for (std::size_t k = 0; k < all.size(); ++k)
-          if (all[k].nvml_index == idx) { gpus_.push_back(all[k]); nvml_->devices.push_back(handles[k]); found = true; }
+          if (all[k].nvml_index == idx) {
+            gpus_.push_back(all[k]);
+            nvml_->devices.push_back(handles[k]);
+            found = true;
+          }
       } else {
         for (std::size_t k = 0; k < all.size(); ++k)
-          if (all[k].uuid.rfind(item, 0) == 0) { gpus_.push_back(all[k]); nvml_->devices.push_back(handles[k]); found = true; break; }
+          if (all[k].uuid.rfind(item, 0) == 0) {
+            gpus_.push_back(all[k]);
+            nvml_->devices.push_back(handles[k]);
+            found = true;
+            break;
+          }
         if (!found && nvml_->by_uuid) {
           nvmlDevice_t d = nullptr;
           if (nvml_->by_uuid(item.c_str(), &d) == 0) {

@@ -49,7 +49,10 @@ std::vector<double> per_row(const Matrix& m, bool sum) {
     std::size_t n = 0;
     for (std::size_t c = 0; c < m.cols; ++c) {
       double x = m.at(r, c);
-      if (!std::isnan(x)) { acc += x; ++n; }
+      if (!std::isnan(x)) {
+        acc += x;
+        ++n;
+      }
     }
     out.push_back(n ? (sum ? acc : acc / static_cast<double>(n)) : kNaN);
   }
@@ -98,8 +101,8 @@ void step_figures(const JobData& j, Summary& s) {
     s["exposed_comm_share"] = sum_t > 0 && exposed ? sum_exposed / sum_t : kNaN;
     s["timing_rows"] = static_cast<double>(t.size());
   } else {
-    for (const char* k : {"step_s_mean", "step_s_p50", "step_s_p95", "samples_per_s", "comm_share",
-                          "exposed_comm_share"})
+    for (const char* k :
+         {"step_s_mean", "step_s_p50", "step_s_p95", "samples_per_s", "comm_share", "exposed_comm_share"})
       s[k] = kNaN;
     s["timing_rows"] = 0;
   }
@@ -150,7 +153,10 @@ double energy_j(const Matrix* counters, const std::vector<double>* time, const s
         if (std::isnan(first)) first = x;
         last = x;
       }
-      if (!std::isnan(first)) { sum += last - first; any = true; }
+      if (!std::isnan(first)) {
+        sum += last - first;
+        any = true;
+      }
     }
     if (any) return sum;
   }
@@ -176,7 +182,8 @@ void util_figures(const JobData& j, Summary& s) {
     s[prefix + "_max"] = x.max;
   };
   auto max_of = [&](const char* n) { return mat(n) ? stats(mat(n)->data).max : kNaN; };
-  put_stats("cpu_util_pct", mat("rank_cpu_pct") ? per_row(*mat("rank_cpu_pct"), false) : std::vector<double>{});
+  put_stats("cpu_util_pct",
+            mat("rank_cpu_pct") ? per_row(*mat("rank_cpu_pct"), false) : std::vector<double>{});
   if (const auto* node = u.column("node_cpu_pct")) put_stats("node_cpu_pct", *node);
   s["peak_rss_bytes"] = max_of("rank_rss_bytes");
   const Matrix* gu = mat("gpu_util_pct");

@@ -127,8 +127,10 @@ void render_text(const Table& t, const TableStyle& style, std::ostream& out) {
     const auto show = fit_by_dropping(t, w, width - (markdown ? 4 : 0), sep);
     bl.emplace_back();
     for (std::size_t c = 0; c < n; ++c) {
-      if (show[c]) bl.back().push_back(c);
-      else hidden_names.push_back(t.columns[c]);
+      if (show[c])
+        bl.back().push_back(c);
+      else
+        hidden_names.push_back(t.columns[c]);
     }
   } else {
     bl = blocks(w, width - (markdown ? 4 : 0), sep);
@@ -136,8 +138,10 @@ void render_text(const Table& t, const TableStyle& style, std::ostream& out) {
   std::string title = t.title + (bl.size() > 1 ? " (" + std::to_string(bl.size()) + " parts)" : "");
   if (style.heading) {
     out << (markdown ? "### " : "") << title << "\n";
-    if (!markdown) out << std::string(std::min<std::size_t>(display_width(title), width), '=') << "\n";
-    else out << "\n";
+    if (!markdown)
+      out << std::string(std::min<std::size_t>(display_width(title), width), '=') << "\n";
+    else
+      out << "\n";
   }
   for (std::size_t b = 0; b < bl.size(); ++b) {
     const auto& cols = bl[b];
@@ -150,8 +154,10 @@ void render_text(const Table& t, const TableStyle& style, std::ostream& out) {
         if (k) s += markdown ? " | " : "  ";
         append_padded(s, cell_text(c), w[c], right[c]);
       }
-      if (markdown) s += " |";
-      else while (!s.empty() && s.back() == ' ') s.pop_back();
+      if (markdown)
+        s += " |";
+      else
+        while (!s.empty() && s.back() == ' ') s.pop_back();
       s += '\n';
       out.write(s.data(), static_cast<std::streamsize>(s.size()));
     };
@@ -171,7 +177,8 @@ void render_text(const Table& t, const TableStyle& style, std::ostream& out) {
   if (!t.notes.empty()) out << (markdown ? "\n" : "");
   for (const auto& note : t.notes) {
     std::string text = markdown ? "_" + note + "_" : note;
-    for (const auto& l : wrap(text, static_cast<std::size_t>(width) - 2)) out << (markdown ? "" : "  ") << l << "\n";
+    for (const auto& l : wrap(text, static_cast<std::size_t>(width) - 2))
+      out << (markdown ? "" : "  ") << l << "\n";
   }
   if (style.heading) out << "\n";
 }
@@ -225,8 +232,8 @@ void render_json(const std::vector<Table>& tables, std::ostream& out) {
     t.for_each_row([&](std::size_t ri, const std::vector<Cell>& r) {
       out << (ri ? ",\n   " : "\n   ") << "{";
       for (std::size_t k = 0; k < cols.size(); ++k)
-        out << (k ? ", " : "") << base::json_quote(cols[k].first)
-            << ": " << machine_value(r[cols[k].second >> 1], cols[k].second & 1, true);
+        out << (k ? ", " : "") << base::json_quote(cols[k].first) << ": "
+            << machine_value(r[cols[k].second >> 1], cols[k].second & 1, true);
       out << "}";
     });
     out << "],\n  \"notes\": [";

@@ -31,29 +31,34 @@ namespace fs = std::filesystem;
 
 std::string to_string(Status s) {
   switch (s) {
-    case Status::Running: return "running";
-    case Status::Completed: return "completed";
-    case Status::Failed: return "failed";
-    case Status::Interrupted: return "interrupted";
-    case Status::TargetReached: return "target_reached";
+    case Status::Running:
+      return "running";
+    case Status::Completed:
+      return "completed";
+    case Status::Failed:
+      return "failed";
+    case Status::Interrupted:
+      return "interrupted";
+    case Status::TargetReached:
+      return "target_reached";
   }
   return "unknown";
 }
 
 namespace {
 
-using h5::Id;
 using detail::Columns;
 using detail::Width;
+using h5::Id;
 constexpr hsize_t kChunkRows = 256;
 
 // One dataset of an extendible table with its pending (unflushed) values.
 struct PendingColumn {
   std::string name;
   bool is_int = false;
-  hsize_t width = 0;                 // 0 = 1-D
+  hsize_t width = 0;  // 0 = 1-D
   Id ds;
-  std::vector<double> f;             // pending values, row-major when width > 0
+  std::vector<double> f;  // pending values, row-major when width > 0
   std::vector<std::int64_t> i;
 };
 
@@ -61,7 +66,8 @@ struct PendingColumn {
 // the table's descriptor list, rows buffered per column, flushed in two phases (see top).
 class SwmrTable {
  public:
-  SwmrTable(std::string name, std::vector<PendingColumn> cols) : name_(std::move(name)), cols_(std::move(cols)) {}
+  SwmrTable(std::string name, std::vector<PendingColumn> cols)
+      : name_(std::move(name)), cols_(std::move(cols)) {}
 
   void create(hid_t file) {
     group_ = H5_OWN(H5Gcreate2(file, name_.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
@@ -72,8 +78,8 @@ class SwmrTable {
     Id space = H5_OWN(H5Screate_simple(1, &one, &maxone), H5Sclose);
     Id dcpl = H5_OWN(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
     H5_CHECK(H5Pset_chunk(dcpl, 1, &one));
-    rows_ds_ = H5_OWN(H5Dcreate2(group_, "rows", H5T_STD_I64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                      H5Dclose);
+    rows_ds_ =
+        H5_OWN(H5Dcreate2(group_, "rows", H5T_STD_I64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose);
     write_counter();
   }
   void open(hid_t file) {
@@ -135,7 +141,7 @@ class SwmrTable {
   std::string name_;
   std::vector<PendingColumn> cols_;
   Id group_;
-  Id rows_ds_;                       // [1] int64: committed rows, written last
+  Id rows_ds_;  // [1] int64: committed rows, written last
   hsize_t committed_ = 0;
   hsize_t pending_ = 0;
 };
@@ -158,17 +164,20 @@ class TypedTable : public SwmrTable {
   void append(const Row& row) {
     // Every width is checked before any value is buffered: a rejected row leaves no trace.
     for (std::size_t k = 0; k < descs_.size(); ++k)
-      if (auto* v = std::get_if<std::vector<double> Row::*>(&descs_[k].field); v && (row.*(*v)).size() != cols_[k].width)
+      if (auto* v = std::get_if<std::vector<double> Row::*>(&descs_[k].field);
+          v && (row.*(*v)).size() != cols_[k].width)
         throw std::invalid_argument("JobWriter: /" + name_ + "/" + cols_[k].name + " has " +
-                                    std::to_string((row.*(*v)).size()) + " values, the file was created for " +
-                                    std::to_string(cols_[k].width));
+                                    std::to_string((row.*(*v)).size()) +
+                                    " values, the file was created for " + std::to_string(cols_[k].width));
     for (std::size_t k = 0; k < descs_.size(); ++k) {
       PendingColumn& c = cols_[k];
       std::visit(
           [&](auto member) {
             using T = std::decay_t<decltype(row.*member)>;
-            if constexpr (std::is_same_v<T, std::int64_t>) c.i.push_back(row.*member);
-            else if constexpr (std::is_same_v<T, double>) c.f.push_back(row.*member);
+            if constexpr (std::is_same_v<T, std::int64_t>)
+              c.i.push_back(row.*member);
+            else if constexpr (std::is_same_v<T, double>)
+              c.f.push_back(row.*member);
             else if constexpr (std::is_same_v<T, std::vector<double>>)
               c.f.insert(c.f.end(), (row.*member).begin(), (row.*member).end());
           },
@@ -189,13 +198,13 @@ class TypedTable : public SwmrTable {
     for (const auto& c : present(cols, dims)) {
       if (std::holds_alternative<std::string Row::*>(c.field))
         throw std::logic_error(std::string("extendible column ") + c.name + " cannot hold strings");
-      out.push_back(PendingColumn{c.name, std::holds_alternative<std::int64_t Row::*>(c.field), dims.of(c.width),
-                                  Id(), {}, {}});
+      out.push_back(PendingColumn{
+          c.name, std::holds_alternative<std::int64_t Row::*>(c.field), dims.of(c.width), Id(), {}, {}});
     }
     return out;
   }
 
-  Columns<Row> descs_;               // parallel to cols_
+  Columns<Row> descs_;  // parallel to cols_
 };
 
 // The SWMR writer of one job file. Methods take mu_ and convert HDF5 failures into errors that
@@ -373,10 +382,14 @@ void H5JobWriter::write_root_attrs(hid_t file) {
   // Typed copies of the parameters, so h5py users can filter without parsing JSON.
   for (const auto& [k, v] : by_name) {
     const std::string name = "param." + k;
-    if (auto* b = std::get_if<bool>(&v)) h5::write_attr(file, name, static_cast<std::int64_t>(*b));
-    else if (auto* i = std::get_if<std::int64_t>(&v)) h5::write_attr(file, name, *i);
-    else if (auto* d = std::get_if<double>(&v)) h5::write_attr(file, name, *d);
-    else h5::write_attr(file, name, std::get<std::string>(v));
+    if (auto* b = std::get_if<bool>(&v))
+      h5::write_attr(file, name, static_cast<std::int64_t>(*b));
+    else if (auto* i = std::get_if<std::int64_t>(&v))
+      h5::write_attr(file, name, *i);
+    else if (auto* d = std::get_if<double>(&v))
+      h5::write_attr(file, name, *d);
+    else
+      h5::write_attr(file, name, std::get<std::string>(v));
   }
   for (const auto& [k, v] : info_.str_attrs) h5::write_attr(file, k, v);
   for (const auto& [k, v] : info_.int_attrs) h5::write_attr(file, k, v);
@@ -430,8 +443,10 @@ void H5JobWriter::move_damaged_aside(bool renamed, const std::exception& why) {
   file_.reset();
   const std::string to = base::quarantine(partial_);
   if (to.empty()) throw std::runtime_error("damaged (" + std::string(why.what()) + "), cannot move it aside");
-  std::fprintf(stderr, "gridrun-train: warning: %s is damaged (%s); moved to %s, starting a new results "
-               "file at step %lld\n", (renamed ? final_ : partial_).c_str(), why.what(), to.c_str(),
+  std::fprintf(stderr,
+               "gridrun-train: warning: %s is damaged (%s); moved to %s, starting a new results "
+               "file at step %lld\n",
+               (renamed ? final_ : partial_).c_str(), why.what(), to.c_str(),
                static_cast<long long>(info_.resume_from_step));
   create_fresh();
   h5::write_attr(file_, "resumed_from_step", info_.resume_from_step);
@@ -461,10 +476,10 @@ void H5JobWriter::check_resumable() {
     return -1;
   };
   if (get_int("ranks") != info_.ranks || get_int("gpus") != info_.gpus)
-    throw std::invalid_argument(partial_ + ": cannot resume: file has ranks=" +
-                                std::to_string(get_int("ranks")) + " gpus=" +
-                                std::to_string(get_int("gpus")) + ", job has ranks=" +
-                                std::to_string(info_.ranks) + " gpus=" + std::to_string(info_.gpus));
+    throw std::invalid_argument(
+        partial_ + ": cannot resume: file has ranks=" + std::to_string(get_int("ranks")) +
+        " gpus=" + std::to_string(get_int("gpus")) + ", job has ranks=" + std::to_string(info_.ranks) +
+        " gpus=" + std::to_string(info_.gpus));
 }
 
 // Keeps steps before the checkpoint, and epochs that ended before the first redone step.
@@ -503,7 +518,7 @@ void H5JobWriter::flush_locked() {
   for (SwmrTable* t : tables()) wrote |= t->write_pending();
   last_flush_ = std::chrono::steady_clock::now();
   if (!wrote) return;
-  H5_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL));   // rows reach the file before the counters
+  H5_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL));  // rows reach the file before the counters
   for (SwmrTable* t : tables()) t->write_counter();
   H5_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL));
 }

@@ -13,13 +13,13 @@
 #include <memory>
 
 #include "gridrun/base/fs.hpp"
+#include "gridrun/jobs/params.hpp"
+#include "gridrun/results/writer.hpp"
 #include "gridrun/runner/communicator.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/options.hpp"
 #include "gridrun/runner/signals.hpp"
 #include "gridrun/runner/trainer.hpp"
-#include "gridrun/jobs/params.hpp"
-#include "gridrun/results/writer.hpp"
 
 namespace {
 // "One line naming the file and the cause": LibTorch messages carry a backtrace on further lines.
@@ -84,8 +84,7 @@ int main(int argc, char** argv) {
   int code = kExitFailure;
   std::string why;
   try {
-    comm = make_communicator(opts.job.device == "gpu" ? "nccl" : "mpi",
-                             CommOptions{opts.job.comm_timeout_s});
+    comm = make_communicator(opts.job.device == "gpu" ? "nccl" : "mpi", CommOptions{opts.job.comm_timeout_s});
     const int done = opts.job.task == "inference" ? infer(opts, *comm) : train(opts, *comm);
     if (opts.job.device != "gpu") return done;
     // GPU teardown guard: the results file is final and closed; destroy the communicator (NCCL
@@ -114,8 +113,8 @@ int main(int argc, char** argv) {
   if (!env_rank) env_rank = std::getenv("PMI_RANK");
   if (comm ? comm->rank() == 0 : (!env_rank || std::string(env_rank) == "0")) record_failure(opts, why);
   if (comm && comm->size() > 1) comm->abort(code, why);  // never returns
-  std::cerr << "gridrun-train: " << (comm ? "rank " + std::to_string(comm->rank()) + " (" +
-                                                comm->host() + "): " : "")
-            << why << "\n";
+  std::cerr << "gridrun-train: "
+            << (comm ? "rank " + std::to_string(comm->rank()) + " (" + comm->host() + "): " : "") << why
+            << "\n";
   return code;
 }

@@ -10,16 +10,15 @@ namespace gridrun::runner::comm {
 
 // Throws CommError "FILE:LINE: CALL failed on rank R (HOST): CAUSE"; R is the MPI world rank
 // (-1 before MPI_Init).
-[[noreturn]] void throw_call_error(const char* call, const char* file, int line,
-                                   const std::string& cause);
+[[noreturn]] void throw_call_error(const char* call, const char* file, int line, const std::string& cause);
 
 }  // namespace gridrun::runner::comm
 
 // `text` is the call as written (stringized by the library's macro, before macro expansion);
 // `describe(rc)` is the library's message for a return code.
-#define GRIDRUN_CHECKED_CALL(rc_type, ok, describe, call, text)                              \
-  do {                                                                                       \
-    const rc_type gridrun_rc_ = (call);                                                      \
-    if (gridrun_rc_ != (ok))                                                                 \
+#define GRIDRUN_CHECKED_CALL(rc_type, ok, describe, call, text)                                   \
+  do {                                                                                            \
+    const rc_type gridrun_rc_ = (call);                                                           \
+    if (gridrun_rc_ != (ok))                                                                      \
       ::gridrun::runner::comm::throw_call_error(text, __FILE__, __LINE__, describe(gridrun_rc_)); \
   } while (0)

@@ -21,13 +21,12 @@ std::unique_ptr<Communicator> make_nccl(const CommOptions& opts);
 // The library's element type for a tensor, looked up in the dtypes that library supports
 // (`table`); any other dtype is a CommError "WHO: unsupported tensor dtype D (SUPPORTED)".
 template <class LibType>
-LibType dtype_for(const at::Tensor& t,
-                  std::initializer_list<std::pair<at::ScalarType, LibType>> table,
+LibType dtype_for(const at::Tensor& t, std::initializer_list<std::pair<at::ScalarType, LibType>> table,
                   const std::string& who, const std::string& supported) {
   for (const auto& [dtype, lib] : table)
     if (dtype == t.scalar_type()) return lib;
-  throw CommError(who + ": unsupported tensor dtype " + std::string(c10::toString(t.scalar_type())) +
-                  " (" + supported + ")");
+  throw CommError(who + ": unsupported tensor dtype " + std::string(c10::toString(t.scalar_type())) + " (" +
+                  supported + ")");
 }
 
 }  // namespace gridrun::runner::comm

@@ -47,10 +47,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 MPI_Datatype mpi_type(const at::Tensor& t) {
-  return dtype_for<MPI_Datatype>(
-      t, {{at::kFloat, MPI_FLOAT}, {at::kDouble, MPI_DOUBLE}, {at::kLong, MPI_INT64_T},
-          {at::kInt, MPI_INT32_T}, {at::kByte, MPI_UINT8_T}, {at::kChar, MPI_INT8_T}},
-      "MpiCommunicator", "fp32/fp64/int only on CPU");
+  return dtype_for<MPI_Datatype>(t,
+                                 {{at::kFloat, MPI_FLOAT},
+                                  {at::kDouble, MPI_DOUBLE},
+                                  {at::kLong, MPI_INT64_T},
+                                  {at::kInt, MPI_INT32_T},
+                                  {at::kByte, MPI_UINT8_T},
+                                  {at::kChar, MPI_INT8_T}},
+                                 "MpiCommunicator", "fp32/fp64/int only on CPU");
 }
 
 void check_cpu_contiguous(const at::Tensor& t, const char* op) {
@@ -185,8 +189,8 @@ std::shared_ptr<Work> MpiCommunicator::allreduce_sum(const at::Tensor& t) {
   MPI_Datatype type = mpi_type(t);
   at::Tensor keep = t;  // the queued op holds a reference: the buffer outlives the call
   return submit("allreduce of " + std::to_string(t.numel()) + " elements", [this, keep, type] {
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, keep.data_ptr(), static_cast<int>(keep.numel()), type,
-                            MPI_SUM, comm_));
+    MPI_CHECK(
+        MPI_Allreduce(MPI_IN_PLACE, keep.data_ptr(), static_cast<int>(keep.numel()), type, MPI_SUM, comm_));
   });
 }
 
@@ -222,16 +226,16 @@ std::vector<std::string> MpiCommunicator::allgather_strings(const std::string& m
       total += lens[i];
     }
     std::string all(total, '\0');
-    MPI_CHECK(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), lens.data(), displs.data(),
-                             MPI_CHAR, comm_));
+    MPI_CHECK(
+        MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, comm_));
     for (int i = 0; i < size_; ++i) res[i] = all.substr(displs[i], lens[i]);
   })->wait();
   return res;
 }
 
 void MpiCommunicator::abort(int code, const std::string& why) {
-  std::fprintf(stderr, "gridrun-train: rank %d (%s): %s; aborting the job (exit %d)\n", rank_,
-               host_.c_str(), why.c_str(), code);
+  std::fprintf(stderr, "gridrun-train: rank %d (%s): %s; aborting the job (exit %d)\n", rank_, host_.c_str(),
+               why.c_str(), code);
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
@@ -268,13 +272,11 @@ void MpiCommunicator::progress_loop() {
   }
 }
 
-std::vector<double> MpiCommunicator::reduce_host(const std::vector<double>& v, MPI_Op mop,
-                                                 const char* what) {
+std::vector<double> MpiCommunicator::reduce_host(const std::vector<double>& v, MPI_Op mop, const char* what) {
   if (size_ == 1) return v;  // per-step metrics of a 1-rank job: no thread hand-off at all
   std::vector<double> out(v.size());
   submit(what, [&] {
-    MPI_CHECK(MPI_Allreduce(v.data(), out.data(), static_cast<int>(v.size()), MPI_DOUBLE, mop,
-                            comm_));
+    MPI_CHECK(MPI_Allreduce(v.data(), out.data(), static_cast<int>(v.size()), MPI_DOUBLE, mop, comm_));
   })->wait();
   return out;
 }

@@ -37,11 +37,16 @@ using Clock = std::chrono::steady_clock;
 
 ncclDataType_t nccl_type(const at::Tensor& t) {
   return dtype_for<ncclDataType_t>(
-      t, {{at::kFloat, ncclFloat32}, {at::kDouble, ncclFloat64}, {at::kHalf, ncclFloat16},
+      t,
+      {
+        {at::kFloat, ncclFloat32}, {at::kDouble, ncclFloat64}, {at::kHalf, ncclFloat16},
 #if NCCL_VERSION_CODE >= 21000
-          {at::kBFloat16, ncclBfloat16},
+            {at::kBFloat16, ncclBfloat16},
 #endif
-          {at::kLong, ncclInt64}, {at::kInt, ncclInt32}, {at::kByte, ncclUint8}},
+            {at::kLong, ncclInt64}, {at::kInt, ncclInt32}, {
+          at::kByte, ncclUint8
+        }
+      },
       "NcclCommunicator", "CUDA tensors of a type NCCL reduces");
 }
 
@@ -132,14 +137,13 @@ class NcclCommunicator final : public Communicator {
     const cudaError_t count_err = cudaGetDeviceCount(&ndev);
     if (count_err == cudaErrorNoDevice || count_err == cudaErrorInsufficientDriver) {
       (void)cudaGetLastError();  // clear the sticky error state of the runtime
-      throw BadInput("device=gpu but " + host_comm_->host() +
-                     " has no usable GPU (CUDA: " + cudaGetErrorString(count_err) +
-                     "); this build runs CPU jobs here");
+      throw BadInput("device=gpu but " + host_comm_->host() + " has no usable GPU (CUDA: " +
+                     cudaGetErrorString(count_err) + "); this build runs CPU jobs here");
     }
     CUDA_CHECK(count_err);
     if (ndev == 0)
-      throw BadInput("device=gpu but no CUDA device is visible on " +
-                     host_comm_->host() + " (CUDA_VISIBLE_DEVICES?)");
+      throw BadInput("device=gpu but no CUDA device is visible on " + host_comm_->host() +
+                     " (CUDA_VISIBLE_DEVICES?)");
     device_ = host_comm_->local_rank() % ndev;
     CUDA_CHECK(cudaSetDevice(device_));
     stream_ = make_stream();
@@ -172,11 +176,11 @@ class NcclCommunicator final : public Communicator {
 
   std::shared_ptr<Work> allreduce_sum(const at::Tensor& t) override {
     check(t, "allreduce_sum");
-    auto w = std::make_shared<NcclWork>(this, "nccl allreduce of " + std::to_string(t.numel()) +
-                                                  " elements", t);
+    auto w =
+        std::make_shared<NcclWork>(this, "nccl allreduce of " + std::to_string(t.numel()) + " elements", t);
     enqueue_after_producer(*w, [&] {
-      NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), ncclSum,
-                               comm_->get(), stream_.get()));
+      NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), ncclSum, comm_->get(),
+                               stream_.get()));
     });
     return w;
   }
@@ -186,8 +190,8 @@ class NcclCommunicator final : public Communicator {
     check(t, "broadcast");
     auto w = std::make_shared<NcclWork>(this, "nccl broadcast", t);
     enqueue_after_producer(*w, [&] {
-      NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), root,
-                               comm_->get(), stream_.get()));
+      NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), root, comm_->get(),
+                               stream_.get()));
     });
     w->wait();
   }
@@ -255,8 +259,7 @@ void NcclWork::wait() {
 #if NCCL_VERSION_CODE >= 21400
     if (e == ncclInProgress) e = ncclSuccess;
 #endif
-    if (e != ncclSuccess)
-      owner_->abort(kExitFailure, what_ + " failed: " + ncclGetErrorString(e));
+    if (e != ncclSuccess) owner_->abort(kExitFailure, what_ + " failed: " + ncclGetErrorString(e));
     if (Clock::now() > deadline)
       owner_->abort(kExitFailure, "collective '" + what_ + "' did not complete within " +
                                       std::to_string(static_cast<long>(owner_->timeout_s())) +

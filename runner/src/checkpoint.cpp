@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/runner/errors.hpp"
 
 namespace gridrun::runner {
@@ -25,11 +26,11 @@ namespace fs = std::filesystem;
 namespace {
 
 at::Tensor state_tensor(const TrainState& s) {
-  return torch::tensor({static_cast<double>(s.epoch), static_cast<double>(s.step_in_epoch),
-                        static_cast<double>(s.global_step), s.wall_s, s.epoch_loss_sum,
-                        s.epoch_correct, s.epoch_count, s.epoch_s, s.best_test_acc,
-                        static_cast<double>(s.world), s.loss_scale},
-                       torch::kFloat64);
+  return torch::tensor(
+      {static_cast<double>(s.epoch), static_cast<double>(s.step_in_epoch), static_cast<double>(s.global_step),
+       s.wall_s, s.epoch_loss_sum, s.epoch_correct, s.epoch_count, s.epoch_s, s.best_test_acc,
+       static_cast<double>(s.world), s.loss_scale},
+      torch::kFloat64);
 }
 
 TrainState state_from(const at::Tensor& t) {
@@ -98,11 +99,11 @@ std::string resolve_checkpoint(const std::string& spec, const std::string& out_d
   std::error_code ec;
   if (fs::is_regular_file(spec, ec)) return spec;
   if (fs::is_directory(spec, ec)) {
-    if (fs::is_regular_file(fs::path(spec) / "state.pt", ec))
-      return (fs::path(spec) / "state.pt").string();
+    if (fs::is_regular_file(fs::path(spec) / "state.pt", ec)) return (fs::path(spec) / "state.pt").string();
     const std::string newest = newest_in(spec);
     if (!newest.empty()) return newest + "/state.pt";
-    throw BadInput("gridrun-train: checkpoint=" + spec + ": the folder holds no state.pt and no "
+    throw BadInput("gridrun-train: checkpoint=" + spec +
+                   ": the folder holds no state.pt and no "
                    "complete ckpt-<step>/ checkpoint");
   }
   const bool id_like = !spec.empty() && spec.find('/') == std::string::npos;
@@ -115,9 +116,9 @@ std::string resolve_checkpoint(const std::string& spec, const std::string& out_d
     if (!newest.empty()) return newest + "/state.pt";
   }
   throw BadInput("gridrun-train: checkpoint=" + spec + ": no such file or folder" +
-                 (id_like ? ", and no checkpoint of a job with that id in " +
-                                by_id.lexically_normal().string()
-                          : std::string()));
+                 (id_like
+                      ? ", and no checkpoint of a job with that id in " + by_id.lexically_normal().string()
+                      : std::string()));
 }
 
 void load_model_weights(const std::string& state_file, Model& model) {
@@ -146,8 +147,7 @@ void Checkpointer::save(Model& model, torch::optim::Optimizer& opt, const TrainS
   {
     std::vector<at::Tensor> rng{at::detail::getDefaultCPUGenerator().get_state()};
 #ifdef GRIDRUN_HAVE_NCCL
-    if (torch::cuda::is_available())
-      rng.push_back(at::cuda::detail::getDefaultCUDAGenerator().get_state());
+    if (torch::cuda::is_available()) rng.push_back(at::cuda::detail::getDefaultCUDAGenerator().get_state());
 #endif
     std::ostringstream bytes;
     torch::save(rng, bytes);
@@ -222,16 +222,16 @@ bool Checkpointer::load(Model& model, torch::optim::Optimizer& opt, TrainState& 
     if (!why.empty()) {
       for (char& c : why)
         if (c == '\n') c = ' ';
-      std::fprintf(stderr, "gridrun-train: warning: rank %d: checkpoint %s is damaged (%s)\n",
-                   comm_.rank(), path.c_str(), why.c_str());
+      std::fprintf(stderr, "gridrun-train: warning: rank %d: checkpoint %s is damaged (%s)\n", comm_.rank(),
+                   path.c_str(), why.c_str());
     }
     restore();
     comm_.barrier();
     if (comm_.rank() == 0) {
       const std::string to = base::quarantine(path);
       if (to.empty())
-        throw std::runtime_error("checkpoint " + path + ": damaged, and cannot move it aside: " +
-                                 std::strerror(errno));
+        throw std::runtime_error("checkpoint " + path +
+                                 ": damaged, and cannot move it aside: " + base::errno_text(errno));
       std::fprintf(stderr, "gridrun-train: warning: checkpoint %s is damaged; moved to %s\n", path.c_str(),
                    to.c_str());
     }
@@ -252,9 +252,8 @@ void Checkpointer::load_from(const std::string& path, Model& model, torch::optim
     throw std::runtime_error("train_state has the wrong shape");
   TrainState loaded = state_from(t.cpu());
   if (loaded.world != comm_.size())
-    throw BadInput("gridrun-train: checkpoint " + path + " was written by " +
-                   std::to_string(loaded.world) + " ranks; this run has " +
-                   std::to_string(comm_.size()) + " (resume needs the same ranks)");
+    throw BadInput("gridrun-train: checkpoint " + path + " was written by " + std::to_string(loaded.world) +
+                   " ranks; this run has " + std::to_string(comm_.size()) + " (resume needs the same ranks)");
   root.read("model", m);
   root.read("optimizer", o);
   // Every file is read before the model changes, so a damaged rng file leaves the model as it was.

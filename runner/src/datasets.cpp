@@ -21,8 +21,7 @@ namespace {
 // In-memory split: inputs [N, ...] (uint8 images, float images or int64 tokens), labels int64 [N].
 class TensorDataset final : public Dataset {
  public:
-  TensorDataset(at::Tensor x, at::Tensor y, std::vector<float> mean = {},
-                std::vector<float> stdev = {})
+  TensorDataset(at::Tensor x, at::Tensor y, std::vector<float> mean = {}, std::vector<float> stdev = {})
       : x_(std::move(x)), y_(std::move(y)) {
     if (!mean.empty()) {
       const auto c = static_cast<std::int64_t>(mean.size());
@@ -31,9 +30,7 @@ class TensorDataset final : public Dataset {
     }
   }
   std::int64_t size() const override { return x_.size(0); }
-  std::int64_t bytes() const override {
-    return static_cast<std::int64_t>(x_.nbytes() + y_.nbytes());
-  }
+  std::int64_t bytes() const override { return static_cast<std::int64_t>(x_.nbytes() + y_.nbytes()); }
   std::shared_ptr<Dataset> on_device(const at::Device& device) const override {
     auto d = std::make_shared<TensorDataset>(x_.to(device), y_.to(device));
     if (mean_.defined()) {
@@ -66,14 +63,13 @@ class TensorDataset final : public Dataset {
   at::Tensor x_, y_, mean_, std_;
 };
 
-std::shared_ptr<Dataset> limit(at::Tensor x, at::Tensor y, std::int64_t n,
-                               std::vector<float> mean = {}, std::vector<float> stdev = {}) {
+std::shared_ptr<Dataset> limit(at::Tensor x, at::Tensor y, std::int64_t n, std::vector<float> mean = {},
+                               std::vector<float> stdev = {}) {
   if (n > 0 && n < x.size(0)) {
     x = x.narrow(0, 0, n).clone();
     y = y.narrow(0, 0, n).clone();
   }
-  return std::make_shared<TensorDataset>(std::move(x), std::move(y), std::move(mean),
-                                         std::move(stdev));
+  return std::make_shared<TensorDataset>(std::move(x), std::move(y), std::move(mean), std::move(stdev));
 }
 
 std::string join(const std::string& dir, const std::string& f) {
@@ -93,17 +89,16 @@ std::string read_file(const std::string& path, const std::string& format) {
 // --- synthetic -----------------------------------------------------------------------------------
 
 // Images: a Gaussian mixture in a 3x4x4 latent space (one fixed random prototype per class, the
-// sample's latent = prototype + kSyntheticLatentSigma x N(0, 1), sigma 1.5), upsampled (nearest) to 3x32x32 plus
-// N(0, 0.2^2) pixel noise, then normalised with kSyntheticMean/kSyntheticStd. Why a mixture and not
-// an arg-max teacher: its classes have a margin (the best classifier is still linear in the input),
-// so SGD at the default lr 0.1 / momentum 0.9 / batch 32 is not drowned by labels that flip at
-// every boundary. Why the pixel scale 1/8: every latent value fills 8x8 pixels, so at unit pixel
-// variance a sample's squared norm is 3072 and the first layer's step at lr 0.1 is 64x what it is
-// on the 48 latent values; mlp and lenet then diverge or stall at ln 10 (measured). At std 1/8 the
-// squared norm is the latent dimension.
-// A side other than 32 (DatasetOptions::synthetic_side) upsamples by side / 4 and scales the std by
-// the same factor / 8, which keeps a sample's squared norm at the latent dimension; at 32 the
-// arithmetic is exactly the original (the factor is a power of two).
+// sample's latent = prototype + kSyntheticLatentSigma x N(0, 1), sigma 1.5), upsampled (nearest) to 3x32x32
+// plus N(0, 0.2^2) pixel noise, then normalised with kSyntheticMean/kSyntheticStd. Why a mixture and not an
+// arg-max teacher: its classes have a margin (the best classifier is still linear in the input), so SGD at
+// the default lr 0.1 / momentum 0.9 / batch 32 is not drowned by labels that flip at every boundary. Why the
+// pixel scale 1/8: every latent value fills 8x8 pixels, so at unit pixel variance a sample's squared norm is
+// 3072 and the first layer's step at lr 0.1 is 64x what it is on the 48 latent values; mlp and lenet then
+// diverge or stall at ln 10 (measured). At std 1/8 the squared norm is the latent dimension. A side other
+// than 32 (DatasetOptions::synthetic_side) upsamples by side / 4 and scales the std by the same factor / 8,
+// which keeps a sample's squared norm at the latent dimension; at 32 the arithmetic is exactly the original
+// (the factor is a power of two).
 at::Tensor synthetic_images(std::int64_t n, std::int64_t classes, std::int64_t side, at::Tensor& y,
                             at::Generator& gen) {
   const std::int64_t f = side / 4;
@@ -141,10 +136,9 @@ DataSplits make_synthetic(const DatasetOptions& o) {
     x = at::where(at::rand({n, L}, gen) < 0.125, mine, uniform);
     d.input = InputInfo{0, 0, 0, classes, vocab, L};
   }
-  d.train = std::make_shared<TensorDataset>(x.narrow(0, 0, ntrain).clone(),
-                                            y.narrow(0, 0, ntrain).clone());
-  d.test = std::make_shared<TensorDataset>(x.narrow(0, ntrain, ntest).clone(),
-                                           y.narrow(0, ntrain, ntest).clone());
+  d.train = std::make_shared<TensorDataset>(x.narrow(0, 0, ntrain).clone(), y.narrow(0, 0, ntrain).clone());
+  d.test =
+      std::make_shared<TensorDataset>(x.narrow(0, ntrain, ntest).clone(), y.narrow(0, ntrain, ntest).clone());
   return d;
 }
 
@@ -160,24 +154,21 @@ void read_cifar_file(const std::string& path, std::vector<std::uint8_t>& px,
   constexpr std::size_t rec = 3073;
   if (raw.empty() || raw.size() % rec != 0)
     throw BadInput("gridrun-train: malformed data file " + path + ": " + std::to_string(raw.size()) +
-                   " bytes is not a positive multiple of 3073 (truncated?); expected " +
-                   kCifarFormat);
+                   " bytes is not a positive multiple of 3073 (truncated?); expected " + kCifarFormat);
   const std::size_t n = raw.size() / rec;
   const auto* p = reinterpret_cast<const std::uint8_t*>(raw.data());
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint8_t label = p[i * rec];
     if (label > 9)
-      throw BadInput("gridrun-train: malformed data file " + path + ": record " +
-                     std::to_string(i) + " has label " + std::to_string(label) +
-                     " (expected 0-9); expected " + kCifarFormat);
+      throw BadInput("gridrun-train: malformed data file " + path + ": record " + std::to_string(i) +
+                     " has label " + std::to_string(label) + " (expected 0-9); expected " + kCifarFormat);
     labels.push_back(label);
     px.insert(px.end(), p + i * rec + 1, p + (i + 1) * rec);
   }
 }
 
-std::pair<at::Tensor, at::Tensor> to_tensors(std::vector<std::uint8_t>& px,
-                                             std::vector<std::int64_t>& labels, std::int64_t c,
-                                             std::int64_t h, std::int64_t w) {
+std::pair<at::Tensor, at::Tensor> to_tensors(std::vector<std::uint8_t>& px, std::vector<std::int64_t>& labels,
+                                             std::int64_t c, std::int64_t h, std::int64_t w) {
   const auto n = static_cast<std::int64_t>(labels.size());
   auto x = at::from_blob(px.data(), {n, c, h, w}, at::kByte).clone();
   auto y = at::from_blob(labels.data(), {n}, at::kLong).clone();
@@ -238,12 +229,12 @@ class GzFile {
 std::string find_idx(const std::string& dir, const std::string& base, const std::string& hint) {
   for (const std::string& cand : {join(dir, base), join(dir, base + ".gz")})
     if (exists(cand)) return cand;
-  throw BadInput("gridrun-train: missing data file " + join(dir, base) + "[.gz] (expected " +
-                 kMnistFormat + ")" + hint);
+  throw BadInput("gridrun-train: missing data file " + join(dir, base) + "[.gz] (expected " + kMnistFormat +
+                 ")" + hint);
 }
 
-std::vector<std::uint32_t> idx_header(GzFile& f, const std::string& path, std::uint32_t magic,
-                                      int ndims, const std::string& hint) {
+std::vector<std::uint32_t> idx_header(GzFile& f, const std::string& path, std::uint32_t magic, int ndims,
+                                      const std::string& hint) {
   std::vector<std::uint8_t> raw(4 * (1 + ndims));
   if (f.read(raw.data(), raw.size()) != raw.size())
     throw BadInput("gridrun-train: malformed data file " + path + ": header truncated; expected " +
@@ -254,8 +245,8 @@ std::vector<std::uint32_t> idx_header(GzFile& f, const std::string& path, std::u
            (std::uint32_t{raw[4 * i + 2]} << 8) | std::uint32_t{raw[4 * i + 3]};
   if (v[0] != magic) {
     std::ostringstream m;
-    m << "gridrun-train: malformed data file " << path << ": magic 0x" << std::hex << v[0]
-      << " (expected 0x" << magic << std::dec << "); expected " << kMnistFormat << hint;
+    m << "gridrun-train: malformed data file " << path << ": magic 0x" << std::hex << v[0] << " (expected 0x"
+      << magic << std::dec << "); expected " << kMnistFormat << hint;
     throw BadInput(m.str());
   }
   return v;
@@ -279,19 +270,18 @@ std::pair<at::Tensor, at::Tensor> read_mnist_pair(const std::string& dir, const 
   const std::size_t want = static_cast<std::size_t>(n * rows * cols);
   if (fi.read(x.data_ptr(), want) != want)
     throw BadInput("gridrun-train: malformed data file " + ip + ": fewer pixel bytes than the " +
-                   "header's " + std::to_string(n) + "x" + std::to_string(rows) + "x" +
-                   std::to_string(cols) + " (truncated?); expected " + kMnistFormat + hint);
+                   "header's " + std::to_string(n) + "x" + std::to_string(rows) + "x" + std::to_string(cols) +
+                   " (truncated?); expected " + kMnistFormat + hint);
   std::vector<std::uint8_t> lb(static_cast<std::size_t>(n));
   if (fl.read(lb.data(), lb.size()) != lb.size())
     throw BadInput("gridrun-train: malformed data file " + lp + ": fewer label bytes than the " +
-                   "header's count " + std::to_string(n) + " (truncated?); expected " +
-                   kMnistFormat + hint);
+                   "header's count " + std::to_string(n) + " (truncated?); expected " + kMnistFormat + hint);
   auto y = at::empty({n}, at::kLong);
   auto* yp = y.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < n; ++i) {
     if (lb[i] > 9)
-      throw BadInput("gridrun-train: malformed data file " + lp + ": label " +
-                     std::to_string(lb[i]) + " at item " + std::to_string(i) + " (expected 0-9)" + hint);
+      throw BadInput("gridrun-train: malformed data file " + lp + ": label " + std::to_string(lb[i]) +
+                     " at item " + std::to_string(i) + " (expected 0-9)" + hint);
     yp[i] = lb[i];
   }
   return {x, y};
@@ -302,14 +292,12 @@ std::pair<at::Tensor, at::Tensor> read_mnist_pair(const std::string& dir, const 
 DataSplits make_idx(const DatasetOptions& o, const std::string& dir, float mean, float stdev,
                     const std::string& hint) {
   std::int64_t r1, c1, r2, c2;
-  auto [xt, yt] = read_mnist_pair(dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                  r1, c1, hint);
-  auto [xs, ys] = read_mnist_pair(dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
-                                  r2, c2, hint);
+  auto [xt, yt] = read_mnist_pair(dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte", r1, c1, hint);
+  auto [xs, ys] = read_mnist_pair(dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", r2, c2, hint);
   if (r1 != r2 || c1 != c2)
     throw BadInput("gridrun-train: " + o.name + " train images are " + std::to_string(r1) + "x" +
-                   std::to_string(c1) + " but test images " + std::to_string(r2) + "x" +
-                   std::to_string(c2) + " in " + dir + hint);
+                   std::to_string(c1) + " but test images " + std::to_string(r2) + "x" + std::to_string(c2) +
+                   " in " + dir + hint);
   DataSplits d;
   d.train = limit(xt, yt, o.train_samples, {mean}, {stdev});
   d.test = limit(xs, ys, o.test_samples, {mean}, {stdev});
@@ -317,9 +305,7 @@ DataSplits make_idx(const DatasetOptions& o, const std::string& dir, float mean,
   return d;
 }
 
-DataSplits make_mnist(const DatasetOptions& o) {
-  return make_idx(o, o.data_dir, kMnistMean, kMnistStd, "");
-}
+DataSplits make_mnist(const DatasetOptions& o) { return make_idx(o, o.data_dir, kMnistMean, kMnistStd, ""); }
 
 // Debian 12's dataset-fashion-mnist installs the four .gz files here, so a job needs no data_dir.
 // Mean/std are those of the 60,000 training images (pixels scaled to [0,1]).
@@ -349,8 +335,8 @@ std::pair<at::Tensor, at::Tensor> read_text(const std::string& path, std::int64_
     if (line.empty()) continue;
     const auto tab = line.find('\t');
     auto bad = [&](const std::string& why) {
-      throw BadInput("gridrun-train: malformed data file " + path + " line " +
-                     std::to_string(lineno) + ": " + why + " (expected " + kTextFormat + ")");
+      throw BadInput("gridrun-train: malformed data file " + path + " line " + std::to_string(lineno) + ": " +
+                     why + " (expected " + kTextFormat + ")");
     };
     if (tab == std::string::npos) bad("no TAB between label and text");
     const std::string lab = line.substr(0, tab);
@@ -363,7 +349,8 @@ std::pair<at::Tensor, at::Tensor> read_text(const std::string& path, std::int64_
     auto t = tokenize(line.substr(tab + 1), kTextSeqLen);
     tokens.insert(tokens.end(), t.begin(), t.end());
   }
-  if (labels.empty()) throw BadInput("gridrun-train: data file " + path + " has no samples (expected " + kTextFormat + ")");
+  if (labels.empty())
+    throw BadInput("gridrun-train: data file " + path + " has no samples (expected " + kTextFormat + ")");
   const auto n = static_cast<std::int64_t>(labels.size());
   return {at::from_blob(tokens.data(), {n, kTextSeqLen}, at::kLong).clone(),
           at::from_blob(labels.data(), {n}, at::kLong).clone()};
@@ -401,25 +388,30 @@ std::vector<std::int64_t> tokenize(const std::string& text, std::int64_t seq_len
 }
 
 const std::vector<std::string>& dataset_names() {
-  static const std::vector<std::string> names = {"synthetic", "cifar10", "mnist",
-                                                  "fashion-mnist", "text"};
+  static const std::vector<std::string> names = {"synthetic", "cifar10", "mnist", "fashion-mnist", "text"};
   return names;
 }
 
 DataSplits make_dataset(const DatasetOptions& o) {
   DataSplits d;
   if (o.name == "synthetic") return make_synthetic(o);
-  if (o.name == "cifar10") d = make_cifar10(o);
-  else if (o.name == "mnist") d = make_mnist(o);
-  else if (o.name == "fashion-mnist") d = make_fashion_mnist(o);
-  else if (o.name == "text") d = make_text(o);
+  if (o.name == "cifar10")
+    d = make_cifar10(o);
+  else if (o.name == "mnist")
+    d = make_mnist(o);
+  else if (o.name == "fashion-mnist")
+    d = make_fashion_mnist(o);
+  else if (o.name == "text")
+    d = make_text(o);
   else
     throw BadInput("gridrun-train: unknown dataset '" + o.name +
                    "' (known: synthetic, cifar10, mnist, fashion-mnist, text)");
   if (o.tokens != (d.input.channels == 0))
-    throw BadInput("gridrun-train: dataset=" + o.name + (o.tokens ? " gives images but the model "
-                   "takes token ids" : " gives token ids but the model takes images (use "
-                   "model=transformer)"));
+    throw BadInput("gridrun-train: dataset=" + o.name +
+                   (o.tokens ? " gives images but the model "
+                               "takes token ids"
+                             : " gives token ids but the model takes images (use "
+                               "model=transformer)"));
   return d;
 }
 

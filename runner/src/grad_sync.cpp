@@ -65,8 +65,8 @@ struct GradSync::Impl {
   GradSyncOptions opts;
   std::vector<Bucket> buckets;
   std::vector<std::pair<std::size_t, std::size_t>> where;  // param -> (bucket, slot)
-  std::vector<at::Tensor> views;                          // param -> its slot of the bucket
-  std::vector<bool> got;                                  // param's gradient ready this step
+  std::vector<at::Tensor> views;                           // param -> its slot of the bucket
+  std::vector<bool> got;                                   // param's gradient ready this step
   // Keeps the hooks' nodes alive. The pointer type is whatever grad_accumulator returns:
   // std::shared_ptr up to LibTorch 2.x (Debian's 1.13), c10::intrusive_ptr in the 2.15 wheel.
   using NodePtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<at::Tensor>()));

@@ -42,9 +42,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Linear interpolation between order statistics, like numpy.percentile's default.
 double percentile(std::vector<double> v, double q) {
@@ -108,12 +106,12 @@ InferLoop::InferLoop(JobHarness& h)
   rs.int_attrs["quantized_linear_layers"] = quantized;
   h_.open_results(rs);
   if (lead_ && !o_.quiet)
-    std::printf("gridrun-train %s: inference %s on %s, %d rank(s), batch %lld per rank, "
-                "%lld+%lld batches, %s\n",
-                o_.id.c_str(), j_.model.c_str(), j_.dataset.c_str(), world_,
-                static_cast<long long>(b_), static_cast<long long>(warm_),
-                static_cast<long long>(j_.infer_batches),
-                h_.weights_file().empty() ? "random weights" : h_.weights_file().c_str()),
+    std::printf(
+        "gridrun-train %s: inference %s on %s, %d rank(s), batch %lld per rank, "
+        "%lld+%lld batches, %s\n",
+        o_.id.c_str(), j_.model.c_str(), j_.dataset.c_str(), world_, static_cast<long long>(b_),
+        static_cast<long long>(warm_), static_cast<long long>(j_.infer_batches),
+        h_.weights_file().empty() ? "random weights" : h_.weights_file().c_str()),
         std::fflush(stdout);
   run_start_ = Clock::now();
 }
@@ -121,9 +119,8 @@ InferLoop::InferLoop(JobHarness& h)
 int InferLoop::run() {
   for (std::int64_t k = 0; k < total_; ++k) {
     if (run_batch(k)) {  // every rank stops at this batch
-      finish(results::Status::Interrupted,
-             "interrupted by signal after batch " + std::to_string(k + 1) +
-                 " (inference keeps no checkpoint; rerun to start over)");
+      finish(results::Status::Interrupted, "interrupted by signal after batch " + std::to_string(k + 1) +
+                                               " (inference keeps no checkpoint; rerun to start over)");
       return kExitInterrupted;
     }
   }
@@ -157,15 +154,14 @@ bool InferLoop::run_batch(std::int64_t k) {
   {
     c10::InferenceMode im;
     losses = torch::nn::functional::cross_entropy(
-        out.to(torch::kFloat32), y,
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+        out.to(torch::kFloat32), y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
     hits = out.argmax(1).eq(y).to(torch::kFloat64);
   }
   const double fresh_loss = fresh > 0 ? losses.slice(0, 0, fresh).sum().item<double>() : 0.0;
   const double fresh_hits = fresh > 0 ? hits.slice(0, 0, fresh).sum().item<double>() : 0.0;
-  const auto red = comm_.allreduce_sum(std::vector<double>{
-      losses.sum().item<double>(), static_cast<double>(b_), fresh_loss, fresh_hits,
-      static_cast<double>(fresh), StopSignal::received() ? 1.0 : 0.0});
+  const auto red = comm_.allreduce_sum(
+      std::vector<double>{losses.sum().item<double>(), static_cast<double>(b_), fresh_loss, fresh_hits,
+                          static_cast<double>(fresh), StopSignal::received() ? 1.0 : 0.0});
   const auto lat = comm_.gather(std::vector<double>{latency}, 0);
   loss_first_ += red[2];
   correct_first_ += red[3];
@@ -176,8 +172,8 @@ bool InferLoop::run_batch(std::int64_t k) {
 
 // Rank 0: the batch's /steps row; `red` holds the batch's sums over ranks, `lat` every rank's
 // latency.
-void InferLoop::write_row(std::int64_t k, const std::vector<double>& red,
-                          const std::vector<double>& lat, double data_s, double latency) {
+void InferLoop::write_row(std::int64_t k, const std::vector<double>& red, const std::vector<double>& lat,
+                          double data_s, double latency) {
   results::StepRow row;
   row.step = k + 1;
   row.epoch = 1;
@@ -221,9 +217,10 @@ void InferLoop::finish(results::Status status, const std::string& reason) {
     s["bytes_per_sample"] = model_.bytes_per_sample(b_, gpu_ && j_.precision != "fp32" ? 2.0 : 4.0);
     s["flops_per_s"] = model_.flops_per_sample() * sps;  // forward only
     if (!o_.quiet)
-      std::printf("inference: test acc %.4f over %.0f samples, latency p50 %.2f ms p99 %.2f ms, "
-                  "%.0f samples/s\n",
-                  er.test_acc, seen_, 1e3 * s["latency_p50_s"], 1e3 * s["latency_p99_s"], sps),
+      std::printf(
+          "inference: test acc %.4f over %.0f samples, latency p50 %.2f ms p99 %.2f ms, "
+          "%.0f samples/s\n",
+          er.test_acc, seen_, 1e3 * s["latency_p50_s"], 1e3 * s["latency_p99_s"], sps),
           std::fflush(stdout);
   }
   h_.finish(status, reason, std::move(s));

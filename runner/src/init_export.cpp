@@ -19,8 +19,7 @@ void write_init_weights(const std::string& path,
     auto c = t.detach().to(at::kCPU, at::kFloat).contiguous();
     std::vector<hsize_t> dims(c.sizes().begin(), c.sizes().end());
     const hid_t sp = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
-    const hid_t ds = H5Dcreate2(f, name.c_str(), H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT,
-                                H5P_DEFAULT);
+    const hid_t ds = H5Dcreate2(f, name.c_str(), H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     ok = ok && sp >= 0 && ds >= 0 &&
          H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, c.data_ptr()) >= 0;
     if (ds >= 0) H5Dclose(ds);

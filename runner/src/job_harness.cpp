@@ -45,8 +45,7 @@ torch::Device select_device(const jobs::JobParams& j, Communicator& comm) {
   }
 #else
   (void)comm;
-  if (gpu)
-    throw BadInput("gridrun-train: device=gpu but this build has no CUDA/NCCL support (exit 2)");
+  if (gpu) throw BadInput("gridrun-train: device=gpu but this build has no CUDA/NCCL support (exit 2)");
 #endif
   return dev;
 }
@@ -124,15 +123,13 @@ void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu
   const jobs::JobParams& j = o.job;
   results::RooflineOptions ro;
   if (o.peak_tflops > 0) ro.peak_tflops = o.peak_tflops;
-  const std::string probe_file =
-      !o.probe_file.empty() ? o.probe_file : results::default_probe_path();
+  const std::string probe_file = !o.probe_file.empty() ? o.probe_file : results::default_probe_path();
   if (j.device == "cpu" && !probe_file.empty() && fs::exists(probe_file)) {
     try {
       ro.probe = results::read_probe(probe_file);
     } catch (const std::exception& e) {
       // A stale or foreign probe file must not fail a finished job; MFU is then simply absent.
-      std::fprintf(stderr, "gridrun-train: warning: ignoring probe %s: %s\n", probe_file.c_str(),
-                   e.what());
+      std::fprintf(stderr, "gridrun-train: warning: ignoring probe %s: %s\n", probe_file.c_str(), e.what());
     }
   }
   results::RoofQuery q;
@@ -155,9 +152,8 @@ JobHarness::JobHarness(const RunnerOptions& opts, Communicator& comm, const Harn
     : o_(opts), comm_(comm), hopts_(hopts), rank_(comm.rank()), world_(comm.size()) {
   const jobs::JobParams& j = o_.job;
   if (j.ranks != world_)
-    throw BadInput("gridrun-train: the job has ranks=" + std::to_string(j.ranks) +
-                   " but was started with " + std::to_string(world_) +
-                   " processes (mpirun -np / srun -n must match)");
+    throw BadInput("gridrun-train: the job has ranks=" + std::to_string(j.ranks) + " but was started with " +
+                   std::to_string(world_) + " processes (mpirun -np / srun -n must match)");
   StopSignal::install();
   torch::set_num_threads(static_cast<int>(j.threads_per_rank));
   dev_ = select_device(j, comm_);
@@ -168,8 +164,7 @@ JobHarness::JobHarness(const RunnerOptions& opts, Communicator& comm, const Harn
   init_weights();
   if (hopts_.training) {
     // Different dropout masks per rank (like independent workers), reproducible per rank.
-    torch::manual_seed(static_cast<std::uint64_t>(j.seed) +
-                       1000003ull * static_cast<std::uint64_t>(rank_));
+    torch::manual_seed(static_cast<std::uint64_t>(j.seed) + 1000003ull * static_cast<std::uint64_t>(rank_));
   }
 }
 
@@ -177,10 +172,11 @@ JobHarness::JobHarness(const RunnerOptions& opts, Communicator& comm, const Harn
 void JobHarness::build_data_and_model() {
   const jobs::JobParams& j = o_.job;
   torch::manual_seed(static_cast<std::uint64_t>(j.seed));
-  data_ = make_dataset(DatasetOptions{j.dataset, j.data_dir, j.train_samples, j.test_samples,
-                                      is_text_model(j.model)});
-  ModelSpec spec{j.model,           data_.input.channels, data_.input.height, data_.input.width,
-                 data_.input.num_classes, data_.input.vocab, data_.input.seq_len};
+  data_ = make_dataset(
+      DatasetOptions{j.dataset, j.data_dir, j.train_samples, j.test_samples, is_text_model(j.model)});
+  ModelSpec spec{
+      j.model,           data_.input.channels, data_.input.height, data_.input.width, data_.input.num_classes,
+      data_.input.vocab, data_.input.seq_len};
   spec.mlp_hidden = parse_mlp_hidden(j.mlp_hidden);
   model_ = make_model(spec);
   model_->to(dev_);
@@ -246,9 +242,8 @@ void JobHarness::open_results(const ResultsStart& start) {
   writer_ = results::JobWriter::create(o_.out_dir, info);
   if (o_.util_hz > 0) {
     results::JobWriter* w = writer_.get();
-    util_ = std::make_unique<results::UtilSampler>(
-        std::move(probe), results::SamplerOptions{o_.util_hz},
-        [w](const results::UtilRow& row) { w->append_util(row); });
+    util_ = std::make_unique<results::UtilSampler>(std::move(probe), results::SamplerOptions{o_.util_hz},
+                                                   [w](const results::UtilRow& row) { w->append_util(row); });
   }
 }
 
@@ -261,8 +256,7 @@ int JobHarness::run(const std::function<int()>& loop) {
   }
 }
 
-void JobHarness::finish(results::Status status, const std::string& reason,
-                        results::Summary summary) {
+void JobHarness::finish(results::Status status, const std::string& reason, results::Summary summary) {
   const double peak_rss = comm_.allreduce_max({static_cast<double>(peak_rss_bytes())})[0];
   if (!writer_) return;
   summary["flops_per_sample"] = model_->flops_per_sample();

@@ -33,14 +33,16 @@ Augment parse_augment(const std::string& name) {
 
 const char* augment_name(Augment a) {
   switch (a) {
-    case Augment::Flip: return "flip";
-    case Augment::CropFlip: return "crop_flip";
-    default: return "none";
+    case Augment::Flip:
+      return "flip";
+    case Augment::CropFlip:
+      return "crop_flip";
+    default:
+      return "none";
   }
 }
 
-AugmentDraw augment_draw(std::uint64_t seed, std::int64_t epoch, std::int64_t index,
-                         std::int64_t pad) {
+AugmentDraw augment_draw(std::uint64_t seed, std::int64_t epoch, std::int64_t index, std::int64_t pad) {
   const std::uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ static_cast<std::uint64_t>(epoch)) ^
                                      static_cast<std::uint64_t>(index));
   AugmentDraw d;

@@ -52,8 +52,7 @@ std::int64_t Model::quantize_linear_int8() {
       }
   if (ctx.qEngine() == at::QEngine::NoQEngine)
     throw BadInput("gridrun-train: quantize=int8: this LibTorch build has no quantized engine");
-  const auto prepack =
-      c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_prepack", "");
+  const auto prepack = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_prepack", "");
   std::int64_t count = 0;
   for (const auto& m : modules(/*include_self=*/false)) {
     const auto* lin = dynamic_cast<const torch::nn::LinearImpl*>(m.get());
@@ -63,13 +62,13 @@ std::int64_t Model::quantize_linear_int8() {
     const double scale = std::max(w.abs().max().item<double>(), 1e-12) / 127.0;
     std::vector<c10::IValue> stack{
         at::quantize_per_tensor(w, scale, 0, at::kQInt8),
-        lin->bias.defined() ? c10::IValue(lin->bias.detach().to(torch::kCPU).contiguous())
-                            : c10::IValue()};
+        lin->bias.defined() ? c10::IValue(lin->bias.detach().to(torch::kCPU).contiguous()) : c10::IValue()};
     try {
       prepack.callBoxed(&stack);
     } catch (const c10::Error& e) {
       throw BadInput(std::string("gridrun-train: quantize=int8: LibTorch cannot pack int8 linear "
-                                 "weights here: ") + e.what_without_backtrace());
+                                 "weights here: ") +
+                     e.what_without_backtrace());
     }
     int8_[lin] = stack.at(0);
     ++count;
@@ -81,8 +80,7 @@ torch::Tensor Model::linear(const torch::nn::Linear& layer, const torch::Tensor&
   if (!int8_.empty()) {
     auto it = int8_.find(layer.get());
     if (it != int8_.end()) {
-      static const auto op =
-          c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_dynamic", "");
+      static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_dynamic", "");
       std::vector<c10::IValue> stack{x.contiguous(), it->second, false};
       op.callBoxed(&stack);
       return stack.at(0).toTensor();
@@ -91,14 +89,13 @@ torch::Tensor Model::linear(const torch::nn::Linear& layer, const torch::Tensor&
   return layer.ptr()->forward(x);  // the holder is const here, the layer is not
 }
 
-std::vector<torch::nn::Linear> Model::add_fc_stack(std::int64_t in,
-                                                  const std::vector<std::int64_t>& sizes,
-                                                  models::MacCounter& mac) {
+std::vector<torch::nn::Linear> Model::add_fc_stack(std::int64_t in, const std::vector<std::int64_t>& sizes,
+                                                   models::MacCounter& mac) {
   std::vector<nn::Linear> layers;
   for (const std::int64_t out : sizes) {
     if (out < 1)
-      throw BadInput("gridrun-train: layer sizes must be positive integers (got " +
-                     std::to_string(out) + ")");
+      throw BadInput("gridrun-train: layer sizes must be positive integers (got " + std::to_string(out) +
+                     ")");
     layers.push_back(register_module("fc" + std::to_string(layers.size() + 1), nn::Linear(in, out)));
     mac.linear(in, out);
     in = out;
@@ -299,7 +296,7 @@ class TextTransformer final : public models::CountedModel {
   torch::Tensor forward(const torch::Tensor& x) override {
     auto positions = torch::arange(x.size(1), x.options().dtype(torch::kLong));
     auto h = tok_->forward(x) + pos_->forward(positions).unsqueeze(0);  // [N, L, d]
-    h = h.transpose(0, 1);                                             // [L, N, d]
+    h = h.transpose(0, 1);                                              // [L, N, d]
     for (auto& l : layers_) h = l->forward(h);
     return linear(fc_, h.mean(0));
   }
@@ -314,9 +311,8 @@ class TextTransformer final : public models::CountedModel {
 }  // namespace
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names = {"mlp",   "lenet", "resnet18", "resnet50",
-                                                 "vgg11", "vgg16", "alexnet",  "transformer",
-                                                 "densenet121"};
+  static const std::vector<std::string> names = {"mlp",   "lenet",   "resnet18",    "resnet50",   "vgg11",
+                                                 "vgg16", "alexnet", "transformer", "densenet121"};
   return names;
 }
 
@@ -328,8 +324,9 @@ std::vector<std::int64_t> parse_mlp_hidden(const std::string& text) {
   for (;;) {
     const std::size_t comma = text.find(',', pos);
     const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    const bool digits = !item.empty() && item.size() <= 9 &&
-                        std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c); });
+    const bool digits =
+        !item.empty() && item.size() <= 9 &&
+        std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c); });
     if (!digits || std::stoll(item) < 1)
       throw BadInput("gridrun-train: mlp_hidden='" + text +
                      "': expected comma-separated positive layer sizes, e.g. 256,128");
@@ -343,8 +340,9 @@ namespace {
 std::shared_ptr<Model> build_model(const ModelSpec& s) {
   if (s.name == "transformer") {
     if (s.channels > 0)
-      throw BadInput("gridrun-train: model=transformer takes token ids; use dataset=text or "
-                     "dataset=synthetic");
+      throw BadInput(
+          "gridrun-train: model=transformer takes token ids; use dataset=text or "
+          "dataset=synthetic");
     return std::make_shared<TextTransformer>(s);
   }
   if (s.channels <= 0)
@@ -354,11 +352,10 @@ std::shared_ptr<Model> build_model(const ModelSpec& s) {
   if (s.name == "lenet") return std::make_shared<LeNet>(s);
   if (s.name == "alexnet") return std::make_shared<AlexNet>(s);
   if (s.name == "vgg11")
-    return std::make_shared<Vgg>(s, std::vector<int>{64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512,
-                                                     512, 0});
+    return std::make_shared<Vgg>(s, std::vector<int>{64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0});
   if (s.name == "vgg16")
-    return std::make_shared<Vgg>(s, std::vector<int>{64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512,
-                                                     512, 512, 0, 512, 512, 512, 0});
+    return std::make_shared<Vgg>(
+        s, std::vector<int>{64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0});
   if (s.name == "resnet18") return models::make_resnet(s, 18);
   if (s.name == "resnet50") return models::make_resnet(s, 50);
   if (s.name == "densenet121") return models::make_densenet121(s);

@@ -14,8 +14,7 @@ namespace nn = torch::nn;
 
 namespace {
 
-nn::Conv2d conv(std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t stride,
-                std::int64_t pad) {
+nn::Conv2d conv(std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t stride, std::int64_t pad) {
   return nn::Conv2d(nn::Conv2dOptions(cin, cout, k).stride(stride).padding(pad).bias(false));
 }
 
@@ -23,14 +22,14 @@ nn::Conv2d conv(std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_
 // tracked by the caller through `h`.
 class ResBlockImpl : public nn::Module {
  public:
-  ResBlockImpl(std::int64_t in, std::int64_t planes, std::int64_t stride, bool bottleneck,
-               std::int64_t& h, MacCounter& mac) {
+  ResBlockImpl(std::int64_t in, std::int64_t planes, std::int64_t stride, bool bottleneck, std::int64_t& h,
+               MacCounter& mac) {
     const std::int64_t out = bottleneck ? planes * 4 : planes;
     const std::int64_t hin = h;
     const std::int64_t hout = conv_out(h, 3, stride, 1);
     // conv + BatchNorm (+ ReLU but after the last): the block's body, FLOPs at output size ho.
-    auto add = [&](std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t st,
-                   std::int64_t ho, bool relu) {
+    auto add = [&](std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t st, std::int64_t ho,
+                   bool relu) {
       body_->push_back(conv(cin, cout, k, st, k / 2));
       body_->push_back(nn::BatchNorm2d(cout));
       if (relu) body_->push_back(nn::Functional(torch::relu));
@@ -76,8 +75,7 @@ class ResNet final : public models::CountedModel {
  public:
   ResNet(const ModelSpec& s, int depth) {
     const bool bottleneck = depth >= 50;
-    const std::vector<int> blocks = depth == 18 ? std::vector<int>{2, 2, 2, 2}
-                                                : std::vector<int>{3, 4, 6, 3};
+    const std::vector<int> blocks = depth == 18 ? std::vector<int>{2, 2, 2, 2} : std::vector<int>{3, 4, 6, 3};
     std::int64_t h = 32;
     stem_->push_back(conv(s.channels, 64, 3, 1, 1));
     stem_->push_back(nn::BatchNorm2d(64));
@@ -96,8 +94,7 @@ class ResNet final : public models::CountedModel {
         // resnet50's 2,048 have ~350 and learn slowly (2.15 / 0.23 after 64 steps, PyTorch), the
         // problem of vgg's classifier (docs/runner.md, "Initialisation"). Scale sqrt(512 / C)
         // gives every depth resnet18's norm (resnet50: 0.5, 1.13 / 0.45 after 64 steps).
-        if (stage == 3 && b == 0)
-          block->scale_shortcut(std::sqrt(512.0 / static_cast<double>(in)));
+        if (stage == 3 && b == 0) block->scale_shortcut(std::sqrt(512.0 / static_cast<double>(in)));
         body_->push_back(block);
       }
     }
@@ -202,8 +199,6 @@ std::shared_ptr<Model> make_resnet(const ModelSpec& spec, int depth) {
   return std::make_shared<ResNet>(spec, depth);
 }
 
-std::shared_ptr<Model> make_densenet121(const ModelSpec& spec) {
-  return std::make_shared<DenseNet>(spec);
-}
+std::shared_ptr<Model> make_densenet121(const ModelSpec& spec) { return std::make_shared<DenseNet>(spec); }
 
 }  // namespace gridrun::runner::models

@@ -8,11 +8,12 @@
 
 namespace gridrun::runner::models {
 
-// Accumulates multiply-adds (and the output elements of the same layers) while a model is built, following the spatial size through the layers.
+// Accumulates multiply-adds (and the output elements of the same layers) while a model is built, following
+// the spatial size through the layers.
 struct MacCounter {
   double macs = 0;
-  void conv(std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t hout,
-            std::int64_t wout, std::int64_t groups = 1) {
+  void conv(std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t hout, std::int64_t wout,
+            std::int64_t groups = 1) {
     macs += static_cast<double>(cin / groups) * k * k * cout * hout * wout;
     activations += static_cast<double>(cout) * hout * wout;
   }
@@ -34,8 +35,7 @@ class CountedModel : public Model {
   MacCounter mac_;
 };
 
-inline std::int64_t conv_out(std::int64_t in, std::int64_t k, std::int64_t stride,
-                             std::int64_t pad) {
+inline std::int64_t conv_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t pad) {
   return (in + 2 * pad - k) / stride + 1;
 }
 

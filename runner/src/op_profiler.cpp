@@ -73,8 +73,7 @@ void OpProfiler::stop() {
       spans_.push_back(Span{name, open.push->cpuUs(), cpu, open.push->threadId()});
     }
   }
-  std::sort(spans_.begin(), spans_.end(),
-            [](const Span& a, const Span& b) { return a.ts_us < b.ts_us; });
+  std::sort(spans_.begin(), spans_.end(), [](const Span& a, const Span& b) { return a.ts_us < b.ts_us; });
 }
 
 std::vector<results::OpProfile> OpProfiler::ops() const {
@@ -91,8 +90,12 @@ void OpProfiler::write_chrome_trace(const std::string& path, int pid) const {
   const double t0 = spans_.empty() ? 0 : spans_.front().ts_us;
   base::Json events = base::Json::array();
   for (const auto& s : spans_)
-    events.push_back(base::Json{{"name", s.name}, {"ph", "X"}, {"ts", us(s.ts_us - t0)},
-                                {"dur", us(s.dur_us)}, {"pid", pid}, {"tid", s.tid}});
+    events.push_back(base::Json{{"name", s.name},
+                                {"ph", "X"},
+                                {"ts", us(s.ts_us - t0)},
+                                {"dur", us(s.dur_us)},
+                                {"pid", pid},
+                                {"tid", s.tid}});
   const base::Json trace{{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
   // Operator names are ASCII; `replace` keeps a stray byte from failing the job at its end.
   base::write_file_atomic(path, trace.dump(-1, ' ', false, base::Json::error_handler_t::replace) + "\n");

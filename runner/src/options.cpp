@@ -96,50 +96,54 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "Exit codes: 0 done, 1 runtime failure, 2 bad input, 75 interrupted after checkpoint.\n\n"
       "Options",
       100, 50);
-  general.add_options()
-      ("help,h", "show this help and exit")
-      ("job", po::value<std::string>(&o.job_file), "job file written by `gridrun plan/run`")
-      ("out", po::value<std::string>(&o.out_dir), "results directory (required)")
-      ("checkpoint-dir", po::value<std::string>(&o.checkpoint_dir),
-       "checkpoint folder (default <out>/../checkpoints/<id>)")
-      ("resume", po::bool_switch(&o.resume), "continue from the latest checkpoint, if any")
-      ("log-every", po::value<std::int64_t>(&o.log_every)->default_value(10),
-       "steps between progress lines and per-rank timing gathers")
-      ("util-hz", po::value<double>(&o.util_hz)->default_value(10.0),
-       "utilisation samples per second (0 = off)")
-      ("init-out", po::value<std::string>(&o.init_out),
-       "write the initial weights (after the broadcast) to this HDF5 file, one dataset per name")
-      ("dump-params", po::value<std::string>(&o.dump_params),
-       "write final parameters (float32, registration order) to FILE")
-      ("quiet", po::bool_switch(&o.quiet), "no progress lines")
-      ("peak-tflops", po::value<double>(&o.peak_tflops)->default_value(0.0),
-       "peak TFLOP/s of one device (gpu) or of the job's cores (cpu) for /summary/mfu; 0 = built-in "
-       "GPU table (H100, H200, A100, V100) or, on CPU, the `gridrun probe` file")
-      ("heartbeat", po::value<std::string>(&o.heartbeat_file),
-       "file rank 0 rewrites at most once a second from the training loop; `gridrun run` ends a "
-       "job whose heartbeat is older than its --heartbeat-timeout")
-      ("gpu-memory-fraction", po::value<double>(&o.gpu_memory_fraction)->default_value(0.0),
-       "largest share of the GPU's memory this job's allocator may hold, in (0, 1]; 0 = no cap "
-       "(set by `gridrun run --jobs-per-gpu N` to 1/N)")
-      ("owner-pid", po::value<long>(&o.owner_pid)->default_value(0),
-       "process that owns this job (`gridrun run` passes its own): when it is gone, even "
-       "SIGKILLed, the job checkpoints and exits 75 as on SIGTERM; 0 = none")
-      ("owner-host", po::value<std::string>(&o.owner_host),
-       "host of --owner-pid; ranks on other hosts do not watch it (default: every rank's own)")
-      ("probe", po::value<std::string>(&o.probe_file),
-       "`gridrun probe` JSON for CPU peaks (default: ~/.cache/gridrun/probe.json if present)");
+  // clang-format off: one flag per line reads as the --help it prints
+  general.add_options()("help,h", "show this help and exit")("job", po::value<std::string>(&o.job_file),
+                                                             "job file written by `gridrun plan/run`")(
+      "out", po::value<std::string>(&o.out_dir), "results directory (required)")(
+      "checkpoint-dir", po::value<std::string>(&o.checkpoint_dir),
+      "checkpoint folder (default <out>/../checkpoints/<id>)")("resume", po::bool_switch(&o.resume),
+                                                               "continue from the latest checkpoint, if any")(
+      "log-every", po::value<std::int64_t>(&o.log_every)->default_value(10),
+      "steps between progress lines and per-rank timing gathers")(
+      "util-hz", po::value<double>(&o.util_hz)->default_value(10.0),
+      "utilisation samples per second (0 = off)")(
+      "init-out", po::value<std::string>(&o.init_out),
+      "write the initial weights (after the broadcast) to this HDF5 file, one dataset per name")(
+      "dump-params", po::value<std::string>(&o.dump_params),
+      "write final parameters (float32, registration order) to FILE")("quiet", po::bool_switch(&o.quiet),
+                                                                      "no progress lines")(
+      "peak-tflops", po::value<double>(&o.peak_tflops)->default_value(0.0),
+      "peak TFLOP/s of one device (gpu) or of the job's cores (cpu) for /summary/mfu; 0 = built-in "
+      "GPU table (H100, H200, A100, V100) or, on CPU, the `gridrun probe` file")(
+      "heartbeat", po::value<std::string>(&o.heartbeat_file),
+      "file rank 0 rewrites at most once a second from the training loop; `gridrun run` ends a "
+      "job whose heartbeat is older than its --heartbeat-timeout")(
+      "gpu-memory-fraction", po::value<double>(&o.gpu_memory_fraction)->default_value(0.0),
+      "largest share of the GPU's memory this job's allocator may hold, in (0, 1]; 0 = no cap "
+      "(set by `gridrun run --jobs-per-gpu N` to 1/N)")(
+      "owner-pid", po::value<long>(&o.owner_pid)->default_value(0),
+      "process that owns this job (`gridrun run` passes its own): when it is gone, even "
+      "SIGKILLed, the job checkpoints and exits 75 as on SIGTERM; 0 = none")(
+      "owner-host", po::value<std::string>(&o.owner_host),
+      "host of --owner-pid; ranks on other hosts do not watch it (default: every rank's own)")(
+      "probe", po::value<std::string>(&o.probe_file),
+      "`gridrun probe` JSON for CPU peaks (default: ~/.cache/gridrun/probe.json if present)");
+  // clang-format on
   po::options_description hidden("hidden test hooks");
-  hidden.add_options()
-      ("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(0), "")
-      ("fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(0), "")
-      ("hang-at-step", po::value<std::int64_t>(&o.hang_at_step)->default_value(0), "")
-      ("fail-rank", po::value<std::int64_t>(&o.fail_rank)->default_value(1), "");
+  // clang-format off: one flag per line reads as the --help it prints
+  hidden.add_options()("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(0), "")(
+      "fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(0), "")(
+      "hang-at-step", po::value<std::int64_t>(&o.hang_at_step)->default_value(0), "")(
+      "fail-rank", po::value<std::int64_t>(&o.fail_rank)->default_value(1), "");
+  // clang-format on
   po::options_description params("Job parameter overrides (see docs/grid.md)", 100, 50);
   std::map<std::string, std::string> flag_values;
   for (const auto& spec : jobs::param_table()) {
     auto* v = po::value<std::string>()->value_name("V");
     if (spec.type == jobs::Type::Bool) v->implicit_value("true");
+    // clang-format off: one flag per line reads as the --help it prints
     params.add_options()(flag_of(spec.name).c_str(), v, help_of(spec).c_str());
+    // clang-format on
   }
   po::options_description all;
   all.add(general).add(hidden).add(params);
@@ -176,8 +180,7 @@ void validate(const RunnerOptions& o) {
   // `gridrun plan` applies to every job of a grid, so plan and train never disagree.
   for (const auto& bad : jobs::check_values(jobs::from_struct(o.job)))
     throw BadInput("gridrun-train: " + bad.key + ": " + bad.message);
-  for (const auto& bad : jobs::check(o.job))
-    throw BadInput("gridrun-train: " + bad.key + ": " + bad.message);
+  for (const auto& bad : jobs::check(o.job)) throw BadInput("gridrun-train: " + bad.key + ": " + bad.message);
 }
 
 }  // namespace gridrun::runner

@@ -27,8 +27,7 @@ EpochSampler::EpochSampler(std::int64_t n, std::int64_t batch_per_rank, int rank
 
 std::int64_t EpochSampler::steps_per_epoch() const { return n_ / (b_ * world_); }
 
-std::vector<std::int64_t> EpochSampler::permutation(std::int64_t n, std::uint64_t seed,
-                                                    std::int64_t epoch) {
+std::vector<std::int64_t> EpochSampler::permutation(std::int64_t n, std::uint64_t seed, std::int64_t epoch) {
   std::vector<std::int64_t> p(n);
   for (std::int64_t i = 0; i < n; ++i) p[i] = i;
   std::uint64_t s = seed * 0x100000001B3ull ^ (static_cast<std::uint64_t>(epoch) + 0x5bd1e995ull);

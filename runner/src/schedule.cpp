@@ -10,8 +10,7 @@ namespace gridrun::runner {
 
 LrSchedule::LrSchedule(ScheduleOptions o) : o_(std::move(o)) {
   if (o_.kind != "constant" && o_.kind != "step" && o_.kind != "cosine")
-    throw BadInput("gridrun-train: unknown lr_schedule '" + o_.kind +
-                   "' (known: constant, step, cosine)");
+    throw BadInput("gridrun-train: unknown lr_schedule '" + o_.kind + "' (known: constant, step, cosine)");
   o_.total_steps = std::max<std::int64_t>(1, o_.total_steps);
 }
 

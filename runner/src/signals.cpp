@@ -32,7 +32,8 @@ void wait_gone(long pid) {
   const int fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
   if (fd >= 0) {
     pollfd p{fd, POLLIN, 0};
-    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {}
+    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+    }
     ::close(fd);
     return;
   }
@@ -65,8 +66,10 @@ void watch_owner(long pid, const std::string& owner_host, double grace_s) {
     std::fprintf(stderr, "gridrun-train: owner PID %ld is gone; checkpointing and stopping\n", pid);
     flag().store(SIGHUP, std::memory_order_relaxed);
     std::this_thread::sleep_for(std::chrono::duration<double>(grace_s));
-    std::fprintf(stderr, "gridrun-train: owner PID %ld is gone and the job did not stop within "
-                         "%.0f s; exiting without a checkpoint\n", pid, grace_s);
+    std::fprintf(stderr,
+                 "gridrun-train: owner PID %ld is gone and the job did not stop within "
+                 "%.0f s; exiting without a checkpoint\n",
+                 pid, grace_s);
     std::fflush(stderr);
     ::_exit(kExitFailure);
   }).detach();

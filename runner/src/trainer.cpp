@@ -15,19 +15,19 @@
 // computed moves. Per-rank phase timings are gathered to rank 0 at the same time, so straggler
 // figures cost one small gather per interval, not per step. On the GPU the step also uses
 // device-resident data, cuDNN autotuning, TF32 (job parameters) and optionally a CUDA graph.
-#include "gridrun/runner/loader.hpp"
 #include "gridrun/runner/trainer.hpp"
+#include "gridrun/runner/loader.hpp"
 
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
-#include <ATen/ATen.h>
-#include <ATen/autocast_mode.h>
 #ifdef GRIDRUN_HAVE_NCCL
-#include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <torch/version.h>
 #endif
@@ -65,9 +65,7 @@ using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Phases of one step, in the order they happen.
 enum Phase { kData, kForward, kBackward, kExposed, kOptimizer, kStep, kPhases };
@@ -151,21 +149,19 @@ void set_cuda_autocast(bool on, at::ScalarType dtype) {
 #endif
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const jobs::JobParams& j,
-                                                        std::vector<torch::Tensor> params,
-                                                        double lr) {
+                                                        std::vector<torch::Tensor> params, double lr) {
   if (j.optimizer == "sgd") {
-    if (j.nesterov && j.momentum <= 0)
-      throw BadInput("gridrun-train: nesterov=true needs momentum > 0");
+    if (j.nesterov && j.momentum <= 0) throw BadInput("gridrun-train: nesterov=true needs momentum > 0");
     return std::make_unique<torch::optim::SGD>(
-        params, torch::optim::SGDOptions(lr).momentum(j.momentum).nesterov(j.nesterov)
-                    .weight_decay(j.weight_decay));
+        params,
+        torch::optim::SGDOptions(lr).momentum(j.momentum).nesterov(j.nesterov).weight_decay(j.weight_decay));
   }
   if (j.optimizer == "adam")
-    return std::make_unique<torch::optim::Adam>(
-        params, torch::optim::AdamOptions(lr).weight_decay(j.weight_decay));
+    return std::make_unique<torch::optim::Adam>(params,
+                                                torch::optim::AdamOptions(lr).weight_decay(j.weight_decay));
   if (j.optimizer == "adamw")
-    return std::make_unique<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(lr).weight_decay(j.weight_decay));
+    return std::make_unique<torch::optim::AdamW>(params,
+                                                 torch::optim::AdamWOptions(lr).weight_decay(j.weight_decay));
   throw BadInput("gridrun-train: unknown optimizer '" + j.optimizer + "' (known: sgd, adam, adamw)");
 }
 
@@ -181,8 +177,7 @@ constexpr std::int64_t kGraphWarmupSteps = 3;
 // captured), optimizer=sgd and no fp16 loss scaling (its overflow check reads the host).
 class GraphStep {
  public:
-  GraphStep(Model& model, ForeachSgd& sgd, torch::optim::Optimizer& opt, bool autocast,
-            at::ScalarType dtype)
+  GraphStep(Model& model, ForeachSgd& sgd, torch::optim::Optimizer& opt, bool autocast, at::ScalarType dtype)
       : model_(model), sgd_(sgd), opt_(opt), autocast_(autocast), dtype_(dtype) {}
   bool ready() const { return captured_; }
   const at::Tensor& loss() const { return loss_; }
@@ -264,7 +259,6 @@ class Heartbeat {
   Clock::time_point last_{};
 };
 
-
 struct EvalResult {
   double loss = kNaN, acc = kNaN;
 };
@@ -313,10 +307,10 @@ EvalResult evaluate(Model& model, const Dataset& test, Communicator& comm, torch
 // Every rank keeps its steps' device-side loss and correct count and host-side sample count; rank 0
 // also keeps the rows' host-side fields.
 struct PendingRows {
-  std::vector<results::StepRow> rows;   // rank 0: step, epoch, wall_s, comm_s
-  std::vector<at::Tensor> loss;         // this rank's mean loss of the step (device scalar)
-  std::vector<at::Tensor> correct;      // this rank's correct predictions (device scalar)
-  std::vector<double> n;                // this rank's samples
+  std::vector<results::StepRow> rows;  // rank 0: step, epoch, wall_s, comm_s
+  std::vector<at::Tensor> loss;        // this rank's mean loss of the step (device scalar)
+  std::vector<at::Tensor> correct;     // this rank's correct predictions (device scalar)
+  std::vector<double> n;               // this rank's samples
   std::size_t size() const { return n.size(); }
   void clear() {
     rows.clear();
@@ -362,18 +356,19 @@ void dump_params(const std::string& path, Model& model) {
 void check_cuda_graph(const jobs::JobParams& j, int world) {
   if (!j.cuda_graph) return;
   if (j.device != "gpu" || world != 1)
-    throw BadInput("gridrun-train: cuda_graph=true needs device=gpu and ranks=1 (the gradient "
-                   "allreduce is not captured)");
+    throw BadInput(
+        "gridrun-train: cuda_graph=true needs device=gpu and ranks=1 (the gradient "
+        "allreduce is not captured)");
   if (j.optimizer != "sgd" || j.precision == "fp16")
-    throw BadInput("gridrun-train: cuda_graph=true needs optimizer=sgd and precision fp32 or "
-                   "bf16 (fp16 loss scaling reads the host every step)");
+    throw BadInput(
+        "gridrun-train: cuda_graph=true needs optimizer=sgd and precision fp32 or "
+        "bf16 (fp16 loss scaling reads the host every step)");
 }
 
 // SGD runs as foreach kernels (foreach_sgd.hpp); other optimizers step as LibTorch's.
 std::unique_ptr<ForeachSgd> make_fast_sgd(torch::optim::Optimizer& opt,
                                           const std::vector<at::Tensor>& params) {
-  if (auto* sgd = dynamic_cast<torch::optim::SGD*>(&opt))
-    return std::make_unique<ForeachSgd>(*sgd, params);
+  if (auto* sgd = dynamic_cast<torch::optim::SGD*>(&opt)) return std::make_unique<ForeachSgd>(*sgd, params);
   return nullptr;
 }
 
@@ -415,8 +410,7 @@ class TrainLoop : private LoopBase {
   void queue_row(const StepOut& out, std::int64_t samples);
   void drain_rows();
   std::vector<double> interval_metrics();
-  void write_rows(const std::vector<double>& red,
-                  const std::vector<std::array<double, kPhases>>& times,
+  void write_rows(const std::vector<double>& red, const std::vector<std::array<double, kPhases>>& times,
                   const std::vector<double>& all);
   void flush();
   int interrupt(const EpochClock& ec);
@@ -500,8 +494,8 @@ std::unique_ptr<Loader> TrainLoop::make_loader() const {
   lo.queue_depth = h_.gpu() ? 0 : 2;
   // The sampler is copied: EpochSampler caches its epoch's permutation and is not thread-safe.
   return std::make_unique<Loader>(
-      h_.train_set_ptr(),
-      [s = sampler_](std::int64_t e, std::int64_t k) mutable { return s.indices(e, k); }, lo);
+      h_.train_set_ptr(), [s = sampler_](std::int64_t e, std::int64_t k) mutable { return s.indices(e, k); },
+      lo);
 }
 
 void TrainLoop::open_results() {
@@ -512,11 +506,12 @@ void TrainLoop::open_results() {
   rs.int_attrs["grad_buckets"] = static_cast<std::int64_t>(sync_.num_buckets());
   h_.open_results(rs);
   if (lead_ && !o_.quiet)
-    std::printf("gridrun-train %s: %s on %s, %d rank(s), %zu bucket(s), %lld steps/epoch, "
-                "%lld steps%s\n",
-                o_.id.c_str(), j_.model.c_str(), j_.dataset.c_str(), world_, sync_.num_buckets(),
-                static_cast<long long>(spe_), static_cast<long long>(total_steps_),
-                resumed_ ? (", resumed at step " + std::to_string(st_.global_step)).c_str() : "");
+    std::printf(
+        "gridrun-train %s: %s on %s, %d rank(s), %zu bucket(s), %lld steps/epoch, "
+        "%lld steps%s\n",
+        o_.id.c_str(), j_.model.c_str(), j_.dataset.c_str(), world_, sync_.num_buckets(),
+        static_cast<long long>(spe_), static_cast<long long>(total_steps_),
+        resumed_ ? (", resumed at step " + std::to_string(st_.global_step)).c_str() : "");
 }
 
 int TrainLoop::run() {
@@ -563,10 +558,10 @@ std::vector<double> TrainLoop::step() {
 
   ++st_.global_step;
   test_hooks();
-  const bool ckpt_due = lead_ && j_.checkpoint_minutes > 0 &&
-                        seconds_since(last_ckpt_) >= j_.checkpoint_minutes * 60.0;
-  auto flags = comm_.allreduce_sum(
-      std::vector<double>{StopSignal::received() ? 1.0 : 0.0, ckpt_due ? 1.0 : 0.0});
+  const bool ckpt_due =
+      lead_ && j_.checkpoint_minutes > 0 && seconds_since(last_ckpt_) >= j_.checkpoint_minutes * 60.0;
+  auto flags =
+      comm_.allreduce_sum(std::vector<double>{StopSignal::received() ? 1.0 : 0.0, ckpt_due ? 1.0 : 0.0});
   timer_.mark(kStep);
   if (st_.global_step >= profile_to_) profiler_.stop();
   queue_row(out, y.size(0));
@@ -598,8 +593,10 @@ TrainLoop::StepOut TrainLoop::eager_step(const at::Tensor& x, const at::Tensor& 
   const bool step_ok = !fp16_ || unscale_fp16();
   for (auto& g : opt_->param_groups()) g.options().set_lr(lr);
   if (step_ok) {
-    if (fast_sgd_) fast_sgd_->step(lr);
-    else opt_->step();
+    if (fast_sgd_)
+      fast_sgd_->step(lr);
+    else
+      opt_->step();
   }
   if (!sync_.zero_grad()) opt_->zero_grad();
   timer_.mark(kOptimizer);
@@ -629,8 +626,7 @@ void TrainLoop::test_hooks() const {
   const std::int64_t s = st_.global_step;
   if (o_.stop_after_step > 0 && s == o_.stop_after_step && lead_) std::raise(SIGTERM);
   if (o_.fail_at_step > 0 && s == o_.fail_at_step && rank_ == o_.fail_rank)
-    throw std::runtime_error("injected failure (--fail-at-step " +
-                             std::to_string(o_.fail_at_step) + ")");
+    throw std::runtime_error("injected failure (--fail-at-step " + std::to_string(o_.fail_at_step) + ")");
   if (o_.hang_at_step > 0 && s == o_.hang_at_step && rank_ == o_.fail_rank)
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
@@ -725,12 +721,12 @@ void TrainLoop::write_rows(const std::vector<double>& red,
     if (row.step > j_.timing_warmup_steps) rank_max_step_s_.push_back(mx);
     h_.writer()->append_step(row);
     if (!o_.quiet && (row.step % o_.log_every == 0 || row.step == total_steps_))
-      std::printf("step %lld/%lld epoch %lld/%lld loss %.4f acc %.3f %.0f samples/s "
-                  "step %.1f ms comm %.1f ms\n",
-                  static_cast<long long>(row.step), static_cast<long long>(total_steps_),
-                  static_cast<long long>(row.epoch), static_cast<long long>(total_epochs_),
-                  row.loss, red[3 * i + 1] / red[3 * i + 2], row.samples_per_s,
-                  1e3 * row.step_s, 1e3 * row.exposed_comm_s),
+      std::printf(
+          "step %lld/%lld epoch %lld/%lld loss %.4f acc %.3f %.0f samples/s "
+          "step %.1f ms comm %.1f ms\n",
+          static_cast<long long>(row.step), static_cast<long long>(total_steps_),
+          static_cast<long long>(row.epoch), static_cast<long long>(total_epochs_), row.loss,
+          red[3 * i + 1] / red[3 * i + 2], row.samples_per_s, 1e3 * row.step_s, 1e3 * row.exposed_comm_s),
           std::fflush(stdout);
   }
 }
@@ -749,9 +745,8 @@ int TrainLoop::interrupt(const EpochClock& ec) {
   // The epoch is not advanced even after its last step: its end (evaluation, epoch row, epoch
   // sums reset) has not run yet, and the resumed process runs it first.
   ckpt_.save(model_, *opt_, st_);
-  const std::string msg = "interrupted by signal; checkpoint at step " +
-                          std::to_string(st_.global_step) + " in " + ckpt_.latest() +
-                          " (rerun with --resume)";
+  const std::string msg = "interrupted by signal; checkpoint at step " + std::to_string(st_.global_step) +
+                          " in " + ckpt_.latest() + " (rerun with --resume)";
   if (lead_ && !o_.quiet) std::printf("gridrun-train: %s\n", msg.c_str());
   finish(results::Status::Interrupted, msg);
   return kExitInterrupted;
@@ -778,8 +773,8 @@ bool TrainLoop::end_epoch(const EpochClock& ec) {
   profiler_.stop();  // a window crossing the epoch end resumes at the next step, without eval
   drain_rows();
   EvalResult ev;
-  const bool eval_now = j_.eval_every > 0 && ((st_.epoch + 1) % j_.eval_every == 0 ||
-                                              st_.epoch + 1 == total_epochs_ || partial);
+  const bool eval_now = j_.eval_every > 0 &&
+                        ((st_.epoch + 1) % j_.eval_every == 0 || st_.epoch + 1 == total_epochs_ || partial);
   if (eval_now)
     ev = evaluate(model_, h_.test_set(), comm_, dev_, std::max<std::int64_t>(j_.batch_per_rank, 256));
   if (lead_) write_epoch_row(ev);
@@ -818,8 +813,8 @@ void TrainLoop::write_epoch_row(const EvalResult& ev) {
   h_.writer()->append_epoch(er);
   if (!o_.quiet)
     std::printf("epoch %lld/%lld train loss %.4f acc %.3f test loss %.4f acc %.3f (%.1f s)\n",
-                static_cast<long long>(er.epoch), static_cast<long long>(total_epochs_),
-                er.train_loss, er.train_acc, er.test_loss, er.test_acc, er.epoch_s),
+                static_cast<long long>(er.epoch), static_cast<long long>(total_epochs_), er.train_loss,
+                er.train_acc, er.test_loss, er.test_acc, er.epoch_s),
         std::fflush(stdout);
 }
 
@@ -832,8 +827,7 @@ void TrainLoop::finish(results::Status status, const std::string& reason) {
   if (lead_) {
     const double fps = model_.flops_per_sample();
     s["train_flops_per_sample"] = 3.0 * fps;
-    s["bytes_per_sample"] =
-        model_.bytes_per_sample(j_.batch_per_rank, j_.precision == "fp32" ? 4.0 : 2.0);
+    s["bytes_per_sample"] = model_.bytes_per_sample(j_.batch_per_rank, j_.precision == "fp32" ? 4.0 : 2.0);
     const double sps = timing_time_ > 0 ? timing_samples_ / timing_time_ : kNaN;
     s["flops_per_s"] = 3.0 * fps * sps;
     if (wall_tp_.samples > 0) s["samples_per_s_wall"] = wall_tp_.per_s();
@@ -844,8 +838,7 @@ void TrainLoop::finish(results::Status status, const std::string& reason) {
     }
     if (!profiler_.empty()) {
       h_.writer()->set_profile(profiler_.ops());
-      profiler_.write_chrome_trace((fs::path(o_.out_dir) / (o_.id + ".profile.json")).string(),
-                                   rank_);
+      profiler_.write_chrome_trace((fs::path(o_.out_dir) / (o_.id + ".profile.json")).string(), rank_);
     }
   }
   h_.finish(status, reason, std::move(s));

@@ -68,12 +68,13 @@ class LocalExecutor : public Executor {
     if (::geteuid() == 0) a.push_back("--allow-run-as-root");
     if (s.oversubscribe) a.push_back("--oversubscribe");
     if (!s.core_ids.empty()) {
-      a.insert(a.end(), {"--mca", "rmaps_rank_file_physical", "1", "--rankfile", s.rankfile, "--report-bindings"});
+      a.insert(a.end(),
+               {"--mca", "rmaps_rank_file_physical", "1", "--rankfile", s.rankfile, "--report-bindings"});
     } else {
       a.insert(a.end(), {"--bind-to", "none"});
     }
-    a.insert(a.end(), {"-x", "CUDA_VISIBLE_DEVICES", "-x", "OMP_NUM_THREADS", s.train_bin, "--job", s.job_file,
-                       "--out", s.results_dir});
+    a.insert(a.end(), {"-x", "CUDA_VISIBLE_DEVICES", "-x", "OMP_NUM_THREADS", s.train_bin, "--job",
+                       s.job_file, "--out", s.results_dir});
     if (s.resume) a.push_back("--resume");
     if (!s.heartbeat_file.empty()) a.insert(a.end(), {"--heartbeat", s.heartbeat_file});
     if (s.owner_pid > 0) a.insert(a.end(), {"--owner-pid", std::to_string(s.owner_pid)});
@@ -90,7 +91,8 @@ class LocalExecutor : public Executor {
     base::SpawnOptions so;
     so.argv = command(s);
     // cpu jobs see no GPU at all; gpu jobs see exactly their own.
-    so.env_set = {"CUDA_VISIBLE_DEVICES=" + s.gpus, "OMP_NUM_THREADS=" + std::to_string(s.req.threads_per_rank)};
+    so.env_set = {"CUDA_VISIBLE_DEVICES=" + s.gpus,
+                  "OMP_NUM_THREADS=" + std::to_string(s.req.threads_per_rank)};
     so.stdout_path = s.log_out;
     so.stderr_path = s.log_err;
     // Own process group: a terminal Ctrl-C reaches gridrun only, which then stops jobs in order.
@@ -111,7 +113,10 @@ class LocalExecutor : public Executor {
     const int t = s.req.threads_per_rank;
     for (int r = 0; r < s.req.ranks; ++r) {
       os << "rank " << r << "=" << s.host << " slot=";
-      for (int k = 0; k < t; ++k) os << (k ? "," : "") << s.core_ids.at(static_cast<std::size_t>(r * t + k));
+      for (int k = 0; k < t; ++k)
+        os << (k ? "," : "")
+           << s.core_ids.at(static_cast<std::size_t>(r) * static_cast<std::size_t>(t) +
+                            static_cast<std::size_t>(k));
       os << "\n";
     }
     base::write_file_atomic(s.rankfile, os.str());
@@ -134,7 +139,8 @@ int terminate_processes(const std::vector<int>& pids, double grace_s) {
   for (int p : pids) {
     const int fd = static_cast<int>(::syscall(SYS_pidfd_open, p, 0));
     if (fd < 0) continue;  // already gone
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd pfd{fd, POLLIN, 0};
     if (left.count() > 0) ::poll(&pfd, 1, static_cast<int>(left.count()));
     ::close(fd);

@@ -115,10 +115,16 @@ Allocation ClusterState::allocate(int node, const Request& r, std::size_t key, d
   a.node = node;
   auto& cu = core_used_[node];
   for (std::size_t i = 0; i < cu.size() && static_cast<int>(a.cores.size()) < r.cores; ++i)
-    if (!cu[i]) { cu[i] = 1; a.cores.push_back(static_cast<int>(i)); }
+    if (!cu[i]) {
+      cu[i] = 1;
+      a.cores.push_back(static_cast<int>(i));
+    }
   auto& gu = gpu_used_[node];
   for (std::size_t i = 0; i < gu.size() && static_cast<int>(a.gpus.size()) < r.gpus; ++i)
-    if (!gu[i]) { gu[i] = 1; a.gpus.push_back(static_cast<int>(i)); }
+    if (!gu[i]) {
+      gu[i] = 1;
+      a.gpus.push_back(static_cast<int>(i));
+    }
   free_cores_[node] -= r.cores;
   free_gpus_[node] -= r.gpus;
   busy_cores_ += r.cores;
@@ -303,7 +309,7 @@ class PackedPlacement : public Placement {
   void update_reservation(ClusterState& st, const QueuedJob& head, double now) {
     if (res_.active && res_.key != head.key) clear_reservation(st);
     if (res_.active) st.clear_limit(res_.node);  // look at the real free resources
-    if (st.find(head.req) >= 0) {  // the oldest job fits now: no reservation needed
+    if (st.find(head.req) >= 0) {                // the oldest job fits now: no reservation needed
       clear_reservation(st);
       return;
     }
@@ -311,7 +317,10 @@ class PackedPlacement : public Placement {
       // Earliest node: walk running jobs in end order, crediting their node, until one node holds
       // the request. Exact for the estimates; costs the number of jobs ending before that time.
       touched_.clear();
-      if (acc_g_.size() < st.size()) { acc_g_.assign(st.size(), 0); acc_c_.assign(st.size(), 0); }
+      if (acc_g_.size() < st.size()) {
+        acc_g_.assign(st.size(), 0);
+        acc_c_.assign(st.size(), 0);
+      }
       int chosen = -1;
       for (const auto& e : st.by_end()) {
         const int n = std::get<2>(e);
@@ -321,7 +330,10 @@ class PackedPlacement : public Placement {
           continue;
         if (acc_c_[n] == 0) touched_.push_back(n);  // every job holds >= 1 core
         for (const auto& r : st.running_on(n))
-          if (r.key == std::get<1>(e)) { acc_g_[n] += r.gpus; acc_c_[n] += r.cores; }
+          if (r.key == std::get<1>(e)) {
+            acc_g_[n] += r.gpus;
+            acc_c_[n] += r.cores;
+          }
         if (st.free_gpus(n) + acc_g_[n] >= head.req.gpus && st.free_cores(n) + acc_c_[n] >= head.req.cores) {
           chosen = n;
           break;
@@ -358,7 +370,8 @@ std::unique_ptr<Placement> make_placement(const std::string& name) {
   if (name == "packed") return std::make_unique<PackedPlacement>();
   if (name == "fifo") return std::make_unique<FifoPlacement>();
   if (name == "exclusive") return std::make_unique<ExclusivePlacement>();
-  throw std::invalid_argument("--policy: unknown placement '" + name + "' (choose packed, fifo or exclusive)");
+  throw std::invalid_argument("--policy: unknown placement '" + name +
+                              "' (choose packed, fifo or exclusive)");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -40,7 +40,8 @@ std::string Progress::status_line() const {
   }
   if (stopping_) s << (killing_ ? "  (killing)" : "  (stopping)");
   std::string line = s.str();
-  if (static_cast<int>(line.size()) > width_ - 1) line.resize(static_cast<std::size_t>(std::max(10, width_ - 1)));
+  if (static_cast<int>(line.size()) > width_ - 1)
+    line.resize(static_cast<std::size_t>(std::max(10, width_ - 1)));
   return line;
 }
 

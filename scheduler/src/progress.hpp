@@ -22,13 +22,13 @@ class Progress {
   Progress(std::ostream& out, bool tty, int width, std::size_t total);
 
   ProgressCounts& counts() { return counts_; }
-  double elapsed() const;                    // seconds since construction
-  void job_finished(double seconds);         // a job completed: feeds the ETA
+  double elapsed() const;             // seconds since construction
+  void job_finished(double seconds);  // a job completed: feeds the ETA
   void set_stopping(bool stopping, bool killing);
 
-  void event(const std::string& what);       // "[   12.3s] what" (+ counts without a tty)
-  void redraw();                             // the status line again (tty only)
-  void clear();                              // erase the status line (tty only), at the end
+  void event(const std::string& what);  // "[   12.3s] what" (+ counts without a tty)
+  void redraw();                        // the status line again (tty only)
+  void clear();                         // erase the status line (tty only), at the end
 
  private:
   std::string status_line() const;

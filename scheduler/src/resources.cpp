@@ -55,6 +55,10 @@ std::string describe(const Request& r) {
 }
 
 namespace {
+// Planning limits of a cluster file: the largest Slurm clusters have ~10,000 nodes and ~10^6
+// cores; beyond these a file is a typo (a count with extra digits), reported instead of planned.
+constexpr int kMaxClusterNodes = 16384;
+constexpr std::int64_t kMaxClusterCores = std::int64_t{1} << 21;
 
 std::vector<int> affinity_cores() {
   std::vector<int> ids;
@@ -76,7 +80,9 @@ std::vector<int> affinity_cores() {
 int nvml_device_count() {
   struct Lib {
     void* h = nullptr;
-    ~Lib() { if (h) dlclose(h); }
+    ~Lib() {
+      if (h) dlclose(h);
+    }
   } lib;
   lib.h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib.h) return -1;
@@ -133,7 +139,7 @@ std::vector<std::string> detect_gpus() {
 
 std::int64_t memory_mb() {
   long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size / (1024 * 1024) : 0;
+  return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size / (std::int64_t{1024} * 1024) : 0;
 }
 
 [[noreturn]] void bad(const std::string& file, const YAML::Node& n, const std::string& key,
@@ -149,15 +155,15 @@ int int_field(const std::string& file, const YAML::Node& n, const std::string& k
   long long v = 0;
   try {
     std::size_t used = 0;
-    const std::string s = n.Scalar();
+    const std::string& s = n.Scalar();
     v = std::stoll(s, &used);
     if (used != s.size()) throw std::invalid_argument(s);
   } catch (const std::exception&) {
     bad(file, n, key, "expected an integer, got '" + n.Scalar() + "'");
   }
   if (v < lo || v > hi)
-    bad(file, n, key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-                          std::to_string(v));
+    bad(file, n, key,
+        "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
   return static_cast<int>(v);
 }
 
@@ -196,6 +202,7 @@ Cluster load_cluster_string(const std::string& yaml, const std::string& file) {
   Cluster c;
   c.source = file;
   std::set<std::string> names;
+  std::int64_t total_cores = 0;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const YAML::Node nd = nodes[i];
     const std::string base = "nodes[" + std::to_string(i) + "]";
@@ -203,8 +210,7 @@ Cluster load_cluster_string(const std::string& yaml, const std::string& file) {
     for (const auto& kv : nd) {
       const std::string k = kv.first.as<std::string>();
       if (k != "name" && k != "cores" && k != "gpus" && k != "memory_gb" && k != "count")
-        bad(file, kv.first, base + "." + k,
-            "unknown key (expected name, cores, gpus, memory_gb, count)");
+        bad(file, kv.first, base + "." + k, "unknown key (expected name, cores, gpus, memory_gb, count)");
     }
     if (!nd["name"] || !nd["name"].IsScalar() || nd["name"].Scalar().empty())
       bad(file, nd, base + ".name", "missing node name");
@@ -229,7 +235,16 @@ Cluster load_cluster_string(const std::string& yaml, const std::string& file) {
     }
     if (const YAML::Node m = nd["memory_gb"])
       proto.memory_mb = static_cast<std::int64_t>(int_field(file, m, base + ".memory_gb", 0, 1 << 24)) * 1024;
-    const int count = nd["count"] ? int_field(file, nd["count"], base + ".count", 1, 1000000) : 1;
+    const int count = nd["count"] ? int_field(file, nd["count"], base + ".count", 1, kMaxClusterNodes) : 1;
+    // Bounded in total, not only per entry: the planner keeps a slot per core, and a file of
+    // millions of nodes (found by fuzzing, issue 24) is a typo to report, not minutes of planning.
+    if (c.nodes.size() + static_cast<std::size_t>(count) > static_cast<std::size_t>(kMaxClusterNodes))
+      bad(file, nd["count"] ? nd["count"] : nd, base + ".count",
+          "more than " + std::to_string(kMaxClusterNodes) + " nodes in all (gridrun's planning limit)");
+    total_cores += static_cast<std::int64_t>(count) * cores;
+    if (total_cores > kMaxClusterCores)
+      bad(file, nd["cores"], base + ".cores",
+          "more than " + std::to_string(kMaxClusterCores) + " cores in all (gridrun's planning limit)");
     for (int k = 0; k < count; ++k) {
       Node n = proto;
       if (count == 1) {
@@ -239,7 +254,8 @@ Cluster load_cluster_string(const std::string& yaml, const std::string& file) {
         std::snprintf(buf, sizeof buf, "%0*d", static_cast<int>(std::to_string(count).size()), k + 1);
         n.name = name + buf;
       }
-      if (!names.insert(n.name).second) bad(file, nd["name"], base + ".name", "duplicate node name '" + n.name + "'");
+      if (!names.insert(n.name).second)
+        bad(file, nd["name"], base + ".name", "duplicate node name '" + n.name + "'");
       c.nodes.push_back(std::move(n));
     }
   }
@@ -256,7 +272,9 @@ namespace {
 // Slot k of a node with n GPUs is GPU k % n: the first n slots are distinct GPUs, so a multi-GPU
 // job still gets distinct devices while the others are free.
 void share_gpus(Cluster& c, int k) {
-  if (k < 1 || k > 64) throw std::invalid_argument("jobs_per_gpu: the grid's values need " + std::to_string(k) + " slots per GPU (at most 64)");
+  if (k < 1 || k > 64)
+    throw std::invalid_argument("jobs_per_gpu: the grid's values need " + std::to_string(k) +
+                                " slots per GPU (at most 64)");
   if (k == 1) return;
   for (auto& n : c.nodes) {
     const auto real = n.gpus;
@@ -269,13 +287,15 @@ void share_gpus(Cluster& c, int k) {
 Cluster resolve_cluster(const ResourceOptions& o) {
   if (!o.cluster_file.empty()) {
     if (o.gpus >= 0 || o.cores >= 0)
-      throw std::invalid_argument("--cluster cannot be combined with --gpus/--cores (describe the nodes in the file)");
+      throw std::invalid_argument(
+          "--cluster cannot be combined with --gpus/--cores (describe the nodes in the file)");
     Cluster c = load_cluster_file(o.cluster_file);
     share_gpus(c, o.jobs_per_gpu);
     return c;
   }
   if (o.gpus < -1 || o.gpus > 1024) throw std::invalid_argument("--gpus: must be in [0, 1024]");
-  if (o.cores == 0 || o.cores < -1 || o.cores > 65536) throw std::invalid_argument("--cores: must be in [1, 65536]");
+  if (o.cores == 0 || o.cores < -1 || o.cores > 65536)
+    throw std::invalid_argument("--cores: must be in [1, 65536]");
   Cluster c = detect_local();
   Node& n = c.nodes.front();
   std::ostringstream src;
@@ -307,8 +327,8 @@ Cluster resolve_cluster(const ResourceOptions& o) {
 std::vector<Infeasible> find_infeasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster) {
   int max_cores = 0, max_gpus = 0, max_cores_with_gpus = 0;
   for (const auto& n : cluster.nodes) {
-    max_cores = std::max<int>(max_cores, n.cores.size());
-    max_gpus = std::max<int>(max_gpus, n.gpus.size());
+    max_cores = std::max(max_cores, static_cast<int>(n.cores.size()));
+    max_gpus = std::max(max_gpus, static_cast<int>(n.gpus.size()));
   }
   std::vector<Infeasible> out;
   for (const auto& job : jobs) {
@@ -329,7 +349,7 @@ std::vector<Infeasible> find_infeasible(const std::vector<jobs::Job>& jobs, cons
     } else {
       for (const auto& n : cluster.nodes)
         if (static_cast<int>(n.gpus.size()) >= r.gpus)
-          max_cores_with_gpus = std::max<int>(max_cores_with_gpus, n.cores.size());
+          max_cores_with_gpus = std::max(max_cores_with_gpus, static_cast<int>(n.cores.size()));
       why << "nodes with " << r.gpus << " GPUs have at most " << max_cores_with_gpus << " cores";
     }
     out.push_back({job.id, why.str()});
@@ -341,8 +361,8 @@ void check_feasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster) 
   const auto bad_jobs = find_infeasible(jobs, cluster);
   if (bad_jobs.empty()) return;
   std::ostringstream os;
-  os << bad_jobs.size() << " of " << jobs.size() << " jobs fit on no node of " << cluster.source
-     << " (" << cluster.nodes.size() << (cluster.nodes.size() == 1 ? " node" : " nodes") << "):";
+  os << bad_jobs.size() << " of " << jobs.size() << " jobs fit on no node of " << cluster.source << " ("
+     << cluster.nodes.size() << (cluster.nodes.size() == 1 ? " node" : " nodes") << "):";
   for (std::size_t i = 0; i < bad_jobs.size() && i < 10; ++i)
     os << "\n  job " << bad_jobs[i].job_id << ": " << bad_jobs[i].reason;
   if (bad_jobs.size() > 10) os << "\n  ... and " << bad_jobs.size() - 10 << " more";

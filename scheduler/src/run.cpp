@@ -53,9 +53,10 @@ int gpu_slots(const jobs::Expansion& ex, std::vector<int>& share) {
   if (slots > 1)
     for (const auto& job : ex.jobs)
       if (request_for(job).gpus > 1)
-        throw std::invalid_argument("jobs_per_gpu: a grid that shares GPUs runs one-rank GPU jobs only, but job " +
-                                    job.id + " has ranks=" + std::to_string(request_for(job).ranks) +
-                                    " on gpu (run multi-GPU jobs in another grid)");
+        throw std::invalid_argument(
+            "jobs_per_gpu: a grid that shares GPUs runs one-rank GPU jobs only, but job " + job.id +
+            " has ranks=" + std::to_string(request_for(job).ranks) +
+            " on gpu (run multi-GPU jobs in another grid)");
   return slots;
 }
 
@@ -100,9 +101,9 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
     from_results += fr;
   }
   const SimResult sim = simulate(cluster, sims, SimOptions{o.policy, o.max_parallel});
-  out << (o.dry_run ? "dry run" : "simulation") << " of " << ex.name << ": " << ex.jobs.size() << " jobs, policy "
-      << o.policy << ", " << cluster.source << " (" << cluster.nodes.size() << " nodes, " << cluster.total_cores()
-      << " cores, " << cluster.total_gpus() << " GPUs)\n"
+  out << (o.dry_run ? "dry run" : "simulation") << " of " << ex.name << ": " << ex.jobs.size()
+      << " jobs, policy " << o.policy << ", " << cluster.source << " (" << cluster.nodes.size() << " nodes, "
+      << cluster.total_cores() << " cores, " << cluster.total_gpus() << " GPUs)\n"
       << "durations: " << from_results << " from previous results, " << (ex.jobs.size() - from_results)
       << " from the cost model (see docs/scheduler.md)\n";
   out << render_schedule(cluster, sims, sim, o.width, o.timeline_rows);
@@ -137,8 +138,9 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
   const GridPlan plan = plan_grid(o, out);
   if (o.dry_run || o.simulate) return print_plan(plan, o, out);
   if (!o.resources.cluster_file.empty())
-    throw std::invalid_argument("--cluster describes other machines: use it with --simulate or --dry-run "
-                                "(gridrun run launches on this machine; use `gridrun submit` for Slurm)");
+    throw std::invalid_argument(
+        "--cluster describes other machines: use it with --simulate or --dry-run "
+        "(gridrun run launches on this machine; use `gridrun submit` for Slurm)");
   const std::string train = o.train_bin.empty() ? default_train_bin() : o.train_bin;
   if (train.find('/') != std::string::npos && ::access(train.c_str(), X_OK) != 0)
     throw std::invalid_argument("--train-bin: " + train + " is not an executable file");

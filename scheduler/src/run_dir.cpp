@@ -1,12 +1,12 @@
 // The run directory: paths, the state file (JSON through gridrun::base, written atomically), the
 // run lock and prepare_run. See run_dir.hpp.
-#include "gridrun/base/text.hpp"
 #include "gridrun/scheduler/run_dir.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +15,7 @@
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
 
@@ -23,21 +24,27 @@ namespace fs = std::filesystem;
 namespace gridrun::scheduler {
 
 namespace {
-constexpr JobOutcome kAllOutcomes[] = {JobOutcome::Pending,     JobOutcome::Running,
-                                       JobOutcome::Completed,   JobOutcome::Failed,
-                                       JobOutcome::Interrupted, JobOutcome::TargetReached,
-                                       JobOutcome::Submitted};
+constexpr JobOutcome kAllOutcomes[] = {
+    JobOutcome::Pending,     JobOutcome::Running,       JobOutcome::Completed, JobOutcome::Failed,
+    JobOutcome::Interrupted, JobOutcome::TargetReached, JobOutcome::Submitted};
 }  // namespace
 
 std::string to_string(JobOutcome s) {
   switch (s) {
-    case JobOutcome::Pending: return "pending";
-    case JobOutcome::Running: return "running";
-    case JobOutcome::Completed: return "completed";
-    case JobOutcome::Failed: return "failed";
-    case JobOutcome::Interrupted: return "interrupted";
-    case JobOutcome::TargetReached: return "target_reached";
-    case JobOutcome::Submitted: return "submitted";
+    case JobOutcome::Pending:
+      return "pending";
+    case JobOutcome::Running:
+      return "running";
+    case JobOutcome::Completed:
+      return "completed";
+    case JobOutcome::Failed:
+      return "failed";
+    case JobOutcome::Interrupted:
+      return "interrupted";
+    case JobOutcome::TargetReached:
+      return "target_reached";
+    case JobOutcome::Submitted:
+      return "submitted";
   }
   return "pending";
 }
@@ -105,10 +112,13 @@ RunState RunDir::load_state() const {
       } catch (const std::invalid_argument& e) {
         throw std::runtime_error(state_file() + ": job " + id + ": " + e.what());
       }
-      r.attempts = static_cast<int>(base::get_int(j, "attempts"));
+      r.attempts = static_cast<int>(std::clamp(base::get_int(j, "attempts"), 0LL, 1LL << 30));
+      // Exit codes are small integers; anything else in a damaged file is skipped (a float
+      // beyond int's range cast to int is undefined behaviour; found by fuzzing, issue 24).
       if (const auto ec = j.find("exit_codes"); ec != j.end() && ec->is_array())
         for (const auto& e : *ec)
-          if (e.is_number()) r.exit_codes.push_back(static_cast<int>(e.get<double>()));
+          if (e.is_number_integer() && e.get<long long>() >= -(1LL << 31) && e.get<long long>() < (1LL << 31))
+            r.exit_codes.push_back(static_cast<int>(e.get<long long>()));
       r.start_unix = base::get_number(j, "start_unix");
       r.end_unix = base::get_number(j, "end_unix");
       r.cores = base::get_string(j, "cores");
@@ -127,40 +137,47 @@ RunState RunDir::load_state() const {
 void RunDir::save_state(const RunState& s) const {
   base::Json jobs = base::Json::object();
   for (const auto& [id, r] : s.jobs) {
-    jobs[id] = {{"state", to_string(r.state)},   {"attempts", r.attempts},
-                {"exit_codes", r.exit_codes},    {"start_unix", r.start_unix},
-                {"end_unix", r.end_unix},        {"cores", r.cores},
-                {"gpus", r.gpus},                {"host", r.host},
-                {"phase", r.phase},              {"slurm_job_id", r.slurm_job_id}};
+    jobs[id] = {{"state", to_string(r.state)},
+                {"attempts", r.attempts},
+                {"exit_codes", r.exit_codes},
+                {"start_unix", r.start_unix},
+                {"end_unix", r.end_unix},
+                {"cores", r.cores},
+                {"gpus", r.gpus},
+                {"host", r.host},
+                {"phase", r.phase},
+                {"slurm_job_id", r.slurm_job_id}};
   }
   base::Json phases = base::Json::object();
   for (const auto& [value, p] : s.phases) phases[value] = results::phase_to_json(p);
   const base::Json root = {{"name", s.name}, {"jobs", std::move(jobs)}, {"phases", std::move(phases)}};
   // A reader (or the next gridrun after a crash) sees the old or the new state, never half of one.
-  base::write_file_atomic(state_file(), root.dump(2, ' ', false, base::Json::error_handler_t::replace) + "\n");
+  base::write_file_atomic(state_file(),
+                          root.dump(2, ' ', false, base::Json::error_handler_t::replace) + "\n");
 }
 
 RunLock::RunLock(const RunDir& dir) {
   const std::string path = dir.lock_file();
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error(path + ": cannot open lock file: " + std::strerror(errno));
+  if (fd_ < 0) throw std::runtime_error(path + ": cannot open lock file: " + base::errno_text(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char buf[64] = {0};
     const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
     ::close(fd_);
     fd_ = -1;
-    if (err != EWOULDBLOCK) throw std::runtime_error(path + ": cannot lock: " + std::strerror(err));
+    if (err != EWOULDBLOCK) throw std::runtime_error(path + ": cannot lock: " + base::errno_text(err));
     const long pid = n > 0 ? std::strtol(buf, nullptr, 10) : 0;
-    throw RunLocked(dir.root() + " is in use by another gridrun (PID " + std::to_string(pid) +
-                        " holds " + path + "); wait for it or stop it first",
+    throw RunLocked(dir.root() + " is in use by another gridrun (PID " + std::to_string(pid) + " holds " +
+                        path + "); wait for it or stop it first",
                     pid);
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+  if (::ftruncate(fd_, 0) != 0 ||
+      ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
     ::close(fd_);
     fd_ = -1;
-    throw std::runtime_error(path + ": cannot write PID: " + std::strerror(errno));
+    throw std::runtime_error(path + ": cannot write PID: " + base::errno_text(errno));
   }
 }
 

@@ -45,16 +45,16 @@ class SignalWaiter {
   SignalWaiter() {
     sigemptyset(&set_);
     for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, s);
-    if (sigprocmask(SIG_BLOCK, &set_, &old_) != 0) throw std::runtime_error("sigprocmask failed");
+    if (pthread_sigmask(SIG_BLOCK, &set_, &old_) != 0) throw std::runtime_error("pthread_sigmask failed");
     fd_ = signalfd(-1, &set_, SFD_NONBLOCK | SFD_CLOEXEC);
     if (fd_ < 0) {
-      sigprocmask(SIG_SETMASK, &old_, nullptr);
-      throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
+      pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+      throw std::runtime_error(std::string("signalfd: ") + base::errno_text(errno));
     }
   }
   ~SignalWaiter() {
     ::close(fd_);
-    sigprocmask(SIG_SETMASK, &old_, nullptr);
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
   }
   SignalWaiter(const SignalWaiter&) = delete;
   SignalWaiter& operator=(const SignalWaiter&) = delete;
@@ -65,7 +65,8 @@ class SignalWaiter {
     std::vector<int> sigs;
     if (r <= 0) return sigs;
     signalfd_siginfo si;
-    while (::read(fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) sigs.push_back(static_cast<int>(si.ssi_signo));
+    while (::read(fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si))
+      sigs.push_back(static_cast<int>(si.ssi_signo));
     return sigs;
   }
 
@@ -105,7 +106,9 @@ std::string results_damage(const std::string& path) {
   }
 }
 
-void append_line(const std::string& path, const std::string& line) { std::ofstream(path, std::ios::app) << line; }
+void append_line(const std::string& path, const std::string& line) {
+  std::ofstream(path, std::ios::app) << line;
+}
 
 }  // namespace
 
@@ -154,7 +157,8 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
       rd_(opts.out + "/" + plan.ex.name),
       ard_(fs::absolute(rd_.root()).lexically_normal().string()),
       exec_(make_executor(opts.executor)),
-      prepared_(prepare_run(rd_, plan.ex, PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false}, out)),
+      prepared_(
+          prepare_run(rd_, plan.ex, PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false}, out)),
       state_(prepared_.state),
       to_run_(plan.ex.jobs.size(), 0),
       resume_(plan.ex.jobs.size(), 0) {}
@@ -167,9 +171,10 @@ RunOutcome RunLoop::run() {
   std::size_t n_to_run = 0;
   for (char t : to_run_) n_to_run += t;
   const Cluster& cluster = plan_.cluster;
-  out_ << "run " << ex_.name << ": " << ex_.jobs.size() << " jobs (" << skipped_ << " already completed, " << n_to_run
-       << " to run), policy " << o_.policy << ", " << cluster.source << ": " << cluster.total_cores() << " cores, "
-       << cluster.total_gpus() << " GPUs -> " << rd_.root() << "\n" << std::flush;
+  out_ << "run " << ex_.name << ": " << ex_.jobs.size() << " jobs (" << skipped_ << " already completed, "
+       << n_to_run << " to run), policy " << o_.policy << ", " << cluster.source << ": "
+       << cluster.total_cores() << " cores, " << cluster.total_gpus() << " GPUs -> " << rd_.root() << "\n"
+       << std::flush;
 
   SignalWaiter signals;
   progress_ = std::make_unique<Progress>(out_, o_.tty, o_.width, ex_.jobs.size());
@@ -179,14 +184,15 @@ RunOutcome RunLoop::run() {
     if (stopping_) break;
     if (!open_phase(value)) continue;
     launch_ready();
-    while (!phase_->live.empty()) {  // feasible jobs always start on an idle machine
+    while (!phase_->live.empty()) {          // feasible jobs always start on an idle machine
       const auto sigs = signals.wait(1000);  // the watchdog below needs a tick
       for (int sig : sigs)
         if (sig != SIGCHLD) on_signal();
       std::vector<std::pair<std::size_t, int>> ended;
       for (auto& [i, l] : phase_->live)
         if (l.proc)
-          if (auto code = l.proc->try_wait()) ended.emplace_back(i, l.forced_code >= 0 ? l.forced_code : *code);
+          if (auto code = l.proc->try_wait())
+            ended.emplace_back(i, l.forced_code >= 0 ? l.forced_code : *code);
       if (!killing_) watchdog(ended);
       for (const auto& [i, code] : ended) on_exit(i, code);
       launch_ready();
@@ -207,7 +213,8 @@ bool RunLoop::open_phase(const std::string& value) {
     if (plan_.phase[i] == value && to_run_[i]) ph.members.push_back(i);
   if (ph.members.empty()) return false;
   if (!ex_.compare_by.empty())
-    progress_->event("phase " + ex_.compare_by + "=" + value + ": " + std::to_string(ph.members.size()) + " jobs");
+    progress_->event("phase " + ex_.compare_by + "=" + value + ": " + std::to_string(ph.members.size()) +
+                     " jobs");
   for (std::size_t i : ph.members) {
     bool from_results = false;
     ph.est[i] = estimate_for(ex_.jobs[i], rd_, o_.cost, &from_results);
@@ -224,8 +231,9 @@ void RunLoop::stop_leftovers() {
   for (const auto& job : ex_.jobs)
     for (int p : base::processes_with_arg(ard_.job_file(job.id))) leftovers.push_back(p);
   if (leftovers.empty()) return;
-  out_ << "reconcile: " << leftovers.size() << " processes of an earlier gridrun still run jobs of " << ex_.name
-       << "; stopping them (they checkpoint)\n" << std::flush;
+  out_ << "reconcile: " << leftovers.size() << " processes of an earlier gridrun still run jobs of "
+       << ex_.name << "; stopping them (they checkpoint)\n"
+       << std::flush;
   terminate_processes(leftovers, 120.0);
 }
 
@@ -259,8 +267,9 @@ void RunLoop::reconcile_job(std::size_t i) {
     return;
   }
   to_run_[i] = 1;
-  resume_[i] = o_.rerun != "all" && !restart && !(o_.rerun == "failed" && rec.state == JobOutcome::Failed) &&
-               has_checkpoint(rd_.checkpoint_dir(job.id));
+  resume_[i] = static_cast<char>(o_.rerun != "all" && !restart &&
+                                 !(o_.rerun == "failed" && rec.state == JobOutcome::Failed) &&
+                                 has_checkpoint(rd_.checkpoint_dir(job.id)));
   if (rec.state == JobOutcome::Running || is_finished(rec.state))
     rec.state = JobOutcome::Interrupted;  // a crash left it running, or its results file is gone
   if (o_.rerun == "all") rec.state = JobOutcome::Pending;
@@ -369,15 +378,16 @@ void RunLoop::on_exit(std::size_t i, int code) {
     rec.state = interrupted ? JobOutcome::Interrupted : JobOutcome::Failed;
     const int used = ph.tries[i];
     if (!stopping_ && used <= o_.retries) {
-      resume_[i] = has_checkpoint(rd_.checkpoint_dir(job.id));
+      resume_[i] = static_cast<char>(has_checkpoint(rd_.checkpoint_dir(job.id)));
       ph.engine.submit(QueuedJob{i, i, req, ph.est[i]});
       ++counts.pending;
-      what << "retry   " << job.id << " exit " << code << (code == 0 ? " without a finished results file" : "")
-           << ", attempt " << used + 1 << " of " << o_.retries + 1 << (resume_[i] ? " (--resume)" : "")
-           << "; see " << rd_.log_err(job.id);
+      what << "retry   " << job.id << " exit " << code
+           << (code == 0 ? " without a finished results file" : "") << ", attempt " << used + 1 << " of "
+           << o_.retries + 1 << (resume_[i] ? " (--resume)" : "") << "; see " << rd_.log_err(job.id);
     } else {
       if (!interrupted || !stopping_) ++counts.failed;
-      what << (interrupted ? "stopped " : "failed  ") << job.id << " exit " << code << "; see " << rd_.log_err(job.id);
+      what << (interrupted ? "stopped " : "failed  ") << job.id << " exit " << code << "; see "
+           << rd_.log_err(job.id);
     }
   }
   rd_.save_state(state_);
@@ -454,7 +464,8 @@ void RunLoop::close_phase(const std::string& value) {
   const double makespan = facts.makespan_s;
   state_.phases[value] = results::phase_figures(facts, rd_.results_dir());
   rd_.save_state(state_);
-  progress_->event("phase " + ex_.compare_by + "=" + value + " done: makespan " + base::format_duration(makespan));
+  progress_->event("phase " + ex_.compare_by + "=" + value + " done: makespan " +
+                   base::format_duration(makespan));
 }
 
 RunOutcome RunLoop::summary() {
@@ -466,13 +477,16 @@ RunOutcome RunLoop::summary() {
   res.interrupted = stopping_;
   for (const auto& job : ex_.jobs) {
     const JobOutcome s = state_.jobs[job.id].state;
-    if (is_finished(s)) ++res.completed;
-    else if (s == JobOutcome::Failed) ++res.failed;
+    if (is_finished(s))
+      ++res.completed;
+    else if (s == JobOutcome::Failed)
+      ++res.failed;
   }
   rd_.save_state(state_);
   out_ << (stopping_ ? "interrupted: " : "finished: ") << res.completed << "/" << res.total << " completed, "
        << res.failed << " failed" << (stopping_ ? "; run the same command again to resume" : "") << " ("
-       << base::format_duration(progress_->elapsed()) << ")\n" << std::flush;
+       << base::format_duration(progress_->elapsed()) << ")\n"
+       << std::flush;
   res.exit_code = res.completed == res.total ? 0 : 1;
   return res;
 }

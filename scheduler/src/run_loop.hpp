@@ -26,10 +26,10 @@ namespace gridrun::scheduler {
 struct GridPlan {
   jobs::Expansion ex;
   Cluster cluster;
-  std::vector<Request> req;               // per job; GPUs counted in slots when GPUs are shared
-  std::vector<int> share;                 // per job: jobs_per_gpu (1 = a whole GPU)
-  std::vector<std::string> phase;         // per job: compare-by value ("" without compare-by)
-  std::vector<std::string> phase_order;   // phase values in order of first appearance
+  std::vector<Request> req;              // per job; GPUs counted in slots when GPUs are shared
+  std::vector<int> share;                // per job: jobs_per_gpu (1 = a whole GPU)
+  std::vector<std::string> phase;        // per job: compare-by value ("" without compare-by)
+  std::vector<std::string> phase_order;  // phase values in order of first appearance
 };
 
 // Previous wall time of the same job id when it completed before (from its results file), else
@@ -67,8 +67,8 @@ class RunLoop {
   const RunOptions& o_;
   std::string train_;
   std::ostream& out_;
-  RunDir rd_;    // as given (messages)
-  RunDir ard_;   // absolute (what launched processes get)
+  RunDir rd_;   // as given (messages)
+  RunDir ard_;  // absolute (what launched processes get)
   std::unique_ptr<Executor> exec_;
   PreparedRun prepared_;
   RunState& state_;

@@ -18,8 +18,8 @@ double model_forward_flops(const std::string& model) {
   // models, short token sequences for the transformer). Approximate analytic counts, multiply-add =
   // 2 FLOPs; good to ~20 %, which is enough to order and pack jobs.
   static const std::map<std::string, double> table{
-      {"mlp", 3.4e6},       {"lenet", 1.3e6},     {"alexnet", 9.0e7},   {"resnet18", 1.11e9},
-      {"resnet50", 2.6e9},  {"vgg11", 3.1e8},     {"vgg16", 6.3e8},     {"transformer", 2.0e7}};
+      {"mlp", 3.4e6},      {"lenet", 1.3e6}, {"alexnet", 9.0e7}, {"resnet18", 1.11e9},
+      {"resnet50", 2.6e9}, {"vgg11", 3.1e8}, {"vgg16", 6.3e8},   {"transformer", 2.0e7}};
   auto it = table.find(model);
   return it == table.end() ? 0.0 : it->second;
 }
@@ -28,25 +28,39 @@ double estimate_seconds(const jobs::JobParams& p, const CostModel& m) {
   double train = static_cast<double>(p.train_samples), test = static_cast<double>(p.test_samples);
   if (train <= 0 || test <= 0) {
     double dtrain = 10000, dtest = 1000;
-    if (p.dataset == "synthetic") { dtrain = 4096; dtest = 1024; }
-    if (p.dataset == "cifar10") { dtrain = 50000; dtest = 10000; }
-    if (p.dataset == "mnist" || p.dataset == "fashion-mnist") { dtrain = 60000; dtest = 10000; }
+    if (p.dataset == "synthetic") {
+      dtrain = 4096;
+      dtest = 1024;
+    }
+    if (p.dataset == "cifar10") {
+      dtrain = 50000;
+      dtest = 10000;
+    }
+    if (p.dataset == "mnist" || p.dataset == "fashion-mnist") {
+      dtrain = 60000;
+      dtest = 10000;
+    }
     if (train <= 0) train = dtrain;
     if (test <= 0) test = dtest;
   }
   const double epochs = static_cast<double>(std::max<std::int64_t>(p.epochs, 0));
   double samples = epochs * train;
   if (p.max_steps > 0) {
-    const double by_steps = static_cast<double>(p.max_steps) * static_cast<double>(std::max<std::int64_t>(p.global_batch, 1));
+    const double by_steps =
+        static_cast<double>(p.max_steps) * static_cast<double>(std::max<std::int64_t>(p.global_batch, 1));
     samples = epochs > 0 ? std::min(samples, by_steps) : by_steps;
   }
   double fwd = model_forward_flops(p.model);
   if (fwd <= 0) fwd = 1e8;  // unknown model: assume a mid-sized CNN
-  double evals = p.eval_every > 0 ? std::max(1.0, std::floor(std::max(epochs, 1.0) / static_cast<double>(p.eval_every))) : 0;
+  double evals = p.eval_every > 0
+                     ? std::max(1.0, std::floor(std::max(epochs, 1.0) / static_cast<double>(p.eval_every)))
+                     : 0;
   double flops = p.task == "inference" ? fwd * test : fwd * samples * 3.0 + fwd * test * evals;
   const double ranks = static_cast<double>(std::max<std::int64_t>(p.ranks, 1));
-  const double rate = p.device == "gpu" ? m.gpu_gflops * ranks
-                                        : m.cpu_gflops_per_core * ranks * static_cast<double>(std::max<std::int64_t>(p.threads_per_rank, 1));
+  const double rate = p.device == "gpu"
+                          ? m.gpu_gflops * ranks
+                          : m.cpu_gflops_per_core * ranks *
+                                static_cast<double>(std::max<std::int64_t>(p.threads_per_rank, 1));
   return m.startup_s + flops / (std::max(rate, 1e-3) * 1e9);
 }
 
@@ -54,13 +68,17 @@ SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, cons
   {
     int max_cores = 0, max_gpus = 0;
     for (const auto& n : cluster.nodes) {
-      max_cores = std::max<int>(max_cores, n.cores.size());
-      max_gpus = std::max<int>(max_gpus, n.gpus.size());
+      max_cores = std::max(max_cores, static_cast<int>(n.cores.size()));
+      max_gpus = std::max(max_gpus, static_cast<int>(n.gpus.size()));
     }
     for (const auto& j : jobs) {
       bool fits = false;
       for (const auto& n : cluster.nodes)
-        if (static_cast<int>(n.gpus.size()) >= j.req.gpus && static_cast<int>(n.cores.size()) >= j.req.cores) { fits = true; break; }
+        if (static_cast<int>(n.gpus.size()) >= j.req.gpus &&
+            static_cast<int>(n.cores.size()) >= j.req.cores) {
+          fits = true;
+          break;
+        }
       if (!fits) throw std::invalid_argument("job " + j.id + " (" + describe(j.req) + ") fits on no node");
     }
   }
@@ -130,10 +148,9 @@ std::string render_schedule(const Cluster& cluster, const std::vector<SimJob>& j
   std::ostringstream os;
   char line[256];
   const bool gpu = cluster.total_gpus() > 0;
-  std::snprintf(line, sizeof line, "makespan %s, %zu jobs on %zu nodes, utilization %s %.0f %%%s\n",
+  std::snprintf(line, sizeof line, "makespan %s, %zu jobs on %zu nodes, utilization %s %.0f %%\n",
                 base::format_duration(r.makespan_s).c_str(), jobs.size(), cluster.nodes.size(),
-                gpu ? "GPUs" : "cores", 100.0 * (gpu ? r.gpu_util : r.core_util),
-                gpu ? "" : "");
+                gpu ? "GPUs" : "cores", 100.0 * (gpu ? r.gpu_util : r.core_util));
   os << line;
   if (r.phases.size() > 1 || (!r.phases.empty() && !r.phases[0].value.empty())) {
     for (const auto& ph : r.phases) {

@@ -41,7 +41,7 @@ JobStatusRow row_from_record(const RunDir& dir, const JobRecord& r) {
   if (!r.exit_codes.empty()) row.exit_code = r.exit_codes.back();
   row.node = r.host;
   if (r.end_unix > r.start_unix && r.start_unix > 0) {  // local runs: timings from state.json
-    const auto sec = static_cast<long long>(r.end_unix - r.start_unix + 0.5);
+    const auto sec = std::llround(r.end_unix - r.start_unix);
     char buf[32];
     std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", sec / 3600, sec / 60 % 60, sec % 60);
     row.elapsed = buf;
@@ -55,8 +55,10 @@ JobStatusRow row_from_record(const RunDir& dir, const JobRecord& r) {
 // The results file is the final word on how a job ended.
 void settle_with_results(JobStatusRow& row) {
   const JobOutcome disk = outcome_from_results(row.disk);
-  if (is_finished(disk)) row.state = disk;
-  else if (disk == JobOutcome::Failed && !is_queued(row.state)) row.state = JobOutcome::Failed;
+  if (is_finished(disk))
+    row.state = disk;
+  else if (disk == JobOutcome::Failed && !is_queued(row.state))
+    row.state = JobOutcome::Failed;
   else if (!row.slurm_state.empty() && row.state == JobOutcome::Completed)
     row.state = disk == JobOutcome::Interrupted ? JobOutcome::Interrupted : JobOutcome::Failed;
 }
@@ -68,7 +70,8 @@ RunStatus run_status(const RunDir& dir, const StatusOverlay& overlay) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw std::invalid_argument("RUN_DIR: '" + root + "' is not a directory");
   if (!fs::exists(dir.state_file(), ec) && !fs::exists(dir.jobs_dir(), ec))
-    throw std::invalid_argument("RUN_DIR: '" + root + "' has no state.json and no jobs/ (not a run directory)");
+    throw std::invalid_argument("RUN_DIR: '" + root +
+                                "' has no state.json and no jobs/ (not a run directory)");
   RunStatus st;
   st.run_dir = root;
   st.damaged = damaged_files(root);
@@ -103,9 +106,15 @@ void print_json(const RunStatus& st, std::ostream& os) {
   for (const auto& [s, n] : st.counts) counts[to_string(s)] = n;
   base::Json jobs = base::Json::array();
   for (const auto& r : st.jobs)
-    jobs.push_back({{"id", r.id},           {"state", to_string(r.state)}, {"slurm_id", r.slurm_id},
-                    {"slurm_state", r.slurm_state}, {"exit_code", r.exit_code}, {"elapsed", r.elapsed},
-                    {"node", r.node},       {"restarts", r.restarts},      {"attempts", r.attempts},
+    jobs.push_back({{"id", r.id},
+                    {"state", to_string(r.state)},
+                    {"slurm_id", r.slurm_id},
+                    {"slurm_state", r.slurm_state},
+                    {"exit_code", r.exit_code},
+                    {"elapsed", r.elapsed},
+                    {"node", r.node},
+                    {"restarts", r.restarts},
+                    {"attempts", r.attempts},
                     {"results", r.disk}});
   const base::Json root = {{"run", st.name},
                            {"run_dir", st.run_dir},
@@ -167,7 +176,8 @@ void print_table(const RunStatus& st, std::ostream& os) {
   for (const auto& d : st.damaged) os << "damaged (quarantined, not used): " << d << "\n";
   if (!st.collect_ids.empty())
     os << "collect job " << st.collect_ids.back() << ": " << st.collect_state
-       << (fs::exists(RunDir(st.run_dir).index_file()) ? "; results.h5 present" : "; no results.h5 yet") << "\n";
+       << (fs::exists(RunDir(st.run_dir).index_file()) ? "; results.h5 present" : "; no results.h5 yet")
+       << "\n";
   results::TableStyle style;
   style.fit = results::TableStyle::Fit::Drop;
   style.heading = false;
@@ -178,9 +188,12 @@ void print_table(const RunStatus& st, std::ostream& os) {
 
 void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os) {
   switch (fmt) {
-    case StatusFormat::Json: return print_json(st, os);
-    case StatusFormat::Csv: return print_csv(st, os);
-    case StatusFormat::Table: return print_table(st, os);
+    case StatusFormat::Json:
+      return print_json(st, os);
+    case StatusFormat::Csv:
+      return print_csv(st, os);
+    case StatusFormat::Table:
+      return print_table(st, os);
   }
 }
 

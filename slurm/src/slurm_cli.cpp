@@ -175,8 +175,10 @@ std::vector<SlurmTask> parse_sacct(const std::string& text) {
     t.source = "sacct";
     // Pending array records come as "123_[4-9%2]".
     const auto lb = t.id.find("_[");
-    if (lb != std::string::npos && t.id.back() == ']') push_tasks(out, t, t.id.substr(0, lb), t.id.substr(lb + 2, t.id.size() - lb - 3));
-    else out.push_back(std::move(t));
+    if (lb != std::string::npos && t.id.back() == ']')
+      push_tasks(out, t, t.id.substr(0, lb), t.id.substr(lb + 2, t.id.size() - lb - 3));
+    else
+      out.push_back(std::move(t));
   }
   return out;
 }
@@ -197,16 +199,14 @@ std::optional<std::size_t> parse_max_array_size(const std::string& config_text) 
 
 scheduler::JobOutcome map_slurm_state(const std::string& s, int exit_code) {
   using JobState = scheduler::JobOutcome;
-  if (s == "PENDING" || s == "REQUEUED" || s == "REQUEUE_HOLD" || s == "REQUEUE_FED" ||
-      s == "RESIZING" || s == "SUSPENDED")
+  if (s == "PENDING" || s == "REQUEUED" || s == "REQUEUE_HOLD" || s == "REQUEUE_FED" || s == "RESIZING" ||
+      s == "SUSPENDED")
     return JobState::Submitted;
-  if (s == "RUNNING" || s == "CONFIGURING" || s == "COMPLETING" || s == "STAGE_OUT" ||
-      s == "SIGNALING")
+  if (s == "RUNNING" || s == "CONFIGURING" || s == "COMPLETING" || s == "STAGE_OUT" || s == "SIGNALING")
     return JobState::Running;
   if (exit_code == scheduler::kExitInterrupted) return JobState::Interrupted;
   if (s == "COMPLETED") return exit_code > 0 ? JobState::Failed : JobState::Completed;
-  if (s == "TIMEOUT" || s == "CANCELLED" || s == "PREEMPTED" || s == "DEADLINE")
-    return JobState::Interrupted;
+  if (s == "TIMEOUT" || s == "CANCELLED" || s == "PREEMPTED" || s == "DEADLINE") return JobState::Interrupted;
   return JobState::Failed;  // FAILED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, SPECIAL_EXIT, ...
 }
 
@@ -232,8 +232,8 @@ std::map<std::string, SlurmTask> SlurmCli::query(const std::vector<std::string>&
   }
   const std::string list = join(job_ids, ',');
   // 1. sacct: complete history when accounting is on; prints an error and exits 1 without it.
-  auto a = base::run_captured({"sacct", "-n", "-P", "-X", "-j", list, "-o",
-                        "JobID,State,ExitCode,Elapsed,NodeList"});
+  auto a = base::run_captured(
+      {"sacct", "-n", "-P", "-X", "-j", list, "-o", "JobID,State,ExitCode,Elapsed,NodeList"});
   if (a.started && a.exit_code == 0) {
     for (auto& t : parse_sacct(a.out)) out[t.id] = t;
     if (answered) *answered = true;

@@ -12,11 +12,11 @@
 #include <stdexcept>
 #include <thread>
 
+#include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/resources.hpp"
-#include "gridrun/base/fs.hpp"
 
 namespace fs = std::filesystem;
 
@@ -123,8 +123,8 @@ Packing pack_jobs(const std::vector<jobs::Job>& all, int node_gpus, int node_cor
 namespace {
 
 // Jobs that are neither finished nor queued, judged as `gridrun status` judges them.
-std::vector<jobs::Job> jobs_to_submit(const jobs::Expansion& exp, const std::string& run_dir, const SlurmCli& cli,
-                                      SubmitResult& res) {
+std::vector<jobs::Job> jobs_to_submit(const jobs::Expansion& exp, const std::string& run_dir,
+                                      const SlurmCli& cli, SubmitResult& res) {
   const scheduler::RunStatus before = run_status(run_dir, &cli);
   std::map<std::string, JobOutcome> known;
   for (const auto& r : before.jobs) known[r.id] = r.state;
@@ -141,8 +141,9 @@ std::vector<jobs::Job> jobs_to_submit(const jobs::Expansion& exp, const std::str
 
 // The script options of this submission: the run's paths, the next submission number and the
 // array size limit (MaxArraySize unless given).
-ScriptOptions script_options(const SubmitOptions& opts, const jobs::Expansion& exp, const std::string& run_dir,
-                             const std::vector<SubmittedLine>& submitted, const SlurmCli& cli) {
+ScriptOptions script_options(const SubmitOptions& opts, const jobs::Expansion& exp,
+                             const std::string& run_dir, const std::vector<SubmittedLine>& submitted,
+                             const SlurmCli& cli) {
   ScriptOptions so = opts.script;
   so.run_dir = run_dir;
   so.run_name = exp.name;
@@ -163,8 +164,8 @@ ScriptOptions script_options(const SubmitOptions& opts, const jobs::Expansion& e
 
 // Job files of the jobs submitted now (packed steps record their planned GPUs and cores) and of
 // jobs that have none yet; a finished job's file is left as it is (it says how it ran).
-void write_job_files(const scheduler::RunDir& rd, const jobs::Expansion& exp, const std::vector<jobs::Job>& todo,
-                     const std::vector<Bundle>& bundles) {
+void write_job_files(const scheduler::RunDir& rd, const jobs::Expansion& exp,
+                     const std::vector<jobs::Job>& todo, const std::vector<Bundle>& bundles) {
   std::map<std::string, std::pair<std::string, std::string>> planned;
   for (const auto& b : bundles)
     for (const auto& st : b) planned[st.job_id] = {st.gpus, st.cores};
@@ -186,8 +187,9 @@ void write_job_files(const scheduler::RunDir& rd, const jobs::Expansion& exp, co
 
 // sbatch for every array (state saved after each: an interrupted submit loses no id), then the
 // collect job after all of them and after arrays of earlier submissions still queued.
-void submit_scripts(const scheduler::RunDir& rd, const ScriptOptions& so, const std::vector<SubmittedLine>& submitted,
-                    scheduler::RunState& state, const SlurmCli& cli, SubmitResult& res, std::ostream& log) {
+void submit_scripts(const scheduler::RunDir& rd, const ScriptOptions& so,
+                    const std::vector<SubmittedLine>& submitted, scheduler::RunState& state,
+                    const SlurmCli& cli, SubmitResult& res, std::ostream& log) {
   std::vector<std::string> old_arrays;
   for (const auto& s : submitted)
     if (s.kind == "array") old_arrays.push_back(s.id);
@@ -223,8 +225,8 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   SubmitResult res;
   res.run_dir = fs::absolute(opts.out_dir).lexically_normal().string() + "/" + exp.name;
   const scheduler::RunDir rd(res.run_dir);
-  scheduler::PreparedRun prepared =
-      scheduler::prepare_run(rd, exp, scheduler::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true}, log);
+  scheduler::PreparedRun prepared = scheduler::prepare_run(
+      rd, exp, scheduler::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true}, log);
   res.total_jobs = exp.jobs.size();
   const std::vector<jobs::Job> todo = jobs_to_submit(exp, res.run_dir, cli, res);
   const auto submitted = read_submitted(rd);
@@ -234,9 +236,12 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   std::vector<jobs::Job> plain = todo;
   if (opts.pack_nodes) {
     int cores = 0;
-    if (opts.node_cores) cores = *opts.node_cores;
-    else if (auto c = cli.node_cpus(so.partition)) cores = *c;
-    if (cores <= 0) throw std::invalid_argument("--node-cores: needed with --pack-nodes when sinfo cannot tell");
+    if (opts.node_cores)
+      cores = *opts.node_cores;
+    else if (auto c = cli.node_cpus(so.partition))
+      cores = *c;
+    if (cores <= 0)
+      throw std::invalid_argument("--node-cores: needed with --pack-nodes when sinfo cannot tell");
     Packing pk = pack_jobs(todo, static_cast<int>(so.node_gpus), cores, so);
     bundles = std::move(pk.bundles);
     plain = std::move(pk.rest);
@@ -257,13 +262,15 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
 
 scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli) {
   const scheduler::RunDir rd(run_dir);
-  const std::vector<SubmittedLine> submitted = fs::is_directory(run_dir) ? read_submitted(rd) : std::vector<SubmittedLine>{};
+  const std::vector<SubmittedLine> submitted =
+      fs::is_directory(run_dir) ? read_submitted(rd) : std::vector<SubmittedLine>{};
   // Slurm's view of the run's arrays and latest collect job, over the rows from the disk.
   auto overlay = [&](scheduler::RunStatus& st, const std::map<std::string, scheduler::JobRecord>& recs) {
     std::vector<std::string> ids;
     std::set<std::string> seen;
     for (const auto& [id, r] : recs)
-      if (!r.slurm_job_id.empty() && seen.insert(base_id(r.slurm_job_id)).second) ids.push_back(base_id(r.slurm_job_id));
+      if (!r.slurm_job_id.empty() && seen.insert(base_id(r.slurm_job_id)).second)
+        ids.push_back(base_id(r.slurm_job_id));
     for (const auto& s : submitted)
       if (s.kind == "collect") st.collect_ids.push_back(s.id);
     st.slurm_queried = !ids.empty() && cli;
@@ -295,10 +302,10 @@ scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli)
   return scheduler::run_status(rd, overlay);
 }
 
-CancelResult cancel_run(const std::string& run_dir, const SlurmCli& cli, double wait_s,
-                        std::ostream& log) {
+CancelResult cancel_run(const std::string& run_dir, const SlurmCli& cli, double wait_s, std::ostream& log) {
   scheduler::RunDir rd(run_dir);
-  if (!fs::is_directory(run_dir)) throw std::invalid_argument("RUN_DIR: '" + run_dir + "' is not a directory");
+  if (!fs::is_directory(run_dir))
+    throw std::invalid_argument("RUN_DIR: '" + run_dir + "' is not a directory");
   scheduler::RunState state = rd.load_state();
   std::vector<std::string> ids;
   std::set<std::string> seen;
@@ -317,8 +324,7 @@ CancelResult cancel_run(const std::string& run_dir, const SlurmCli& cli, double 
   }
   // Bounded poll until squeue has let go of them (scancel only asks slurmctld).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
-  while (!(res.drained = cli.active(res.cancelled).empty()) &&
-         std::chrono::steady_clock::now() < deadline)
+  while (!(res.drained = cli.active(res.cancelled).empty()) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (auto& [id, r] : state.jobs)
     if (scheduler::is_queued(r.state)) r.state = JobOutcome::Interrupted;

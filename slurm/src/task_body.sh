@@ -24,6 +24,7 @@ JOBS=()
 # USR1 (Slurm's warning before the time limit) and TERM go to every runner: they checkpoint and
 # exit 75. The trap only runs because the runners are in the background and this shell waits.
 FORWARDED=0
+# shellcheck disable=SC2317  # called by the traps below, which shellcheck does not follow
 forward() {
   FORWARDED=1
   echo "gridrun: $(date -Is) got SIG$1, forwarding to ${#PIDS[@]} runner(s)"
@@ -38,10 +39,13 @@ for STEP in $LINE; do
   R=${R:-$RANKS}
   T=${T:-$THREADS}
   # This job's files, from the run directory's templates above (%s = job id).
-  printf -v JOB_JSON "$JOB_FILE" "$JOB"
-  printf -v JOB_OUT "$JOB_LOG_OUT" "$JOB"
-  printf -v JOB_ERR "$JOB_LOG_ERR" "$JOB"
-  printf -v JOB_CKPT "$JOB_CHECKPOINTS" "$JOB"
+  # shellcheck disable=SC2059  # the templates are printf formats by design (a literal % is %%)
+  {
+    printf -v JOB_JSON "$JOB_FILE" "$JOB"
+    printf -v JOB_OUT "$JOB_LOG_OUT" "$JOB"
+    printf -v JOB_ERR "$JOB_LOG_ERR" "$JOB"
+    printf -v JOB_CKPT "$JOB_CHECKPOINTS" "$JOB"
+  }
   if [[ $RESTART -gt 0 && -f "$ENDED_DIR/$JOB" ]]; then
     echo "gridrun: job $JOB ended (exit $(cat "$ENDED_DIR/$JOB")) before this restart, skipped"
     continue
@@ -51,18 +55,18 @@ for STEP in $LINE; do
   if [[ $RESTART -gt 0 ]] || compgen -G "$JOB_CKPT/*" >/dev/null; then
     RESUME=(--resume)
   fi
-  ENVS=(OMP_NUM_THREADS=$T)
+  ENVS=("OMP_NUM_THREADS=$T")
   GRES=()
   if [[ -n "${GPUS:-}" ]]; then
     if [[ "$LAUNCHER" == srun ]]; then
       # A packed step asks Slurm for its own GPUs (without --gres a step would claim all of the
       # job's GPUs and the next step would wait); Slurm sets its CUDA_VISIBLE_DEVICES.
-      GRES=(--gres=gpu:$R)
+      GRES=("--gres=gpu:$R")
     else
       # mpirun steps share the allocation: the placement's indices -> this allocation's devices.
       CVD=""
       for G in ${GPUS//,/ }; do CVD+="${CVD:+,}${ALLOC_GPUS[$G]:-$G}"; done
-      ENVS+=(CUDA_VISIBLE_DEVICES=$CVD)
+      ENVS+=("CUDA_VISIBLE_DEVICES=$CVD")
     fi
   fi
   echo "gridrun: $(date -Is) task ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} restart $RESTART:" \

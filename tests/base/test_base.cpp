@@ -8,9 +8,9 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <stdexcept>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
@@ -80,7 +80,8 @@ TEST(Fs, AtomicWriteFailureNamesPathAndKeepsOldFile) {
   ::chmod(d.path.c_str(), 0500);
   if (::access(d.path.c_str(), W_OK) == 0) {  // root ignores the mode: use a file-size limit instead
     ::chmod(d.path.c_str(), 0700);
-    struct rlimit old {}, lim {};
+    struct rlimit old {
+    }, lim{};
     ::getrlimit(RLIMIT_FSIZE, &old);
     lim = old;
     lim.rlim_cur = 2;
@@ -150,8 +151,7 @@ TEST(Text, TimeDurationSplitTrim) {
 }
 
 TEST(Text, WrapWordsBreaksBeforeTheWidthAndIndentsContinuations) {
-  EXPECT_EQ(wrap_words("lead:", {"a,", "b,", "c"}, 80, "  "),
-            (std::vector<std::string>{"lead: a, b, c"}));
+  EXPECT_EQ(wrap_words("lead:", {"a,", "b,", "c"}, 80, "  "), (std::vector<std::string>{"lead: a, b, c"}));
   // "lead: aaaa" is 10 bytes: the next word would make 15 > 12.
   EXPECT_EQ(wrap_words("lead:", {"aaaa", "bbbb", "cc"}, 12, "  "),
             (std::vector<std::string>{"lead: aaaa", "  bbbb cc"}));
@@ -176,7 +176,8 @@ TEST(Spawn, ChildInItsOwnGroupIsKilledWithItsChildrenOnDestruction) {
   int grandchild = 0;
   {
     SpawnOptions o;
-    o.argv = {"sh", "-c", "sleep 300 & echo $! > " + pidfile + ".tmp; mv " + pidfile + ".tmp " + pidfile + "; wait"};
+    o.argv = {"sh", "-c",
+              "sleep 300 & echo $! > " + pidfile + ".tmp; mv " + pidfile + ".tmp " + pidfile + "; wait"};
     o.new_process_group = true;
     o.reset_signals = true;
     Child c = spawn(o);
@@ -195,7 +196,8 @@ TEST(Spawn, ChildInItsOwnGroupIsKilledWithItsChildrenOnDestruction) {
     const auto stat = try_read_file("/proc/" + std::to_string(grandchild) + "/stat");
     if (!stat) return false;
     const auto rp = stat->rfind(')');
-    return rp != std::string::npos && rp + 2 < stat->size() && (*stat)[rp + 2] != 'Z' && (*stat)[rp + 2] != 'X';
+    return rp != std::string::npos && rp + 2 < stat->size() && (*stat)[rp + 2] != 'Z' &&
+           (*stat)[rp + 2] != 'X';
   };
   for (int i = 0; i < 30000 && alive(); ++i) ::usleep(1000);
   EXPECT_FALSE(alive());

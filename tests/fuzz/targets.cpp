@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 namespace gridrun::fuzz {
 namespace {
 
-std::string text(const std::uint8_t* d, std::size_t n) { return std::string(reinterpret_cast<const char*>(d), n); }
+std::string text(const std::uint8_t* d, std::size_t n) {
+  return std::string(reinterpret_cast<const char*>(d), n);
+}
 
 // A folder of this process's own, made once and removed at exit by its owner object.
 class Scratch {
@@ -43,10 +45,20 @@ class Scratch {
   fs::path dir_;
 };
 
+fs::path write_input(const fs::path& path, const std::uint8_t* d, std::size_t n);
+
 const fs::path& scratch() {
   static const Scratch s;  // function-local: created on first use, removed at exit
   return s.dir();
 }
+
+}  // namespace
+
+std::string write_scratch_file(const std::string& name, const std::uint8_t* d, std::size_t n) {
+  return write_input(scratch() / name, d, n).string();
+}
+
+namespace {
 
 fs::path write_input(const fs::path& path, const std::uint8_t* d, std::size_t n) {
   fs::create_directories(path.parent_path());
@@ -115,8 +127,9 @@ void slurm_text(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
 }  // namespace
 
 const std::vector<Target>& targets() {
-  static const std::vector<Target> all = {{"grid", grid},   {"cluster", cluster},     {"job_json", job_json},
-                                          {"state", state}, {"h5_result", h5_result}, {"slurm_text", slurm_text}};
+  static const std::vector<Target> all = {
+      {"grid", grid},           {"cluster", cluster},       {"job_json", job_json},    {"state", state},
+      {"h5_result", h5_result}, {"slurm_text", slurm_text}, {"checkpoint", checkpoint}};
   return all;
 }
 

@@ -28,8 +28,13 @@ struct Target {
   void (*run)(const std::uint8_t* data, std::size_t size, const TargetOptions& opts);
 };
 
-// grid, cluster, job_json, state, h5_result, slurm_text
+// grid, cluster, job_json, state, h5_result, slurm_text, checkpoint
 const std::vector<Target>& targets();
 const Target* find_target(const std::string& name);
+
+// The checkpoint reader's target (target_checkpoint.cpp: the one file here that includes LibTorch).
+void checkpoint(const std::uint8_t* data, std::size_t size, const TargetOptions& opts);
+// Writes the input to NAME in this process's scratch folder (removed at exit); returns its path.
+std::string write_scratch_file(const std::string& name, const std::uint8_t* d, std::size_t n);
 
 }  // namespace gridrun::fuzz

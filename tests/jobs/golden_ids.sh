@@ -21,5 +21,5 @@ for ids in "$golden"/*.ids; do
   fi
   n=$((n + $(wc -l < "$ids")))
 done
-[ $fail = 0 ] && echo "golden ids: $n jobs in $(ls "$golden"/*.ids | wc -l) grids, all equal"
+[ $fail = 0 ] && echo "golden ids: $n jobs in $(find "$golden" -name '*.ids' | wc -l) grids, all equal"
 exit $fail

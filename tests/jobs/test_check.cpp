@@ -71,8 +71,7 @@ TEST(JobsCheck, DevicePrecisionBatchAndStop) {
   EXPECT_EQ(problems(p), V{"global_batch: global_batch=33 != batch_per_rank * ranks = 32"});
   p = gj::JobParams{};
   p.epochs = 0;
-  EXPECT_EQ(problems(p),
-            V{"epochs: epochs and max_steps are both 0, so the job would never stop; set one"});
+  EXPECT_EQ(problems(p), V{"epochs: epochs and max_steps are both 0, so the job would never stop; set one"});
   p.max_steps = 10;
   EXPECT_EQ(problems(p), V{});
 }
@@ -102,8 +101,7 @@ TEST(JobsCheck, Quantize) {
   p.quantize = "int8";
   p.model = "transformer";
   ASSERT_EQ(problems(p).size(), 1u);
-  EXPECT_EQ(problems(p)[0].rfind("quantize: quantize=int8 is not available for model=transformer", 0),
-            0u);
+  EXPECT_EQ(problems(p)[0].rfind("quantize: quantize=int8 is not available for model=transformer", 0), 0u);
 }
 
 TEST(JobsCheck, DataSets) {
@@ -150,8 +148,7 @@ TEST(JobsCheck, CudaGraph) {
   p = gpu();
   p.cuda_graph = true;
   p.precision = "fp16";
-  EXPECT_EQ(problems(p),
-            V{c + "precision fp32 or bf16 (fp16 loss scaling reads the host every step)"});
+  EXPECT_EQ(problems(p), V{c + "precision fp32 or bf16 (fp16 loss scaling reads the host every step)"});
   p = gj::JobParams{};
   p.cuda_graph = true;
   EXPECT_EQ(problems(p), V{c + "device=gpu"});
@@ -190,8 +187,8 @@ TEST(JobsCheck, MlpHidden) {
     p.mlp_hidden = ok;
     EXPECT_EQ(problems(p), V{}) << ok;
   }
-  for (const char* bad : {"", "0", "256,", ",256", "256,,128", "256, 128", "0256", "-1", "1.5",
-                          "abc", "1,2,3,4,5,6,7,8,9", "99999999"}) {
+  for (const char* bad : {"", "0", "256,", ",256", "256,,128", "256, 128", "0256", "-1", "1.5", "abc",
+                          "1,2,3,4,5,6,7,8,9", "99999999"}) {
     p.mlp_hidden = bad;
     EXPECT_EQ(problems(p), V{"mlp_hidden: '" + std::string(bad) +
                              "' is not a list of 1 to 8 positive integers separated by commas "
@@ -213,14 +210,16 @@ TEST(JobsCheck, EveryProblemIsReported) {
 
 TEST(JobsCheckValues, TypesChoicesAndRanges) {
   EXPECT_TRUE(gj::check_values(gj::from_struct(gj::JobParams{})).empty());
-  gj::Params p{{"lr", 0.0}, {"ranks", std::string("two")}, {"model", std::string("resnet")},
-               {"nope", true}, {"jobs_per_gpu", std::int64_t{65}}};
+  gj::Params p{{"lr", 0.0},
+               {"ranks", std::string("two")},
+               {"model", std::string("resnet")},
+               {"nope", true},
+               {"jobs_per_gpu", std::int64_t{65}}};
   std::vector<std::string> got;
   for (const auto& b : gj::check_values(p)) got.push_back(b.key + ": " + b.message);
-  EXPECT_EQ(got, (V{"jobs_per_gpu: 65 is out of range (1-64)",
-                    "lr: 0.0 is out of range (must be > 0)",
-                    "model: unknown model 'resnet'; did you mean 'resnet18'?",
-                    "nope: unknown parameter", "ranks: expected an integer"}));
+  EXPECT_EQ(got, (V{"jobs_per_gpu: 65 is out of range (1-64)", "lr: 0.0 is out of range (must be > 0)",
+                    "model: unknown model 'resnet'; did you mean 'resnet18'?", "nope: unknown parameter",
+                    "ranks: expected an integer"}));
 }
 
 TEST(JobsResolveBatch, DerivesTheOtherField) {

@@ -27,7 +27,9 @@ std::string error_of(const std::string& yaml) {
 }
 
 std::string str(const gj::Job& j, const char* k) { return std::get<std::string>(gj::get_param(j.params, k)); }
-std::int64_t i64(const gj::Job& j, const char* k) { return std::get<std::int64_t>(gj::get_param(j.params, k)); }
+std::int64_t i64(const gj::Job& j, const char* k) {
+  return std::get<std::int64_t>(gj::get_param(j.params, k));
+}
 double dbl(const gj::Job& j, const char* k) { return std::get<double>(gj::get_param(j.params, k)); }
 
 }  // namespace
@@ -113,8 +115,7 @@ TEST(JobsGridExpand, IssueExampleCounts) {
   // x 3.
   EXPECT_EQ(ex.jobs.size(), 72u - 12u + 3u);
   EXPECT_EQ(ex.excluded, 12u);
-  for (const auto& j : ex.jobs)
-    EXPECT_FALSE(str(j, "device") == "cpu" && i64(j, "ranks") == 4) << j.id;
+  for (const auto& j : ex.jobs) EXPECT_FALSE(str(j, "device") == "cpu" && i64(j, "ranks") == 4) << j.id;
   const gj::Job& last = ex.jobs.back();
   EXPECT_EQ(str(last, "model"), "mlp");
   EXPECT_EQ(i64(last, "epochs"), 2);  // merged over defaults
@@ -212,10 +213,10 @@ TEST(JobsGridExpand, DuplicatesDroppedWithWarning) {
   ASSERT_EQ(ex.jobs.size(), 2u);
   EXPECT_EQ(ex.duplicates, 2u);
   ASSERT_EQ(ex.warnings.size(), 2u);
-  EXPECT_EQ(ex.warnings[0], "grid.yaml:2:1: grid: 1 duplicate job dropped (e.g. " + ex.jobs[0].id +
-                                ", same as job 0)");
-  EXPECT_EQ(ex.warnings[1], "grid.yaml:3:11: include[0]: 1 duplicate job dropped (e.g. " +
-                                ex.jobs[1].id + ", same as job 1)");
+  EXPECT_EQ(ex.warnings[0],
+            "grid.yaml:2:1: grid: 1 duplicate job dropped (e.g. " + ex.jobs[0].id + ", same as job 0)");
+  EXPECT_EQ(ex.warnings[1], "grid.yaml:3:11: include[0]: 1 duplicate job dropped (e.g. " + ex.jobs[1].id +
+                                ", same as job 1)");
   std::set<std::string> ids;
   for (const auto& j : ex.jobs) EXPECT_TRUE(ids.insert(j.id).second);
 }
@@ -272,13 +273,12 @@ TEST(JobsGridExpand, EveryIdIsTheHashOfItsParams) {
       "seeds: [0, 41]\n");
   ASSERT_EQ(ex.jobs.size(), 3u * 3 * 2 * 2 * 2 + 2);
   EXPECT_EQ(std::get<std::string>(gj::get_param(ex.jobs[0].params, "data_dir")), "/data/\"quoted\" \\ dir\t");
-  for (const auto& j : ex.jobs)
-    EXPECT_EQ(j.id, gj::job_id(j.params)) << gj::canonical_json(j.params);
+  for (const auto& j : ex.jobs) EXPECT_EQ(j.id, gj::job_id(j.params)) << gj::canonical_json(j.params);
 }
 
 TEST(JobsGridExpand, CompareByAndDefaultName) {
-  auto ex = gj::load_grid_string("grid: {device: [cpu]}\ncompare: {by: device}\n",
-                                 "some/dir/speed-test.yaml");
+  auto ex =
+      gj::load_grid_string("grid: {device: [cpu]}\ncompare: {by: device}\n", "some/dir/speed-test.yaml");
   EXPECT_EQ(ex.name, "speed-test");
   EXPECT_EQ(ex.compare_by, "device");
 }
@@ -288,8 +288,9 @@ TEST(JobsGridExpand, NameMissingAndFileNameUnusable) {
     gj::load_grid_string("grid: {ranks: [1]}\n", "dir/my grid.yaml");
     FAIL();
   } catch (const gj::GridError& e) {
-    EXPECT_STREQ(e.what(), "dir/my grid.yaml:1:1: name: missing, and the file name 'my grid' is no "
-                           "valid run name; add name:");
+    EXPECT_STREQ(e.what(),
+                 "dir/my grid.yaml:1:1: name: missing, and the file name 'my grid' is no "
+                 "valid run name; add name:");
   }
 }
 
@@ -298,8 +299,7 @@ TEST(JobsGridExpand, AllowEmpty) {
   gj::LoadOptions o;
   o.allow_empty = true;
   EXPECT_EQ(load(y, o).jobs.size(), 0u);
-  EXPECT_EQ(error_of(y),
-            "grid.yaml:2:1: grid: the grid expands to no jobs (every job is excluded)");
+  EXPECT_EQ(error_of(y), "grid.yaml:2:1: grid: the grid expands to no jobs (every job is excluded)");
 }
 
 TEST(JobsGridExpand, GpuRanksAndHalfPrecisionOnlyWhereValid) {

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gridrun/base/json.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
-#include "gridrun/base/json.hpp"
 
 namespace gj = gridrun::jobs;
 namespace fs = std::filesystem;
@@ -17,9 +17,8 @@ namespace {
 class JobsJobFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gridrun-jobfile-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("gridrun-jobfile-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -62,12 +61,9 @@ class JobsJobFile : public ::testing::Test {
 TEST_F(JobsJobFile, JsonShape) {
   gj::Job j = sample();
   const std::string json = gj::job_to_json(j);
-  EXPECT_EQ(json.rfind("{\"id\":\"" + j.id + "\",\"run\":\"demo\",\"index\":1,\"params\":{", 0), 0u)
-      << json;
-  EXPECT_NE(json.find("\"params\":" + gj::canonical_json(j.params) + ",\"meta\":{"),
-            std::string::npos);
-  EXPECT_NE(json.find("\"note\":\"quote \\\" backslash \\\\ newline \\n tab \\t\""),
-            std::string::npos)
+  EXPECT_EQ(json.rfind("{\"id\":\"" + j.id + "\",\"run\":\"demo\",\"index\":1,\"params\":{", 0), 0u) << json;
+  EXPECT_NE(json.find("\"params\":" + gj::canonical_json(j.params) + ",\"meta\":{"), std::string::npos);
+  EXPECT_NE(json.find("\"note\":\"quote \\\" backslash \\\\ newline \\n tab \\t\""), std::string::npos)
       << json;
 }
 
@@ -149,7 +145,9 @@ TEST_F(JobsJobFile, Resources) {
 // The one JSON escaper behind every hand-built JSON file (job files, state, Slurm status, traces).
 TEST(JobsJson, EscapeQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(gridrun::base::json_escape("plain text"), "plain text");
-  EXPECT_EQ(gridrun::base::json_escape("a\"b\\c\nd\te\x01" "f"), "a\\\"b\\\\c\\nd\\te\\u0001f");
+  EXPECT_EQ(gridrun::base::json_escape("a\"b\\c\nd\te\x01"
+                                       "f"),
+            "a\\\"b\\\\c\\nd\\te\\u0001f");
   EXPECT_EQ(gridrun::base::json_escape("µs"), "µs");  // UTF-8 passes through
 }
 

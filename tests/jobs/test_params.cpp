@@ -48,9 +48,8 @@ TEST(JobsParams, TableNamesUniqueAndTyped) {
 
 TEST(JobsParams, ChoicesAsSpecified) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(gj::find_param("model")->choices,
-            (V{"mlp", "lenet", "resnet18", "resnet50", "vgg11", "vgg16", "alexnet", "transformer",
-               "densenet121"}));
+  EXPECT_EQ(gj::find_param("model")->choices, (V{"mlp", "lenet", "resnet18", "resnet50", "vgg11", "vgg16",
+                                                 "alexnet", "transformer", "densenet121"}));
   EXPECT_EQ(gj::find_param("dataset")->choices,
             (V{"synthetic", "cifar10", "mnist", "fashion-mnist", "text"}));
   EXPECT_EQ(gj::find_param("optimizer")->choices, (V{"sgd", "adam", "adamw"}));
@@ -136,8 +135,8 @@ TEST(JobsParams, LaterParametersLeaveOldIdsAlone) {
   q["memory_format"] = std::string("channels_last");
   EXPECT_NE(gj::job_id(q), gj::job_id(p));
   // augment and mlp_hidden joined with issue 16, the same way.
-  for (const auto& [k, v] : {std::pair<const char*, const char*>{"augment", "flip"},
-                             {"mlp_hidden", "512,256"}}) {
+  for (const auto& [k, v] :
+       {std::pair<const char*, const char*>{"augment", "flip"}, {"mlp_hidden", "512,256"}}) {
     EXPECT_TRUE(gj::find_param(k)->id_omits_default) << k;
     EXPECT_EQ(gj::id_json(p).find(k), std::string::npos) << k;
     gj::Params r = p;
@@ -162,8 +161,8 @@ TEST(JobsParams, NewParametersAsSpecified) {
 
 // A value of the parameter's type that differs from its default and passes its own checks.
 static gj::Value other_value(const gj::ParamSpec& s) {
-  if (!s.choices.empty()) return s.choices.back() == std::get<std::string>(s.default_value)
-                                     ? s.choices.front() : s.choices.back();
+  if (!s.choices.empty())
+    return s.choices.back() == std::get<std::string>(s.default_value) ? s.choices.front() : s.choices.back();
   switch (s.type) {
     case gj::Type::Bool:
       return !std::get<bool>(s.default_value);
@@ -226,8 +225,7 @@ TEST(JobsParams, ParamsFromJsonErrorsNameTheKey) {
 
 TEST(JobsParams, ParseValueTypesAndRanges) {
   EXPECT_EQ(gj::parse_value(*gj::find_param("ranks"), "4"), gj::Value{std::int64_t{4}});
-  EXPECT_EQ(gj::parse_value(*gj::find_param("train_samples"), "1e3"),
-            gj::Value{std::int64_t{1000}});
+  EXPECT_EQ(gj::parse_value(*gj::find_param("train_samples"), "1e3"), gj::Value{std::int64_t{1000}});
   EXPECT_EQ(gj::parse_value(*gj::find_param("lr"), "0.10"), gj::Value{0.1});
   EXPECT_EQ(gj::parse_value(*gj::find_param("overlap"), "no"), gj::Value{false});
   EXPECT_EQ(gj::parse_value(*gj::find_param("model"), "lenet"), gj::Value{std::string("lenet")});
@@ -245,8 +243,7 @@ TEST(JobsParams, ParseValueTypesAndRanges) {
   EXPECT_EQ(msg("ranks", "0"), "ranks: 0 is out of range (must be >= 1)");
   EXPECT_EQ(msg("momentum", "1.5"), "momentum: 1.5 is out of range (0-1)");
   EXPECT_EQ(msg("overlap", "maybe"), "overlap: expected a bool, got 'maybe'");
-  EXPECT_EQ(msg("optimizer", "adamm"),
-            "optimizer: unknown optimizer 'adamm'; did you mean 'adam'?");
+  EXPECT_EQ(msg("optimizer", "adamm"), "optimizer: unknown optimizer 'adamm'; did you mean 'adam'?");
   EXPECT_EQ(msg("dataset", "imagenet"),
             "dataset: unknown dataset 'imagenet'; choose one of synthetic, cifar10, mnist, "
             "fashion-mnist, text");

@@ -94,8 +94,9 @@ void write_synthetic_job(const std::string& run_dir, const SyntheticJob& j) {
                     {"aten::mm", 20, 200.0, 260.0, 1900.0, 1900.0}});
   }
   if (j.finish)
-    w->finish(j.status, j.status == Status::Failed ? "runtime error: synthetic" : "done",
-              {{"flops_per_s", 1e9 * j.ranks}, {"flops_per_sample", 2e5}, {"bytes_per_sample", gpu ? 4e4 : 1e5}});
+    w->finish(
+        j.status, j.status == Status::Failed ? "runtime error: synthetic" : "done",
+        {{"flops_per_s", 1e9 * j.ranks}, {"flops_per_sample", 2e5}, {"bytes_per_sample", gpu ? 4e4 : 1e5}});
 }
 
 void make_synthetic_run(const std::string& run_dir) {

@@ -154,8 +154,8 @@ TEST(LearningWarnings, ChanceLossAndNaNAreFlagged) {
   std::string notes;
   for (const auto& n : t.at(0).notes) notes += n + "\n";
   EXPECT_EQ(notes.find("job learned"), std::string::npos) << notes;
-  EXPECT_NE(notes.find("warning: job flat: training loss 2.3021 stayed at ln(10)"),
-            std::string::npos) << notes;
+  EXPECT_NE(notes.find("warning: job flat: training loss 2.3021 stayed at ln(10)"), std::string::npos)
+      << notes;
   EXPECT_NE(notes.find("warning: job nan: training loss is NaN"), std::string::npos) << notes;
 }
 
@@ -164,7 +164,8 @@ TEST(LearningWarnings, ChanceLossAndNaNAreFlagged) {
 // counts for the makespan only. The JSON written for state.json reads back the same.
 TEST_F(SyntheticRun, PhaseFiguresFromFactsAndRoundTrip) {
   // name, makespan 100 s, 200 busy core-seconds, 4 cores, jobs (the last has no results file)
-  const PhaseFacts f{"several-small", 100, 200, 4, {{"cpu-r1-s0", false}, {"cpu-r1-s1", false}, {"nosuchjob000", false}}};
+  const PhaseFacts f{
+      "several-small", 100, 200, 4, {{"cpu-r1-s0", false}, {"cpu-r1-s1", false}, {"nosuchjob000", false}}};
   Phase p = phase_figures(f, run_ + "/results");
   double samples = 0, util = 0;
   for (const char* id : {"cpu-r1-s0", "cpu-r1-s1"}) {

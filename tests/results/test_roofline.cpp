@@ -8,7 +8,6 @@
 #include "gridrun/results/probe.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/roofline.hpp"
-#include "gridrun/results/reader.hpp"
 #include "gridrun/results/writer.hpp"
 #include "test_util.hpp"
 
@@ -157,7 +156,7 @@ TEST(Probe, ShortRunGivesPositiveFigures) {
   MachineProbeOptions o;
   o.seconds = 0.2;
   o.threads = 2;
-  o.gemm_n = 96;                 // not a multiple of the 4 x 16 block: exercises the edge code
+  o.gemm_n = 96;  // not a multiple of the 4 x 16 block: exercises the edge code
   o.triad_elems = 1 << 16;
   int lines = 0;
   ProbeResult r = run_probe(o, [&](const std::string&) { ++lines; });

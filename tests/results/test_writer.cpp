@@ -20,8 +20,9 @@ JobFileInfo info(const std::string& id, int ranks, int gpus) {
   JobFileInfo i;
   i.id = id;
   i.run = "unit";
-  i.params = gridrun::jobs::job_params_from_json("{\"lr\":0.1,\"model\":\"mlp\",\"overlap\":true,\"ranks\":" + std::to_string(ranks) +
-                  ",\"target_accuracy\":0.7,\"timing_warmup_steps\":2}");
+  i.params = gridrun::jobs::job_params_from_json(
+      "{\"lr\":0.1,\"model\":\"mlp\",\"overlap\":true,\"ranks\":" + std::to_string(ranks) +
+      ",\"target_accuracy\":0.7,\"timing_warmup_steps\":2}");
   i.str_attrs["torch_version"] = "1.13.1";
   i.int_attrs["cpu_cores_used"] = 2;
   i.float_attrs["model_gflops"] = 1.5;
@@ -79,7 +80,8 @@ TEST(Writer, WritesLayoutAndReadsBack) {
   EXPECT_EQ(live.util.rows, 1u);
   EXPECT_EQ(live.steps.matrices.at("rank_step_s").cols, 2u);
 
-  w->finish(Status::TargetReached, "target accuracy reached", {{"flops_per_s", 2e9}, {"samples_per_s", 123.0}});
+  w->finish(Status::TargetReached, "target accuracy reached",
+            {{"flops_per_s", 2e9}, {"samples_per_s", 123.0}});
   EXPECT_EQ(w->path(), dir / "job1.h5");
   EXPECT_FALSE(fs::exists(dir / "job1.h5.partial"));
   EXPECT_THROW(w->append_step(step(10, 2)), std::logic_error);
@@ -110,7 +112,7 @@ TEST(Writer, WritesLayoutAndReadsBack) {
   EXPECT_DOUBLE_EQ(j.summary.at("flops_per_s"), 2e9);
   EXPECT_DOUBLE_EQ(j.summary.at("samples_per_s"), 123.0);
   EXPECT_EQ(j.summary.at("steps_done"), 10);
-  EXPECT_EQ(j.summary.at("timing_rows"), 8);  // 2 warm-up steps excluded
+  EXPECT_EQ(j.summary.at("timing_rows"), 8);              // 2 warm-up steps excluded
   EXPECT_NEAR(j.summary.at("step_s_p50"), 0.115, 1e-12);  // 0.10,0.11,0.12,0.13 twice
   EXPECT_NEAR(j.summary.at("comm_share"), 0.02 * 8 / (2 * (0.10 + 0.11 + 0.12 + 0.13)), 1e-12);
   EXPECT_EQ(j.summary.at("epochs_to_target"), 2);
@@ -127,7 +129,8 @@ TEST(Writer, GpuColumnsOnlyWithGpus) {
   UtilRow u;
   u.rank_cpu_pct = {100};
   u.rank_rss_bytes = {1};
-  for (auto* v : {&u.gpu_util_pct, &u.gpu_mem_bytes, &u.gpu_power_w, &u.gpu_energy_j, &u.gpu_temp_c, &u.gpu_sm_mhz})
+  for (auto* v :
+       {&u.gpu_util_pct, &u.gpu_mem_bytes, &u.gpu_power_w, &u.gpu_energy_j, &u.gpu_temp_c, &u.gpu_sm_mhz})
     *v = {10, 20};
   u.gpu_energy_j = {100, 200};
   w->append_util(u);
@@ -139,7 +142,7 @@ TEST(Writer, GpuColumnsOnlyWithGpus) {
   ASSERT_EQ(j.util.matrices.at("gpu_power_w").cols, 2u);
   EXPECT_EQ(j.util.rows, 2u);
   EXPECT_TRUE(j.gpu_absent_reason.empty());
-  EXPECT_DOUBLE_EQ(j.summary.at("energy_j"), 110);     // counters: (150-100) + (260-200)
+  EXPECT_DOUBLE_EQ(j.summary.at("energy_j"), 110);         // counters: (150-100) + (260-200)
   EXPECT_DOUBLE_EQ(j.summary.at("gpu_power_w_mean"), 30);  // summed over devices
 }
 
@@ -311,9 +314,9 @@ TEST(Writer, ColumnNamesPairWithTheirValues) {
   TempDir dir;
   auto w = JobWriter::create(dir.path(), info("pairs", 2, 1));
   StepRow s;
-  s.step = 11, s.epoch = 12, s.wall_s = 13, s.loss = 14, s.samples_per_s = 15, s.step_s = 16,
-  s.data_s = 17, s.forward_s = 18, s.backward_s = 19, s.optimizer_s = 20, s.comm_s = 21,
-  s.exposed_comm_s = 22, s.rank_step_s = {23, 24};
+  s.step = 11, s.epoch = 12, s.wall_s = 13, s.loss = 14, s.samples_per_s = 15, s.step_s = 16, s.data_s = 17,
+  s.forward_s = 18, s.backward_s = 19, s.optimizer_s = 20, s.comm_s = 21, s.exposed_comm_s = 22,
+  s.rank_step_s = {23, 24};
   w->append_step(s);
   EpochRow e;
   e.epoch = 31, e.train_loss = 32, e.train_acc = 33, e.test_loss = 34, e.test_acc = 35, e.epoch_s = 36,
@@ -328,10 +331,10 @@ TEST(Writer, ColumnNamesPairWithTheirValues) {
   JobData j = read_job(w->path());
 
   const std::map<std::string, double> steps = {
-      {"step", 11},      {"epoch", 12},     {"wall_s", 13},     {"loss", 14},
-      {"samples_per_s", 15}, {"step_s", 16}, {"data_s", 17},    {"forward_s", 18},
-      {"backward_s", 19}, {"optimizer_s", 20}, {"comm_s", 21},  {"exposed_comm_s", 22}};
-  const std::map<std::string, double> epochs = {{"epoch", 31},   {"train_loss", 32}, {"train_acc", 33},
+      {"step", 11},          {"epoch", 12},       {"wall_s", 13}, {"loss", 14},
+      {"samples_per_s", 15}, {"step_s", 16},      {"data_s", 17}, {"forward_s", 18},
+      {"backward_s", 19},    {"optimizer_s", 20}, {"comm_s", 21}, {"exposed_comm_s", 22}};
+  const std::map<std::string, double> epochs = {{"epoch", 31},     {"train_loss", 32}, {"train_acc", 33},
                                                 {"test_loss", 34}, {"test_acc", 35},   {"epoch_s", 36},
                                                 {"wall_s", 37}};
   const std::map<std::string, double> util = {{"time_s", 41}, {"node_cpu_pct", 46}};
@@ -364,8 +367,8 @@ TEST(Writer, ColumnNamesPairWithTheirValues) {
   const OpProfile& p = f.profile[0];
   EXPECT_EQ(p.name, "aten::mm");
   // In the order of the OpProfile{...} above: calls, self/total CPU, self/total device.
-  EXPECT_EQ((std::vector<double>{static_cast<double>(p.calls), p.self_cpu_us, p.total_cpu_us, p.self_device_us,
-                                 p.total_device_us}),
+  EXPECT_EQ((std::vector<double>{static_cast<double>(p.calls), p.self_cpu_us, p.total_cpu_us,
+                                 p.self_device_us, p.total_device_us}),
             (std::vector<double>{61, 62, 63, 64, 65}));
 }
 

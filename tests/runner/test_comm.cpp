@@ -29,8 +29,10 @@ TEST(MpiComm, AllreduceBroadcastGather) {
   auto m = c.allreduce_max(std::vector<double>{static_cast<double>(c.rank()) * 10});
   EXPECT_EQ(m[0], 10.0);
   auto g = c.gather({static_cast<double>(c.rank()), 42}, 0);
-  if (c.rank() == 0) EXPECT_EQ(g, (std::vector<double>{0, 42, 1, 42}));
-  else EXPECT_TRUE(g.empty());
+  if (c.rank() == 0)
+    EXPECT_EQ(g, (std::vector<double>{0, 42, 1, 42}));
+  else
+    EXPECT_TRUE(g.empty());
   auto names = c.allgather_strings(c.rank() == 0 ? "alpha" : "b");
   EXPECT_EQ(names, (std::vector<std::string>{"alpha", "b"}));
   c.barrier();
@@ -56,9 +58,8 @@ TEST(GradSync, AveragesAcrossRanksInSeveralBuckets) {
   Communicator& c = *g_comm;
   for (bool overlap : {true, false}) {
     torch::manual_seed(1);
-    torch::nn::Sequential net(torch::nn::Linear(64, 128), torch::nn::ReLU(),
-                              torch::nn::Linear(128, 64), torch::nn::ReLU(),
-                              torch::nn::Linear(64, 10));
+    torch::nn::Sequential net(torch::nn::Linear(64, 128), torch::nn::ReLU(), torch::nn::Linear(128, 64),
+                              torch::nn::ReLU(), torch::nn::Linear(64, 10));
     GradSync sync(net->parameters(), c, GradSyncOptions{0.002, overlap});  // 2 KB cap: 3 buckets
     EXPECT_GE(sync.num_buckets(), 3u);
     auto layout = sync.layout();
@@ -68,8 +69,7 @@ TEST(GradSync, AveragesAcrossRanksInSeveralBuckets) {
       flat.push_back(-1);
     }
     auto all = c.gather(flat, 0);
-    if (c.rank() == 0)
-      EXPECT_TRUE(std::equal(flat.begin(), flat.end(), all.begin() + flat.size()));
+    if (c.rank() == 0) EXPECT_TRUE(std::equal(flat.begin(), flat.end(), all.begin() + flat.size()));
     EXPECT_EQ(layout.front().front(), net->parameters().size() - 1);  // reverse order
 
     // Each rank sees different data; the reference is the gradient of the mean over both halves.

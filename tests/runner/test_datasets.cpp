@@ -72,8 +72,8 @@ void write_gz(const std::string& path, const std::string& bytes) {
 }
 
 // The four IDX files of an (fashion-)MNIST folder; `gz_train`/`gz_test` choose raw or gzip.
-DatasetOptions idx_set(const TempDir& d, const std::string& name, int ntrain, int ntest,
-                       bool gz_train, bool gz_test) {
+DatasetOptions idx_set(const TempDir& d, const std::string& name, int ntrain, int ntest, bool gz_train,
+                       bool gz_test) {
   auto put = [&](const std::string& f, const std::string& bytes, bool gz) {
     gz ? write_gz(d.file(f + ".gz"), bytes) : write(d.file(f), bytes);
   };
@@ -152,8 +152,8 @@ TEST(Datasets, Cifar10BinaryReadsAndRejectsTruncated) {
   EXPECT_EQ(ds.train->size(), 20);
   EXPECT_EQ(ds.test->size(), 3);
   auto b = ds.train->get({0, 4});
-  EXPECT_EQ(b.y[0].item<std::int64_t>(), 1);   // first record of data_batch_1
-  EXPECT_EQ(b.y[1].item<std::int64_t>(), 2);   // first record of data_batch_2
+  EXPECT_EQ(b.y[0].item<std::int64_t>(), 1);  // first record of data_batch_1
+  EXPECT_EQ(b.y[1].item<std::int64_t>(), 2);  // first record of data_batch_2
   EXPECT_EQ(b.x.sizes(), (std::vector<std::int64_t>{2, 3, 32, 32}));
   // pixel (c=0,y=0,x=1) of record 0 is byte 1 -> (1/255 - mean) / std
   EXPECT_NEAR(b.x[0][0][0][1].item<float>(), (1 / 255.0f - kCifar10Mean[0]) / kCifar10Std[0], 1e-5);
@@ -200,8 +200,7 @@ TEST(Datasets, FashionMnistIdxNamesDebianPackage) {
   EXPECT_EQ(ds.input.num_classes, 10);
   auto b = ds.train->get({0});
   const auto raw = static_cast<unsigned char>(idx_images(6)[16]);
-  EXPECT_NEAR(b.x[0][0][0][0].item<float>(),
-              (raw / 255.0f - kFashionMnistMean) / kFashionMnistStd, 1e-5);
+  EXPECT_NEAR(b.x[0][0][0][0].item<float>(), (raw / 255.0f - kFashionMnistMean) / kFashionMnistStd, 1e-5);
   write_gz(d.file("train-images-idx3-ubyte.gz"), idx_images(6).substr(0, 16 + 784 * 3));
   expect_bad(o, "train-images-idx3-ubyte.gz", "truncated");
   expect_bad(o, "MNIST idx format", "dataset-fashion-mnist");
@@ -217,8 +216,8 @@ TEST(Datasets, FashionMnistIdxNamesDebianPackage) {
     EXPECT_EQ(real.test->size(), 10000);
   } catch (const BadInput& e) {
     EXPECT_NE(std::string(e.what()).find(kFashionMnistDir), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("install Debian package dataset-fashion-mnist"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("install Debian package dataset-fashion-mnist"), std::string::npos)
+        << e.what();
   }
 }
 

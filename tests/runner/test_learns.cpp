@@ -64,8 +64,8 @@ Outcome train(const Case& c, std::int64_t test_samples) {
   EpochSampler sampler(data.train->size(), kBatch, 0, 1, 0);
   LoaderOptions lo;
   lo.steps_per_epoch = sampler.steps_per_epoch();
-  Loader loader(data.train, [&](std::int64_t e, std::int64_t st) { return sampler.indices(e, st); },
-                lo);
+  Loader loader(
+      data.train, [&](std::int64_t e, std::int64_t st) { return sampler.indices(e, st); }, lo);
   Outcome out;
   for (std::int64_t step = 0; step < c.steps; ++step) {
     const Batch b = loader.get(step / lo.steps_per_epoch, step % lo.steps_per_epoch);
@@ -92,16 +92,15 @@ TEST_P(Learns, SyntheticAtDefaultParameters) {
   const Case c = GetParam();
   const Outcome o = train(c, 512);
   std::printf("%s: %lld steps on %lldx%lld, last training loss %.3f, test accuracy %.3f\n", c.model,
-              static_cast<long long>(c.steps), static_cast<long long>(c.side),
-              static_cast<long long>(c.side), o.last_loss, o.test_acc);
+              static_cast<long long>(c.steps), static_cast<long long>(c.side), static_cast<long long>(c.side),
+              o.last_loss, o.test_acc);
   EXPECT_LT(o.last_loss, 2.0) << c.model;
   EXPECT_GE(o.test_acc, 0.5) << c.model;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllModels, Learns,
-    ::testing::Values(Case{"mlp", 2048, 192}, Case{"transformer", 2048, 192}),
-    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
+INSTANTIATE_TEST_SUITE_P(AllModels, Learns,
+                         ::testing::Values(Case{"mlp", 2048, 192}, Case{"transformer", 2048, 192}),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
 
 // Registered with ctest under the label `slow` (tests/runner/CMakeLists.txt): they pass, but cost
 // seconds to minutes each on 2 CPU cores. Measured 2026-11-23 on the 2-core VM at 1 thread
@@ -114,27 +113,25 @@ INSTANTIATE_TEST_SUITE_P(
 // unstable, the loss climbing back towards ln 10 and falling again. Where step 640 lands in that
 // is up to the CPU's rounding: 1.25 / 0.664 on the Intel VM, 1.981 / 0.451 (a failure) on an AMD
 // EPYC CI machine (no AVX-512: other OpenBLAS kernels). At 192 steps: 0.890 / 0.709 on the EPYC.
-INSTANTIATE_TEST_SUITE_P(
-    SlowModels, Learns,
-    ::testing::Values(Case{"lenet", 4096, 192}, Case{"vgg11", 1024, 96}, Case{"vgg16", 1024, 96},
-                      Case{"alexnet", 2048, 192}),
-    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
+INSTANTIATE_TEST_SUITE_P(SlowModels, Learns,
+                         ::testing::Values(Case{"lenet", 4096, 192}, Case{"vgg11", 1024, 96},
+                                           Case{"vgg16", 1024, 96}, Case{"alexnet", 2048, 192}),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
 
 // Registered under `slow` with a one-hour timeout (tests/runner/CMakeLists.txt): minutes each on
 // 2 CPU cores. Measured 2026-11-23 on the 2-core VM at 1 thread, two runs side by side:
 // resnet18 0.725 / 0.662 (164 s), resnet50 0.737 / 0.564 (1,234 s), densenet121 0.359 / 0.842
 // (1,092 s). What made resnet50 and densenet121 learn is the classifier's input norm
-// (docs/runner.md, "Initialisation"); before, resnet50 ended at 2.282 / 0.172 after 64 steps. densenet121 gets 192
-// steps: at 128 it ended at 1.024 / 0.504, too close to the bar (its test accuracy trails its
+// (docs/runner.md, "Initialisation"); before, resnet50 ended at 2.282 / 0.172 after 64 steps. densenet121
+// gets 192 steps: at 128 it ended at 1.024 / 0.504, too close to the bar (its test accuracy trails its
 // training accuracy while the BatchNorm running statistics catch up).
 // resnet50 and densenet121 learn 16x16 images (issue 22: CI's hour needed room for the CUDA lane);
 // measured 2026-11-25, side by side through ctest: resnet50 0.479 / 0.734 (689 s), densenet121
 // 0.394 / 0.658 (808 s).
-INSTANTIATE_TEST_SUITE_P(
-    DeepModels, Learns,
-    ::testing::Values(Case{"resnet18", 1024, 96}, Case{"resnet50", 1024, 128, 16},
-                      Case{"densenet121", 1024, 192, 16}),
-    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
+INSTANTIATE_TEST_SUITE_P(DeepModels, Learns,
+                         ::testing::Values(Case{"resnet18", 1024, 96}, Case{"resnet50", 1024, 128, 16},
+                                           Case{"densenet121", 1024, 192, 16}),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.model); });
 
 // Every model of the factory is in one of the three suites.
 TEST(Learns, CoversEveryModel) { EXPECT_EQ(model_names().size(), 9u); }

@@ -155,7 +155,8 @@ TEST(Loader, OrderEqualsDirectGet) {
   o.start_step = 4;  // a resumed run's position
   o.queue_depth = 3;
   o.augment = AugmentOptions{Augment::Flip, 3, 4};
-  Loader loader(data, [&](std::int64_t e, std::int64_t s) { return ahead.indices(e, s); }, o);
+  Loader loader(
+      data, [&](std::int64_t e, std::int64_t s) { return ahead.indices(e, s); }, o);
   for (std::int64_t e = 1; e < 4; ++e)
     for (std::int64_t s = e == 1 ? 4 : 0; s < o.steps_per_epoch; ++s) {
       const auto ids = direct.indices(e, s);
@@ -171,7 +172,8 @@ TEST(Loader, OrderEqualsDirectGet) {
   // sharing it was a data race that the CUDA lane's timing exposed (wrong batch, 1 run in 1).
   o.queue_depth = 0;
   EpochSampler again(50, 8, 0, 1, 3);
-  Loader sync(data, [&](std::int64_t e, std::int64_t s) { return again.indices(e, s); }, o);
+  Loader sync(
+      data, [&](std::int64_t e, std::int64_t s) { return again.indices(e, s); }, o);
   EXPECT_TRUE(sync.get(2, 1).x.equal(Loader::build(*data, direct.indices(2, 1), 2, o.augment).x));
 }
 
@@ -180,9 +182,12 @@ TEST(Loader, WorkerExceptionIsRethrownOnCaller) {
   LoaderOptions o;
   o.steps_per_epoch = 4;
   // Step s reads samples [4s, 4s+4), so step 2 (8..11) holds the failing sample 9.
-  Loader loader(data, [](std::int64_t, std::int64_t s) {
-    return std::vector<std::int64_t>{4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3};
-  }, o);
+  Loader loader(
+      data,
+      [](std::int64_t, std::int64_t s) {
+        return std::vector<std::int64_t>{4 * s, 4 * s + 1, 4 * s + 2, 4 * s + 3};
+      },
+      o);
   EXPECT_EQ(loader.get(0, 0).y.size(0), 4);
   EXPECT_EQ(loader.get(0, 1).y.size(0), 4);
   try {
@@ -192,9 +197,8 @@ TEST(Loader, WorkerExceptionIsRethrownOnCaller) {
     EXPECT_NE(std::string(e.what()).find("bad sample 9"), std::string::npos) << e.what();
   }
   // An index function that throws is reported the same way.
-  Loader bad(data, [](std::int64_t, std::int64_t) -> std::vector<std::int64_t> {
-    throw BadInput("no indices");
-  }, o);
+  Loader bad(
+      data, [](std::int64_t, std::int64_t) -> std::vector<std::int64_t> { throw BadInput("no indices"); }, o);
   EXPECT_THROW(bad.get(0, 0), BadInput);
 }
 
@@ -204,9 +208,12 @@ TEST(Loader, DestructorWithFullQueueDoesNotHang) {
   o.steps_per_epoch = 8;
   o.queue_depth = 2;
   {
-    Loader loader(data, [](std::int64_t, std::int64_t s) {
-      return std::vector<std::int64_t>{s, s + 1};
-    }, o);
+    Loader loader(
+        data,
+        [](std::int64_t, std::int64_t s) {
+          return std::vector<std::int64_t>{s, s + 1};
+        },
+        o);
     // Wait until the worker has filled the queue and is blocked on it.
     for (int i = 0; i < 2000 && data->calls < 2; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -29,8 +29,7 @@ TEST(Models, LeNetParamsAndFlopsByHand) {
   auto m = make_model(image("lenet"));
   EXPECT_EQ(m->parameter_count(), 456 + 2416 + 48120 + 10164 + 850);
   // conv1 3*25*6*28*28, conv2 6*25*16*10*10, fc 400*120 + 120*84 + 84*10 multiply-adds
-  EXPECT_DOUBLE_EQ(m->flops_per_sample(),
-                   2.0 * (352800 + 240000 + 48000 + 10080 + 840));
+  EXPECT_DOUBLE_EQ(m->flops_per_sample(), 2.0 * (352800 + 240000 + 48000 + 10080 + 840));
   auto mn = make_model(image("lenet", 1, 28));  // MNIST: first conv padded by 2
   EXPECT_EQ(mn->parameter_count(), 156 + 2416 + 48120 + 10164 + 850);
   EXPECT_DOUBLE_EQ(mn->flops_per_sample(), 2.0 * (25 * 6 * 28 * 28 + 240000 + 48000 + 10080 + 840));
@@ -50,8 +49,7 @@ TEST(Models, BytesPerSampleByHand) {
   EXPECT_DOUBLE_EQ(l->activation_elements_per_sample(), 4704 + 1600 + 120 + 84 + 10);
   EXPECT_DOUBLE_EQ(l->bytes_per_sample(1), 62006.0 * 4 + 3072 * 4 + 2 * 4 * 6518);
   // Larger batches amortise the weights: intensity grows with the batch.
-  EXPECT_GT(l->flops_per_sample() / l->bytes_per_sample(256),
-            l->flops_per_sample() / l->bytes_per_sample(1));
+  EXPECT_GT(l->flops_per_sample() / l->bytes_per_sample(256), l->flops_per_sample() / l->bytes_per_sample(1));
 }
 
 TEST(Models, ResNet18CifarCount) {
@@ -69,16 +67,14 @@ TEST(Models, DeepModelsShapesAndKnownCounts) {
     std::int64_t params;  // published counts for the CIFAR variants (10 classes)
     double tol;
   };
-  for (const Case& c : {Case{"resnet50", 23520842, 0}, Case{"vgg11", 9231114, 0},
-                        Case{"vgg16", 14728266, 0}, Case{"densenet121", 6956298, 0},
-                        Case{"alexnet", 0, 0}}) {
+  for (const Case& c : {Case{"resnet50", 23520842, 0}, Case{"vgg11", 9231114, 0}, Case{"vgg16", 14728266, 0},
+                        Case{"densenet121", 6956298, 0}, Case{"alexnet", 0, 0}}) {
     auto m = make_model(image(c.name));
     if (c.params) EXPECT_EQ(m->parameter_count(), c.params) << c.name;
     EXPECT_GT(m->flops_per_sample(), 1e6) << c.name;
     m->eval();
     torch::NoGradGuard ng;
-    EXPECT_EQ(m->forward(torch::randn({2, 3, 32, 32})).sizes(), (std::vector<std::int64_t>{2, 10}))
-        << c.name;
+    EXPECT_EQ(m->forward(torch::randn({2, 3, 32, 32})).sizes(), (std::vector<std::int64_t>{2, 10})) << c.name;
     EXPECT_EQ(m->forward(torch::randn({1, 3, 28, 28})).size(1), 10) << c.name << " padded input";
   }
 }

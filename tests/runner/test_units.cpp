@@ -96,16 +96,17 @@ TEST(Options, BadValuesNameTheFlag) {
     EXPECT_NE(std::string(e.what()).find("--lr"), std::string::npos) << e.what();
   }
   EXPECT_THROW(parse({"--out", "/tmp/x", "--bogus"}), BadInput);
-  EXPECT_THROW(parse({"--model", "mlp"}), BadInput);  // --out missing
+  EXPECT_THROW(parse({"--model", "mlp"}), BadInput);                          // --out missing
   EXPECT_THROW(parse({"--out", "/tmp/x", "--precision", "bf16"}), BadInput);  // cpu + bf16
-  EXPECT_THROW(parse({"--out", "/tmp/x", "--epochs", "0"}), BadInput);  // unbounded, no max_steps
+  EXPECT_THROW(parse({"--out", "/tmp/x", "--epochs", "0"}), BadInput);        // unbounded, no max_steps
   EXPECT_THROW(parse({"--out", "/tmp/x", "--log-every", "0"}), BadInput);
   EXPECT_THROW(parse({"--out", "/tmp/x", "--job", "/nonexistent/job.json"}), BadInput);
 }
 
 TEST(Options, InferenceParametersAreChecked) {
   auto o = parse({"--out", "/tmp/x", "--task", "inference", "--epochs", "0", "--quantize", "int8",
-                  "--infer-batches", "7", "--checkpoint", "abc"}).options;
+                  "--infer-batches", "7", "--checkpoint", "abc"})
+               .options;
   EXPECT_EQ(o.job.task, "inference");  // epochs=0 needs no max_steps for inference
   EXPECT_EQ(o.job.infer_batches, 7);
   EXPECT_EQ(o.job.quantize, "int8");
@@ -121,8 +122,8 @@ TEST(Options, InferenceParametersAreChecked) {
   expect_bad({"--out", "/tmp/x", "--checkpoint", "abc"}, "checkpoint=abc");  // task=train
   expect_bad({"--out", "/tmp/x", "--quantize", "int8"}, "quantize=int8");    // task=train
   expect_bad({"--out", "/tmp/x", "--task", "inference", "--quantize", "int4"}, "--quantize");
-  expect_bad({"--out", "/tmp/x", "--task", "inference", "--quantize", "int8", "--model",
-              "transformer"}, "transformer");
+  expect_bad({"--out", "/tmp/x", "--task", "inference", "--quantize", "int8", "--model", "transformer"},
+             "transformer");
   expect_bad({"--out", "/tmp/x", "--task", "inference", "--quantize", "int8", "--device", "gpu"},
              "device=cpu");
   expect_bad({"--out", "/tmp/x", "--task", "inference", "--infer-batches", "0"}, "--infer-batches");
@@ -135,8 +136,8 @@ TEST(ForeachSgd, BitIdenticalToTorchSgd) {
     double momentum, weight_decay;
     bool nesterov;
   };
-  for (const Case c : {Case{0.9, 0.0, false}, Case{0.9, 1e-4, true}, Case{0.0, 0.01, false},
-                       Case{0.5, 5e-4, false}}) {
+  for (const Case c :
+       {Case{0.9, 0.0, false}, Case{0.9, 1e-4, true}, Case{0.0, 0.01, false}, Case{0.5, 5e-4, false}}) {
     torch::manual_seed(7);
     std::vector<torch::Tensor> a, b;
     for (auto shape : {std::vector<std::int64_t>{16, 8}, {8}, {4, 3, 3, 3}}) {
@@ -144,8 +145,8 @@ TEST(ForeachSgd, BitIdenticalToTorchSgd) {
       a.push_back(t.clone().requires_grad_(true));
       b.push_back(t.clone().requires_grad_(true));
     }
-    auto opts = torch::optim::SGDOptions(0.05).momentum(c.momentum).nesterov(c.nesterov)
-                    .weight_decay(c.weight_decay);
+    auto opts =
+        torch::optim::SGDOptions(0.05).momentum(c.momentum).nesterov(c.nesterov).weight_decay(c.weight_decay);
     torch::optim::SGD ref(a, opts);
     torch::optim::SGD holder(b, opts);
     gridrun::runner::ForeachSgd fast(holder, b);
@@ -161,8 +162,8 @@ TEST(ForeachSgd, BitIdenticalToTorchSgd) {
       fast.step(lr);
       for (std::size_t i = 0; i < a.size(); ++i)
         ASSERT_TRUE(torch::equal(a[i], b[i]))
-            << "param " << i << " step " << step << " momentum " << c.momentum << " nesterov "
-            << c.nesterov << " wd " << c.weight_decay;
+            << "param " << i << " step " << step << " momentum " << c.momentum << " nesterov " << c.nesterov
+            << " wd " << c.weight_decay;
     }
     // Momentum buffers are where torch::optim keeps them: a checkpoint of either is the same.
     EXPECT_EQ(ref.state().size(), holder.state().size());

@@ -207,15 +207,16 @@ TEST(Placement, InfeasibleJobsAreRejected) {
 }
 
 TEST(Placement, ExclusiveRunsOneJobPerNode) {
-  for_random_mixes(200, 3, "exclusive", [](const std::vector<SimJob>& jobs, const SimResult& r, unsigned seed) {
-    for (std::size_t a = 0; a < jobs.size(); ++a)
-      for (std::size_t b = a + 1; b < jobs.size(); ++b) {
-        const auto& pa = r.placements[a];
-        const auto& pb = r.placements[b];
-        if (pa.alloc.node == pb.alloc.node)
-          EXPECT_FALSE(pa.start_s < pb.end_s && pb.start_s < pa.end_s) << "seed " << seed;
-      }
-  });
+  for_random_mixes(200, 3, "exclusive",
+                   [](const std::vector<SimJob>& jobs, const SimResult& r, unsigned seed) {
+                     for (std::size_t a = 0; a < jobs.size(); ++a)
+                       for (std::size_t b = a + 1; b < jobs.size(); ++b) {
+                         const auto& pa = r.placements[a];
+                         const auto& pb = r.placements[b];
+                         if (pa.alloc.node == pb.alloc.node)
+                           EXPECT_FALSE(pa.start_s < pb.end_s && pb.start_s < pa.end_s) << "seed " << seed;
+                       }
+                   });
 }
 
 TEST(Placement, FifoStartsJobsInGridOrder) {
@@ -362,7 +363,8 @@ TEST(GpuSharing, OutOfRangeIsBadInput) {
 // On a machine with GPUs the detected devices become one slot each by default (label gpu too).
 TEST(GpuSharing, DetectedGpusArePlaceable) {
   const Cluster c = resolve_cluster(ResourceOptions{});
-  if (c.nodes.empty() || c.nodes[0].gpus.empty()) GTEST_SKIP() << "no GPU: none detected (" << c.source << ")";
+  if (c.nodes.empty() || c.nodes[0].gpus.empty())
+    GTEST_SKIP() << "no GPU: none detected (" << c.source << ")";
   ClusterState st(c);
   Request one;
   one.gpus = 1;

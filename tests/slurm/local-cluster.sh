@@ -60,7 +60,7 @@ wait_for() {
   local secs="$1" what="$2"; shift 2
   local deadline=$((SECONDS + secs))
   until "$@"; do
-    ((SECONDS < deadline)) || return 1
+    ((SECONDS < deadline)) || { echo "local-cluster: no $what after ${secs}s" >&2; return 1; }
     sleep 0.2
   done
 }
@@ -159,7 +159,7 @@ stop_pid() {
   kill -TERM "$pid" 2>/dev/null || true
   deadline=$((SECONDS + 15))
   while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+  if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
 }
 
 queue_empty() { [[ -z "$(SLURM_CONF="$CONF" squeue -h -o %i 2>/dev/null)" ]]; }

@@ -69,7 +69,8 @@ printf '#SBATCH --mail-type=FAIL\nmodule load openmpi\n' >site.txt
 expect_exit 0 "nothing submitted" "$BIN/gridrun" submit grid.yaml --slurm --out runs --dry-run \
   --partition debug --template site.txt --sbatch-arg=--mem=1G --max-array 1
 grep -q "#SBATCH --partition=debug" out.txt || fail "dry run did not print the scripts"
-[[ $(ls runs/cli/slurm/s1-a*.sbatch | wc -l) -eq 2 ]] || fail "expected 2 array scripts"
+scripts=(runs/cli/slurm/s1-a*.sbatch)
+[[ ${#scripts[@]} -eq 2 ]] || fail "expected 2 array scripts"
 grep -q "module load openmpi" runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch || fail "template missing"
 grep -q "#SBATCH --mem=1G" runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch || fail "--sbatch-arg missing"
 # sbatch reads directives only up to the first command: every #SBATCH line (the template's and

@@ -32,7 +32,8 @@ RUN="$WORK/runs/slurm-cpu"
 note "submit"
 "$BIN/gridrun" submit "$WORK/grid.yaml" --slurm --out "$WORK/runs" --time 5 | tee "$WORK/submit1.txt"
 grep -q "5 job(s) submitted" "$WORK/submit1.txt" || fail "expected 5 jobs submitted"
-[[ $(ls "$RUN"/slurm/s1-*.sbatch | wc -l) -eq 3 ]] || fail "expected 2 arrays + collect script"
+scripts=("$RUN"/slurm/s1-*.sbatch)
+[[ ${#scripts[@]} -eq 3 ]] || fail "expected 2 arrays + collect script"
 bad_id=$(grep -l '"mnist"' "$RUN"/jobs/*.json | xargs basename | sed 's/.json$//')
 wait_until 240 "all jobs and the collect job to leave squeue" run_drained "$RUN"
 
@@ -75,7 +76,7 @@ grep -q "1 job(s) submitted" "$WORK/submit2.txt" || fail "second submit should s
 wait_until 120 "resubmitted failed job to finish" run_drained "$RUN"
 
 note "resubmission: the job whose result is gone (and the failed one)"
-lost=$(ls "$RUN"/results/*.h5 | head -1)
+lost=$(find "$RUN/results" -name '*.h5' | sort | head -1)
 lost_id=$(basename "$lost" .h5)
 rm -f "$lost"
 "$BIN/gridrun" submit "$WORK/grid.yaml" --slurm --out "$WORK/runs" --time 5 | tee "$WORK/submit3.txt"

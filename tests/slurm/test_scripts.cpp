@@ -75,16 +75,15 @@ void check_golden(const std::string& name, const std::string& text) {
 }  // namespace
 
 TEST(SlurmScripts, CpuArraysByShape) {
-  std::vector<jobs::Job> js = {make_job("c00000000001", 0, "cpu", 1, 1, "10"),
-                               make_job("c00000000002", 1, "cpu", 2, 1, "10"),
-                               make_job("c00000000003", 2, "cpu", 1, 1, "10"),
-                               make_job("c00000000004", 3, "cpu", 2, 1, "10"),
-                               make_job("c00000000005", 4, "cpu", 1, 2, "")};
+  std::vector<jobs::Job> js = {
+      make_job("c00000000001", 0, "cpu", 1, 1, "10"), make_job("c00000000002", 1, "cpu", 2, 1, "10"),
+      make_job("c00000000003", 2, "cpu", 1, 1, "10"), make_job("c00000000004", 3, "cpu", 2, 1, "10"),
+      make_job("c00000000005", 4, "cpu", 1, 2, "")};
   auto o = base_options();
   o.default_time = "30";
   auto set = slurm::generate_scripts(js, {}, o);
   ASSERT_EQ(set.arrays.size(), 3u);
-  EXPECT_EQ(set.arrays[0].tasks.size(), 2u);   // the two 1x1 jobs
+  EXPECT_EQ(set.arrays[0].tasks.size(), 2u);  // the two 1x1 jobs
   EXPECT_EQ(set.arrays[0].tasks[1][0], "c00000000003");
   EXPECT_EQ(set.arrays[2].shape.time_s, 1800);  // --time for the job without time_limit
   EXPECT_NE(set.arrays[1].script.find("#SBATCH --ntasks=2\n"), std::string::npos);
@@ -94,7 +93,8 @@ TEST(SlurmScripts, CpuArraysByShape) {
 
 TEST(SlurmScripts, GpuWithSiteLinesThrottleAndMpirun) {
   std::vector<jobs::Job> js;
-  for (int i = 0; i < 4; ++i) js.push_back(make_job("g0000000000" + std::to_string(i), i, "gpu", 2, 4, "1:00:00"));
+  for (int i = 0; i < 4; ++i)
+    js.push_back(make_job("g0000000000" + std::to_string(i), i, "gpu", 2, 4, "1:00:00"));
   auto o = base_options();
   o.partition = "gpu";
   o.account = "proj42";
@@ -122,12 +122,11 @@ TEST(SlurmScripts, GpuWithSiteLinesThrottleAndMpirun) {
 }
 
 TEST(SlurmScripts, PackedNodesUseSchedulerPlacement) {
-  std::vector<jobs::Job> js = {make_job("p00000000001", 0, "gpu", 1, 1, "20"),
-                               make_job("p00000000002", 1, "gpu", 2, 1, "20"),
-                               make_job("p00000000003", 2, "gpu", 1, 1, "20"),
-                               make_job("p00000000004", 3, "gpu", 3, 1, "20"),
-                               make_job("p00000000005", 4, "gpu", 4, 1, "20"),   // whole node: array
-                               make_job("p00000000006", 5, "cpu", 1, 1, "20")};  // cpu: array
+  std::vector<jobs::Job> js = {
+      make_job("p00000000001", 0, "gpu", 1, 1, "20"), make_job("p00000000002", 1, "gpu", 2, 1, "20"),
+      make_job("p00000000003", 2, "gpu", 1, 1, "20"), make_job("p00000000004", 3, "gpu", 3, 1, "20"),
+      make_job("p00000000005", 4, "gpu", 4, 1, "20"),   // whole node: array
+      make_job("p00000000006", 5, "cpu", 1, 1, "20")};  // cpu: array
   auto o = base_options();
   o.node_gpus = 4;
   o.pack_nodes = true;
@@ -204,11 +203,13 @@ TEST(SlurmScripts, InjectedValuesAreRejectedNamingTheFlag) {
       {"--time", [](slurm::ScriptOptions& o) { o.default_time = "1:00\n"; }},
       {"--train-bin", [](slurm::ScriptOptions& o) { o.train_bin = "/t\rx"; }},
       {"--out", [](slurm::ScriptOptions& o) { o.out_dir = "/r\nx"; }},
-      {"--template t.txt:3", [](slurm::ScriptOptions& o) {
+      {"--template t.txt:3",
+       [](slurm::ScriptOptions& o) {
          o.template_path = "t.txt";
          o.template_text = "#SBATCH --mem=1G\nmodule load x\n#SBATCH --exclusive\n";
        }},
-      {"--template t.txt:2", [](slurm::ScriptOptions& o) {
+      {"--template t.txt:2",
+       [](slurm::ScriptOptions& o) {
          o.template_path = "t.txt";
          o.template_text = "# ok\nmodule load \x1b[2J\n";
        }},
@@ -239,7 +240,8 @@ TEST(SlurmScripts, PathsWithSpacesAreQuoted) {
   o.grid_file = "/work/my grids/g.yaml";
   auto set = slurm::generate_scripts({make_job("c00000000001", 0, "cpu", 1, 1, "10")}, {}, o);
   const auto& s = set.arrays.at(0).script;
-  EXPECT_NE(s.find("#SBATCH --output=\"/work/my runs/golden#1/logs/slurm-%A_%a.out\"\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("#SBATCH --output=\"/work/my runs/golden#1/logs/slurm-%A_%a.out\"\n"), std::string::npos)
+      << s;
   EXPECT_NE(s.find("#   '/work/my grids/g.yaml'\n"), std::string::npos) << s;
   EXPECT_NE(set.collect_script.find("--output=\"/work/my runs/golden#1/logs/collect-%j.out\""),
             std::string::npos);
@@ -249,7 +251,8 @@ TEST(SlurmParsers, ScontrolExpandsPendingArrayRecords) {
   // Captured from slurmctld 22.05 (trimmed): a pending remainder, a running task, a plain job.
   const std::string text =
       "JobId=3 ArrayJobId=3 ArrayTaskId=2-5%2 ArrayTaskThrottle=2 JobName=wrap JobState=PENDING "
-      "Reason=JobArrayTaskLimit Requeue=1 Restarts=0 BatchFlag=1 ExitCode=0:0 RunTime=00:00:00 NodeList=(null)\n"
+      "Reason=JobArrayTaskLimit Requeue=1 Restarts=0 BatchFlag=1 ExitCode=0:0 RunTime=00:00:00 "
+      "NodeList=(null)\n"
       "JobId=5 ArrayJobId=3 ArrayTaskId=1 ArrayTaskThrottle=2 JobName=wrap JobState=RUNNING "
       "Reason=None Restarts=1 ExitCode=0:0 RunTime=00:00:01 NodeList=vm\n"
       "JobId=9 JobName=collect JobState=FAILED Reason=NonZeroExitCode Restarts=0 ExitCode=3:0 "
@@ -270,8 +273,9 @@ TEST(SlurmParsers, SqueueSacctAndConfig) {
   auto q = slurm::parse_squeue("3_2|PENDING|0:00||JobArrayTaskLimit\n3_0|RUNNING|0:01|vm|None\n");
   ASSERT_EQ(q.size(), 2u);
   EXPECT_EQ(q[1].node, "vm");
-  auto a = slurm::parse_sacct("12_0|COMPLETED|0:0|00:00:05|n1\n12_[1-3%2]|PENDING|0:0|00:00:00|None assigned\n"
-                              "13|CANCELLED by 0|0:15|00:01:00|n2\n");
+  auto a = slurm::parse_sacct(
+      "12_0|COMPLETED|0:0|00:00:05|n1\n12_[1-3%2]|PENDING|0:0|00:00:00|None assigned\n"
+      "13|CANCELLED by 0|0:15|00:01:00|n2\n");
   ASSERT_EQ(a.size(), 5u);
   EXPECT_EQ(a[3].id, "12_3");
   EXPECT_EQ(a[4].state, "CANCELLED");

@@ -14,11 +14,11 @@
 namespace gridrun::base {
 
 struct SpawnOptions {
-  std::vector<std::string> argv;          // argv[0] is looked up in PATH
-  std::vector<std::string> env_set;       // "NAME=value" entries that replace or add to environ
-  std::string stdout_path, stderr_path;   // appended to (created 0644); empty: inherited
-  bool new_process_group = false;         // the child leads its own group (signal it as a whole)
-  bool reset_signals = false;             // empty signal mask, default dispositions in the child
+  std::vector<std::string> argv;         // argv[0] is looked up in PATH
+  std::vector<std::string> env_set;      // "NAME=value" entries that replace or add to environ
+  std::string stdout_path, stderr_path;  // appended to (created 0644); empty: inherited
+  bool new_process_group = false;        // the child leads its own group (signal it as a whole)
+  bool reset_signals = false;            // empty signal mask, default dispositions in the child
 };
 
 // A started child. Reaped exactly once; the destructor SIGKILLs (its group, when it leads one)
@@ -37,8 +37,8 @@ class Child {
   bool running() const { return pid_ > 0 && !code_; }
   // Exit code once ended (128+N when killed by signal N), without blocking.
   std::optional<int> try_wait();
-  int wait();                 // blocks until it ended
-  void signal(int sig);       // to the child (and its group when it leads one)
+  int wait();            // blocks until it ended
+  void signal(int sig);  // to the child (and its group when it leads one)
 
  private:
   void reset() noexcept;  // kill and reap if still running; then empty (destructor, move-assign)
@@ -51,9 +51,9 @@ class Child {
 Child spawn(const SpawnOptions& opts);
 
 struct CapturedRun {
-  int exit_code = -1;     // exit status, or 128 + signal number
+  int exit_code = -1;  // exit status, or 128 + signal number
   std::string out, err;
-  bool started = false;   // false when the program could not be executed (e.g. not installed)
+  bool started = false;  // false when the program could not be executed (e.g. not installed)
 };
 // Runs argv with stdin from /dev/null, captures stdout and stderr separately, waits.
 CapturedRun run_captured(const std::vector<std::string>& argv);
@@ -66,9 +66,9 @@ CapturedRun run_captured(const std::vector<std::string>& argv);
 // flushing of the parent's buffers) and is SIGKILLed past `timeout_s`.
 struct IsolatedRun {
   bool ok = false;
-  int signal = 0;          // the signal that ended the child (crash), else 0
+  int signal = 0;  // the signal that ended the child (crash), else 0
   bool timed_out = false;
-  std::string message;     // fn's message or what(), or what went wrong
+  std::string message;  // fn's message or what(), or what went wrong
 };
 IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_s);
 

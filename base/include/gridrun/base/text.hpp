@@ -19,7 +19,7 @@ std::string iso_now();
 // Short human duration: "42s", "3m05s", "2h10m", "3d04h"; "?" for negative or NaN.
 std::string format_duration(double seconds);
 
-std::string trim(std::string_view s);  // without leading and trailing white space
+std::string trim(std::string_view s);                          // without leading and trailing white space
 std::vector<std::string> split(std::string_view s, char sep);  // keeps empty fields
 bool starts_with(std::string_view s, std::string_view prefix);
 // `lead`, then `words` each after a space, broken into lines before a word that would make a line
@@ -31,5 +31,11 @@ std::vector<std::string> wrap_words(const std::string& lead, const std::vector<s
 // error messages that may quote damaged bytes (a parse error of a corrupt file) before they reach
 // a terminal, a warning line or `gridrun status`.
 std::string printable_line(std::string_view s);
+
+// The text of an errno value / of a signal. std::strerror and strsignal may share one static
+// buffer between threads (clang-tidy concurrency-mt-unsafe); these use strerror_r and the constant
+// sigdescr_np strings instead, so that any thread may call them.
+std::string errno_text(int err);
+std::string signal_text(int sig);
 
 }  // namespace gridrun::base

@@ -4,8 +4,8 @@
 // error must point at the file, line, column and key path that caused it (see docs/grid.md).
 #pragma once
 
-#include <stdexcept>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,15 +30,16 @@ class GridError : public std::invalid_argument {
 };
 
 struct Expansion {
-  std::string name;                   // run name, [A-Za-z0-9_.-]+
-  std::string source;                 // the grid file's path
-  std::vector<Job> jobs;              // grid order; index = position; ids unique
-  std::vector<std::string> varying;   // parameter names whose value differs between jobs
-  std::vector<std::string> warnings;  // "<file>:<line>:<col>: <key>: ..." (exclude matched nothing, duplicates)
-  std::string compare_by;             // `compare: {by: KEY}`; empty when absent
-  std::size_t excluded = 0;           // product jobs dropped by exclude: entries
-  std::size_t duplicates = 0;         // jobs dropped because an identical job came earlier
-  std::size_t streamed = 0;           // jobs handed to LoadOptions::on_job instead of stored
+  std::string name;                  // run name, [A-Za-z0-9_.-]+
+  std::string source;                // the grid file's path
+  std::vector<Job> jobs;             // grid order; index = position; ids unique
+  std::vector<std::string> varying;  // parameter names whose value differs between jobs
+  std::vector<std::string>
+      warnings;                // "<file>:<line>:<col>: <key>: ..." (exclude matched nothing, duplicates)
+  std::string compare_by;      // `compare: {by: KEY}`; empty when absent
+  std::size_t excluded = 0;    // product jobs dropped by exclude: entries
+  std::size_t duplicates = 0;  // jobs dropped because an identical job came earlier
+  std::size_t streamed = 0;    // jobs handed to LoadOptions::on_job instead of stored
 };
 
 struct LoadOptions {

@@ -16,11 +16,11 @@ namespace gridrun::jobs {
 // once by the expander and written as is into the job file. A Job built field by field may leave
 // `canonical` empty; job_to_json then renders it from `params`.
 struct Job {
-  std::string id;        // job_id(params)
-  std::string run;       // the grid's name
-  std::size_t index = 0; // position in the expanded grid (stable order for fifo and job arrays)
-  JobParams params;      // resolved, complete
-  std::string canonical; // canonical_json(params), or "" (see above)
+  std::string id;         // job_id(params)
+  std::string run;        // the grid's name
+  std::size_t index = 0;  // position in the expanded grid (stable order for fifo and job arrays)
+  JobParams params;       // resolved, complete
+  std::string canonical;  // canonical_json(params), or "" (see above)
   // Free-form string facts added by whoever launches the job (scheduler: "cores", "gpus", "host",
   // "phase"); written as a flat "meta" object and recorded by the runner in the results file.
   std::map<std::string, std::string> meta;

@@ -33,12 +33,12 @@ enum ParamFlag : unsigned {
 struct ParamSpec {
   std::string name;
   Type type;
-  Value default_value;              // used when neither defaults: nor the grid sets the key
-  std::string help;                 // one line, shown in docs and `gridrun plan --help`
-  std::vector<std::string> choices; // for String parameters with a closed set of names; empty = any
-  std::optional<double> min;        // inclusive numeric range, where one applies
+  Value default_value;               // used when neither defaults: nor the grid sets the key
+  std::string help;                  // one line, shown in docs and `gridrun plan --help`
+  std::vector<std::string> choices;  // for String parameters with a closed set of names; empty = any
+  std::optional<double> min;         // inclusive numeric range, where one applies
   std::optional<double> max;
-  bool min_exclusive = false;       // the range is (min, max]: lr and comm_timeout_s must be > 0
+  bool min_exclusive = false;  // the range is (min, max]: lr and comm_timeout_s must be > 0
   // Parameters added after ids were first published: left out of the id's canonical text while
   // they hold their default, so every job planned before they existed keeps its id.
   bool id_omits_default = false;

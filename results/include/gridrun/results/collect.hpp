@@ -17,9 +17,9 @@ namespace gridrun::results {
 
 // One row of /jobs: what report and collect need from a job file.
 struct JobRecord {
-  std::string id, status, exit_reason, file;      // file: relative to the run dir
+  std::string id, status, exit_reason, file;  // file: relative to the run dir
   RecordedParams params;
-  Summary summary;                                // /summary, or derived from rows if unfinished
+  Summary summary;  // /summary, or derived from rows if unfinished
 };
 
 JobRecord record_of(const JobData& job, const std::string& relative_file);
@@ -34,13 +34,13 @@ std::vector<JobRecord> read_index(const std::string& results_h5);
 
 struct CollectOptions {
   std::string run_dir;
-  bool quiet = false;                              // no progress lines on `log`
+  bool quiet = false;  // no progress lines on `log`
 };
 
 struct CollectResult {
   std::string index_path;
   std::size_t jobs = 0;
-  std::vector<std::string> skipped;                // "<path>: <reason>"
+  std::vector<std::string> skipped;  // "<path>: <reason>"
 };
 
 // Writes RUN_DIR/results.h5 atomically (temporary file + rename); running it again rebuilds it.

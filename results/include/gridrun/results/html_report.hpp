@@ -19,15 +19,15 @@
 namespace gridrun::results {
 
 struct HtmlReportOptions {
-  ReportOptions report;        // input, filters, group-by (tables); format and width are unused
-  std::string output;          // the .html file (written to a temporary file, then renamed)
+  ReportOptions report;  // input, filters, group-by (tables); format and width are unused
+  std::string output;    // the .html file (written to a temporary file, then renamed)
   RooflineOptions roofline;
-  int max_points = 500;        // per time series; longer series are thinned evenly
-  int max_profiled_jobs = 6;   // top-operator charts (one per profiled job)
+  int max_points = 500;       // per time series; longer series are thinned evenly
+  int max_profiled_jobs = 6;  // top-operator charts (one per profiled job)
 };
 
 struct HtmlReportResult {
-  int jobs = 0, charts = 0, notes = 0;   // charts with data; charts replaced by a note
+  int jobs = 0, charts = 0, notes = 0;  // charts with data; charts replaced by a note
 };
 
 // Throws std::invalid_argument for a bad input path, filter or output folder.

@@ -30,10 +30,10 @@ struct PhaseJob {
 
 // What the scheduler knows about one phase.
 struct PhaseFacts {
-  std::string name;               // the compare-by value
-  double makespan_s = 0;          // from the phase's start to its last job's end
-  double busy_resource_s = 0;     // allocated resource-seconds (GPUs on a GPU cluster, else cores)
-  double capacity = 0;            // GPUs (GPU cluster) or cores of the cluster
+  std::string name;            // the compare-by value
+  double makespan_s = 0;       // from the phase's start to its last job's end
+  double busy_resource_s = 0;  // allocated resource-seconds (GPUs on a GPU cluster, else cores)
+  double capacity = 0;         // GPUs (GPU cluster) or cores of the cluster
   std::vector<PhaseJob> jobs;
 };
 

@@ -15,23 +15,24 @@
 namespace gridrun::results {
 
 struct MachineProbeOptions {
-  double seconds = 4.0;            // total budget, split over the four measurements
-  int threads = 0;                 // 0: every CPU this process may run on
-  int gemm_n = 512;                // square matrix size (3 x n^2 floats must fit in memory)
-  long long triad_elems = 1 << 23; // doubles per triad array (3 arrays; 8 Mi -> 192 MiB)
+  double seconds = 4.0;             // total budget, split over the four measurements
+  int threads = 0;                  // 0: every CPU this process may run on
+  int gemm_n = 512;                 // square matrix size (3 x n^2 floats must fit in memory)
+  long long triad_elems = 1 << 23;  // doubles per triad array (3 arrays; 8 Mi -> 192 MiB)
 };
 
 struct ProbeResult {
   std::string created, hostname, cpu_model;
   int threads = 1, gemm_n = 0;
   long long triad_elems = 0;
-  double gemm_gflops_1t = 0, gemm_gflops_all = 0;   // best repetition, fp32 FLOP/s / 1e9
-  double triad_gbs_1t = 0, triad_gbs_all = 0;       // best repetition, bytes/s / 1e9
+  double gemm_gflops_1t = 0, gemm_gflops_all = 0;  // best repetition, fp32 FLOP/s / 1e9
+  double triad_gbs_1t = 0, triad_gbs_all = 0;      // best repetition, bytes/s / 1e9
 };
 
 // Runs the four measurements (GEMM and triad, one thread then all threads). `progress` gets a
 // line per measurement (may be empty). Throws std::invalid_argument on bad options.
-ProbeResult run_probe(const MachineProbeOptions& opts, const std::function<void(const std::string&)>& progress);
+ProbeResult run_probe(const MachineProbeOptions& opts,
+                      const std::function<void(const std::string&)>& progress);
 
 // One JSON object, keys as the struct fields (documented in docs/report.md).
 std::string probe_to_json(const ProbeResult& r);

@@ -11,8 +11,8 @@
 
 #include <cstdint>
 #include <map>
-#include <string>
 #include <optional>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -46,7 +46,7 @@ struct Matrix {
 
 // One of /steps, /epochs, /util: equal-length numeric columns (integers as doubles).
 struct TableData {
-  std::size_t rows = 0;                          // committed rows
+  std::size_t rows = 0;  // committed rows
   std::map<std::string, std::vector<double>> columns;
   std::map<std::string, Matrix> matrices;
   const std::vector<double>* column(const std::string& name) const;
@@ -54,30 +54,30 @@ struct TableData {
 
 struct JobData {
   std::string path;
-  bool partial = false;                          // file name ends in .partial
-  std::map<std::string, AttrValue> attrs;        // root attributes
-  RecordedParams params;                         // the `params` attribute, through jobs::
-                                                 //   job_params_from_json (older files: defaults)
+  bool partial = false;                    // file name ends in .partial
+  std::map<std::string, AttrValue> attrs;  // root attributes
+  RecordedParams params;                   // the `params` attribute, through jobs::
+                                           //   job_params_from_json (older files: defaults)
   std::string id, run, status, exit_reason, start_time, end_time;
   int schema_version = 0;
   TableData steps, epochs, util;
-  std::string gpu_absent_reason;                 // /util attribute when no GPU columns
-  Summary summary;                               // /summary (empty while running)
-  std::vector<OpProfile> profile;                // /profile (operator table), if recorded
+  std::string gpu_absent_reason;   // /util attribute when no GPU columns
+  Summary summary;                 // /summary (empty while running)
+  std::vector<OpProfile> profile;  // /profile (operator table), if recorded
 
   std::string attr_string(const std::string& name, const std::string& fallback = "") const;
   double attr_number(const std::string& name, double fallback) const;  // NaN-friendly
 };
 
 struct ReadOptions {
-  bool tables = true;                            // false: attributes and /summary only (fast)
+  bool tables = true;  // false: attributes and /summary only (fast)
   // Read the file once in a forked copy first (base::run_isolated) and trust it only if that copy
   // ended cleanly. libhdf5 1.10.8 can crash (SIGSEGV, abort in free()) on a file with a few
   // flipped bytes that passes H5Fis_hdf5 and H5Fopen; a crash then becomes this function's
   // "damaged" error instead of the end of `run`, `status`, `collect` or `report` (docs/results.md,
   // "Damaged files"). False only for files this process has just written itself.
   bool isolate = true;
-  double isolate_timeout_s = 60;                 // a read that hangs this long is damaged too
+  double isolate_timeout_s = 60;  // a read that hangs this long is damaged too
 };
 
 // Reads a job file (.h5 or .h5.partial, live or left by a dead writer). Throws std::runtime_error

@@ -19,11 +19,11 @@
 namespace gridrun::results {
 
 struct ReportOptions {
-  std::string input;                                     // RUN_DIR or a results.h5
-  std::string format = "table";                          // table | markdown | csv | json
-  std::string group_by;                                  // parameter name, or ""
+  std::string input;                                         // RUN_DIR or a results.h5
+  std::string format = "table";                              // table | markdown | csv | json
+  std::string group_by;                                      // parameter name, or ""
   std::vector<std::pair<std::string, std::string>> filters;  // key=value, all must match
-  int width = 100;                                       // text/markdown wrap width
+  int width = 100;                                           // text/markdown wrap width
 };
 
 // What a report reads: the job records of a RUN_DIR (job files) or of a results.h5 (its /jobs

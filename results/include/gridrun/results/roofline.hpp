@@ -22,10 +22,10 @@ namespace gridrun::results {
 
 // Dense (no sparsity) vendor peaks per device.
 struct GpuPeak {
-  std::string name;          // matched case-insensitively as a substring of the device name
+  std::string name;  // matched case-insensitively as a substring of the device name
   double bf16_tflops, fp16_tflops, fp32_tflops;  // fp32: non-tensor-core
-  double mem_tbs;            // HBM bandwidth, TB/s
-  double tf32_tflops = 0;    // TF32 tensor cores (fp32 jobs with tf32: true); 0 = none, fp32 rate
+  double mem_tbs;                                // HBM bandwidth, TB/s
+  double tf32_tflops = 0;  // TF32 tensor cores (fp32 jobs with tf32: true); 0 = none, fp32 rate
 };
 const std::vector<GpuPeak>& known_gpus();
 // The first entry whose name occurs in `device_name` (more specific names are listed first, e.g.
@@ -34,34 +34,34 @@ const GpuPeak* find_gpu_peak(const std::string& device_name);
 
 struct Roof {
   std::string label;
-  double peak_flops = 0;     // FLOP/s
-  double bandwidth = 0;      // bytes/s (0: unknown, compute roof only)
+  double peak_flops = 0;  // FLOP/s
+  double bandwidth = 0;   // bytes/s (0: unknown, compute roof only)
 };
 
 struct RooflinePoint {
   std::string id, label;
-  double intensity = 0;      // FLOP/byte
-  double flops_per_s = 0;    // per GPU (GPU jobs) or per job (CPU jobs)
+  double intensity = 0;                                          // FLOP/byte
+  double flops_per_s = 0;                                        // per GPU (GPU jobs) or per job (CPU jobs)
   double peak_flops = std::numeric_limits<double>::quiet_NaN();  // the job's own compute roof
-  std::string roof;          // label of the roof it is compared with ("" if none)
+  std::string roof;  // label of the roof it is compared with ("" if none)
 };
 
 struct Roofline {
   std::vector<Roof> roofs;
   std::vector<RooflinePoint> points;
-  std::vector<std::string> notes;    // why points or roofs are missing, where peaks came from
+  std::vector<std::string> notes;  // why points or roofs are missing, where peaks came from
 };
 
 struct RooflineOptions {
   double peak_tflops = std::numeric_limits<double>::quiet_NaN();  // overrides every compute peak
-  std::optional<ProbeResult> probe;  // CPU roofs
-  std::string probe_source;          // where the probe came from (for the notes)
+  std::optional<ProbeResult> probe;                               // CPU roofs
+  std::string probe_source;                                       // where the probe came from (for the notes)
 };
 
 // What a job ran on, for choosing its compute roof.
 struct RoofQuery {
-  std::string device = "cpu";   // cpu | gpu
-  std::string gpu_name;         // first device's name (gpu jobs), as NVML reports it
+  std::string device = "cpu";  // cpu | gpu
+  std::string gpu_name;        // first device's name (gpu jobs), as NVML reports it
   std::string precision = "fp32";
   double ranks = 1, threads_per_rank = 1;
 };

@@ -26,8 +26,8 @@
 namespace gridrun::results {
 
 struct ProbeOptions {
-  std::vector<pid_t> pids;            // local processes sampled as ranks; empty = this process
-  bool gpus = true;                   // false: never touch NVML (cpu jobs)
+  std::vector<pid_t> pids;  // local processes sampled as ranks; empty = this process
+  bool gpus = true;         // false: never touch NVML (cpu jobs)
   // Devices to sample, as CUDA_VISIBLE_DEVICES spells them (indices or GPU-/MIG- UUID prefixes);
   // empty = read the CUDA_VISIBLE_DEVICES environment variable; unset there too = all devices.
   std::string visible_devices;
@@ -59,7 +59,7 @@ class UtilProbe {
  private:
   struct Nvml;
   std::vector<pid_t> pids_;
-  std::vector<double> prev_proc_s_;   // utime+stime seconds per pid at the previous sample
+  std::vector<double> prev_proc_s_;  // utime+stime seconds per pid at the previous sample
   double prev_node_busy_ = 0, prev_node_total_ = 0;
   std::chrono::steady_clock::time_point t0_, prev_t_;
   std::unique_ptr<Nvml> nvml_;
@@ -70,7 +70,7 @@ class UtilProbe {
 };
 
 struct SamplerOptions {
-  double hz = 10.0;                   // samples per second (> 0, <= 1000)
+  double hz = 10.0;  // samples per second (> 0, <= 1000)
 };
 
 class UtilSampler {
@@ -78,13 +78,13 @@ class UtilSampler {
   using Sink = std::function<void(const UtilRow&)>;
   // Starts the thread. Throws std::invalid_argument for a bad rate.
   UtilSampler(std::unique_ptr<UtilProbe> probe, const SamplerOptions& opts, Sink sink);
-  ~UtilSampler();                     // stop() then join
+  ~UtilSampler();  // stop() then join
   UtilSampler(const UtilSampler&) = delete;
   UtilSampler& operator=(const UtilSampler&) = delete;
 
-  void stop();                        // idempotent; after it returns the sink is not called again
-  std::size_t samples() const;        // rows delivered so far
-  std::string error() const;          // what stopped the thread early (a throwing sink), or ""
+  void stop();                  // idempotent; after it returns the sink is not called again
+  std::size_t samples() const;  // rows delivered so far
+  std::string error() const;    // what stopped the thread early (a throwing sink), or ""
   const UtilProbe& probe() const { return *probe_; }
 
  private:

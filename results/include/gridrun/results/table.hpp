@@ -16,7 +16,7 @@
 namespace gridrun::results {
 
 struct Cell {
-  std::string text;                                     // as shown in table/markdown
+  std::string text;                                         // as shown in table/markdown
   double value = std::numeric_limits<double>::quiet_NaN();  // numeric cells: for csv/json
   double ci95 = std::numeric_limits<double>::quiet_NaN();   // half-width of the 95% interval
   bool numeric = false;
@@ -31,7 +31,7 @@ struct Table {
   std::string title;
   std::vector<std::string> columns;
   std::vector<std::vector<Cell>> rows;
-  std::vector<std::string> notes;                        // printed under the table
+  std::vector<std::string> notes;  // printed under the table
   // Fit::Drop only: the columns that may be left out when the table is too wide, the first one
   // first (the others always show).
   std::vector<std::size_t> drop_order;
@@ -48,8 +48,8 @@ struct Table {
 };
 
 struct TableStyle {
-  std::string format = "table";                          // table | markdown | csv | json
-  int width = 100;                                       // table/markdown: wrap width
+  std::string format = "table";  // table | markdown | csv | json
+  int width = 100;               // table/markdown: wrap width
   // How table/markdown fit `width`: Blocks splits a wide table into column blocks that each
   // repeat the first column (report: every figure matters); Drop leaves out Table::drop_order
   // columns until it fits, keeping one line per row, and names them under the rows in

@@ -36,13 +36,13 @@ struct JobFileInfo {
   // The job's parameters, typed: written as the `params` attribute (jobs::canonical_json) and as
   // one `param.NAME` attribute each (bool as 0/1), in name order. No JSON in between.
   jobs::JobParams params;
-  std::map<std::string, std::string> str_attrs;  // facts, one attribute each ("hostnames",
-  std::map<std::string, std::int64_t> int_attrs; //   "cpu_model", "torch_version", ...)
+  std::map<std::string, std::string> str_attrs;   // facts, one attribute each ("hostnames",
+  std::map<std::string, std::int64_t> int_attrs;  //   "cpu_model", "torch_version", ...)
   std::map<std::string, double> float_attrs;
   int ranks = 1;
-  int gpus = 0;                                  // devices sampled in /util (0 for cpu jobs)
-  std::string gpu_absent_reason;                 // why GPU columns are absent (e.g. "NVML not found")
-  std::int64_t resume_from_step = 0;             // > 0 when the job resumed: rows continue
+  int gpus = 0;                       // devices sampled in /util (0 for cpu jobs)
+  std::string gpu_absent_reason;      // why GPU columns are absent (e.g. "NVML not found")
+  std::int64_t resume_from_step = 0;  // > 0 when the job resumed: rows continue
   // append_* also flush on their own when the last flush is older than this (crash safety without
   // a timer thread); <= 0 disables the automatic flush.
   double flush_interval_s = 30.0;
@@ -50,8 +50,8 @@ struct JobFileInfo {
 
 struct StepRow {
   std::int64_t step = 0, epoch = 0;
-  double wall_s = 0, loss = 0, samples_per_s = 0, step_s = 0, data_s = 0, forward_s = 0,
-         backward_s = 0, optimizer_s = 0, comm_s = 0, exposed_comm_s = 0;
+  double wall_s = 0, loss = 0, samples_per_s = 0, step_s = 0, data_s = 0, forward_s = 0, backward_s = 0,
+         optimizer_s = 0, comm_s = 0, exposed_comm_s = 0;
   std::vector<double> rank_step_s;  // size == ranks
 };
 
@@ -62,8 +62,8 @@ struct EpochRow {
 
 struct UtilRow {
   double time_s = 0;
-  std::vector<double> rank_cpu_pct;       // size == ranks (NaN where unknown)
-  std::vector<double> rank_rss_bytes;     // size == ranks
+  std::vector<double> rank_cpu_pct;    // size == ranks (NaN where unknown)
+  std::vector<double> rank_rss_bytes;  // size == ranks
   double node_cpu_pct = 0;
   // size == gpus each (NaN where a counter is unsupported)
   std::vector<double> gpu_util_pct, gpu_mem_bytes, gpu_power_w, gpu_energy_j, gpu_temp_c, gpu_sm_mhz;
@@ -75,13 +75,13 @@ using Summary = std::map<std::string, double>;
 // One operator of the profiler's table (`/profile`, written at finish when set): times summed over
 // the profiled steps, in microseconds; device times are 0 for CPU jobs.
 struct OpProfile {
-  std::string name;                              // e.g. "aten::addmm"
+  std::string name;  // e.g. "aten::addmm"
   std::int64_t calls = 0;
   double self_cpu_us = 0, total_cpu_us = 0, self_device_us = 0, total_device_us = 0;
 };
 
 enum class Status { Running, Completed, Failed, Interrupted, TargetReached };
-std::string to_string(Status s);      // "running", "completed", "failed", "interrupted", "target_reached"
+std::string to_string(Status s);  // "running", "completed", "failed", "interrupted", "target_reached"
 
 class JobWriter {
  public:
@@ -95,9 +95,9 @@ class JobWriter {
   static std::unique_ptr<JobWriter> create(const std::string& dir, const JobFileInfo& info);
   virtual ~JobWriter() = default;
 
-  virtual void append_step(const StepRow& row) = 0;   // buffered; cheap (< 10 us)
+  virtual void append_step(const StepRow& row) = 0;  // buffered; cheap (< 10 us)
   virtual void append_epoch(const EpochRow& row) = 0;
-  virtual void append_util(const UtilRow& row) = 0;   // thread-safe w.r.t. append_step
+  virtual void append_util(const UtilRow& row) = 0;  // thread-safe w.r.t. append_step
   // Writes buffered rows and flushes the file; called at epoch ends and by a timer (>= every 30 s).
   virtual void flush() = 0;
   // Operator table stored as `/profile` by finish() (SWMR forbids new objects before that). The

@@ -28,7 +28,7 @@ struct TrainState {
   double epoch_loss_sum = 0, epoch_correct = 0, epoch_count = 0, epoch_s = 0;
   double best_test_acc = -1;
   std::int64_t world = 1;
-  double loss_scale = 65536.0;     // fp16 dynamic loss scale
+  double loss_scale = 65536.0;  // fp16 dynamic loss scale
 };
 
 class Checkpointer {

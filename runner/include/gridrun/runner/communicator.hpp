@@ -36,7 +36,7 @@ struct CommOptions {
 class Communicator {
  public:
   virtual ~Communicator() = default;
-  virtual std::string name() const = 0;             // "mpi" | "nccl"
+  virtual std::string name() const = 0;  // "mpi" | "nccl"
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual int local_rank() const = 0;               // rank among this node's ranks

@@ -42,11 +42,11 @@ class GradSync {
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
 
-  void begin_step();             // call before backward
+  void begin_step();  // call before backward
   // Zeroes the gradients in place (they are bucket views and must not be reset); returns false
   // with one rank, where gradients are ordinary tensors and the optimizer's zero_grad applies.
   bool zero_grad();
-  GradSyncStats finish();        // call after backward, before the optimizer step
+  GradSyncStats finish();  // call after backward, before the optimizer step
   std::size_t num_buckets() const;
   // Parameter indices per bucket (for tests and the docs' layout dump).
   std::vector<std::vector<std::size_t>> layout() const;

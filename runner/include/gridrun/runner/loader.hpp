@@ -49,15 +49,14 @@ struct AugmentDraw {
   bool flip = false;
   std::int64_t dy = 0, dx = 0;
 };
-AugmentDraw augment_draw(std::uint64_t seed, std::int64_t epoch, std::int64_t index,
-                         std::int64_t pad);
+AugmentDraw augment_draw(std::uint64_t seed, std::int64_t epoch, std::int64_t index, std::int64_t pad);
 
 // Sample indices of this rank for (epoch, step); EpochSampler::indices fits.
 using IndexFn = std::function<std::vector<std::int64_t>(std::int64_t epoch, std::int64_t step)>;
 
 struct LoaderOptions {
   AugmentOptions augment;
-  std::int64_t steps_per_epoch = 1;  // after the last step of an epoch comes step 0 of the next
+  std::int64_t steps_per_epoch = 1;              // after the last step of an epoch comes step 0 of the next
   std::int64_t start_epoch = 0, start_step = 0;  // first batch prepared (a resumed loop's position)
   // Batches prepared ahead. 0: no thread, get() builds the batch on the caller's thread (for
   // device-resident data sets, whose indexing is an asynchronous device launch anyway).
@@ -79,8 +78,8 @@ class Loader {
   Batch get(std::int64_t epoch, std::int64_t step);
 
   // Builds one batch on the calling thread, exactly as the worker does.
-  static Batch build(const Dataset& data, const std::vector<std::int64_t>& ids,
-                     std::int64_t epoch, const AugmentOptions& o);
+  static Batch build(const Dataset& data, const std::vector<std::int64_t>& ids, std::int64_t epoch,
+                     const AugmentOptions& o);
 
  private:
   struct Item {
@@ -99,7 +98,7 @@ class Loader {
   std::deque<Item> queue_;
   std::int64_t next_epoch_ = 0, next_step_ = 0;      // what the worker produces next
   std::int64_t expect_epoch_ = 0, expect_step_ = 0;  // what get() is expected to ask next
-  std::uint64_t generation_ = 0;                 // bumped by a restart: in-flight work is dropped
+  std::uint64_t generation_ = 0;                     // bumped by a restart: in-flight work is dropped
   std::exception_ptr error_;
   bool stop_ = false;
   std::thread worker_;  // last member: started after everything it reads is initialised

@@ -31,7 +31,7 @@ struct ModelSpec {
   std::string name;
   std::int64_t channels = 3, height = 32, width = 32;  // image inputs
   std::int64_t num_classes = 10;
-  std::int64_t vocab = 257, seq_len = 128;               // token inputs (text)
+  std::int64_t vocab = 257, seq_len = 128;  // token inputs (text)
   // mlp only: hidden layer sizes (grid parameter `mlp_hidden`, e.g. "256,128,100": the
   // Fashion-MNIST benchmark's published MLP row). Layers are named fc1, fc2, ... in this order.
   std::vector<std::int64_t> mlp_hidden = {256, 128};

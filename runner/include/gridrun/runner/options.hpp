@@ -16,23 +16,23 @@
 namespace gridrun::runner {
 
 struct RunnerOptions {
-  std::string job_file;        // --job; empty: parameters from defaults + flags, run "manual"
-  std::string out_dir;         // --out: results directory (writer makes <out>/<id>.h5.partial)
-  std::string checkpoint_dir;  // --checkpoint-dir; default <out>/../checkpoints/<id>
-  bool resume = false;         // --resume: continue from the latest checkpoint if one exists
-  std::int64_t log_every = 10; // --log-every: progress line + per-rank timing gather period (steps)
-  double util_hz = 10.0;       // --util-hz: utilisation sampling rate (0 = off)
-  std::string dump_params;     // --dump-params FILE: final parameters as raw float32 (rank 0)
-  std::string init_out;        // --init-out FILE.h5: initial weights by name (rank 0)
-  bool quiet = false;          // --quiet: no progress lines
+  std::string job_file;         // --job; empty: parameters from defaults + flags, run "manual"
+  std::string out_dir;          // --out: results directory (writer makes <out>/<id>.h5.partial)
+  std::string checkpoint_dir;   // --checkpoint-dir; default <out>/../checkpoints/<id>
+  bool resume = false;          // --resume: continue from the latest checkpoint if one exists
+  std::int64_t log_every = 10;  // --log-every: progress line + per-rank timing gather period (steps)
+  double util_hz = 10.0;        // --util-hz: utilisation sampling rate (0 = off)
+  std::string dump_params;      // --dump-params FILE: final parameters as raw float32 (rank 0)
+  std::string init_out;         // --init-out FILE.h5: initial weights by name (rank 0)
+  bool quiet = false;           // --quiet: no progress lines
   // Peak for MFU in /summary (hardware facts, not job parameters, so they do not change ids):
-  double peak_tflops = 0;      // --peak-tflops: overrides the built-in GPU table and the probe
-  std::string probe_file;      // --probe: `gridrun probe` output for CPU peaks (default: its cache)
+  double peak_tflops = 0;  // --peak-tflops: overrides the built-in GPU table and the probe
+  std::string probe_file;  // --probe: `gridrun probe` output for CPU peaks (default: its cache)
   // Launcher facts (set by `gridrun run`, not job parameters):
-  std::string heartbeat_file;  // --heartbeat FILE: rank 0 touches it each step (at most 1/s)
+  std::string heartbeat_file;      // --heartbeat FILE: rank 0 touches it each step (at most 1/s)
   double gpu_memory_fraction = 0;  // --gpu-memory-fraction: cap of this job's GPU memory (0 = none)
-  long owner_pid = 0;          // --owner-pid PID: stop (checkpoint, exit 75) when PID is gone
-  std::string owner_host;      // --owner-host: PID is a process of this host (other hosts ignore it)
+  long owner_pid = 0;              // --owner-pid PID: stop (checkpoint, exit 75) when PID is gone
+  std::string owner_host;          // --owner-host: PID is a process of this host (other hosts ignore it)
   // Hidden test hooks (documented in docs/runner.md, not in --help):
   std::int64_t stop_after_step = 0;  // raise SIGTERM in-process after this global step
   std::int64_t fail_at_step = 0;     // throw on rank `fail_rank` after this global step

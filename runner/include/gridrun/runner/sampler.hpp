@@ -21,8 +21,7 @@ class EpochSampler {
   // Sample indices of this rank for step `step` (0-based within the epoch) of `epoch`.
   std::vector<std::int64_t> indices(std::int64_t epoch, std::int64_t step);
   // The permutation of epoch `epoch` (exposed for tests).
-  static std::vector<std::int64_t> permutation(std::int64_t n, std::uint64_t seed,
-                                               std::int64_t epoch);
+  static std::vector<std::int64_t> permutation(std::int64_t n, std::uint64_t seed, std::int64_t epoch);
 
  private:
   std::int64_t n_, b_;

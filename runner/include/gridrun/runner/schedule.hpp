@@ -15,7 +15,7 @@ struct ScheduleOptions {
   std::string kind = "constant";  // constant | step | cosine
   double base_lr = 0.1;
   std::int64_t warmup_steps = 0;
-  std::int64_t total_steps = 1;   // steps of the whole run (epochs * steps_per_epoch or max_steps)
+  std::int64_t total_steps = 1;  // steps of the whole run (epochs * steps_per_epoch or max_steps)
 };
 
 class LrSchedule {

@@ -14,9 +14,9 @@ namespace gridrun::runner {
 
 class StopSignal {
  public:
-  static void install();      // SIGTERM and SIGUSR1 -> flag (idempotent)
-  static int received();      // 0 if none, else the signal number
-  static void clear();        // after a handled stop (tests)
+  static void install();  // SIGTERM and SIGUSR1 -> flag (idempotent)
+  static int received();  // 0 if none, else the signal number
+  static void clear();    // after a handled stop (tests)
 };
 
 // Watches process `pid` from a detached thread (pidfd + poll: woken by the exit itself, no

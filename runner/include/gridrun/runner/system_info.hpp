@@ -7,9 +7,9 @@
 
 namespace gridrun::runner {
 
-int usable_cores();                 // CPUs in this process's affinity mask
-std::int64_t peak_rss_bytes();      // getrusage ru_maxrss
-std::string torch_version();        // LibTorch version the binary was built against
-std::string gridrun_version();      // "0.1.0 (commit abc123)"
+int usable_cores();             // CPUs in this process's affinity mask
+std::int64_t peak_rss_bytes();  // getrusage ru_maxrss
+std::string torch_version();    // LibTorch version the binary was built against
+std::string gridrun_version();  // "0.1.0 (commit abc123)"
 
 }  // namespace gridrun::runner

@@ -1,5 +1,6 @@
-// The training loop of one job, and the inference loop: data-parallel over the given communicator, metrics into the results
-// file (rank 0), checkpoints, signals and stop conditions. See docs/runner.md for the step anatomy.
+// The training loop of one job, and the inference loop: data-parallel over the given communicator, metrics
+// into the results file (rank 0), checkpoints, signals and stop conditions. See docs/runner.md for the step
+// anatomy.
 #pragma once
 
 #include "gridrun/runner/communicator.hpp"

@@ -16,20 +16,20 @@ namespace gridrun::scheduler {
 
 struct LaunchSpec {
   std::string job_id;
-  std::string job_file;        // absolute path of runs/<name>/jobs/<id>.json
-  std::string results_dir;     // absolute path of runs/<name>/results
-  std::string log_out, log_err;// appended to, one block per attempt
-  std::string rankfile;        // where the local executor writes the Open MPI rankfile
+  std::string job_file;          // absolute path of runs/<name>/jobs/<id>.json
+  std::string results_dir;       // absolute path of runs/<name>/results
+  std::string log_out, log_err;  // appended to, one block per attempt
+  std::string rankfile;          // where the local executor writes the Open MPI rankfile
   Request req;
   std::string host;
-  std::vector<int> core_ids;   // OS cpu ids for binding; empty = run unbound
-  std::string gpus;            // CUDA_VISIBLE_DEVICES value; "" for cpu jobs
-  bool resume = false;         // pass --resume (a checkpoint exists)
-  bool oversubscribe = false;  // more ranks than real cores (only with --cores beyond the machine)
-  std::string train_bin;       // gridrun-train
-  std::string heartbeat_file;  // passed as --heartbeat; empty = none
+  std::vector<int> core_ids;       // OS cpu ids for binding; empty = run unbound
+  std::string gpus;                // CUDA_VISIBLE_DEVICES value; "" for cpu jobs
+  bool resume = false;             // pass --resume (a checkpoint exists)
+  bool oversubscribe = false;      // more ranks than real cores (only with --cores beyond the machine)
+  std::string train_bin;           // gridrun-train
+  std::string heartbeat_file;      // passed as --heartbeat; empty = none
   double gpu_memory_fraction = 0;  // --gpu-memory-fraction (0 = whole GPU)
-  int owner_pid = 0;           // --owner-pid: the ranks stop when this process is gone (0 = none)
+  int owner_pid = 0;               // --owner-pid: the ranks stop when this process is gone (0 = none)
 };
 
 // A launched job. The destructor kills what is still running (no orphans on unwinding).

@@ -53,7 +53,12 @@ class ClusterState {
   Allocation allocate(int node, const Request& r, std::size_t key, double end);
   void release(const Allocation& a, std::size_t key);
 
-  struct Running { double end; int gpus; int cores; std::size_t key; };
+  struct Running {
+    double end;
+    int gpus;
+    int cores;
+    std::size_t key;
+  };
   const std::vector<Running>& running_on(int node) const { return running_[node]; }
   // Bumped on every allocate/release of the node: lets a policy cache per-node computations.
   std::uint64_t version(int node) const { return version_[node]; }
@@ -80,7 +85,7 @@ struct QueuedJob {
   std::size_t key = 0;
   std::size_t order = 0;
   Request req;
-  double est_s = 1.0;   // estimated duration, finite (cost model or previous results)
+  double est_s = 1.0;  // estimated duration, finite (cost model or previous results)
 };
 
 struct Start {
@@ -98,7 +103,10 @@ class Placement {
   virtual void place(ClusterState& state, double now, std::size_t max_starts, std::vector<Start>& out) = 0;
   virtual std::size_t pending() const = 0;
   // Called after a job on `node` released its resources (exclusive re-opens the node here).
-  virtual void on_release(ClusterState& state, int node) { (void)state; (void)node; }
+  virtual void on_release(ClusterState& state, int node) {
+    (void)state;
+    (void)node;
+  }
 };
 
 // "packed" (default), "fifo", "exclusive". Throws std::invalid_argument naming the choices.
@@ -107,7 +115,7 @@ const std::vector<std::string>& placement_names();
 
 struct EngineOptions {
   std::string policy = "packed";
-  std::size_t max_parallel = 0;   // 0 = no limit besides resources
+  std::size_t max_parallel = 0;  // 0 = no limit besides resources
 };
 
 // Queue + cluster state + policy. The caller owns the clock: it submits jobs, calls schedule(now)

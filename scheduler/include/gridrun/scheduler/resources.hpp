@@ -17,16 +17,16 @@ namespace gridrun::scheduler {
 
 struct Node {
   std::string name;
-  std::vector<int> cores;          // OS cpu ids a job may be bound to
+  std::vector<int> cores;  // OS cpu ids a job may be bound to
   // Device names as they go into a job's CUDA_VISIBLE_DEVICES: "0", "1"... or the entries of
   // gridrun's own CUDA_VISIBLE_DEVICES (which may be UUIDs), so a restricted gridrun stays restricted.
   std::vector<std::string> gpus;
-  std::int64_t memory_mb = 0;      // informational: jobs declare no memory, so it is not scheduled
+  std::int64_t memory_mb = 0;  // informational: jobs declare no memory, so it is not scheduled
 };
 
 struct Cluster {
   std::vector<Node> nodes;
-  std::string source;              // "this machine", "--cores 4 --gpus 2", or the cluster file path
+  std::string source;  // "this machine", "--cores 4 --gpus 2", or the cluster file path
   // True when core ids are real cpu ids of this machine, so jobs can be bound to them. False for
   // cluster files and for --cores beyond what the OS gives us (then mpirun runs unbound).
   bool bindable = false;
@@ -38,20 +38,20 @@ struct Cluster {
 struct Request {
   int ranks = 1;
   int threads_per_rank = 1;
-  int gpus = 0;                    // gpu jobs: one GPU per rank
-  int cores = 1;                   // ranks * threads_per_rank
+  int gpus = 0;   // gpu jobs: one GPU per rank
+  int cores = 1;  // ranks * threads_per_rank
   bool operator==(const Request& o) const { return gpus == o.gpus && cores == o.cores; }
 };
 Request request_for(const jobs::JobParams& p);
 Request request_for(const jobs::Job& job);
-std::string describe(const Request& r);   // "2 ranks x 1 thread, 2 GPUs, 2 cores"
+std::string describe(const Request& r);  // "2 ranks x 1 thread, 2 GPUs, 2 cores"
 
 // Where the resources come from; at most one of cluster_file or (gpus/cores) is usually given,
 // and --gpus/--cores override the detected values of this machine.
 struct ResourceOptions {
-  std::string cluster_file;        // --cluster FILE
-  int gpus = -1;                   // --gpus N  (-1: detect)
-  int cores = -1;                  // --cores N (-1: detect)
+  std::string cluster_file;  // --cluster FILE
+  int gpus = -1;             // --gpus N  (-1: detect)
+  int cores = -1;            // --cores N (-1: detect)
   // Each GPU is this many slots (set by run_grid from the jobs' `jobs_per_gpu` parameter: the least
   // common multiple of their values); a job with jobs_per_gpu=k takes slots/k of them, so k such
   // jobs run side by side on one GPU, as Ray Tune's fractional GPUs.
@@ -73,7 +73,7 @@ Cluster load_cluster_string(const std::string& yaml, const std::string& display_
 
 struct Infeasible {
   std::string job_id;
-  std::string reason;              // "needs 4 GPUs on one node; the largest node has 2"
+  std::string reason;  // "needs 4 GPUs on one node; the largest node has 2"
 };
 // Jobs that fit on no node even when the cluster is empty.
 std::vector<Infeasible> find_infeasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster);

@@ -25,20 +25,20 @@
 namespace gridrun::scheduler {
 
 struct RunOptions {
-  std::string grid;                  // GRID.yaml
-  std::string out = "runs";          // parent of runs/<name>
+  std::string grid;          // GRID.yaml
+  std::string out = "runs";  // parent of runs/<name>
   std::string policy = "packed";
-  std::size_t max_parallel = 0;      // 0 = as many as fit
-  int retries = 1;                   // extra attempts per job and invocation
-  std::string rerun;                 // "", "failed" (failed from scratch) or "all" (everything)
-  bool dry_run = false;              // print the placement plan and commands; launch nothing
-  bool simulate = false;             // print the simulated schedule; launch nothing
+  std::size_t max_parallel = 0;  // 0 = as many as fit
+  int retries = 1;               // extra attempts per job and invocation
+  std::string rerun;             // "", "failed" (failed from scratch) or "all" (everything)
+  bool dry_run = false;          // print the placement plan and commands; launch nothing
+  bool simulate = false;         // print the simulated schedule; launch nothing
   ResourceOptions resources;
-  std::string train_bin;             // gridrun-train; default next to the gridrun binary
+  std::string train_bin;  // gridrun-train; default next to the gridrun binary
   std::string executor = "local";
   CostModel cost;
-  bool tty = false;                  // live status line instead of one line per event
-  int width = 100;                   // terminal columns for the timeline and status line
+  bool tty = false;  // live status line instead of one line per event
+  int width = 100;   // terminal columns for the timeline and status line
   int timeline_rows = 40;
   // Watchdog (docs/scheduler.md): a job whose results file is final but whose processes are still
   // there after exit_grace_s is ended and recorded with a warning; a job whose rank 0 has not
@@ -51,8 +51,8 @@ struct RunOutcome {
   std::string run_dir;
   std::size_t total = 0, completed = 0, failed = 0, skipped = 0;
   bool interrupted = false;
-  bool launched = false;             // false for --dry-run and --simulate
-  int exit_code = 0;                 // 0 all completed, 1 otherwise
+  bool launched = false;  // false for --dry-run and --simulate
+  int exit_code = 0;      // 0 all completed, 1 otherwise
 };
 
 // Runs the grid. Bad input throws std::invalid_argument (exit 2) before anything is written;

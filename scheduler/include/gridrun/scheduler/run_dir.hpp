@@ -27,7 +27,7 @@
 namespace gridrun::jobs {
 struct Expansion;
 struct Job;
-}
+}  // namespace gridrun::jobs
 
 namespace gridrun::scheduler {
 
@@ -39,33 +39,33 @@ inline constexpr int kExitNoHeartbeat = 124;
 // sbatch scripts) get them from here, the scripts as shell variables.
 class RunDir {
  public:
-  explicit RunDir(std::string root);   // runs/<name>
+  explicit RunDir(std::string root);  // runs/<name>
   const std::string& root() const { return root_; }
-  std::string jobs_dir() const;                            // jobs/
-  std::string job_file(const std::string& id) const;       // jobs/<id>.json
-  std::string logs_dir() const;                            // logs/
-  std::string log_out(const std::string& id) const;        // logs/<id>.out
-  std::string log_err(const std::string& id) const;        // logs/<id>.err
-  std::string heartbeat_file(const std::string& id) const; // logs/<id>.out.heartbeat
+  std::string jobs_dir() const;                             // jobs/
+  std::string job_file(const std::string& id) const;        // jobs/<id>.json
+  std::string logs_dir() const;                             // logs/
+  std::string log_out(const std::string& id) const;         // logs/<id>.out
+  std::string log_err(const std::string& id) const;         // logs/<id>.err
+  std::string heartbeat_file(const std::string& id) const;  // logs/<id>.out.heartbeat
   std::string results_dir() const;
-  std::string result_file(const std::string& id) const;   // .../results/<id>.h5
-  std::string partial_file(const std::string& id) const;  // .../results/<id>.h5.partial
-  std::string checkpoints_dir() const;                     // checkpoints/
-  std::string checkpoint_dir(const std::string& id) const; // checkpoints/<id>/
-  std::string slurm_dir() const;                           // slurm/
-  std::string slurm_file(const std::string& name) const;   // slurm/<name> (scripts, job lists)
-  std::string slurm_ended_dir() const;                     // slurm/ended/ (exit codes of ended jobs)
-  std::string submitted_file() const;                      // slurm/submitted.tsv
+  std::string result_file(const std::string& id) const;     // .../results/<id>.h5
+  std::string partial_file(const std::string& id) const;    // .../results/<id>.h5.partial
+  std::string checkpoints_dir() const;                      // checkpoints/
+  std::string checkpoint_dir(const std::string& id) const;  // checkpoints/<id>/
+  std::string slurm_dir() const;                            // slurm/
+  std::string slurm_file(const std::string& name) const;    // slurm/<name> (scripts, job lists)
+  std::string slurm_ended_dir() const;                      // slurm/ended/ (exit codes of ended jobs)
+  std::string submitted_file() const;                       // slurm/submitted.tsv
   std::string state_file() const;
-  std::string index_file() const;                          // results.h5
-  std::string grid_copy() const;                           // grid.yaml
-  std::string lock_file() const;                           // lock
-  std::string rankfile(const std::string& id) const;       // jobs/<id>.rankfile (Open MPI binding)
-  void create_layout() const;                              // mkdir -p of all folders but slurm/
+  std::string index_file() const;                     // results.h5
+  std::string grid_copy() const;                      // grid.yaml
+  std::string lock_file() const;                      // lock
+  std::string rankfile(const std::string& id) const;  // jobs/<id>.rankfile (Open MPI binding)
+  void create_layout() const;                         // mkdir -p of all folders but slurm/
 
-  RunState load_state() const;                             // empty state if no file; throws
-                                                           // std::runtime_error naming a corrupt file
-  void save_state(const RunState& s) const;                // base::write_file_atomic
+  RunState load_state() const;               // empty state if no file; throws
+                                             // std::runtime_error naming a corrupt file
+  void save_state(const RunState& s) const;  // base::write_file_atomic
 
  private:
   std::string root_;
@@ -78,6 +78,7 @@ class RunLocked : public std::runtime_error {
  public:
   RunLocked(const std::string& msg, long pid) : std::runtime_error(msg), pid_(pid) {}
   long pid() const { return pid_; }
+
  private:
   long pid_;
 };
@@ -100,9 +101,9 @@ class RunLock {
 // (id and compare-by phase), and damaged job files quarantined and written again from the grid
 // (with_phase), so that readers of job files (report) still find every job.
 struct PrepareOptions {
-  std::string grid_file;         // copied to grid.yaml when its content changed
-  bool lock = false;             // hold runs/<name>/lock for the lifetime of PreparedRun
-  bool slurm_dir = false;        // also create slurm/
+  std::string grid_file;   // copied to grid.yaml when its content changed
+  bool lock = false;       // hold runs/<name>/lock for the lifetime of PreparedRun
+  bool slurm_dir = false;  // also create slurm/
 };
 
 struct PreparedRun {

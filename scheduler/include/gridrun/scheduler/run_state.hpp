@@ -18,7 +18,7 @@ namespace gridrun::scheduler {
 
 // The order is the order of the counts in `gridrun status` (do not reorder).
 enum class JobOutcome { Pending, Running, Completed, Failed, Interrupted, TargetReached, Submitted };
-std::string to_string(JobOutcome s);                    // "pending", ..., "target_reached"
+std::string to_string(JobOutcome s);                       // "pending", ..., "target_reached"
 JobOutcome job_outcome_from_string(const std::string& s);  // throws std::invalid_argument
 
 // A results file's `status` attribute ("completed", "target_reached", "failed", "interrupted",
@@ -33,17 +33,17 @@ struct JobRecord {
   std::string id;
   JobOutcome state = JobOutcome::Pending;
   int attempts = 0;
-  std::vector<int> exit_codes;     // one per attempt
+  std::vector<int> exit_codes;  // one per attempt
   double start_unix = 0, end_unix = 0;
-  std::string cores, gpus, host;   // last placement
-  std::string phase;               // compare-by phase value, if any
-  std::string slurm_job_id;        // "1234_7" when submitted through Slurm
+  std::string cores, gpus, host;  // last placement
+  std::string phase;              // compare-by phase value, if any
+  std::string slurm_job_id;       // "1234_7" when submitted through Slurm
 };
 
 struct RunState {
   std::string name;
-  std::map<std::string, JobRecord> jobs;           // by id
-  std::map<std::string, results::Phase> phases;   // by compare-by value (results::phase_figures)
+  std::map<std::string, JobRecord> jobs;         // by id
+  std::map<std::string, results::Phase> phases;  // by compare-by value (results::phase_figures)
 };
 
 }  // namespace gridrun::scheduler

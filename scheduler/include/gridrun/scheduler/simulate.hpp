@@ -19,9 +19,9 @@ namespace gridrun::scheduler {
 
 // Cost model. Rates are sustained training throughputs, not peaks.
 struct CostModel {
-  double cpu_gflops_per_core = 20.0;   // --cpu-rate
-  double gpu_gflops = 8000.0;          // --gpu-rate, per GPU
-  double startup_s = 3.0;              // mpirun + process start + data set load
+  double cpu_gflops_per_core = 20.0;  // --cpu-rate
+  double gpu_gflops = 8000.0;         // --gpu-rate, per GPU
+  double startup_s = 3.0;             // mpirun + process start + data set load
 };
 // Analytic forward FLOPs per sample (multiply-add = 2 FLOPs) for the runner's models at their
 // default input shapes; 0 for an unknown model name.
@@ -32,9 +32,9 @@ double estimate_seconds(const jobs::JobParams& p, const CostModel& m);
 struct SimJob {
   std::string id;
   Request req;
-  double duration_s = 1.0;   // what the job really takes in the simulation
-  double est_s = -1.0;       // what the scheduler believes (-1: same as duration_s)
-  std::string phase;         // compare-by value; phases run one after another in first-seen order
+  double duration_s = 1.0;  // what the job really takes in the simulation
+  double est_s = -1.0;      // what the scheduler believes (-1: same as duration_s)
+  std::string phase;        // compare-by value; phases run one after another in first-seen order
 };
 
 struct SimPlacement {
@@ -53,7 +53,7 @@ struct SimResult {
   std::vector<SimPlacement> placements;  // by job index
   double makespan_s = 0;
   double gpu_util = 0, core_util = 0;
-  std::vector<PhaseFigures> phases;      // one entry with value "" when no compare-by
+  std::vector<PhaseFigures> phases;  // one entry with value "" when no compare-by
 };
 
 struct SimOptions {
@@ -66,7 +66,7 @@ SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, cons
 
 // Human summary: makespan, utilization, per-phase figures and a placement timeline with one row per
 // job (truncated to `max_rows`), at most `width` columns.
-std::string render_schedule(const Cluster& cluster, const std::vector<SimJob>& jobs,
-                            const SimResult& r, int width, int max_rows);
+std::string render_schedule(const Cluster& cluster, const std::vector<SimJob>& jobs, const SimResult& r,
+                            int width, int max_rows);
 
 }  // namespace gridrun::scheduler

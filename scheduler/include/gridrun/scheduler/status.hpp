@@ -30,13 +30,13 @@ struct JobStatusRow {
 
 struct RunStatus {
   std::string name, run_dir;
-  std::vector<JobStatusRow> jobs;                // sorted by id
+  std::vector<JobStatusRow> jobs;  // sorted by id
   std::map<JobOutcome, std::size_t> counts;
-  bool slurm_queried = false;                    // some jobs had Slurm ids and Slurm was asked
+  bool slurm_queried = false;  // some jobs had Slurm ids and Slurm was asked
   bool slurm_answered = false;
-  std::vector<std::string> collect_ids;          // of every submission, oldest first
-  std::string collect_state;                     // Slurm state of the latest collect job
-  std::vector<std::string> damaged;              // quarantined files (*.damaged*), relative paths
+  std::vector<std::string> collect_ids;  // of every submission, oldest first
+  std::string collect_state;             // Slurm state of the latest collect job
+  std::vector<std::string> damaged;      // quarantined files (*.damaged*), relative paths
 };
 
 // Fills rows from a batch system's view: called with the rows built from state.json and the job

@@ -28,9 +28,9 @@ namespace gridrun::slurm {
 struct Shape {
   std::string device = "cpu";  // cpu | gpu
   std::int64_t ranks = 1;
-  std::int64_t threads = 1;    // cores per rank
-  std::int64_t time_s = 0;     // 0 = no --time line (partition default)
-  bool packed = false;         // whole-node allocation running several job steps
+  std::int64_t threads = 1;  // cores per rank
+  std::int64_t time_s = 0;   // 0 = no --time line (partition default)
+  bool packed = false;       // whole-node allocation running several job steps
   bool operator==(const Shape& o) const {
     return device == o.device && ranks == o.ranks && threads == o.threads && time_s == o.time_s &&
            packed == o.packed;
@@ -49,13 +49,13 @@ struct PackedStep {
 using Bundle = std::vector<PackedStep>;
 
 struct ScriptOptions {
-  std::string run_dir;                   // absolute runs/<name>
+  std::string run_dir;  // absolute runs/<name>
   std::string run_name;
-  std::string grid_file;                 // absolute; shown in the resubmit hint
-  std::string out_dir;                   // absolute --out; shown in the resubmit hint
+  std::string grid_file;  // absolute; shown in the resubmit hint
+  std::string out_dir;    // absolute --out; shown in the resubmit hint
   std::string train_bin = "gridrun-train";
   std::string gridrun_bin = "gridrun";
-  int submission = 1;                    // array names start with s<submission>-
+  int submission = 1;  // array names start with s<submission>-
   std::string partition, account, qos, constraint;
   std::string default_time;              // --time: for jobs whose time_limit is empty
   std::vector<std::string> sbatch_args;  // extra "#SBATCH <arg>" lines, after the template
@@ -66,13 +66,13 @@ struct ScriptOptions {
   std::size_t max_array = 1000;          // tasks per array at most
   std::size_t throttle = 0;              // %N: tasks of one array running at once; 0 = no limit
   std::string launcher = "srun";         // srun | mpirun
-  std::string signal = "B:USR1@120";   // a limit <= the warning time gets it at half the limit
+  std::string signal = "B:USR1@120";     // a limit <= the warning time gets it at half the limit
   std::int64_t node_gpus = 4;            // packed allocations ask for the whole node
   bool pack_nodes = false;               // the submission used --pack-nodes (for the resubmit hint)
 };
 
 struct ArrayScript {
-  std::string name;                             // "s1-a0-cpu-r2-t1"
+  std::string name;  // "s1-a0-cpu-r2-t1"
   Shape shape;
   std::vector<std::vector<std::string>> tasks;  // job ids per array task (1 unless packed)
   std::string script_path, list_path;           // absolute
@@ -81,7 +81,7 @@ struct ArrayScript {
 
 struct ScriptSet {
   std::vector<ArrayScript> arrays;
-  std::string collect_path, collect_script;     // submitted with --dependency=afterany:<ids>
+  std::string collect_path, collect_script;  // submitted with --dependency=afterany:<ids>
 };
 
 // Every value that lands in a generated script, checked before anything is written: no control

@@ -18,14 +18,14 @@ namespace gridrun::slurm {
 
 // One job or array task as a Slurm client reports it. Empty fields: the source did not say.
 struct SlurmTask {
-  std::string id;          // "1234_7" for array tasks, "1240" otherwise
-  std::string state;       // Slurm base state: PENDING, RUNNING, COMPLETED, TIMEOUT, ...
-  int exit_code = -1;      // of the batch script; -1 unknown
-  std::string elapsed;     // "00:01:02"
+  std::string id;       // "1234_7" for array tasks, "1240" otherwise
+  std::string state;    // Slurm base state: PENDING, RUNNING, COMPLETED, TIMEOUT, ...
+  int exit_code = -1;   // of the batch script; -1 unknown
+  std::string elapsed;  // "00:01:02"
   std::string node;
   int restarts = 0;
-  std::string reason;      // pending reason, e.g. "Dependency"
-  std::string source;      // "squeue", "scontrol" or "sacct"
+  std::string reason;  // pending reason, e.g. "Dependency"
+  std::string source;  // "squeue", "scontrol" or "sacct"
 };
 
 // `squeue -h -r -o '%i|%T|%M|%N|%r'` lines.

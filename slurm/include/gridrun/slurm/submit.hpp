@@ -26,17 +26,17 @@ namespace gridrun::slurm {
 struct SubmitOptions {
   std::string grid_file;
   std::string out_dir = "runs";
-  ScriptOptions script;                 // run_dir/run_name/grid_file/out_dir/submission are filled in
-  std::optional<std::size_t> max_array; // unset: MaxArraySize from scontrol, else 1000
+  ScriptOptions script;                  // run_dir/run_name/grid_file/out_dir/submission are filled in
+  std::optional<std::size_t> max_array;  // unset: MaxArraySize from scontrol, else 1000
   bool pack_nodes = false;
-  std::optional<int> node_cores;        // packing: cores per node (unset: sinfo, else required)
+  std::optional<int> node_cores;  // packing: cores per node (unset: sinfo, else required)
   bool dry_run = false;
 };
 
 struct SubmitResult {
   std::string run_dir;
   ScriptSet scripts;
-  std::vector<std::string> array_ids;   // parallel to scripts.arrays (empty on dry run)
+  std::vector<std::string> array_ids;  // parallel to scripts.arrays (empty on dry run)
   std::string collect_id;
   std::size_t total_jobs = 0, submitted_jobs = 0, skipped_jobs = 0;
 };
@@ -66,7 +66,6 @@ struct CancelResult {
 };
 // scancel for every array and collect job of the run that squeue still lists, then waits (bounded
 // by `wait_s`, polling squeue) until none is listed; marks unfinished jobs interrupted in state.json.
-CancelResult cancel_run(const std::string& run_dir, const SlurmCli& cli, double wait_s,
-                        std::ostream& log);
+CancelResult cancel_run(const std::string& run_dir, const SlurmCli& cli, double wait_s, std::ostream& log);
 
 }  // namespace gridrun::slurm
