@@ -61,7 +61,6 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm, const std::strin
     so.default_time = time;
   }
   if (vm.count("max-array")) {
-    if (c.max_array < 1) throw std::invalid_argument("--max-array: must be >= 1");
     s.max_array = c.max_array;
   }
   static const std::regex kSignal("^((R|B|RB|BR):)?[A-Za-z0-9]+(@[0-9]+)?$");
@@ -127,7 +126,7 @@ int cmd_submit(const Args& args) {
       "template", po::value<std::string>(&c.template_file),
       "file of site lines for every array script: #SBATCH lines first, then commands (module load)")(
       "max-array", po::value<std::size_t>(&c.max_array),
-      "tasks per job array at most (default: the cluster's MaxArraySize, else 1000)")(
+      "tasks per job array at most, 1-1000000 (default: the cluster's MaxArraySize, else 1000)")(
       "throttle", po::value<std::size_t>(&so.throttle)->default_value(0),
       "run at most N tasks of each array at once (sbatch --array=...%N); 0 = no limit")(
       "pack-nodes", po::bool_switch(&s.pack_nodes),

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Quick start, step 2: install what is missing (test tools and the pinned PyTorch wheel included),
-# build, and run the whole test suite with ctest, in two lanes:
+# build, and run the whole test suite with ctest, in four lanes:
 #   1. build/       Debian's LibTorch 1.13, CPU only: every test.
-#   2. build-cuda/  the CUDA configuration (CUDA, NCCL, NVML ON) against the wheel's LibTorch 2.15,
+#   2. lint         scripts/lint.sh on that build: clang-format, clang-tidy, shellcheck, 0 findings.
+#   3. build-asan/  the same sources with -fsanitize=address,undefined: the unit tests and the fuzz
+#                   corpus replay (label unit), zero sanitizer reports (docs/architecture.md).
+#   4. build-cuda/  the CUDA configuration (CUDA, NCCL, NVML ON) against the wheel's LibTorch 2.15,
 #                   built on this machine whether or not it has a GPU: the unit tests, the GPU tests
 #                   (they skip with "no GPU" where there is none) and the CPU scenarios labelled
 #                   cuda_lane (torch_equal, scheduler end-to-end on CPU jobs). docs/gpu.md says what
 #                   this proves without a GPU.
-# Usage: bash scripts/test.sh [--lane debian|cuda|all]   (as root, or a user with sudo)
+# Usage: bash scripts/test.sh [--lane debian|lint|asan|cuda|all]   (as root, or a user with sudo)
 # Exit code: non-zero if any lane failed. Ends with the counts of each lane and of both together:
 # passed, failed, and skipped by reason (a test whose tool is missing skips with a reason, see
 # tests/needs.sh; under CI=true that is a failure for what the install steps install). Under
@@ -19,11 +22,11 @@ while (($#)); do
   case $1 in
     --lane) lane=$2; shift ;;
     -h|--help) sed -n 2,14p "$0"; exit 0 ;;
-    *) echo "test.sh: unknown option $1 (usage: test.sh [--lane debian|cuda|all])" >&2; exit 2 ;;
+    *) echo "test.sh: unknown option $1 (usage: test.sh [--lane debian|lint|asan|cuda|all])" >&2; exit 2 ;;
   esac
   shift
 done
-case $lane in debian|cuda|all) ;; *) echo "test.sh: --lane must be debian, cuda or all, not '$lane'" >&2; exit 2 ;; esac
+case $lane in debian|lint|asan|cuda|all) ;; *) echo "test.sh: --lane must be debian, lint, asan, cuda or all, not '$lane'" >&2; exit 2 ;; esac
 
 t_start=$(date +%s)
 scripts/install-deps.sh --test --wheel
@@ -43,14 +46,38 @@ run_ctest() {
   [[ -f $junit ]] && junits+=("$junit")
 }
 
-if [[ $lane != cuda ]]; then
+if [[ $lane == all || $lane == debian || $lane == lint ]]; then
   t0=$(date +%s)
   scripts/build.sh
   echo "test.sh: lane debian built in $(($(date +%s) - t0)) s"
-  run_ctest build debian
+  [[ $lane == lint ]] || run_ctest build debian
 fi
 
-if [[ $lane != debian ]]; then
+if [[ $lane == all || $lane == lint ]]; then
+  scripts/lint.sh --build build || { echo "test.sh: FAIL: lane lint (findings above)" >&2; rc=1; }
+fi
+
+if [[ $lane == all || $lane == asan ]]; then
+  # ASan + UBSan (GRIDRUN_SANITIZE): -O1 keeps the reports' stacks readable and the build short;
+  # bench/ is not built. Leak checks are on; the suppressions name third-party libraries only
+  # (tests/sanitizers/lsan.supp, each with its why). Any report fails its test.
+  t0=$(date +%s)
+  gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  if cmake -S . -B build-asan "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DGRIDRUN_SANITIZE=address,undefined -DGRIDRUN_BUILD_BENCH=OFF \
+      -DGRIDRUN_WITH_CUDA=OFF >/dev/null && cmake --build build-asan -j "$(nproc)"; then
+    echo "test.sh: lane asan built in $(($(date +%s) - t0)) s"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0 \
+      run_ctest build-asan asan -L unit
+  else
+    echo "test.sh: FAIL: lane asan did not build (log above)" >&2
+    rc=1
+  fi
+fi
+
+if [[ $lane == all || $lane == cuda ]]; then
   if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
     if [[ ${CI:-} == true ]]; then
       echo "test.sh: FAIL: no CUDA toolkit at /usr/local/cuda; CI=true, where the CUDA lane must build" >&2

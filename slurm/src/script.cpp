@@ -16,6 +16,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/slurm/slurm_cli.hpp"
 #include "task_body.hpp"
 
 namespace gridrun::slurm {
@@ -327,7 +328,8 @@ void check_template(const ScriptOptions& o) {
 }  // namespace
 
 void check_script_options(const ScriptOptions& o) {
-  if (o.max_array < 1) throw std::invalid_argument("--max-array: must be >= 1");
+  if (o.max_array < 1 || o.max_array > kMaxArrayTasks)
+    throw std::invalid_argument("--max-array: must be 1.." + std::to_string(kMaxArrayTasks));
   if (o.launcher != "srun" && o.launcher != "mpirun")
     throw std::invalid_argument("--launcher: '" + o.launcher + "' is not one of srun, mpirun");
   if (o.node_gpus < 1) throw std::invalid_argument("--node-gpus: must be >= 1");

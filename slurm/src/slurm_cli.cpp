@@ -69,6 +69,10 @@ std::vector<std::vector<std::string>> pipe_records(const std::string& text, std:
 
 namespace {
 constexpr int kMaxSlurmTaskId = 4'000'000;
+// gridrun never submits an array of more tasks (slurm::kMaxArrayTasks); a record of a larger range
+// is another tool's job or damaged text, skipped instead of expanded into millions of entries (a
+// 2,147,483-task range held the sacct parser for seconds: found by fuzzing, issue 24).
+constexpr std::int64_t kMaxExpandedTasks = kMaxArrayTasks;
 }  // namespace
 
 std::vector<int> expand_task_range(const std::string& range) {
@@ -92,6 +96,9 @@ std::vector<int> expand_task_range(const std::string& range) {
         // No Slurm task id exceeds MaxArraySize's ceiling (4,000,001 in slurm.conf(5)): a larger
         // bound is damaged text, and `i += step` up to INT_MAX would overflow (found by fuzzing).
         if (a < 0 || b > kMaxSlurmTaskId) continue;
+        if ((static_cast<std::int64_t>(b) - a) / step + 1 + static_cast<std::int64_t>(out.size()) >
+            kMaxExpandedTasks)
+          continue;
         for (std::int64_t i = a; i <= b; i += step) out.push_back(static_cast<int>(i));
       }
     } catch (const std::exception&) {

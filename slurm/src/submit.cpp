@@ -157,7 +157,7 @@ ScriptOptions script_options(const SubmitOptions& opts, const jobs::Expansion& e
     so.max_array = *opts.max_array;
   } else {
     auto m = cli.max_array_size();
-    so.max_array = m && *m > 0 ? *m : 1000;  // indices 0..MaxArraySize-1: MaxArraySize tasks
+    so.max_array = m && *m > 0 ? std::min(*m, kMaxArrayTasks) : 1000;  // indices 0..MaxArraySize-1
   }
   return so;
 }

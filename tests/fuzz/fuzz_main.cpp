@@ -1,6 +1,7 @@
 // libFuzzer entry for one target, chosen at compile time (GRIDRUN_FUZZ_TARGET, one executable per
 // target: bench/fuzz/run.sh builds and runs them). Reads in process (TargetOptions::isolate false)
-// so that a crash is the fuzzer's finding, not a "damaged" message.
+// so that a crash is the fuzzer's finding, not a "damaged" message; fuzz_h5_guarded alone reads
+// through the guard, as gridrun does.
 #include <cstdio>
 #include <cstdlib>
 
@@ -16,7 +17,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return t;
   }();
   gridrun::fuzz::TargetOptions o;
+#ifdef GRIDRUN_FUZZ_ISOLATE
+  o.isolate = true;  // fuzz_h5_guarded: the product's path, a crash of libhdf5 stays in the child
+#else
   o.isolate = false;
+#endif
   target->run(data, size, o);
   return 0;
 }

@@ -36,6 +36,10 @@ std::vector<SlurmTask> parse_scontrol(const std::string& text);
 // `sacct -n -P -X -o JobID,State,ExitCode,Elapsed,NodeList` lines ("CANCELLED by 0" -> CANCELLED).
 std::vector<SlurmTask> parse_sacct(const std::string& text);
 // "MaxArraySize            = 1001" from `scontrol show config`; nullopt when absent.
+// The most tasks gridrun puts in one array, whatever the site's MaxArraySize (Slurm allows up to
+// 4,000,001): a grid beyond it is split into several arrays. Also the bound on the task ranges the
+// squeue/sacct parsers expand.
+constexpr std::size_t kMaxArrayTasks = 1'000'000;
 std::optional<std::size_t> parse_max_array_size(const std::string& config_text);
 // "3-9%2", "1,4,7-8" -> task numbers.
 std::vector<int> expand_task_range(const std::string& range);
