@@ -127,7 +127,8 @@ INSTANTIATE_TEST_SUITE_P(SlowModels, Learns,
 // training accuracy while the BatchNorm running statistics catch up).
 // resnet50 and densenet121 learn 16x16 images (issue 22: CI's hour needed room for the CUDA lane);
 // measured 2026-11-25, side by side through ctest: resnet50 0.479 / 0.734 (689 s), densenet121
-// 0.394 / 0.658 (808 s).
+// 0.394 / 0.658 (808 s). 8x8 is no cheaper (tried 2026-11-25 for issue 24's CI room: both still
+// running after 550 s of CPU, killed): per-layer overhead, not pixels, dominates at these sizes.
 INSTANTIATE_TEST_SUITE_P(DeepModels, Learns,
                          ::testing::Values(Case{"resnet18", 1024, 96}, Case{"resnet50", 1024, 128, 16},
                                            Case{"densenet121", 1024, 192, 16}),
