@@ -22,14 +22,10 @@ const std::vector<std::string>& top_keys() {
 
 const char* kind(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Map:
-      return "a map";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Null:
-      return "nothing";
-    default:
-      return "a scalar";
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Null: return "nothing";
+    default: return "a scalar";
   }
 }
 

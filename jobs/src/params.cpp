@@ -326,14 +326,10 @@ std::string to_string(const Value& v) {
 
 const char* type_name(Type t) {
   switch (t) {
-    case Type::Bool:
-      return "bool";
-    case Type::Int:
-      return "integer";
-    case Type::Float:
-      return "number";
-    case Type::String:
-      return "string";
+    case Type::Bool: return "bool";
+    case Type::Int: return "integer";
+    case Type::Float: return "number";
+    case Type::String: return "string";
   }
   return "?";
 }
@@ -460,9 +456,7 @@ bool text_to_value(const ParamSpec& spec, const std::string& text, Value& out, s
       out = d;
       return true;
     }
-    case Type::String:
-      out = text;
-      return true;
+    case Type::String: out = text; return true;
   }
   err = std::string(spec.type == Type::Int ? "expected an " : "expected a ") + type_name(spec.type) +
         ", got '" + text + "'";

@@ -134,8 +134,7 @@ herr_t collect_attr(hid_t loc, const char* name, const H5A_info_t*, void* data) 
         }
         break;
       }
-      default:
-        break;
+      default: break;
     }
   } catch (const std::exception& e) {
     c->error = e.what();

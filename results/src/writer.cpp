@@ -31,16 +31,11 @@ namespace fs = std::filesystem;
 
 std::string to_string(Status s) {
   switch (s) {
-    case Status::Running:
-      return "running";
-    case Status::Completed:
-      return "completed";
-    case Status::Failed:
-      return "failed";
-    case Status::Interrupted:
-      return "interrupted";
-    case Status::TargetReached:
-      return "target_reached";
+    case Status::Running: return "running";
+    case Status::Completed: return "completed";
+    case Status::Failed: return "failed";
+    case Status::Interrupted: return "interrupted";
+    case Status::TargetReached: return "target_reached";
   }
   return "unknown";
 }

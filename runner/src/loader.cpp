@@ -33,12 +33,9 @@ Augment parse_augment(const std::string& name) {
 
 const char* augment_name(Augment a) {
   switch (a) {
-    case Augment::Flip:
-      return "flip";
-    case Augment::CropFlip:
-      return "crop_flip";
-    default:
-      return "none";
+    case Augment::Flip: return "flip";
+    case Augment::CropFlip: return "crop_flip";
+    default: return "none";
   }
 }
 

@@ -31,20 +31,13 @@ constexpr JobOutcome kAllOutcomes[] = {
 
 std::string to_string(JobOutcome s) {
   switch (s) {
-    case JobOutcome::Pending:
-      return "pending";
-    case JobOutcome::Running:
-      return "running";
-    case JobOutcome::Completed:
-      return "completed";
-    case JobOutcome::Failed:
-      return "failed";
-    case JobOutcome::Interrupted:
-      return "interrupted";
-    case JobOutcome::TargetReached:
-      return "target_reached";
-    case JobOutcome::Submitted:
-      return "submitted";
+    case JobOutcome::Pending: return "pending";
+    case JobOutcome::Running: return "running";
+    case JobOutcome::Completed: return "completed";
+    case JobOutcome::Failed: return "failed";
+    case JobOutcome::Interrupted: return "interrupted";
+    case JobOutcome::TargetReached: return "target_reached";
+    case JobOutcome::Submitted: return "submitted";
   }
   return "pending";
 }

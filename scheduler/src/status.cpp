@@ -188,12 +188,9 @@ void print_table(const RunStatus& st, std::ostream& os) {
 
 void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os) {
   switch (fmt) {
-    case StatusFormat::Json:
-      return print_json(st, os);
-    case StatusFormat::Csv:
-      return print_csv(st, os);
-    case StatusFormat::Table:
-      return print_table(st, os);
+    case StatusFormat::Json: return print_json(st, os);
+    case StatusFormat::Csv: return print_csv(st, os);
+    case StatusFormat::Table: return print_table(st, os);
   }
 }
 

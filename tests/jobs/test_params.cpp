@@ -30,18 +30,10 @@ TEST(JobsParams, TableNamesUniqueAndTyped) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name;
     EXPECT_FALSE(s.help.empty()) << s.name;
     switch (s.type) {
-      case gj::Type::Bool:
-        EXPECT_TRUE(std::holds_alternative<bool>(s.default_value));
-        break;
-      case gj::Type::Int:
-        EXPECT_TRUE(std::holds_alternative<std::int64_t>(s.default_value));
-        break;
-      case gj::Type::Float:
-        EXPECT_TRUE(std::holds_alternative<double>(s.default_value));
-        break;
-      case gj::Type::String:
-        EXPECT_TRUE(std::holds_alternative<std::string>(s.default_value));
-        break;
+      case gj::Type::Bool: EXPECT_TRUE(std::holds_alternative<bool>(s.default_value)); break;
+      case gj::Type::Int: EXPECT_TRUE(std::holds_alternative<std::int64_t>(s.default_value)); break;
+      case gj::Type::Float: EXPECT_TRUE(std::holds_alternative<double>(s.default_value)); break;
+      case gj::Type::String: EXPECT_TRUE(std::holds_alternative<std::string>(s.default_value)); break;
     }
   }
 }
@@ -164,15 +156,12 @@ static gj::Value other_value(const gj::ParamSpec& s) {
   if (!s.choices.empty())
     return s.choices.back() == std::get<std::string>(s.default_value) ? s.choices.front() : s.choices.back();
   switch (s.type) {
-    case gj::Type::Bool:
-      return !std::get<bool>(s.default_value);
-    case gj::Type::Int:
-      return std::get<std::int64_t>(s.default_value) + 1;
+    case gj::Type::Bool: return !std::get<bool>(s.default_value);
+    case gj::Type::Int: return std::get<std::int64_t>(s.default_value) + 1;
     case gj::Type::Float:
       return s.max ? (*s.max + std::get<double>(s.default_value)) / 2
                    : std::get<double>(s.default_value) + 0.5;
-    case gj::Type::String:
-      break;
+    case gj::Type::String: break;
   }
   if (s.name == "time_limit") return std::string("1:30:00");
   if (s.name == "mlp_hidden") return std::string("64");
