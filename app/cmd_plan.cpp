@@ -58,7 +58,6 @@ struct PlanOptions {
 };
 
 void add_plan_options(po::options_description& desc, PlanOptions& o) {
-  // clang-format off: one flag per line reads as the --help it prints
   desc.add_options()("help,h", po::bool_switch(&o.help), "show this help and exit")(
       "format,f", po::value(&o.format)->default_value(o.format),
       "output: table (aligned; the parameters that vary, resources), json (every job with all "
@@ -74,7 +73,6 @@ void add_plan_options(po::options_description& desc, PlanOptions& o) {
       "naming each job that fits nowhere")("gpus", po::value(&o.gpus),
                                            "also check every job fits on this machine with N GPUs")(
       "cores", po::value(&o.cores), "also check every job fits on this machine with N cores");
-  // clang-format on
 }
 
 void check_plan_options(const PlanOptions& o) {
@@ -426,9 +424,7 @@ int cmd_plan(const Args& args) {
   po::options_description desc("options", static_cast<unsigned>(kMaxWidth) - 2);
   add_plan_options(desc, o);
   po::options_description hidden;
-  // clang-format off: one flag per line reads as the --help it prints
   hidden.add_options()("grid", po::value(&o.grid), "grid file");
-  // clang-format on
   po::options_description all;
   all.add(desc).add(hidden);
   po::positional_options_description pos;

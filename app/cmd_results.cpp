@@ -94,11 +94,9 @@ int cmd_collect(const Args& args) {
       "Builds RUN_DIR/results.h5 from RUN_DIR/results/<id>.h5 (or .h5.partial): a /jobs table\n"
       "(id, status, parameters, summary figures) and an external link /links/<id> per job.\n"
       "Idempotent; unreadable or missing job files are named on stderr and skipped.\n\noptions");
-  // clang-format off: one flag per line reads as the --help it prints
   opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
       "quiet,q", po::bool_switch(&o.quiet), "no summary line on stderr (skipped files still named)")(
       "run-dir", po::value(&o.run_dir), "the run directory (positional)");
-  // clang-format on
   HelpText help;
   help.footer = "\nExit codes: 0 ok (also when files were skipped), 1 runtime failure, 2 bad input.\n";
   if (!parse_command(args, opts, "run-dir", "collect", o.help, help, std::cout)) return 0;
@@ -118,7 +116,6 @@ int cmd_report(const Args& args) {
       "GPU vs CPU, convergence and one-large vs several-small phase tables. Repeated seeds are\n"
       "averaged (± = 95% interval). A RUN_DIR is read from its job files (current state); a\n"
       "results.h5 from its /jobs table.\n\noptions");
-  // clang-format off: one flag per line reads as the --help it prints
   opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
       "format,f", po::value(&o.format)->default_value("table"), "table | markdown | csv | json")(
       "group-by,g", po::value(&o.group_by), "print the tables once per value of this parameter")(
@@ -136,7 +133,6 @@ int cmd_report(const Args& args) {
       "probe", po::value(&o.probe),
       "probe.json for the CPU roofs (default RUN_DIR/probe.json, else ~/.cache/gridrun/probe.json)")(
       "input", po::value(&o.input), "RUN_DIR or results.h5 (positional)");
-  // clang-format on
   if (!parse_command(args, opts, "input", "report", o.help, kExitCodesHelp, std::cout)) return 0;
   if (o.input.empty())
     throw std::invalid_argument("missing RUN_DIR or results.h5 (see gridrun report --help)");
@@ -187,7 +183,6 @@ int cmd_probe(const Args& args) {
       "Measures this machine's CPU roofs for the report's roofline: an fp32 GEMM (gridrun's own\n"
       "blocked kernel: a LOWER BOUND of what MKL/OpenBLAS reach) and a STREAM-like triad, each on\n"
       "one thread and on all threads. Prints them and stores them as JSON.\n\noptions");
-  // clang-format off: one flag per line reads as the --help it prints
   opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
       "out,o", po::value(&o.out),
       "JSON file to write (default ~/.cache/gridrun/probe.json; "
@@ -196,7 +191,6 @@ int cmd_probe(const Args& args) {
                                                           "time budget for the four measurements (0-600]")(
       "threads,t", po::value(&o.threads)->default_value(0),
       "threads for the all-threads runs (0 = every allowed CPU)");
-  // clang-format on
   if (!parse_command(args, opts, nullptr, "probe", o.help, kExitCodesHelp, std::cout)) return 0;
   if (!(o.seconds > 0) || o.seconds > 600) throw std::invalid_argument("--seconds: expected 0 < S <= 600");
   if (o.threads < 0) throw std::invalid_argument("--threads: expected >= 0");

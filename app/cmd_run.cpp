@@ -46,7 +46,6 @@ int run_impl(const Args& args, bool simulate_cmd) {
              "each with mpirun + gridrun-train, retries failures with --resume, and ends with collect\n"
              "and report. Idempotent: completed jobs are skipped. Ctrl-C stops (jobs checkpoint);\n"
              "a second Ctrl-C kills. Writes OUT/<name>/ (see docs/scheduler.md).\n\noptions"));
-  // clang-format off: one flag per line reads as the --help it prints
   opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
       "out,o", po::value(&o.out)->default_value("runs"), "parent folder of the run directory OUT/<name>")(
       "policy,p", po::value(&o.policy)->default_value("packed"), "placement: packed | fifo | exclusive")(
@@ -69,7 +68,6 @@ int run_impl(const Args& args, bool simulate_cmd) {
       "rows", po::value(&o.rows)->default_value(40), "timeline rows to print (--simulate/--dry-run)")(
       "no-report", po::bool_switch(&o.no_report), "skip collect and report at the end")(
       "grid", po::value(&o.grid), "the grid file (positional)");
-  // clang-format on
   po::positional_options_description pos;
   pos.add("grid", 1);
   const po::variables_map vm = parse_flags(args, opts, pos, cmd);

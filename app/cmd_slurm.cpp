@@ -62,6 +62,7 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm, const std::strin
   }
   if (vm.count("max-array")) {
     s.max_array = c.max_array;
+    so.max_array = c.max_array;  // checked (1..kMaxArrayTasks) with the rest just below
   }
   static const std::regex kSignal("^((R|B|RB|BR):)?[A-Za-z0-9]+(@[0-9]+)?$");
   if (!so.signal.empty() && !std::regex_match(so.signal, kSignal))
@@ -84,10 +85,8 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm, const std::strin
 // The options status and cancel share: --help and the positional run directory.
 po::options_description run_dir_options(bool& help, std::string& run_dir) {
   po::options_description desc("options", 100);
-  // clang-format off: one flag per line reads as the --help it prints
   desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
       "run-dir", po::value<std::string>(&run_dir), "the run directory (positional)");
-  // clang-format on
   return desc;
 }
 
@@ -107,7 +106,6 @@ int cmd_submit(const Args& args) {
   auto& so = s.script;
   std::string time, out = "runs";
   po::options_description desc("options", 100);
-  // clang-format off: one flag per line reads as the --help it prints
   desc.add_options()("help,h", po::bool_switch(&c.help), "show this help")(
       "grid", po::value<std::string>(&s.grid_file), "the grid file (positional)")(
       "slurm", po::bool_switch(&c.slurm),
@@ -144,7 +142,6 @@ int cmd_submit(const Args& args) {
       "train-bin", po::value<std::string>(&so.train_bin),
       "gridrun-train as the compute nodes see it (default: next to this gridrun)")(
       "dry-run", po::bool_switch(&s.dry_run), "write and print the scripts, submit nothing");
-  // clang-format on
   po::positional_options_description pos;
   pos.add("grid", 1);
   const auto vm = parse_flags(args, desc, pos, "submit");
@@ -193,10 +190,8 @@ int cmd_submit(const Args& args) {
 int cmd_status(const Args& args) {
   StatusCli c;
   po::options_description desc = run_dir_options(c.help, c.run_dir);
-  // clang-format off: one flag per line reads as the --help it prints
   desc.add_options()("format", po::value<std::string>(&c.format)->default_value("table"),
                      "table, json or csv");
-  // clang-format on
   const HelpText help{"gridrun status RUN_DIR [--format table|json|csv]",
                       "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
                       "when accounting answers) merged with state.json and the results files on disk.\n"
@@ -220,10 +215,8 @@ int cmd_status(const Args& args) {
 int cmd_cancel(const Args& args) {
   CancelCli c;
   po::options_description desc = run_dir_options(c.help, c.run_dir);
-  // clang-format off: one flag per line reads as the --help it prints
   desc.add_options()("wait", po::value<double>(&c.wait_s)->default_value(60),
                      "seconds to wait until squeue no longer lists the cancelled jobs");
-  // clang-format on
   const HelpText help{"gridrun cancel RUN_DIR [--wait S]",
                       "scancel every array and collect job of the run that squeue still lists, then wait\n"
                       "until they are gone. Finished results stay; `gridrun submit` again resumes the rest."};

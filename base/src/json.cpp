@@ -105,6 +105,8 @@ long long get_int(const Json& obj, const char* key, long long fallback) {
   if (!obj.is_object()) return fallback;
   const auto it = obj.find(key);
   if (it == obj.end() || !it->is_number()) return fallback;
+  // An unsigned literal beyond long long's range would wrap to a negative number: absent too.
+  if (it->is_number_unsigned() && it->get<unsigned long long>() > 9223372036854775807ULL) return fallback;
   if (!it->is_number_float()) return it->get<long long>();
   // A float outside long long's range (a damaged file; found by fuzzing state.json, issue 24) has
   // no integer value: converting it is undefined behaviour, so it reads as absent.

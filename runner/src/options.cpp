@@ -96,7 +96,6 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "Exit codes: 0 done, 1 runtime failure, 2 bad input, 75 interrupted after checkpoint.\n\n"
       "Options",
       100, 50);
-  // clang-format off: one flag per line reads as the --help it prints
   general.add_options()("help,h", "show this help and exit")("job", po::value<std::string>(&o.job_file),
                                                              "job file written by `gridrun plan/run`")(
       "out", po::value<std::string>(&o.out_dir), "results directory (required)")(
@@ -128,22 +127,17 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "host of --owner-pid; ranks on other hosts do not watch it (default: every rank's own)")(
       "probe", po::value<std::string>(&o.probe_file),
       "`gridrun probe` JSON for CPU peaks (default: ~/.cache/gridrun/probe.json if present)");
-  // clang-format on
   po::options_description hidden("hidden test hooks");
-  // clang-format off: one flag per line reads as the --help it prints
   hidden.add_options()("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(0), "")(
       "fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(0), "")(
       "hang-at-step", po::value<std::int64_t>(&o.hang_at_step)->default_value(0), "")(
       "fail-rank", po::value<std::int64_t>(&o.fail_rank)->default_value(1), "");
-  // clang-format on
   po::options_description params("Job parameter overrides (see docs/grid.md)", 100, 50);
   std::map<std::string, std::string> flag_values;
   for (const auto& spec : jobs::param_table()) {
     auto* v = po::value<std::string>()->value_name("V");
     if (spec.type == jobs::Type::Bool) v->implicit_value("true");
-    // clang-format off: one flag per line reads as the --help it prints
     params.add_options()(flag_of(spec.name).c_str(), v, help_of(spec).c_str());
-    // clang-format on
   }
   po::options_description all;
   all.add(general).add(hidden).add(params);

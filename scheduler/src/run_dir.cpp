@@ -110,7 +110,7 @@ RunState RunDir::load_state() const {
       // beyond int's range cast to int is undefined behaviour; found by fuzzing, issue 24).
       if (const auto ec = j.find("exit_codes"); ec != j.end() && ec->is_array())
         for (const auto& e : *ec)
-          if (e.is_number_integer() && e.get<long long>() >= -(1LL << 31) && e.get<long long>() < (1LL << 31))
+          if (e.is_number_integer() && e.get<double>() >= -2147483648.0 && e.get<double>() <= 2147483647.0)
             r.exit_codes.push_back(static_cast<int>(e.get<long long>()));
       r.start_unix = base::get_number(j, "start_unix");
       r.end_unix = base::get_number(j, "end_unix");

@@ -112,6 +112,9 @@ namespace {
 // One entry per task of an array record (its array job id, a task range such as "3-9%2").
 void push_tasks(std::vector<SlurmTask>& out, const SlurmTask& t, const std::string& array_id,
                 const std::string& range) {
+  // The bound holds for a whole listing too, not only per record: many records of large ranges are
+  // no gridrun run's either (review of the fuzz fix, issue 24).
+  if (static_cast<std::int64_t>(out.size()) >= kMaxExpandedTasks) return;
   for (int i : expand_task_range(range)) {
     SlurmTask ti = t;
     ti.id = array_id + "_" + std::to_string(i);

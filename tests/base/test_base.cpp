@@ -57,6 +57,21 @@ TEST(Json, KeepsKeyOrderAndTypedAccess) {
   EXPECT_EQ(get_int(j, "missing", 7), 7);
 }
 
+// Values nlohmann can parse but not hold, found by fuzzing job files and state.json (issue 24):
+// clear errors or absent values, never std::terminate or undefined behaviour.
+TEST(Json, OverflowsAreClearErrorsOrAbsent) {
+  try {
+    parse_json(R"({"a": 1e999})", "job.json");
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("job.json: invalid JSON:", 0), 0u) << e.what();
+  }
+  const Json j = parse_json(R"({"f": 1e300, "u": 18446744073709551615, "ok": 3.0})", "t");
+  EXPECT_EQ(get_int(j, "f", -1), -1);
+  EXPECT_EQ(get_int(j, "u", -1), -1);
+  EXPECT_EQ(get_int(j, "ok", -1), 3);
+}
+
 TEST(Json, EscapesEveryControlCharacter) {
   EXPECT_EQ(json_quote("a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
   EXPECT_EQ(parse_json(json_quote("a\"b\\c\n\t\x01 é"), "t").get<std::string>(), "a\"b\\c\n\t\x01 é");

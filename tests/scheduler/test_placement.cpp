@@ -372,3 +372,26 @@ TEST(GpuSharing, DetectedGpusArePlaceable) {
   const Allocation a = st.allocate(st.find(one), one, 0, 1.0);
   EXPECT_EQ(gpus_string(c, a), c.nodes[0].gpus[0]);
 }
+
+// Planning limits of a cluster file (fuzzing found a 535,636-node file planned for seconds, issue
+// 24): an error naming the file, line and key, not minutes of work.
+TEST(ClusterFile, TooManyNodesOrCoresIsAnErrorNamingTheKey) {
+  auto message = [](const std::string& yaml) {
+    try {
+      load_cluster_string(yaml, "big.yaml");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("nodes:\n  - {name: a, count: 16384, cores: 2}\n"), "accepted");  // the limit itself
+  const std::string nodes = message(
+      "nodes:\n  - {name: a, count: 10000, cores: 2}\n"
+      "  - {name: b, count: 10000, cores: 2}\n");
+  EXPECT_NE(nodes.find("big.yaml:3:"), std::string::npos) << nodes;
+  EXPECT_NE(nodes.find("nodes[1].count"), std::string::npos) << nodes;
+  EXPECT_NE(nodes.find("16384 nodes"), std::string::npos) << nodes;
+  const std::string cores = message("nodes:\n  - {name: a, count: 1000, cores: 4096}\n");
+  EXPECT_NE(cores.find("nodes[0].cores"), std::string::npos) << cores;
+  EXPECT_NE(cores.find("2097152 cores"), std::string::npos) << cores;
+}

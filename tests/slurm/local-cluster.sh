@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# A private, single-node Slurm cluster for gridrun's tests: real munged, slurmctld and slurmd
-# (Debian 12's slurm-wlm 22.05), started directly (no systemd), everything under one state dir.
+# A private Slurm cluster for gridrun's tests: real munged, slurmctld and slurmd (Debian 12's
+# slurm-wlm 22.05), started directly (no systemd), everything under one state dir. One node on
+# loopback by default; with --nodes N, N hosts, each its own network + UTS namespace (issue 23).
 #
-#   tests/slurm/local-cluster.sh start  [DIR]   install if missing, configure, start, wait for idle
-#   tests/slurm/local-cluster.sh stop   [DIR]   stop the daemons started from DIR and delete DIR
+#   tests/slurm/local-cluster.sh start [--nodes N] [DIR]  install if missing, configure, start,
+#                                                        wait until every node is idle
+#   tests/slurm/local-cluster.sh stop   [DIR]   stop everything started from DIR and delete DIR
+#                                               (namespaces, links and the bridge included)
 #   tests/slurm/local-cluster.sh status [DIR]   sinfo/squeue of that cluster; exit 1 if it is down
 #   tests/slurm/local-cluster.sh env    [DIR]   prints `export SLURM_CONF=...` for a shell to eval
+#   tests/slurm/local-cluster.sh hosts  [DIR]   one line per host: node name, namespace, address
+#   tests/slurm/local-cluster.sh crash NODE [DIR]   the host dies: SIGKILL to every process in it
+#   tests/slurm/local-cluster.sh revive NODE [DIR]  its slurmd starts again; waits until the node
+#                                                   is back in service (ReturnToService=2)
 #
 # DIR defaults to /tmp/gridrun-slurm-<uid>. Clients find the cluster through SLURM_CONF=DIR/slurm.conf,
 # so the machine's own /etc/slurm (if any) is never touched. Ports are derived from DIR, so two build
@@ -20,10 +27,39 @@
 #   - No slurmdbd: accounting is off, so `gridrun status` must work from squeue/scontrol + disk.
 #     MinJobAge 3600 s keeps ended jobs (state, Restarts) in scontrol for the scenarios' asserts
 #     however long the rest of a scenario takes on a loaded machine (300 s is Slurm's default).
+# With --nodes N (found while building issue 23's cluster; each one a pitfall somebody hit):
+#   - Hosts are network namespaces joined by veth pairs to a bridge that exists only for this
+#     cluster, addressed from 198.18.0.0/15 (reserved for benchmarking, never routed): the bridge
+#     (slurmctld's side, in the root namespace) is .1, host k is .(10+k) of a /24 chosen from DIR.
+#     The interface inside a host is eth0: Open MPI's oob and PMIx skip interfaces named vir*.
+#   - Each host also has its own UTS namespace (its own hostname = its Slurm node name), kept as a
+#     bind-mounted nsfs file. Processes enter with `nsenter --net --uts`, not `ip netns exec`,
+#     which remounts /sys (hiding /sys/fs/cgroup, which slurmd 22.05 initialises at every start).
+#   - One slurmd per host (`slurmd -N NODE`); what Slurm keeps per daemon gets %n: spool, pid and
+#     log files, and TmpFS (the PMIx plugin names its directories without the node, so two hosts'
+#     steps collide in a shared /tmp).
+#   - SlurmdTimeout=10: a dead host is DOWN within seconds, its batch jobs go NODE_FAIL and are
+#     requeued (JobRequeue=1) with SLURM_RESTART_COUNT + 1; ReturnToService=2 takes a revived
+#     host back without an admin. `crash` kills every process of the host (slurmd alone would leave
+#     slurmstepd and the ranks running and writing).
+#   - The hosts differ as a real cluster's do: all but the last have 4 fake GPUs, the last none.
 set -euo pipefail
 
 cmd="${1:-}"
-DIR="${2:-/tmp/gridrun-slurm-$(id -u)}"
+shift || true
+NODES=1
+NODE_ARG=""
+case "$cmd" in
+  start)
+    if [[ ${1:-} == --nodes ]]; then
+      NODES=${2:?--nodes needs a count}
+      shift 2
+    fi
+    [[ $NODES =~ ^[1-9][0-9]?$ ]] || { echo "local-cluster: --nodes must be 1-99, not '$NODES'" >&2; exit 2; }
+    ;;
+  crash | revive) NODE_ARG=${1:?usage: $0 $cmd NODE [DIR]}; shift ;;
+esac
+DIR="${1:-/tmp/gridrun-slurm-$(id -u)}"
 DIR="$(realpath -m "$DIR")"
 CONF="$DIR/slurm.conf"
 HOST="$(hostname -s)"
@@ -34,6 +70,21 @@ log() { echo "local-cluster: $*"; }
 
 # Ports from a checksum of DIR: stable per dir, different between build trees.
 port_base() { local h; h=$(printf '%s' "$DIR" | cksum | cut -d' ' -f1); echo $((20000 + (h % 400) * 20)); }
+
+# Multi-host names, also from DIR: two build trees get different namespaces, bridge and subnet.
+TAG=$(($(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 250 + 1))
+NET="198.18.$TAG"                # the cluster's /24; .1 is the bridge, host k is .(10+k)
+BRIDGE="grb$TAG"                 # interface names stay under Linux's 15 characters
+UTS_DIR="/run/gridrun-cluster-$TAG"
+HOSTS_FILE="$DIR/hosts"          # written at start: NODE NAMESPACE ADDRESS GPUS, one line per host
+multi() { [[ -f $HOSTS_FILE ]] && [[ $(awk '$2 != "-"' "$HOSTS_FILE" | wc -l) -gt 0 ]]; }
+host_ns() { awk -v n="$1" '$1 == n {print $2}' "$HOSTS_FILE"; }
+# Runs a command inside host NODE (its network and UTS namespaces).
+in_host() {
+  local node=$1
+  shift
+  nsenter --net="/run/netns/$(host_ns "$node")" --uts="$UTS_DIR/uts-$node" "$@"
+}
 
 munge_dir() {
   # A unix socket path must stay under ~100 bytes; fall back to a short /tmp path for deep DIRs.
@@ -60,12 +111,16 @@ wait_for() {
   local secs="$1" what="$2"; shift 2
   local deadline=$((SECONDS + secs))
   until "$@"; do
-    ((SECONDS < deadline)) || { echo "local-cluster: no $what after ${secs}s" >&2; return 1; }
+    ((SECONDS < deadline)) || { echo "local-cluster: timed out after ${secs}s waiting for $what" >&2; return 1; }
     sleep 0.2
   done
 }
 
 node_idle() { [[ "$(SLURM_CONF="$CONF" sinfo -h -n "$HOST" -o %t 2>/dev/null)" == "idle" ]]; }
+all_idle() { [[ "$(SLURM_CONF="$CONF" sinfo -h -N -o %t 2>/dev/null | sort -u)" == idle ]]; }
+node_in_service() {  # idle, or running jobs: not down, drained or unknown
+  [[ "$(SLURM_CONF="$CONF" sinfo -h -n "$1" -o %t 2>/dev/null)" =~ ^(idle|mix|mixed|alloc|allocated)$ ]]
+}
 munge_up() { [[ -S "$(munge_dir)/munge.socket.2" ]] && munge -S "$(munge_dir)/munge.socket.2" -n </dev/null >/dev/null 2>&1; }
 ctld_up() { SLURM_CONF="$CONF" scontrol ping 2>/dev/null | grep -q UP; }
 
@@ -119,6 +174,90 @@ EOF
   cat >"$DIR/gres.conf" <<EOF
 NodeName=$HOST Name=gpu File=$DIR/dev/gpu[0-$((gpus - 1))]
 EOF
+  if multi; then write_multi_config "$node"; fi
+}
+
+# The --nodes N variant of the file written above: the controller on the bridge, one node line
+# per host, and per-daemon paths (%n = the node name).
+write_multi_config() {
+  local line=$1 name addr g
+  sed -i -e "s|^SlurmctldHost=.*|SlurmctldHost=$HOST($NET.1)|" \
+    -e "s|^SlurmdSpoolDir=.*|SlurmdSpoolDir=$DIR/spool-%n|" \
+    -e "s|^SlurmdPidFile=.*|SlurmdPidFile=$DIR/slurmd-%n.pid|" \
+    -e "s|^SlurmdLogFile=.*|SlurmdLogFile=$DIR/log/slurmd-%n.log\nTmpFS=$DIR/tmp-%n\nSlurmdTimeout=10|" \
+    -e "s|^# Written by .*|# Written by tests/slurm/local-cluster.sh: a private multi-host test cluster.|" \
+    -e '/^NodeName=/d' -e '/^PartitionName=/d' "$CONF"
+  : >"$DIR/gres.conf"
+  while read -r name _ addr g; do
+    mkdir -p "$DIR/spool-$name" "$DIR/tmp-$name"
+    local gres=""
+    ((g > 0)) && gres=" Gres=gpu:$g"
+    echo "NodeName=$name ${line#NodeName=* } NodeAddr=$addr$gres State=UNKNOWN" >>"$CONF"
+    if ((g > 0)); then echo "NodeName=$name Name=gpu File=$DIR/dev/gpu[0-$((g - 1))]" >>"$DIR/gres.conf"; fi
+  done <"$HOSTS_FILE"
+  echo "PartitionName=debug Nodes=$(awk '{print $1}' "$HOSTS_FILE" | paste -sd,) Default=YES MaxTime=INFINITE State=UP" >>"$CONF"
+}
+
+# Hosts for --nodes N: a bridge in the root namespace (slurmctld's side), and per host a network
+# namespace with one end of a veth pair (eth0) on the bridge, plus a UTS namespace named after it.
+make_hosts() {
+  local k name ns addr
+  remove_hosts  # what a killed earlier run of this DIR may have left
+  : >"$HOSTS_FILE"
+  for k in $(seq 1 "$NODES"); do
+    # All hosts but the last have 4 fake GPUs: GPU-shaped work must go to those only.
+    echo "host$k gr${TAG}h$k $NET.$((10 + k)) $((k < NODES ? 4 : 0))" >>"$HOSTS_FILE"
+  done
+  ip link add "$BRIDGE" type bridge
+  ip addr add "$NET.1/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  mkdir -p "$UTS_DIR"
+  while read -r name ns addr _; do
+    k=${name#host}
+    ip netns add "$ns"
+    ip link add "${BRIDGE}v$k" type veth peer name eth0 netns "$ns"
+    ip link set "${BRIDGE}v$k" master "$BRIDGE" up
+    ip -n "$ns" addr add "$addr/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    touch "$UTS_DIR/uts-$name"
+    unshare --uts="$UTS_DIR/uts-$name" hostname "$name"
+  done <"$HOSTS_FILE"
+}
+
+# Kills every process of host NODE (all of its network namespace), until none is left.
+kill_host() {
+  local ns pids tries=0
+  ns=$(host_ns "$1")
+  while pids=$(ip netns pids "$ns" 2>/dev/null) && [[ -n $pids ]]; do
+    # shellcheck disable=SC2086  # one PID per word
+    kill -KILL $pids 2>/dev/null || true
+    ((++tries < 100)) || { log "processes left in $ns: $pids"; return 1; }
+    sleep 0.1
+  done
+}
+
+remove_hosts() {
+  local name ns
+  [[ -f $HOSTS_FILE ]] || return 0
+  while read -r name ns _; do
+    [[ $ns == - ]] && continue
+    if ip netns list | grep -qw "$ns"; then
+      kill_host "$name" || true
+      ip netns del "$ns"
+    fi
+    if [[ -e $UTS_DIR/uts-$name ]]; then
+      umount "$UTS_DIR/uts-$name" 2>/dev/null || true
+      rm -f "$UTS_DIR/uts-$name"
+    fi
+  done <"$HOSTS_FILE"
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE"; fi
+  if [[ -d $UTS_DIR ]]; then rmdir "$UTS_DIR" 2>/dev/null || true; fi
+}
+
+start_slurmd() {  # NODE
+  rm -f "$DIR/slurmd-$1.pid"
+  in_host "$1" slurmd -f "$CONF" -N "$1"
 }
 
 start_munge() {
@@ -138,11 +277,27 @@ start() {
   install_if_missing
   [[ $(id -u) -eq 0 ]] || die "the test cluster runs its daemons as root (SlurmUser=root)"
   mkdir -p "$DIR"
-  if [[ -f "$CONF" ]] && ctld_up && node_idle; then log "already running in $DIR"; return 0; fi
+  if [[ -f "$CONF" ]] && ctld_up && all_idle; then log "already running in $DIR"; return 0; fi
+  if ((NODES > 1)); then
+    make_hosts
+  else
+    echo "$HOST - 127.0.0.1 4" >"$HOSTS_FILE"
+  fi
   write_config
   start_munge
   pid_alive "$DIR/slurmctld.pid" || slurmctld -f "$CONF" -i
   wait_for 30 slurmctld ctld_up || { tail -20 "$DIR/log/slurmctld.log" >&2; die "slurmctld did not answer"; }
+  if multi; then
+    local name
+    while read -r name _; do start_slurmd "$name"; done <"$HOSTS_FILE"
+    if ! wait_for "$WAIT_S" "idle hosts" all_idle; then
+      tail -5 "$DIR"/log/slurmd-*.log >&2 || true
+      SLURM_CONF="$CONF" sinfo -N >&2 || true
+      die "the $NODES hosts did not all become idle within ${WAIT_S}s"
+    fi
+    log "up: $NODES hosts idle on $NET.0/24 ($(SLURM_CONF="$CONF" sinfo -h -N -o '%N:%G' | paste -sd' ')); export SLURM_CONF=$CONF"
+    return 0
+  fi
   pid_alive "$DIR/slurmd.pid" || slurmd -f "$CONF"
   if ! wait_for "$WAIT_S" "idle node" node_idle; then
     tail -20 "$DIR/log/slurmd.log" >&2 || true
@@ -172,6 +327,9 @@ stop() {
     wait_for 30 "empty queue" queue_empty || log "jobs still listed after 30 s; stopping anyway"
   fi
   stop_pid "$DIR/slurmd.pid"
+  local f
+  for f in "$DIR"/slurmd-*.pid; do if [[ -e $f ]]; then stop_pid "$f"; fi; done
+  remove_hosts
   stop_pid "$DIR/slurmctld.pid"
   stop_pid "$(munge_dir)/munged.pid"
   rm -rf "$(munge_dir)" "$DIR"
@@ -185,10 +343,34 @@ status() {
   SLURM_CONF="$CONF" squeue
 }
 
+hosts() {
+  [[ -f $HOSTS_FILE ]] || die "no cluster in $DIR"
+  awk '{print $1, $2, $3}' "$HOSTS_FILE"
+}
+
+crash() {
+  multi || die "crash needs a cluster started with --nodes N (N > 1)"
+  [[ -n $(host_ns "$NODE_ARG") ]] || die "no host $NODE_ARG in $DIR (see: $0 hosts $DIR)"
+  kill_host "$NODE_ARG"
+  log "host $NODE_ARG crashed: every process in $(host_ns "$NODE_ARG") killed"
+}
+
+revive() {
+  multi || die "revive needs a cluster started with --nodes N (N > 1)"
+  [[ -n $(host_ns "$NODE_ARG") ]] || die "no host $NODE_ARG in $DIR (see: $0 hosts $DIR)"
+  start_slurmd "$NODE_ARG"
+  wait_for "$WAIT_S" "$NODE_ARG back in service" node_in_service "$NODE_ARG" ||
+    die "$NODE_ARG did not return to service within ${WAIT_S}s"
+  log "host $NODE_ARG is back: $(SLURM_CONF="$CONF" sinfo -h -n "$NODE_ARG" -o %t)"
+}
+
 case "$cmd" in
   start) start ;;
   stop) stop ;;
   status) status ;;
   env) echo "export SLURM_CONF=$CONF" ;;
-  *) echo "usage: $0 start|stop|status|env [STATE_DIR]" >&2; exit 2 ;;
+  hosts) hosts ;;
+  crash) crash ;;
+  revive) revive ;;
+  *) echo "usage: $0 start [--nodes N]|stop|status|env|hosts|crash NODE|revive NODE [STATE_DIR]" >&2; exit 2 ;;
 esac

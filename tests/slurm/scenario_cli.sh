@@ -28,6 +28,8 @@ expect_exit 2 "--bogus" "$BIN/gridrun" submit grid.yaml --slurm --bogus
 expect_exit 2 "--launcher" "$BIN/gridrun" submit grid.yaml --slurm --launcher ssh
 expect_exit 2 "--time" "$BIN/gridrun" submit grid.yaml --slurm --time 1:xx
 expect_exit 2 "--max-array" "$BIN/gridrun" submit grid.yaml --slurm --max-array 0
+expect_exit 2 "--max-array" "$BIN/gridrun" submit grid.yaml --slurm --max-array 2000000
+[[ ! -e runs ]] || fail "a rejected --max-array left runs/ behind"
 expect_exit 2 "--signal" "$BIN/gridrun" submit grid.yaml --slurm --signal 'USR1 @ 5'
 expect_exit 2 "--template" "$BIN/gridrun" submit grid.yaml --slurm --template missing.txt
 expect_exit 2 "--format" "$BIN/gridrun" status . --format xml

@@ -288,6 +288,13 @@ TEST(SlurmParsers, SqueueSacctAndConfig) {
   EXPECT_EQ(slurm::expand_task_range("0-2147483647"), std::vector<int>{});
   EXPECT_EQ(slurm::expand_task_range("3,-5-2,4000001-4000002"), std::vector<int>{3});
   EXPECT_EQ(slurm::expand_task_range("3999999-4000000"), (std::vector<int>{3999999, 4000000}));
+  // More tasks than gridrun ever puts in one array: skipped, not expanded (a 2,147,483-task range
+  // held the parser for seconds; fuzzing, issue 24). The bound itself still expands.
+  EXPECT_EQ(slurm::expand_task_range("0-1000000"), std::vector<int>{});
+  EXPECT_EQ(slurm::expand_task_range("1-1000000").size(), slurm::kMaxArrayTasks);
+  // ... and for a whole listing: three such records give one record's worth, not three.
+  const std::string big = "7_[1-1000000]|PENDING|0:0|00:00:00|None assigned\n";
+  EXPECT_EQ(slurm::parse_sacct(big + big + big).size(), slurm::kMaxArrayTasks);
 }
 
 TEST(SlurmParsers, StateMapping) {
