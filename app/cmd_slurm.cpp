@@ -135,7 +135,11 @@ int cmd_submit(const Args& args) {
       "node-cores", po::value<int>(&c.node_cores),
       "cores per node for --pack-nodes (default: sinfo of the partition)")(
       "launcher", po::value<std::string>(&so.launcher)->default_value("srun"),
-      "srun (srun --mpi=pmix) or mpirun, to start the ranks inside each job")(
+      "srun (srun --mpi=pmix) or mpirun, to start the ranks inside each job (both span the hosts "
+      "of a job with nodes > 1)")(
+      "network", po::value<std::string>(&so.network),
+      "interfaces (eth0,ib0) or subnets (10.1.0.0/16) the ranks of a multi-host job talk over: "
+      "exported as Open MPI's btl/oob_tcp_if_include and NCCL_SOCKET_IFNAME (names only)")(
       "signal", po::value<std::string>(&so.signal)->default_value("B:USR1@120"),
       "sbatch --signal: warning sent to the batch shell before the time limit; forwarded to "
       "the runner, which checkpoints and is requeued")(

@@ -42,6 +42,13 @@ std::string iso_time(std::time_t t) {
 
 std::string iso_now() { return iso_time(std::time(nullptr)); }
 
+std::optional<std::time_t> parse_iso_time(const std::string& s) {
+  std::tm tm{};
+  const char* end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (!end || *end != '\0') return std::nullopt;
+  return timegm(&tm);
+}
+
 std::string format_duration(double s) {
   char buf[32];
   if (!(s >= 0)) return "?";

@@ -92,8 +92,19 @@ void Rules::limits() {
         "global_batch=" + std::to_string(p_.global_batch) +
             " != batch_per_rank * ranks = " + std::to_string(p_.batch_per_rank * p_.ranks),
         "batch_per_rank");
-  if (p_.device == "gpu" && p_.ranks > 4)
-    add("ranks", std::to_string(p_.ranks) + " is out of range for device gpu (1-4)", "device");
+  if (p_.ranks % p_.nodes != 0)
+    add("nodes",
+        "ranks=" + std::to_string(p_.ranks) + " cannot be spread evenly over nodes=" +
+            std::to_string(p_.nodes) + " (ranks must be a multiple of nodes)",
+        "ranks");
+  // A GPU rank owns one GPU and a node has at most 4: the limit is per node.
+  else if (p_.device == "gpu" && p_.ranks / p_.nodes > 4)
+    add("ranks",
+        std::to_string(p_.ranks) + " is out of range for device gpu (1-4" +
+            (p_.nodes > 1 ? " per node, here " + std::to_string(p_.ranks / p_.nodes) + " on each of " +
+                                std::to_string(p_.nodes) + " nodes)"
+                          : ")"),
+        "device");
   if (p_.device != "gpu" && p_.precision != "fp32")
     add("precision", p_.precision + " needs device gpu", "device", "this job has device " + p_.device);
   if (train_ && p_.epochs == 0 && p_.max_steps == 0)

@@ -205,10 +205,13 @@ struct JobView {
 
 // Legend labels: the parameters that vary across the jobs (model and device bare, others k=v).
 void label_jobs(std::vector<JobView>& jobs) {
-  static const std::vector<std::string> first = {"model", "dataset",        "task",         "device",
-                                                 "ranks", "batch_per_rank", "global_batch", "precision"};
-  static const std::map<std::string, std::string> abbrev = {
-      {"ranks", "r"}, {"batch_per_rank", "bpr"}, {"global_batch", "gb"}, {"threads_per_rank", "t"}};
+  static const std::vector<std::string> first = {
+      "model", "dataset", "task", "device", "ranks", "nodes", "batch_per_rank", "global_batch", "precision"};
+  static const std::map<std::string, std::string> abbrev = {{"ranks", "r"},
+                                                            {"nodes", "n"},
+                                                            {"batch_per_rank", "bpr"},
+                                                            {"global_batch", "gb"},
+                                                            {"threads_per_rank", "t"}};
   std::vector<const RecordedParams*> params;
   for (const auto& j : jobs) params.push_back(&j.rec->params);
   std::vector<std::string> vary = varying_params(params);

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "gridrun/results/reader.hpp"
 
@@ -17,5 +18,11 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
 // ended cleanly: "damaged: reading it crashed with signal N (...) inside libhdf5" for a crash or a
 // hang, else the read's own message. read_job and read_index call it before reading for real.
 void read_in_forked_copy(const std::function<void()>& read, double timeout_s);
+
+// /attempts: one row per start of the runner on a file (columns of one dataset each, so h5py
+// reads them as arrays). The datasets are small and fixed-size; appending rewrites the group,
+// which is only done before SWMR writing starts (at create and at resume).
+void append_attempt(hid_t file, const Attempt& a);
+std::vector<Attempt> read_attempts(hid_t file);  // empty when the file has no /attempts
 
 }  // namespace gridrun::results::detail

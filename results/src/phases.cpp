@@ -2,11 +2,14 @@
 // /summary, written and read under the same keys.
 #include "gridrun/results/phases.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/results/reader.hpp"
 
 namespace gridrun::results {
@@ -76,6 +79,73 @@ Phase phase_from_json(const std::string& name, const base::Json& v) {
     for (const auto& id : *jobs)
       if (id.is_string()) p.jobs.push_back(id.get<std::string>());
   return p;
+}
+
+std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vector<std::string>& files) {
+  struct Seen {
+    std::vector<JobData> jobs;
+  };
+  std::map<std::string, Seen> by_phase;
+  std::vector<std::string> order;
+  for (const auto& f : files) {
+    JobData d;
+    try {
+      ReadOptions ro;
+      ro.tables = false;
+      d = read_job(f, ro);
+    } catch (const std::exception&) {
+      continue;  // unreadable: the report already says so
+    }
+    const std::string phase = d.attr_string("meta.phase");
+    if (phase.empty()) continue;
+    if (!by_phase.count(phase)) order.push_back(phase);
+    by_phase[phase].jobs.push_back(std::move(d));
+  }
+  if (recorded.empty()) {
+    for (const auto& name : order) {
+      Phase p;
+      p.name = name;
+      double first = kNaN, last = kNaN, samples = 0, util_sum = 0;
+      int util_n = 0;
+      for (const auto& d : by_phase[name].jobs) {
+        p.jobs.push_back(d.id);
+        const auto start = base::parse_iso_time(d.start_time), end = base::parse_iso_time(d.end_time);
+        if (start) first = std::isnan(first) ? *start : std::min(first, static_cast<double>(*start));
+        if (end) last = std::isnan(last) ? *end : std::max(last, static_cast<double>(*end));
+        if (auto v = figure(d, "samples")) samples += *v;
+        const bool gpu = d.params && d.params->device == "gpu";
+        if (auto u = figure(d, gpu ? "gpu_util_pct_mean" : "cpu_util_pct_mean")) {
+          util_sum += *u / 100.0;
+          ++util_n;
+        }
+      }
+      p.makespan_s = last - first;
+      p.samples = samples;
+      p.samples_per_s = p.makespan_s > 0 ? samples / p.makespan_s : kNaN;
+      p.util_mean = util_n > 0 ? util_sum / util_n : kNaN;
+      recorded.push_back(p);
+    }
+  }
+  for (auto& p : recorded) {
+    auto it = by_phase.find(p.name);
+    if (it == by_phase.end() || it->second.jobs.empty()) continue;
+    double first = kNaN, reached = 0;
+    bool all = true;
+    for (const auto& d : it->second.jobs)
+      if (const auto start = base::parse_iso_time(d.start_time))
+        first = std::isnan(first) ? *start : std::min(first, static_cast<double>(*start));
+    for (const auto& d : it->second.jobs) {
+      const auto start = base::parse_iso_time(d.start_time);
+      const auto ttt = figure(d, "time_to_target_s");
+      if (!start || !ttt || std::isnan(first)) {
+        all = false;
+        break;
+      }
+      reached = std::max(reached, static_cast<double>(*start) - first + *ttt);
+    }
+    if (all) p.time_to_target_s = reached;
+  }
+  return recorded;
 }
 
 std::vector<Phase> read_phases(const std::string& state_json) {

@@ -35,9 +35,10 @@ void write_profile_report(const ReportOptions& opts, int top, std::ostream& out,
     if (static_cast<int>(ops.size()) > top) ops.resize(static_cast<std::size_t>(top));
     Table t;
     std::string what;
-    for (const char* k : {"model", "device", "ranks", "batch_per_rank"}) {
-      if (auto v = param_value(rec.params, k))
-        what += std::string(what.empty() ? "" : " ") + k + "=" + to_string(*v);
+    for (const char* k : {"model", "device", "ranks", "nodes", "batch_per_rank"}) {
+      auto v = param_value(rec.params, k);
+      if (v && std::string(k) == "nodes" && to_string(*v) == "1") continue;  // the usual case
+      if (v) what += std::string(what.empty() ? "" : " ") + k + "=" + to_string(*v);
     }
     t.title = "Operators: " + rec.id + (what.empty() ? "" : " (" + what + ")");
     t.columns = {"operator", "calls", "self_cpu_ms", "cpu_total_ms", "self_dev_ms", "dev_total_ms", "self%"};

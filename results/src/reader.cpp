@@ -161,6 +161,7 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
       if (k == "gpu_absent_reason" && std::holds_alternative<std::string>(v))
         j.gpu_absent_reason = std::get<std::string>(v);
   }
+  j.attempts = read_attempts(file);
   if (h5::exists(file, "summary")) {
     Id g = H5_OWN(H5Gopen2(file, "summary", H5P_DEFAULT), H5Gclose);
     for (const auto& n : h5::list_group(g)) {
@@ -245,15 +246,21 @@ JobData read_job(const std::string& path, const ReadOptions& opts) {
   }
 }
 
-std::string job_status(const std::string& path) {
+std::string job_status(const std::string& path) { return job_glance(path).status; }
+
+JobGlance job_glance(const std::string& path) {
+  JobGlance g;
   try {
-    if (!fs::exists(path)) return "";
+    if (!fs::exists(path)) return g;
     ReadOptions o;
     o.tables = false;
-    return read_job(path, o).status;
+    JobData d = read_job(path, o);
+    g.status = std::move(d.status);
+    g.attempts = std::move(d.attempts);
   } catch (...) {
-    return "";
+    return JobGlance{};
   }
+  return g;
 }
 
 }  // namespace gridrun::results

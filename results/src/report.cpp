@@ -112,6 +112,7 @@ int key_rank(const std::string& k) {
                                                  "task",
                                                  "device",
                                                  "ranks",
+                                                 "nodes",
                                                  "threads_per_rank",
                                                  "batch_per_rank",
                                                  "global_batch",
@@ -375,14 +376,15 @@ Table convergence_table(const std::vector<JobRecord>& jobs, const std::vector<st
 Table phase_table(const std::vector<Phase>& phases) {
   Table t;
   t.title = "One large vs several small (phases)";
-  t.columns = {"phase", "jobs", "makespan_s", "samples/s", "util%"};
+  t.columns = {"phase", "jobs", "makespan_s", "samples/s", "util%", "time_to_target_s"};
   for (const auto& p : phases)
     t.rows.push_back({text_cell(p.name), number_cell(static_cast<double>(p.jobs.size()), 0),
                       number_cell(p.makespan_s, 1), number_cell(p.samples_per_s, 1),
-                      number_cell(p.util_mean, 1)});
+                      number_cell(p.util_mean, 1), number_cell(p.time_to_target_s, 1)});
   t.notes.push_back(
-      "From the scheduler's state.json: makespan of the phase, aggregate throughput "
-      "of its jobs, mean utilization.");
+      "Makespan of the phase (state.json of `gridrun run`; for Slurm runs the job files' start "
+      "and end times, whole seconds), aggregate throughput of its jobs, mean utilization, and "
+      "time from the phase's start until its last job reached target_accuracy (- if one did not).");
   return t;
 }
 
@@ -520,7 +522,9 @@ LoadedRun load_run(const std::string& input, std::ostream& log) {
   } else {
     throw std::invalid_argument(input + ": no such run directory or results.h5");
   }
-  run.phases = read_phases((fs::path(run.run_dir) / "state.json").string());
+  std::vector<std::string> files;
+  for (const auto& j : run.jobs) files.push_back((fs::path(run.run_dir) / j.file).string());
+  run.phases = complete_phases(read_phases((fs::path(run.run_dir) / "state.json").string()), files);
   return run;
 }
 

@@ -231,6 +231,7 @@ class H5JobWriter final : public JobWriter {
   void reopen();
   void move_damaged_aside(bool renamed, const std::exception& why);
   void reopen_partial();
+  Attempt this_attempt() const;
   void check_resumable();
   void drop_redone_rows();
   void check_open() const;
@@ -391,6 +392,17 @@ void H5JobWriter::write_root_attrs(hid_t file) {
   for (const auto& [k, v] : info_.float_attrs) h5::write_attr(file, k, v);
 }
 
+Attempt H5JobWriter::this_attempt() const {
+  Attempt a;
+  a.started_at = base::iso_now();
+  a.hostname = info_.attempt_hostname;
+  a.hostnames = info_.attempt_hostnames;
+  a.batch_id = info_.attempt_batch_id;
+  a.resumed_from_step = info_.resume_from_step;
+  a.restart_count = info_.attempt_restart_count;
+  return a;
+}
+
 void H5JobWriter::create_fresh() {
   std::error_code ec;
   fs::remove(partial_, ec);
@@ -398,6 +410,7 @@ void H5JobWriter::create_fresh() {
   file_ = H5_OWN(H5Fcreate(partial_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose);
   write_root_attrs(file_);
   h5::write_attr(file_, "start_time", base::iso_now());
+  detail::append_attempt(file_, this_attempt());
   for (SwmrTable* t : tables()) t->create(file_);
   if (info_.gpus == 0)
     h5::write_attr(util_.group(), "gpu_absent_reason",
@@ -460,6 +473,7 @@ void H5JobWriter::reopen_partial() {
   drop_redone_rows();
   write_root_attrs(file_);
   h5::write_attr(file_, "resumed_from_step", info_.resume_from_step);
+  detail::append_attempt(file_, this_attempt());
   H5_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL));
 }
 

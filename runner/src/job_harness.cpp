@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <utility>
@@ -91,6 +92,24 @@ results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
   info.params = o.job;
   info.str_attrs["hostnames"] = join_hosts(hosts, true);
   info.str_attrs["rank_hosts"] = join_hosts(hosts, false);
+  info.attempt_hostname = hosts.empty() ? base::hostname() : hosts.front();  // rank 0, the writer
+  info.attempt_hostnames = info.str_attrs["hostnames"];
+  // Under Slurm, which allocation ran this attempt and how often it was requeued before (facts for
+  // /attempts; the runner never acts on them).
+  const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
+  const char* array_task = std::getenv("SLURM_ARRAY_TASK_ID");
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (array_job && array_task)
+    info.attempt_batch_id = std::string(array_job) + "_" + array_task;
+  else if (job)
+    info.attempt_batch_id = job;
+  if (const char* restarts = std::getenv("SLURM_RESTART_COUNT")) {
+    char* end = nullptr;
+    const long long v = std::strtoll(restarts, &end, 10);
+    if (end != restarts && *end == '\0' && v >= 0) info.attempt_restart_count = v;
+  } else if (job) {
+    info.attempt_restart_count = 0;
+  }
   info.str_attrs["cpu_model"] = base::cpu_model();
   info.int_attrs["core_count"] = usable_cores();
   info.str_attrs["torch_version"] = torch_version();

@@ -25,6 +25,13 @@ std::string join_ids(const std::vector<int>& idx, const std::vector<int>& ids) {
 std::string cores_string(const Cluster& c, const Allocation& a) {
   return join_ids(a.cores, c.nodes.at(a.node).cores);
 }
+std::string nodes_string(const Cluster& c, const Allocation& a) {
+  if (a.node < 0) return "-";
+  std::string s = c.nodes.at(a.node).name;
+  for (const Allocation& p : a.peers) s += "+" + c.nodes.at(p.node).name;
+  return s;
+}
+
 std::string gpus_string(const Cluster& c, const Allocation& a) {
   std::string s;
   std::set<std::string> seen;  // with --jobs-per-gpu two slots may name the same GPU
@@ -97,6 +104,20 @@ int ClusterState::find(const Request& r) const {
   return -1;
 }
 
+std::vector<int> ClusterState::find_nodes(const Request& r) const {
+  std::vector<int> out;
+  if (r.nodes <= 1) {
+    const int n = find(r);
+    if (n >= 0) out.push_back(n);
+    return out;
+  }
+  if (tree_gpus_[1] < r.gpus || tree_cores_[1] < r.cores) return out;
+  for (int n = 0; n < static_cast<int>(size()) && static_cast<int>(out.size()) < r.nodes; ++n)
+    if (fits_within_limit(n, r)) out.push_back(n);
+  if (static_cast<int>(out.size()) < r.nodes) out.clear();
+  return out;
+}
+
 void ClusterState::set_limit(int node, int gpus, int cores) {
   limit_gpus_[node] = std::max(0, gpus);
   limit_cores_[node] = std::max(0, cores);
@@ -136,7 +157,16 @@ Allocation ClusterState::allocate(int node, const Request& r, std::size_t key, d
   return a;
 }
 
+Allocation ClusterState::allocate(const std::vector<int>& nodes, const Request& r, std::size_t key,
+                                  double end) {
+  if (nodes.empty()) throw std::logic_error("ClusterState::allocate: no node");
+  Allocation a = allocate(nodes[0], r, key, end);
+  for (std::size_t i = 1; i < nodes.size(); ++i) a.peers.push_back(allocate(nodes[i], r, key, end));
+  return a;
+}
+
 void ClusterState::release(const Allocation& a, std::size_t key) {
+  for (const Allocation& p : a.peers) release(p, key);
   const int node = a.node;
   for (int c : a.cores) core_used_[node][c] = 0;
   for (int g : a.gpus) gpu_used_[node][g] = 0;
@@ -173,10 +203,10 @@ class FifoPlacement : public Placement {
     std::size_t started = 0;
     while (started < max_starts && !queue_.empty()) {
       const QueuedJob& j = queue_.begin()->second;
-      const int n = st.find(j.req);
-      if (n < 0) break;
-      out.push_back({j.key, st.allocate(n, j.req, j.key, now + j.est_s)});
-      after_start(st, n);
+      const std::vector<int> nodes = st.find_nodes(j.req);
+      if (nodes.empty()) break;
+      out.push_back({j.key, st.allocate(nodes, j.req, j.key, now + j.est_s)});
+      for (int n : nodes) after_start(st, n);
       queue_.erase(queue_.begin());
       ++started;
     }
@@ -204,11 +234,13 @@ class ExclusivePlacement : public FifoPlacement {
 // start earliest (from running jobs' estimated ends): that node then only takes jobs that end
 // before the reservation time, or that fit in what the reserved job leaves over. So the oldest job
 // is never delayed by younger ones beyond estimate errors, and the queue cannot starve it.
+// A multi-node job gets no reservation: while it is the oldest and does not fit, nothing younger
+// starts (fifo for that moment), so nodes drain for it and it cannot starve either.
 class PackedPlacement : public Placement {
  public:
   const char* name() const override { return "packed"; }
   void enqueue(const QueuedJob& j) override {
-    shapes_[ShapeKey{j.req.gpus, j.req.cores}].emplace(OrderKey{j.order, j.key}, j);
+    shapes_[ShapeKey{j.req.gpus, j.req.cores, j.req.nodes}].emplace(OrderKey{j.order, j.key}, j);
     ++pending_;
   }
   std::size_t pending() const override { return pending_; }
@@ -217,10 +249,30 @@ class PackedPlacement : public Placement {
     std::size_t started = 0;
     while (started < max_starts && pending_ > 0) {
       const QueuedJob* head = oldest();
+      if (head->req.nodes > 1) {
+        clear_reservation(st);
+        const std::vector<int> nodes = st.find_nodes(head->req);
+        if (nodes.empty()) break;
+        out.push_back({head->key, st.allocate(nodes, head->req, head->key, now + head->est_s)});
+        erase_job(*head);
+        ++started;
+        continue;
+      }
       update_reservation(st, *head, now);
       bool any = false;
       for (auto it = shapes_.begin(); it != shapes_.end(); ++it) {
         const QueuedJob& j = it->second.begin()->second;
+        if (j.req.nodes > 1) {  // younger multi-node jobs: only when they fit, and never reserved
+          const std::vector<int> nodes = st.find_nodes(j.req);
+          if (nodes.empty()) continue;  // the reserved node's limit already holds its share back
+          out.push_back({j.key, st.allocate(nodes, j.req, j.key, now + j.est_s)});
+          it->second.erase(it->second.begin());
+          if (it->second.empty()) shapes_.erase(it);
+          --pending_;
+          ++started;
+          any = true;
+          break;
+        }
         int n = st.find(j.req);
         bool short_job = false;
         if (n < 0 && res_.active && now + j.est_s <= res_.time && st.fits(res_.node, j.req)) {
@@ -253,11 +305,19 @@ class PackedPlacement : public Placement {
 
  private:
   struct ShapeKey {
-    int gpus, cores;
-    bool operator<(const ShapeKey& o) const {  // largest first: GPUs, then cores
+    int gpus, cores, nodes;
+    bool operator<(const ShapeKey& o) const {  // largest first: nodes, GPUs, then cores
+      if (nodes != o.nodes) return nodes > o.nodes;
       return gpus != o.gpus ? gpus > o.gpus : cores > o.cores;
     }
   };
+
+  void erase_job(const QueuedJob& j) {
+    auto it = shapes_.find(ShapeKey{j.req.gpus, j.req.cores, j.req.nodes});
+    it->second.erase(OrderKey{j.order, j.key});
+    if (it->second.empty()) shapes_.erase(it);
+    --pending_;
+  }
   struct Reservation {
     bool active = false;
     std::size_t key = 0;
@@ -395,10 +455,11 @@ std::vector<Start> Engine::schedule(double now) {
 void Engine::finish(std::size_t key) {
   auto it = running_.find(key);
   if (it == running_.end()) throw std::logic_error("Engine::finish: job is not running");
-  const int node = it->second.node;
+  std::vector<int> nodes{it->second.node};
+  for (const Allocation& p : it->second.peers) nodes.push_back(p.node);
   state_.release(it->second, key);
   running_.erase(it);
-  policy_->on_release(state_, node);
+  for (int node : nodes) policy_->on_release(state_, node);
 }
 
 }  // namespace gridrun::scheduler

@@ -36,11 +36,15 @@ int Cluster::total_gpus() const {
 Request request_for(const jobs::JobParams& p) {
   // jobs::job_resources is the one definition of what a job occupies; we add the rank layout.
   const jobs::Resources res = jobs::job_resources(p);
+  // A multi-node job asks each of its nodes for an equal share (jobs::check made ranks a multiple
+  // of nodes).
+  const std::int64_t nodes = std::max<std::int64_t>(1, p.nodes);
   Request r;
-  r.ranks = static_cast<int>(std::max<std::int64_t>(1, res.ranks));
+  r.nodes = static_cast<int>(nodes);
+  r.ranks = static_cast<int>(std::max<std::int64_t>(1, res.ranks / nodes));
   r.threads_per_rank = static_cast<int>(std::max<std::int64_t>(1, p.threads_per_rank));
-  r.gpus = static_cast<int>(res.gpus);
-  r.cores = static_cast<int>(std::max<std::int64_t>(1, res.cores));
+  r.gpus = static_cast<int>(res.gpus / nodes);
+  r.cores = static_cast<int>(std::max<std::int64_t>(1, res.cores / nodes));
   return r;
 }
 Request request_for(const jobs::Job& job) { return request_for(job.params); }
@@ -51,6 +55,7 @@ std::string describe(const Request& r) {
      << (r.threads_per_rank == 1 ? " thread" : " threads");
   if (r.gpus) os << ", " << r.gpus << (r.gpus == 1 ? " GPU" : " GPUs");
   os << ", " << r.cores << (r.cores == 1 ? " core" : " cores");
+  if (r.nodes > 1) os << " on each of " << r.nodes << " nodes";
   return os.str();
 }
 
@@ -333,16 +338,17 @@ std::vector<Infeasible> find_infeasible(const std::vector<jobs::Job>& jobs, cons
   std::vector<Infeasible> out;
   for (const auto& job : jobs) {
     const Request r = request_for(job);
-    bool fits = false;
+    int fitting = 0;
     for (const auto& n : cluster.nodes)
-      if (static_cast<int>(n.gpus.size()) >= r.gpus && static_cast<int>(n.cores.size()) >= r.cores) {
-        fits = true;
+      if (static_cast<int>(n.gpus.size()) >= r.gpus && static_cast<int>(n.cores.size()) >= r.cores &&
+          ++fitting >= r.nodes)
         break;
-      }
-    if (fits) continue;
+    if (fitting >= r.nodes) continue;
     std::ostringstream why;
-    why << "needs " << describe(r) << " on one node; ";
-    if (r.gpus > max_gpus) {
+    why << "needs " << describe(r) << (r.nodes > 1 ? "; " : " on one node; ");
+    if (r.nodes > 1 && fitting > 0) {
+      why << "only " << fitting << " of the " << cluster.nodes.size() << " nodes can hold its share";
+    } else if (r.gpus > max_gpus) {
       why << "the largest node has " << max_gpus << (max_gpus == 1 ? " GPU" : " GPUs");
     } else if (r.cores > max_cores) {
       why << "the largest node has " << max_cores << (max_cores == 1 ? " core" : " cores");

@@ -68,6 +68,16 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   if (!(o.exit_grace_s > 0)) throw std::invalid_argument("--exit-grace: must be > 0");
   if (o.heartbeat_timeout_s < 0) throw std::invalid_argument("--heartbeat-timeout: must be >= 0");
   const jobs::Expansion& ex = plan.ex;
+  // One machine cannot run a job across hosts; refuse before anything is written or launched
+  // (simulating one on a cluster file is fine: that is planning, not running).
+  if (!o.simulate)
+    for (const auto& j : ex.jobs)
+      if (j.params.nodes > 1)
+        throw std::invalid_argument(o.grid + ": job " + j.id +
+                                    " has nodes=" + std::to_string(j.params.nodes) +
+                                    " (its ranks span hosts). `gridrun run` runs on this machine only, so "
+                                    "submit it with `gridrun submit " +
+                                    o.grid + " --slurm` (or `gridrun simulate` to plan it)");
   const int slots = gpu_slots(ex, plan.share);
   ResourceOptions res_opts = o.resources;
   res_opts.jobs_per_gpu = slots;

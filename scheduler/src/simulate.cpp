@@ -115,8 +115,8 @@ SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, cons
         p.start_s = now;
         p.end_s = now + j.duration_s;
         p.alloc = std::move(s.alloc);
-        busy_g += j.req.gpus * j.duration_s;
-        busy_c += j.req.cores * j.duration_s;
+        busy_g += j.req.gpus * j.req.nodes * j.duration_s;
+        busy_c += j.req.cores * j.req.nodes * j.duration_s;
         ends.emplace(p.end_s, s.key);
       }
     };
@@ -176,7 +176,7 @@ std::string render_schedule(const Cluster& cluster, const std::vector<SimJob>& j
       break;
     }
     const auto& p = r.placements[i];
-    std::string where = p.alloc.node >= 0 ? cluster.nodes[p.alloc.node].name : "-";
+    std::string where = nodes_string(cluster, p.alloc);
     if (where.size() > 10) where = where.substr(0, 10);
     std::string res = p.alloc.node >= 0 ? (jobs[i].req.gpus ? "gpu " + gpus_string(cluster, p.alloc)
                                                             : "cpu " + cores_string(cluster, p.alloc))

@@ -46,9 +46,17 @@ JobStatusRow row_from_record(const RunDir& dir, const JobRecord& r) {
     std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", sec / 3600, sec / 60 % 60, sec % 60);
     row.elapsed = buf;
   }
-  row.disk = results::job_status(dir.result_file(r.id));
+  results::JobGlance glance = results::job_glance(dir.result_file(r.id));
+  row.disk = glance.status;
   std::error_code ec;
-  if (row.disk.empty() && fs::exists(dir.partial_file(r.id), ec)) row.disk = "partial";
+  if (row.disk.empty() && fs::exists(dir.partial_file(r.id), ec)) {
+    row.disk = "partial";
+    glance = results::job_glance(dir.partial_file(r.id));
+  }
+  for (const auto& a : glance.attempts)
+    row.attempt_hosts.push_back(a.hostnames.empty() ? a.hostname : a.hostnames);
+  if (row.node.empty() && !row.attempt_hosts.empty()) row.node = row.attempt_hosts.back();
+  row.attempts = std::max(row.attempts, static_cast<int>(row.attempt_hosts.size()));
   return row;
 }
 
@@ -115,6 +123,7 @@ void print_json(const RunStatus& st, std::ostream& os) {
                     {"node", r.node},
                     {"restarts", r.restarts},
                     {"attempts", r.attempts},
+                    {"attempt_hosts", r.attempt_hosts},
                     {"results", r.disk}});
   const base::Json root = {{"run", st.name},
                            {"run_dir", st.run_dir},
@@ -144,12 +153,22 @@ results::Table jobs_table(const RunStatus& st, bool for_people) {
   t.columns = {"id", "state"};
   if (slurm) t.columns.insert(t.columns.end(), {"slurm_id", "slurm_state"});
   t.columns.insert(t.columns.end(), {"exit_code", "elapsed", "node", "restarts", "attempts", "results"});
+  // Where each attempt ran: always for programs; for people only when some job moved.
+  const bool moved = !for_people || std::any_of(st.jobs.begin(), st.jobs.end(), [](const JobStatusRow& r) {
+    return r.attempt_hosts.size() > 1;
+  });
+  if (moved) t.columns.push_back("attempt_hosts");
   for (const auto& r : st.jobs) {
     std::vector<results::Cell> row = {text_cell(r.id), text_cell(to_string(r.state))};
     if (slurm) row.insert(row.end(), {word(r.slurm_id), word(r.slurm_state)});
     const bool no_exit = for_people && r.exit_code < 0;
     row.insert(row.end(), {count(no_exit ? std::nan("") : r.exit_code), word(r.elapsed), word(r.node),
                            count(r.restarts), count(r.attempts), word(r.disk)});
+    if (moved) {
+      std::string hosts;
+      for (const auto& h : r.attempt_hosts) hosts += (hosts.empty() ? "" : " > ") + h;
+      row.push_back(word(hosts));
+    }
     t.rows.push_back(std::move(row));
   }
   // Too wide for the terminal (long node or results words): Slurm's own words go first.

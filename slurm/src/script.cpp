@@ -28,7 +28,8 @@ constexpr std::size_t kHeaderJobs = 12;  // job ids listed in a script's comment
 
 std::string shape_tag(const Shape& s) {
   if (s.packed) return "gpu-packed";
-  return s.device + "-r" + std::to_string(s.ranks) + "-t" + std::to_string(s.threads);
+  return s.device + "-r" + std::to_string(s.ranks) + "-t" + std::to_string(s.threads) +
+         (s.nodes > 1 ? "-n" + std::to_string(s.nodes) : "");
 }
 
 std::string describe(const Shape& s, const ScriptOptions& o) {
@@ -39,6 +40,8 @@ std::string describe(const Shape& s, const ScriptOptions& o) {
   } else {
     d = s.device + ", " + std::to_string(s.ranks) + " rank(s) x " + std::to_string(s.threads) + " thread(s)";
     if (s.device == "gpu") d += ", 1 GPU per rank";
+    if (s.nodes > 1)
+      d += ", over " + std::to_string(s.nodes) + " nodes (" + std::to_string(s.ranks / s.nodes) + " each)";
   }
   d += ", time limit " + (s.time_s > 0 ? format_time(s.time_s) : std::string("partition default"));
   return d;
@@ -65,6 +68,7 @@ std::string resubmit_flags(const ScriptOptions& o) {
   add("--qos", o.qos);
   add("--constraint", o.constraint);
   add("--time", o.default_time);
+  add("--network", o.network);
   if (o.launcher != "srun") add("--launcher", o.launcher);
   if (o.throttle > 0) add("--throttle", std::to_string(o.throttle));
   if (o.signal != ScriptOptions{}.signal) add("--signal", o.signal);
@@ -189,10 +193,21 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
     s += "THREADS=\n";
   } else {
     s += "RANKS=" + std::to_string(a.shape.ranks) + "\n";
+    if (a.shape.nodes > 1) s += "NODES=" + std::to_string(a.shape.nodes) + "\n";
     s += "THREADS=" + std::to_string(a.shape.threads) + "\n";
   }
   // Packed steps share one allocation: --exact gives each only the cores it asks for.
   s += a.shape.packed ? "STEP_FLAGS=(--exact)\n" : "STEP_FLAGS=()\n";
+  if (!o.network.empty()) {
+    // --network: the interfaces between hosts, for every rank this script starts (exported, so
+    // srun and mpirun pass them on). NCCL_SOCKET_IFNAME takes names, not subnets.
+    s += "export OMPI_MCA_btl_tcp_if_include=" + shell_quote(o.network) + "\n";
+    s += "export OMPI_MCA_oob_tcp_if_include=" + shell_quote(o.network) + "\n";
+    std::string names;
+    for (const auto& item : base::split(o.network, ','))
+      if (item.find('/') == std::string::npos) names += (names.empty() ? "" : ",") + item;
+    if (!names.empty()) s += "export NCCL_SOCKET_IFNAME=" + shell_quote(names) + "\n";
+  }
   s += "# The run directory (printf templates: %s is the job id)\n";
   s += "RESULTS_DIR=" + shell_quote(p.results) + "\n";
   s += "ENDED_DIR=" + shell_quote(p.ended) + "\n";
@@ -210,13 +225,16 @@ void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
   std::string range = "--array=0-" + std::to_string(a.tasks.size() - 1);
   if (o.throttle > 0) range += "%" + std::to_string(o.throttle);
   sbatch_line(s, range);
-  sbatch_line(s, "--nodes=1");
+  sbatch_line(s, "--nodes=" + std::to_string(a.shape.nodes));
   if (a.shape.packed) {
     sbatch_line(s, "--exclusive");
     sbatch_line(s, "--gres=gpu:" + std::to_string(o.node_gpus));
   } else {
+    // --gres is per node: each host of a multi-node job gives its own ranks one GPU each.
+    const std::int64_t per_node = a.shape.ranks / a.shape.nodes;
     sbatch_line(s, "--ntasks=" + std::to_string(a.shape.ranks));
-    if (a.shape.device == "gpu") sbatch_line(s, "--gres=gpu:" + std::to_string(a.shape.ranks));
+    if (a.shape.nodes > 1) sbatch_line(s, "--ntasks-per-node=" + std::to_string(per_node));
+    if (a.shape.device == "gpu") sbatch_line(s, "--gres=gpu:" + std::to_string(per_node));
     sbatch_line(s, "--cpus-per-task=" + std::to_string(a.shape.threads));
   }
   if (a.shape.time_s > 0) sbatch_line(s, "--time=" + format_time(a.shape.time_s));
@@ -338,6 +356,9 @@ void check_script_options(const ScriptOptions& o) {
   slurm_name("--qos", o.qos, "", "a Slurm QoS name");
   slurm_name("--constraint", o.constraint, "&|,*[]():=+", "a Slurm constraint (features, & | , [ ] ( ) *N)");
   slurm_name("--time", o.default_time, ":", "a Slurm time limit");
+  // Interface names (eth0, ib0.8001, enp1s0f0) and subnets (10.1.0.0/16), comma separated.
+  slurm_name("--network", o.network,
+             ",/:", "a list of network interfaces or subnets (eth0,ib0 or 10.1.0.0/16)");
   no_control("--signal", o.signal);
   no_control("--train-bin", o.train_bin);
   no_control("--gridrun-bin", o.gridrun_bin);
@@ -370,6 +391,8 @@ Shape job_shape(const jobs::Job& job, const ScriptOptions& o) {
   s.device = job.params.device;
   s.ranks = job.params.ranks;
   s.threads = job.params.threads_per_rank;
+  s.nodes = job.params.nodes;
+  if (auto it = job.meta.find("phase"); it != job.meta.end()) s.phase = it->second;
   std::string tl = job.params.time_limit;
   if (tl.empty()) tl = o.default_time;
   s.time_s = jobs::time_limit_seconds(tl);

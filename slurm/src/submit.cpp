@@ -65,7 +65,7 @@ Packing pack_jobs(const std::vector<jobs::Job>& all, int node_gpus, int node_cor
   std::vector<Shape> shapes;
   for (const auto& j : all) {
     Shape s = job_shape(j, opts);
-    if (s.device == "gpu" && s.ranks < node_gpus && s.ranks * s.threads <= node_cores) {
+    if (s.device == "gpu" && s.nodes == 1 && s.ranks < node_gpus && s.ranks * s.threads <= node_cores) {
       small.push_back(&j);
       shapes.push_back(s);
     } else {
@@ -180,6 +180,7 @@ void write_job_files(const scheduler::RunDir& rd, const jobs::Expansion& exp,
       j.meta["packed"] = "true";
     }
     j.meta["launcher"] = "slurm";
+    if (const std::string phase = scheduler::phase_of(exp, j.index); !phase.empty()) j.meta["phase"] = phase;
     const std::string text = jobs::job_to_json(j);
     if (base::try_read_file(rd.job_file(j.id)) != text) base::write_file_atomic(rd.job_file(j.id), text);
   }
@@ -194,8 +195,28 @@ void submit_scripts(const scheduler::RunDir& rd, const ScriptOptions& so,
   for (const auto& s : submitted)
     if (s.kind == "array") old_arrays.push_back(s.id);
   std::vector<std::string> deps = cli.active(old_arrays);
-  for (const auto& a : res.scripts.arrays) {
-    const std::string id = cli.sbatch(a.script_path);
+  // Compare-by phases run one after another, as `gridrun run` runs them: each phase's arrays wait
+  // for every array of the phase before (afterany: a failed job must not stall the comparison).
+  std::vector<std::string> phase_order;
+  for (const auto& a : res.scripts.arrays)
+    if (std::find(phase_order.begin(), phase_order.end(), a.shape.phase) == phase_order.end())
+      phase_order.push_back(a.shape.phase);
+  std::map<std::string, std::vector<std::string>> phase_ids;
+  std::vector<const ArrayScript*> arrays;
+  for (const auto& p : phase_order)
+    for (const auto& a : res.scripts.arrays)
+      if (a.shape.phase == p) arrays.push_back(&a);
+  for (const ArrayScript* ap : arrays) {
+    const ArrayScript& a = *ap;
+    std::vector<std::string> extra;
+    const auto at = std::find(phase_order.begin(), phase_order.end(), a.shape.phase);
+    if (at != phase_order.begin()) {
+      std::string after = "--dependency=afterany";
+      for (const auto& d : phase_ids[*(at - 1)]) after += ":" + d;
+      extra.push_back(after);
+    }
+    const std::string id = cli.sbatch(a.script_path, extra);
+    phase_ids[a.shape.phase].push_back(id);
     res.array_ids.push_back(id);
     deps.push_back(id);
     append_submitted(rd, {so.submission, "array", a.name, id});
@@ -228,7 +249,9 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   scheduler::PreparedRun prepared = scheduler::prepare_run(
       rd, exp, scheduler::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true}, log);
   res.total_jobs = exp.jobs.size();
-  const std::vector<jobs::Job> todo = jobs_to_submit(exp, res.run_dir, cli, res);
+  std::vector<jobs::Job> todo = jobs_to_submit(exp, res.run_dir, cli, res);
+  for (auto& j : todo)  // arrays are cut per phase too (script.cpp job_shape), for the chaining
+    if (const std::string phase = scheduler::phase_of(exp, j.index); !phase.empty()) j.meta["phase"] = phase;
   const auto submitted = read_submitted(rd);
   const ScriptOptions so = script_options(opts, exp, res.run_dir, submitted, cli);
 

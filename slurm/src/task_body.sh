@@ -1,5 +1,6 @@
 # The body of every gridrun array script (slurm/src/script.cpp puts it after the #SBATCH block and
-# the variables it reads: LIST, LAUNCHER, RANKS, THREADS, STEP_FLAGS, TRAIN, RESULTS_DIR, ENDED_DIR
+# the variables it reads: LIST, LAUNCHER, RANKS, THREADS, NODES (multi-node arrays only), STEP_FLAGS,
+# TRAIN, RESULTS_DIR, ENDED_DIR
 # and the per-job path templates JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS, all from the
 # run directory's RunDir). Kept as a file so that it reads, and can be checked, as the bash it is.
 # These comment lines above the marker are not copied into the scripts.
@@ -72,7 +73,7 @@ for STEP in $LINE; do
   echo "gridrun: $(date -Is) task ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} restart $RESTART:" \
        "job $JOB ($R x $T${GPUS:+, gpus $GPUS}${CORES:+, cores $CORES}) ${RESUME[*]}"
   case "$LAUNCHER" in
-    srun) CMD=(srun --mpi=pmix "${STEP_FLAGS[@]}" "${GRES[@]}" --nodes=1 --ntasks="$R" --cpus-per-task="$T") ;;
+    srun) CMD=(srun --mpi=pmix "${STEP_FLAGS[@]}" "${GRES[@]}" --nodes="${NODES:-1}" --ntasks="$R" --cpus-per-task="$T") ;;
     mpirun) CMD=(mpirun "${MPI_ROOT[@]}" -np "$R" --bind-to none) ;;
   esac
   # `env` runs inside each rank, after Slurm has set the step's own CUDA_VISIBLE_DEVICES.

@@ -33,7 +33,7 @@ def murmur64a(data: bytes) -> int:
 # (docs/grid.md, "Job ids").
 ID_OMITS_DEFAULT = {"cudnn_benchmark": True, "tf32": True, "cuda_graph": False,
                     "memory_format": "auto", "jobs_per_gpu": 1, "augment": "none",
-                    "mlp_hidden": "256,128"}
+                    "mlp_hidden": "256,128", "nodes": 1}
 
 
 def main() -> int:

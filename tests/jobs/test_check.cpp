@@ -247,3 +247,28 @@ TEST(JobsResolveBatch, IndivisibleGlobalBatchIsAProblemAndChangesNothing) {
   EXPECT_EQ(p.batch_per_rank, 7);
   EXPECT_EQ(p.global_batch, 100);
 }
+
+// nodes (issue 23): ranks spread evenly over the hosts; the GPU limit is per host.
+TEST(JobsCheck, RanksMustSpreadEvenlyOverNodes) {
+  gj::JobParams p;
+  p.ranks = 3;
+  p.global_batch = 96;
+  p.nodes = 2;
+  EXPECT_EQ(problems(p), V{"nodes: ranks=3 cannot be spread evenly over nodes=2 (ranks must be a multiple "
+                           "of nodes)"});
+  p.ranks = 1;
+  p.global_batch = 32;
+  EXPECT_EQ(problems(p).size(), 1u);  // more nodes than ranks
+  p = gpu();
+  p.ranks = 8;
+  p.global_batch = 256;
+  p.nodes = 2;
+  EXPECT_EQ(problems(p), V{});  // 4 GPUs on each of 2 hosts
+  p.nodes = 1;
+  EXPECT_EQ(problems(p), V{"ranks: 8 is out of range for device gpu (1-4)"});
+  p.ranks = 10;
+  p.global_batch = 320;
+  p.nodes = 2;
+  EXPECT_EQ(problems(p),
+            V{"ranks: 10 is out of range for device gpu (1-4 per node, here 5 on each of 2 nodes)"});
+}

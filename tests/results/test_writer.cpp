@@ -229,6 +229,47 @@ TEST(Writer, ResumeKeepsRowsBeforeCheckpoint) {
   EXPECT_EQ(read_job(dir / "res.h5").steps.rows, 11u);
 }
 
+// /attempts (issue 23): one row per start, kept across resumes, with where each attempt ran; the
+// refused resume (rank mismatch) adds none.
+TEST(Writer, EveryAttemptIsARowOfAttempts) {
+  TempDir dir;
+  {
+    JobFileInfo i = info("att", 2, 0);
+    i.attempt_hostname = "host2";
+    i.attempt_hostnames = "host2,host3";
+    i.attempt_batch_id = "41_0";
+    i.attempt_restart_count = 0;
+    auto w = JobWriter::create(dir.path(), i);
+    for (int k = 0; k < 6; ++k) w->append_step(step(k, 2));
+    w->flush();
+  }
+  JobFileInfo bad = info("att", 4, 0);
+  bad.resume_from_step = 5;
+  EXPECT_THROW(JobWriter::create(dir.path(), bad), std::invalid_argument);
+  JobFileInfo i = info("att", 2, 0);
+  i.resume_from_step = 5;
+  i.attempt_hostname = "host1";
+  i.attempt_hostnames = "host1,host2";
+  i.attempt_batch_id = "41_0";
+  i.attempt_restart_count = 1;
+  auto w = JobWriter::create(dir.path(), i);
+  w->append_step(step(5, 2));
+  w->finish(Status::Completed, "done", {});
+  const JobData j = read_job(dir / "att.h5");
+  ASSERT_EQ(j.attempts.size(), 2u);
+  EXPECT_EQ(j.attempts[0].hostnames, "host2,host3");
+  EXPECT_EQ(j.attempts[0].resumed_from_step, 0);
+  EXPECT_EQ(j.attempts[0].restart_count, 0);
+  EXPECT_EQ(j.attempts[1].hostname, "host1");
+  EXPECT_EQ(j.attempts[1].batch_id, "41_0");
+  EXPECT_EQ(j.attempts[1].resumed_from_step, 5);
+  EXPECT_EQ(j.attempts[1].restart_count, 1);
+  EXPECT_FALSE(j.attempts[1].started_at.empty());
+  const JobGlance g = job_glance(dir / "att.h5");
+  EXPECT_EQ(g.status, "completed");
+  EXPECT_EQ(g.attempts.size(), 2u);
+}
+
 TEST(Writer, FreshCreateReplacesStalePartial) {
   TempDir dir;
   {

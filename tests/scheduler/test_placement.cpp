@@ -395,3 +395,108 @@ TEST(ClusterFile, TooManyNodesOrCoresIsAnErrorNamingTheKey) {
   EXPECT_NE(cores.find("nodes[0].cores"), std::string::npos) << cores;
   EXPECT_NE(cores.find("2097152 cores"), std::string::npos) << cores;
 }
+
+// Multi-node jobs (issue 23): a job with Request::nodes = k holds the same share on k distinct
+// nodes at once. Random mixes of one-node and multi-node jobs, every policy: every job placed,
+// on distinct nodes with exactly its share each, and no core or GPU held by two jobs at once.
+namespace {
+
+std::vector<const Allocation*> pieces(const Allocation& a) {
+  std::vector<const Allocation*> out{&a};
+  for (const auto& p : a.peers) out.push_back(&p);
+  return out;
+}
+
+}  // namespace
+
+TEST_P(AllPolicies, MultiNodeJobsHoldTheirShareOnDistinctNodesDisjointly) {
+  int multi_placed = 0;
+  for (unsigned seed = 1; seed <= 150; ++seed) {
+    std::mt19937 rng(seed + 500);
+    Cluster c;
+    const int n_nodes = std::uniform_int_distribution<int>(2, 5)(rng);
+    for (int i = 0; i < n_nodes; ++i) c.nodes.push_back(make_node("n" + std::to_string(i), 4, 2));
+    c.source = "random";
+    std::vector<SimJob> jobs;
+    const int n = std::uniform_int_distribution<int>(2, 25)(rng);
+    for (int i = 0; i < n; ++i) {
+      SimJob j;
+      j.id = "job" + std::to_string(i);
+      j.req.nodes = std::uniform_int_distribution<int>(1, n_nodes)(rng);
+      j.req.ranks = std::uniform_int_distribution<int>(1, 2)(rng);  // per node
+      j.req.cores = j.req.ranks;
+      j.req.gpus = std::uniform_int_distribution<int>(0, 1)(rng) ? j.req.ranks : 0;
+      j.duration_s = std::uniform_int_distribution<int>(1, 20)(rng);
+      jobs.push_back(j);
+    }
+    SimOptions o;
+    o.policy = GetParam();
+    const SimResult r = simulate(c, jobs, o);
+    for (std::size_t a = 0; a < jobs.size(); ++a) {
+      const auto& pa = r.placements[a];
+      ASSERT_GE(pa.start_s, 0) << "seed " << seed << ": job " << a << " never placed";
+      const auto mine = pieces(pa.alloc);
+      ASSERT_EQ(static_cast<int>(mine.size()), jobs[a].req.nodes) << "seed " << seed;
+      std::set<int> nodes;
+      for (const Allocation* p : mine) {
+        nodes.insert(p->node);
+        ASSERT_EQ(static_cast<int>(p->cores.size()), jobs[a].req.cores);
+        ASSERT_EQ(static_cast<int>(p->gpus.size()), jobs[a].req.gpus);
+      }
+      ASSERT_EQ(nodes.size(), mine.size()) << "seed " << seed << ": job " << a << " uses a node twice";
+      if (jobs[a].req.nodes > 1) ++multi_placed;
+      for (std::size_t b = a + 1; b < jobs.size(); ++b) {
+        const auto& pb = r.placements[b];
+        if (!(pa.start_s < pb.end_s && pb.start_s < pa.end_s)) continue;
+        for (const Allocation* x : mine)
+          for (const Allocation* y : pieces(pb.alloc)) {
+            if (x->node != y->node) continue;
+            for (int core : x->cores)
+              ASSERT_EQ(std::count(y->cores.begin(), y->cores.end(), core), 0)
+                  << "seed " << seed << ": core " << core << " of node " << x->node << " in jobs " << a
+                  << ", " << b;
+            for (int g : x->gpus)
+              ASSERT_EQ(std::count(y->gpus.begin(), y->gpus.end(), g), 0)
+                  << "seed " << seed << ": GPU " << g << " of node " << x->node << " in jobs " << a << ", "
+                  << b;
+          }
+      }
+    }
+  }
+  EXPECT_GT(multi_placed, 100);  // the property was exercised
+}
+
+TEST(Placement, MultiNodeJobNeedsThatManyNodes) {
+  Cluster c;
+  c.nodes = {make_node("a", 2, 0), make_node("b", 2, 0), make_node("c", 1, 0)};
+  c.source = "test";
+  gridrun::jobs::Job job;
+  job.id = "span";
+  job.params.ranks = 4;
+  job.params.nodes = 2;
+  job.params.threads_per_rank = 1;
+  const Request r = request_for(job);
+  EXPECT_EQ(r.nodes, 2);
+  EXPECT_EQ(r.ranks, 2);
+  EXPECT_EQ(r.cores, 2);
+  EXPECT_TRUE(find_infeasible({job}, c).empty());
+  job.params.nodes = 1;  // 4 cores on one node: none has them
+  EXPECT_EQ(find_infeasible({job}, c).size(), 1u);
+  job.params.ranks = 6;  // 2 per node on 3 nodes: node c has 1 core
+  job.params.nodes = 3;
+  const auto bad = find_infeasible({job}, c);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NE(bad[0].reason.find("only 2 of the 3 nodes"), std::string::npos) << bad[0].reason;
+  ClusterState st(c);
+  EXPECT_EQ(st.find_nodes(request_for(job)), std::vector<int>{});
+  job.params.ranks = 2;
+  job.params.nodes = 2;
+  EXPECT_EQ(st.find_nodes(request_for(job)), (std::vector<int>{0, 1}));
+  const Allocation a = st.allocate(st.find_nodes(request_for(job)), request_for(job), 7, 1.0);
+  EXPECT_EQ(nodes_string(c, a), "a+b");
+  EXPECT_EQ(st.free_cores(0), 1);
+  EXPECT_EQ(st.free_cores(1), 1);
+  st.release(a, 7);
+  EXPECT_EQ(st.free_cores(0), 2);
+  EXPECT_EQ(st.free_cores(1), 2);
+}

@@ -91,6 +91,35 @@ TEST(SlurmScripts, CpuArraysByShape) {
   check_golden("cpu", render(set));
 }
 
+// issue 23: a job across hosts asks for --nodes=N and R/N tasks (and GPUs) per node; --network
+// reaches Open MPI and NCCL; compare-by phases become separate arrays.
+TEST(SlurmScripts, MultiNodeJobsAndNetwork) {
+  std::vector<jobs::Job> js = {make_job("m00000000001", 0, "gpu", 8, 2, "10"),
+                               make_job("m00000000002", 1, "gpu", 2, 2, "10"),
+                               make_job("m00000000003", 2, "cpu", 4, 1, "10")};
+  js[0].params.nodes = 2;
+  js[2].params.nodes = 2;
+  js[2].meta["phase"] = "2";
+  auto o = base_options();
+  o.network = "eth1,10.1.0.0/16";
+  auto set = slurm::generate_scripts(js, {}, o);
+  ASSERT_EQ(set.arrays.size(), 3u);
+  EXPECT_EQ(set.arrays[0].name, "s1-a0-gpu-r8-t2-n2");
+  const std::string& s = set.arrays[0].script;
+  for (const char* line : {"#SBATCH --nodes=2\n", "#SBATCH --ntasks=8\n", "#SBATCH --ntasks-per-node=4\n",
+                           "#SBATCH --gres=gpu:4\n", "#SBATCH --cpus-per-task=2\n", "\nNODES=2\n",
+                           "\nexport OMPI_MCA_btl_tcp_if_include=eth1,10.1.0.0/16\n",
+                           "\nexport OMPI_MCA_oob_tcp_if_include=eth1,10.1.0.0/16\n",
+                           "\nexport NCCL_SOCKET_IFNAME=eth1\n", " --network eth1,10.1.0.0/16"})
+    EXPECT_NE(s.find(line), std::string::npos) << line;
+  const std::string& one = set.arrays[1].script;
+  EXPECT_NE(one.find("#SBATCH --nodes=1\n"), std::string::npos);
+  EXPECT_EQ(one.find("--ntasks-per-node"), std::string::npos);
+  EXPECT_EQ(one.find("\nNODES="), std::string::npos);
+  EXPECT_EQ(set.arrays[2].shape.phase, "2");
+  EXPECT_EQ(set.arrays[2].name, "s1-a2-cpu-r4-t1-n2");
+}
+
 TEST(SlurmScripts, GpuWithSiteLinesThrottleAndMpirun) {
   std::vector<jobs::Job> js;
   for (int i = 0; i < 4; ++i)
@@ -196,6 +225,8 @@ TEST(SlurmScripts, InjectedValuesAreRejectedNamingTheFlag) {
       {"--sbatch-arg", [](slurm::ScriptOptions& o) { o.sbatch_args = {"mem=1G"}; }},
       {"--sbatch-arg", [](slurm::ScriptOptions& o) { o.sbatch_args = {"--array=0-9"}; }},
       {"--partition", [](slurm::ScriptOptions& o) { o.partition = "x; y"; }},
+      {"--network", [](slurm::ScriptOptions& o) { o.network = "eth0; reboot"; }},
+      {"--network", [](slurm::ScriptOptions& o) { o.network = "eth0\nib0"; }},
       {"--partition", [](slurm::ScriptOptions& o) { o.partition = "x\ny"; }},
       {"--account", [](slurm::ScriptOptions& o) { o.account = "$(id)"; }},
       {"--qos", [](slurm::ScriptOptions& o) { o.qos = "a b"; }},

@@ -20,6 +20,9 @@ struct Phase {
   std::string name;
   double makespan_s = std::nan(""), samples_per_s = std::nan(""), util_mean = std::nan("");
   double alloc_util = std::nan(""), samples = std::nan("");
+  // From the phase's first job start until its last job reached target_accuracy (NaN unless all
+  // did): what "which arrangement answers sooner" asks. Derived by the report from the job files.
+  double time_to_target_s = std::nan("");
   std::vector<std::string> jobs;
 };
 
@@ -51,5 +54,11 @@ Phase phase_from_json(const std::string& name, const base::Json& v);
 
 // "phases" of RUN_DIR/state.json; empty if the file or the key is absent. Throws on bad JSON.
 std::vector<Phase> read_phases(const std::string& state_json);
+
+// Phases of a run from its job files: Slurm runs (`gridrun submit` chains the phases, but no
+// scheduler of ours saw them run, so state.json has none) get their phases from the files'
+// `meta.phase`, start_time and end_time (whole seconds) and /summary. Every phase, recorded or
+// derived, gets its time_to_target_s. `files` are the job files' paths, unreadable ones skipped.
+std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vector<std::string>& files);
 
 }  // namespace gridrun::results

@@ -52,6 +52,12 @@ struct TableData {
   const std::vector<double>* column(const std::string& name) const;
 };
 
+// One row of /attempts: one start of the runner on this file (the first, and each resume).
+struct Attempt {
+  std::string started_at, hostname, hostnames, batch_id;
+  std::int64_t resumed_from_step = 0, restart_count = -1;
+};
+
 struct JobData {
   std::string path;
   bool partial = false;                    // file name ends in .partial
@@ -64,6 +70,7 @@ struct JobData {
   std::string gpu_absent_reason;   // /util attribute when no GPU columns
   Summary summary;                 // /summary (empty while running)
   std::vector<OpProfile> profile;  // /profile (operator table), if recorded
+  std::vector<Attempt> attempts;   // /attempts, oldest first (files before it: empty)
 
   std::string attr_string(const std::string& name, const std::string& fallback = "") const;
   double attr_number(const std::string& name, double fallback) const;  // NaN-friendly
@@ -88,6 +95,12 @@ JobData read_job(const std::string& path, const ReadOptions& opts = {});
 // The `status` attribute of a job file ("running", "completed", "failed", "interrupted",
 // "target_reached"), or "" when the file is missing or unreadable. Never throws.
 std::string job_status(const std::string& path);
+// The same, with the file's attempts (for `gridrun status`): one guarded read. Never throws.
+struct JobGlance {
+  std::string status;
+  std::vector<Attempt> attempts;
+};
+JobGlance job_glance(const std::string& path);
 
 // Figures derived from a job's rows (see docs/results.md, "/summary"): step-time percentiles after
 // `timing_warmup_steps`, throughput, comm shares, time/epochs to target, peak memory, utilization,

@@ -43,6 +43,11 @@ struct JobFileInfo {
   int gpus = 0;                       // devices sampled in /util (0 for cpu jobs)
   std::string gpu_absent_reason;      // why GPU columns are absent (e.g. "NVML not found")
   std::int64_t resume_from_step = 0;  // > 0 when the job resumed: rows continue
+  // This attempt, one row of /attempts (appended on every create or resume; docs/results.md):
+  // where rank 0 ran, every rank's host, and the batch system's job id and restart count when the
+  // job runs under one (empty / -1 otherwise).
+  std::string attempt_hostname, attempt_hostnames, attempt_batch_id;
+  std::int64_t attempt_restart_count = -1;
   // append_* also flush on their own when the last flush is older than this (crash safety without
   // a timer thread); <= 0 disables the automatic flush.
   double flush_interval_s = 30.0;

@@ -11,6 +11,7 @@
 // under a second (bench/scheduler).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <memory>
@@ -29,7 +30,11 @@ struct Allocation {
   int node = -1;
   std::vector<int> cores;
   std::vector<int> gpus;
+  // A multi-node job's other nodes (Request::nodes > 1), each with the same share; empty otherwise.
+  std::vector<Allocation> peers;
 };
+// "host1" or, for a multi-node job, "host1+host2".
+std::string nodes_string(const Cluster& c, const Allocation& a);
 std::string cores_string(const Cluster& c, const Allocation& a);  // "0,1" (OS cpu ids)
 std::string gpus_string(const Cluster& c, const Allocation& a);   // "2,3" (CUDA_VISIBLE_DEVICES)
 
@@ -47,10 +52,17 @@ class ClusterState {
   // First node (lowest index) where `r` fits within free resources capped by the node's limit.
   // -1 when none. Limits let a policy hide a node (exclusive) or shrink it (reservations).
   int find(const Request& r) const;
+  // Nodes for `r`: {find(r)} for a one-node job; for r.nodes > 1 the lowest-numbered r.nodes
+  // distinct nodes that each hold the share (a linear scan: multi-node jobs are few). Empty when
+  // they do not all fit now.
+  std::vector<int> find_nodes(const Request& r) const;
   void set_limit(int node, int gpus, int cores);
   void clear_limit(int node);
   // Lowest free ids; `r` must fit. `key` and `end` record the running job for reservations.
   Allocation allocate(int node, const Request& r, std::size_t key, double end);
+  // The same share on each of `nodes` (from find_nodes): the first holds the rest as peers.
+  Allocation allocate(const std::vector<int>& nodes, const Request& r, std::size_t key, double end);
+  // Releases the allocation and its peers.
   void release(const Allocation& a, std::size_t key);
 
   struct Running {
@@ -69,6 +81,10 @@ class ClusterState {
 
  private:
   void update(int node);
+  bool fits_within_limit(int node, const Request& r) const {
+    return std::min(free_gpus_[node], limit_gpus_[node]) >= r.gpus &&
+           std::min(free_cores_[node], limit_cores_[node]) >= r.cores;
+  }
   const Cluster& cluster_;
   std::vector<int> free_gpus_, free_cores_, limit_gpus_, limit_cores_;
   std::vector<std::vector<char>> core_used_, gpu_used_;

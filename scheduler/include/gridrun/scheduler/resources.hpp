@@ -34,13 +34,15 @@ struct Cluster {
   int total_gpus() const;
 };
 
-// What one job needs, all on one node (gridrun does not split a job across nodes).
+// What one job needs. Most jobs sit on one node; a job with `nodes` > 1 (Slurm only) needs the
+// same share on each of that many distinct nodes, so gpus and cores are per node.
 struct Request {
-  int ranks = 1;
+  int ranks = 1;  // on each node
   int threads_per_rank = 1;
-  int gpus = 0;   // gpu jobs: one GPU per rank
-  int cores = 1;  // ranks * threads_per_rank
-  bool operator==(const Request& o) const { return gpus == o.gpus && cores == o.cores; }
+  int gpus = 0;   // per node; gpu jobs: one GPU per rank
+  int cores = 1;  // per node: ranks * threads_per_rank
+  int nodes = 1;
+  bool operator==(const Request& o) const { return gpus == o.gpus && cores == o.cores && nodes == o.nodes; }
 };
 Request request_for(const jobs::JobParams& p);
 Request request_for(const jobs::Job& job);

@@ -26,6 +26,9 @@ struct JobStatusRow {
   int exit_code = -1;
   int restarts = 0;
   int attempts = 0;
+  // Hosts of each start of the runner on the results file (its /attempts; "host1,host2" for a
+  // multi-host attempt), oldest first: where a job moved after a node failure.
+  std::vector<std::string> attempt_hosts;
 };
 
 struct RunStatus {

@@ -27,13 +27,15 @@ namespace gridrun::slurm {
 // What an array's tasks all ask Slurm for.
 struct Shape {
   std::string device = "cpu";  // cpu | gpu
-  std::int64_t ranks = 1;
-  std::int64_t threads = 1;  // cores per rank
-  std::int64_t time_s = 0;   // 0 = no --time line (partition default)
-  bool packed = false;       // whole-node allocation running several job steps
+  std::int64_t ranks = 1;      // in all, over `nodes` hosts
+  std::int64_t threads = 1;    // cores per rank
+  std::int64_t nodes = 1;      // hosts, ranks / nodes on each (--nodes, --ntasks-per-node)
+  std::int64_t time_s = 0;     // 0 = no --time line (partition default)
+  bool packed = false;         // whole-node allocation running several job steps
+  std::string phase;           // compare-by value: phases are submitted one after another
   bool operator==(const Shape& o) const {
-    return device == o.device && ranks == o.ranks && threads == o.threads && time_s == o.time_s &&
-           packed == o.packed;
+    return device == o.device && ranks == o.ranks && threads == o.threads && nodes == o.nodes &&
+           time_s == o.time_s && packed == o.packed && phase == o.phase;
   }
 };
 
@@ -69,6 +71,10 @@ struct ScriptOptions {
   std::string signal = "B:USR1@120";     // a limit <= the warning time gets it at half the limit
   std::int64_t node_gpus = 4;            // packed allocations ask for the whole node
   bool pack_nodes = false;               // the submission used --pack-nodes (for the resubmit hint)
+  // --network: interfaces (eth0, ib0) or subnets (10.1.0.0/16), comma separated, that ranks on
+  // different hosts talk over: Open MPI's btl/oob_tcp_if_include and NCCL_SOCKET_IFNAME (names
+  // only; NCCL takes no subnets). Empty: the libraries choose (every non-loopback interface).
+  std::string network;
 };
 
 struct ArrayScript {
