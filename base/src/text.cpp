@@ -2,6 +2,7 @@
 #include "gridrun/base/text.hpp"
 
 #include <cctype>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -41,6 +42,10 @@ std::string iso_time(std::time_t t) {
 }
 
 std::string iso_now() { return iso_time(std::time(nullptr)); }
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 std::optional<std::time_t> parse_iso_time(const std::string& s) {
   std::tm tm{};

@@ -81,6 +81,19 @@ Phase phase_from_json(const std::string& name, const base::Json& v) {
   return p;
 }
 
+namespace {
+
+// When a job started and ended, in seconds since the epoch: start_unix/end_unix (sub-second),
+// else the whole seconds of start_time/end_time (files written before those existed).
+std::optional<double> job_time(const JobData& d, const char* unix_attr, const std::string& iso) {
+  const double v = d.attr_number(unix_attr, kNaN);
+  if (std::isfinite(v)) return v;
+  if (const auto t = base::parse_iso_time(iso)) return static_cast<double>(*t);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vector<std::string>& files) {
   struct Seen {
     std::vector<JobData> jobs;
@@ -102,6 +115,7 @@ std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vecto
     by_phase[phase].jobs.push_back(std::move(d));
   }
   if (recorded.empty()) {
+    std::vector<std::pair<double, Phase>> derived;  // (first start, phase): they ran in that order
     for (const auto& name : order) {
       Phase p;
       p.name = name;
@@ -109,9 +123,9 @@ std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vecto
       int util_n = 0;
       for (const auto& d : by_phase[name].jobs) {
         p.jobs.push_back(d.id);
-        const auto start = base::parse_iso_time(d.start_time), end = base::parse_iso_time(d.end_time);
-        if (start) first = std::isnan(first) ? *start : std::min(first, static_cast<double>(*start));
-        if (end) last = std::isnan(last) ? *end : std::max(last, static_cast<double>(*end));
+        const auto start = job_time(d, "start_unix", d.start_time), end = job_time(d, "end_unix", d.end_time);
+        if (start) first = std::isnan(first) ? *start : std::min(first, *start);
+        if (end) last = std::isnan(last) ? *end : std::max(last, *end);
         if (auto v = figure(d, "samples")) samples += *v;
         const bool gpu = d.params && d.params->device == "gpu";
         if (auto u = figure(d, gpu ? "gpu_util_pct_mean" : "cpu_util_pct_mean")) {
@@ -123,8 +137,11 @@ std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vecto
       p.samples = samples;
       p.samples_per_s = p.makespan_s > 0 ? samples / p.makespan_s : kNaN;
       p.util_mean = util_n > 0 ? util_sum / util_n : kNaN;
-      recorded.push_back(p);
+      derived.emplace_back(first, p);
     }
+    std::stable_sort(derived.begin(), derived.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& d : derived) recorded.push_back(std::move(d.second));
   }
   for (auto& p : recorded) {
     auto it = by_phase.find(p.name);
@@ -132,16 +149,16 @@ std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vecto
     double first = kNaN, reached = 0;
     bool all = true;
     for (const auto& d : it->second.jobs)
-      if (const auto start = base::parse_iso_time(d.start_time))
-        first = std::isnan(first) ? *start : std::min(first, static_cast<double>(*start));
+      if (const auto start = job_time(d, "start_unix", d.start_time))
+        first = std::isnan(first) ? *start : std::min(first, *start);
     for (const auto& d : it->second.jobs) {
-      const auto start = base::parse_iso_time(d.start_time);
+      const auto start = job_time(d, "start_unix", d.start_time);
       const auto ttt = figure(d, "time_to_target_s");
       if (!start || !ttt || std::isnan(first)) {
         all = false;
         break;
       }
-      reached = std::max(reached, static_cast<double>(*start) - first + *ttt);
+      reached = std::max(reached, *start - first + *ttt);
     }
     if (all) p.time_to_target_s = reached;
   }

@@ -380,10 +380,10 @@ Table phase_table(const std::vector<Phase>& phases) {
   for (const auto& p : phases)
     t.rows.push_back({text_cell(p.name), number_cell(static_cast<double>(p.jobs.size()), 0),
                       number_cell(p.makespan_s, 1), number_cell(p.samples_per_s, 1),
-                      number_cell(p.util_mean, 1), number_cell(p.time_to_target_s, 1)});
+                      number_cell(100 * p.util_mean, 1), number_cell(p.time_to_target_s, 1)});
   t.notes.push_back(
       "Makespan of the phase (state.json of `gridrun run`; for Slurm runs the job files' start "
-      "and end times, whole seconds), aggregate throughput of its jobs, mean utilization, and "
+      "and end times), aggregate throughput of its jobs, mean utilization, and "
       "time from the phase's start until its last job reached target_accuracy (- if one did not).");
   return t;
 }

@@ -325,6 +325,7 @@ void H5JobWriter::finish(Status status, const std::string& exit_reason, const Su
     h5::write_attr(file, "status", to_string(status));
     h5::write_attr(file, "exit_reason", exit_reason);
     h5::write_attr(file, "end_time", base::iso_now());
+    h5::write_attr(file, "end_unix", base::unix_now());
     write_summary(file, summary);
     if (has_profile_) write_profile(file);
     file.close_checked(__FILE__, __LINE__);
@@ -410,6 +411,7 @@ void H5JobWriter::create_fresh() {
   file_ = H5_OWN(H5Fcreate(partial_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose);
   write_root_attrs(file_);
   h5::write_attr(file_, "start_time", base::iso_now());
+  h5::write_attr(file_, "start_unix", base::unix_now());
   detail::append_attempt(file_, this_attempt());
   for (SwmrTable* t : tables()) t->create(file_);
   if (info_.gpus == 0)

@@ -33,10 +33,6 @@ namespace gridrun::scheduler {
 
 namespace {
 
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Blocks the signals the run loop waits for and reads them from a signalfd; restores the previous
 // mask on destruction. Why signalfd: one poll() waits for child exits, Ctrl-C and the UI tick,
 // with no handler, no global flag and no sleep loop.
@@ -290,7 +286,7 @@ void RunLoop::launch(const Start& s) {
   JobRecord& rec = state_.jobs[job.id];
   rec.state = JobOutcome::Running;
   rec.attempts += 1;
-  rec.start_unix = now_unix();
+  rec.start_unix = base::unix_now();
   rec.cores = cores_string(cluster, s.alloc);
   rec.gpus = gpus_string(cluster, s.alloc);
   rec.host = node.name;
@@ -362,7 +358,7 @@ void RunLoop::on_exit(std::size_t i, int code) {
   ph.engine.finish(i);
   --counts.running;
   rec.exit_codes.push_back(code);
-  rec.end_unix = now_unix();
+  rec.end_unix = base::unix_now();
   const std::string status = results::job_status(rd_.result_file(job.id));
   const JobOutcome disk = outcome_from_results(status);
   std::ostringstream what;

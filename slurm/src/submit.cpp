@@ -230,7 +230,8 @@ void submit_scripts(const scheduler::RunDir& rd, const ScriptOptions& so,
       }
     }
     rd.save_state(state);
-    log << "gridrun submit: " << a.name << " -> Slurm job " << id << " (" << a.tasks.size() << " task(s))\n";
+    log << "gridrun submit: " << a.name << " -> Slurm job " << id << " (" << a.tasks.size() << " task(s)"
+        << (extra.empty() ? "" : ", phase " + a.shape.phase + " " + extra.front()) << ")\n";
   }
   std::string dep = "--dependency=afterany";
   for (const auto& d : deps) dep += ":" + d;

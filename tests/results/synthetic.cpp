@@ -132,8 +132,8 @@ void make_synthetic_run(const std::string& run_dir) {
   std::ofstream(fs::path(run_dir) / "jobs" / "missing000000.json") << "{\"id\":\"missing000000\"}\n";
   std::ofstream(fs::path(run_dir) / "state.json")
       << "{\"name\":\"synthetic\",\"jobs\":{},\"phases\":{\"one-large\":{\"makespan_s\":120.5,"
-         "\"samples_per_s\":640.0,\"util_mean\":71.5,\"jobs\":[\"cpu-r4-s0\"]},\"several-small\":{"
-         "\"makespan_s\":98.25,\"samples_per_s\":790.0,\"util_mean\":88.0,\"jobs\":[\"cpu-r1-s0\","
+         "\"samples_per_s\":640.0,\"util_mean\":0.715,\"jobs\":[\"cpu-r4-s0\"]},\"several-small\":{"
+         "\"makespan_s\":98.25,\"samples_per_s\":790.0,\"util_mean\":0.88,\"jobs\":[\"cpu-r1-s0\","
          "\"cpu-r1-s1\"]}}}\n";
 }
 

@@ -17,6 +17,9 @@ std::string shell_quote(std::string_view word);
 // ISO 8601 UTC, seconds: "2024-05-01T12:00:00Z".
 std::string iso_time(std::time_t t);
 std::string iso_now();
+// Seconds since the epoch with sub-second precision (wall clock: timestamps across processes and
+// hosts, never durations inside one process).
+double unix_now();
 // iso_time's "YYYY-MM-DDTHH:MM:SSZ" back to seconds since the epoch; nullopt for anything else.
 std::optional<std::time_t> parse_iso_time(const std::string& s);
 // Short human duration: "42s", "3m05s", "2h10m", "3d04h"; "?" for negative or NaN.
