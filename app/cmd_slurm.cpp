@@ -12,6 +12,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/scheduler/run.hpp"
 #include "gridrun/scheduler/status.hpp"
@@ -160,9 +161,8 @@ int cmd_submit(const Args& args) {
   }
   s.out_dir = out;
   validate_submit(c, vm, time);
-  std::error_code ec;
-  const auto self = fs::read_symlink("/proc/self/exe", ec);
-  so.gridrun_bin = ec ? std::string("gridrun") : self.string();
+  const std::string self = base::self_exe();
+  so.gridrun_bin = self.empty() ? std::string("gridrun") : self;
   if (!vm.count("train-bin")) so.train_bin = scheduler::default_train_bin();
 
   slurm::SlurmCli cli;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -17,6 +18,12 @@ std::string hostname(const std::string& fallback) {
   char buf[256] = {0};
   if (::gethostname(buf, sizeof buf - 1) != 0 || !buf[0]) return fallback;
   return buf;
+}
+
+std::string self_exe() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : self.string();
 }
 
 std::string cpu_model() {

@@ -15,6 +15,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/results/writer.hpp"
+#include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/communicator.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/options.hpp"
@@ -76,6 +77,20 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << one_line(e.what()) << "\n";
     return kExitBadInput;
+  }
+  if (!opts.check_checkpoint.empty()) {
+    // No communicator, no results file: this process only reads one checkpoint folder (see
+    // Checkpointer::trial_read), so that a file that crashes the reader cannot crash the job.
+    try {
+      read_checkpoint_files(opts.check_checkpoint);
+      return kExitCompleted;
+    } catch (const c10::Error& e) {
+      std::cerr << "gridrun-train: " << opts.check_checkpoint << ": " << one_line(e.what_without_backtrace())
+                << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "gridrun-train: " << opts.check_checkpoint << ": " << one_line(e.what()) << "\n";
+    }
+    return kExitFailure;
   }
   // Before the communicator: a rank that waits in MPI_Init for a peer that never comes must still
   // notice that its owner is gone.

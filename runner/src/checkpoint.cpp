@@ -10,12 +10,18 @@
 #endif
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
+#include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/runner/errors.hpp"
 
@@ -207,16 +213,20 @@ bool Checkpointer::load(Model& model, torch::optim::Optimizer& opt, TrainState& 
   for (;;) {
     const std::string path = latest();
     if (path.empty()) return false;
-    std::string why;
-    try {
-      load_from(path, model, opt, st);
-    } catch (const BadInput&) {
-      throw;
-    } catch (const c10::Error& e) {
-      why = e.what_without_backtrace();
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
+    // A checkpoint that crashes LibTorch's unpickler (fuzzing found inputs that do) would crash
+    // every attempt of the job, so rank 0 reads it in a process of its own first; all ranks then
+    // treat a failed trial like any damaged checkpoint.
+    std::string why = comm_.rank() == 0 ? trial_read(path) : std::string();
+    const auto trial_bad = comm_.allreduce_sum(std::vector<double>{why.empty() ? 0.0 : 1.0});
+    if (trial_bad[0] == 0) try {
+        load_from(path, model, opt, st);
+      } catch (const BadInput&) {
+        throw;
+      } catch (const c10::Error& e) {
+        why = e.what_without_backtrace();
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
     const auto bad = comm_.allreduce_sum(std::vector<double>{why.empty() ? 0.0 : 1.0});
     if (bad[0] == 0) return true;
     if (!why.empty()) {
@@ -236,6 +246,49 @@ bool Checkpointer::load(Model& model, torch::optim::Optimizer& opt, TrainState& 
                    to.c_str());
     }
     comm_.barrier();
+  }
+}
+
+std::string Checkpointer::trial_read(const std::string& path) const {
+  const std::string self = base::self_exe();
+  if (self.empty()) return "";  // no /proc: read it directly, unguarded
+  base::SpawnOptions so;
+  so.argv = {self, "--check-checkpoint", path};
+  so.stdout_path = "/dev/null";
+  so.stderr_path = "/dev/null";
+  so.reset_signals = true;
+  base::Child child = base::spawn(so);
+  // A reader that takes this long is hung on a hostile file (a readable checkpoint of the largest
+  // models gridrun trains loads in a few seconds).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  std::optional<int> code;
+  while (!(code = child.try_wait())) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      child.signal(SIGKILL);
+      child.wait();
+      return "reading it hung for 120 s";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (*code == 0) return "";
+  if (*code > 128) return "reading it crashed with " + base::signal_text(*code - 128);
+  return "it cannot be read (gridrun-train --check-checkpoint exited " + std::to_string(*code) + ")";
+}
+
+void read_checkpoint_files(const std::string& dir) {
+  torch::serialize::InputArchive root, m, o;
+  root.load_from(dir + "/state.pt", c10::Device(c10::kCPU));
+  at::Tensor t;
+  root.read("train_state", t);
+  if (t.dim() != 1 || t.numel() != state_tensor(TrainState{}).numel() || t.scalar_type() != torch::kFloat64)
+    throw std::runtime_error("train_state has the wrong shape");
+  root.read("model", m);
+  root.read("optimizer", o);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("rng-", 0) != 0) continue;
+    std::vector<at::Tensor> rng;
+    torch::load(rng, e.path().string());
   }
 }
 

@@ -126,7 +126,10 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "owner-host", po::value<std::string>(&o.owner_host),
       "host of --owner-pid; ranks on other hosts do not watch it (default: every rank's own)")(
       "probe", po::value<std::string>(&o.probe_file),
-      "`gridrun probe` JSON for CPU peaks (default: ~/.cache/gridrun/probe.json if present)");
+      "`gridrun probe` JSON for CPU peaks (default: ~/.cache/gridrun/probe.json if present)")(
+      "check-checkpoint", po::value<std::string>(&o.check_checkpoint),
+      "only read the checkpoint folder DIR (ckpt-<step>) and exit: 0 readable, 1 damaged; what "
+      "--resume runs first in a process of its own, so a file that crashes the reader cannot");
   po::options_description hidden("hidden test hooks");
   hidden.add_options()("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(0), "")(
       "fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(0), "")(
@@ -154,6 +157,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
     return res;
   }
 
+  if (!o.check_checkpoint.empty()) return res;  // reads one folder; needs no job or --out
   resolve_job(vm, o);
   if (o.out_dir.empty()) throw BadInput("gridrun-train: --out DIR is required (results directory)");
   if (o.log_every < 1) throw BadInput("gridrun-train: --log-every must be >= 1");

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "gridrun/base/host.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
@@ -20,10 +21,9 @@ namespace fs = std::filesystem;
 namespace gridrun::scheduler {
 
 std::string default_train_bin() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path cand = self.parent_path() / "gridrun-train";
+  const std::string self = base::self_exe();
+  if (!self.empty()) {
+    const fs::path cand = fs::path(self).parent_path() / "gridrun-train";
     if (::access(cand.c_str(), X_OK) == 0) return cand.string();
   }
   return "gridrun-train";

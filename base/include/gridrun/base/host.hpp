@@ -9,6 +9,9 @@ namespace gridrun::base {
 // gethostname, or `fallback` (the rankfile needs a name mpirun resolves: it passes "localhost").
 std::string hostname(const std::string& fallback = "unknown");
 std::string cpu_model();  // "model name" of /proc/cpuinfo, or "unknown"
+// This process's executable (/proc/self/exe), "" when the kernel does not say: to start a sibling
+// binary or another copy of itself.
+std::string self_exe();
 
 // Direct children of `pid` (/proc/PID/task/PID/children, or a scan of /proc/*/stat on kernels
 // without that file); empty when it is gone.

@@ -44,10 +44,18 @@ class Checkpointer {
 
  private:
   void load_from(const std::string& path, Model& model, torch::optim::Optimizer& opt, TrainState& st);
+  // Rank 0 reads `path` in a separate `gridrun-train --check-checkpoint` process first: "" when it
+  // read cleanly, else why not (a crash or hang of LibTorch's reader included).
+  std::string trial_read(const std::string& path) const;
 
   std::string dir_;
   Communicator& comm_;
 };
+
+// `gridrun-train --check-checkpoint DIR`: reads state.pt (model, optimizer, train state) and every
+// rng-*.pt of the folder with no model to load them into. Throws (std::exception or c10::Error) on
+// a file it cannot read; may also crash or hang on a hostile one, which is why it runs alone.
+void read_checkpoint_files(const std::string& dir);
 
 // Inference (`checkpoint` parameter): the state.pt file `spec` names: a checkpoint file itself; a
 // folder holding state.pt (one ckpt-<step>); a checkpoint folder (its newest complete ckpt-<step>);

@@ -33,6 +33,10 @@ struct RunnerOptions {
   double gpu_memory_fraction = 0;  // --gpu-memory-fraction: cap of this job's GPU memory (0 = none)
   long owner_pid = 0;              // --owner-pid PID: stop (checkpoint, exit 75) when PID is gone
   std::string owner_host;          // --owner-host: PID is a process of this host (other hosts ignore it)
+  // --check-checkpoint DIR: only read that checkpoint folder (state.pt, every rng-*.pt) and exit
+  // 0 (readable) or 1; run by Checkpointer::load in a process of its own before it trusts a
+  // checkpoint, so one that crashes LibTorch's reader takes only that process down.
+  std::string check_checkpoint;
   // Hidden test hooks (documented in docs/runner.md, not in --help):
   std::int64_t stop_after_step = 0;  // raise SIGTERM in-process after this global step
   std::int64_t fail_at_step = 0;     // throw on rank `fail_rank` after this global step
