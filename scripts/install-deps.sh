@@ -27,7 +27,8 @@ pkgs=(build-essential cmake ninja-build git pkg-config
       libhdf5-dev hdf5-tools libboost-program-options-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev
       python3 python3-h5py python3-numpy dataset-fashion-mnist)
 if ((test_pkgs)); then
-  pkgs+=(slurm-wlm munge procps python3-torch chromium fonts-liberation)
+  # iproute2 + util-linux: the multi-host Slurm tests' hosts are network/UTS namespaces (ip, nsenter).
+  pkgs+=(slurm-wlm munge procps iproute2 util-linux python3-torch chromium fonts-liberation)
   # Lint (scripts/lint.sh) and the fuzz targets' clang build (bench/fuzz/run.sh).
   pkgs+=(clang-format-14 clang-tidy-14 shellcheck clang-14 libclang-rt-14-dev)
 fi

@@ -34,6 +34,7 @@ check() {
       [[ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]] ||
         { echo "no Fashion-MNIST files in /usr/share/datasets/fashion-mnist"; return 1; } ;;
     munge) has_cmds munged munge || { echo "munged/munge not on PATH"; return 1; } ;;
+    iproute2) has_cmds ip nsenter unshare || { echo "ip/nsenter/unshare not on PATH"; return 1; } ;;
     wheel-venv)  # the pinned PyTorch wheel environment (scripts/install-deps.sh --wheel)
       if ! "$here/../.venv-wheel/bin/python3" -c "import torch, h5py" >/dev/null 2>&1; then
         echo "no .venv-wheel with torch and h5py"; return 1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stand-in for gridrun-train in the GPU scenario (this machine has no GPU and no CUDA): each rank
-# records the CUDA_VISIBLE_DEVICES Slurm (or the packed script) gave it, with start and end times.
+# records the CUDA_VISIBLE_DEVICES Slurm (or the packed script) gave it, with start and end times
+# and its host (the multi-host scenario checks that GPU work lands on GPU hosts only).
 # A rank of a 1-rank job then waits until MIN_PEERS (default 2) different 1-rank jobs have
 # started, so that at least two jobs are certainly running at the same time when the scenario
 # checks that overlapping jobs never share a device. Only 1-rank jobs wait for one another: they
@@ -33,4 +34,5 @@ if [[ "$ranks" == 1 ]]; then
     sleep 0.1
   done
 fi
-echo "$id $rank ${CUDA_VISIBLE_DEVICES:-unset} $start $(date +%s.%N) ${SLURM_JOB_ID:-}" >"$dir/$id.$rank.rec"
+echo "$id $rank ${CUDA_VISIBLE_DEVICES:-unset} $start $(date +%s.%N) ${SLURM_JOB_ID:-none} $(hostname)" \
+  >"$dir/$id.$rank.rec"

@@ -13,6 +13,9 @@
 #   tests/slurm/local-cluster.sh crash NODE [DIR]   the host dies: SIGKILL to every process in it
 #   tests/slurm/local-cluster.sh revive NODE [DIR]  its slurmd starts again; waits until the node
 #                                                   is back in service (ReturnToService=2)
+#   tests/slurm/local-cluster.sh leftovers [DIR]    after stop: lists any namespace, link, mount
+#                                                   or process of this cluster still there; exit 1
+#                                                   if there is one (the multi-host fixture's check)
 #
 # DIR defaults to /tmp/gridrun-slurm-<uid>. Clients find the cluster through SLURM_CONF=DIR/slurm.conf,
 # so the machine's own /etc/slurm (if any) is never touched. Ports are derived from DIR, so two build
@@ -336,6 +339,32 @@ stop() {
   log "stopped and removed $DIR"
 }
 
+# Names are derived from DIR (TAG above), so they can be checked after DIR is gone.
+leftovers() {
+  local found=0 line
+  while read -r line; do
+    [[ -n $line ]] || continue
+    echo "local-cluster: left over: namespace $line"
+    found=1
+  done < <(ip netns list | awk -v p="gr${TAG}h" 'index($1, p) == 1 {print $1}')
+  while read -r line; do
+    [[ -n $line ]] || continue
+    echo "local-cluster: left over: link $line"
+    found=1
+  done < <(ip -o link show | awk -F': ' -v p="$BRIDGE" 'index($2, p) == 1 {print $2}')
+  if [[ -e $UTS_DIR ]]; then
+    echo "local-cluster: left over: $UTS_DIR"
+    found=1
+  fi
+  while read -r line; do
+    [[ -n $line ]] || continue
+    echo "local-cluster: left over: process $line"
+    found=1
+  done < <(pgrep -af -- "$DIR" | grep -v -e "local-cluster.sh" || true)
+  if ((found)); then return 1; fi
+  log "nothing of the cluster in $DIR is left (namespaces gr${TAG}h*, links $BRIDGE*, processes)"
+}
+
 status() {
   [[ -f "$CONF" ]] || { echo "local-cluster: no cluster in $DIR"; exit 1; }
   ctld_up || { echo "local-cluster: slurmctld in $DIR is down"; exit 1; }
@@ -372,5 +401,6 @@ case "$cmd" in
   hosts) hosts ;;
   crash) crash ;;
   revive) revive ;;
-  *) echo "usage: $0 start [--nodes N]|stop|status|env|hosts|crash NODE|revive NODE [STATE_DIR]" >&2; exit 2 ;;
+  leftovers) leftovers ;;
+  *) echo "usage: $0 start [--nodes N]|stop|status|env|hosts|crash NODE|revive NODE|leftovers [STATE_DIR]" >&2; exit 2 ;;
 esac

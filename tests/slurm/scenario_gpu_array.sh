@@ -15,7 +15,7 @@ import glob, json, os, sys
 run, expected = sys.argv[1], int(sys.argv[2])
 recs = []
 for path in glob.glob(os.path.join(run, "gpucheck", "*.rec")):
-    jid, rank, cvd, t0, t1, sjob = open(path).read().split()
+    jid, rank, cvd, t0, t1, sjob = open(path).read().split()[:6]
     ranks = json.load(open(os.path.join(run, "jobs", jid + ".json")))["params"]["ranks"]
     devs = cvd.split(",") if cvd != "unset" else []
     assert len(devs) == ranks, f"{jid} rank {rank}: CUDA_VISIBLE_DEVICES={cvd}, job has {ranks} ranks"

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Real Slurm on 3 hosts (local-cluster.sh start --nodes 3: host1 and host2 with 4 fake GPUs each,
+# host3 with none), real gridrun-train. Four submissions run side by side, as users' would:
+#  1. spread: a 12-job CPU grid lands on at least two hosts, all complete, results.h5 holds 12.
+#  2. span: a job with ranks 2, nodes 2 runs its ranks on two hosts over the cluster's network
+#     (--network eth0) and its per-step losses equal those of the same job on one host (1e-6).
+#  3. gpu: GPU-shaped arrays (the stand-in trainer fake-gpu-train.sh) run only on GPU hosts, and
+#     --pack-nodes fills both GPU hosts with disjoint CUDA_VISIBLE_DEVICES within each host.
+#  6. compare: examples/large-vs-small-cluster.yaml (compare by nodes) through gridrun submit:
+#     the phases run one after another and the report's phase table has finite makespan,
+#     samples/s and time to target for both.
+# Every wait is on Slurm's queue or on files, with a deadline (lib.sh wait_until).
+#   scenario_hosts_grids.sh BIN_DIR WORK_DIR PYTHON
+source "$(dirname "$0")/lib.sh"
+BIN=$1 WORK=$2 PY=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
+EXAMPLES=$(cd "$HERE/../../examples" && pwd)
+require_cluster
+require_train "$BIN/gridrun-train"
+rm -rf "$WORK" && mkdir -p "$WORK"
+[[ $(sinfo -h -N -o %N | sort -u | wc -l) -eq 3 ]] || fail "expected the 3-host cluster"
+
+cat >"$WORK/spread.yaml" <<'YAML'
+name: hosts-spread
+defaults: {dataset: synthetic, model: mlp, epochs: 1, train_samples: 256, test_samples: 64,
+           batch_per_rank: 32, device: cpu, ranks: 1}
+grid:
+  seed: [0, 1, 2, 3, 4, 5]
+  lr: [0.05, 0.1]
+YAML
+cat >"$WORK/span.yaml" <<'YAML'
+name: hosts-span
+defaults: {dataset: synthetic, model: mlp, epochs: 2, train_samples: 512, test_samples: 128,
+           global_batch: 32, device: cpu, ranks: 2, seed: 4}
+grid:
+  nodes: [2, 1]
+YAML
+cat >"$WORK/gpu.yaml" <<'YAML'
+name: hosts-gpu
+defaults: {device: gpu, threads_per_rank: 1, dataset: synthetic, model: mlp}
+grid:
+  seed: [0, 1, 2, 3]
+include:
+  - {ranks: 2, seed: 9}
+YAML
+cat >"$WORK/packed.yaml" <<'YAML'
+name: hosts-packed
+defaults: {device: gpu, ranks: 1, threads_per_rank: 1, dataset: synthetic, model: mlp}
+grid:
+  seed: [0, 1, 2, 3]
+YAML
+
+RUNS="$WORK/runs"
+submit() { "$BIN/gridrun" submit "$@" --slurm --out "$RUNS" --time 10 | tee -a "$WORK/submit.txt"; }
+note "submit: spread, span, gpu, packed, compare"
+submit "$WORK/spread.yaml"
+submit "$WORK/span.yaml" --network eth0
+submit "$WORK/gpu.yaml" --train-bin "$HERE/fake-gpu-train.sh"
+submit "$WORK/packed.yaml" --pack-nodes --node-gpus 4 --node-cores 2 --train-bin "$HERE/fake-gpu-train.sh"
+submit "$EXAMPLES/large-vs-small-cluster.yaml" --network eth0
+grep -q -- "--dependency=afterany" "$WORK/submit.txt" || fail "the compare phases were not chained"
+all_drained() {
+  local r
+  for r in hosts-spread hosts-span hosts-gpu hosts-packed large-vs-small-cluster; do
+    run_drained "$RUNS/$r" || return 1
+  done
+}
+wait_until 420 "every array and collect job to leave squeue" all_drained
+
+note "1. spread: 12 jobs over at least two hosts, all completed, results.h5 holds 12"
+"$BIN/gridrun" status "$RUNS/hosts-spread" --format json >"$WORK/spread-status.json"
+"$PY" - "$WORK/spread-status.json" "$RUNS/hosts-spread" <<'PYEOF'
+import glob, json, os, sys
+import h5py
+st, run = json.load(open(sys.argv[1])), sys.argv[2]
+assert st["counts"] == {"completed": 12}, st["counts"]
+hosts = set()
+for path in glob.glob(os.path.join(run, "results", "*.h5")):
+    with h5py.File(path, "r") as f:
+        hosts.add(f.attrs["hostname"])
+        assert f["attempts/hostname"].asstr()[0] == f.attrs["hostname"], path
+assert len(hosts) >= 2, f"all 12 jobs ran on {hosts}"
+with h5py.File(os.path.join(run, "results.h5"), "r") as f:
+    jobs = f["jobs"]
+    n = len(jobs["id"]) if isinstance(jobs, h5py.Group) else len(jobs)
+assert n == 12, f"results.h5 holds {n} jobs"
+print(f"12 jobs completed on {sorted(hosts)}; results.h5 holds 12")
+PYEOF
+
+note "2. span: ranks 2 over nodes 2 on two hosts, losses equal to ranks 2 on one host"
+"$PY" - "$RUNS/hosts-span" <<'PYEOF'
+import glob, json, os, sys
+import h5py, numpy as np
+run = sys.argv[1]
+files = {}
+for path in glob.glob(os.path.join(run, "results", "*.h5")):
+    with h5py.File(path, "r") as f:
+        files[int(f.attrs["param.nodes"])] = (str(f.attrs["hostnames"]), f["steps/loss"][:],
+                                              str(f.attrs["status"]))
+assert sorted(files) == [1, 2], files.keys()
+hosts2, loss2, st2 = files[2]
+hosts1, loss1, st1 = files[1]
+assert st1 == st2 == "completed", (st1, st2)
+assert len(set(hosts2.split(","))) == 2, f"nodes=2 job ran on {hosts2}"
+assert len(set(hosts1.split(","))) == 1, f"nodes=1 job ran on {hosts1}"
+assert len(loss1) == len(loss2) > 0, (len(loss1), len(loss2))
+rel = float(np.max(np.abs(loss2 - loss1) / np.maximum(np.abs(loss1), 1e-12)))
+assert rel <= 1e-6, f"per-step losses differ by {rel:.3g} relative"
+print(f"nodes=2 on {hosts2}, nodes=1 on {hosts1}: {len(loss1)} steps, max relative difference {rel:.3g}")
+PYEOF
+grep -q "^#SBATCH --ntasks-per-node=1$" "$RUNS"/hosts-span/slurm/s1-*-n2.sbatch || fail "no --ntasks-per-node=1"
+grep -q "^export OMPI_MCA_btl_tcp_if_include=eth0$" "$RUNS"/hosts-span/slurm/s1-*-n2.sbatch ||
+  fail "--network did not reach the script"
+
+note "3. gpu: GPU-shaped jobs only on GPU hosts; packed bundles fill both GPU hosts"
+gpu_check() {  # RUN EXPECTED_JOBS MIN_HOSTS
+  "$PY" - "$@" <<'PYEOF'
+import glob, json, os, sys
+run, expected, min_hosts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+recs = []
+for path in glob.glob(os.path.join(run, "gpucheck", "*.rec")):
+    jid, rank, cvd, t0, t1, sjob, host = open(path).read().split()[:7]
+    ranks = json.load(open(os.path.join(run, "jobs", jid + ".json")))["params"]["ranks"]
+    devs = cvd.split(",") if cvd != "unset" else []
+    assert len(devs) == ranks, f"{jid} rank {rank}: CUDA_VISIBLE_DEVICES={cvd}, job has {ranks} ranks"
+    assert host in ("host1", "host2"), f"{jid} rank {rank} ran on {host}, which has no GPUs"
+    recs.append((jid, host, set(devs), float(t0), float(t1)))
+jobs = {r[0] for r in recs}
+assert len(jobs) == expected, f"{len(jobs)} jobs recorded, expected {expected}"
+hosts = {r[1] for r in recs}
+assert len(hosts) >= min_hosts, f"jobs ran on {hosts} only"
+overlaps = 0
+for i, a in enumerate(recs):
+    for b in recs[i + 1:]:
+        if a[0] == b[0] or a[1] != b[1] or a[4] <= b[3] or b[4] <= a[3]:
+            continue
+        overlaps += 1
+        assert not (a[2] & b[2]), f"{a[0]} and {b[0]} overlap in time on {a[1]} devices {a[2] & b[2]}"
+assert overlaps > 0, "no two jobs overlapped in time on one host: disjointness not exercised"
+print(f"{len(recs)} rank records of {len(jobs)} jobs on {sorted(hosts)}, {overlaps} overlapping pairs, "
+      "devices disjoint within each host")
+PYEOF
+}
+gpu_check "$RUNS/hosts-gpu" 5 1
+[[ $(wc -l <"$RUNS"/hosts-packed/slurm/s1-a0-gpu-packed.jobs) -eq 2 ]] || fail "expected 2 bundles of 2 steps"
+gpu_check "$RUNS/hosts-packed" 4 2
+
+note "6. compare: phases one after another, the report's phase table"
+CMP="$RUNS/large-vs-small-cluster"
+"$BIN/gridrun" report "$CMP" --format json >"$WORK/report.json"
+"$BIN/gridrun" report "$CMP" | sed -n '/phases)/,$p'
+"$PY" - "$WORK/report.json" "$CMP" <<'PYEOF'
+import glob, json, math, os, sys
+import h5py
+report, run = json.load(open(sys.argv[1]))["tables"], sys.argv[2]
+(table,) = [t for t in report if t["title"].startswith("One large vs several small")]
+rows = {r["phase"]: r for r in table["rows"]}
+assert sorted(rows) == ["1", "2"], rows.keys()
+for phase, r in rows.items():
+    for col in ("makespan_s", "samples/s", "time_to_target_s"):
+        assert isinstance(r[col], (int, float)) and math.isfinite(r[col]) and r[col] > 0, (phase, col, r)
+# The phases did not overlap: every nodes=1 job started after every nodes=2 job ended.
+span = {}
+for path in glob.glob(os.path.join(run, "results", "*.h5")):
+    with h5py.File(path, "r") as f:
+        span.setdefault(str(f.attrs["meta.phase"]), []).append(
+            (float(f.attrs["start_unix"]), float(f.attrs["end_unix"])))
+assert max(e for _, e in span["2"]) <= min(s for s, _ in span["1"]), span
+print("phases:", {p: (r["makespan_s"], r["samples/s"], r["time_to_target_s"]) for p, r in rows.items()})
+PYEOF
+echo "PASS"
