@@ -56,7 +56,11 @@ note "submit: spread, span, gpu, packed, compare"
 submit "$WORK/spread.yaml"
 submit "$WORK/span.yaml" --network eth0
 submit "$WORK/gpu.yaml" --train-bin "$HERE/fake-gpu-train.sh"
-submit "$WORK/packed.yaml" --pack-nodes --node-gpus 4 --node-cores 2 --train-bin "$HERE/fake-gpu-train.sh"
+# Each packed step waits until all 4 have started (the stand-in's MIN_PEERS, through sbatch's
+# exported environment): the two whole-node bundles must then run at the same time, so on both
+# GPU hosts, however busy the other submissions keep the cluster.
+GRIDRUN_TEST_MIN_PEERS=4 submit "$WORK/packed.yaml" --pack-nodes --node-gpus 4 --node-cores 2 \
+  --train-bin "$HERE/fake-gpu-train.sh"
 submit "$EXAMPLES/large-vs-small-cluster.yaml" --network eth0
 grep -q -- "--dependency=afterany" "$WORK/submit.txt" || fail "the compare phases were not chained"
 all_drained() {
