@@ -84,7 +84,18 @@ def attempts(path):
              for k in f["attempts"]}
         return a, str(f.attrs["status"]), str(f.attrs["hostname"]), f["steps/loss"][:]
 
+# Every column docs/results.md names, one row per attempt, both rows of the same Slurm task.
+COLUMNS = {"attempt", "started_at", "hostname", "hostnames", "resumed_from_step", "batch_id",
+           "restart_count"}
+def same_task_twice(a, what):
+    assert COLUMNS <= set(a), f"{what}: /attempts lacks {COLUMNS - set(a)}"
+    assert all(len(a[k]) == 2 for k in COLUMNS), {k: len(a[k]) for k in COLUMNS}
+    assert list(a["attempt"]) == [1, 2], a["attempt"]
+    assert a["batch_id"][0] == a["batch_id"][1] != "", a["batch_id"]
+    assert a["started_at"][0] < a["started_at"][1], a["started_at"]  # ISO 8601 UTC sorts as text
+
 a, status, final_host, loss = attempts(os.path.join(runs, "crash-one", "results", one + ".h5"))
+same_task_twice(a, "1-rank job")
 assert status == "completed", status
 assert list(a["hostname"]) == [host, final_host] and final_host != host, (a["hostname"], final_host)
 assert list(a["restart_count"]) == [0, 1], a["restart_count"]
@@ -101,6 +112,9 @@ print(f"4. 1-rank job: {host} -> {final_host}, resumed at step {a['resumed_from_
       f"{len(loss)} losses equal to the undisturbed run (max rel {rel:.3g})")
 
 a, status, _, _ = attempts(os.path.join(runs, "crash-two", "results", two + ".h5"))
+same_task_twice(a, "2-host job")
+assert list(a["restart_count"]) == [0, 1], a["restart_count"]
+assert a["resumed_from_step"][1] > 0, a["resumed_from_step"]
 assert status == "completed", status
 assert len(a["hostnames"]) == 2 and host in a["hostnames"][0].split(","), a["hostnames"]
 assert host not in a["hostnames"][1].split(",") and len(a["hostnames"][1].split(",")) == 2, a["hostnames"]

@@ -90,6 +90,9 @@ with h5py.File(os.path.join(run, "results.h5"), "r") as f:
 assert n == 12, f"results.h5 holds {n} jobs"
 print(f"12 jobs completed on {sorted(hosts)}; results.h5 holds 12")
 PYEOF
+# The index above is the submission's collect job's; `gridrun collect` by hand rebuilds the same.
+"$BIN/gridrun" collect "$RUNS/hosts-spread" 2>&1 | tee "$WORK/collect.txt"
+grep -q "indexed 12 job(s)" "$WORK/collect.txt" || fail "gridrun collect did not index the 12 jobs"
 
 note "2. span: ranks 2 over nodes 2 on two hosts, losses equal to ranks 2 on one host"
 "$PY" - "$RUNS/hosts-span" <<'PYEOF'
@@ -117,10 +120,17 @@ grep -q "^export OMPI_MCA_btl_tcp_if_include=eth0$" "$RUNS"/hosts-span/slurm/s1-
   fail "--network did not reach the script"
 
 note "3. gpu: GPU-shaped jobs only on GPU hosts; packed bundles fill both GPU hosts"
-gpu_check() {  # RUN EXPECTED_JOBS MIN_HOSTS
+# RUN EXPECTED_JOBS MIN_HOSTS MIN_OVERLAPS: every rank on a GPU host with as many devices as ranks,
+# and no two jobs that overlap in time on one host share a device. MIN_OVERLAPS is how many such
+# same-host pairs there must be. The plain array asks for none: its 1-rank tasks only wait for a
+# second one to start (fake-gpu-train.sh), which with two GPU hosts may run on the other host (seen:
+# the four tasks on host2, host1, host1, host2 with no same-host overlap); waiting for a same-host
+# peer could deadlock (the last task placed on the emptied host). The packed bundles make it
+# certain: each of their steps waits for all four, so the two steps of each bundle overlap.
+gpu_check() {
   "$PY" - "$@" <<'PYEOF'
 import glob, json, os, sys
-run, expected, min_hosts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+run, expected, min_hosts, min_overlaps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 recs = []
 for path in glob.glob(os.path.join(run, "gpucheck", "*.rec")):
     jid, rank, cvd, t0, t1, sjob, host = open(path).read().split()[:7]
@@ -140,17 +150,19 @@ for i, a in enumerate(recs):
             continue
         overlaps += 1
         assert not (a[2] & b[2]), f"{a[0]} and {b[0]} overlap in time on {a[1]} devices {a[2] & b[2]}"
-assert overlaps > 0, "no two jobs overlapped in time on one host: disjointness not exercised"
+assert overlaps >= min_overlaps, (f"{overlaps} same-host pairs of jobs overlapped in time, expected "
+                                  f"at least {min_overlaps}: disjointness not exercised")
 print(f"{len(recs)} rank records of {len(jobs)} jobs on {sorted(hosts)}, {overlaps} overlapping pairs, "
       "devices disjoint within each host")
 PYEOF
 }
-gpu_check "$RUNS/hosts-gpu" 5 1
+gpu_check "$RUNS/hosts-gpu" 5 1 0
 [[ $(wc -l <"$RUNS"/hosts-packed/slurm/s1-a0-gpu-packed.jobs) -eq 2 ]] || fail "expected 2 bundles of 2 steps"
-gpu_check "$RUNS/hosts-packed" 4 2
+gpu_check "$RUNS/hosts-packed" 4 2 2
 
 note "6. compare: phases one after another, the report's phase table"
 CMP="$RUNS/large-vs-small-cluster"
+"$BIN/gridrun" collect "$CMP" --quiet
 "$BIN/gridrun" report "$CMP" --format json >"$WORK/report.json"
 "$BIN/gridrun" report "$CMP" | sed -n '/phases)/,$p'
 "$PY" - "$WORK/report.json" "$CMP" <<'PYEOF'
