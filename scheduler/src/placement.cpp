@@ -262,32 +262,31 @@ class PackedPlacement : public Placement {
       bool any = false;
       for (auto it = shapes_.begin(); it != shapes_.end(); ++it) {
         const QueuedJob& j = it->second.begin()->second;
-        if (j.req.nodes > 1) {  // younger multi-node jobs: only when they fit, and never reserved
-          const std::vector<int> nodes = st.find_nodes(j.req);
-          if (nodes.empty()) continue;  // the reserved node's limit already holds its share back
-          out.push_back({j.key, st.allocate(nodes, j.req, j.key, now + j.est_s)});
-          it->second.erase(it->second.begin());
-          if (it->second.empty()) shapes_.erase(it);
-          --pending_;
-          ++started;
-          any = true;
-          break;
-        }
-        int n = st.find(j.req);
+        std::vector<int> nodes;  // a multi-node job's; stays empty (no allocation) for the rest
+        int n = -1;
         bool short_job = false;
-        if (n < 0 && res_.active && now + j.est_s <= res_.time && st.fits(res_.node, j.req)) {
-          n = res_.node;
-          short_job = true;
+        if (j.req.nodes > 1) {  // younger multi-node jobs: only when they fit, and never reserved
+          nodes = st.find_nodes(j.req);
+          if (!nodes.empty()) n = nodes.front();
+        } else {
+          n = st.find(j.req);
+          if (n < 0 && res_.active && now + j.est_s <= res_.time && st.fits(res_.node, j.req)) {
+            n = res_.node;
+            short_job = true;
+          }
         }
         if (n < 0) continue;
         const std::size_t key = j.key;
-        out.push_back({key, st.allocate(n, j.req, key, now + j.est_s)});
-        if (res_.active && n == res_.node && !short_job) {
+        out.push_back({key, nodes.empty() ? st.allocate(n, j.req, key, now + j.est_s)
+                                          : st.allocate(nodes, j.req, key, now + j.est_s)});
+        const bool on_reserved = res_.active && (n == res_.node || std::find(nodes.begin(), nodes.end(),
+                                                                             res_.node) != nodes.end());
+        if (on_reserved && !short_job) {
           res_.extra_gpus -= j.req.gpus;
           res_.extra_cores -= j.req.cores;
         }
-        if (res_.active && n == res_.node) {
-          res_.version = st.version(n);
+        if (on_reserved) {
+          res_.version = st.version(res_.node);
           apply_limit(st);
         }
         if (res_.active && key == res_.key) clear_reservation(st);
