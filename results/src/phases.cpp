@@ -95,10 +95,7 @@ std::optional<double> job_time(const JobData& d, const char* unix_attr, const st
 }  // namespace
 
 std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vector<std::string>& files) {
-  struct Seen {
-    std::vector<JobData> jobs;
-  };
-  std::map<std::string, Seen> by_phase;
+  std::map<std::string, std::vector<JobData>> by_phase;
   std::vector<std::string> order;
   for (const auto& f : files) {
     JobData d;
@@ -112,7 +109,7 @@ std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vecto
     const std::string phase = d.attr_string("meta.phase");
     if (phase.empty()) continue;
     if (!by_phase.count(phase)) order.push_back(phase);
-    by_phase[phase].jobs.push_back(std::move(d));
+    by_phase[phase].push_back(std::move(d));
   }
   if (recorded.empty()) {
     std::vector<std::pair<double, Phase>> derived;  // (first start, phase): they ran in that order
@@ -121,7 +118,7 @@ std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vecto
       p.name = name;
       double first = kNaN, last = kNaN, samples = 0, util_sum = 0;
       int util_n = 0;
-      for (const auto& d : by_phase[name].jobs) {
+      for (const auto& d : by_phase[name]) {
         p.jobs.push_back(d.id);
         const auto start = job_time(d, "start_unix", d.start_time), end = job_time(d, "end_unix", d.end_time);
         if (start) first = std::isnan(first) ? *start : std::min(first, *start);
@@ -145,13 +142,13 @@ std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vecto
   }
   for (auto& p : recorded) {
     auto it = by_phase.find(p.name);
-    if (it == by_phase.end() || it->second.jobs.empty()) continue;
+    if (it == by_phase.end() || it->second.empty()) continue;
     double first = kNaN, reached = 0;
     bool all = true;
-    for (const auto& d : it->second.jobs)
+    for (const auto& d : it->second)
       if (const auto start = job_time(d, "start_unix", d.start_time))
         first = std::isnan(first) ? *start : std::min(first, *start);
-    for (const auto& d : it->second.jobs) {
+    for (const auto& d : it->second) {
       const auto start = job_time(d, "start_unix", d.start_time);
       const auto ttt = figure(d, "time_to_target_s");
       if (!start || !ttt || std::isnan(first)) {

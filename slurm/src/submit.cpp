@@ -56,6 +56,20 @@ void append_submitted(const scheduler::RunDir& rd, const SubmittedLine& s) {
 
 std::string base_id(const std::string& slurm_id) { return slurm_id.substr(0, slurm_id.find('_')); }
 
+// "--dependency=afterany:1:2" (sbatch waits until every listed job ended, however).
+std::string afterany(const std::vector<std::string>& ids) {
+  std::string dep = "--dependency=afterany";
+  for (const auto& id : ids) dep += ":" + id;
+  return dep;
+}
+
+// The compare-by phase of job `job` of the grid in its launcher facts (none when the grid has
+// no compare-by): arrays are cut per phase (script.cpp job_shape) and the report reads it back.
+void add_phase(const jobs::Expansion& exp, jobs::Job& job) {
+  if (const std::string phase = scheduler::phase_of(exp, job.index); !phase.empty())
+    job.meta["phase"] = phase;
+}
+
 }  // namespace
 
 Packing pack_jobs(const std::vector<jobs::Job>& all, int node_gpus, int node_cores,
@@ -180,7 +194,7 @@ void write_job_files(const scheduler::RunDir& rd, const jobs::Expansion& exp,
       j.meta["packed"] = "true";
     }
     j.meta["launcher"] = "slurm";
-    if (const std::string phase = scheduler::phase_of(exp, j.index); !phase.empty()) j.meta["phase"] = phase;
+    add_phase(exp, j);
     const std::string text = jobs::job_to_json(j);
     if (base::try_read_file(rd.job_file(j.id)) != text) base::write_file_atomic(rd.job_file(j.id), text);
   }
@@ -210,11 +224,7 @@ void submit_scripts(const scheduler::RunDir& rd, const ScriptOptions& so,
     const ArrayScript& a = *ap;
     std::vector<std::string> extra;
     const auto at = std::find(phase_order.begin(), phase_order.end(), a.shape.phase);
-    if (at != phase_order.begin()) {
-      std::string after = "--dependency=afterany";
-      for (const auto& d : phase_ids[*(at - 1)]) after += ":" + d;
-      extra.push_back(after);
-    }
+    if (at != phase_order.begin()) extra.push_back(afterany(phase_ids[*(at - 1)]));
     const std::string id = cli.sbatch(a.script_path, extra);
     phase_ids[a.shape.phase].push_back(id);
     res.array_ids.push_back(id);
@@ -233,8 +243,7 @@ void submit_scripts(const scheduler::RunDir& rd, const ScriptOptions& so,
     log << "gridrun submit: " << a.name << " -> Slurm job " << id << " (" << a.tasks.size() << " task(s)"
         << (extra.empty() ? "" : ", phase " + a.shape.phase + " " + extra.front()) << ")\n";
   }
-  std::string dep = "--dependency=afterany";
-  for (const auto& d : deps) dep += ":" + d;
+  const std::string dep = afterany(deps);
   res.collect_id = cli.sbatch(res.scripts.collect_path, {dep});
   append_submitted(rd, {so.submission, "collect", "collect", res.collect_id});
   log << "gridrun submit: collect -> Slurm job " << res.collect_id << " (" << dep << ")\n";
@@ -251,8 +260,7 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
       rd, exp, scheduler::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true}, log);
   res.total_jobs = exp.jobs.size();
   std::vector<jobs::Job> todo = jobs_to_submit(exp, res.run_dir, cli, res);
-  for (auto& j : todo)  // arrays are cut per phase too (script.cpp job_shape), for the chaining
-    if (const std::string phase = scheduler::phase_of(exp, j.index); !phase.empty()) j.meta["phase"] = phase;
+  for (auto& j : todo) add_phase(exp, j);
   const auto submitted = read_submitted(rd);
   const ScriptOptions so = script_options(opts, exp, res.run_dir, submitted, cli);
 
