@@ -125,7 +125,7 @@ int cmd_submit(const Args& args) {
       "template", po::value<std::string>(&c.template_file),
       "file of site lines for every array script: #SBATCH lines first, then commands (module load)")(
       "max-array", po::value<std::size_t>(&c.max_array),
-      "tasks per job array at most, 1-1000000 (default: the cluster's MaxArraySize, else 1000)")(
+      "tasks per job array at most, 1-100000 (default: the cluster's MaxArraySize, else 1000)")(
       "throttle", po::value<std::size_t>(&so.throttle)->default_value(0),
       "run at most N tasks of each array at once (sbatch --array=...%N); 0 = no limit")(
       "pack-nodes", po::bool_switch(&s.pack_nodes),

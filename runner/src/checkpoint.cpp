@@ -23,6 +23,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/runner/archive_check.hpp"
 #include "gridrun/runner/errors.hpp"
 
 namespace gridrun::runner {
@@ -130,6 +131,11 @@ std::string resolve_checkpoint(const std::string& spec, const std::string& out_d
 void load_model_weights(const std::string& state_file, Model& model) {
   const auto params = model.parameters();
   const c10::Device dev = params.empty() ? c10::Device(c10::kCPU) : params.front().device();
+  try {
+    check_torch_archive(state_file);
+  } catch (const std::runtime_error& e) {
+    throw BadInput("gridrun-train: checkpoint " + std::string(e.what()));
+  }
   try {
     torch::serialize::InputArchive root, m;
     root.load_from(state_file, dev);
@@ -277,6 +283,7 @@ std::string Checkpointer::trial_read(const std::string& path) const {
 
 void read_checkpoint_files(const std::string& dir) {
   torch::serialize::InputArchive root, m, o;
+  check_torch_archive(dir + "/state.pt");
   root.load_from(dir + "/state.pt", c10::Device(c10::kCPU));
   at::Tensor t;
   root.read("train_state", t);
@@ -288,6 +295,7 @@ void read_checkpoint_files(const std::string& dir) {
     const std::string name = e.path().filename().string();
     if (name.rfind("rng-", 0) != 0) continue;
     std::vector<at::Tensor> rng;
+    check_torch_archive(e.path().string());
     torch::load(rng, e.path().string());
   }
 }
@@ -298,6 +306,7 @@ void Checkpointer::load_from(const std::string& path, Model& model, torch::optim
   // Load straight onto the model's device, so optimizer state (momentum, Adam moments) lands there.
   const auto params = model.parameters();
   const c10::Device dev = params.empty() ? c10::Device(c10::kCPU) : params.front().device();
+  check_torch_archive(path + "/state.pt");
   root.load_from(path + "/state.pt", dev);
   at::Tensor t;
   root.read("train_state", t);
@@ -311,6 +320,7 @@ void Checkpointer::load_from(const std::string& path, Model& model, torch::optim
   root.read("optimizer", o);
   // Every file is read before the model changes, so a damaged rng file leaves the model as it was.
   std::vector<at::Tensor> rng;
+  check_torch_archive(path + "/rng-" + std::to_string(comm_.rank()) + ".pt");
   torch::load(rng, path + "/rng-" + std::to_string(comm_.rank()) + ".pt");
   model.load(m);
   opt.load(o);

@@ -26,12 +26,15 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
-// "0:0" / "1:0" / "0:15" -> exit code, or 128 + signal when killed by a signal.
+// "0:0" / "1:0" / "0:15" -> exit code, or 128 + signal when killed by a signal; -1 when unknown.
+// An exit code is 0-255 and a signal 1-127: anything else is damaged text (a signal near INT_MAX
+// overflowed 128 + sig; fuzzing, issue 24).
 int parse_exit(const std::string& s) {
   auto p = split(s, ':');
   try {
-    int code = std::stoi(p[0]);
-    int sig = p.size() > 1 ? std::stoi(p[1]) : 0;
+    const int code = std::stoi(p[0]);
+    const int sig = p.size() > 1 ? std::stoi(p[1]) : 0;
+    if (code < 0 || code > 255 || sig < 0 || sig > 127) return -1;
     return sig ? 128 + sig : code;
   } catch (...) {
     return -1;

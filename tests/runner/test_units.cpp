@@ -2,10 +2,16 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
+#include <string>
 
+#include "gridrun/runner/archive_check.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/foreach_sgd.hpp"
 #include "gridrun/runner/options.hpp"
@@ -168,4 +174,119 @@ TEST(ForeachSgd, BitIdenticalToTorchSgd) {
     // Momentum buffers are where torch::optim keeps them: a checkpoint of either is the same.
     EXPECT_EQ(ref.state().size(), holder.state().size());
   }
+}
+
+// The archive check must pass what LibTorch writes and stop a damaged length before LibTorch
+// allocates by it (the committed fuzz input: BINUNICODE length 0x3d000003 in data.pkl).
+namespace {
+std::string check_pickle_error(const std::string& bytes) {
+  try {
+    check_pickle(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), "p");
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(ArchiveCheck, PassesWhatLibTorchWrites) {
+  const auto dir = std::filesystem::temp_directory_path() / ("gridrun-archive-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  torch::serialize::OutputArchive a;
+  a.write("w", torch::randn({17, 5}));
+  a.write("s", torch::tensor({1.0, 2.0}, torch::kFloat64));
+  a.save_to((dir / "a.pt").string());
+  EXPECT_NO_THROW(check_torch_archive((dir / "a.pt").string()));
+  std::vector<at::Tensor> v{torch::arange(10)};
+  torch::save(v, (dir / "v.pt").string());
+  EXPECT_NO_THROW(check_torch_archive((dir / "v.pt").string()));
+  EXPECT_NO_THROW(check_torch_archive(std::string(CHECKPOINT_CORPUS) + "/seed-mlp16-state.pt"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ArchiveCheck, StopsTheHugeLengthLibTorchWouldAllocate) {
+  // The fuzz input's change, alone: the length of the string "fc1" in data.pkl becomes 0x3d000003.
+  std::string bytes;
+  {
+    std::ifstream in(std::string(CHECKPOINT_CORPUS) + "/seed-mlp16-state.pt", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string fc1(
+      "X\x03\x00\x00\x00"
+      "fc1",
+      8);
+  const auto at = bytes.find(fc1);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 4] = '\x3d';
+  const auto f =
+      std::filesystem::temp_directory_path() / ("gridrun-len-" + std::to_string(::getpid()) + ".pt");
+  { std::ofstream(f, std::ios::binary | std::ios::trunc) << bytes; }
+  try {
+    check_torch_archive(f.string());
+    ADD_FAILURE() << "the damaged archive passed";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("data.pkl"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("1023410179 bytes"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(f);
+  // The committed fuzz input itself (its tensor bytes differ too): stopped by the CRC.
+  EXPECT_THROW(check_torch_archive(std::string(CHECKPOINT_CORPUS) + "/slow-torch-unpickler-readbytes.pt"),
+               std::runtime_error);
+}
+
+TEST(ArchiveCheck, PickleWalk) {
+  using namespace std::string_literals;
+  EXPECT_EQ(check_pickle_error("\x80\x02X\x03\x00\x00\x00"
+                               "abcq\x00."s),
+            "");
+  EXPECT_EQ(check_pickle_error("\x80\x02"
+                               "cmod\nname\n)\x81r\x01\x00\x00\x00."s),
+            "");
+  EXPECT_NE(check_pickle_error("\x80\x02X\x03\x00\x00\x3d"
+                               "abcq\x00."s)
+                .find("1023410179 bytes where 6"),
+            std::string::npos);
+  EXPECT_NE(check_pickle_error("\x80\x02Nr\xff\xff\xff\xff."s).find("memo id 4294967295"), std::string::npos);
+  EXPECT_NE(check_pickle_error("\x80\x02N"s).find("without its STOP"), std::string::npos);
+  EXPECT_NE(check_pickle_error("\x80\x02\xffN."s).find("unknown pickle opcode 255 at byte 2"),
+            std::string::npos);
+  EXPECT_NE(check_pickle_error("\x80\x02"
+                               "cmod\nname"s)
+                .find("unterminated"),
+            std::string::npos);
+  EXPECT_NE(check_pickle_error("\x80"s).find("an argument of 1 bytes where 0"), std::string::npos);
+}
+
+TEST(ArchiveCheck, NotAZip) {
+  const auto f = std::filesystem::temp_directory_path() / ("gridrun-notzip-" + std::to_string(::getpid()));
+  { std::ofstream(f) << std::string(100, 'x'); }
+  EXPECT_THROW(check_torch_archive(f.string()), std::runtime_error);
+  std::filesystem::remove(f);
+}
+
+TEST(ArchiveCheck, ChangedTensorBytesFailTheCrc) {
+  // A flipped byte inside tensor data: LibTorch would load it as a different weight.
+  const auto f =
+      std::filesystem::temp_directory_path() / ("gridrun-crc-" + std::to_string(::getpid()) + ".pt");
+  torch::serialize::OutputArchive a;
+  a.write("w", torch::zeros({64}));
+  a.save_to(f.string());
+  ASSERT_NO_THROW(check_torch_archive(f.string()));
+  std::string bytes;
+  {
+    std::ifstream in(f, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string zeros(64 * 4, '\0');
+  const auto at = bytes.find(zeros);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 17] = '\x3f';
+  { std::ofstream(f, std::ios::binary | std::ios::trunc) << bytes; }
+  try {
+    check_torch_archive(f.string());
+    ADD_FAILURE() << "changed tensor bytes passed";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("CRC-32"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(f);
 }

@@ -38,8 +38,10 @@ std::vector<SlurmTask> parse_sacct(const std::string& text);
 // "MaxArraySize            = 1001" from `scontrol show config`; nullopt when absent.
 // The most tasks gridrun puts in one array, whatever the site's MaxArraySize (Slurm allows up to
 // 4,000,001): a grid beyond it is split into several arrays. Also the bound on the task ranges the
-// squeue/sacct parsers expand.
-constexpr std::size_t kMaxArrayTasks = 1'000'000;
+// squeue/sacct parsers expand, per record and per listing. 100,000 (Slurm's default MaxArraySize
+// is 1001): a listing of a million tasks took over a second to expand and free under ASan (fuzzing,
+// issue 24), and no gridrun run comes near it.
+constexpr std::size_t kMaxArrayTasks = 100'000;
 std::optional<std::size_t> parse_max_array_size(const std::string& config_text);
 // "3-9%2", "1,4,7-8" -> task numbers.
 std::vector<int> expand_task_range(const std::string& range);
