@@ -46,6 +46,9 @@ esac
 # file is still written for triage (a crash in gridrun's own frames is a finding to fix).
 extra=()
 [[ $target == h5_result ]] && extra=(-fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1)
+# h5_guarded: each input is read twice, each read in a forked copy killed after 3 s when libhdf5
+# hangs in it (the guard's bound, tests/fuzz/targets.cpp); the no-hang contract is that bound.
+[[ $target == h5_guarded ]] && extra=(-timeout=10)
 cd "$build"
 # libhdf5 1.10.8 leaks on the error paths of damaged files (every leak report of the h5_result
 # campaigns ends in libhdf5_serial.so with no gridrun frame): third-party, suppressed by library
