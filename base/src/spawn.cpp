@@ -241,6 +241,11 @@ IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_
     // died before prctl ran.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
+    // A crash in the copy must end it by its signal, so the parent can name the crash. A handler
+    // inherited from the caller would turn it into an exit code or run code not meant for a copy:
+    // AddressSanitizer's SEGV/BUS handler prints a report and exits 1 (the ASan scenario run saw
+    // libhdf5's bit-flip crash come back as "failed with exit code 1").
+    for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
     // What a crashing library prints itself (glibc's "free(): invalid pointer") is not for the
     // user: the parent reports the crash in its own words.
     const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);

@@ -243,13 +243,17 @@ TEST(Spawn, IsolatedRunSurvivesCrashExceptionAndHang) {
   auto thrown = run_isolated([]() -> std::string { throw std::runtime_error("bad row count"); }, 10);
   EXPECT_FALSE(thrown.ok);
   EXPECT_EQ(thrown.message, "bad row count");
+  // The caller's own SIGSEGV handler (as AddressSanitizer installs one, which reports and exits 1)
+  // must not turn the copy's crash into an exit code.
+  void (*const exit3)(int) = [](int) { ::_exit(3); };
+  auto* const before = std::signal(SIGSEGV, exit3);
   auto crash = run_isolated(
       [] {
-        std::signal(SIGSEGV, SIG_DFL);
         std::raise(SIGSEGV);
         return std::string();
       },
       10);
+  std::signal(SIGSEGV, before);
   EXPECT_FALSE(crash.ok);
   EXPECT_EQ(crash.signal, SIGSEGV);
   EXPECT_NE(crash.message.find("signal 11"), std::string::npos) << crash.message;

@@ -6,6 +6,7 @@ bad_job_file,
 damaged_results_resume: a damaged results file under --resume is quarantined, not fatal)
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,7 +84,6 @@ def case_unreadable_data():
 def case_fashion_mnist_files():
     # Debian's Fashion-MNIST files, one truncated, then one missing: exit 2, one line naming the
     # file, the IDX format and the package; the results folder holds only the failed status.
-    import shutil
     src = "/usr/share/datasets/fashion-mnist"
     for n, (damage, word) in enumerate([("truncate", "truncated"), ("remove", "missing data file")]):
         data = os.path.join(WORK, "fm%d" % n)
@@ -169,4 +169,6 @@ CASES = {"disk_full": case_disk_full, "damaged_results_resume": case_damaged_res
 
 if __name__ == "__main__":
     CASES[CASE]()
+    # A passed case leaves nothing behind; a failed one keeps WORK for the post-mortem.
+    shutil.rmtree(WORK, ignore_errors=True)
     print("ok:", CASE)

@@ -8,6 +8,7 @@ Usage: e2e_faults.py GRIDRUN GRIDRUN_TRAIN CASE
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -243,4 +244,6 @@ CASES = {"result": case_result, "bitflip": case_bitflip, "partial": case_partial
 
 if __name__ == "__main__":
     CASES[CASE]()
+    # A passed case leaves nothing behind; a failed one keeps WORK for the post-mortem.
+    shutil.rmtree(WORK, ignore_errors=True)
     print("ok:", CASE)

@@ -8,6 +8,7 @@ reading gridrun's event lines from a pipe, never by sleeping.
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -281,4 +282,6 @@ CASES = {
 
 if __name__ == "__main__":
     CASES[CASE]()
+    # A passed case leaves nothing behind; a failed one keeps WORK for the post-mortem.
+    shutil.rmtree(WORK, ignore_errors=True)
     print("ok:", CASE)

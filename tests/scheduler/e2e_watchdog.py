@@ -15,6 +15,7 @@ The fake trainers are shell wrappers around the real gridrun-train; nothing here
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -146,4 +147,6 @@ CASES = {"lingering": case_lingering, "heartbeat": case_heartbeat, "gpu_share": 
 
 if __name__ == "__main__":
     CASES[CASE]()
+    # A passed case leaves nothing behind; a failed one keeps WORK for the post-mortem.
+    shutil.rmtree(WORK, ignore_errors=True)
     print("ok:", CASE)
