@@ -320,8 +320,9 @@ void Checkpointer::load_from(const std::string& path, Model& model, torch::optim
   root.read("optimizer", o);
   // Every file is read before the model changes, so a damaged rng file leaves the model as it was.
   std::vector<at::Tensor> rng;
-  check_torch_archive(path + "/rng-" + std::to_string(comm_.rank()) + ".pt");
-  torch::load(rng, path + "/rng-" + std::to_string(comm_.rank()) + ".pt");
+  const std::string rng_file = path + "/rng-" + std::to_string(comm_.rank()) + ".pt";
+  check_torch_archive(rng_file);
+  torch::load(rng, rng_file);
   model.load(m);
   opt.load(o);
   if (!rng.empty()) {

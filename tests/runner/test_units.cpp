@@ -7,10 +7,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <set>
 #include <string>
 
+#include "gridrun/base/fs.hpp"
 #include "gridrun/runner/archive_check.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/foreach_sgd.hpp"
@@ -206,11 +206,7 @@ TEST(ArchiveCheck, PassesWhatLibTorchWrites) {
 
 TEST(ArchiveCheck, StopsTheHugeLengthLibTorchWouldAllocate) {
   // The fuzz input's change, alone: the length of the string "fc1" in data.pkl becomes 0x3d000003.
-  std::string bytes;
-  {
-    std::ifstream in(std::string(CHECKPOINT_CORPUS) + "/seed-mlp16-state.pt", std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string bytes = gridrun::base::read_file(std::string(CHECKPOINT_CORPUS) + "/seed-mlp16-state.pt");
   const std::string fc1(
       "X\x03\x00\x00\x00"
       "fc1",
@@ -272,11 +268,7 @@ TEST(ArchiveCheck, ChangedTensorBytesFailTheCrc) {
   a.write("w", torch::zeros({64}));
   a.save_to(f.string());
   ASSERT_NO_THROW(check_torch_archive(f.string()));
-  std::string bytes;
-  {
-    std::ifstream in(f, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string bytes = gridrun::base::read_file(f.string());
   const std::string zeros(64 * 4, '\0');
   const auto at = bytes.find(zeros);
   ASSERT_NE(at, std::string::npos);
