@@ -71,18 +71,28 @@ std::string comm_of(int pid) {
   return c;
 }
 
-std::vector<int> processes_with_arg(const std::string& needle) {
+std::vector<int> processes_with_arg(const std::unordered_set<std::string>& args) {
   std::vector<int> out;
+  if (args.empty()) return out;
   std::unique_ptr<DIR, int (*)(DIR*)> d(opendir("/proc"), closedir);
   if (!d) return out;
   const int self = ::getpid();
   while (dirent* e = readdir(d.get())) {
     const int p = std::atoi(e->d_name);
     if (p <= 0 || p == self) continue;
-    std::string cmd = try_read_file("/proc/" + std::string(e->d_name) + "/cmdline").value_or("");
-    for (char& c : cmd)
-      if (c == '\0') c = ' ';
-    if (cmd.find(needle) != std::string::npos) out.push_back(p);
+    const std::string cmd = try_read_file("/proc/" + std::string(e->d_name) + "/cmdline").value_or("");
+    // One argument at a time (NUL-separated): the argument itself, or what follows its first '='.
+    for (std::size_t pos = 0; pos < cmd.size();) {
+      std::size_t end = cmd.find('\0', pos);
+      if (end == std::string::npos) end = cmd.size();
+      const std::string arg = cmd.substr(pos, end - pos);
+      const auto eq = arg.find('=');
+      if (args.count(arg) || (eq != std::string::npos && args.count(arg.substr(eq + 1)))) {
+        out.push_back(p);
+        break;
+      }
+      pos = end + 1;
+    }
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -228,87 +229,156 @@ CapturedRun run_captured(const std::vector<std::string>& argv_s) {
   return res;
 }
 
-IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_s) {
+namespace {
+
+// One item's frame on the pipe from a forked copy: kind (0 result, 1 error message), length, bytes.
+struct FrameHeader {
+  std::uint8_t kind;
+  std::uint64_t size;
+};
+
+void write_all(int fd, const void* data, std::size_t size) {
+  const char* p = static_cast<const char*>(data);
+  for (std::size_t off = 0; off < size;) {
+    const ssize_t n = ::write(fd, p + off, size - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) ::_exit(3);  // the parent is gone or stopped listening: nothing left to do
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+// The forked copy: items [first, n) in order, one frame each, then _exit(0). Never returns.
+[[noreturn]] void isolated_child(pid_t parent, int out, std::size_t first, std::size_t n,
+                                 const std::function<std::string(std::size_t)>& fn) {
+  // The copy dies with its owner, even one killed with SIGKILL (a fuzz campaign that hit its
+  // time limit left a copy running): nothing outlives its owner. getppid catches a parent that
+  // died before prctl ran.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(1);
+  // A crash in the copy must end it by its signal, so the parent can name the crash. A handler
+  // inherited from the caller would turn it into an exit code or run code not meant for a copy:
+  // AddressSanitizer's SEGV/BUS handler prints a report and exits 1 (the ASan scenario run saw
+  // libhdf5's bit-flip crash come back as "failed with exit code 1").
+  for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
+  // What a crashing library prints itself (glibc's "free(): invalid pointer") is not for the
+  // user: the parent reports the crash in its own words.
+  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (devnull >= 0) ::dup2(devnull, STDERR_FILENO);
+  for (std::size_t k = first; k < n; ++k) {
+    std::string msg;
+    FrameHeader h{0, 0};
+    try {
+      msg = fn(k);
+    } catch (const std::exception& e) {
+      msg = e.what();
+      h.kind = 1;
+    } catch (...) {
+      msg = "unknown exception";
+      h.kind = 1;
+    }
+    h.size = msg.size();
+    write_all(out, &h.kind, sizeof h.kind);
+    write_all(out, &h.size, sizeof h.size);
+    write_all(out, msg.data(), msg.size());
+  }
+  ::_exit(0);
+}
+
+// Frames out of the bytes read so far: each complete one becomes results[next++].
+void take_frames(std::string& buf, std::vector<IsolatedRun>& results, std::size_t& next) {
+  constexpr std::size_t kHead = sizeof(std::uint8_t) + sizeof(std::uint64_t);
+  std::size_t pos = 0;
+  while (next < results.size() && buf.size() - pos >= kHead) {
+    std::uint8_t kind = 0;
+    std::uint64_t size = 0;
+    std::memcpy(&kind, buf.data() + pos, sizeof kind);
+    std::memcpy(&size, buf.data() + pos + sizeof kind, sizeof size);
+    if (buf.size() - pos - kHead < size) break;
+    IsolatedRun& r = results[next++];
+    r.ok = kind == 0;
+    r.message.assign(buf, pos + kHead, size);
+    pos += kHead + size;
+  }
+  buf.erase(0, pos);
+}
+
+// One forked copy working from results[next]: reads its frames until it exits, crashes or an item
+// takes longer than timeout_s; the item it was on when it crashed or hung is reported as such.
+void run_one_copy(std::vector<IsolatedRun>& results, std::size_t& next, double timeout_s,
+                  const std::function<std::string(std::size_t)>& fn) {
   Fd r, w;
   make_pipe(r, w);
   std::fflush(nullptr);  // nothing buffered twice
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + errno_text(errno));
-  if (pid == 0) {
-    // The copy dies with its owner, even one killed with SIGKILL (a fuzz campaign that hit its
-    // time limit left a copy running): nothing outlives its owner. getppid catches a parent that
-    // died before prctl ran.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);
-    // A crash in the copy must end it by its signal, so the parent can name the crash. A handler
-    // inherited from the caller would turn it into an exit code or run code not meant for a copy:
-    // AddressSanitizer's SEGV/BUS handler prints a report and exits 1 (the ASan scenario run saw
-    // libhdf5's bit-flip crash come back as "failed with exit code 1").
-    for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
-    // What a crashing library prints itself (glibc's "free(): invalid pointer") is not for the
-    // user: the parent reports the crash in its own words.
-    const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (devnull >= 0) ::dup2(devnull, STDERR_FILENO);
-    std::string msg;
-    int code = 0;
-    try {
-      msg = fn();
-      code = msg.empty() ? 0 : 1;
-    } catch (const std::exception& e) {
-      msg = e.what();
-      code = 1;
-    } catch (...) {
-      msg = "unknown exception";
-      code = 1;
-    }
-    for (std::size_t off = 0; off < msg.size();) {
-      const ssize_t n = ::write(w.get(), msg.data() + off, msg.size() - off);
-      if (n <= 0) break;
-      off += static_cast<std::size_t>(n);
-    }
-    ::_exit(code);
-  }
+  if (pid == 0) isolated_child(parent, w.get(), next, results.size(), fn);
   Child child(pid, false);  // SIGKILLed and reaped on every path out of here
   w.reset();
-  IsolatedRun out;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  char buf[4096];
+  const auto per_item = std::chrono::duration<double>(timeout_s);
+  auto deadline = std::chrono::steady_clock::now() + per_item;
+  std::string buf;
+  char chunk[65536];
+  bool timed_out = false;
   for (;;) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      out.timed_out = true;
+      timed_out = true;
       break;
     }
     pollfd p{r.get(), POLLIN, 0};
     const int pr = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
     if (pr < 0 && errno != EINTR) break;
     if (pr <= 0) continue;
-    const ssize_t n = ::read(r.get(), buf, sizeof buf);
-    if (n > 0) {
-      out.message.append(buf, static_cast<std::size_t>(n));
-      continue;
-    }
+    const ssize_t n = ::read(r.get(), chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
-    break;  // EOF: the child has exited (or closed the pipe on its way out)
+    if (n <= 0) break;  // EOF: the copy has exited (or closed the pipe on its way out)
+    buf.append(chunk, static_cast<std::size_t>(n));
+    const std::size_t before = next;
+    take_frames(buf, results, next);
+    if (next != before) deadline = std::chrono::steady_clock::now() + per_item;
   }
-  if (out.timed_out) {
+  if (timed_out) {
     child.signal(SIGKILL);
     child.wait();
-    out.message = "did not finish within " + std::to_string(static_cast<int>(timeout_s)) + " s";
-    return out;
   }
-  const int code = child.wait();
-  if (code >= 128) {  // the child only _exits 0 or 1: anything from 128 is decode()'s signal
-    out.signal = code - 128;
-    out.message = std::string("crashed with signal ") + std::to_string(out.signal) + " (" +
-                  signal_text(out.signal) + ")";
-    return out;
+  const int code = timed_out ? 0 : child.wait();
+  if (next >= results.size()) return;
+  IsolatedRun& culprit = results[next++];
+  culprit.ok = false;
+  if (timed_out) {
+    culprit.timed_out = true;
+    culprit.message = "did not finish within " + std::to_string(static_cast<int>(timeout_s)) + " s";
+  } else if (code >= 128) {  // the copy only _exits 0..3: anything from 128 is a signal
+    culprit.signal = code - 128;
+    culprit.message = std::string("crashed with signal ") + std::to_string(culprit.signal) + " (" +
+                      signal_text(culprit.signal) + ")";
+  } else {
+    culprit.message = "failed with exit code " + std::to_string(code);
   }
-  out.ok = code == 0;
-  if (!out.ok && out.message.empty()) out.message = "failed with exit code " + std::to_string(code);
-  return out;
+}
+
+}  // namespace
+
+std::vector<IsolatedRun> run_isolated_each(std::size_t n, const std::function<std::string(std::size_t)>& fn,
+                                           double timeout_s) {
+  std::vector<IsolatedRun> results(n);
+  std::size_t next = 0;
+  while (next < n) run_one_copy(results, next, timeout_s, fn);
+  return results;
+}
+
+IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_s) {
+  auto one = run_isolated_each(
+      1,
+      [&](std::size_t) {
+        std::string msg = fn();
+        if (!msg.empty()) throw std::runtime_error(msg);
+        return std::string();
+      },
+      timeout_s);
+  return std::move(one[0]);
 }
 
 }  // namespace gridrun::base

@@ -37,10 +37,6 @@ JobRecord record_of(const JobData& job, const std::string& relative_file) {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // A parameter's index column: its table type, except that an integer or bool column becomes
 // float (NaN = none) when some job has no parameters.
 enum class Kind { Bool, Int, Float, String };
@@ -130,48 +126,44 @@ void write_index(const std::string& path, const std::string& run_dir, const std:
 
 }  // namespace
 
-std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped) {
-  fs::path results = fs::path(run_dir) / "results";
-  std::map<std::string, fs::path> by_id;  // id -> chosen file (.h5 wins over .partial)
-  std::error_code ec;
-  if (fs::is_directory(results, ec)) {
-    for (const auto& e : fs::directory_iterator(results)) {
-      std::string name = e.path().filename().string();
-      std::string id;
-      if (ends_with(name, ".h5.partial"))
-        id = name.substr(0, name.size() - 11);
-      else if (ends_with(name, ".h5"))
-        id = name.substr(0, name.size() - 3);
-      else
-        continue;
-      auto it = by_id.find(id);
-      if (it == by_id.end() || ends_with(it->second.string(), ".partial")) by_id[id] = e.path();
-    }
-  }
+ScannedRun scan_results(const std::string& run_dir, Depth depth) {
+  ScannedRun out;
+  const fs::path results = fs::path(run_dir) / "results";
+  const std::vector<std::string> names = list_job_files(results.string());
+  std::set<std::string> have;
+  for (const auto& n : names) have.insert(n.substr(0, n.find(".h5")));
   // Jobs planned in jobs/*.json but without any results file: named, not fatal.
+  std::error_code ec;
   fs::path jobs_dir = fs::path(run_dir) / "jobs";
   if (fs::is_directory(jobs_dir, ec)) {
     std::vector<std::string> missing;
     for (const auto& e : fs::directory_iterator(jobs_dir)) {
       if (e.path().extension() != ".json") continue;
       std::string id = e.path().stem().string();
-      if (!by_id.count(id))
+      if (!have.count(id))
         missing.push_back((results / (id + ".h5")).string() + ": missing (job has no results file)");
     }
     std::sort(missing.begin(), missing.end());
-    skipped.insert(skipped.end(), missing.begin(), missing.end());
+    out.skipped = std::move(missing);
   }
-  std::vector<JobRecord> out;
-  for (const auto& [id, path] : by_id) {
-    try {
-      JobData job = read_job(path.string());
-      out.push_back(record_of(job, "results/" + path.filename().string()));
-    } catch (const std::exception& e) {
-      // read_job's message starts with the path already.
-      skipped.push_back(e.what());
+  FolderReadOptions fo;
+  fo.depth = depth;
+  fo.prune_index = true;
+  for (auto& r : read_job_files(results.string(), names, fo)) {
+    if (!r.ok) {
+      out.skipped.push_back(r.error);
+      continue;
     }
+    out.records.push_back(record_of(r.data, "results/" + r.name));
+    out.data.push_back(std::move(r.data));
   }
   return out;
+}
+
+std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped) {
+  ScannedRun s = scan_results(run_dir, Depth::Summary);
+  skipped.insert(skipped.end(), s.skipped.begin(), s.skipped.end());
+  return std::move(s.records);
 }
 
 namespace {

@@ -563,21 +563,37 @@ HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& 
   if (!fs::is_directory(parent))
     throw std::invalid_argument("--html " + opts.output + ": folder " + parent.string() + " does not exist");
 
-  LoadedRun run = load_run(opts.report.input, log);
+  LoadedRun run = load_run(opts.report.input, log, Depth::Full);
   std::vector<Table> tables = build_tables(run.jobs, run.phases, opts.report);
   std::vector<JobRecord> selected = select_jobs(run.jobs, opts.report);
+  std::map<std::string, const JobData*> loaded;
+  std::vector<JobData> from_index;  // a results.h5 input: the files behind its links, read once now
+  if (run.data.empty() && !selected.empty()) {
+    std::vector<std::string> names;
+    for (const auto& r : selected) names.push_back(fs::path(r.file).filename().string());
+    FolderReadOptions fo;
+    fo.depth = Depth::Full;
+    for (auto& r : read_job_files((fs::path(run.run_dir) / "results").string(), names, fo)) {
+      if (r.ok)
+        from_index.push_back(std::move(r.data));
+      else
+        log << "report: skipped " << r.error << "\n";
+    }
+    for (const auto& d : from_index) loaded[d.id] = &d;
+  } else {
+    loaded = run.data_by_id();
+  }
 
   std::vector<JobView> jobs(selected.size());
   std::vector<std::string> unreadable;
   for (std::size_t k = 0; k < selected.size(); ++k) {
     jobs[k].rec = &selected[k];
     jobs[k].color = static_cast<int>(k);
-    const std::string file = (fs::path(run.run_dir) / selected[k].file).string();
-    try {
-      jobs[k].data = read_job(file);
+    auto it = loaded.find(selected[k].id);
+    if (it != loaded.end()) {
+      jobs[k].data = *it->second;
       jobs[k].loaded = true;
-    } catch (const std::exception& e) {
-      log << "report: skipped " << e.what() << "\n";
+    } else {
       unreadable.push_back(selected[k].id);
       jobs[k].data.id = selected[k].id;
       jobs[k].data.params = selected[k].params;

@@ -14,6 +14,10 @@ namespace gridrun::results::detail {
 // Reads a job from an already-open file id (used by the reader and by JobWriter::finish).
 JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& opts);
 
+// Opens (plain, SWMR, or a cleared private copy: see reader.hpp) and reads a job file in this
+// process, with no isolation: for the guarded child of the run reader and for read_job.
+JobData read_job_here(const std::string& path, const ReadOptions& opts);
+
 // Runs `read` once in a forked copy (base::run_isolated) and throws std::runtime_error unless it
 // ended cleanly: "damaged: reading it crashed with signal N (...) inside libhdf5" for a crash or a
 // hang, else the read's own message. read_job and read_index call it before reading for real.

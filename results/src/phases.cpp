@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/reader.hpp"
+#include "gridrun/results/run_reader.hpp"
 
 namespace gridrun::results {
 
@@ -33,16 +35,16 @@ Phase phase_figures(const PhaseFacts& facts, const std::string& results_dir) {
   p.makespan_s = facts.makespan_s;
   double samples = 0, util_sum = 0;
   int util_n = 0;
-  for (const auto& j : facts.jobs) {
+  std::vector<std::string> names;
+  for (const auto& j : facts.jobs) names.push_back(j.id + ".h5");
+  FolderReadOptions fo;
+  fo.depth = Depth::Summary;
+  const auto reads = read_job_files(results_dir, names, fo);
+  for (std::size_t k = 0; k < facts.jobs.size(); ++k) {
+    const auto& j = facts.jobs[k];
     p.jobs.push_back(j.id);
-    JobData data;
-    try {
-      ReadOptions ro;
-      ro.tables = false;
-      data = read_job(results_dir + "/" + j.id + ".h5", ro);
-    } catch (const std::exception&) {
-      continue;  // a failed job has no figures; the phase still records its makespan
-    }
+    if (!reads[k].ok) continue;  // a failed job has no figures; the phase still records its makespan
+    const JobData& data = reads[k].data;
     if (auto s = figure(data, "samples")) samples += *s;
     if (auto u = figure(data, j.gpu ? "gpu_util_pct_mean" : "cpu_util_pct_mean")) {
       util_sum += *u / 100.0;
@@ -94,22 +96,14 @@ std::optional<double> job_time(const JobData& d, const char* unix_attr, const st
 
 }  // namespace
 
-std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vector<std::string>& files) {
-  std::map<std::string, std::vector<JobData>> by_phase;
+std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vector<const JobData*>& jobs) {
+  std::map<std::string, std::vector<std::reference_wrapper<const JobData>>> by_phase;
   std::vector<std::string> order;
-  for (const auto& f : files) {
-    JobData d;
-    try {
-      ReadOptions ro;
-      ro.tables = false;
-      d = read_job(f, ro);
-    } catch (const std::exception&) {
-      continue;  // unreadable: the report already says so
-    }
-    const std::string phase = d.attr_string("meta.phase");
+  for (const JobData* j : jobs) {
+    const std::string phase = j->attr_string("meta.phase");
     if (phase.empty()) continue;
     if (!by_phase.count(phase)) order.push_back(phase);
-    by_phase[phase].push_back(std::move(d));
+    by_phase[phase].push_back(std::cref(*j));
   }
   if (recorded.empty()) {
     std::vector<std::pair<double, Phase>> derived;  // (first start, phase): they ran in that order
@@ -118,7 +112,7 @@ std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vecto
       p.name = name;
       double first = kNaN, last = kNaN, samples = 0, util_sum = 0;
       int util_n = 0;
-      for (const auto& d : by_phase[name]) {
+      for (const JobData& d : by_phase[name]) {
         p.jobs.push_back(d.id);
         const auto start = job_time(d, "start_unix", d.start_time), end = job_time(d, "end_unix", d.end_time);
         if (start) first = std::isnan(first) ? *start : std::min(first, *start);
@@ -145,10 +139,10 @@ std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vecto
     if (it == by_phase.end() || it->second.empty()) continue;
     double first = kNaN, reached = 0;
     bool all = true;
-    for (const auto& d : it->second)
+    for (const JobData& d : it->second)
       if (const auto start = job_time(d, "start_unix", d.start_time))
         first = std::isnan(first) ? *start : std::min(first, *start);
-    for (const auto& d : it->second) {
+    for (const JobData& d : it->second) {
       const auto start = job_time(d, "start_unix", d.start_time);
       const auto ttt = figure(d, "time_to_target_s");
       if (!start || !ttt || std::isnan(first)) {

@@ -9,16 +9,21 @@
 namespace gridrun::results {
 
 void write_profile_report(const ReportOptions& opts, int top, std::ostream& out, std::ostream& log) {
-  LoadedRun run = load_run(opts.input, log);
+  LoadedRun run = load_run(opts.input, log, Depth::Full);
   std::vector<Table> tables;
   std::size_t unprofiled = 0;
+  const auto loaded = run.data_by_id();
   for (const auto& rec : select_jobs(run.jobs, opts)) {
     JobData job;
-    try {
-      job = read_job((std::filesystem::path(run.run_dir) / rec.file).string());
-    } catch (const std::exception& e) {
-      log << "report: skipped " << e.what() << "\n";
-      continue;
+    if (auto it = loaded.find(rec.id); it != loaded.end()) {
+      job = *it->second;
+    } else {
+      try {  // a results.h5 input: the file behind its link
+        job = read_job((std::filesystem::path(run.run_dir) / rec.file).string());
+      } catch (const std::exception& e) {
+        log << "report: skipped " << e.what() << "\n";
+        continue;
+      }
     }
     if (job.profile.empty()) {
       ++unprofiled;

@@ -12,6 +12,7 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/results/reader.hpp"
+#include "gridrun/results/run_reader.hpp"
 #include "h5.hpp"
 #include "internal.hpp"
 
@@ -232,17 +233,30 @@ Id open_for_read(const std::string& path) {
 
 }  // namespace
 
+namespace detail {
+JobData read_job_here(const std::string& path, const ReadOptions& opts) {
+  h5::Quiet quiet;
+  Id file = open_for_read(path);
+  return read_open_job(file, path, opts);
+}
+}  // namespace detail
+
 JobData read_job(const std::string& path, const ReadOptions& opts) {
   if (!fs::exists(path)) throw std::runtime_error(path + ": no such file");
-  h5::Quiet quiet;
   try {
-    if (opts.isolate)
-      detail::read_in_forked_copy([&] { detail::read_open_job(open_for_read(path), path, opts); },
-                                  opts.isolate_timeout_s);
-    Id file = open_for_read(path);
-    return detail::read_open_job(file, path, opts);
+    if (!opts.isolate) return detail::read_job_here(path, opts);
+    // One read, in a forked copy that hands the decoded record back (a crash costs the copy only).
+    FolderReadOptions fo;
+    fo.depth = opts.tables ? Depth::Full : Depth::Summary;
+    fo.use_index = false;
+    fo.item_timeout_s = opts.isolate_timeout_s;
+    auto got =
+        read_job_files(fs::path(path).parent_path().string(), {fs::path(path).filename().string()}, fo);
+    if (!got[0].ok) throw std::runtime_error(got[0].error);
+    return std::move(got[0].data);
   } catch (const std::exception& e) {
-    throw std::runtime_error(path + ": " + e.what());
+    const std::string w = e.what();
+    throw std::runtime_error(w.rfind(path + ": ", 0) == 0 ? w : path + ": " + w);
   }
 }
 
@@ -252,11 +266,13 @@ JobGlance job_glance(const std::string& path) {
   JobGlance g;
   try {
     if (!fs::exists(path)) return g;
-    ReadOptions o;
-    o.tables = false;
-    JobData d = read_job(path, o);
-    g.status = std::move(d.status);
-    g.attempts = std::move(d.attempts);
+    FolderReadOptions o;
+    o.depth = Depth::Glance;
+    o.use_index = false;
+    auto got = read_job_files(fs::path(path).parent_path().string(), {fs::path(path).filename().string()}, o);
+    if (!got[0].ok) return g;
+    g.status = std::move(got[0].data.status);
+    g.attempts = std::move(got[0].data.attempts);
   } catch (...) {
     return JobGlance{};
   }

@@ -505,16 +505,23 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
   return out;
 }
 
-LoadedRun load_run(const std::string& input, std::ostream& log) {
+std::map<std::string, const JobData*> LoadedRun::data_by_id() const {
+  std::map<std::string, const JobData*> out;
+  for (std::size_t k = 0; k < jobs.size() && k < data.size(); ++k) out[jobs[k].id] = &data[k];
+  return out;
+}
+
+LoadedRun load_run(const std::string& input, std::ostream& log, Depth depth) {
   fs::path in = input;
   LoadedRun run;
   std::string state;
   if (fs::is_directory(in)) {
     if (!fs::is_directory(in / "results"))
       throw std::invalid_argument(input + ": not a run directory (no results/ folder)");
-    std::vector<std::string> skipped;
-    run.jobs = scan_run_dir(input, skipped);
-    for (const auto& s : skipped) log << "report: skipped " << s << "\n";
+    ScannedRun scanned = scan_results(input, depth);
+    for (const auto& s : scanned.skipped) log << "report: skipped " << s << "\n";
+    run.jobs = std::move(scanned.records);
+    run.data = std::move(scanned.data);
     run.run_dir = in.string();
   } else if (fs::is_regular_file(in)) {
     run.jobs = read_index(input);
@@ -522,9 +529,9 @@ LoadedRun load_run(const std::string& input, std::ostream& log) {
   } else {
     throw std::invalid_argument(input + ": no such run directory or results.h5");
   }
-  std::vector<std::string> files;
-  for (const auto& j : run.jobs) files.push_back((fs::path(run.run_dir) / j.file).string());
-  run.phases = complete_phases(read_phases((fs::path(run.run_dir) / "state.json").string()), files);
+  std::vector<const JobData*> read;
+  for (const auto& d : run.data) read.push_back(&d);
+  run.phases = complete_phases(read_phases((fs::path(run.run_dir) / "state.json").string()), read);
   return run;
 }
 

@@ -102,11 +102,17 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
   const RunDir rd(o.out + "/" + ex.name);
   std::vector<SimJob> sims(ex.jobs.size());
   std::size_t from_results = 0;
+  std::map<std::string, double> measured;
+  std::error_code ec;
+  if (fs::is_directory(rd.results_dir(), ec)) {
+    results::ResultsFolder folder(rd.results_dir());
+    measured = measured_durations(folder, ex.jobs);
+  }
   for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
     bool fr = false;
     sims[i].id = ex.jobs[i].id;
     sims[i].req = plan.req[i];
-    sims[i].duration_s = estimate_for(ex.jobs[i], rd, o.cost, &fr);
+    sims[i].duration_s = estimate_for(ex.jobs[i], measured, o.cost, &fr);
     sims[i].phase = plan.phase[i];
     from_results += fr;
   }

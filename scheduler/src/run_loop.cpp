@@ -20,12 +20,14 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
+#include "gridrun/results/run_reader.hpp"
 
 namespace fs = std::filesystem;
 
@@ -76,52 +78,42 @@ bool has_checkpoint(const std::string& dir) {
   return fs::is_directory(dir, ec) && !fs::is_empty(dir, ec);
 }
 
-std::optional<results::JobData> read_summary(const std::string& path) {
-  try {
-    results::ReadOptions ro;
-    ro.tables = false;
-    return results::read_job(path, ro);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-// Why an existing results file cannot be trusted ("" when it opens and has a status).
-std::string results_damage(const std::string& path) {
-  try {
-    results::ReadOptions ro;
-    ro.tables = false;
-    const auto data = results::read_job(path, ro);
-    if (data.status.empty()) return "no status attribute";
-    return "";
-  } catch (const std::exception& e) {
-    std::string w = e.what();
-    for (char& c : w)
-      if (c == '\n') c = ' ';
-    return w.empty() ? "cannot be read" : w;
-  }
-}
-
 void append_line(const std::string& path, const std::string& line) {
   std::ofstream(path, std::ios::app) << line;
 }
 
 }  // namespace
 
-double estimate_for(const jobs::Job& job, const RunDir& rd, const CostModel& cost, bool* from_results) {
-  *from_results = false;
-  const std::string path = rd.result_file(job.id);
-  std::error_code ec;
-  if (fs::exists(path, ec) && is_finished(outcome_from_results(results::job_status(path)))) {
-    if (const auto data = read_summary(path)) {
-      auto it = data->summary.find("wall_s");
-      if (it != data->summary.end() && std::isfinite(it->second) && it->second > 0) {
-        *from_results = true;
-        return it->second;
-      }
-    }
-  }
-  return estimate_seconds(job.params, cost);
+namespace {
+// wall_s of a finished job's record, when it has a usable one.
+std::optional<double> measured_wall(const results::JobData& d) {
+  if (!is_finished(outcome_from_results(d.status))) return std::nullopt;
+  auto it = d.summary.find("wall_s");
+  if (it == d.summary.end() || !std::isfinite(it->second) || it->second <= 0) return std::nullopt;
+  return it->second;
+}
+}  // namespace
+
+std::map<std::string, double> measured_durations(results::ResultsFolder& folder,
+                                                 const std::vector<jobs::Job>& jobs) {
+  std::vector<std::string> names;
+  names.reserve(jobs.size());
+  for (const auto& j : jobs) names.push_back(j.id + ".h5");
+  results::FolderReadOptions fo;
+  fo.depth = results::Depth::Summary;
+  std::map<std::string, double> out;
+  for (const auto& r : folder.read(names, fo))
+    if (r.ok)
+      if (auto w = measured_wall(r.data))
+        out[r.data.id.empty() ? r.name.substr(0, r.name.size() - 3) : r.data.id] = *w;
+  return out;
+}
+
+double estimate_for(const jobs::Job& job, const std::map<std::string, double>& measured,
+                    const CostModel& cost, bool* from_results) {
+  auto it = measured.find(job.id);
+  *from_results = it != measured.end();
+  return *from_results ? it->second : estimate_seconds(job.params, cost);
 }
 
 // A running job of the current phase.
@@ -198,6 +190,7 @@ RunOutcome RunLoop::run() {
     if (!ex_.compare_by.empty()) close_phase(value);
   }
   progress_->clear();
+  folder_->flush();
   return summary();
 }
 
@@ -213,7 +206,7 @@ bool RunLoop::open_phase(const std::string& value) {
                      " jobs");
   for (std::size_t i : ph.members) {
     bool from_results = false;
-    ph.est[i] = estimate_for(ex_.jobs[i], rd_, o_.cost, &from_results);
+    ph.est[i] = estimate_for(ex_.jobs[i], measured_, o_.cost, &from_results);
     ph.engine.submit(QueuedJob{i, i, plan_.req[i], ph.est[i]});
   }
   ph.t0 = progress_->elapsed();
@@ -223,9 +216,9 @@ bool RunLoop::open_phase(const std::string& value) {
 // Jobs a crashed `gridrun run` left running: stop them (they checkpoint) before anything else, so
 // nothing ever runs twice.
 void RunLoop::stop_leftovers() {
-  std::vector<int> leftovers;
-  for (const auto& job : ex_.jobs)
-    for (int p : base::processes_with_arg(ard_.job_file(job.id))) leftovers.push_back(p);
+  std::unordered_set<std::string> files;
+  for (const auto& job : ex_.jobs) files.insert(ard_.job_file(job.id));
+  const std::vector<int> leftovers = base::processes_with_arg(files);
   if (leftovers.empty()) return;
   out_ << "reconcile: " << leftovers.size() << " processes of an earlier gridrun still run jobs of "
        << ex_.name << "; stopping them (they checkpoint)\n"
@@ -236,8 +229,22 @@ void RunLoop::stop_leftovers() {
 // The results files decide what is finished; everything else runs (again), resuming from its
 // checkpoint where that is sound.
 void RunLoop::reconcile() {
+  // Every results file of the grid read once (one guarded child; the index answers for files
+  // unchanged since a command last read them). The verdict is the reports' verdict (run_reader.hpp):
+  // what `report` cannot read is quarantined and redone here.
+  folder_ = std::make_unique<results::ResultsFolder>(rd_.results_dir());
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& job : ex_.jobs)
+    for (const std::string& f : {rd_.result_file(job.id), rd_.partial_file(job.id)})
+      if (fs::exists(f, ec)) names.push_back(fs::path(f).filename().string());
+  results::FolderReadOptions fo;
+  fo.depth = results::Depth::Summary;
+  for (auto& r : folder_->read(names, fo)) disk_[r.name] = std::move(r);
   for (std::size_t i = 0; i < ex_.jobs.size(); ++i) reconcile_job(i);
+  disk_.clear();
   rd_.save_state(state_);
+  folder_->flush();
 }
 
 void RunLoop::reconcile_job(std::size_t i) {
@@ -247,16 +254,26 @@ void RunLoop::reconcile_job(std::size_t i) {
   // holds: the job restarts from scratch so that its results are those of an undisturbed run.
   bool restart = false;
   std::error_code ec;
+  std::string final_status;
   for (const std::string& f : {rd_.result_file(job.id), rd_.partial_file(job.id)}) {
-    if (!fs::exists(f, ec)) continue;
-    const std::string why = results_damage(f);
-    if (why.empty()) continue;
+    auto it = disk_.find(fs::path(f).filename().string());
+    if (it == disk_.end() || it->second.missing) continue;
+    if (it->second.ok) {
+      if (f == rd_.result_file(job.id)) {
+        final_status = it->second.data.status;
+        if (auto w = measured_wall(it->second.data)) measured_[job.id] = *w;
+      }
+      continue;
+    }
+    // The reader's message starts with the path, which quarantine_damaged names itself.
+    std::string why = it->second.error;
+    if (why.rfind(f + ": ", 0) == 0) why.erase(0, f.size() + 2);
     quarantine_damaged(f, why, out_);
     restart = true;
   }
   // Its checkpoints continue that lost history; a retry must not resume from them either.
   if (restart) fs::remove_all(rd_.checkpoint_dir(job.id), ec);
-  const JobOutcome disk = outcome_from_results(results::job_status(rd_.result_file(job.id)));
+  const JobOutcome disk = outcome_from_results(final_status);
   if (o_.rerun != "all" && is_finished(disk)) {
     rec.state = disk;
     ++skipped_;
@@ -359,7 +376,13 @@ void RunLoop::on_exit(std::size_t i, int code) {
   --counts.running;
   rec.exit_codes.push_back(code);
   rec.end_unix = base::unix_now();
-  const std::string status = results::job_status(rd_.result_file(job.id));
+  // The ended job's file, read once through the folder (its index entry is written with the state).
+  results::FolderReadOptions fo;
+  fo.depth = results::Depth::Summary;
+  const auto got = folder_->read({job.id + ".h5"}, fo);
+  const std::string status = got[0].ok ? got[0].data.status : "";
+  if (got[0].ok)
+    if (auto w = measured_wall(got[0].data)) measured_[job.id] = *w;
   const JobOutcome disk = outcome_from_results(status);
   std::ostringstream what;
   if (code == 0 && is_finished(disk)) {
@@ -387,6 +410,12 @@ void RunLoop::on_exit(std::size_t i, int code) {
     }
   }
   rd_.save_state(state_);
+  // The index is rewritten whole, so at most every 5 s while jobs end (and at the end of the run):
+  // a status in between reads the few files that ended since.
+  if (progress_->elapsed() - index_flushed_at_ >= 5) {
+    folder_->flush();
+    index_flushed_at_ = progress_->elapsed();
+  }
   progress_->event(what.str());
 }
 

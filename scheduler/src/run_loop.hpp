@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/results/run_reader.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/run.hpp"
@@ -34,7 +35,13 @@ struct GridPlan {
 
 // Previous wall time of the same job id when it completed before (from its results file), else
 // the cost model. `from_results` says which.
-double estimate_for(const jobs::Job& job, const RunDir& rd, const CostModel& cost, bool* from_results);
+// Measured durations (wall_s) of the jobs whose results files are finished, by id: one read of
+// the results folder (run_reader.hpp; through its index, so a finished run reads no file).
+std::map<std::string, double> measured_durations(results::ResultsFolder& folder,
+                                                 const std::vector<jobs::Job>& jobs);
+// A job's duration: measured when it has finished before, else the cost model's estimate.
+double estimate_for(const jobs::Job& job, const std::map<std::string, double>& measured,
+                    const CostModel& cost, bool* from_results);
 
 class RunLoop {
  public:
@@ -73,6 +80,12 @@ class RunLoop {
   PreparedRun prepared_;
   RunState& state_;
   std::vector<char> to_run_, resume_;
+  // The results folder with its index, read once at reconcile and once per ended job; the index is
+  // written with state.json, so a `status` after the run reads no job file.
+  std::unique_ptr<results::ResultsFolder> folder_;
+  std::map<std::string, results::JobFileRead> disk_;  // reconcile's reads, by file name
+  std::map<std::string, double> measured_;            // wall_s of finished jobs, by id
+  double index_flushed_at_ = 0;                       // progress time of the last index write
   std::size_t skipped_ = 0;
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<PhaseRun> phase_;

@@ -12,6 +12,7 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/reader.hpp"
+#include "gridrun/results/run_reader.hpp"
 #include "gridrun/results/table.hpp"
 
 namespace fs = std::filesystem;
@@ -32,7 +33,46 @@ std::vector<std::string> damaged_files(const std::string& root) {
   return out;
 }
 
-JobStatusRow row_from_record(const RunDir& dir, const JobRecord& r) {
+// What the results folder says of a job: the glance of its file (`<id>.h5`, else the live
+// `<id>.h5.partial`, whose status shows as "partial").
+struct DiskGlance {
+  std::string status;
+  std::vector<results::Attempt> attempts;
+};
+
+// Every job's file read once, at glance depth, through the results folder's index: a finished run
+// reads no job file at all, a run where k files changed reads those k (run_reader.hpp).
+std::map<std::string, DiskGlance> glance_results(const RunDir& dir) {
+  std::map<std::string, DiskGlance> out;
+  const std::string folder = dir.results_dir();
+  results::FolderReadOptions fo;
+  fo.depth = results::Depth::Glance;
+  results::ResultsFolder rf(folder);
+  std::vector<std::string> partial_after_bad_final;
+  for (const auto& r : rf.read(results::list_job_files(folder), fo)) {
+    const bool partial = r.name.size() > 8 && r.name.compare(r.name.size() - 8, 8, ".partial") == 0;
+    const std::string id = r.name.substr(0, r.name.find(".h5"));
+    if (!r.ok) {
+      // An unreadable final file with a live .partial beside it: the .partial tells the state.
+      std::error_code ec;
+      if (!partial && fs::exists(dir.partial_file(id), ec))
+        partial_after_bad_final.push_back(id + ".h5.partial");
+      continue;
+    }
+    DiskGlance& g = out[id];
+    g.status = partial ? "partial" : r.data.status;
+    g.attempts = r.data.attempts;
+  }
+  for (const auto& r : rf.read(partial_after_bad_final, fo)) {
+    if (!r.ok) continue;
+    DiskGlance& g = out[r.name.substr(0, r.name.find(".h5"))];
+    g.status = "partial";
+    g.attempts = r.data.attempts;
+  }
+  return out;
+}
+
+JobStatusRow row_from_record(const JobRecord& r, const DiskGlance* glance) {
   JobStatusRow row;
   row.id = r.id;
   row.state = r.state;
@@ -46,15 +86,11 @@ JobStatusRow row_from_record(const RunDir& dir, const JobRecord& r) {
     std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", sec / 3600, sec / 60 % 60, sec % 60);
     row.elapsed = buf;
   }
-  results::JobGlance glance = results::job_glance(dir.result_file(r.id));
-  row.disk = glance.status;
-  std::error_code ec;
-  if (row.disk.empty() && fs::exists(dir.partial_file(r.id), ec)) {
-    row.disk = "partial";
-    glance = results::job_glance(dir.partial_file(r.id));
+  if (glance) {
+    row.disk = glance->status;
+    for (const auto& a : glance->attempts)
+      row.attempt_hosts.push_back(a.hostnames.empty() ? a.hostname : a.hostnames);
   }
-  for (const auto& a : glance.attempts)
-    row.attempt_hosts.push_back(a.hostnames.empty() ? a.hostname : a.hostnames);
   if (row.node.empty() && !row.attempt_hosts.empty()) row.node = row.attempt_hosts.back();
   row.attempts = std::max(row.attempts, static_cast<int>(row.attempt_hosts.size()));
   return row;
@@ -98,7 +134,11 @@ RunStatus run_status(const RunDir& dir, const StatusOverlay& overlay) {
     const std::string id = e.path().stem().string();
     if (!recs.count(id)) recs[id].id = id;
   }
-  for (const auto& [id, r] : recs) st.jobs.push_back(row_from_record(dir, r));
+  const std::map<std::string, DiskGlance> disk = glance_results(dir);
+  for (const auto& [id, r] : recs) {
+    auto it = disk.find(id);
+    st.jobs.push_back(row_from_record(r, it == disk.end() ? nullptr : &it->second));
+  }
   if (overlay) overlay(st, recs);
   for (auto& row : st.jobs) {
     settle_with_results(row);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -275,6 +276,48 @@ TEST(Spawn, IsolatedRunSurvivesCrashExceptionAndHang) {
   EXPECT_TRUE(hang.timed_out);
 }
 
+// run_isolated_each: one copy for many items; a crash or a hang costs its own item only, the items
+// before it keep their results and a new copy goes on with the next one.
+TEST(Spawn, IsolatedEachIsolatesOneItemAndGoesOn) {
+  auto got = run_isolated_each(
+      6,
+      [](std::size_t k) -> std::string {
+        if (k == 2) std::raise(SIGSEGV);
+        if (k == 3) throw std::runtime_error("bad row count");
+        if (k == 4)
+          for (;;) ::pause();
+        return "item " + std::to_string(k) + " pid " + std::to_string(::getpid());
+      },
+      0.5);
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_TRUE(got[0].ok);
+  EXPECT_TRUE(got[1].ok);
+  EXPECT_EQ(got[0].message.substr(0, 6), "item 0");
+  // Items 0 and 1 ran in the same copy (one fork for both), not in this process.
+  EXPECT_EQ(got[0].message.substr(got[0].message.find("pid")),
+            got[1].message.substr(got[1].message.find("pid")));
+  EXPECT_EQ(got[0].message.find("pid " + std::to_string(::getpid())), std::string::npos);
+  EXPECT_FALSE(got[2].ok);
+  EXPECT_EQ(got[2].signal, SIGSEGV);
+  EXPECT_FALSE(got[3].ok);
+  EXPECT_EQ(got[3].signal, 0);
+  EXPECT_EQ(got[3].message, "bad row count");
+  EXPECT_FALSE(got[4].ok);
+  EXPECT_TRUE(got[4].timed_out);
+  EXPECT_TRUE(got[5].ok);
+  EXPECT_EQ(got[5].message.substr(0, 6), "item 5");
+  // Large results come back whole (more than a pipe buffer each).
+  auto big = run_isolated_each(
+      3, [](std::size_t k) { return std::string(300000 + k, static_cast<char>('a' + k)); }, 10);
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_TRUE(big[k].ok);
+    EXPECT_EQ(big[k].message, std::string(300000 + k, static_cast<char>('a' + k)));
+  }
+  EXPECT_TRUE(run_isolated_each(
+                  0, [](std::size_t) { return std::string(); }, 1)
+                  .empty());
+}
+
 TEST(Host, FactsAreReadable) {
   EXPECT_FALSE(hostname().empty());
   EXPECT_FALSE(cpu_model().empty());
@@ -283,4 +326,15 @@ TEST(Host, FactsAreReadable) {
   Child c = spawn({{"sleep", "30"}, {}, "", "", false, false});
   EXPECT_EQ(children_of(::getpid()), std::vector<int>{c.pid()});
   EXPECT_EQ(comm_of(c.pid()), "sleep");
+  // One /proc scan for many arguments: a whole argument, or the value of --opt=VALUE.
+  const std::string mark = "gridrun-test-mark-" + std::to_string(::getpid());
+  Child a = spawn({{"sh", "-c", "sleep 30", mark}, {}, "", "", false, false});
+  Child b = spawn({{"sh", "-c", "sleep 30", "--job=" + mark + "b"}, {}, "", "", false, false});
+  auto found = processes_with_arg({mark, mark + "b", "never-an-argument-" + mark});
+  std::sort(found.begin(), found.end());
+  std::vector<int> want{a.pid(), b.pid()};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(found, want);
+  const auto prefix = processes_with_arg({mark.substr(0, mark.size() - 1)});  // whole arguments only
+  EXPECT_EQ(std::find(prefix.begin(), prefix.end(), a.pid()), prefix.end());
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace gridrun::base {
@@ -18,7 +19,9 @@ std::string self_exe();
 std::vector<int> children_of(int pid);
 // The command name (/proc/PID/comm) of a process, "" when it is gone.
 std::string comm_of(int pid);
-// Processes (any owner, not this one) whose command line contains `needle`.
-std::vector<int> processes_with_arg(const std::string& needle);
+// Processes (any owner, not this one) with one of `args` as a command-line argument (or as the
+// value of an `--opt=VALUE` argument). One /proc scan whatever the number of args: a run of
+// 10,000 jobs asks for all its job files at once.
+std::vector<int> processes_with_arg(const std::unordered_set<std::string>& args);
 
 }  // namespace gridrun::base

@@ -72,4 +72,12 @@ struct IsolatedRun {
 };
 IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_s);
 
+// The same for many items in one forked copy: fn(k) for k = 0..n-1 in order, each returning its
+// result bytes (or throwing: a failure with its what()), passed back to the parent as one frame
+// each. A copy that crashes or hangs on item k costs only item k (its IsolatedRun says how it
+// ended) and a new copy goes on from k+1, so n reads cost one fork, not n. `timeout_s` bounds each
+// item, not the whole batch. On success IsolatedRun::message holds fn(k)'s bytes.
+std::vector<IsolatedRun> run_isolated_each(std::size_t n, const std::function<std::string(std::size_t)>& fn,
+                                           double timeout_s);
+
 }  // namespace gridrun::base

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gridrun/results/reader.hpp"
+#include "gridrun/results/run_reader.hpp"
 
 namespace gridrun::results {
 
@@ -24,9 +25,17 @@ struct JobRecord {
 
 JobRecord record_of(const JobData& job, const std::string& relative_file);
 
-// Job files of RUN_DIR/results (`<id>.h5`, else `<id>.h5.partial`), sorted by id. Unreadable ones
-// and job ids listed in RUN_DIR/jobs/*.json without any results file are appended to `skipped`
-// as "<path>: <reason>" and left out.
+// Job files of RUN_DIR/results (`<id>.h5`, else `<id>.h5.partial`), sorted by id, each read once
+// (run_reader.hpp: one guarded child, the folder's index). Unreadable ones and job ids listed in
+// RUN_DIR/jobs/*.json without any results file are in `skipped` as "<path>: <reason>" and left out
+// of `records`; `data` holds each record's JobData to the depth asked, in the same order.
+struct ScannedRun {
+  std::vector<JobRecord> records;
+  std::vector<JobData> data;
+  std::vector<std::string> skipped;
+};
+ScannedRun scan_results(const std::string& run_dir, Depth depth);
+// The records only (Depth::Summary).
 std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped);
 
 // Reads the /jobs table of a results.h5 written by collect(). Throws std::runtime_error.

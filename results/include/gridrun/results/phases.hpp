@@ -15,6 +15,8 @@
 
 namespace gridrun::results {
 
+struct JobData;
+
 // One phase as state.json records it and the report shows it.
 struct Phase {
   std::string name;
@@ -59,6 +61,6 @@ std::vector<Phase> read_phases(const std::string& state_json);
 // scheduler of ours saw them run, so state.json has none) get their phases from the files'
 // `meta.phase`, start_time and end_time (whole seconds) and /summary. Every phase, recorded or
 // derived, gets its time_to_target_s. `files` are the job files' paths, unreadable ones skipped.
-std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vector<std::string>& files);
+std::vector<Phase> complete_phases(std::vector<Phase> recorded, const std::vector<const JobData*>& jobs);
 
 }  // namespace gridrun::results

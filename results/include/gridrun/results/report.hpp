@@ -28,13 +28,17 @@ struct ReportOptions {
 
 // What a report reads: the job records of a RUN_DIR (job files) or of a results.h5 (its /jobs
 // table), the run directory (job files are `run_dir / record.file`) and the recorded phases.
+// Every job file is read once, to `depth` (run_reader.hpp), and everything is rendered from this.
 struct LoadedRun {
   std::string run_dir;
   std::vector<JobRecord> jobs;
+  std::vector<JobData> data;  // jobs[k]'s file as read (RUN_DIR input; empty for a results.h5)
   std::vector<Phase> phases;
+  // id -> its JobData, for the records that have one (a results.h5 input has none).
+  std::map<std::string, const JobData*> data_by_id() const;
 };
 // Throws std::invalid_argument when `input` is neither; skipped job files are named on `log`.
-LoadedRun load_run(const std::string& input, std::ostream& log);
+LoadedRun load_run(const std::string& input, std::ostream& log, Depth depth = Depth::Summary);
 
 // The records that pass opts.filters; validates filters and group-by against the records
 // (std::invalid_argument naming the flag).

@@ -5,6 +5,7 @@
 //   runs/<name>/jobs/<id>.json        one file per job (gridrun::jobs::write_job_file)
 //   runs/<name>/logs/<id>.out|.err    launcher stdout/stderr, appended per attempt
 //   runs/<name>/results/<id>.h5       per-job results (<id>.h5.partial while running)
+//   runs/<name>/results/.gridrun-index  cache of what commands read of those (results/run_reader.hpp)
 //   runs/<name>/checkpoints/<id>/     runner checkpoints
 //   runs/<name>/state.json            per-job status, attempts, exit codes, timings, slurm ids
 //   runs/<name>/lock                  PID of the `gridrun run` holding the run (flock'ed)

@@ -1,0 +1,93 @@
+// Reading the job files of a results folder: every file read at most once per command, all of
+// them in one guarded child, and an index beside them so that a file read once is not read again
+// until it changes.
+//
+// Why: `status`, `collect`, `report` and `run` each used to read every job file through a forked
+// copy of their own (a fork per file) and then once more in the parent, some of them two or three
+// times per command: 10-50 ms per job. Here, the files not answered by the index are read in one
+// forked copy (base::run_isolated_each) that sends each decoded record back; a file that crashes or
+// hangs libhdf5 costs that copy only, is "damaged", and a new copy goes on with the next file.
+//
+// One verdict per file: a fresh read always reads the whole file (tables included), so a file that
+// any command finds unreadable is unreadable for all of them, whatever depth the caller asked for;
+// `gridrun run` quarantines and redoes exactly what the reports cannot read.
+//
+// The index (`<folder>/.gridrun-index`): per finished file (`<id>.h5`; a live `.partial` is never
+// indexed) its size, mtime, ctime and inode, the verdict, and the record to Depth::Summary (no
+// tables: they would make the index as large as the run). A file whose stat differs is read again;
+// an index that is damaged, of another version or unwritable is ignored and rebuilt, never trusted
+// blindly and never fatal. Written atomically (base::write_file_atomic) by whichever command read
+// something new, so a `status` after k changed files reads those k.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gridrun/results/reader.hpp"
+
+namespace gridrun::results {
+
+// How much of a record the caller needs: Glance (id, status, exit reason, attempts: `status`),
+// Summary (+ root attributes, parameters, /summary: text reports, `collect`, `run`), Full (+ the
+// /steps, /epochs, /util and /profile tables: HTML and profile reports).
+enum class Depth { Glance = 0, Summary = 1, Full = 2 };
+
+struct FolderReadOptions {
+  Depth depth = Depth::Summary;
+  bool use_index = true;       // false: read every file, neither read nor write the index
+  double item_timeout_s = 60;  // a file whose read hangs this long is damaged
+  bool prune_index = false;    // drop index entries of files not asked for (a whole-folder read)
+};
+
+struct JobFileRead {
+  std::string name;  // the file name inside the folder, as asked
+  std::string path;  // folder / name
+  bool ok = false;
+  bool missing = false;  // no such file (not an error of the file)
+  bool damaged = false;  // reading it crashed or hung libhdf5 (a forked copy took the blow)
+  std::string error;     // when !ok: "<path>: reason", one line
+  JobData data;          // when ok: to the depth asked (path set)
+  bool from_index = false;
+};
+
+struct FolderReadStats {
+  std::size_t asked = 0, from_index = 0, read = 0, failed = 0;
+  bool index_rebuilt = false;  // the index was absent, damaged or of another version
+};
+
+// The file name index kept in each results folder.
+inline constexpr const char* kIndexName = ".gridrun-index";
+
+// A results folder with its index loaded once, for a caller that reads files of it many times (the
+// run loop reads each job's file as the job ends): reads update the index in memory and flush()
+// writes it, so a run of 10,000 jobs does not rewrite a 10,000-entry index 10,000 times.
+class ResultsFolder {
+ public:
+  explicit ResultsFolder(std::string folder, bool use_index = true);
+  ~ResultsFolder();  // flush(); a failure to write the index is ignored (it is only a cache)
+  ResultsFolder(const ResultsFolder&) = delete;
+  ResultsFolder& operator=(const ResultsFolder&) = delete;
+
+  // See read_job_files (opts.use_index is the constructor's).
+  std::vector<JobFileRead> read(const std::vector<std::string>& names, const FolderReadOptions& opts,
+                                FolderReadStats* stats = nullptr);
+  // Writes the index when a read changed it; never throws.
+  void flush() noexcept;
+  const std::string& folder() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads `names` (e.g. "<id>.h5", "<id>.h5.partial") of `folder`, in order. Never throws for a
+// file's sake: a missing, unreadable or damaged file is reported in its JobFileRead.
+std::vector<JobFileRead> read_job_files(const std::string& folder, const std::vector<std::string>& names,
+                                        const FolderReadOptions& opts, FolderReadStats* stats = nullptr);
+
+// The job files of a results folder, one per job id: `<id>.h5`, else `<id>.h5.partial`; sorted.
+std::vector<std::string> list_job_files(const std::string& folder);
+
+}  // namespace gridrun::results

@@ -1,0 +1,329 @@
+// See run_reader.hpp: one guarded child reads what the index cannot answer; the index keeps each
+// finished file's verdict and record keyed by its stat.
+#include "gridrun/results/run_reader.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <map>
+#include <unordered_map>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/spawn.hpp"
+#include "gridrun/base/text.hpp"
+#include "internal.hpp"
+#include "job_codec.hpp"
+
+namespace gridrun::results {
+
+namespace fs = std::filesystem;
+using detail::ByteReader;
+using detail::ByteWriter;
+
+namespace {
+
+constexpr std::string_view kMagic = "GRIDRUN-INDEX-2\n";
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// What identifies one version of a file: a rewrite (the writer renames .partial over it), a copy
+// or a changed byte with a touch back to the old mtime all change at least the ctime or inode.
+struct StatKey {
+  std::uint64_t dev = 0, ino = 0, size = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const StatKey& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns;
+  }
+};
+
+enum class Verdict : std::uint64_t { Ok = 0, Unreadable = 1, Damaged = 2 };
+
+struct Entry {
+  StatKey key;
+  Verdict verdict = Verdict::Ok;
+  std::string reason;  // without the path
+  std::string record;  // encode_job(..., Depth::Summary) when Ok
+};
+
+// FNV-1a over 8-byte words (then the tail): the index's checksum. Not cryptographic; it tells a
+// torn or bit-flipped index from a whole one.
+std::uint64_t checksum(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = (h ^ w) * 1099511628211ULL;
+  }
+  for (; i < s.size(); ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ULL;
+  return h;
+}
+
+std::optional<StatKey> stat_key(const std::string& path, int* err) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    *err = errno;
+    return std::nullopt;
+  }
+  StatKey k;
+  k.dev = st.st_dev;
+  k.ino = st.st_ino;
+  k.size = static_cast<std::uint64_t>(st.st_size);
+  k.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+  k.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000LL + st.st_ctim.tv_nsec;
+  return k;
+}
+
+std::unordered_map<std::string, Entry> parse_index(std::string_view bytes) {
+  if (bytes.size() < kMagic.size() + 8 || bytes.substr(0, kMagic.size()) != kMagic)
+    throw std::runtime_error("not an index of this version");
+  const std::string_view body = bytes.substr(0, bytes.size() - 8);
+  std::uint64_t sum;
+  std::memcpy(&sum, bytes.data() + body.size(), 8);
+  if (sum != checksum(body)) throw std::runtime_error("checksum mismatch");
+  ByteReader r(body.substr(kMagic.size()));
+  std::unordered_map<std::string, Entry> out;
+  for (std::size_t n = r.count(80); n > 0; --n) {
+    std::string name = r.str();
+    Entry e;
+    e.key.dev = r.u64();
+    e.key.ino = r.u64();
+    e.key.size = r.u64();
+    e.key.mtime_ns = r.i64();
+    e.key.ctime_ns = r.i64();
+    const std::uint64_t v = r.u64();
+    if (v > 2) throw std::runtime_error("bad verdict");
+    e.verdict = static_cast<Verdict>(v);
+    e.reason = r.str();
+    e.record = r.str();
+    out.emplace(std::move(name), std::move(e));
+  }
+  if (!r.done()) throw std::runtime_error("trailing bytes");
+  return out;
+}
+
+std::string render_index(const std::unordered_map<std::string, Entry>& entries) {
+  ByteWriter w;
+  w.raw(kMagic.data(), kMagic.size());
+  w.u64(entries.size());
+  // In name order, so that two commands that saw the same files write the same bytes.
+  std::vector<const std::pair<const std::string, Entry>*> sorted;
+  for (const auto& kv : entries) sorted.push_back(&kv);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  for (const auto* kv : sorted) {
+    const Entry& e = kv->second;
+    w.str(kv->first);
+    w.u64(e.key.dev);
+    w.u64(e.key.ino);
+    w.u64(e.key.size);
+    w.i64(e.key.mtime_ns);
+    w.i64(e.key.ctime_ns);
+    w.u64(static_cast<std::uint64_t>(e.verdict));
+    w.str(e.reason);
+    w.str(e.record);
+  }
+  const std::uint64_t sum = checksum(w.bytes());
+  w.raw(&sum, sizeof sum);
+  return std::move(w.bytes());
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+}  // namespace
+
+struct ResultsFolder::Impl {
+  std::string folder;
+  bool use_index = true;
+  bool loaded = false, dirty = false, rebuilt = false;
+  std::unordered_map<std::string, Entry> entries;
+
+  std::string index_path() const { return (fs::path(folder) / kIndexName).string(); }
+
+  void load() {
+    if (loaded || !use_index) return;
+    loaded = true;
+    const auto bytes = base::try_read_file(index_path());
+    if (!bytes) {
+      rebuilt = true;
+      return;
+    }
+    try {
+      entries = parse_index(*bytes);
+    } catch (const std::exception&) {
+      entries.clear();  // damaged, torn or of another version: rebuilt from the job files
+      rebuilt = dirty = true;
+    }
+  }
+};
+
+ResultsFolder::ResultsFolder(std::string folder, bool use_index) : impl_(std::make_unique<Impl>()) {
+  impl_->folder = std::move(folder);
+  impl_->use_index = use_index;
+}
+
+ResultsFolder::~ResultsFolder() { flush(); }
+
+const std::string& ResultsFolder::folder() const { return impl_->folder; }
+
+void ResultsFolder::flush() noexcept {
+  if (!impl_ || !impl_->use_index || !impl_->dirty) return;
+  try {
+    base::write_file_atomic(impl_->index_path(), render_index(impl_->entries));
+    impl_->dirty = false;
+  } catch (...) {
+    // A read-only run directory or a full disk: the index is only a cache, the next command
+    // reads the files again.
+  }
+}
+
+std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& names,
+                                             const FolderReadOptions& opts, FolderReadStats* stats) {
+  Impl& im = *impl_;
+  im.load();
+  FolderReadStats st;
+  st.asked = names.size();
+  st.index_rebuilt = im.rebuilt;
+  std::vector<JobFileRead> out(names.size());
+  std::vector<std::size_t> to_read;
+  std::vector<std::optional<StatKey>> keys(names.size());
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    JobFileRead& r = out[k];
+    r.name = names[k];
+    r.path = (fs::path(im.folder) / names[k]).string();
+    int err = 0;
+    keys[k] = stat_key(r.path, &err);
+    if (!keys[k]) {
+      r.missing = err == ENOENT;
+      r.error = r.path + ": " + (r.missing ? "no such file" : base::errno_text(err));
+      continue;
+    }
+    const bool final_file = !ends_with(r.name, ".partial");
+    auto it = im.use_index && final_file ? im.entries.find(r.name) : im.entries.end();
+    const bool hit = it != im.entries.end() && it->second.key == *keys[k];
+    if (hit && it->second.verdict != Verdict::Ok) {
+      r.damaged = it->second.verdict == Verdict::Damaged;
+      r.error = r.path + ": " + it->second.reason;
+      r.from_index = true;
+      continue;
+    }
+    if (hit && opts.depth != Depth::Full) {
+      try {
+        r.data = detail::decode_job(it->second.record, opts.depth);
+        r.data.path = r.path;
+        r.ok = r.from_index = true;
+        continue;
+      } catch (const std::exception&) {
+        im.entries.erase(it);  // an entry that does not decode is read again from the file
+        im.dirty = true;
+      }
+    }
+    to_read.push_back(k);
+  }
+  // Everything else in one forked copy. The copy reads whole files (tables too) whatever the depth
+  // asked, so that the verdict is the same for every command, and sends at least Depth::Summary
+  // back (what the index keeps).
+  const Depth sent = std::max(opts.depth, Depth::Summary);
+  const auto reads = base::run_isolated_each(
+      to_read.size(),
+      [&](std::size_t i) {
+        ReadOptions ro;
+        ro.isolate = false;  // this is the isolated copy
+        JobData d = detail::read_job_here(out[to_read[i]].path, ro);
+        if (d.status.empty()) throw std::runtime_error("no status attribute");
+        // A running or killed job's figures come from its rows (as record_of did), here where the
+        // rows are, so that a shallower record still carries them.
+        if (d.summary.empty()) d.summary = derive_summary(d);
+        return detail::encode_job(d, sent);
+      },
+      opts.item_timeout_s);
+  for (std::size_t i = 0; i < to_read.size(); ++i) {
+    const std::size_t k = to_read[i];
+    JobFileRead& r = out[k];
+    const base::IsolatedRun& got = reads[i];
+    Entry e;
+    e.key = *keys[k];
+    ++st.read;
+    if (got.ok) {
+      try {
+        r.data = detail::decode_job(got.message, opts.depth);
+        r.data.path = r.path;
+        r.ok = true;
+        e.record = sent == Depth::Summary
+                       ? got.message
+                       : detail::encode_job(detail::decode_job(got.message, Depth::Summary), Depth::Summary);
+      } catch (const std::exception& ex) {
+        e.verdict = Verdict::Unreadable;
+        e.reason = std::string("cannot decode its record: ") + ex.what();
+      }
+    } else if (got.signal != 0 || got.timed_out) {
+      e.verdict = Verdict::Damaged;
+      e.reason = "damaged: reading it " + got.message + " inside libhdf5";
+      r.damaged = true;
+    } else {
+      e.verdict = Verdict::Unreadable;
+      e.reason = one_line(got.message);
+    }
+    if (!r.ok) r.error = r.path + ": " + e.reason;
+    if (im.use_index && !ends_with(r.name, ".partial")) {
+      im.entries[r.name] = std::move(e);
+      im.dirty = true;
+    }
+  }
+  if (opts.prune_index && im.use_index) {
+    std::unordered_map<std::string, bool> asked;
+    for (const auto& n : names) asked[n] = true;
+    for (auto it = im.entries.begin(); it != im.entries.end();) {
+      if (asked.count(it->first)) {
+        ++it;
+      } else {
+        it = im.entries.erase(it);
+        im.dirty = true;
+      }
+    }
+  }
+  for (const auto& r : out) {
+    st.from_index += r.from_index ? 1 : 0;
+    st.failed += (!r.ok && !r.missing) ? 1 : 0;
+  }
+  if (stats) *stats = st;
+  return out;
+}
+
+std::vector<JobFileRead> read_job_files(const std::string& folder, const std::vector<std::string>& names,
+                                        const FolderReadOptions& opts, FolderReadStats* stats) {
+  ResultsFolder f(folder, opts.use_index);
+  auto out = f.read(names, opts, stats);
+  f.flush();
+  return out;
+}
+
+std::vector<std::string> list_job_files(const std::string& folder) {
+  std::map<std::string, std::string> by_id;  // id -> chosen name (.h5 wins over .partial)
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::string id;
+    if (ends_with(name, ".h5.partial"))
+      id = name.substr(0, name.size() - 11);
+    else if (ends_with(name, ".h5"))
+      id = name.substr(0, name.size() - 3);
+    else
+      continue;
+    auto found = by_id.find(id);
+    if (found == by_id.end() || ends_with(found->second, ".partial")) by_id[id] = name;
+  }
+  std::vector<std::string> out;
+  out.reserve(by_id.size());
+  for (auto& [id, name] : by_id) out.push_back(std::move(name));
+  return out;
+}
+
+}  // namespace gridrun::results

@@ -1,0 +1,203 @@
+// The run reader (run_reader.hpp): one read per file per command, the results folder's index
+// (reused, re-read when a file changes, rebuilt when damaged), one verdict per file whatever the
+// depth, and opens counted by the kernel (inotify) for every command of the reports.
+#include <gtest/gtest.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "gridrun/results/collect.hpp"
+#include "gridrun/results/html_report.hpp"
+#include "gridrun/results/report.hpp"
+#include "gridrun/results/run_reader.hpp"
+#include "synthetic.hpp"
+#include "test_util.hpp"
+
+using namespace gridrun::results;
+using gridrun::results::testing::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+class RunReader : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    run_ = dir_.path() + "/synthetic";
+    gridrun::results::testing::make_synthetic_run(run_);
+    folder_ = run_ + "/results";
+    names_ = list_job_files(folder_);
+  }
+  std::vector<JobFileRead> read(Depth depth, FolderReadStats* st) {
+    FolderReadOptions o;
+    o.depth = depth;
+    return read_job_files(folder_, names_, o, st);
+  }
+  TempDir dir_;
+  std::string run_, folder_;
+  std::vector<std::string> names_;
+};
+
+// Counts IN_OPEN events per file name of one folder, as the kernel reports them (forked children's
+// opens included).
+class OpenCounter {
+ public:
+  explicit OpenCounter(const std::string& folder) : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    if (fd_ < 0 || inotify_add_watch(fd_, folder.c_str(), IN_OPEN) < 0) throw std::runtime_error("inotify");
+  }
+  ~OpenCounter() { ::close(fd_); }
+  std::map<std::string, int> take() {
+    std::map<std::string, int> out;
+    alignas(inotify_event) char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) break;
+      for (ssize_t off = 0; off < n;) {
+        const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
+        if (e->len > 0) out[e->name] += 1;
+        off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      }
+    }
+    return out;
+  }
+
+ private:
+  int fd_;
+};
+
+bool is_job_file(const std::string& name) {
+  return name.size() > 3 &&
+         (name.compare(name.size() - 3, 3, ".h5") == 0 || name.find(".h5.partial") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_F(RunReader, SecondReadComesFromTheIndex) {
+  FolderReadStats first, second;
+  auto a = read(Depth::Summary, &first);
+  EXPECT_TRUE(first.index_rebuilt);  // none yet
+  EXPECT_EQ(first.read, names_.size());
+  EXPECT_EQ(first.from_index, 0u);
+  EXPECT_TRUE(fs::exists(folder_ + "/" + kIndexName));
+  auto b = read(Depth::Summary, &second);
+  EXPECT_FALSE(second.index_rebuilt);
+  // Everything but the live .partial (never indexed) is answered by the index, the corrupt file
+  // (its verdict) included.
+  EXPECT_EQ(second.read, 1u);
+  EXPECT_EQ(second.from_index, names_.size() - 1);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(a[k].ok, b[k].ok) << a[k].name;
+    EXPECT_EQ(a[k].error, b[k].error) << a[k].name;
+    EXPECT_EQ(a[k].data.id, b[k].data.id);
+    EXPECT_EQ(a[k].data.status, b[k].data.status);
+    EXPECT_EQ(a[k].data.summary, b[k].data.summary);
+    EXPECT_EQ(a[k].data.attrs, b[k].data.attrs);
+    EXPECT_EQ(a[k].data.params.has_value(), b[k].data.params.has_value());
+    EXPECT_EQ(a[k].data.attempts.size(), b[k].data.attempts.size());
+  }
+}
+
+TEST_F(RunReader, ChangedFileIsReadAgain) {
+  read(Depth::Summary, nullptr);
+  // A changed file (here: rewritten with the same bytes, as a copy back would) has a new ctime.
+  const std::string f = folder_ + "/cpu-r1-s0.h5";
+  const std::string bytes = gridrun::results::testing::read_file(f);
+  fs::remove(f);
+  std::ofstream(f, std::ios::binary) << bytes;
+  FolderReadStats st;
+  auto got = read(Depth::Glance, &st);
+  EXPECT_EQ(st.read, 2u);  // the changed file and the .partial
+  for (const auto& r : got)
+    if (r.name == "cpu-r1-s0.h5") EXPECT_FALSE(r.from_index);
+}
+
+TEST_F(RunReader, DamagedOrForeignIndexIsRebuilt) {
+  auto want = read(Depth::Summary, nullptr);
+  const std::string index = folder_ + "/" + kIndexName;
+  std::string bytes = gridrun::results::testing::read_file(index);
+  for (const std::string& damaged : {bytes.substr(0, bytes.size() / 2), std::string("not an index"), [&] {
+                                       std::string b = bytes;
+                                       b[b.size() / 2] = static_cast<char>(b[b.size() / 2] ^ 0x10);
+                                       return b;
+                                     }()}) {
+    std::ofstream(index, std::ios::binary | std::ios::trunc) << damaged;
+    FolderReadStats st;
+    auto got = read(Depth::Summary, &st);
+    EXPECT_TRUE(st.index_rebuilt);
+    EXPECT_EQ(st.read, names_.size());
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].ok, want[k].ok);
+      EXPECT_EQ(got[k].data.summary, want[k].data.summary);
+    }
+    FolderReadStats again;
+    read(Depth::Summary, &again);
+    EXPECT_FALSE(again.index_rebuilt);  // written whole again
+    EXPECT_EQ(again.read, 1u);
+  }
+}
+
+TEST_F(RunReader, OneVerdictAtEveryDepth) {
+  for (int pass = 0; pass < 2; ++pass)  // fresh reads, then the index's verdicts
+    for (Depth d : {Depth::Glance, Depth::Summary, Depth::Full}) {
+      auto got = read(d, nullptr);
+      for (const auto& r : got) {
+        if (r.name == "corrupt000000.h5") {
+          EXPECT_FALSE(r.ok);
+          EXPECT_EQ(r.error.rfind(r.path + ": ", 0), 0u) << r.error;
+        } else {
+          EXPECT_TRUE(r.ok) << r.error;
+        }
+        if (r.ok && d == Depth::Full) EXPECT_GT(r.data.steps.rows, 0u) << r.name;
+        if (r.ok && d == Depth::Glance) EXPECT_TRUE(r.data.summary.empty());
+      }
+    }
+}
+
+// Each command of the reports opens each job file at most once; with the index in place, the text
+// report and collect open no finished job file at all.
+TEST_F(RunReader, EveryCommandOpensEachJobFileAtMostOnce) {
+  auto once = [&](const std::string& what, const std::function<void()>& command, bool cold) {
+    if (cold) fs::remove(folder_ + "/" + kIndexName);
+    OpenCounter counter(folder_);
+    command();
+    int job_opens = 0;
+    for (const auto& [name, n] : counter.take()) {
+      if (!is_job_file(name)) continue;
+      EXPECT_LE(n, 1) << what << " opened " << name << " " << n << " times";
+      if (name.find(".partial") == std::string::npos) job_opens += n;
+    }
+    return job_opens;
+  };
+  std::ostringstream out, log;
+  ReportOptions ro;
+  ro.input = run_;
+  for (bool cold : {true, false}) {
+    const int text = once(
+        "report", [&] { write_report(ro, out, log); }, cold);
+    const int coll = once(
+        "collect",
+        [&] {
+          collect(CollectOptions{run_, true}, log);
+        },
+        cold);
+    HtmlReportOptions ho;
+    ho.report = ro;
+    ho.output = dir_.path() + "/r.html";
+    once(
+        "report --html", [&] { write_html_report(ho, log); }, cold);
+    once(
+        "report --profile", [&] { write_profile_report(ro, 15, out, log); }, cold);
+    if (cold) {
+      EXPECT_GT(text, 0);
+    } else {
+      EXPECT_EQ(text, 0);
+      EXPECT_EQ(coll, 0);
+    }
+  }
+}
