@@ -109,7 +109,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
   const scheduler::RunOutcome r = scheduler::run_grid(ro, std::cout);
   if (!r.launched || r.interrupted || o.no_report) return r.exit_code;
   // The results side owns collect and report; they live in this binary (app/cmd_results.cpp).
-  int rc = cmd_collect({r.run_dir, "--quiet"});
+  int rc = r.index_stale ? cmd_collect({r.run_dir, "--quiet"}) : 0;
   if (rc == 0) rc = cmd_report({r.run_dir});
   if (rc != 0)
     std::cerr << "gridrun run: collect/report failed (exit " << rc << "); results are in " << r.run_dir

@@ -46,6 +46,13 @@ Json parse_json(std::string_view text, const std::string& origin) {
   }
 }
 
+void append_new_member(Json& object, std::string key, Json value) {
+  if (!object.is_object()) throw std::logic_error("append_new_member: not a JSON object");
+  // ordered_map is a vector of pairs underneath; its Container is that vector.
+  auto& members = static_cast<Json::object_t::Container&>(object.get_ref<Json::object_t&>());
+  members.emplace_back(std::move(key), std::move(value));
+}
+
 Json read_json_file(const std::string& path) { return parse_json(read_file(path), path); }
 
 void append_json_escaped(std::string& out, std::string_view s) {

@@ -130,16 +130,17 @@ RunState RunDir::load_state() const {
 void RunDir::save_state(const RunState& s) const {
   base::Json jobs = base::Json::object();
   for (const auto& [id, r] : s.jobs) {
-    jobs[id] = {{"state", to_string(r.state)},
-                {"attempts", r.attempts},
-                {"exit_codes", r.exit_codes},
-                {"start_unix", r.start_unix},
-                {"end_unix", r.end_unix},
-                {"cores", r.cores},
-                {"gpus", r.gpus},
-                {"host", r.host},
-                {"phase", r.phase},
-                {"slurm_job_id", r.slurm_job_id}};
+    base::append_new_member(jobs, id,
+                            {{"state", to_string(r.state)},
+                             {"attempts", r.attempts},
+                             {"exit_codes", r.exit_codes},
+                             {"start_unix", r.start_unix},
+                             {"end_unix", r.end_unix},
+                             {"cores", r.cores},
+                             {"gpus", r.gpus},
+                             {"host", r.host},
+                             {"phase", r.phase},
+                             {"slurm_job_id", r.slurm_job_id}});
   }
   base::Json phases = base::Json::object();
   for (const auto& [value, p] : s.phases) phases[value] = results::phase_to_json(p);

@@ -240,7 +240,12 @@ void RunLoop::reconcile() {
       if (fs::exists(f, ec)) names.push_back(fs::path(f).filename().string());
   results::FolderReadOptions fo;
   fo.depth = results::Depth::Summary;
-  for (auto& r : folder_->read(names, fo)) disk_[r.name] = std::move(r);
+  results::FolderReadStats stats;
+  for (auto& r : folder_->read(names, fo, &stats)) disk_[r.name] = std::move(r);
+  // A .partial is always read afresh; anything else read means the files changed since the index.
+  std::size_t partials = 0;
+  for (const auto& n : names) partials += n.size() > 8 && n.compare(n.size() - 8, 8, ".partial") == 0;
+  fresh_reads_ = stats.read > partials || stats.index_rebuilt || partials > 0;
   for (std::size_t i = 0; i < ex_.jobs.size(); ++i) reconcile_job(i);
   disk_.clear();
   rd_.save_state(state_);
@@ -500,6 +505,16 @@ RunOutcome RunLoop::summary() {
   res.skipped = skipped_;
   res.launched = true;
   res.interrupted = stopping_;
+  {
+    struct stat idx {
+    }, h5{};
+    const std::string index = rd_.results_dir() + "/" + results::kIndexName;
+    const bool current =
+        ::stat(rd_.index_file().c_str(), &h5) == 0 && ::stat(index.c_str(), &idx) == 0 &&
+        (h5.st_mtim.tv_sec > idx.st_mtim.tv_sec ||
+         (h5.st_mtim.tv_sec == idx.st_mtim.tv_sec && h5.st_mtim.tv_nsec >= idx.st_mtim.tv_nsec));
+    res.index_stale = !current || fresh_reads_ || skipped_ < ex_.jobs.size();
+  }
   for (const auto& job : ex_.jobs) {
     const JobOutcome s = state_.jobs[job.id].state;
     if (is_finished(s))

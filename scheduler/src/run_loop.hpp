@@ -86,6 +86,7 @@ class RunLoop {
   std::map<std::string, results::JobFileRead> disk_;  // reconcile's reads, by file name
   std::map<std::string, double> measured_;            // wall_s of finished jobs, by id
   double index_flushed_at_ = 0;                       // progress time of the last index write
+  bool fresh_reads_ = false;                          // reconcile read or quarantined a file
   std::size_t skipped_ = 0;
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<PhaseRun> phase_;

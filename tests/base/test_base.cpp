@@ -328,13 +328,24 @@ TEST(Host, FactsAreReadable) {
   EXPECT_EQ(comm_of(c.pid()), "sleep");
   // One /proc scan for many arguments: a whole argument, or the value of --opt=VALUE.
   const std::string mark = "gridrun-test-mark-" + std::to_string(::getpid());
-  Child a = spawn({{"sh", "-c", "sleep 30", mark}, {}, "", "", false, false});
-  Child b = spawn({{"sh", "-c", "sleep 30", "--job=" + mark + "b"}, {}, "", "", false, false});
+  // Each sh says it runs through a FIFO (open blocks until it does: no sleeps); "; :" keeps sh
+  // itself running (a lone command would be exec'd, its arguments gone).
+  TempDir d;
+  const std::string fifo = (d.path / "ready").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string script = "echo up > '" + fifo + "'; sleep 30; :";
+  // Each sh leads its own process group, so that its sleep dies with it at the end of the test.
+  Child a = spawn({{"sh", "-c", script, mark}, {}, "", "", true, false});
+  Child b = spawn({{"sh", "-c", script, "--job=" + mark + "b"}, {}, "", "", true, false});
+  // A writer's open blocks until we read, so both lines arrive, in one opening or in two.
+  for (int lines = 0; lines < 2;) {
+    std::ifstream ready(fifo);
+    for (std::string line; std::getline(ready, line);) ++lines;
+  }
   auto found = processes_with_arg({mark, mark + "b", "never-an-argument-" + mark});
-  std::sort(found.begin(), found.end());
-  std::vector<int> want{a.pid(), b.pid()};
-  std::sort(want.begin(), want.end());
-  EXPECT_EQ(found, want);
+  // Both, and nothing outside their groups (sh's own child carries sh's arguments until it execs).
+  for (int p : {a.pid(), b.pid()}) EXPECT_NE(std::find(found.begin(), found.end(), p), found.end()) << p;
+  for (int p : found) EXPECT_TRUE(::getpgid(p) == a.pid() || ::getpgid(p) == b.pid()) << p;
   const auto prefix = processes_with_arg({mark.substr(0, mark.size() - 1)});  // whole arguments only
   EXPECT_EQ(std::find(prefix.begin(), prefix.end(), a.pid()), prefix.end());
 }

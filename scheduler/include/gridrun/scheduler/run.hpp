@@ -52,7 +52,11 @@ struct RunOutcome {
   std::size_t total = 0, completed = 0, failed = 0, skipped = 0;
   bool interrupted = false;
   bool launched = false;  // false for --dry-run and --simulate
-  int exit_code = 0;      // 0 all completed, 1 otherwise
+  // Whether results.h5 (gridrun collect) may be out of date: a job ran, a results file was read
+  // afresh or quarantined, or results.h5 is missing or older than the results folder's index. A
+  // finished run started again (nothing to run) then skips collect (10,000 jobs: 0.7 s).
+  bool index_stale = true;
+  int exit_code = 0;  // 0 all completed, 1 otherwise
 };
 
 // Runs the grid. Bad input throws std::invalid_argument (exit 2) before anything is written;
