@@ -457,7 +457,7 @@ int cmd_plan(const Args& args) {
   // costs a noticeable share of the command. Reachable through a static, so leak checkers do not
   // count it; volatile, or the optimizer drops the store to a static nothing reads (LeakSanitizer
   // then reported it: the ASan lane, issue 24).
-  static const gj::Expansion* volatile kept = nullptr;
+  [[maybe_unused]] static const gj::Expansion* volatile kept = nullptr;
   const auto* expansion = new gj::Expansion(gj::load_grid(o.grid, lo));  // GridError -> exit 2 in main
   kept = expansion;
   const gj::Expansion& ex = *expansion;

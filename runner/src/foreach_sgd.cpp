@@ -29,7 +29,8 @@ typename Map::key_type state_key(const Map&, const at::Tensor& p) {
 ForeachSgd::ForeachSgd(torch::optim::SGD& opt, std::vector<at::Tensor> params)
     : opt_(opt), params_(std::move(params)) {}
 
-void ForeachSgd::step(double lr, const at::Tensor& neg_lr_t) {
+// neg_lr_t is read only in CUDA builds (a captured graph); a CPU build has no graph to replay.
+void ForeachSgd::step(double lr, [[maybe_unused]] const at::Tensor& neg_lr_t) {
   torch::NoGradGuard ng;
   const auto& o = static_cast<const torch::optim::SGDOptions&>(opt_.param_groups()[0].options());
   std::vector<at::Tensor> ps, grads, bufs;

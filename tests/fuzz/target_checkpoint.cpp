@@ -12,7 +12,7 @@
 
 namespace gridrun::fuzz {
 
-void checkpoint(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
+Verdict checkpoint(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
   // One small model for every input: building it per input would be most of the time per run.
   // The seed (corpus/checkpoint/seed-mlp16-state.pt) is a real checkpoint of that model:
   // gridrun-train --model mlp --mlp-hidden 16 --max-steps 4 --train-samples 64 --checkpoint-dir D
@@ -23,13 +23,8 @@ void checkpoint(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
     return runner::make_model(s);
   }();
   const std::string file = write_scratch_file("state.pt", d, n);
-  try {
-    runner::load_model_weights(file, *model);
-  } catch (const std::runtime_error& e) {  // BadInput: "checkpoint ... does not fit model (...)"
-    if (!*e.what()) throw std::logic_error("runtime_error without a message");
-  } catch (const std::invalid_argument& e) {
-    if (!*e.what()) throw std::logic_error("invalid_argument without a message");
-  }
+  // BadInput: "checkpoint ... does not fit model (...)"; the archive check: "PATH: damaged: ...".
+  return judge("state.pt", [&] { runner::load_model_weights(file, *model); });
 }
 
 }  // namespace gridrun::fuzz

@@ -68,39 +68,30 @@ fs::path write_input(const fs::path& path, const std::uint8_t* d, std::size_t n)
   return path;
 }
 
-// gridrun's own clear errors: the exception types its readers document, with a message.
-template <class Fn>
-void expect_clear_errors(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    if (!*e.what()) throw std::logic_error("invalid_argument without a message");
-  } catch (const std::runtime_error& e) {
-    if (!*e.what()) throw std::logic_error("runtime_error without a message");
-  }
-}
-
-void grid(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
+Verdict grid(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
+  // The product's own limit on the number of jobs (a fuzzed grid of a billion jobs is a refusal
+  // named by the grid, not a hang): LoadOptions' default, as `gridrun plan` and `run` use it. The
+  // jobs are streamed (on_job), not kept, so a large valid grid costs time, not memory.
   jobs::LoadOptions o;
-  o.max_jobs = 10000;  // a fuzzed grid of a billion jobs is a valid refusal, not a hang
-  expect_clear_errors([&] { jobs::load_grid_string(text(d, n), "fuzz.yaml", o); });
+  o.on_job = [](std::size_t, const std::string&, const std::vector<jobs::Value>&) {};
+  return judge("fuzz.yaml", [&] { jobs::load_grid_string(text(d, n), "fuzz.yaml", o); });
 }
 
-void cluster(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
-  expect_clear_errors([&] { scheduler::load_cluster_string(text(d, n), "fuzz-cluster.yaml"); });
+Verdict cluster(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
+  return judge("fuzz-cluster.yaml", [&] { scheduler::load_cluster_string(text(d, n), "fuzz-cluster.yaml"); });
 }
 
-void job_json(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
-  expect_clear_errors([&] { jobs::job_from_json(text(d, n), "fuzz.json"); });
+Verdict job_json(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
+  return judge("fuzz.json", [&] { jobs::job_from_json(text(d, n), "fuzz.json"); });
 }
 
-void state(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
+Verdict state(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
   const fs::path run = scratch() / "run";
   write_input(run / "state.json", d, n);
-  expect_clear_errors([&] { scheduler::RunDir(run.string()).load_state(); });
+  return judge("state.json", [&] { scheduler::RunDir(run.string()).load_state(); });
 }
 
-void h5_result(const std::uint8_t* d, std::size_t n, const TargetOptions& opts) {
+Verdict h5_result(const std::uint8_t* d, std::size_t n, const TargetOptions& opts) {
   const fs::path f = write_input(scratch() / "job.h5", d, n);
   results::ReadOptions ro;
   ro.isolate = opts.isolate;
@@ -109,23 +100,23 @@ void h5_result(const std::uint8_t* d, std::size_t n, const TargetOptions& opts) 
   // 60 s (a large healthy file on a slow disk is not a hang); 3 s keeps a campaign's two guarded
   // reads per input inside libFuzzer's -timeout=10 and the corpus replay short.
   ro.isolate_timeout_s = 3;
-  expect_clear_errors([&] {
-    ro.tables = false;  // what `run` and `status` read
-    results::read_job(f.string(), ro);
-  });
-  expect_clear_errors([&] {
-    ro.tables = true;  // what `collect` and `report` read
-    const auto job = results::read_job(f.string(), ro);
-    results::derive_summary(job);
-  });
+  ro.tables = false;  // what `run` and `status` read
+  const Verdict shallow = judge("job.h5", [&] { results::read_job(f.string(), ro); });
+  ro.tables = true;  // what `collect` and `report` read
+  const Verdict whole = judge("job.h5", [&] { results::derive_summary(results::read_job(f.string(), ro)); });
+  // One verdict per file (docs/results.md): both depths must agree, in the guarded read.
+  if (opts.isolate && shallow.outcome != whole.outcome)
+    throw std::logic_error(std::string("the summary read says ") + to_string(shallow.outcome) +
+                           " but the whole read " + to_string(whole.outcome));
+  return worst({shallow, whole});
 }
 
-void slurm_text(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
+Verdict slurm_text(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
   const std::string t = text(d, n);
-  expect_clear_errors([&] { slurm::parse_squeue(t); });
-  expect_clear_errors([&] { slurm::parse_scontrol(t); });
-  expect_clear_errors([&] { slurm::parse_sacct(t); });
-  expect_clear_errors([&] { slurm::parse_max_array_size(t); });
+  return worst({judge("squeue", [&] { slurm::parse_squeue(t); }),
+                judge("scontrol", [&] { slurm::parse_scontrol(t); }),
+                judge("sacct", [&] { slurm::parse_sacct(t); }),
+                judge("slurm.conf", [&] { slurm::parse_max_array_size(t); })});
 }
 
 }  // namespace
@@ -135,6 +126,15 @@ const std::vector<Target>& targets() {
       {"grid", grid},           {"cluster", cluster},       {"job_json", job_json},    {"state", state},
       {"h5_result", h5_result}, {"slurm_text", slurm_text}, {"checkpoint", checkpoint}};
   return all;
+}
+
+const char* to_string(Outcome o) {
+  switch (o) {
+    case Outcome::Accepted: return "accepted";
+    case Outcome::Rejected: return "rejected";
+    case Outcome::Damaged: return "damaged";
+  }
+  return "?";
 }
 
 const Target* find_target(const std::string& name) {

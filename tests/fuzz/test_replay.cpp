@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "targets.hpp"
@@ -24,23 +27,54 @@ std::vector<std::uint8_t> bytes_of(const fs::path& p) {
 
 class Replay : public ::testing::TestWithParam<Target> {};
 
+// corpus/<target>/EXPECTED: one line per input, "NAME accepted|rejected|damaged [TEXT]": the verdict
+// it must get, and for an error a text its message must contain.
+std::map<std::string, std::pair<std::string, std::string>> expected_verdicts(const fs::path& dir) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  std::ifstream f(dir / "EXPECTED");
+  for (std::string line; std::getline(f, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream is(line);
+    std::string name, outcome, text;
+    is >> name >> outcome;
+    std::getline(is >> std::ws, text);
+    out[name] = {outcome, text};
+  }
+  return out;
+}
+
 TEST_P(Replay, CorpusKeepsTheContract) {
   const Target t = GetParam();
   const fs::path dir = fs::path(FUZZ_CORPUS_DIR) / t.name;
   ASSERT_TRUE(fs::is_directory(dir)) << dir;
+  const auto expected = expected_verdicts(dir);
   std::size_t n = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
-    if (!e.is_regular_file() || e.path().filename().string()[0] == '.') continue;
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || name[0] == '.' || name == "EXPECTED") continue;
+    ++n;
+    const auto want = expected.find(name);
     const auto b = bytes_of(e.path());
     try {
-      t.run(b.data(), b.size(), gridrun::fuzz::TargetOptions{});
+      const gridrun::fuzz::Verdict v = t.run(b.data(), b.size(), gridrun::fuzz::TargetOptions{});
+      std::printf("%s/%s: %s %s\n", t.name, name.c_str(), gridrun::fuzz::to_string(v.outcome),
+                  v.message.c_str());
+      if (want == expected.end()) {
+        ADD_FAILURE() << e.path() << ": no line in " << (dir / "EXPECTED") << " says what it must give";
+        continue;
+      }
+      EXPECT_EQ(gridrun::fuzz::to_string(v.outcome), want->second.first) << e.path() << ": " << v.message;
+      if (!want->second.second.empty())
+        EXPECT_NE(v.message.find(want->second.second), std::string::npos)
+            << e.path() << ": expected an error with '" << want->second.second << "', got: " << v.message;
     } catch (const std::exception& ex) {
       ADD_FAILURE() << e.path() << ": " << ex.what();
     }
-    ++n;
   }
   std::printf("%s: %zu input(s) replayed\n", t.name, n);
   EXPECT_GT(n, 0u) << "no inputs under " << dir;
+  EXPECT_EQ(expected.size(), n) << dir / "EXPECTED"
+                                << " names inputs that are not there";
 }
 
 // Empty and tiny inputs, the first things any fuzzer tries.
