@@ -187,7 +187,8 @@ MpiCommunicator::~MpiCommunicator() {
 std::shared_ptr<Work> MpiCommunicator::allreduce_sum(const at::Tensor& t) {
   check_cpu_contiguous(t, "allreduce_sum");
   MPI_Datatype type = mpi_type(t);
-  at::Tensor keep = t;  // the queued op holds a reference: the buffer outlives the call
+  // The queued op holds a reference: the buffer outlives the call (a copy on purpose).
+  at::Tensor keep = t;  // NOLINT(performance-unnecessary-copy-initialization)
   return submit("allreduce of " + std::to_string(t.numel()) + " elements", [this, keep, type] {
     MPI_CHECK(
         MPI_Allreduce(MPI_IN_PLACE, keep.data_ptr(), static_cast<int>(keep.numel()), type, MPI_SUM, comm_));

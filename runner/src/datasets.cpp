@@ -21,7 +21,8 @@ namespace {
 // In-memory split: inputs [N, ...] (uint8 images, float images or int64 tokens), labels int64 [N].
 class TensorDataset final : public Dataset {
  public:
-  TensorDataset(at::Tensor x, at::Tensor y, std::vector<float> mean = {}, std::vector<float> stdev = {})
+  TensorDataset(at::Tensor x, at::Tensor y, const std::vector<float>& mean = {},
+                const std::vector<float>& stdev = {})
       : x_(std::move(x)), y_(std::move(y)) {
     if (!mean.empty()) {
       const auto c = static_cast<std::int64_t>(mean.size());
@@ -63,13 +64,13 @@ class TensorDataset final : public Dataset {
   at::Tensor x_, y_, mean_, std_;
 };
 
-std::shared_ptr<Dataset> limit(at::Tensor x, at::Tensor y, std::int64_t n, std::vector<float> mean = {},
-                               std::vector<float> stdev = {}) {
+std::shared_ptr<Dataset> limit(at::Tensor x, at::Tensor y, std::int64_t n,
+                               const std::vector<float>& mean = {}, const std::vector<float>& stdev = {}) {
   if (n > 0 && n < x.size(0)) {
     x = x.narrow(0, 0, n).clone();
     y = y.narrow(0, 0, n).clone();
   }
-  return std::make_shared<TensorDataset>(std::move(x), std::move(y), std::move(mean), std::move(stdev));
+  return std::make_shared<TensorDataset>(std::move(x), std::move(y), mean, stdev);
 }
 
 std::string join(const std::string& dir, const std::string& f) {
@@ -235,12 +236,12 @@ std::string find_idx(const std::string& dir, const std::string& base, const std:
 
 std::vector<std::uint32_t> idx_header(GzFile& f, const std::string& path, std::uint32_t magic, int ndims,
                                       const std::string& hint) {
-  std::vector<std::uint8_t> raw(4 * (1 + ndims));
+  std::vector<std::uint8_t> raw(4 * (1 + static_cast<std::size_t>(ndims)));
   if (f.read(raw.data(), raw.size()) != raw.size())
     throw BadInput("gridrun-train: malformed data file " + path + ": header truncated; expected " +
                    kMnistFormat + hint);
-  std::vector<std::uint32_t> v(1 + ndims);
-  for (int i = 0; i <= ndims; ++i)
+  std::vector<std::uint32_t> v(1 + static_cast<std::size_t>(ndims));
+  for (std::size_t i = 0; i <= static_cast<std::size_t>(ndims); ++i)
     v[i] = (std::uint32_t{raw[4 * i]} << 24) | (std::uint32_t{raw[4 * i + 1]} << 16) |
            (std::uint32_t{raw[4 * i + 2]} << 8) | std::uint32_t{raw[4 * i + 3]};
   if (v[0] != magic) {

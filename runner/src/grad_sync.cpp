@@ -108,7 +108,7 @@ void GradSync::Impl::build_buckets() {
     for (auto& s : cur.slots) off += s.numel;
     where[k] = {buckets.size(), cur.slots.size()};
     cur.slots.push_back(Slot{k, off, p.numel()});
-    bytes += static_cast<double>(p.numel()) * p.element_size();
+    bytes += static_cast<double>(p.numel()) * static_cast<double>(p.element_size());
     if (bytes >= cap) close();
   }
   close();

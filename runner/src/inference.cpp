@@ -191,7 +191,7 @@ void InferLoop::write_row(std::int64_t k, const std::vector<double>& red, const 
     timed_time_ += row.step_s;
   }
   if (!o_.quiet && ((k + 1) % o_.log_every == 0 || k + 1 == total_))
-    std::printf("batch %lld/%lld latency %.2f ms %.0f samples/s\n", static_cast<long long>(k + 1),
+    std::printf("batch %lld/%lld latency %.2f ms %.0f samples/s\n", static_cast<long long>(k) + 1,
                 static_cast<long long>(total_), 1e3 * row.step_s, row.samples_per_s),
         std::fflush(stdout);
 }

@@ -119,7 +119,7 @@ Batch Loader::build(const Dataset& data, const std::vector<std::int64_t>& ids, s
 }
 
 Loader::Loader(std::shared_ptr<const Dataset> data, IndexFn indices, LoaderOptions o)
-    : data_(std::move(data)), indices_(std::move(indices)), o_(std::move(o)) {
+    : data_(std::move(data)), indices_(std::move(indices)), o_(o) {
   if (o_.steps_per_epoch < 1) o_.steps_per_epoch = 1;
   next_epoch_ = o_.start_epoch;
   next_step_ = o_.start_step;

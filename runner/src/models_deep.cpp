@@ -60,6 +60,8 @@ class ResBlockImpl : public nn::Module {
   void scale_shortcut(double scale) {
     if (has_shortcut_) set_bn_scale(*shortcut_->ptr(1)->as<nn::BatchNorm2d>(), scale);
   }
+  // LibTorch modules take forward(Tensor) by value (Sequential and AnyModule call it so).
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   torch::Tensor forward(torch::Tensor x) {
     auto y = body_->forward(x);
     return torch::relu(y + (has_shortcut_ ? shortcut_->forward(x) : x));
@@ -124,6 +126,8 @@ class DenseLayerImpl : public nn::Module {
     mac.conv(in, 4 * growth, 1, h, h);
     mac.conv(4 * growth, growth, 3, h, h);
   }
+  // LibTorch modules take forward(Tensor) by value (Sequential and AnyModule call it so).
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   torch::Tensor forward(torch::Tensor x) {
     auto y = conv1_->forward(torch::relu(bn1_->forward(x)));
     y = conv2_->forward(torch::relu(bn2_->forward(y)));
@@ -143,6 +147,8 @@ class TransitionImpl : public nn::Module {
     conv_ = register_module("conv", conv(in, out, 1, 1, 0));
     mac.conv(in, out, 1, h, h);
   }
+  // LibTorch modules take forward(Tensor) by value (Sequential and AnyModule call it so).
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   torch::Tensor forward(torch::Tensor x) {
     return torch::avg_pool2d(conv_->forward(torch::relu(bn_->forward(x))), 2);
   }

@@ -20,7 +20,8 @@ double LrSchedule::lr_at(std::int64_t step) const {
     return base * static_cast<double>(step + 1) / static_cast<double>(o_.warmup_steps);
   if (o_.kind == "constant") return base;
   const std::int64_t span = std::max<std::int64_t>(1, o_.total_steps - o_.warmup_steps);
-  const double t = std::clamp(static_cast<double>(step - o_.warmup_steps) / span, 0.0, 1.0);
+  const double t =
+      std::clamp(static_cast<double>(step - o_.warmup_steps) / static_cast<double>(span), 0.0, 1.0);
   if (o_.kind == "step") return base * std::pow(0.1, std::floor(std::min(t, 0.999999) * 3.0));
   return base * 0.5 * (1.0 + std::cos(M_PI * t));
 }

@@ -153,14 +153,14 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const jobs::JobParams& j
   if (j.optimizer == "sgd") {
     if (j.nesterov && j.momentum <= 0) throw BadInput("gridrun-train: nesterov=true needs momentum > 0");
     return std::make_unique<torch::optim::SGD>(
-        params,
+        std::move(params),
         torch::optim::SGDOptions(lr).momentum(j.momentum).nesterov(j.nesterov).weight_decay(j.weight_decay));
   }
   if (j.optimizer == "adam")
-    return std::make_unique<torch::optim::Adam>(params,
+    return std::make_unique<torch::optim::Adam>(std::move(params),
                                                 torch::optim::AdamOptions(lr).weight_decay(j.weight_decay));
   if (j.optimizer == "adamw")
-    return std::make_unique<torch::optim::AdamW>(params,
+    return std::make_unique<torch::optim::AdamW>(std::move(params),
                                                  torch::optim::AdamWOptions(lr).weight_decay(j.weight_decay));
   throw BadInput("gridrun-train: unknown optimizer '" + j.optimizer + "' (known: sgd, adam, adamw)");
 }
@@ -277,8 +277,9 @@ EvalResult evaluate(Model& model, const Dataset& test, Communicator& comm, torch
     dcorrect = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(dev));
   }
   for (std::size_t i = 0; i < idx.size(); i += static_cast<std::size_t>(batch)) {
-    std::vector<std::int64_t> part(idx.begin() + i,
-                                   idx.begin() + std::min(idx.size(), i + static_cast<std::size_t>(batch)));
+    const auto first = static_cast<std::ptrdiff_t>(i);
+    const auto last = static_cast<std::ptrdiff_t>(std::min(idx.size(), i + static_cast<std::size_t>(batch)));
+    std::vector<std::int64_t> part(idx.begin() + first, idx.begin() + last);
     Batch b = test.get(part);
     auto x = b.x.to(dev, true), y = b.y.to(dev, true);
     auto out = model.forward(x).to(torch::kFloat32);
