@@ -11,10 +11,12 @@
 
 #include "columns.hpp"
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/collect.hpp"
 #include "h5.hpp"
 #include "internal.hpp"
+#include "job_codec.hpp"
 
 namespace gridrun::results {
 
@@ -216,13 +218,56 @@ std::vector<JobRecord> read_index_here(const std::string& results_h5) {
 }
 }  // namespace
 
-std::vector<JobRecord> read_index(const std::string& results_h5) {
-  h5::Quiet quiet;
+namespace {
+// The records as bytes, for the trip from the forked copy that read them (job_codec.hpp's helpers).
+std::string encode_records(const std::vector<JobRecord>& records) {
+  detail::ByteWriter w;
+  w.u64(records.size());
+  for (const auto& r : records) {
+    for (const std::string* s : {&r.id, &r.status, &r.exit_reason, &r.file}) w.str(*s);
+    w.str(r.params ? gj::canonical_json(*r.params) : std::string());
+    w.u64(r.summary.size());
+    for (const auto& [k, v] : r.summary) {
+      w.str(k);
+      w.f64(v);
+    }
+  }
+  return std::move(w.bytes());
+}
+
+std::vector<JobRecord> decode_records(std::string_view bytes) {
+  detail::ByteReader in(bytes);
+  std::vector<JobRecord> out(in.count(48));
+  for (auto& r : out) {
+    for (std::string* s : {&r.id, &r.status, &r.exit_reason, &r.file}) *s = in.str();
+    const std::string params = in.str();
+    if (!params.empty()) r.params = gj::job_params_from_json(params);
+    for (std::size_t n = in.count(16); n > 0; --n) {
+      std::string k = in.str();
+      r.summary[k] = in.f64();
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<JobRecord> read_index(const std::string& results_h5, double timeout_s) {
   try {
     if (!fs::exists(results_h5)) throw std::runtime_error("no such file");
-    // As read_job: a damaged index that crashes libhdf5 must cost only a forked copy.
-    detail::read_in_forked_copy([&] { read_index_here(results_h5); }, 60);
-    return read_index_here(results_h5);
+    // As the job files: read once, in a forked copy that hands the records back, so that a damaged
+    // index that crashes libhdf5 costs only the copy.
+    const auto got = base::run_isolated_each(
+        1,
+        [&](std::size_t) {
+          h5::Quiet quiet;
+          return encode_records(read_index_here(results_h5));
+        },
+        timeout_s);
+    if (!got[0].ok)
+      throw std::runtime_error(got[0].signal != 0 || got[0].timed_out
+                                   ? "damaged: reading it " + got[0].message + " inside libhdf5"
+                                   : got[0].message);
+    return decode_records(got[0].message);
   } catch (const std::exception& e) {
     throw std::runtime_error(results_h5 + ": " + e.what());
   }

@@ -3,7 +3,6 @@
 
 #include <hdf5.h>
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,11 +16,6 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
 // Opens (plain, SWMR, or a cleared private copy: see reader.hpp) and reads a job file in this
 // process, with no isolation: for the guarded child of the run reader and for read_job.
 JobData read_job_here(const std::string& path, const ReadOptions& opts);
-
-// Runs `read` once in a forked copy (base::run_isolated) and throws std::runtime_error unless it
-// ended cleanly: "damaged: reading it crashed with signal N (...) inside libhdf5" for a crash or a
-// hang, else the read's own message. read_job and read_index call it before reading for real.
-void read_in_forked_copy(const std::function<void()>& read, double timeout_s);
 
 // /attempts: one row per start of the runner on a file (columns of one dataset each, so h5py
 // reads them as arrays). The datasets are small and fixed-size; appending rewrites the group,

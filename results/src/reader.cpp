@@ -174,19 +174,6 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
   return j;
 }
 
-void read_in_forked_copy(const std::function<void()>& read, double timeout_s) {
-  const base::IsolatedRun trial = base::run_isolated(
-      [&] {
-        read();
-        return std::string();
-      },
-      timeout_s);
-  if (trial.ok) return;
-  if (trial.signal != 0 || trial.timed_out)
-    throw std::runtime_error("damaged: reading it " + trial.message + " inside libhdf5");
-  throw std::runtime_error(trial.message);
-}
-
 }  // namespace detail
 
 namespace {

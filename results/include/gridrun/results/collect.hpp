@@ -38,8 +38,11 @@ ScannedRun scan_results(const std::string& run_dir, Depth depth);
 // The records only (Depth::Summary).
 std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped);
 
-// Reads the /jobs table of a results.h5 written by collect(). Throws std::runtime_error.
-std::vector<JobRecord> read_index(const std::string& results_h5);
+// Reads the /jobs table of a results.h5 written by collect(), once, in a forked copy (a damaged
+// index that crashes libhdf5 is a "damaged" error, a read that hangs past `timeout_s` too). Throws
+// std::runtime_error naming the file.
+std::vector<JobRecord> read_index(const std::string& results_h5,
+                                  double timeout_s = ReadOptions{}.isolate_timeout_s);
 
 struct CollectOptions {
   std::string run_dir;
