@@ -11,15 +11,17 @@ namespace gridrun::runner::models {
 // Accumulates multiply-adds (and the output elements of the same layers) while a model is built, following
 // the spatial size through the layers.
 struct MacCounter {
+  static double d(std::int64_t v) { return static_cast<double>(v); }  // counts are far below 2^53
   double macs = 0;
   void conv(std::int64_t cin, std::int64_t cout, std::int64_t k, std::int64_t hout, std::int64_t wout,
             std::int64_t groups = 1) {
-    macs += static_cast<double>(cin / groups) * k * k * cout * hout * wout;
-    activations += static_cast<double>(cout) * hout * wout;
+    const std::int64_t per_group = cin / groups;  // input channels each output channel sees
+    macs += d(per_group) * d(k) * d(k) * d(cout) * d(hout) * d(wout);
+    activations += d(cout) * d(hout) * d(wout);
   }
   void linear(std::int64_t in, std::int64_t out) {
-    macs += static_cast<double>(in) * out;
-    activations += static_cast<double>(out);
+    macs += d(in) * d(out);
+    activations += d(out);
   }
   double activations = 0;  // output elements of the counted layers (bytes estimate)
   double flops() const { return 2.0 * macs; }
