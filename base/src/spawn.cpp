@@ -347,6 +347,7 @@ void run_one_copy(std::vector<IsolatedRun>& results, std::size_t& next, double t
   if (next >= results.size()) return;
   IsolatedRun& culprit = results[next++];
   culprit.ok = false;
+  culprit.no_answer = true;
   if (timed_out) {
     culprit.timed_out = true;
     culprit.message = "did not finish within " + std::to_string(static_cast<int>(timeout_s)) + " s";
@@ -355,7 +356,7 @@ void run_one_copy(std::vector<IsolatedRun>& results, std::size_t& next, double t
     culprit.message = std::string("crashed with signal ") + std::to_string(culprit.signal) + " (" +
                       signal_text(culprit.signal) + ")";
   } else {
-    culprit.message = "failed with exit code " + std::to_string(code);
+    culprit.message = "exited with code " + std::to_string(code) + " before it finished";
   }
 }
 

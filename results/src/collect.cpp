@@ -264,9 +264,8 @@ std::vector<JobRecord> read_index(const std::string& results_h5, double timeout_
         },
         timeout_s);
     if (!got[0].ok)
-      throw std::runtime_error(got[0].signal != 0 || got[0].timed_out
-                                   ? "damaged: reading it " + got[0].message + " inside libhdf5"
-                                   : got[0].message);
+      throw std::runtime_error(got[0].no_answer ? "damaged: reading it " + got[0].message + " inside libhdf5"
+                                                : got[0].message);
     return decode_records(got[0].message);
   } catch (const std::exception& e) {
     throw std::runtime_error(results_h5 + ": " + e.what());

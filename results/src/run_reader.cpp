@@ -263,7 +263,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
         e.verdict = Verdict::Unreadable;
         e.reason = std::string("cannot decode its record: ") + ex.what();
       }
-    } else if (got.signal != 0 || got.timed_out) {
+    } else if (got.no_answer) {  // crashed, hung, or exited from inside the library
       e.verdict = Verdict::Damaged;
       e.reason = "damaged: reading it " + got.message + " inside libhdf5";
       r.damaged = true;

@@ -304,8 +304,18 @@ TEST(Spawn, IsolatedEachIsolatesOneItemAndGoesOn) {
   EXPECT_EQ(got[3].message, "bad row count");
   EXPECT_FALSE(got[4].ok);
   EXPECT_TRUE(got[4].timed_out);
+  EXPECT_TRUE(got[4].no_answer);
+  EXPECT_TRUE(got[2].no_answer);
+  EXPECT_FALSE(got[3].no_answer);  // an exception is an answer
   EXPECT_TRUE(got[5].ok);
   EXPECT_EQ(got[5].message.substr(0, 6), "item 5");
+  // An exit from inside fn (a sanitizer's report, a library's exit()) is no answer either.
+  auto exited = run_isolated_each(
+      2, [](std::size_t k) -> std::string { return k == 0 ? (::_exit(1), std::string()) : "next"; }, 10);
+  EXPECT_FALSE(exited[0].ok);
+  EXPECT_TRUE(exited[0].no_answer);
+  EXPECT_EQ(exited[0].message, "exited with code 1 before it finished");
+  EXPECT_TRUE(exited[1].ok);
   // Large results come back whole (more than a pipe buffer each).
   auto big = run_isolated_each(
       3, [](std::size_t k) { return std::string(300000 + k, static_cast<char>('a' + k)); }, 10);

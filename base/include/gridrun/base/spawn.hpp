@@ -68,6 +68,9 @@ struct IsolatedRun {
   bool ok = false;
   int signal = 0;  // the signal that ended the child (crash), else 0
   bool timed_out = false;
+  // The copy ended before fn returned (a crash, a hang, or an exit from inside fn: a sanitizer's
+  // report, a library's exit()): fn gave no answer at all, as opposed to a message or what().
+  bool no_answer = false;
   std::string message;  // fn's message or what(), or what went wrong
 };
 IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_s);
