@@ -90,6 +90,10 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 std::vector<std::string> wrap_words(const std::string& lead, const std::vector<std::string>& words,
                                     std::size_t width, const std::string& indent) {
   std::vector<std::string> lines;

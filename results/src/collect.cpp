@@ -263,9 +263,7 @@ std::vector<JobRecord> read_index(const std::string& results_h5, double timeout_
           return encode_records(read_index_here(results_h5));
         },
         timeout_s);
-    if (!got[0].ok)
-      throw std::runtime_error(got[0].no_answer ? "damaged: reading it " + got[0].message + " inside libhdf5"
-                                                : got[0].message);
+    if (!got[0].ok) throw std::runtime_error(detail::guarded_read_failure(got[0]));
     return decode_records(got[0].message);
   } catch (const std::exception& e) {
     throw std::runtime_error(results_h5 + ": " + e.what());

@@ -566,23 +566,9 @@ HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& 
   LoadedRun run = load_run(opts.report.input, log, Depth::Full);
   std::vector<Table> tables = build_tables(run.jobs, run.phases, opts.report);
   std::vector<JobRecord> selected = select_jobs(run.jobs, opts.report);
-  std::map<std::string, const JobData*> loaded;
-  std::vector<JobData> from_index;  // a results.h5 input: the files behind its links, read once now
-  if (run.data.empty() && !selected.empty()) {
-    std::vector<std::string> names;
-    for (const auto& r : selected) names.push_back(fs::path(r.file).filename().string());
-    FolderReadOptions fo;
-    fo.depth = Depth::Full;
-    for (auto& r : read_job_files((fs::path(run.run_dir) / "results").string(), names, fo)) {
-      if (r.ok)
-        from_index.push_back(std::move(r.data));
-      else
-        log << "report: skipped " << r.error << "\n";
-    }
-    for (const auto& d : from_index) loaded[d.id] = &d;
-  } else {
-    loaded = run.data_by_id();
-  }
+  // The views take the loaded files over (tables and all): each selected id once, no copies.
+  std::map<std::string, JobData*> loaded;
+  for (auto& d : run.data) loaded[d.id] = &d;
 
   std::vector<JobView> jobs(selected.size());
   std::vector<std::string> unreadable;
@@ -591,7 +577,7 @@ HtmlReportResult write_html_report(const HtmlReportOptions& opts, std::ostream& 
     jobs[k].color = static_cast<int>(k);
     auto it = loaded.find(selected[k].id);
     if (it != loaded.end()) {
-      jobs[k].data = *it->second;
+      jobs[k].data = std::move(*it->second);
       jobs[k].loaded = true;
     } else {
       unreadable.push_back(selected[k].id);

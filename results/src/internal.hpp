@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/base/spawn.hpp"
 #include "gridrun/results/reader.hpp"
 
 namespace gridrun::results::detail {
@@ -16,6 +17,11 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
 // Opens (plain, SWMR, or a cleared private copy: see reader.hpp) and reads a job file in this
 // process, with no isolation: for the guarded child of the run reader and for read_job.
 JobData read_job_here(const std::string& path, const ReadOptions& opts);
+
+// Why a guarded read failed, as every reader of job files and the index words it: a copy that
+// gave no answer (crashed, hung, exited inside libhdf5) makes the file "damaged: reading it ...";
+// otherwise the read's own message, on one line.
+std::string guarded_read_failure(const base::IsolatedRun& got);
 
 // /attempts: one row per start of the runner on a file (columns of one dataset each, so h5py
 // reads them as arrays). The datasets are small and fixed-size; appending rewrites the group,

@@ -2,7 +2,6 @@
 // job files themselves (the run index holds no operator tables) and renders with the report's
 // table renderer, so every --format works.
 #include <algorithm>
-#include <filesystem>
 
 #include "gridrun/results/report.hpp"
 
@@ -14,17 +13,9 @@ void write_profile_report(const ReportOptions& opts, int top, std::ostream& out,
   std::size_t unprofiled = 0;
   const auto loaded = run.data_by_id();
   for (const auto& rec : select_jobs(run.jobs, opts)) {
-    JobData job;
-    if (auto it = loaded.find(rec.id); it != loaded.end()) {
-      job = *it->second;
-    } else {
-      try {  // a results.h5 input: the file behind its link
-        job = read_job((std::filesystem::path(run.run_dir) / rec.file).string());
-      } catch (const std::exception& e) {
-        log << "report: skipped " << e.what() << "\n";
-        continue;
-      }
-    }
+    const auto it = loaded.find(rec.id);
+    if (it == loaded.end()) continue;  // unreadable: load_run named it
+    const JobData& job = *it->second;
     if (job.profile.empty()) {
       ++unprofiled;
       continue;

@@ -11,6 +11,7 @@
 #include "columns.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/spawn.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
 #include "h5.hpp"
@@ -136,7 +137,7 @@ std::vector<OpProfile> read_profile(hid_t file) {
 JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& opts) {
   JobData j;
   j.path = path;
-  j.partial = path.size() > 8 && path.compare(path.size() - 8, 8, ".partial") == 0;
+  j.partial = base::ends_with(path, ".partial");
   for (auto& [k, v] : h5::read_attrs(file)) j.attrs[k] = v;
   if (!j.attrs.count("schema_version") || !j.attrs.count("id"))
     throw std::runtime_error("not a gridrun job file (no schema_version/id attributes)");
@@ -228,19 +229,27 @@ JobData read_job_here(const std::string& path, const ReadOptions& opts) {
 }
 }  // namespace detail
 
+namespace {
+// One file through the run reader, without the folder's index (a caller of read_job or job_glance
+// reads one file of its own, not a run).
+JobFileRead read_one(const std::string& path, Depth depth, double timeout_s) {
+  FolderReadOptions fo;
+  fo.depth = depth;
+  fo.use_index = false;
+  fo.item_timeout_s = timeout_s;
+  auto got = read_job_files(fs::path(path).parent_path().string(), {fs::path(path).filename().string()}, fo);
+  return std::move(got[0]);
+}
+}  // namespace
+
 JobData read_job(const std::string& path, const ReadOptions& opts) {
   if (!fs::exists(path)) throw std::runtime_error(path + ": no such file");
   try {
     if (!opts.isolate) return detail::read_job_here(path, opts);
     // One read, in a forked copy that hands the decoded record back (a crash costs the copy only).
-    FolderReadOptions fo;
-    fo.depth = opts.tables ? Depth::Full : Depth::Summary;
-    fo.use_index = false;
-    fo.item_timeout_s = opts.isolate_timeout_s;
-    auto got =
-        read_job_files(fs::path(path).parent_path().string(), {fs::path(path).filename().string()}, fo);
-    if (!got[0].ok) throw std::runtime_error(got[0].error);
-    return std::move(got[0].data);
+    JobFileRead got = read_one(path, opts.tables ? Depth::Full : Depth::Summary, opts.isolate_timeout_s);
+    if (!got.ok) throw std::runtime_error(got.error);
+    return std::move(got.data);
   } catch (const std::exception& e) {
     const std::string w = e.what();
     throw std::runtime_error(w.rfind(path + ": ", 0) == 0 ? w : path + ": " + w);
@@ -253,13 +262,10 @@ JobGlance job_glance(const std::string& path) {
   JobGlance g;
   try {
     if (!fs::exists(path)) return g;
-    FolderReadOptions o;
-    o.depth = Depth::Glance;
-    o.use_index = false;
-    auto got = read_job_files(fs::path(path).parent_path().string(), {fs::path(path).filename().string()}, o);
-    if (!got[0].ok) return g;
-    g.status = std::move(got[0].data.status);
-    g.attempts = std::move(got[0].data.attempts);
+    JobFileRead got = read_one(path, Depth::Glance, ReadOptions{}.isolate_timeout_s);
+    if (!got.ok) return g;
+    g.status = std::move(got.data.status);
+    g.attempts = std::move(got.data.attempts);
   } catch (...) {
     return JobGlance{};
   }

@@ -507,7 +507,7 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
 
 std::map<std::string, const JobData*> LoadedRun::data_by_id() const {
   std::map<std::string, const JobData*> out;
-  for (std::size_t k = 0; k < jobs.size() && k < data.size(); ++k) out[jobs[k].id] = &data[k];
+  for (const auto& d : data) out[d.id] = &d;
   return out;
 }
 
@@ -526,6 +526,19 @@ LoadedRun load_run(const std::string& input, std::ostream& log, Depth depth) {
   } else if (fs::is_regular_file(in)) {
     run.jobs = read_index(input);
     run.run_dir = in.parent_path().empty() ? std::string(".") : in.parent_path().string();
+    // The files behind the records, in one read of their folder (and through its index). The
+    // index's own columns make the tables; the files complete the phases and, at Depth::Full, give
+    // the HTML and profile reports their rows, which is when an unreadable one is worth a line.
+    std::vector<std::string> names;
+    for (const auto& r : run.jobs) names.push_back(fs::path(r.file).filename().string());
+    FolderReadOptions fo;
+    fo.depth = depth;
+    for (auto& r : read_job_files((fs::path(run.run_dir) / "results").string(), names, fo)) {
+      if (r.ok)
+        run.data.push_back(std::move(r.data));
+      else if (depth == Depth::Full)
+        log << "report: skipped " << r.error << "\n";
+    }
   } else {
     throw std::invalid_argument(input + ": no such run directory or results.h5");
   }

@@ -26,9 +26,7 @@ namespace {
 
 constexpr std::string_view kMagic = "GRIDRUN-INDEX-2\n";
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
+using base::ends_with;
 
 // What identifies one version of a file: a rewrite (the writer renames .partial over it), a copy
 // or a changed byte with a touch back to the old mtime all change at least the ctime or inode.
@@ -131,13 +129,15 @@ std::string render_index(const std::unordered_map<std::string, Entry>& entries) 
   return std::move(w.bytes());
 }
 
-std::string one_line(std::string s) {
+}  // namespace
+
+std::string detail::guarded_read_failure(const base::IsolatedRun& got) {
+  if (got.no_answer) return "damaged: reading it " + got.message + " inside libhdf5";
+  std::string s = got.message;
   for (char& c : s)
     if (c == '\n' || c == '\r') c = ' ';
   return s;
 }
-
-}  // namespace
 
 struct ResultsFolder::Impl {
   std::string folder;
@@ -172,6 +172,8 @@ ResultsFolder::ResultsFolder(std::string folder, bool use_index) : impl_(std::ma
 ResultsFolder::~ResultsFolder() { flush(); }
 
 const std::string& ResultsFolder::folder() const { return impl_->folder; }
+
+std::string ResultsFolder::index_path() const { return impl_->index_path(); }
 
 void ResultsFolder::flush() noexcept {
   if (!impl_ || !impl_->use_index || !impl_->dirty) return;
@@ -263,13 +265,10 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
         e.verdict = Verdict::Unreadable;
         e.reason = std::string("cannot decode its record: ") + ex.what();
       }
-    } else if (got.no_answer) {  // crashed, hung, or exited from inside the library
-      e.verdict = Verdict::Damaged;
-      e.reason = "damaged: reading it " + got.message + " inside libhdf5";
-      r.damaged = true;
     } else {
-      e.verdict = Verdict::Unreadable;
-      e.reason = one_line(got.message);
+      e.verdict = got.no_answer ? Verdict::Damaged : Verdict::Unreadable;  // crashed, hung or exited
+      e.reason = detail::guarded_read_failure(got);
+      r.damaged = got.no_answer;
     }
     if (!r.ok) r.error = r.path + ": " + e.reason;
     if (im.use_index && !ends_with(r.name, ".partial")) {

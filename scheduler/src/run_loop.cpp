@@ -233,6 +233,8 @@ void RunLoop::reconcile() {
   // unchanged since a command last read them). The verdict is the reports' verdict (run_reader.hpp):
   // what `report` cannot read is quarantined and redone here.
   folder_ = std::make_unique<results::ResultsFolder>(rd_.results_dir());
+  // Only the files that exist: asking the reader for every job's absent .partial too would cost
+  // more (an entry and a message each) than this second stat of the present ones.
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& job : ex_.jobs)
@@ -242,10 +244,8 @@ void RunLoop::reconcile() {
   fo.depth = results::Depth::Summary;
   results::FolderReadStats stats;
   for (auto& r : folder_->read(names, fo, &stats)) disk_[r.name] = std::move(r);
-  // A .partial is always read afresh; anything else read means the files changed since the index.
-  std::size_t partials = 0;
-  for (const auto& n : names) partials += n.size() > 8 && n.compare(n.size() - 8, 8, ".partial") == 0;
-  fresh_reads_ = stats.read > partials || stats.index_rebuilt || partials > 0;
+  // Anything read afresh (a changed file, a live .partial, no index) may be news to results.h5.
+  fresh_reads_ = stats.read > 0 || stats.index_rebuilt;
   for (std::size_t i = 0; i < ex_.jobs.size(); ++i) reconcile_job(i);
   disk_.clear();
   rd_.save_state(state_);
@@ -508,7 +508,7 @@ RunOutcome RunLoop::summary() {
   {
     struct stat idx {
     }, h5{};
-    const std::string index = rd_.results_dir() + "/" + results::kIndexName;
+    const std::string index = folder_->index_path();
     const bool current =
         ::stat(rd_.index_file().c_str(), &h5) == 0 && ::stat(index.c_str(), &idx) == 0 &&
         (h5.st_mtim.tv_sec > idx.st_mtim.tv_sec ||

@@ -50,7 +50,7 @@ std::map<std::string, DiskGlance> glance_results(const RunDir& dir) {
   results::ResultsFolder rf(folder);
   std::vector<std::string> partial_after_bad_final;
   for (const auto& r : rf.read(results::list_job_files(folder), fo)) {
-    const bool partial = r.name.size() > 8 && r.name.compare(r.name.size() - 8, 8, ".partial") == 0;
+    const bool partial = base::ends_with(r.name, ".partial");
     const std::string id = r.name.substr(0, r.name.find(".h5"));
     if (!r.ok) {
       // An unreadable final file with a live .partial beside it: the .partial tells the state.

@@ -28,6 +28,7 @@ std::string format_duration(double seconds);
 std::string trim(std::string_view s);                          // without leading and trailing white space
 std::vector<std::string> split(std::string_view s, char sep);  // keeps empty fields
 bool starts_with(std::string_view s, std::string_view prefix);
+bool ends_with(std::string_view s, std::string_view suffix);
 // `lead`, then `words` each after a space, broken into lines before a word that would make a line
 // longer than `width` bytes; continuation lines start with `indent` (help text and notes under
 // tables; a word longer than the width gets a line of its own).

@@ -32,9 +32,11 @@ struct ReportOptions {
 struct LoadedRun {
   std::string run_dir;
   std::vector<JobRecord> jobs;
-  std::vector<JobData> data;  // jobs[k]'s file as read (RUN_DIR input; empty for a results.h5)
+  // The job files as read, to the depth asked: a RUN_DIR's, or those behind a results.h5's records
+  // (its links; the phase figures need them). Only the readable ones, so not aligned with `jobs`.
+  std::vector<JobData> data;
   std::vector<Phase> phases;
-  // id -> its JobData, for the records that have one (a results.h5 input has none).
+  // id -> its JobData, for the records whose file was readable.
   std::map<std::string, const JobData*> data_by_id() const;
 };
 // Throws std::invalid_argument when `input` is neither; skipped job files are named on `log`.

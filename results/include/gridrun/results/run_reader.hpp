@@ -76,6 +76,7 @@ class ResultsFolder {
   // Writes the index when a read changed it; never throws.
   void flush() noexcept;
   const std::string& folder() const;
+  std::string index_path() const;  // folder / kIndexName
 
  private:
   struct Impl;
