@@ -23,6 +23,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/runner/archive_check.hpp"
 #include "gridrun/runner/errors.hpp"
 
@@ -114,10 +115,8 @@ std::string resolve_checkpoint(const std::string& spec, const std::string& out_d
                    "complete ckpt-<step>/ checkpoint");
   }
   const bool id_like = !spec.empty() && spec.find('/') == std::string::npos;
-  // <out>/.. as the training job saw it; lexically when <out> does not exist yet (the OS cannot
-  // resolve ".." through a missing folder).
-  fs::path by_id = fs::path(out_dir) / ".." / "checkpoints" / spec;
-  if (!fs::is_directory(out_dir, ec)) by_id = by_id.lexically_normal();
+  // The run's checkpoints/<id>/, the run being the one whose results folder is <out>.
+  const fs::path by_id = run::RunDir::of_results_dir(out_dir).checkpoint_dir(spec);
   if (id_like) {
     const std::string newest = newest_in(by_id.string());
     if (!newest.empty()) return newest + "/state.pt";

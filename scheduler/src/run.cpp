@@ -12,6 +12,7 @@
 
 #include "gridrun/base/host.hpp"
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "run_loop.hpp"
@@ -85,7 +86,7 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   check_feasible(ex.jobs, plan.cluster);
   for (const auto& w : ex.warnings) out << "warning: " << w << "\n";
   for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
-    plan.phase.push_back(phase_of(ex, i));
+    plan.phase.push_back(run::phase_of(ex, i));
     if (std::find(plan.phase_order.begin(), plan.phase_order.end(), plan.phase[i]) == plan.phase_order.end())
       plan.phase_order.push_back(plan.phase[i]);
     Request r = request_for(ex.jobs[i]);
@@ -99,7 +100,7 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
 RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& out) {
   const jobs::Expansion& ex = plan.ex;
   const Cluster& cluster = plan.cluster;
-  const RunDir rd(o.out + "/" + ex.name);
+  const run::RunDir rd = run::RunDir::for_grid(o.out, ex.name);
   std::vector<SimJob> sims(ex.jobs.size());
   std::size_t from_results = 0;
   std::map<std::string, double> measured;

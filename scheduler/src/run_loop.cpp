@@ -26,6 +26,7 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/job.hpp"
+#include "gridrun/run/prepare.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
 
@@ -87,7 +88,7 @@ void append_line(const std::string& path, const std::string& line) {
 namespace {
 // wall_s of a finished job's record, when it has a usable one.
 std::optional<double> measured_wall(const results::JobData& d) {
-  if (!is_finished(outcome_from_results(d.status))) return std::nullopt;
+  if (!run::is_finished(run::outcome_from_results(d.status))) return std::nullopt;
   auto it = d.summary.find("wall_s");
   if (it == d.summary.end() || !std::isfinite(it->second) || it->second <= 0) return std::nullopt;
   return it->second;
@@ -146,7 +147,7 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
       ard_(fs::absolute(rd_.root()).lexically_normal().string()),
       exec_(make_executor(opts.executor)),
       prepared_(
-          prepare_run(rd_, plan.ex, PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false}, out)),
+          run::prepare_run(rd_, plan.ex, run::PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false}, out)),
       state_(prepared_.state),
       to_run_(plan.ex.jobs.size(), 0),
       resume_(plan.ex.jobs.size(), 0) {}
@@ -254,7 +255,7 @@ void RunLoop::reconcile() {
 
 void RunLoop::reconcile_job(std::size_t i) {
   const jobs::Job& job = ex_.jobs[i];
-  JobRecord& rec = state_.jobs[job.id];
+  run::JobRecord& rec = state_.jobs[job.id];
   // A damaged results file (final or .partial) has lost the job's history, which no checkpoint
   // holds: the job restarts from scratch so that its results are those of an undisturbed run.
   bool restart = false;
@@ -270,28 +271,28 @@ void RunLoop::reconcile_job(std::size_t i) {
       }
       continue;
     }
-    // The reader's message starts with the path, which quarantine_damaged names itself.
+    // The reader's message starts with the path, which run::quarantine_damaged names itself.
     std::string why = it->second.error;
     if (why.rfind(f + ": ", 0) == 0) why.erase(0, f.size() + 2);
-    quarantine_damaged(f, why, out_);
+    run::quarantine_damaged(f, why, out_);
     restart = true;
   }
   // Its checkpoints continue that lost history; a retry must not resume from them either.
   if (restart) fs::remove_all(rd_.checkpoint_dir(job.id), ec);
-  const JobOutcome disk = outcome_from_results(final_status);
-  if (o_.rerun != "all" && is_finished(disk)) {
+  const run::JobOutcome disk = run::outcome_from_results(final_status);
+  if (o_.rerun != "all" && run::is_finished(disk)) {
     rec.state = disk;
     ++skipped_;
     return;
   }
   to_run_[i] = 1;
   resume_[i] = static_cast<char>(o_.rerun != "all" && !restart &&
-                                 !(o_.rerun == "failed" && rec.state == JobOutcome::Failed) &&
+                                 !(o_.rerun == "failed" && rec.state == run::JobOutcome::Failed) &&
                                  has_checkpoint(rd_.checkpoint_dir(job.id)));
-  if (rec.state == JobOutcome::Running || is_finished(rec.state))
-    rec.state = JobOutcome::Interrupted;  // a crash left it running, or its results file is gone
-  if (o_.rerun == "all") rec.state = JobOutcome::Pending;
-  jobs::write_job_file(rd_.job_file(job.id), with_phase(job, plan_.phase[i]));
+  if (rec.state == run::JobOutcome::Running || run::is_finished(rec.state))
+    rec.state = run::JobOutcome::Interrupted;  // a crash left it running, or its results file is gone
+  if (o_.rerun == "all") rec.state = run::JobOutcome::Pending;
+  jobs::write_job_file(rd_.job_file(job.id), run::with_phase(job, plan_.phase[i]));
 }
 
 void RunLoop::launch_ready() {
@@ -305,8 +306,8 @@ void RunLoop::launch(const Start& s) {
   const Cluster& cluster = plan_.cluster;
   jobs::Job job = ex_.jobs[i];
   const Node& node = cluster.nodes[s.alloc.node];
-  JobRecord& rec = state_.jobs[job.id];
-  rec.state = JobOutcome::Running;
+  run::JobRecord& rec = state_.jobs[job.id];
+  rec.state = run::JobOutcome::Running;
   rec.attempts += 1;
   rec.start_unix = base::unix_now();
   rec.cores = cores_string(cluster, s.alloc);
@@ -370,7 +371,7 @@ void RunLoop::launch(const Start& s) {
 // Records an exit; a failure is queued again while this invocation has retries left.
 void RunLoop::on_exit(std::size_t i, int code) {
   const jobs::Job& job = ex_.jobs[i];
-  JobRecord& rec = state_.jobs[job.id];
+  run::JobRecord& rec = state_.jobs[job.id];
   ProgressCounts& counts = progress_->counts();
   PhaseRun& ph = *phase_;
   const double dur = progress_->elapsed() - ph.live[i].start;
@@ -388,9 +389,9 @@ void RunLoop::on_exit(std::size_t i, int code) {
   const std::string status = got[0].ok ? got[0].data.status : "";
   if (got[0].ok)
     if (auto w = measured_wall(got[0].data)) measured_[job.id] = *w;
-  const JobOutcome disk = outcome_from_results(status);
+  const run::JobOutcome disk = run::outcome_from_results(status);
   std::ostringstream what;
-  if (code == 0 && is_finished(disk)) {
+  if (code == 0 && run::is_finished(disk)) {
     rec.state = disk;
     ++counts.done;
     progress_->job_finished(dur);
@@ -398,8 +399,8 @@ void RunLoop::on_exit(std::size_t i, int code) {
   } else {
     // A job we asked to stop is interrupted whatever its code (it may have been killed before
     // its ranks could checkpoint); the next run resumes or restarts it.
-    const bool interrupted = code == kExitInterrupted || stopping_;
-    rec.state = interrupted ? JobOutcome::Interrupted : JobOutcome::Failed;
+    const bool interrupted = code == run::kExitInterrupted || stopping_;
+    rec.state = interrupted ? run::JobOutcome::Interrupted : run::JobOutcome::Failed;
     const int used = ph.tries[i];
     if (!stopping_ && used <= o_.retries) {
       resume_[i] = static_cast<char>(has_checkpoint(rd_.checkpoint_dir(job.id)));
@@ -467,7 +468,7 @@ void RunLoop::watchdog(const std::vector<std::pair<std::size_t, int>>& ended) {
       const double age =
           ::stat(f.c_str(), &hb) == 0 ? static_cast<double>(std::time(nullptr) - hb.st_mtime) : t - l.start;
       if (age <= o_.heartbeat_timeout_s) continue;
-      l.forced_code = kExitNoHeartbeat;
+      l.forced_code = run::kExitNoHeartbeat;
       why = "no heartbeat from rank 0 for " + base::format_duration(age) + " (--heartbeat-timeout " +
             base::format_duration(o_.heartbeat_timeout_s) + "): a rank hung; ended the job";
     } else {
@@ -479,20 +480,19 @@ void RunLoop::watchdog(const std::vector<std::pair<std::size_t, int>>& ended) {
   }
 }
 
-// The phase figures of one compare-by value, into state.json (docs/scheduler.md).
+// The facts of one compare-by phase, into state.json (docs/scheduler.md). The figures (samples/s,
+// utilization, time to target) are the report's to derive from these and the jobs' result files.
 void RunLoop::close_phase(const std::string& value) {
-  // The scheduler knows the facts (members, makespan, allocated resource-seconds); the figures
-  // are derived from the jobs' result files by results::phase_figures, the one place that names them.
   const PhaseRun& ph = *phase_;
   const Cluster& cluster = plan_.cluster;
-  results::PhaseFacts facts;
-  facts.name = value;
-  facts.makespan_s = progress_->elapsed() - ph.t0;
-  facts.busy_resource_s = ph.busy;
-  facts.capacity = cluster.total_gpus() > 0 ? cluster.total_gpus() : cluster.total_cores();
-  for (std::size_t i : ph.members) facts.jobs.push_back({ex_.jobs[i].id, plan_.req[i].gpus > 0});
-  const double makespan = facts.makespan_s;
-  state_.phases[value] = results::phase_figures(facts, rd_.results_dir());
+  run::PhaseRecord rec;
+  rec.name = value;
+  rec.makespan_s = progress_->elapsed() - ph.t0;
+  rec.busy_resource_s = ph.busy;
+  rec.capacity = cluster.total_gpus() > 0 ? cluster.total_gpus() : cluster.total_cores();
+  for (std::size_t i : ph.members) rec.jobs.push_back(ex_.jobs[i].id);
+  const double makespan = rec.makespan_s;
+  state_.phases[value] = std::move(rec);
   rd_.save_state(state_);
   progress_->event("phase " + ex_.compare_by + "=" + value + " done: makespan " +
                    base::format_duration(makespan));
@@ -516,10 +516,10 @@ RunOutcome RunLoop::summary() {
     res.index_stale = !current || fresh_reads_ || skipped_ < ex_.jobs.size();
   }
   for (const auto& job : ex_.jobs) {
-    const JobOutcome s = state_.jobs[job.id].state;
-    if (is_finished(s))
+    const run::JobOutcome s = state_.jobs[job.id].state;
+    if (run::is_finished(s))
       ++res.completed;
-    else if (s == JobOutcome::Failed)
+    else if (s == run::JobOutcome::Failed)
       ++res.failed;
   }
   rd_.save_state(state_);

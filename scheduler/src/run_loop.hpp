@@ -17,6 +17,7 @@
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
+#include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/run.hpp"
 #include "progress.hpp"
 
@@ -45,7 +46,7 @@ double estimate_for(const jobs::Job& job, const std::map<std::string, double>& m
 
 class RunLoop {
  public:
-  // `train_bin`: checked by the caller. Throws RunLocked when the run directory is in use.
+  // `train_bin`: checked by the caller. Throws run::RunLocked when the run directory is in use.
   RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train_bin, std::ostream& out);
   ~RunLoop();
   RunLoop(const RunLoop&) = delete;
@@ -74,11 +75,11 @@ class RunLoop {
   const RunOptions& o_;
   std::string train_;
   std::ostream& out_;
-  RunDir rd_;   // as given (messages)
-  RunDir ard_;  // absolute (what launched processes get)
+  run::RunDir rd_;   // as given (messages)
+  run::RunDir ard_;  // absolute (what launched processes get)
   std::unique_ptr<Executor> exec_;
-  PreparedRun prepared_;
-  RunState& state_;
+  run::PreparedRun prepared_;
+  run::RunState& state_;
   std::vector<char> to_run_, resume_;
   // The results folder with its index, read once at reconcile and once per ended job; the index is
   // written with state.json, so a `status` after the run reads no job file.

@@ -42,7 +42,7 @@ struct DiskGlance {
 
 // Every job's file read once, at glance depth, through the results folder's index: a finished run
 // reads no job file at all, a run where k files changed reads those k (run_reader.hpp).
-std::map<std::string, DiskGlance> glance_results(const RunDir& dir) {
+std::map<std::string, DiskGlance> glance_results(const run::RunDir& dir) {
   std::map<std::string, DiskGlance> out;
   const std::string folder = dir.results_dir();
   results::FolderReadOptions fo;
@@ -72,7 +72,7 @@ std::map<std::string, DiskGlance> glance_results(const RunDir& dir) {
   return out;
 }
 
-JobStatusRow row_from_record(const JobRecord& r, const DiskGlance* glance) {
+JobStatusRow row_from_record(const run::JobRecord& r, const DiskGlance* glance) {
   JobStatusRow row;
   row.id = r.id;
   row.state = r.state;
@@ -98,18 +98,18 @@ JobStatusRow row_from_record(const JobRecord& r, const DiskGlance* glance) {
 
 // The results file is the final word on how a job ended.
 void settle_with_results(JobStatusRow& row) {
-  const JobOutcome disk = outcome_from_results(row.disk);
-  if (is_finished(disk))
+  const run::JobOutcome disk = run::outcome_from_results(row.disk);
+  if (run::is_finished(disk))
     row.state = disk;
-  else if (disk == JobOutcome::Failed && !is_queued(row.state))
-    row.state = JobOutcome::Failed;
-  else if (!row.slurm_state.empty() && row.state == JobOutcome::Completed)
-    row.state = disk == JobOutcome::Interrupted ? JobOutcome::Interrupted : JobOutcome::Failed;
+  else if (disk == run::JobOutcome::Failed && !run::is_queued(row.state))
+    row.state = run::JobOutcome::Failed;
+  else if (!row.slurm_state.empty() && row.state == run::JobOutcome::Completed)
+    row.state = disk == run::JobOutcome::Interrupted ? run::JobOutcome::Interrupted : run::JobOutcome::Failed;
 }
 
 }  // namespace
 
-RunStatus run_status(const RunDir& dir, const StatusOverlay& overlay) {
+RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   const std::string& root = dir.root();
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw std::invalid_argument("RUN_DIR: '" + root + "' is not a directory");
@@ -119,7 +119,7 @@ RunStatus run_status(const RunDir& dir, const StatusOverlay& overlay) {
   RunStatus st;
   st.run_dir = root;
   st.damaged = damaged_files(root);
-  RunState state;
+  run::RunState state;
   try {
     state = dir.load_state();
   } catch (const std::exception& e) {
@@ -128,7 +128,7 @@ RunStatus run_status(const RunDir& dir, const StatusOverlay& overlay) {
   }
   st.name = state.name.empty() ? fs::path(root).filename().string() : state.name;
   // Jobs known from state.json and from job files (a crashed submit may have written only those).
-  std::map<std::string, JobRecord> recs = state.jobs;
+  std::map<std::string, run::JobRecord> recs = state.jobs;
   for (const auto& e : fs::directory_iterator(dir.jobs_dir(), ec)) {
     if (e.path().extension() != ".json") continue;
     const std::string id = e.path().stem().string();
@@ -235,7 +235,7 @@ void print_table(const RunStatus& st, std::ostream& os) {
   for (const auto& d : st.damaged) os << "damaged (quarantined, not used): " << d << "\n";
   if (!st.collect_ids.empty())
     os << "collect job " << st.collect_ids.back() << ": " << st.collect_state
-       << (fs::exists(RunDir(st.run_dir).index_file()) ? "; results.h5 present" : "; no results.h5 yet")
+       << (fs::exists(run::RunDir(st.run_dir).index_file()) ? "; results.h5 present" : "; no results.h5 yet")
        << "\n";
   results::TableStyle style;
   style.fit = results::TableStyle::Fit::Drop;

@@ -15,7 +15,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/params.hpp"
-#include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/slurm/slurm_cli.hpp"
 #include "task_body.hpp"
 
@@ -133,7 +133,7 @@ std::string_view task_body() {
   return at == std::string_view::npos ? file : file.substr(at + kMarker.size());
 }
 
-// Run-directory paths for the script's variables: every path comes from RunDir, per-job ones as
+// Run-directory paths for the script's variables: every path comes from run::RunDir, per-job ones as
 // printf templates (%s = job id; a literal % of the run directory is doubled).
 struct ScriptPaths {
   std::string results, ended, job_file, log_out, log_err, checkpoints, logs;
@@ -142,7 +142,7 @@ struct ScriptPaths {
 ScriptPaths script_paths(const std::string& run_dir) {
   std::string escaped;
   for (char c : run_dir) escaped += c == '%' ? std::string("%%") : std::string(1, c);
-  const scheduler::RunDir rd(run_dir), tmpl(escaped);
+  const run::RunDir rd(run_dir), tmpl(escaped);
   return {rd.results_dir(),   rd.slurm_ended_dir(),      tmpl.job_file("%s"), tmpl.log_out("%s"),
           tmpl.log_err("%s"), tmpl.checkpoint_dir("%s"), rd.logs_dir()};
 }
@@ -211,6 +211,7 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
   s += "# The run directory (printf templates: %s is the job id)\n";
   s += "RESULTS_DIR=" + shell_quote(p.results) + "\n";
   s += "ENDED_DIR=" + shell_quote(p.ended) + "\n";
+  s += "EXIT_INTERRUPTED=" + std::to_string(run::kExitInterrupted) + "\n";
   s += "JOB_FILE=" + shell_quote(p.job_file) + "\n";
   s += "JOB_LOG_OUT=" + shell_quote(p.log_out) + "\n";
   s += "JOB_LOG_ERR=" + shell_quote(p.log_err) + "\n";
@@ -260,7 +261,7 @@ ArrayScript new_array(const Shape& shape, const ScriptOptions& o, std::size_t& c
   ArrayScript a;
   a.shape = shape;
   a.name = "s" + std::to_string(o.submission) + "-a" + std::to_string(counter++) + "-" + shape_tag(shape);
-  const scheduler::RunDir rd(o.run_dir);
+  const run::RunDir rd(o.run_dir);
   a.script_path = rd.slurm_file(a.name + ".sbatch");
   a.list_path = rd.slurm_file(a.name + ".jobs");
   return a;
@@ -490,7 +491,7 @@ void packed_arrays(const std::vector<Bundle>& bundles, const ScriptOptions& o, s
 // with one failed task would never be released).
 void collect_script(const ScriptOptions& o, ScriptSet& set) {
   set.collect_path =
-      scheduler::RunDir(o.run_dir).slurm_file("s" + std::to_string(o.submission) + "-collect.sbatch");
+      run::RunDir(o.run_dir).slurm_file("s" + std::to_string(o.submission) + "-collect.sbatch");
   std::string& c = set.collect_script;
   c += "#!/bin/bash\n";
   c += "# gridrun run '" + o.run_name + "': builds results.h5 once all arrays of submission " +

@@ -8,7 +8,7 @@
 
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
-#include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::slurm {
 namespace {
@@ -210,14 +210,14 @@ std::optional<std::size_t> parse_max_array_size(const std::string& config_text) 
   return std::nullopt;
 }
 
-scheduler::JobOutcome map_slurm_state(const std::string& s, int exit_code) {
-  using JobState = scheduler::JobOutcome;
+run::JobOutcome map_slurm_state(const std::string& s, int exit_code) {
+  using JobState = run::JobOutcome;
   if (s == "PENDING" || s == "REQUEUED" || s == "REQUEUE_HOLD" || s == "REQUEUE_FED" || s == "RESIZING" ||
       s == "SUSPENDED")
     return JobState::Submitted;
   if (s == "RUNNING" || s == "CONFIGURING" || s == "COMPLETING" || s == "STAGE_OUT" || s == "SIGNALING")
     return JobState::Running;
-  if (exit_code == scheduler::kExitInterrupted) return JobState::Interrupted;
+  if (exit_code == run::kExitInterrupted) return JobState::Interrupted;
   if (s == "COMPLETED") return exit_code > 0 ? JobState::Failed : JobState::Completed;
   if (s == "TIMEOUT" || s == "CANCELLED" || s == "PREEMPTED" || s == "DEADLINE") return JobState::Interrupted;
   return JobState::Failed;  // FAILED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, SPECIAL_EXIT, ...

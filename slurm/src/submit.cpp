@@ -14,6 +14,7 @@
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/run/prepare.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/resources.hpp"
@@ -23,14 +24,14 @@ namespace fs = std::filesystem;
 namespace gridrun::slurm {
 namespace {
 
-using scheduler::JobOutcome;
+using run::JobOutcome;
 
 struct SubmittedLine {
   int submission = 0;
   std::string kind, name, id;  // kind: array | collect
 };
 
-std::vector<SubmittedLine> read_submitted(const scheduler::RunDir& rd) {
+std::vector<SubmittedLine> read_submitted(const run::RunDir& rd) {
   std::vector<SubmittedLine> out;
   std::istringstream is(base::try_read_file(rd.submitted_file()).value_or(""));
   std::string l;
@@ -44,7 +45,7 @@ std::vector<SubmittedLine> read_submitted(const scheduler::RunDir& rd) {
 }
 
 // Appended line by line (not rewritten): an interrupted submit must lose no id it got from sbatch.
-void append_submitted(const scheduler::RunDir& rd, const SubmittedLine& s) {
+void append_submitted(const run::RunDir& rd, const SubmittedLine& s) {
   const std::string path = rd.submitted_file();
   const bool fresh = !fs::exists(path);
   std::ofstream f(path, std::ios::app);
@@ -66,7 +67,7 @@ std::string afterany(const std::vector<std::string>& ids) {
 // The compare-by phase of job `job` of the grid in its launcher facts (none when the grid has
 // no compare-by): arrays are cut per phase (script.cpp job_shape) and the report reads it back.
 void add_phase(const jobs::Expansion& exp, jobs::Job& job) {
-  if (const std::string phase = scheduler::phase_of(exp, job.index); !phase.empty())
+  if (const std::string phase = run::phase_of(exp, job.index); !phase.empty())
     job.meta["phase"] = phase;
 }
 
@@ -140,12 +141,12 @@ namespace {
 std::vector<jobs::Job> jobs_to_submit(const jobs::Expansion& exp, const std::string& run_dir,
                                       const SlurmCli& cli, SubmitResult& res) {
   const scheduler::RunStatus before = run_status(run_dir, &cli);
-  std::map<std::string, JobOutcome> known;
+  std::map<std::string, run::JobOutcome> known;
   for (const auto& r : before.jobs) known[r.id] = r.state;
   std::vector<jobs::Job> todo;
   for (const auto& j : exp.jobs) {
     auto it = known.find(j.id);
-    if (it != known.end() && (scheduler::is_finished(it->second) || scheduler::is_queued(it->second)))
+    if (it != known.end() && (run::is_finished(it->second) || run::is_queued(it->second)))
       ++res.skipped_jobs;
     else
       todo.push_back(j);
@@ -178,7 +179,7 @@ ScriptOptions script_options(const SubmitOptions& opts, const jobs::Expansion& e
 
 // Job files of the jobs submitted now (packed steps record their planned GPUs and cores) and of
 // jobs that have none yet; a finished job's file is left as it is (it says how it ran).
-void write_job_files(const scheduler::RunDir& rd, const jobs::Expansion& exp,
+void write_job_files(const run::RunDir& rd, const jobs::Expansion& exp,
                      const std::vector<jobs::Job>& todo, const std::vector<Bundle>& bundles) {
   std::map<std::string, std::pair<std::string, std::string>> planned;
   for (const auto& b : bundles)
@@ -202,8 +203,8 @@ void write_job_files(const scheduler::RunDir& rd, const jobs::Expansion& exp,
 
 // sbatch for every array (state saved after each: an interrupted submit loses no id), then the
 // collect job after all of them and after arrays of earlier submissions still queued.
-void submit_scripts(const scheduler::RunDir& rd, const ScriptOptions& so,
-                    const std::vector<SubmittedLine>& submitted, scheduler::RunState& state,
+void submit_scripts(const run::RunDir& rd, const ScriptOptions& so,
+                    const std::vector<SubmittedLine>& submitted, run::RunState& state,
                     const SlurmCli& cli, SubmitResult& res, std::ostream& log) {
   std::vector<std::string> old_arrays;
   for (const auto& s : submitted)
@@ -234,7 +235,7 @@ void submit_scripts(const scheduler::RunDir& rd, const ScriptOptions& so,
       for (const auto& jid : a.tasks[t]) {
         auto& r = state.jobs[jid];
         r.slurm_job_id = id + "_" + std::to_string(t);
-        r.state = JobOutcome::Submitted;
+        r.state = run::JobOutcome::Submitted;
         r.attempts += 1;
         ++res.submitted_jobs;
       }
@@ -254,10 +255,10 @@ void submit_scripts(const scheduler::RunDir& rd, const ScriptOptions& so,
 SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream& log) {
   const jobs::Expansion exp = jobs::load_grid(opts.grid_file);
   SubmitResult res;
-  res.run_dir = fs::absolute(opts.out_dir).lexically_normal().string() + "/" + exp.name;
-  const scheduler::RunDir rd(res.run_dir);
-  scheduler::PreparedRun prepared = scheduler::prepare_run(
-      rd, exp, scheduler::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true}, log);
+  res.run_dir = run::RunDir::for_grid(fs::absolute(opts.out_dir).lexically_normal().string(), exp.name).root();
+  const run::RunDir rd(res.run_dir);
+  run::PreparedRun prepared = run::prepare_run(
+      rd, exp, run::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true}, log);
   res.total_jobs = exp.jobs.size();
   std::vector<jobs::Job> todo = jobs_to_submit(exp, res.run_dir, cli, res);
   for (auto& j : todo) add_phase(exp, j);
@@ -293,11 +294,11 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
 }
 
 scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli) {
-  const scheduler::RunDir rd(run_dir);
+  const run::RunDir rd(run_dir);
   const std::vector<SubmittedLine> submitted =
       fs::is_directory(run_dir) ? read_submitted(rd) : std::vector<SubmittedLine>{};
   // Slurm's view of the run's arrays and latest collect job, over the rows from the disk.
-  auto overlay = [&](scheduler::RunStatus& st, const std::map<std::string, scheduler::JobRecord>& recs) {
+  auto overlay = [&](scheduler::RunStatus& st, const std::map<std::string, run::JobRecord>& recs) {
     std::vector<std::string> ids;
     std::set<std::string> seen;
     for (const auto& [id, r] : recs)
@@ -325,9 +326,9 @@ scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli)
         row.restarts = t.restarts;
         row.exit_code = t.exit_code;
         row.state = map_slurm_state(t.state, t.exit_code);
-      } else if (st.slurm_answered && scheduler::is_queued(row.state)) {
+      } else if (st.slurm_answered && run::is_queued(row.state)) {
         // Slurm forgot the job (older than MinJobAge, no accounting): the disk must tell.
-        row.state = JobOutcome::Interrupted;
+        row.state = run::JobOutcome::Interrupted;
       }
     }
   };
@@ -335,10 +336,10 @@ scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli)
 }
 
 CancelResult cancel_run(const std::string& run_dir, const SlurmCli& cli, double wait_s, std::ostream& log) {
-  scheduler::RunDir rd(run_dir);
+  run::RunDir rd(run_dir);
   if (!fs::is_directory(run_dir))
     throw std::invalid_argument("RUN_DIR: '" + run_dir + "' is not a directory");
-  scheduler::RunState state = rd.load_state();
+  run::RunState state = rd.load_state();
   std::vector<std::string> ids;
   std::set<std::string> seen;
   auto add = [&](const std::string& id) {
@@ -359,7 +360,7 @@ CancelResult cancel_run(const std::string& run_dir, const SlurmCli& cli, double 
   while (!(res.drained = cli.active(res.cancelled).empty()) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (auto& [id, r] : state.jobs)
-    if (scheduler::is_queued(r.state)) r.state = JobOutcome::Interrupted;
+    if (run::is_queued(r.state)) r.state = run::JobOutcome::Interrupted;
   rd.save_state(state);
   if (!res.drained) log << "gridrun cancel: some jobs are still listed by squeue after " << wait_s << " s\n";
   return res;

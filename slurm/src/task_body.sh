@@ -1,6 +1,6 @@
 # The body of every gridrun array script (slurm/src/script.cpp puts it after the #SBATCH block and
 # the variables it reads: LIST, LAUNCHER, RANKS, THREADS, NODES (multi-node arrays only), STEP_FLAGS,
-# TRAIN, RESULTS_DIR, ENDED_DIR
+# TRAIN, RESULTS_DIR, ENDED_DIR, EXIT_INTERRUPTED (run/exit_codes.hpp)
 # and the per-job path templates JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS, all from the
 # run directory's RunDir). Kept as a file so that it reads, and can be checked, as the bash it is.
 # These comment lines above the marker are not copied into the scripts.
@@ -23,7 +23,7 @@ if [[ $(id -u) -eq 0 ]]; then MPI_ROOT=(--allow-run-as-root); fi
 PIDS=()
 JOBS=()
 # USR1 (Slurm's warning before the time limit) and TERM go to every runner: they checkpoint and
-# exit 75. The trap only runs because the runners are in the background and this shell waits.
+# exit $EXIT_INTERRUPTED (75). The trap only runs because the runners are in the background and this shell waits.
 FORWARDED=0
 # shellcheck disable=SC2317  # called by the traps below, which shellcheck does not follow
 forward() {
@@ -92,9 +92,9 @@ for I in "${!PIDS[@]}"; do
   wait "$P"
   S=$?
   echo "gridrun: $(date -Is) job ${JOBS[$I]} exited with $S"
-  # 75: checkpointed. Killed by the forwarded USR1/TERM (138/143) before the runner could catch it
+  # EXIT_INTERRUPTED: checkpointed. Killed by the forwarded USR1/TERM (138/143) before the runner could catch it
   # (a warning during start-up): requeue too; it resumes from its latest checkpoint, if any.
-  if [[ $S -eq 75 ]] || [[ $FORWARDED -eq 1 && ($S -eq 138 || $S -eq 143) ]]; then
+  if [[ $S -eq $EXIT_INTERRUPTED ]] || [[ $FORWARDED -eq 1 && ($S -eq 138 || $S -eq 143) ]]; then
     REQUEUE=1
   else
     echo "$S" >"$ENDED_DIR/${JOBS[$I]}"
@@ -105,6 +105,6 @@ if [[ $REQUEUE -eq 1 ]]; then
   # Checkpointed: requeue this task; it restarts with SLURM_RESTART_COUNT > 0 and --resume.
   echo "gridrun: $(date -Is) requeueing $SLURM_JOB_ID"
   if scontrol requeue "$SLURM_JOB_ID"; then exit 0; fi
-  exit 75
+  exit "$EXIT_INTERRUPTED"
 fi
 exit $RC

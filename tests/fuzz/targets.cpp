@@ -13,7 +13,7 @@
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/scheduler/resources.hpp"
-#include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/slurm/slurm_cli.hpp"
 
 namespace fs = std::filesystem;
@@ -88,7 +88,7 @@ Verdict job_json(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
 Verdict state(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
   const fs::path run = scratch() / "run";
   write_input(run / "state.json", d, n);
-  return judge("state.json", [&] { scheduler::RunDir(run.string()).load_state(); });
+  return judge("state.json", [&] { run::RunDir(run.string()).load_state(); });
 }
 
 Verdict h5_result(const std::uint8_t* d, std::size_t n, const TargetOptions& opts) {

@@ -89,7 +89,7 @@ TEST(Options, ParamFlagsOverrideAndIdFollowsParams) {
   EXPECT_DOUBLE_EQ(o.job.lr, 0.2);
   EXPECT_EQ(o.run, "manual");
   EXPECT_EQ(o.id, gridrun::jobs::job_id(o.job));
-  EXPECT_EQ(o.checkpoint_dir, "/tmp/x/../checkpoints/" + o.id);
+  EXPECT_EQ(o.checkpoint_dir, "/tmp/checkpoints/" + o.id);  // the run of results folder /tmp/x
   auto g = parse({"--out", "/tmp/x", "--ranks", "4", "--global-batch", "64"});
   EXPECT_EQ(g.options.job.batch_per_rank, 16);
 }

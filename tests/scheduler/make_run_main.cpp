@@ -16,7 +16,8 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/results/writer.hpp"
-#include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/run/prepare.hpp"
+#include "gridrun/run/run_dir.hpp"
 
 using namespace gridrun;
 
@@ -73,19 +74,19 @@ int main(int argc, char** argv) {
     const std::string grid = argv[1], out = argv[2];
     const int rewrite = argc >= 5 && std::strcmp(argv[3], "--rewrite") == 0 ? std::atoi(argv[4]) : -1;
     jobs::Expansion ex = jobs::load_grid(grid);
-    scheduler::RunDir rd(out + "/" + ex.name);
+    run::RunDir rd(out + "/" + ex.name);
     const auto t0 = std::chrono::steady_clock::now();
     if (rewrite >= 0) {
       for (int k = 0; k < rewrite && k < static_cast<int>(ex.jobs.size()); ++k)
         write_job(rd.results_dir(), ex.jobs[k], ex.name, 1);
     } else {
-      scheduler::PreparedRun prep =
-          scheduler::prepare_run(rd, ex, scheduler::PrepareOptions{grid, false, false}, std::cerr);
+      run::PreparedRun prep =
+          run::prepare_run(rd, ex, run::PrepareOptions{grid, false, false}, std::cerr);
       const double now = base::unix_now();
       for (const auto& job : ex.jobs) {
         write_job(rd.results_dir(), job, ex.name, 0);
         auto& rec = prep.state.jobs[job.id];
-        rec.state = scheduler::JobOutcome::Completed;
+        rec.state = run::JobOutcome::Completed;
         rec.attempts = 1;
         rec.exit_codes = {0};
         rec.start_unix = now;

@@ -334,7 +334,7 @@ TEST(SlurmParsers, SqueueSacctAndConfig) {
 }
 
 TEST(SlurmParsers, StateMapping) {
-  using S = scheduler::JobOutcome;
+  using S = run::JobOutcome;
   EXPECT_EQ(slurm::map_slurm_state("PENDING", 0), S::Submitted);
   EXPECT_EQ(slurm::map_slurm_state("RUNNING", 0), S::Running);
   EXPECT_EQ(slurm::map_slurm_state("COMPLETED", 0), S::Completed);

@@ -1,20 +1,22 @@
 // The runner's exception types and exit codes: exceptions travel inside, and are converted to an
 // exit code exactly once, in gridrun-train's main() (the process edge).
 //
-// Exit codes are the contract with launchers (see scheduler/run_dir.hpp): 0 completed or target
-// reached, 1 runtime failure, 2 bad input (flags, job file, data files, unsupported device), 75
-// interrupted after a checkpoint was written (SIGTERM/SIGUSR1; rerun with --resume).
+// Exit codes are the contract with launchers, defined once in run/exit_codes.hpp: 0 completed or
+// target reached, 1 runtime failure, 2 bad input (flags, job file, data files, unsupported device),
+// 75 interrupted after a checkpoint was written (SIGTERM/SIGUSR1; rerun with --resume).
 #pragma once
 
 #include <stdexcept>
 #include <string>
 
+#include "gridrun/run/exit_codes.hpp"
+
 namespace gridrun::runner {
 
-inline constexpr int kExitCompleted = 0;
-inline constexpr int kExitFailure = 1;
-inline constexpr int kExitBadInput = 2;
-inline constexpr int kExitInterrupted = 75;
+using run::kExitBadInput;
+using run::kExitCompleted;
+using run::kExitFailure;
+using run::kExitInterrupted;
 
 // Bad input of any kind: a flag, the job file, a data file, or a device this build cannot use.
 // Derives from std::invalid_argument so that generic callers map it to exit 2 as well.

@@ -11,7 +11,7 @@
 // retry failures with --resume, and save state.json after every event. Inside, the validation is
 // plan_grid, the real run a RunLoop (src/run_loop.hpp: reconcile, launch, on exit, on signal,
 // close phase) printing through Progress (src/progress.hpp); the run directory is prepared by
-// prepare_run (run_dir.hpp), as for `gridrun submit`.
+// run::prepare_run (run_dir.hpp), as for `gridrun submit`.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +19,7 @@
 #include <string>
 
 #include "gridrun/scheduler/resources.hpp"
-#include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/simulate.hpp"
 
 namespace gridrun::scheduler {
@@ -60,7 +60,7 @@ struct RunOutcome {
 };
 
 // Runs the grid. Bad input throws std::invalid_argument (exit 2) before anything is written;
-// a locked run directory throws RunLocked.
+// a locked run directory throws run::RunLocked.
 RunOutcome run_grid(const RunOptions& opts, std::ostream& out);
 
 // gridrun-train next to the running binary (/proc/self/exe's folder), else "gridrun-train" on PATH.

@@ -2,7 +2,7 @@
 // state.json, the job files and the results files, with an optional overlay of a batch system's
 // live view (slurm/ adds Slurm's; a local run has none).
 //
-// Why the scheduler owns the merge: the run directory and its outcome vocabulary (JobOutcome) are
+// Why the scheduler owns the merge: the run directory and its outcome vocabulary (run::JobOutcome) are
 // the scheduler's, and the same rules serve local and Slurm runs. The order is fixed: records from
 // state.json, then the overlay (fresher), then the results files, which have the last word on how
 // a job ended.
@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::scheduler {
 
 struct JobStatusRow {
   std::string id;
-  JobOutcome state = JobOutcome::Pending;
+  run::JobOutcome state = run::JobOutcome::Pending;
   std::string slurm_id, slurm_state, elapsed, node, disk;  // disk: results file status or ""
   int exit_code = -1;
   int restarts = 0;
@@ -34,7 +34,7 @@ struct JobStatusRow {
 struct RunStatus {
   std::string name, run_dir;
   std::vector<JobStatusRow> jobs;  // sorted by id
-  std::map<JobOutcome, std::size_t> counts;
+  std::map<run::JobOutcome, std::size_t> counts;
   bool slurm_queried = false;  // some jobs had Slurm ids and Slurm was asked
   bool slurm_answered = false;
   std::vector<std::string> collect_ids;  // of every submission, oldest first
@@ -45,11 +45,11 @@ struct RunStatus {
 // Fills rows from a batch system's view: called with the rows built from state.json and the job
 // files (disk already read) and the records they came from, before the results files' last word.
 // A row the overlay saw must have slurm_state set (the results merge treats it as fresher).
-using StatusOverlay = std::function<void(RunStatus&, const std::map<std::string, JobRecord>&)>;
+using StatusOverlay = std::function<void(RunStatus&, const std::map<std::string, run::JobRecord>&)>;
 
 // Throws std::invalid_argument when run_dir is not a run directory. Never throws on a damaged
 // state.json (it is listed in `damaged`; the next `gridrun run` quarantines it).
-RunStatus run_status(const RunDir& dir, const StatusOverlay& overlay = {});
+RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay = {});
 
 enum class StatusFormat { Table, Json, Csv };
 void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os);

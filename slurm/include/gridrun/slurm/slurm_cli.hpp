@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gridrun/scheduler/run_state.hpp"
+#include "gridrun/run/state.hpp"
 
 namespace gridrun::slurm {
 
@@ -53,7 +53,7 @@ std::vector<int> expand_task_range(const std::string& range);
 //   COMPLETED                                                 -> Completed
 //   TIMEOUT, CANCELLED, PREEMPTED, DEADLINE, and exit code 75 -> Interrupted (resume possible)
 //   FAILED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, other        -> Failed
-scheduler::JobOutcome map_slurm_state(const std::string& state, int exit_code);
+run::JobOutcome map_slurm_state(const std::string& state, int exit_code);
 
 // The client commands. Methods throw std::runtime_error with the command and its stderr on failure.
 class SlurmCli {

@@ -2,7 +2,7 @@
 // parses flags and prints).
 //
 // Why the run directory is the only state: a submission may be repeated, interrupted half-way, or
-// looked at from another login node days later. Per-job Slurm ids live in state.json (JobRecord::
+// looked at from another login node days later. Per-job Slurm ids live in state.json (run::JobRecord::
 // slurm_job_id, "1234_7"); every sbatch call is also appended to runs/<name>/slurm/submitted.tsv
 // (submission, kind, array name, Slurm id) so `cancel` and `status` find the arrays and collect
 // jobs. What is really going on is always re-derived by merging Slurm's view with the files on disk.
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "gridrun/jobs/job.hpp"
-#include "gridrun/scheduler/run_dir.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/status.hpp"
 #include "gridrun/slurm/script.hpp"
 #include "gridrun/slurm/slurm_cli.hpp"
@@ -41,7 +41,7 @@ struct SubmitResult {
   std::size_t total_jobs = 0, submitted_jobs = 0, skipped_jobs = 0;
 };
 
-// Loads the grid (jobs::GridError on bad input), prepares the run directory (scheduler::prepare_run,
+// Loads the grid (jobs::GridError on bad input), prepares the run directory (run::prepare_run,
 // as `gridrun run` does),
 // decides which jobs still need submitting, writes and (unless dry_run) submits the scripts.
 SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream& log);

@@ -1,6 +1,6 @@
-// The run directory: paths, the state file (JSON through gridrun::base, written atomically), the
-// run lock and prepare_run. See run_dir.hpp.
-#include "gridrun/scheduler/run_dir.hpp"
+// The run directory: paths, the state file (JSON through gridrun::base, written atomically) and
+// the run lock. See run_dir.hpp.
+#include "gridrun/run/run_dir.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -16,50 +16,23 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
-#include "gridrun/jobs/grid.hpp"
-#include "gridrun/jobs/job.hpp"
 
 namespace fs = std::filesystem;
 
-namespace gridrun::scheduler {
-
-namespace {
-constexpr JobOutcome kAllOutcomes[] = {
-    JobOutcome::Pending,     JobOutcome::Running,       JobOutcome::Completed, JobOutcome::Failed,
-    JobOutcome::Interrupted, JobOutcome::TargetReached, JobOutcome::Submitted};
-}  // namespace
-
-std::string to_string(JobOutcome s) {
-  switch (s) {
-    case JobOutcome::Pending: return "pending";
-    case JobOutcome::Running: return "running";
-    case JobOutcome::Completed: return "completed";
-    case JobOutcome::Failed: return "failed";
-    case JobOutcome::Interrupted: return "interrupted";
-    case JobOutcome::TargetReached: return "target_reached";
-    case JobOutcome::Submitted: return "submitted";
-  }
-  return "pending";
-}
-
-JobOutcome job_outcome_from_string(const std::string& s) {
-  for (JobOutcome st : kAllOutcomes)
-    if (to_string(st) == s) return st;
-  throw std::invalid_argument("unknown job state '" + s + "'");
-}
-
-JobOutcome outcome_from_results(const std::string& status) {
-  for (JobOutcome st : {JobOutcome::Completed, JobOutcome::TargetReached, JobOutcome::Failed,
-                        JobOutcome::Interrupted, JobOutcome::Running})
-    if (to_string(st) == status) return st;
-  return JobOutcome::Pending;
-}
-
-bool is_finished(JobOutcome s) { return s == JobOutcome::Completed || s == JobOutcome::TargetReached; }
-bool is_queued(JobOutcome s) { return s == JobOutcome::Submitted || s == JobOutcome::Running; }
+namespace gridrun::run {
 
 RunDir::RunDir(std::string root) : root_(std::move(root)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+}
+RunDir RunDir::for_grid(const std::string& out_dir, const std::string& grid_name) {
+  return RunDir(out_dir + "/" + grid_name);
+}
+RunDir RunDir::of_results_dir(const std::string& results_dir) {
+  // Lexically: the results folder may not exist yet (gridrun-train creates it).
+  fs::path p = fs::path(results_dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  const fs::path parent = p.parent_path();
+  return RunDir(parent.empty() ? std::string(".") : parent.string());
 }
 std::string RunDir::jobs_dir() const { return root_ + "/jobs"; }
 std::string RunDir::job_file(const std::string& id) const { return jobs_dir() + "/" + id + ".json"; }
@@ -89,6 +62,31 @@ void RunDir::create_layout() const {
     if (ec) throw std::runtime_error(d + ": cannot create directory: " + ec.message());
   }
 }
+
+namespace {
+
+base::Json phase_to_json(const PhaseRecord& p) {
+  return base::Json{{"makespan_s", p.makespan_s},
+                    {"busy_resource_s", p.busy_resource_s},
+                    {"capacity", p.capacity},
+                    {"jobs", p.jobs}};
+}
+
+// Missing facts are NaN, never an exception (state.json of older versions held figures instead).
+PhaseRecord phase_from_json(const std::string& name, const base::Json& v) {
+  PhaseRecord p;
+  p.name = name;
+  if (!v.is_object()) return p;
+  p.makespan_s = base::get_number(v, "makespan_s", p.makespan_s);
+  p.busy_resource_s = base::get_number(v, "busy_resource_s", p.busy_resource_s);
+  p.capacity = base::get_number(v, "capacity", p.capacity);
+  if (auto jobs = v.find("jobs"); jobs != v.end() && jobs->is_array())
+    for (const auto& id : *jobs)
+      if (id.is_string()) p.jobs.push_back(id.get<std::string>());
+  return p;
+}
+
+}  // namespace
 
 RunState RunDir::load_state() const {
   RunState st;
@@ -123,7 +121,7 @@ RunState RunDir::load_state() const {
     }
   }
   if (const auto ph = root.find("phases"); ph != root.end() && ph->is_object())
-    for (const auto& [value, fig] : ph->items()) st.phases[value] = results::phase_from_json(value, fig);
+    for (const auto& [value, facts] : ph->items()) st.phases[value] = phase_from_json(value, facts);
   return st;
 }
 
@@ -143,7 +141,7 @@ void RunDir::save_state(const RunState& s) const {
                              {"slurm_job_id", r.slurm_job_id}});
   }
   base::Json phases = base::Json::object();
-  for (const auto& [value, p] : s.phases) phases[value] = results::phase_to_json(p);
+  for (const auto& [value, p] : s.phases) phases[value] = phase_to_json(p);
   const base::Json root = {{"name", s.name}, {"jobs", std::move(jobs)}, {"phases", std::move(phases)}};
   // A reader (or the next gridrun after a crash) sees the old or the new state, never half of one.
   base::write_file_atomic(state_file(),
@@ -183,55 +181,4 @@ RunLock::~RunLock() {
   }
 }
 
-void quarantine_damaged(const std::string& path, const std::string& why, std::ostream& log) {
-  const std::string to = base::quarantine(path);
-  const std::string cause = base::printable_line(why);
-  if (to.empty()) throw std::runtime_error(path + ": damaged (" + cause + ") and cannot be moved aside");
-  log << "warning: " << path << " is damaged (" << cause << "); moved to " << to << "\n" << std::flush;
-}
-
-std::string phase_of(const jobs::Expansion& ex, std::size_t i) {
-  if (ex.compare_by.empty()) return "";
-  if (!jobs::find_param(ex.compare_by)) return "";
-  return jobs::to_string(jobs::get_param(ex.jobs.at(i).params, ex.compare_by));
-}
-
-jobs::Job with_phase(const jobs::Job& job, const std::string& phase) {
-  jobs::Job j = job;
-  j.meta["phase"] = phase;
-  return j;
-}
-
-PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const PrepareOptions& opts,
-                        std::ostream& log) {
-  PreparedRun p;
-  dir.create_layout();
-  if (opts.slurm_dir) fs::create_directories(dir.slurm_dir());
-  if (opts.lock) p.lock = std::make_unique<RunLock>(dir);
-  const std::string grid = base::read_file(opts.grid_file);
-  if (base::try_read_file(dir.grid_copy()) != grid) base::write_file_atomic(dir.grid_copy(), grid);
-  try {
-    p.state = dir.load_state();
-  } catch (const std::exception& e) {
-    // The results files decide what is finished; state.json only adds attempts and timings.
-    quarantine_damaged(dir.state_file(), e.what(), log);
-  }
-  p.state.name = ex.name;
-  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
-    const std::string& id = ex.jobs[i].id;
-    JobRecord& rec = p.state.jobs[id];
-    rec.id = id;
-    rec.phase = phase_of(ex, i);
-    std::error_code ec;
-    if (!fs::exists(dir.job_file(id), ec)) continue;
-    try {
-      jobs::read_job_file(dir.job_file(id));
-    } catch (const std::exception& e) {
-      quarantine_damaged(dir.job_file(id), e.what(), log);
-      jobs::write_job_file(dir.job_file(id), with_phase(ex.jobs[i], rec.phase));
-    }
-  }
-  return p;
-}
-
-}  // namespace gridrun::scheduler
+}  // namespace gridrun::run

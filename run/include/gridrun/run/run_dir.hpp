@@ -12,9 +12,9 @@
 //   runs/<name>/results.h5            run index built by `gridrun collect`
 //   runs/<name>/slurm/                generated sbatch scripts and job-list files
 //
-// gridrun-train exit codes (the contract between runner and launchers):
-//   0 completed or target reached, 1 runtime failure, 2 bad input, 75 interrupted after writing
-//   a checkpoint (SIGTERM/SIGUSR1; rerun with --resume).
+// Why a module of its own (run/, above base/ and jobs/): the run directory is the contract between
+// every part of gridrun (launchers, the runner, the Slurm scripts, status and reports), so its paths,
+// its state file and the exit codes are written once, here, and no module spells them by hand.
 #pragma once
 
 #include <cstddef>
@@ -23,24 +23,20 @@
 #include <stdexcept>
 #include <string>
 
-#include "gridrun/scheduler/run_state.hpp"
+#include "gridrun/run/exit_codes.hpp"
+#include "gridrun/run/state.hpp"
 
-namespace gridrun::jobs {
-struct Expansion;
-struct Job;
-}  // namespace gridrun::jobs
-
-namespace gridrun::scheduler {
-
-inline constexpr int kExitInterrupted = 75;
-// Recorded for a job the watchdog ended because rank 0 stopped heartbeating (as timeout(1) does).
-inline constexpr int kExitNoHeartbeat = 124;
+namespace gridrun::run {
 
 // Every path of a run directory. Nothing else spells them: launchers (the local executor, the
 // sbatch scripts) get them from here, the scripts as shell variables.
 class RunDir {
  public:
   explicit RunDir(std::string root);  // runs/<name>
+  // OUT/<grid name>: where `gridrun run|submit --out OUT` put a grid's run.
+  static RunDir for_grid(const std::string& out_dir, const std::string& grid_name);
+  // The run whose results folder is `results_dir` (gridrun-train's --out): its parent.
+  static RunDir of_results_dir(const std::string& results_dir);
   const std::string& root() const { return root_; }
   std::string jobs_dir() const;                             // jobs/
   std::string job_file(const std::string& id) const;        // jobs/<id>.json
@@ -48,7 +44,7 @@ class RunDir {
   std::string log_out(const std::string& id) const;         // logs/<id>.out
   std::string log_err(const std::string& id) const;         // logs/<id>.err
   std::string heartbeat_file(const std::string& id) const;  // logs/<id>.out.heartbeat
-  std::string results_dir() const;
+  std::string results_dir() const;                          // results/ (its files: results/run_reader.hpp)
   std::string result_file(const std::string& id) const;     // .../results/<id>.h5
   std::string partial_file(const std::string& id) const;    // .../results/<id>.h5.partial
   std::string checkpoints_dir() const;                      // checkpoints/
@@ -96,35 +92,4 @@ class RunLock {
   int fd_ = -1;
 };
 
-// Preparing a run directory, written once for `gridrun run` and `gridrun submit`: the folders, the
-// lock (run only: a submission does not run anything here), grid.yaml, state.json (a damaged one is
-// quarantined: the results files decide what is finished) with a record for every job of the grid
-// (id and compare-by phase), and damaged job files quarantined and written again from the grid
-// (with_phase), so that readers of job files (report) still find every job.
-struct PrepareOptions {
-  std::string grid_file;   // copied to grid.yaml when its content changed
-  bool lock = false;       // hold runs/<name>/lock for the lifetime of PreparedRun
-  bool slurm_dir = false;  // also create slurm/
-};
-
-struct PreparedRun {
-  std::unique_ptr<RunLock> lock;  // set when PrepareOptions::lock
-  RunState state;                 // loaded (or empty) state with one record per job of the grid
-};
-
-// Throws RunLocked when the run is held by another gridrun; warnings about quarantined files go
-// to `log`.
-PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const PrepareOptions& opts,
-                        std::ostream& log);
-
-// The compare-by phase of a job ("" without compare-by or when the job lacks the key).
-std::string phase_of(const jobs::Expansion& ex, std::size_t job_index);
-
-// The job as its job file is written before any placement: meta.phase set.
-jobs::Job with_phase(const jobs::Job& job, const std::string& phase);
-
-// A damaged file is never trusted and never fatal: base::quarantine renames it aside, and a
-// warning naming it, the cause and the new name goes to `log`. Throws when it cannot be moved.
-void quarantine_damaged(const std::string& path, const std::string& why, std::ostream& log);
-
-}  // namespace gridrun::scheduler
+}  // namespace gridrun::run

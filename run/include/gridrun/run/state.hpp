@@ -1,20 +1,25 @@
-// What state.json holds: one record per job and the phase figures, in ONE vocabulary of job
-// outcomes shared by `gridrun run`, `gridrun submit`/`status`/`cancel` and (mapped here) the
-// results files' `status` attribute.
+// What state.json holds: one record per job and the facts of each compare-by phase, in ONE
+// vocabulary of job outcomes shared by `gridrun run`, `gridrun submit`/`status`/`cancel` and
+// (mapped here) the results files' `status` attribute. RunDir::load_state/save_state are its one
+// reader and writer.
 //
 // Why one enum: the run loop, the Slurm submitter and the status merge each used to decide
 // "finished" over their own strings (results status, state names, Slurm states). Every such decision
 // now goes through is_finished()/is_queued() on a JobOutcome; Slurm's states are mapped onto it in
 // slurm/ (map_slurm_state) and a results file's status by outcome_from_results().
+//
+// Why a phase records facts, not figures: the scheduler knows which jobs a phase ran, how long it
+// took and the resource-seconds it held; what the jobs achieved (samples, utilization, time to
+// target) is in their result files, and the report derives the figures from both
+// (report/phases.hpp), in one place.
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "gridrun/results/phases.hpp"
-
-namespace gridrun::scheduler {
+namespace gridrun::run {
 
 // The order is the order of the counts in `gridrun status` (do not reorder).
 enum class JobOutcome { Pending, Running, Completed, Failed, Interrupted, TargetReached, Submitted };
@@ -40,10 +45,19 @@ struct JobRecord {
   std::string slurm_job_id;       // "1234_7" when submitted through Slurm
 };
 
-struct RunState {
-  std::string name;
-  std::map<std::string, JobRecord> jobs;         // by id
-  std::map<std::string, results::Phase> phases;  // by compare-by value (results::phase_figures)
+// One compare-by phase as `gridrun run` saw it run (state.json "phases".<name>).
+struct PhaseRecord {
+  std::string name;                      // the compare-by value
+  double makespan_s = std::nan("");      // from the phase's start to its last job's end
+  double busy_resource_s = std::nan("");  // allocated resource-seconds (GPUs on a GPU cluster, else cores)
+  double capacity = std::nan("");         // GPUs (GPU cluster) or cores of the cluster
+  std::vector<std::string> jobs;          // the ids it ran
 };
 
-}  // namespace gridrun::scheduler
+struct RunState {
+  std::string name;
+  std::map<std::string, JobRecord> jobs;    // by id
+  std::map<std::string, PhaseRecord> phases;  // by compare-by value
+};
+
+}  // namespace gridrun::run

@@ -1,0 +1,51 @@
+// Preparing a run directory for `gridrun run` and `gridrun submit`, and quarantining a damaged file
+// of it. Here rather than in scheduler/ because both launchers share it and slurm/ must not need
+// the local scheduler to write a run directory.
+#pragma once
+
+#include <cstddef>
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "gridrun/run/run_dir.hpp"
+
+namespace gridrun::jobs {
+struct Expansion;
+struct Job;
+}  // namespace gridrun::jobs
+
+namespace gridrun::run {
+
+// Preparing a run directory, written once for `gridrun run` and `gridrun submit`: the folders, the
+// lock (run only: a submission does not run anything here), grid.yaml, state.json (a damaged one is
+// quarantined: the results files decide what is finished) with a record for every job of the grid
+// (id and compare-by phase), and damaged job files quarantined and written again from the grid
+// (with_phase), so that readers of job files (report) still find every job.
+struct PrepareOptions {
+  std::string grid_file;   // copied to grid.yaml when its content changed
+  bool lock = false;       // hold runs/<name>/lock for the lifetime of PreparedRun
+  bool slurm_dir = false;  // also create slurm/
+};
+
+struct PreparedRun {
+  std::unique_ptr<RunLock> lock;  // set when PrepareOptions::lock
+  RunState state;                 // loaded (or empty) state with one record per job of the grid
+};
+
+// Throws RunLocked when the run is held by another gridrun; warnings about quarantined files go
+// to `log`.
+PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const PrepareOptions& opts,
+                        std::ostream& log);
+
+// The compare-by phase of a job ("" without compare-by or when the job lacks the key).
+std::string phase_of(const jobs::Expansion& ex, std::size_t job_index);
+
+// The job as its job file is written before any placement: meta.phase set.
+jobs::Job with_phase(const jobs::Job& job, const std::string& phase);
+
+// A damaged file is never trusted and never fatal: base::quarantine renames it aside, and a
+// warning naming it, the cause and the new name goes to `log`. Throws when it cannot be moved.
+void quarantine_damaged(const std::string& path, const std::string& why, std::ostream& log);
+
+}  // namespace gridrun::run

@@ -1,0 +1,68 @@
+// prepare_run and quarantine_damaged (prepare.hpp).
+#include "gridrun/run/prepare.hpp"
+
+#include <filesystem>
+#include <ostream>
+#include <stdexcept>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/text.hpp"
+#include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/job.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gridrun::run {
+
+void quarantine_damaged(const std::string& path, const std::string& why, std::ostream& log) {
+  const std::string to = base::quarantine(path);
+  const std::string cause = base::printable_line(why);
+  if (to.empty()) throw std::runtime_error(path + ": damaged (" + cause + ") and cannot be moved aside");
+  log << "warning: " << path << " is damaged (" << cause << "); moved to " << to << "\n" << std::flush;
+}
+
+std::string phase_of(const jobs::Expansion& ex, std::size_t i) {
+  if (ex.compare_by.empty()) return "";
+  if (!jobs::find_param(ex.compare_by)) return "";
+  return jobs::to_string(jobs::get_param(ex.jobs.at(i).params, ex.compare_by));
+}
+
+jobs::Job with_phase(const jobs::Job& job, const std::string& phase) {
+  jobs::Job j = job;
+  j.meta["phase"] = phase;
+  return j;
+}
+
+PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const PrepareOptions& opts,
+                        std::ostream& log) {
+  PreparedRun p;
+  dir.create_layout();
+  if (opts.slurm_dir) fs::create_directories(dir.slurm_dir());
+  if (opts.lock) p.lock = std::make_unique<RunLock>(dir);
+  const std::string grid = base::read_file(opts.grid_file);
+  if (base::try_read_file(dir.grid_copy()) != grid) base::write_file_atomic(dir.grid_copy(), grid);
+  try {
+    p.state = dir.load_state();
+  } catch (const std::exception& e) {
+    // The results files decide what is finished; state.json only adds attempts and timings.
+    quarantine_damaged(dir.state_file(), e.what(), log);
+  }
+  p.state.name = ex.name;
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+    const std::string& id = ex.jobs[i].id;
+    JobRecord& rec = p.state.jobs[id];
+    rec.id = id;
+    rec.phase = phase_of(ex, i);
+    std::error_code ec;
+    if (!fs::exists(dir.job_file(id), ec)) continue;
+    try {
+      jobs::read_job_file(dir.job_file(id));
+    } catch (const std::exception& e) {
+      quarantine_damaged(dir.job_file(id), e.what(), log);
+      jobs::write_job_file(dir.job_file(id), with_phase(ex.jobs[i], rec.phase));
+    }
+  }
+  return p;
+}
+
+}  // namespace gridrun::run

@@ -1,0 +1,179 @@
+// The run directory module: every path from one place, state.json written and read back by its one
+// reader (phase facts included, older phase figures tolerated), a damaged state named, the lock
+// exclusive, and prepare_run rewriting a damaged job file from the grid.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/job.hpp"
+#include "gridrun/run/exit_codes.hpp"
+#include "gridrun/run/prepare.hpp"
+#include "gridrun/run/run_dir.hpp"
+
+namespace fs = std::filesystem;
+using namespace gridrun;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("gridrun-run-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+TEST(RunDir, PathsComeFromTheRoot) {
+  const run::RunDir rd("/r/x/");
+  EXPECT_EQ(rd.root(), "/r/x");
+  EXPECT_EQ(rd.job_file("a1"), "/r/x/jobs/a1.json");
+  EXPECT_EQ(rd.result_file("a1"), "/r/x/results/a1.h5");
+  EXPECT_EQ(rd.partial_file("a1"), "/r/x/results/a1.h5.partial");
+  EXPECT_EQ(rd.checkpoint_dir("a1"), "/r/x/checkpoints/a1");
+  EXPECT_EQ(rd.state_file(), "/r/x/state.json");
+  EXPECT_EQ(rd.index_file(), "/r/x/results.h5");
+  EXPECT_EQ(run::RunDir::for_grid("runs", "g").root(), "runs/g");
+}
+
+TEST(RunDir, OfResultsDirIsItsParent) {
+  EXPECT_EQ(run::RunDir::of_results_dir("/r/x/results").root(), "/r/x");
+  EXPECT_EQ(run::RunDir::of_results_dir("/r/x/results/").root(), "/r/x");
+  EXPECT_EQ(run::RunDir::of_results_dir("results").root(), ".");
+  EXPECT_EQ(run::RunDir::of_results_dir("/r/x/results").checkpoint_dir("id"), "/r/x/checkpoints/id");
+}
+
+TEST(RunDir, ExitCodesAreTheDocumentedOnes) {
+  EXPECT_EQ(run::kExitCompleted, 0);
+  EXPECT_EQ(run::kExitFailure, 1);
+  EXPECT_EQ(run::kExitBadInput, 2);
+  EXPECT_EQ(run::kExitInterrupted, 75);
+}
+
+TEST(RunState, RoundTripsJobsAndPhaseFacts) {
+  TempDir t;
+  const run::RunDir rd(t.path.string());
+  run::RunState st;
+  st.name = "g";
+  run::JobRecord& r = st.jobs["abc"];
+  r.id = "abc";
+  r.state = run::JobOutcome::TargetReached;
+  r.attempts = 2;
+  r.exit_codes = {1, 0};
+  r.start_unix = 10.5;
+  r.end_unix = 12.25;
+  r.host = "h";
+  r.phase = "2";
+  run::PhaseRecord& p = st.phases["2"];
+  p.name = "2";
+  p.makespan_s = 3.5;
+  p.busy_resource_s = 7;
+  p.capacity = 2;
+  p.jobs = {"abc"};
+  rd.save_state(st);
+  const run::RunState back = rd.load_state();
+  EXPECT_EQ(back.name, "g");
+  ASSERT_EQ(back.jobs.count("abc"), 1u);
+  const run::JobRecord& b = back.jobs.at("abc");
+  EXPECT_EQ(b.state, run::JobOutcome::TargetReached);
+  EXPECT_EQ(b.attempts, 2);
+  EXPECT_EQ(b.exit_codes, (std::vector<int>{1, 0}));
+  EXPECT_DOUBLE_EQ(b.end_unix, 12.25);
+  EXPECT_EQ(b.phase, "2");
+  ASSERT_EQ(back.phases.count("2"), 1u);
+  const run::PhaseRecord& q = back.phases.at("2");
+  EXPECT_DOUBLE_EQ(q.makespan_s, 3.5);
+  EXPECT_DOUBLE_EQ(q.busy_resource_s, 7);
+  EXPECT_DOUBLE_EQ(q.capacity, 2);
+  EXPECT_EQ(q.jobs, (std::vector<std::string>{"abc"}));
+}
+
+TEST(RunState, OlderPhaseFiguresLeaveMissingFactsNaN) {
+  TempDir t;
+  const run::RunDir rd(t.path.string());
+  base::write_file_atomic(rd.state_file(),
+                          R"({"name":"g","jobs":{},"phases":{"1":{"makespan_s":4,"samples_per_s":9,"jobs":["a"]}}})");
+  const run::RunState st = rd.load_state();
+  const run::PhaseRecord& p = st.phases.at("1");
+  EXPECT_DOUBLE_EQ(p.makespan_s, 4);
+  EXPECT_TRUE(std::isnan(p.busy_resource_s));
+  EXPECT_EQ(p.jobs, (std::vector<std::string>{"a"}));
+}
+
+TEST(RunState, DamagedStateNamesTheFile) {
+  TempDir t;
+  const run::RunDir rd(t.path.string());
+  base::write_file_atomic(rd.state_file(), R"({"jobs":{"a":{"state":"exploded"}}})");
+  try {
+    rd.load_state();
+    FAIL() << "a state of an unknown outcome was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(rd.state_file()), std::string::npos) << e.what();
+  }
+  base::write_file_atomic(rd.state_file(), "{not json");
+  EXPECT_THROW(rd.load_state(), std::exception);
+}
+
+TEST(RunState, NoFileIsAnEmptyState) {
+  TempDir t;
+  EXPECT_TRUE(run::RunDir(t.path.string()).load_state().jobs.empty());
+}
+
+TEST(RunLock, SecondHolderIsRefusedWithThePid) {
+  TempDir t;
+  const run::RunDir rd(t.path.string());
+  run::RunLock first(rd);
+  try {
+    run::RunLock second(rd);
+    FAIL() << "the run was locked twice";
+  } catch (const run::RunLocked& e) {
+    EXPECT_EQ(e.pid(), static_cast<long>(::getpid()));
+  }
+}
+
+TEST(Outcomes, MapResultsStatusAndRoundTripNames) {
+  EXPECT_EQ(run::outcome_from_results("target_reached"), run::JobOutcome::TargetReached);
+  EXPECT_EQ(run::outcome_from_results(""), run::JobOutcome::Pending);
+  EXPECT_TRUE(run::is_finished(run::JobOutcome::Completed));
+  EXPECT_FALSE(run::is_finished(run::JobOutcome::Failed));
+  EXPECT_TRUE(run::is_queued(run::JobOutcome::Submitted));
+  for (auto o : {run::JobOutcome::Pending, run::JobOutcome::Interrupted, run::JobOutcome::Submitted})
+    EXPECT_EQ(run::job_outcome_from_string(run::to_string(o)), o);
+  EXPECT_THROW(run::job_outcome_from_string("nope"), std::invalid_argument);
+}
+
+TEST(PrepareRun, RewritesADamagedJobFileFromTheGrid) {
+  TempDir t;
+  const fs::path grid = t.path / "g.yaml";
+  base::write_file_atomic(grid.string(),
+                          "name: g\ngrid:\n  model: [mlp]\n  dataset: [synthetic]\n  ranks: [1, 2]\n"
+                          "compare:\n  by: ranks\n");
+  const jobs::Expansion ex = jobs::load_grid(grid.string());
+  ASSERT_EQ(ex.jobs.size(), 2u);
+  const run::RunDir rd = run::RunDir::for_grid((t.path / "runs").string(), ex.name);
+  std::ostringstream log;
+  run::PrepareOptions po;
+  po.grid_file = grid.string();
+  run::prepare_run(rd, ex, po, log);
+  for (const auto& j : ex.jobs) jobs::write_job_file(rd.job_file(j.id), j);
+  base::write_file_atomic(rd.job_file(ex.jobs[0].id), "{damaged");
+  const run::PreparedRun p = run::prepare_run(rd, ex, po, log);
+  EXPECT_NE(log.str().find(rd.job_file(ex.jobs[0].id)), std::string::npos) << log.str();
+  const jobs::Job back = jobs::read_job_file(rd.job_file(ex.jobs[0].id));
+  EXPECT_EQ(back.id, ex.jobs[0].id);
+  EXPECT_EQ(p.state.jobs.size(), 2u);
+  EXPECT_FALSE(p.state.jobs.at(ex.jobs[1].id).phase.empty());
+  EXPECT_EQ(base::read_file(rd.grid_copy()), base::read_file(grid.string()));
+}
