@@ -27,7 +27,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
-#include "gridrun/results/table.hpp"
+#include "gridrun/base/table.hpp"
 #include "gridrun/scheduler/resources.hpp"
 
 namespace gridrun::app {
@@ -283,7 +283,7 @@ class Plan {
 // by leaving out columns: #, id and the three resource columns always show; global_batch goes
 // first (it is batch_per_rank * ranks, both shown), then parameter columns from the right.
 void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std::ostream& os) {
-  namespace gr = gridrun::results;
+  namespace gr = gridrun::base;  // the table writer
   std::vector<std::string> params = ex.varying;
   // Resources come last and ranks is always one of them, so it is not repeated as a parameter.
   params.erase(std::remove(params.begin(), params.end(), "ranks"), params.end());

@@ -12,10 +12,9 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "gridrun/base/fs.hpp"
-#include "gridrun/results/collect.hpp"
-#include "gridrun/results/html_report.hpp"
-#include "gridrun/results/probe.hpp"
-#include "gridrun/results/report.hpp"
+#include "gridrun/hw/peak_probe.hpp"
+#include "gridrun/report/collect.hpp"
+#include "gridrun/report/reporter.hpp"
 
 namespace gridrun::app {
 
@@ -59,12 +58,12 @@ bool vm_has(const Args& args, const std::string& flag) {
 
 // CPU roofs: --probe FILE (must be readable), else RUN_DIR/probe.json, else the user's cache.
 // A missing default file is fine (the roofline then notes that CPU jobs have no roof).
-void load_probe(const ReportCli& o, results::RooflineOptions& ro) {
+void load_probe(const ReportCli& o, hw::RoofOptions& ro) {
   namespace fs = std::filesystem;
   if (!o.probe.empty()) {
     if (!fs::is_regular_file(o.probe)) throw std::invalid_argument("--probe " + o.probe + ": no such file");
     try {
-      ro.probe = results::read_probe(o.probe);
+      ro.probe = hw::read_probe(o.probe);
     } catch (const std::exception& e) {
       throw std::invalid_argument(std::string("--probe: ") + e.what());
     }
@@ -73,10 +72,10 @@ void load_probe(const ReportCli& o, results::RooflineOptions& ro) {
   }
   fs::path in = o.input;
   fs::path dir = fs::is_directory(in) ? in : in.parent_path();
-  for (const fs::path& p : {dir / "probe.json", fs::path(results::default_probe_path())}) {
+  for (const fs::path& p : {dir / "probe.json", fs::path(hw::default_probe_path())}) {
     if (!fs::is_regular_file(p)) continue;
     try {
-      ro.probe = results::read_probe(p.string());
+      ro.probe = hw::read_probe(p.string());
       ro.probe_source = p.string();
       return;
     } catch (const std::exception& e) {
@@ -101,10 +100,10 @@ int cmd_collect(const Args& args) {
   help.footer = "\nExit codes: 0 ok (also when files were skipped), 1 runtime failure, 2 bad input.\n";
   if (!parse_command(args, opts, "run-dir", "collect", o.help, help, std::cout)) return 0;
   if (o.run_dir.empty()) throw std::invalid_argument("missing RUN_DIR (see gridrun collect --help)");
-  results::CollectOptions co;
+  report::CollectOptions co;
   co.run_dir = o.run_dir;
   co.quiet = o.quiet;
-  results::collect(co, std::cerr);
+  report::collect(co, std::cerr);
   return 0;
 }
 
@@ -136,11 +135,11 @@ int cmd_report(const Args& args) {
   if (!parse_command(args, opts, "input", "report", o.help, kExitCodesHelp, std::cout)) return 0;
   if (o.input.empty())
     throw std::invalid_argument("missing RUN_DIR or results.h5 (see gridrun report --help)");
-  if (!results::is_table_format(o.format))
+  if (!base::is_table_format(o.format))
     throw std::invalid_argument("--format " + o.format + ": expected table, markdown, csv or json");
   if (o.width < 40 || o.width > 400)
     throw std::invalid_argument("--width " + std::to_string(o.width) + ": expected 40-400");
-  results::ReportOptions ro;
+  report::ReportOptions ro;
   ro.input = o.input;
   ro.format = o.format;
   ro.group_by = o.group_by;
@@ -151,28 +150,25 @@ int cmd_report(const Args& args) {
       throw std::invalid_argument("--filter " + f + ": expected KEY=VALUE");
     ro.filters.emplace_back(f.substr(0, eq), f.substr(eq + 1));
   }
+  std::string output = o.format;  // the reporter: a table format, html or profile
   if (vm_has(args, "--profile")) {
     if (o.profile_top < 1) throw std::invalid_argument("--profile: expected N >= 1");
     if (!o.html.empty()) throw std::invalid_argument("--profile and --html: choose one");
-    results::write_profile_report(ro, o.profile_top, std::cout, std::cerr);
-    return 0;
-  }
-  if (o.html.empty()) {
+    ro.profile_top = o.profile_top;
+    output = "profile";
+  } else if (o.html.empty()) {
     if (vm_has(args, "--peak-tflops") || vm_has(args, "--probe"))
       throw std::invalid_argument("--peak-tflops and --probe only apply with --html");
-    results::write_report(ro, std::cout, std::cerr);
-    return 0;
+  } else {
+    if (o.peak_tflops < 0 || !std::isfinite(o.peak_tflops))
+      throw std::invalid_argument("--peak-tflops: expected a positive number of TFLOP/s");
+    ro.output = o.html;
+    if (o.peak_tflops > 0) ro.roofline.peak_tflops = o.peak_tflops;
+    load_probe(o, ro.roofline);
+    output = "html";
   }
-  if (o.peak_tflops < 0 || !std::isfinite(o.peak_tflops))
-    throw std::invalid_argument("--peak-tflops: expected a positive number of TFLOP/s");
-  results::HtmlReportOptions ho;
-  ho.report = ro;
-  ho.output = o.html;
-  if (o.peak_tflops > 0) ho.roofline.peak_tflops = o.peak_tflops;
-  load_probe(o, ho.roofline);
-  results::HtmlReportResult r = results::write_html_report(ho, std::cerr);
-  std::cerr << "report: wrote " << o.html << " (" << r.jobs << " jobs, " << r.charts << " charts, " << r.notes
-            << " notes for charts without data)\n";
+  const std::unique_ptr<report::Reporter> reporter = report::make_reporter(output);
+  report::write_report(ro, *reporter, std::cout, std::cerr);
   return 0;
 }
 
@@ -194,19 +190,19 @@ int cmd_probe(const Args& args) {
   if (!parse_command(args, opts, nullptr, "probe", o.help, kExitCodesHelp, std::cout)) return 0;
   if (!(o.seconds > 0) || o.seconds > 600) throw std::invalid_argument("--seconds: expected 0 < S <= 600");
   if (o.threads < 0) throw std::invalid_argument("--threads: expected >= 0");
-  if (o.out.empty()) o.out = results::default_probe_path();
+  if (o.out.empty()) o.out = hw::default_probe_path();
   namespace fs = std::filesystem;
   fs::path out = o.out;
   std::error_code ec;
   if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
   if (ec) throw std::invalid_argument("--out " + o.out + ": cannot create its folder (" + ec.message() + ")");
-  results::MachineProbeOptions po_;
+  hw::MachineProbeOptions po_;
   po_.seconds = o.seconds;
   po_.threads = o.threads;
   std::cout << "probe: about " << o.seconds << " s" << std::endl;
-  results::ProbeResult r =
-      results::run_probe(po_, [](const std::string& line) { std::cout << "  " << line << std::endl; });
-  base::write_file_atomic(o.out, results::probe_to_json(r));
+  hw::ProbeResult r =
+      hw::run_probe(po_, [](const std::string& line) { std::cout << "  " << line << std::endl; });
+  base::write_file_atomic(o.out, hw::probe_to_json(r));
   std::cout << "probe: wrote " << o.out << " (GEMM figures are a lower bound of the peak)\n";
   return 0;
 }

@@ -1,7 +1,7 @@
 // Benchmarks for gridrun::results (numbers recorded in BENCHMARKS.md).
 //  1. JobWriter: append_step + flush every F rows, per row (budget: < 10 us/row), with the
 //     append-only cost as the reference measured in the same run.
-//  2. UtilProbe::sample(): cost of one sample (1 rank, no GPU here), and the share of one core it
+//  2. UtilReader::sample(): cost of one sample (1 rank, no GPU here), and the share of one core it
 //     takes at 10 Hz (budget: < 0.5 % of step time); plus a fixed CPU workload timed with and
 //     without a 10 Hz UtilSampler thread (ratio, same run).
 //  3. read_job of a finished job file (2,000 step rows, 1 rank) with the forked-copy check
@@ -20,10 +20,11 @@
 #include <vector>
 
 #include "gridrun/results/reader.hpp"
-#include "gridrun/results/sampler.hpp"
+#include "gridrun/hw/util_sampler.hpp"
 #include "gridrun/results/writer.hpp"
 
 using namespace gridrun::results;
+using namespace gridrun::hw;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
@@ -92,9 +93,9 @@ int main(int argc, char** argv) {
         ranks, median(none), median(f1000), median(f100));
   }
 
-  ProbeOptions po;
+  UtilReaderOptions po;
   po.gpus = false;
-  UtilProbe probe(po);
+  UtilReader probe(po);
   std::vector<double> per_sample;
   for (int k = 0; k < runs; ++k) {
     const int n = 2000;
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
     off.push_back(busy_work(100));
     std::size_t rows_seen = 0;
     {
-      UtilSampler s(std::make_unique<UtilProbe>(po), SamplerOptions{10.0},
+      UtilSampler s(std::make_unique<UtilReader>(po), SamplerOptions{10.0},
                     [&](const UtilRow&) { ++rows_seen; });
       on.push_back(busy_work(100));
     }

@@ -17,7 +17,7 @@
 #include <variant>
 #include <vector>
 
-#include "gridrun/results/collect.hpp"
+#include "gridrun/results/run_index.hpp"
 #include "gridrun/results/writer.hpp"
 #include "h5.hpp"
 

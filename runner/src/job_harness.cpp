@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "gridrun/base/host.hpp"
-#include "gridrun/results/probe.hpp"
-#include "gridrun/results/roofline.hpp"
+#include "gridrun/hw/peak_probe.hpp"
+#include "gridrun/hw/peaks.hpp"
 #include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/init_export.hpp"
@@ -85,7 +85,7 @@ std::string join_hosts(const std::vector<std::string>& hosts, bool unique) {
 // Root attributes of the results file: parameters, hosts, versions, model size and FLOPs.
 results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
                                const std::vector<std::string>& hosts, const Model& model,
-                               const results::UtilProbe& probe) {
+                               const hw::UtilReader& probe) {
   results::JobFileInfo info;
   info.id = o.id;
   info.run = o.run;
@@ -134,31 +134,31 @@ results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
 }
 
 // Adds peak_flops and mfu (= flops_per_s / peak of all the job's devices) to a summary that has
-// flops_per_s, with the peak chosen as the report's roofline does (results::roof_for). No peak
+// flops_per_s, with the peak chosen as the report's roofline does (hw::roof_for). No peak
 // known (CPU without a probe file, unknown GPU): nothing is added.
 void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu_name) {
   const auto fl = s.find("flops_per_s");
   if (fl == s.end() || !std::isfinite(fl->second) || fl->second <= 0) return;
   const jobs::JobParams& j = o.job;
-  results::RooflineOptions ro;
+  hw::RoofOptions ro;
   if (o.peak_tflops > 0) ro.peak_tflops = o.peak_tflops;
-  const std::string probe_file = !o.probe_file.empty() ? o.probe_file : results::default_probe_path();
+  const std::string probe_file = !o.probe_file.empty() ? o.probe_file : hw::default_probe_path();
   if (j.device == "cpu" && !probe_file.empty() && fs::exists(probe_file)) {
     try {
-      ro.probe = results::read_probe(probe_file);
+      ro.probe = hw::read_probe(probe_file);
     } catch (const std::exception& e) {
       // A stale or foreign probe file must not fail a finished job; MFU is then simply absent.
       std::fprintf(stderr, "gridrun-train: warning: ignoring probe %s: %s\n", probe_file.c_str(), e.what());
     }
   }
-  results::RoofQuery q;
+  hw::RoofQuery q;
   q.device = j.device;
   q.precision = j.task == "inference" ? "fp32" : j.precision;
   if (j.device == "gpu" && q.precision == "fp32" && j.tf32) q.precision = "tf32";
   q.ranks = static_cast<double>(j.ranks);
   q.threads_per_rank = static_cast<double>(j.threads_per_rank);
   q.gpu_name = gpu_name;
-  const results::Roof roof = results::roof_for(q, ro);
+  const hw::Roof roof = hw::roof_for(q, ro);
   if (roof.label.empty() || roof.peak_flops <= 0) return;
   const double devices = j.device == "gpu" ? static_cast<double>(j.ranks) : 1.0;
   s["peak_flops"] = roof.peak_flops * devices;
@@ -247,11 +247,11 @@ void JobHarness::open_results(const ResultsStart& start) {
   const auto pids = comm_.gather(std::vector<double>{static_cast<double>(::getpid())}, 0);
   if (!lead()) return;
   // Utilisation of every rank process on rank 0's host (ranks elsewhere are recorded as NaN).
-  results::ProbeOptions po;
+  hw::UtilReaderOptions po;
   for (int r = 0; r < world_; ++r)
     po.pids.push_back(hosts[r] == hosts[0] ? static_cast<pid_t>(pids[r]) : pid_t{-1});
   po.gpus = gpu();
-  auto probe = std::make_unique<results::UtilProbe>(po);
+  auto probe = std::make_unique<hw::UtilReader>(po);
   if (!probe->gpus().empty()) gpu_name_ = probe->gpus().front().name;
   fs::create_directories(o_.out_dir);
   results::JobFileInfo info = file_info(o_, comm_, hosts, *model_, *probe);
@@ -261,7 +261,7 @@ void JobHarness::open_results(const ResultsStart& start) {
   writer_ = results::JobWriter::create(o_.out_dir, info);
   if (o_.util_hz > 0) {
     results::JobWriter* w = writer_.get();
-    util_ = std::make_unique<results::UtilSampler>(std::move(probe), results::SamplerOptions{o_.util_hz},
+    util_ = std::make_unique<hw::UtilSampler>(std::move(probe), hw::SamplerOptions{o_.util_hz},
                                                    [w](const results::UtilRow& row) { w->append_util(row); });
   }
 }

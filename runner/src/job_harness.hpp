@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "gridrun/results/sampler.hpp"
+#include "gridrun/hw/util_sampler.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/runner/communicator.hpp"
 #include "gridrun/runner/dataset.hpp"
@@ -107,7 +107,7 @@ class JobHarness {
   bool channels_last_ = false;
   // The sampler's sink writes into the writer: declared after it, so it is destroyed first.
   std::unique_ptr<results::JobWriter> writer_;
-  std::unique_ptr<results::UtilSampler> util_;
+  std::unique_ptr<hw::UtilSampler> util_;
   std::string gpu_name_;
   std::string failure_;
   bool finished_ = false;

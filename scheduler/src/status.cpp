@@ -13,7 +13,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
-#include "gridrun/results/table.hpp"
+#include "gridrun/base/table.hpp"
 
 namespace fs = std::filesystem;
 
@@ -180,15 +180,15 @@ void print_json(const RunStatus& st, std::ostream& os) {
 // For people (`for_people`): an empty word or no exit code shows as "-", and a run no Slurm job
 // belongs to (`gridrun run`) leaves out the two Slurm columns, so node and results fit. For
 // programs (CSV): every column, empty fields empty, exit code -1 for "none".
-results::Table jobs_table(const RunStatus& st, bool for_people) {
-  using results::number_cell;
-  using results::text_cell;
+base::Table jobs_table(const RunStatus& st, bool for_people) {
+  using base::number_cell;
+  using base::text_cell;
   const bool slurm = !for_people || std::any_of(st.jobs.begin(), st.jobs.end(), [](const JobStatusRow& r) {
     return !r.slurm_id.empty() || !r.slurm_state.empty();
   });
   auto word = [&](const std::string& s) { return text_cell(for_people && s.empty() ? "-" : s); };
   auto count = [](double v) { return number_cell(v, 0); };
-  results::Table t;
+  base::Table t;
   t.title = "Jobs";
   t.columns = {"id", "state"};
   if (slurm) t.columns.insert(t.columns.end(), {"slurm_id", "slurm_state"});
@@ -199,7 +199,7 @@ results::Table jobs_table(const RunStatus& st, bool for_people) {
   });
   if (moved) t.columns.push_back("attempt_hosts");
   for (const auto& r : st.jobs) {
-    std::vector<results::Cell> row = {text_cell(r.id), text_cell(to_string(r.state))};
+    std::vector<base::Cell> row = {text_cell(r.id), text_cell(to_string(r.state))};
     if (slurm) row.insert(row.end(), {word(r.slurm_id), word(r.slurm_state)});
     const bool no_exit = for_people && r.exit_code < 0;
     row.insert(row.end(), {count(no_exit ? std::nan("") : r.exit_code), word(r.elapsed), word(r.node),
@@ -220,10 +220,10 @@ results::Table jobs_table(const RunStatus& st, bool for_people) {
 }
 
 void print_csv(const RunStatus& st, std::ostream& os) {
-  results::TableStyle style;
+  base::TableStyle style;
   style.format = "csv";
   style.heading = false;
-  results::render_tables({jobs_table(st, /*for_people=*/false)}, style, os);
+  base::render_tables({jobs_table(st, /*for_people=*/false)}, style, os);
 }
 
 void print_table(const RunStatus& st, std::ostream& os) {
@@ -237,10 +237,10 @@ void print_table(const RunStatus& st, std::ostream& os) {
     os << "collect job " << st.collect_ids.back() << ": " << st.collect_state
        << (fs::exists(run::RunDir(st.run_dir).index_file()) ? "; results.h5 present" : "; no results.h5 yet")
        << "\n";
-  results::TableStyle style;
-  style.fit = results::TableStyle::Fit::Drop;
+  base::TableStyle style;
+  style.fit = base::TableStyle::Fit::Drop;
   style.heading = false;
-  results::render_tables({jobs_table(st, /*for_people=*/true)}, style, os);
+  base::render_tables({jobs_table(st, /*for_people=*/true)}, style, os);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include "gridrun/results/reader.hpp"
 
+#include <hdf5.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -93,10 +95,25 @@ void write_synthetic_job(const std::string& run_dir, const SyntheticJob& j) {
                     {"aten::relu", 40, 120.0, 150.0, 350.0, 350.0},
                     {"aten::mm", 20, 200.0, 260.0, 1900.0, 1900.0}});
   }
+  const std::string path = w->path();
   if (j.finish)
     w->finish(
         j.status, j.status == Status::Failed ? "runtime error: synthetic" : "done",
         {{"flops_per_s", 1e9 * j.ranks}, {"flops_per_sample", 2e5}, {"bytes_per_sample", gpu ? 4e4 : 1e5}});
+  // A fixed start time, so that figures derived from it (a phase's time to target) are the same
+  // in every run of the tests (the writer records the wall clock).
+  // Finished files only: a running job's .partial is still held by its writer.
+  const std::string file = path.substr(0, path.size() - std::string(".partial").size());
+  const hid_t f = j.finish ? H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT) : -1;
+  if (f >= 0) {
+    const hid_t a = H5Aopen(f, "start_unix", H5P_DEFAULT);
+    const double start = 1.7e9 + j.seed;
+    if (a >= 0) {
+      H5Awrite(a, H5T_NATIVE_DOUBLE, &start);
+      H5Aclose(a);
+    }
+    H5Fclose(f);
+  }
 }
 
 void make_synthetic_run(const std::string& run_dir) {
@@ -132,8 +149,8 @@ void make_synthetic_run(const std::string& run_dir) {
   std::ofstream(fs::path(run_dir) / "jobs" / "missing000000.json") << "{\"id\":\"missing000000\"}\n";
   std::ofstream(fs::path(run_dir) / "state.json")
       << "{\"name\":\"synthetic\",\"jobs\":{},\"phases\":{\"one-large\":{\"makespan_s\":120.5,"
-         "\"samples_per_s\":640.0,\"util_mean\":0.715,\"jobs\":[\"cpu-r4-s0\"]},\"several-small\":{"
-         "\"makespan_s\":98.25,\"samples_per_s\":790.0,\"util_mean\":0.88,\"jobs\":[\"cpu-r1-s0\","
+         "\"busy_resource_s\":482,\"capacity\":4,\"jobs\":[\"cpu-r4-s0\"]},\"several-small\":{"
+         "\"makespan_s\":98.25,\"busy_resource_s\":196.5,\"capacity\":4,\"jobs\":[\"cpu-r1-s0\","
          "\"cpu-r1-s1\"]}}}\n";
 }
 

@@ -11,14 +11,14 @@
 #include <map>
 #include <sstream>
 
-#include "gridrun/results/collect.hpp"
-#include "gridrun/results/html_report.hpp"
-#include "gridrun/results/report.hpp"
+#include "gridrun/report/collect.hpp"
+#include "gridrun/report/reporter.hpp"
 #include "gridrun/results/run_reader.hpp"
 #include "synthetic.hpp"
 #include "test_util.hpp"
 
 using namespace gridrun::results;
+using namespace gridrun::report;
 using gridrun::results::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -179,20 +179,19 @@ TEST_F(RunReader, EveryCommandOpensEachJobFileAtMostOnce) {
   ro.input = run_;
   for (bool cold : {true, false}) {
     const int text = once(
-        "report", [&] { write_report(ro, out, log); }, cold);
+        "report", [&] { write_report(ro, *make_reporter("table"), out, log); }, cold);
     const int coll = once(
         "collect",
         [&] {
           collect(CollectOptions{run_, true}, log);
         },
         cold);
-    HtmlReportOptions ho;
-    ho.report = ro;
+    ReportOptions ho = ro;
     ho.output = dir_.path() + "/r.html";
     once(
-        "report --html", [&] { write_html_report(ho, log); }, cold);
+        "report --html", [&] { write_report(ho, *make_reporter("html"), out, log); }, cold);
     once(
-        "report --profile", [&] { write_profile_report(ro, 15, out, log); }, cold);
+        "report --profile", [&] { write_report(ro, *make_reporter("profile"), out, log); }, cold);
     if (cold) {
       EXPECT_GT(text, 0);
     } else {

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "gridrun/hw/util_sample.hpp"
 #include "gridrun/jobs/params.hpp"
 
 namespace gridrun::results {
@@ -65,14 +66,8 @@ struct EpochRow {
   double train_loss = 0, train_acc = 0, test_loss = 0, test_acc = 0, epoch_s = 0, wall_s = 0;
 };
 
-struct UtilRow {
-  double time_s = 0;
-  std::vector<double> rank_cpu_pct;    // size == ranks (NaN where unknown)
-  std::vector<double> rank_rss_bytes;  // size == ranks
-  double node_cpu_pct = 0;
-  // size == gpus each (NaN where a counter is unsupported)
-  std::vector<double> gpu_util_pct, gpu_mem_bytes, gpu_power_w, gpu_energy_j, gpu_temp_c, gpu_sm_mhz;
-};
+// A row of /util is one sample of the hardware (hw/util_sampler.hpp takes them).
+using UtilRow = hw::UtilSample;
 
 // Final figures; names become fields of the one-row /summary datasets.
 using Summary = std::map<std::string, double>;

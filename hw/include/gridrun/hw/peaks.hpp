@@ -1,0 +1,53 @@
+// The compute and memory roofs of a device: a built-in table of GPU peaks, --peak-tflops, or the
+// CPU figures of `gridrun probe` (peak_probe.hpp).
+//
+// Why in hw/: the runner's MFU in /summary and the report's roofline must divide by the same peak,
+// and neither may depend on the other; the peak of a device is a hardware fact.
+#pragma once
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gridrun/hw/peak_probe.hpp"
+
+namespace gridrun::hw {
+
+// Dense (no sparsity) vendor peaks per device.
+struct GpuPeak {
+  std::string name;  // matched case-insensitively as a substring of the device name
+  double bf16_tflops, fp16_tflops, fp32_tflops;  // fp32: non-tensor-core
+  double mem_tbs;                                // HBM bandwidth, TB/s
+  double tf32_tflops = 0;  // TF32 tensor cores (fp32 jobs with tf32: true); 0 = none, fp32 rate
+};
+const std::vector<GpuPeak>& known_gpus();
+// The first entry whose name occurs in `device_name` (more specific names are listed first, e.g.
+// "H100 PCIe" before "H100"), or nullptr.
+const GpuPeak* find_gpu_peak(const std::string& device_name);
+
+struct Roof {
+  std::string label;
+  double peak_flops = 0;  // FLOP/s
+  double bandwidth = 0;   // bytes/s (0: unknown, compute roof only)
+};
+
+struct RoofOptions {
+  double peak_tflops = std::numeric_limits<double>::quiet_NaN();  // overrides every compute peak
+  std::optional<ProbeResult> probe;                               // CPU roofs
+  std::string probe_source;                                       // where the probe came from (for the notes)
+};
+
+// What a job ran on, for choosing its compute roof.
+struct RoofQuery {
+  std::string device = "cpu";  // cpu | gpu
+  std::string gpu_name;        // first device's name (gpu jobs), as NVML reports it
+  std::string precision = "fp32";
+  double ranks = 1, threads_per_rank = 1;
+};
+// The roof of ONE device (gpu) or of the cores the job used (cpu): --peak-tflops, else the
+// built-in GPU table, else the probe. label is empty when no peak is known. Shared by the report's
+// roofline and the runner's MFU in /summary, so both divide by the same peak.
+Roof roof_for(const RoofQuery& q, const RoofOptions& opts);
+
+}  // namespace gridrun::hw

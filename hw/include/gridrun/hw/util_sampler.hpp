@@ -1,0 +1,104 @@
+// Utilization sampling for a results file's /util (hw/: the hardware facts a job reads at run time,
+// beside the peak probe; results/ only stores the samples): per-rank process CPU % and RSS from /proc, node CPU % from
+// /proc/stat, and per-GPU figures from NVML.
+//
+// Why NVML through dlopen: `gridrun` and `gridrun-train` must build and run on machines without a
+// GPU driver; libnvidia-ml.so.1 is looked up at run time and, when missing, GPU columns are absent
+// and gpu_absent_reason() says why (it goes into the file as /util's `gpu_absent_reason`).
+//
+// Two objects: UtilReader takes one sample when asked (the runner creates it first, because the
+// JobWriter needs gpu_count() before the file exists), UtilSampler owns a reader and a thread that
+// calls a sink at a fixed rate until destroyed (RAII: the destructor stops and joins).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gridrun/hw/util_sample.hpp"
+
+namespace gridrun::hw {
+
+struct UtilReaderOptions {
+  std::vector<pid_t> pids;  // local processes sampled as ranks; empty = this process
+  bool gpus = true;         // false: never touch NVML (cpu jobs)
+  // Devices to sample, as CUDA_VISIBLE_DEVICES spells them (indices or GPU-/MIG- UUID prefixes);
+  // empty = read the CUDA_VISIBLE_DEVICES environment variable; unset there too = all devices.
+  std::string visible_devices;
+  std::string nvml_library = "libnvidia-ml.so.1";  // tests point this at a missing file
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();  // time_s origin
+};
+
+struct GpuInfo {
+  unsigned nvml_index = 0;
+  std::string name, uuid;
+};
+
+// Not copyable: it owns the dlopen'ed NVML library (a unique_ptr member, closed by ~UtilReader).
+class UtilReader {
+ public:
+  explicit UtilReader(const UtilReaderOptions& opts);
+  ~UtilReader();
+
+  // One row. CPU % are averages since the previous call (the first call: since construction);
+  // a rank's CPU % is like top's (100 = one core busy), node CPU % is of all cores (0-100).
+  // Values that cannot be read (process gone, counter unsupported) are NaN.
+  UtilSample sample();
+
+  int rank_count() const { return static_cast<int>(pids_.size()); }
+  int gpu_count() const { return static_cast<int>(gpus_.size()); }
+  const std::vector<GpuInfo>& gpus() const { return gpus_; }
+  const std::string& gpu_absent_reason() const { return gpu_absent_reason_; }
+
+ private:
+  struct Nvml;
+  std::vector<pid_t> pids_;
+  std::vector<double> prev_proc_s_;  // utime+stime seconds per pid at the previous sample
+  double prev_node_busy_ = 0, prev_node_total_ = 0;
+  std::chrono::steady_clock::time_point t0_, prev_t_;
+  std::unique_ptr<Nvml> nvml_;
+  std::vector<GpuInfo> gpus_;
+  std::string gpu_absent_reason_;
+  long clock_ticks_ = 100;
+  long page_size_ = 4096;
+};
+
+struct SamplerOptions {
+  double hz = 10.0;  // samples per second (> 0, <= 1000)
+};
+
+class UtilSampler {
+ public:
+  using Sink = std::function<void(const UtilSample&)>;
+  // Starts the thread. Throws std::invalid_argument for a bad rate.
+  UtilSampler(std::unique_ptr<UtilReader> probe, const SamplerOptions& opts, Sink sink);
+  ~UtilSampler();  // stop() then join
+  UtilSampler(const UtilSampler&) = delete;
+  UtilSampler& operator=(const UtilSampler&) = delete;
+
+  void stop();                  // idempotent; after it returns the sink is not called again
+  std::size_t samples() const;  // rows delivered so far
+  std::string error() const;    // what stopped the thread early (a throwing sink), or ""
+  const UtilReader& probe() const { return *probe_; }
+
+ private:
+  void loop();
+  std::unique_ptr<UtilReader> probe_;
+  SamplerOptions opts_;
+  Sink sink_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::size_t samples_ = 0;
+  std::string error_;
+  std::thread thread_;
+};
+
+}  // namespace gridrun::hw

@@ -1,0 +1,345 @@
+// UtilReader and UtilSampler (see sampler.hpp). /proc parsing is hand-written and allocation-light
+// because it runs 10 times a second beside training; NVML is bound with dlopen/dlsym so that no
+// NVIDIA package is needed to build or run.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+
+#include "gridrun/hw/util_sampler.hpp"
+
+namespace gridrun::hw {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Reads a small /proc file into buf (NUL-terminated); false if it cannot be read.
+bool read_small(const char* path, char* buf, std::size_t size) {
+  FILE* f = std::fopen(path, "re");
+  if (!f) return false;
+  std::size_t n = std::fread(buf, 1, size - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  return n > 0;
+}
+
+// utime + stime in clock ticks from /proc/<pid>/stat; < 0 if unreadable.
+double proc_ticks(pid_t pid) {
+  char path[64], buf[1024];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  if (!read_small(path, buf, sizeof buf)) return -1;
+  const char* p = std::strrchr(buf, ')');  // comm may contain spaces and parentheses
+  if (!p) return -1;
+  p += 2;  // now at field 3 (state)
+  for (int field = 3; field < 14 && *p; ++field) {
+    p = std::strchr(p, ' ');
+    if (!p) return -1;
+    ++p;
+  }
+  char* end = nullptr;
+  double utime = std::strtod(p, &end);
+  double stime = std::strtod(end, nullptr);
+  return utime + stime;
+}
+
+double proc_rss_bytes(pid_t pid, long page_size) {
+  char path[64], buf[256];
+  std::snprintf(path, sizeof path, "/proc/%d/statm", static_cast<int>(pid));
+  if (!read_small(path, buf, sizeof buf)) return kNaN;
+  char* end = nullptr;
+  std::strtoull(buf, &end, 10);  // size
+  unsigned long long resident = std::strtoull(end, nullptr, 10);
+  return static_cast<double>(resident) * static_cast<double>(page_size);
+}
+
+// busy and total jiffies of the whole node from /proc/stat's first line.
+bool node_ticks(double& busy, double& total) {
+  char buf[512];
+  if (!read_small("/proc/stat", buf, sizeof buf) || std::strncmp(buf, "cpu ", 4) != 0) return false;
+  const char* p = buf + 4;
+  double v[8] = {0};
+  for (double& x : v) {
+    char* end = nullptr;
+    x = std::strtod(p, &end);
+    p = end;
+  }
+  total = 0;
+  for (double x : v) total += x;  // user nice system idle iowait irq softirq steal
+  busy = total - v[3] - v[4];
+  return true;
+}
+
+// NVML's C types, declared here so that no NVIDIA header is needed.
+using nvmlReturn_t = int;
+using nvmlDevice_t = struct nvmlDevice_st*;
+struct nvmlUtilization_t {
+  unsigned gpu, memory;
+};
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
+constexpr int kNvmlTemperatureGpu = 0;
+constexpr int kNvmlClockSm = 1;
+
+}  // namespace
+
+struct UtilReader::Nvml {
+  void* lib = nullptr;
+  bool initialized = false;
+  nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  nvmlReturn_t (*count)(unsigned*) = nullptr;
+  nvmlReturn_t (*by_index)(unsigned, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*by_uuid)(const char*, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*power)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  std::vector<nvmlDevice_t> devices;
+
+  ~Nvml() {
+    if (initialized && shutdown) shutdown();
+    if (lib) dlclose(lib);
+  }
+
+  template <class F>
+  bool bind(F& fn, const char* sym) {
+    fn = reinterpret_cast<F>(dlsym(lib, sym));
+    return fn != nullptr;
+  }
+
+  // Opens the library and initializes NVML; returns "" or why GPUs cannot be sampled.
+  std::string open(const std::string& path) {
+    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return "NVML not available (" + path + " not loadable)";
+    if (!bind(init, "nvmlInit_v2") || !bind(shutdown, "nvmlShutdown") ||
+        !bind(count, "nvmlDeviceGetCount_v2") || !bind(by_index, "nvmlDeviceGetHandleByIndex_v2") ||
+        !bind(uuid, "nvmlDeviceGetUUID") || !bind(name, "nvmlDeviceGetName"))
+      return "NVML library lacks required symbols";
+    bind(by_uuid, "nvmlDeviceGetHandleByUUID");
+    bind(util, "nvmlDeviceGetUtilizationRates");
+    bind(memory, "nvmlDeviceGetMemoryInfo");
+    bind(power, "nvmlDeviceGetPowerUsage");
+    bind(energy, "nvmlDeviceGetTotalEnergyConsumption");
+    bind(temperature, "nvmlDeviceGetTemperature");
+    bind(clock, "nvmlDeviceGetClockInfo");
+    if (nvmlReturn_t r = init(); r != 0) return "nvmlInit failed (code " + std::to_string(r) + ")";
+    initialized = true;
+    return "";
+  }
+};
+
+UtilReader::UtilReader(const UtilReaderOptions& opts) : pids_(opts.pids), t0_(opts.t0) {
+  if (pids_.empty()) pids_.push_back(getpid());
+  clock_ticks_ = sysconf(_SC_CLK_TCK);
+  page_size_ = sysconf(_SC_PAGESIZE);
+  for (pid_t p : pids_) prev_proc_s_.push_back(proc_ticks(p) / static_cast<double>(clock_ticks_));
+  node_ticks(prev_node_busy_, prev_node_total_);
+  prev_t_ = std::chrono::steady_clock::now();
+  if (!opts.gpus) {
+    gpu_absent_reason_ = "cpu job";
+    return;
+  }
+  nvml_ = std::make_unique<Nvml>();
+  gpu_absent_reason_ = nvml_->open(opts.nvml_library);
+  if (!gpu_absent_reason_.empty()) {
+    nvml_.reset();
+    return;
+  }
+  unsigned n = 0;
+  nvml_->count(&n);
+  std::vector<GpuInfo> all;
+  std::vector<nvmlDevice_t> handles;
+  for (unsigned i = 0; i < n; ++i) {
+    nvmlDevice_t d = nullptr;
+    if (nvml_->by_index(i, &d) != 0) continue;
+    GpuInfo g;
+    g.nvml_index = i;
+    char buf[96] = {0};
+    if (nvml_->uuid(d, buf, sizeof buf) == 0) g.uuid = buf;
+    char nbuf[96] = {0};
+    if (nvml_->name(d, nbuf, sizeof nbuf) == 0) g.name = nbuf;
+    all.push_back(g);
+    handles.push_back(d);
+  }
+  std::string visible = opts.visible_devices;
+  if (visible.empty()) {
+    const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+    if (env) visible = env;
+  }
+  if (visible.empty() && !std::getenv("CUDA_VISIBLE_DEVICES")) {
+    gpus_ = all;
+    nvml_->devices = handles;
+  } else {
+    // CUDA_VISIBLE_DEVICES: comma-separated indices (NVML enumerates in PCI bus order, as CUDA
+    // does with CUDA_DEVICE_ORDER=PCI_BUS_ID) or UUID prefixes ("GPU-8f3a...", "MIG-...").
+    std::size_t start = 0;
+    while (start <= visible.size()) {
+      std::size_t comma = visible.find(',', start);
+      std::string item =
+          visible.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      start = comma == std::string::npos ? visible.size() + 1 : comma + 1;
+      if (item.empty()) continue;
+      bool found = false;
+      if (item.find_first_not_of("0123456789") == std::string::npos) {
+        unsigned idx = static_cast<unsigned>(std::stoul(item));
+        for (std::size_t k = 0; k < all.size(); ++k)
+          if (all[k].nvml_index == idx) {
+            gpus_.push_back(all[k]);
+            nvml_->devices.push_back(handles[k]);
+            found = true;
+          }
+      } else {
+        for (std::size_t k = 0; k < all.size(); ++k)
+          if (all[k].uuid.rfind(item, 0) == 0) {
+            gpus_.push_back(all[k]);
+            nvml_->devices.push_back(handles[k]);
+            found = true;
+            break;
+          }
+        if (!found && nvml_->by_uuid) {
+          nvmlDevice_t d = nullptr;
+          if (nvml_->by_uuid(item.c_str(), &d) == 0) {
+            GpuInfo g;
+            g.nvml_index = std::numeric_limits<unsigned>::max();
+            g.uuid = item;
+            g.name = "MIG device";
+            gpus_.push_back(g);
+            nvml_->devices.push_back(d);
+            found = true;
+          }
+        }
+      }
+      // An entry CUDA cannot resolve ends CUDA's device list: do the same.
+      if (!found) break;
+    }
+  }
+  if (gpus_.empty()) {
+    gpu_absent_reason_ = n == 0 ? "NVML found no GPU" : "no GPU selected by CUDA_VISIBLE_DEVICES";
+    nvml_.reset();
+  }
+}
+
+UtilReader::~UtilReader() = default;
+static_assert(!std::is_copy_constructible_v<UtilReader> && !std::is_copy_assignable_v<UtilReader>);
+
+UtilSample UtilReader::sample() {
+  UtilSample row;
+  auto now = std::chrono::steady_clock::now();
+  row.time_s = std::chrono::duration<double>(now - t0_).count();
+  double dt = std::chrono::duration<double>(now - prev_t_).count();
+  prev_t_ = now;
+  row.rank_cpu_pct.resize(pids_.size());
+  row.rank_rss_bytes.resize(pids_.size());
+  for (std::size_t k = 0; k < pids_.size(); ++k) {
+    double ticks = proc_ticks(pids_[k]);
+    double s = ticks < 0 ? kNaN : ticks / static_cast<double>(clock_ticks_);
+    double prev = prev_proc_s_[k];
+    row.rank_cpu_pct[k] = (ticks < 0 || prev < 0 || dt <= 0) ? kNaN : 100.0 * (s - prev) / dt;
+    prev_proc_s_[k] = ticks < 0 ? -1 : s;
+    row.rank_rss_bytes[k] = proc_rss_bytes(pids_[k], page_size_);
+  }
+  double busy = 0, total = 0;
+  if (node_ticks(busy, total) && total > prev_node_total_) {
+    row.node_cpu_pct = 100.0 * (busy - prev_node_busy_) / (total - prev_node_total_);
+    prev_node_busy_ = busy;
+    prev_node_total_ = total;
+  } else {
+    row.node_cpu_pct = kNaN;
+  }
+  if (nvml_) {
+    std::size_t n = nvml_->devices.size();
+    row.gpu_util_pct.assign(n, kNaN);
+    row.gpu_mem_bytes.assign(n, kNaN);
+    row.gpu_power_w.assign(n, kNaN);
+    row.gpu_energy_j.assign(n, kNaN);
+    row.gpu_temp_c.assign(n, kNaN);
+    row.gpu_sm_mhz.assign(n, kNaN);
+    for (std::size_t k = 0; k < n; ++k) {
+      nvmlDevice_t d = nvml_->devices[k];
+      nvmlUtilization_t u{};
+      if (nvml_->util && nvml_->util(d, &u) == 0) row.gpu_util_pct[k] = u.gpu;
+      nvmlMemory_t m{};
+      if (nvml_->memory && nvml_->memory(d, &m) == 0) row.gpu_mem_bytes[k] = static_cast<double>(m.used);
+      unsigned mw = 0;
+      if (nvml_->power && nvml_->power(d, &mw) == 0) row.gpu_power_w[k] = mw / 1000.0;
+      unsigned long long mj = 0;
+      if (nvml_->energy && nvml_->energy(d, &mj) == 0) row.gpu_energy_j[k] = static_cast<double>(mj) / 1000.0;
+      unsigned t = 0;
+      if (nvml_->temperature && nvml_->temperature(d, kNvmlTemperatureGpu, &t) == 0) row.gpu_temp_c[k] = t;
+      unsigned mhz = 0;
+      if (nvml_->clock && nvml_->clock(d, kNvmlClockSm, &mhz) == 0) row.gpu_sm_mhz[k] = mhz;
+    }
+  }
+  return row;
+}
+
+UtilSampler::UtilSampler(std::unique_ptr<UtilReader> probe, const SamplerOptions& opts, Sink sink)
+    : probe_(std::move(probe)), opts_(opts), sink_(std::move(sink)) {
+  if (!probe_) throw std::invalid_argument("UtilSampler: no probe");
+  if (!(opts_.hz > 0 && opts_.hz <= 1000))
+    throw std::invalid_argument("UtilSampler: rate must be in (0, 1000] Hz, got " + std::to_string(opts_.hz));
+  thread_ = std::thread([this] { loop(); });
+}
+
+UtilSampler::~UtilSampler() { stop(); }
+
+void UtilSampler::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::size_t UtilSampler::samples() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return samples_;
+}
+
+std::string UtilSampler::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+void UtilSampler::loop() {
+  auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(1.0 / opts_.hz));
+  auto next = std::chrono::steady_clock::now() + period;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // The pacing wait: wakes at the next sample time or at once on stop().
+      if (cv_.wait_until(lock, next, [this] { return stop_; })) return;
+    }
+    try {
+      UtilSample row = probe_->sample();
+      sink_(row);
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = e.what();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++samples_;
+    }
+    next += period;
+    auto now = std::chrono::steady_clock::now();
+    if (next < now) next = now + period;  // fell behind (suspended): do not burst
+  }
+}
+
+}  // namespace gridrun::hw

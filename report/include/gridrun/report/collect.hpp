@@ -1,0 +1,42 @@
+// `gridrun collect RUN_DIR` -> RUN_DIR/results.h5, and the scan of a run's job files that it and
+// the reports share.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gridrun/results/run_index.hpp"
+#include "gridrun/results/run_reader.hpp"
+
+namespace gridrun::report {
+
+// Job files of RUN_DIR/results (`<id>.h5`, else `<id>.h5.partial`), sorted by id, each read once
+// (run_reader.hpp: one guarded child, the folder's index). Unreadable ones and job ids listed in
+// RUN_DIR/jobs/*.json without any results file are in `skipped` as "<path>: <reason>" and left out
+// of `records`; `data` holds each record's JobData to the depth asked, in the same order.
+struct ScannedRun {
+  std::vector<results::JobRecord> records;
+  std::vector<results::JobData> data;
+  std::vector<std::string> skipped;
+};
+ScannedRun scan_results(const std::string& run_dir, results::Depth depth);
+// The records only (Depth::Summary).
+std::vector<results::JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped);
+
+struct CollectOptions {
+  std::string run_dir;
+  bool quiet = false;  // no progress lines on `log`
+};
+
+struct CollectResult {
+  std::string index_path;
+  std::size_t jobs = 0;
+  std::vector<std::string> skipped;  // "<path>: <reason>"
+};
+
+// Writes RUN_DIR/results.h5 atomically (temporary file + rename); running it again rebuilds it.
+// Skipped files are named on `log`. Throws std::invalid_argument if RUN_DIR has no results/ folder.
+CollectResult collect(const CollectOptions& opts, std::ostream& log);
+
+}  // namespace gridrun::report

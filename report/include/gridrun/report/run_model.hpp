@@ -1,0 +1,37 @@
+// The loaded-run model every report renders from: a run's job records, the job files as read (to
+// the depth the reporter asks) and its phases, loaded once per command.
+//
+// Why one model: each report used to read the job files itself, some two or three times; now
+// load_run reads each file once (results/run_reader.hpp) and every reporter (reporter.hpp) gets
+// the same model.
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gridrun/report/phases.hpp"
+#include "gridrun/results/run_index.hpp"
+#include "gridrun/results/run_reader.hpp"
+
+namespace gridrun::report {
+
+// What a report reads: the job records of a RUN_DIR (job files) or of a results.h5 (its /jobs
+// table), the run directory (job files are `run_dir / record.file`) and the phases.
+struct LoadedRun {
+  std::string run_dir;
+  std::vector<results::JobRecord> jobs;
+  // The job files as read, to the depth asked: a RUN_DIR's, or those behind a results.h5's records
+  // (its links; the phase figures need them). Only the readable ones, so not aligned with `jobs`.
+  std::vector<results::JobData> data;
+  std::vector<PhaseFigures> phases;
+  // id -> its JobData, for the records whose file was readable.
+  std::map<std::string, const results::JobData*> data_by_id() const;
+};
+
+// Throws std::invalid_argument when `input` is neither a run directory nor a results.h5; skipped
+// job files are named on `log`.
+LoadedRun load_run(const std::string& input, std::ostream& log, results::Depth depth = results::Depth::Summary);
+
+}  // namespace gridrun::report

@@ -1,0 +1,75 @@
+// `gridrun collect` and the scan of a run's job files (collect.hpp).
+#include "gridrun/report/collect.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include "gridrun/run/run_dir.hpp"
+
+namespace gridrun::report {
+
+namespace fs = std::filesystem;
+using results::Depth;
+using results::FolderReadOptions;
+using results::JobRecord;
+
+ScannedRun scan_results(const std::string& run_dir, Depth depth) {
+  ScannedRun out;
+  const run::RunDir rd(run_dir);
+  const std::string results = rd.results_dir();
+  // The records name their files relative to the run directory (results.h5 links them so).
+  const fs::path relative = fs::path(results).lexically_relative(rd.root());
+  const std::vector<std::string> names = results::list_job_files(results);
+  std::set<std::string> have;
+  for (const auto& n : names) have.insert(n.substr(0, n.find(".h5")));
+  // Jobs planned in jobs/*.json but without any results file: named, not fatal.
+  std::error_code ec;
+  if (fs::is_directory(rd.jobs_dir(), ec)) {
+    std::vector<std::string> missing;
+    for (const auto& e : fs::directory_iterator(rd.jobs_dir())) {
+      if (e.path().extension() != ".json") continue;
+      std::string id = e.path().stem().string();
+      if (!have.count(id)) missing.push_back(rd.result_file(id) + ": missing (job has no results file)");
+    }
+    std::sort(missing.begin(), missing.end());
+    out.skipped = std::move(missing);
+  }
+  FolderReadOptions fo;
+  fo.depth = depth;
+  fo.prune_index = true;
+  for (auto& r : results::read_job_files(results, names, fo)) {
+    if (!r.ok) {
+      out.skipped.push_back(r.error);
+      continue;
+    }
+    out.records.push_back(results::record_of(r.data, (relative / r.name).string()));
+    out.data.push_back(std::move(r.data));
+  }
+  return out;
+}
+
+std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped) {
+  ScannedRun s = scan_results(run_dir, Depth::Summary);
+  skipped.insert(skipped.end(), s.skipped.begin(), s.skipped.end());
+  return std::move(s.records);
+}
+
+CollectResult collect(const CollectOptions& opts, std::ostream& log) {
+  const run::RunDir rd(opts.run_dir);
+  if (!fs::is_directory(rd.results_dir()))
+    throw std::invalid_argument(opts.run_dir + ": not a run directory (no results/ folder)");
+  CollectResult res;
+  res.index_path = rd.index_file();
+  std::vector<JobRecord> jobs = scan_run_dir(opts.run_dir, res.skipped);
+  for (const auto& s : res.skipped) log << "collect: skipped " << s << "\n";
+  results::write_run_index(res.index_path, opts.run_dir, jobs);
+  res.jobs = jobs.size();
+  if (!opts.quiet)
+    log << "collect: indexed " << res.jobs << " job(s) into " << res.index_path
+        << (res.skipped.empty() ? "" : " (" + std::to_string(res.skipped.size()) + " skipped)") << "\n";
+  return res;
+}
+
+}  // namespace gridrun::report

@@ -1,0 +1,520 @@
+// `gridrun report`: builds the analysis tables from job records (see tables.hpp). Comparisons
+// group jobs that are equal in every varying parameter except the compared one(s) and the seed;
+// repeated seeds are averaged and shown with a 95% Student-t interval.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "gridrun/report/tables.hpp"
+
+namespace gridrun::report {
+
+// Reports render results' records and job files; their vocabulary is used unqualified here.
+using namespace gridrun::results;  // NOLINT(google-build-using-namespace)
+
+namespace gj = gridrun::jobs;
+using base::Cell;
+using base::number_cell;
+using base::Table;
+using base::text_cell;
+using results::JobRecord;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double fig(const JobRecord& j, const std::string& name) {
+  auto it = j.summary.find(name);
+  return it == j.summary.end() ? kNaN : it->second;
+}
+
+// Two-sided 95% Student-t quantiles for 1..30 degrees of freedom.
+double t95(std::size_t df) {
+  static const double t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                             2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                             2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (df == 0) return kNaN;
+  return df <= 30 ? t[df - 1] : 1.96;
+}
+
+struct Agg {
+  double mean = kNaN, ci = kNaN;
+  std::size_t n = 0;
+};
+
+Agg agg(const std::vector<double>& v) {
+  Agg a;
+  double sum = 0;
+  for (double x : v)
+    if (!std::isnan(x)) {
+      sum += x;
+      ++a.n;
+    }
+  if (!a.n) return a;
+  a.mean = sum / static_cast<double>(a.n);
+  if (a.n > 1) {
+    double ss = 0;
+    for (double x : v)
+      if (!std::isnan(x)) ss += (x - a.mean) * (x - a.mean);
+    double sd = std::sqrt(ss / static_cast<double>(a.n - 1));
+    a.ci = t95(a.n - 1) * sd / std::sqrt(static_cast<double>(a.n));
+  }
+  return a;
+}
+
+std::string fmt(double v, int prec) {
+  if (std::isnan(v)) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+
+Cell agg_cell(const Agg& a, int prec) {
+  Cell c{fmt(a.mean, prec), a.mean, a.n > 1 ? a.ci : kNaN, true};
+  if (a.n > 1 && !std::isnan(a.ci)) c.text += " ±" + fmt(a.ci, prec);
+  return c;
+}
+
+std::string human_bytes(double b) {
+  if (std::isnan(b)) return "-";
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return fmt(b, u == 0 ? 0 : 1) + " " + units[u];
+}
+
+// Short column names for long parameter names, so tables fit 100 columns.
+std::string abbrev(const std::string& key) {
+  static const std::map<std::string, std::string> a = {{"batch_per_rank", "bpr"},
+                                                       {"global_batch", "gbatch"},
+                                                       {"threads_per_rank", "threads"},
+                                                       {"target_accuracy", "target"},
+                                                       {"weight_decay", "wd"},
+                                                       {"lr_schedule", "sched"},
+                                                       {"precision", "prec"},
+                                                       {"optimizer", "optim"},
+                                                       {"warmup_steps", "warmup"},
+                                                       {"train_samples", "ntrain"},
+                                                       {"test_samples", "ntest"},
+                                                       {"checkpoint_minutes", "ckpt_min"},
+                                                       {"timing_warmup_steps", "twarm"},
+                                                       {"profile_steps", "prof"},
+                                                       {"eval_every", "eval"}};
+  auto it = a.find(key);
+  return it == a.end() ? key : it->second;
+}
+
+// Display order of parameters: the usual grid axes first, then alphabetical.
+int key_rank(const std::string& k) {
+  static const std::vector<std::string> order = {"model",
+                                                 "dataset",
+                                                 "task",
+                                                 "device",
+                                                 "ranks",
+                                                 "nodes",
+                                                 "threads_per_rank",
+                                                 "batch_per_rank",
+                                                 "global_batch",
+                                                 "precision",
+                                                 "optimizer",
+                                                 "lr",
+                                                 "lr_schedule",
+                                                 "epochs",
+                                                 "max_steps",
+                                                 "target_accuracy",
+                                                 "seed"};
+  auto it = std::find(order.begin(), order.end(), k);
+  return it == order.end() ? static_cast<int>(order.size()) : static_cast<int>(it - order.begin());
+}
+
+std::string value_of(const JobRecord& j, const std::string& key) {
+  if (key == "id") return j.id;
+  if (key == "status") return j.status;
+  return param_text(j.params, key);
+}
+
+bool numeric_equal(const std::string& a, const std::string& b) {
+  char* ea = nullptr;
+  char* eb = nullptr;
+  double x = std::strtod(a.c_str(), &ea);
+  double y = std::strtod(b.c_str(), &eb);
+  return !a.empty() && !b.empty() && !*ea && !*eb && x == y;
+}
+
+// Sorts values numerically when both are numbers, else as text.
+bool value_less(const std::string& a, const std::string& b) {
+  char* ea = nullptr;
+  char* eb = nullptr;
+  double x = std::strtod(a.c_str(), &ea);
+  double y = std::strtod(b.c_str(), &eb);
+  if (!a.empty() && !b.empty() && !*ea && !*eb) return x < y;
+  return a < b;
+}
+
+std::vector<std::string> varying_keys(const std::vector<JobRecord>& jobs) {
+  std::vector<const RecordedParams*> params;
+  for (const auto& j : jobs) params.push_back(&j.params);
+  std::vector<std::string> out = varying_params(params);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const std::string& a, const std::string& b) { return key_rank(a) < key_rank(b); });
+  return out;
+}
+
+bool job_less(const JobRecord& a, const JobRecord& b, const std::vector<std::string>& keys) {
+  for (const auto& k : keys) {
+    std::string x = value_of(a, k), y = value_of(b, k);
+    if (x != y) return value_less(x, y);
+  }
+  return a.id < b.id;
+}
+
+bool finished(const JobRecord& j) { return j.status == "completed" || j.status == "target_reached"; }
+bool is_gpu_job(const JobRecord& j) { return !std::isnan(fig(j, "gpu_util_pct_mean")); }
+
+Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary) {
+  Table t;
+  t.title = "Jobs";
+  t.columns = {"id"};
+  for (const auto& k : vary) t.columns.push_back(abbrev(k));
+  for (const char* c : {"status", "epochs", "test_acc", "samples/s", "p50_ms", "p95_ms", "comm%",
+                        "util% mean(min-max)", "power_W mean(max)", "peak_mem"})
+    t.columns.push_back(c);
+  std::vector<JobRecord> sorted = jobs;
+  std::sort(sorted.begin(), sorted.end(),
+            [&](const JobRecord& a, const JobRecord& b) { return job_less(a, b, vary); });
+  for (const auto& j : sorted) {
+    std::vector<Cell> r = {text_cell(j.id)};
+    for (const auto& k : vary) {
+      auto v = param_value(j.params, k);
+      bool num = v && (std::holds_alternative<std::int64_t>(*v) || std::holds_alternative<double>(*v));
+      Cell c = text_cell(value_of(j, k).empty() ? "-" : value_of(j, k));
+      if (num) {
+        c.numeric = true;
+        c.value = std::strtod(c.text.c_str(), nullptr);
+      }
+      r.push_back(c);
+    }
+    r.push_back(text_cell(j.status));
+    r.push_back(number_cell(fig(j, "epochs_done"), 0));
+    r.push_back(number_cell(fig(j, "final_test_acc"), 3));
+    r.push_back(number_cell(fig(j, "samples_per_s"), 1));
+    r.push_back(number_cell(fig(j, "step_s_p50") * 1e3, 2));
+    r.push_back(number_cell(fig(j, "step_s_p95") * 1e3, 2));
+    r.push_back(number_cell(fig(j, "comm_share") * 100, 1));
+    std::string u = is_gpu_job(j) ? "gpu_util_pct" : "cpu_util_pct";
+    Cell util = number_cell(fig(j, u + "_mean"), 0);
+    if (!std::isnan(util.value))
+      util.text += " (" + fmt(fig(j, u + "_min"), 0) + "-" + fmt(fig(j, u + "_max"), 0) + ")";
+    r.push_back(util);
+    Cell power = number_cell(fig(j, "gpu_power_w_mean"), 0);
+    if (!std::isnan(power.value)) power.text += " (" + fmt(fig(j, "gpu_power_w_max"), 0) + ")";
+    r.push_back(power);
+    double mem = is_gpu_job(j) ? fig(j, "peak_gpu_mem_bytes") : fig(j, "peak_rss_bytes");
+    r.push_back(Cell{human_bytes(mem), mem, kNaN, true});
+    t.rows.push_back(r);
+  }
+  t.notes.push_back(
+      "util%: GPU utilization for GPU jobs, process CPU % (100 = one core, mean over "
+      "ranks) for CPU jobs; peak_mem: GPU memory for GPU jobs, else RSS.");
+  t.notes.push_back("p50/p95: step time after the warm-up steps; comm%: communication / step time.");
+  return t;
+}
+
+// Jobs grouped by every varying key except `except`; keys are the group's column values.
+std::map<std::vector<std::string>, std::vector<const JobRecord*>> group_except(
+    const std::vector<JobRecord>& jobs, const std::vector<std::string>& keys) {
+  std::map<std::vector<std::string>, std::vector<const JobRecord*>> g;
+  for (const auto& j : jobs) {
+    std::vector<std::string> key;
+    for (const auto& k : keys) key.push_back(value_of(j, k));
+    g[key].push_back(&j);
+  }
+  return g;
+}
+
+std::vector<std::string> minus(const std::vector<std::string>& keys, const std::set<std::string>& drop) {
+  std::vector<std::string> out;
+  for (const auto& k : keys)
+    if (!drop.count(k)) out.push_back(k);
+  return out;
+}
+
+void add_key_cells(std::vector<Cell>& r, const std::vector<std::string>& key) {
+  for (const auto& v : key) {
+    Cell c = text_cell(v.empty() ? "-" : v);
+    char* end = nullptr;
+    double x = std::strtod(v.c_str(), &end);
+    if (!v.empty() && !*end) {
+      c.numeric = true;
+      c.value = x;
+    }
+    r.push_back(c);
+  }
+}
+
+Table scaling_table(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary) {
+  Table t;
+  t.title = "Scaling over ranks";
+  std::vector<std::string> cols = minus(vary, {"ranks", "seed", "global_batch", "batch_per_rank"});
+  t.columns = {"mode"};
+  for (const auto& k : cols) t.columns.push_back(abbrev(k));
+  for (const char* c : {"batch", "ranks", "seeds", "samples/s", "speed-up", "efficiency"})
+    t.columns.push_back(c);
+  for (const char* mode : {"weak", "strong"}) {
+    bool weak = std::string(mode) == "weak";
+    std::string fixed = weak ? "batch_per_rank" : "global_batch";
+    std::vector<std::string> key = cols;
+    key.push_back(fixed);
+    for (const auto& [gkey, members] : group_except(jobs, key)) {
+      std::map<double, std::vector<double>> by_ranks;
+      for (const JobRecord* j : members) {
+        if (!j->params) continue;
+        const double r = static_cast<double>(j->params->ranks);
+        by_ranks[r].push_back(fig(*j, "samples_per_s"));
+      }
+      if (by_ranks.size() < 2) continue;
+      double r0 = by_ranks.begin()->first;
+      Agg base = agg(by_ranks.begin()->second);
+      for (const auto& [r, thr] : by_ranks) {
+        Agg a = agg(thr);
+        std::vector<Cell> row = {text_cell(mode)};
+        add_key_cells(row, std::vector<std::string>(gkey.begin(), gkey.end() - 1));
+        Cell b = text_cell((weak ? "bpr=" : "gb=") + (gkey.back().empty() ? "-" : gkey.back()));
+        row.push_back(b);
+        row.push_back(number_cell(r, 0));
+        row.push_back(number_cell(static_cast<double>(thr.size()), 0));
+        row.push_back(agg_cell(a, 1));
+        double speedup = a.mean / base.mean;
+        row.push_back(number_cell(speedup, 2));
+        row.push_back(number_cell(speedup * r0 / r, 2));
+        t.rows.push_back(row);
+      }
+    }
+  }
+  t.notes.push_back(
+      "weak: fixed batch per rank; strong: fixed global batch. Speed-up and efficiency "
+      "relative to the fewest ranks in the group (1 when present); ± = 95% CI over seeds.");
+  return t;
+}
+
+Table device_table(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary) {
+  Table t;
+  t.title = "GPU vs CPU";
+  std::vector<std::string> cols = minus(vary, {"device", "seed"});
+  for (const auto& k : cols) t.columns.push_back(abbrev(k));
+  for (const char* c : {"cpu samples/s", "gpu samples/s", "speed-up", "cpu acc", "gpu acc", "acc diff"})
+    t.columns.push_back(c);
+  for (const auto& [gkey, members] : group_except(jobs, cols)) {
+    std::vector<double> thr[2], acc[2];
+    for (const JobRecord* j : members) {
+      std::string d = value_of(*j, "device");
+      int k = d == "gpu" ? 1 : d == "cpu" ? 0 : -1;
+      if (k < 0) continue;
+      thr[k].push_back(fig(*j, "samples_per_s"));
+      acc[k].push_back(fig(*j, "final_test_acc"));
+    }
+    if (thr[0].empty() || thr[1].empty()) continue;
+    std::vector<Cell> row;
+    add_key_cells(row, gkey);
+    Agg tc = agg(thr[0]), tg = agg(thr[1]), ac = agg(acc[0]), ag = agg(acc[1]);
+    row.push_back(agg_cell(tc, 1));
+    row.push_back(agg_cell(tg, 1));
+    row.push_back(number_cell(tg.mean / tc.mean, 2));
+    row.push_back(agg_cell(ac, 3));
+    row.push_back(agg_cell(ag, 3));
+    row.push_back(number_cell(ag.mean - ac.mean, 3));
+    t.rows.push_back(row);
+  }
+  if (t.columns.size() == 6) t.columns.insert(t.columns.begin(), "group");
+  if (cols.empty())
+    for (auto& r : t.rows) r.insert(r.begin(), text_cell("all"));
+  t.notes.push_back("speed-up = gpu / cpu throughput; acc diff = gpu - cpu final test accuracy.");
+  return t;
+}
+
+Table convergence_table(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary) {
+  Table t;
+  t.title = "Convergence";
+  std::vector<std::string> cols = minus(vary, {"seed"});
+  for (const auto& k : cols) t.columns.push_back(abbrev(k));
+  for (const char* c : {"seeds", "target", "reached", "epochs_to_target", "time_to_target_s", "final_acc"})
+    t.columns.push_back(c);
+  for (const auto& [gkey, members] : group_except(jobs, cols)) {
+    std::vector<double> ep, tt, acc;
+    std::size_t reached = 0;
+    double target = kNaN;
+    for (const JobRecord* j : members) {
+      double e = fig(*j, "epochs_to_target");
+      if (!std::isnan(e)) ++reached;
+      ep.push_back(e);
+      tt.push_back(fig(*j, "time_to_target_s"));
+      acc.push_back(fig(*j, "final_test_acc"));
+      if (std::isnan(target)) target = fig(*j, "target_accuracy");
+    }
+    std::vector<Cell> row;
+    add_key_cells(row, gkey);
+    row.push_back(number_cell(static_cast<double>(members.size()), 0));
+    row.push_back(number_cell(target, 3));
+    row.push_back(
+        text_cell(std::isnan(target) ? "-" : std::to_string(reached) + "/" + std::to_string(members.size())));
+    row.push_back(agg_cell(agg(ep), 1));
+    row.push_back(agg_cell(agg(tt), 1));
+    row.push_back(agg_cell(agg(acc), 3));
+    t.rows.push_back(row);
+  }
+  if (cols.empty()) {
+    t.columns.insert(t.columns.begin(), "group");
+    for (auto& r : t.rows) r.insert(r.begin(), text_cell("all"));
+  }
+  t.notes.push_back(
+      "epochs/time to target: first evaluation at or above the target (mean over the "
+      "seeds that reached it); final_acc: last test accuracy; ± = 95% CI over seeds.");
+  return t;
+}
+
+Table phase_table(const std::vector<PhaseFigures>& phases) {
+  Table t;
+  t.title = "One large vs several small (phases)";
+  t.columns = {"phase", "jobs", "makespan_s", "samples/s", "util%", "time_to_target_s"};
+  for (const auto& p : phases)
+    t.rows.push_back({text_cell(p.name), number_cell(static_cast<double>(p.jobs.size()), 0),
+                      number_cell(p.makespan_s, 1), number_cell(p.samples_per_s, 1),
+                      number_cell(100 * p.util_mean, 1), number_cell(p.time_to_target_s, 1)});
+  t.notes.push_back(
+      "Makespan of the phase (state.json of `gridrun run`; for Slurm runs the job files' start "
+      "and end times), aggregate throughput of its jobs, mean utilization, and "
+      "time from the phase's start until its last job reached target_accuracy (- if one did not).");
+  return t;
+}
+
+// A training run whose loss ends at ln(classes) (what a network that predicts the uniform
+// distribution scores) or turns NaN/inf has learned nothing, whatever its throughput figures say;
+// the report says so under the per-job table instead of letting a user read the speed of a dead
+// run. Classes: 10 for every image set and synthetic; text sets have their own count, so only the
+// NaN/inf check applies to them.
+std::vector<std::string> learning_warnings(const std::vector<JobRecord>& jobs) {
+  std::vector<std::string> out;
+  for (const auto& j : jobs) {
+    if (value_of(j, "task") == "inference" || std::isnan(fig(j, "final_test_acc"))) continue;
+    const double loss = fig(j, "final_train_loss");
+    const bool text = value_of(j, "dataset") == "text";
+    const double chance = std::log(10.0);
+    if (!std::isfinite(loss))
+      out.push_back("warning: job " + j.id + ": training loss is " +
+                    (std::isnan(loss) ? std::string("NaN")
+                     : loss > 0       ? "inf"
+                                      : "-inf") +
+                    " (diverged; try a smaller lr)");
+    else if (!text && loss >= 0.97 * chance)
+      out.push_back("warning: job " + j.id + ": training loss " + fmt(loss, 4) +
+                    " stayed at ln(10) = 2.3026: it did not learn (try a smaller lr)");
+  }
+  return out;
+}
+
+std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vector<PhaseFigures>& phases,
+                              const std::string& suffix) {
+  std::vector<Table> out;
+  std::vector<std::string> vary = varying_keys(jobs);
+  out.push_back(per_job_table(jobs, vary));
+  std::vector<JobRecord> done;
+  for (const auto& j : jobs)
+    if (finished(j)) done.push_back(j);
+  std::vector<std::string> vdone = varying_keys(done);
+  std::vector<std::string> omitted;
+  Table s = scaling_table(done, vdone);
+  if (!s.rows.empty())
+    out.push_back(s);
+  else
+    omitted.push_back("scaling (no finished jobs differing only in ranks)");
+  Table d = device_table(done, vdone);
+  if (!d.rows.empty())
+    out.push_back(d);
+  else
+    omitted.push_back("GPU vs CPU (no finished jobs differing only in device)");
+  bool any_acc = false;
+  for (const auto& j : done) any_acc |= !std::isnan(fig(j, "final_test_acc"));
+  if (any_acc)
+    out.push_back(convergence_table(done, vdone));
+  else
+    omitted.push_back("convergence (no finished job with a test accuracy)");
+  if (!phases.empty()) out.push_back(phase_table(phases));
+  if (done.size() < jobs.size())
+    out[0].notes.push_back(std::to_string(jobs.size() - done.size()) +
+                           " job(s) not completed are left out of the comparisons.");
+  for (const auto& o : omitted) out[0].notes.push_back("not shown: " + o);
+  for (const auto& w : learning_warnings(jobs)) out[0].notes.push_back(w);
+  for (auto& t : out) t.title += suffix;
+  return out;
+}
+
+}  // namespace
+
+std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const ReportOptions& opts) {
+  std::set<std::string> known = {"id", "status"};
+  for (const auto& j : all)
+    if (j.params)
+      for (const auto& spec : gj::param_table()) known.insert(spec.name);
+  auto known_list = [&] {
+    std::string s;
+    for (const auto& k : known) s += (s.empty() ? "" : ", ") + k;
+    return s;
+  };
+  for (const auto& [k, v] : opts.filters)
+    if (!known.count(k))
+      throw std::invalid_argument("--filter " + k + "=" + v + ": unknown key '" + k +
+                                  "' (known: " + known_list() + ")");
+  if (!opts.group_by.empty() && !known.count(opts.group_by))
+    throw std::invalid_argument("--group-by " + opts.group_by + ": unknown key (known: " + known_list() +
+                                ")");
+  std::vector<JobRecord> jobs;
+  for (const auto& j : all) {
+    bool keep = true;
+    for (const auto& [k, v] : opts.filters) {
+      std::string x = value_of(j, k);
+      if (x != v && !numeric_equal(x, v)) keep = false;
+    }
+    if (keep) jobs.push_back(j);
+  }
+  return jobs;
+}
+
+std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::vector<PhaseFigures>& phases,
+                                const ReportOptions& opts) {
+  std::vector<JobRecord> jobs = select_jobs(all, opts);
+  if (jobs.empty()) {
+    Table t;
+    t.title = "Jobs";
+    t.columns = {"id"};
+    t.notes.push_back(all.empty() ? "no job files found" : "no job matches the filters");
+    return {t};
+  }
+  if (opts.group_by.empty()) return tables_for(jobs, phases, "");
+  std::map<std::string, std::vector<JobRecord>> groups;
+  for (const auto& j : jobs) groups[value_of(j, opts.group_by)].push_back(j);
+  std::vector<std::string> values;
+  for (const auto& [v, g] : groups) values.push_back(v);
+  std::sort(values.begin(), values.end(), value_less);
+  std::vector<Table> out;
+  for (const auto& v : values) {
+    auto t = tables_for(groups[v], {}, " [" + opts.group_by + "=" + (v.empty() ? "-" : v) + "]");
+    out.insert(out.end(), t.begin(), t.end());
+  }
+  if (!phases.empty()) out.push_back(phase_table(phases));
+  return out;
+}
+
+void render(const std::vector<Table>& tables, const ReportOptions& opts, std::ostream& out) {
+  base::render_tables(tables, base::TableStyle{opts.format, opts.width}, out);
+}
+
+}  // namespace gridrun::report

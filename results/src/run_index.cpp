@@ -1,0 +1,248 @@
+// The run index file: records -> RUN_DIR/results.h5 (/jobs table + /links external links), and
+// the inverse (read_index) used by `gridrun report`. `gridrun collect` (report/collect.cpp) decides
+// what goes in.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+#include "columns.hpp"
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/spawn.hpp"
+#include "gridrun/base/text.hpp"
+#include "gridrun/results/run_index.hpp"
+#include "h5.hpp"
+#include "internal.hpp"
+#include "job_codec.hpp"
+
+namespace gridrun::results {
+
+namespace gj = gridrun::jobs;
+
+namespace fs = std::filesystem;
+using h5::Id;
+
+JobRecord record_of(const JobData& job, const std::string& relative_file) {
+  JobRecord r;
+  r.id = job.id;
+  r.status = job.status;
+  r.exit_reason = job.exit_reason;
+  r.file = relative_file;
+  r.params = job.params;
+  // A finished file carries its summary; a running or killed one gets it derived from its rows.
+  r.summary = job.summary.empty() ? derive_summary(job) : job.summary;
+  return r;
+}
+
+namespace {
+
+// A parameter's index column: its table type, except that an integer or bool column becomes
+// float (NaN = none) when some job has no parameters.
+enum class Kind { Bool, Int, Float, String };
+
+Kind column_kind(const std::vector<JobRecord>& jobs, const gj::ParamSpec& spec) {
+  if (spec.type == gj::Type::String) return Kind::String;
+  if (spec.type == gj::Type::Float) return Kind::Float;
+  for (const auto& j : jobs)
+    if (!j.params) return Kind::Float;
+  return spec.type == gj::Type::Bool ? Kind::Bool : Kind::Int;
+}
+
+double as_double(const ParamValue& v) {
+  if (auto* b = std::get_if<bool>(&v)) return *b ? 1 : 0;
+  if (auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&v)) return *d;
+  return std::nan("");
+}
+
+void write_index(const std::string& path, const std::string& run_dir, const std::vector<JobRecord>& jobs) {
+  Id file = H5_OWN(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  h5::write_attr(file, "run",
+                 fs::path(run_dir).lexically_normal().filename().string().empty()
+                     ? fs::absolute(run_dir).lexically_normal().parent_path().filename().string()
+                     : fs::path(run_dir).lexically_normal().filename().string());
+  h5::write_attr(file, "schema_version", static_cast<std::int64_t>(kSchemaVersion));
+  h5::write_attr(file, "gridrun_version", std::string(GRIDRUN_VERSION));
+  h5::write_attr(file, "created", base::iso_now());
+  h5::write_attr(file, "jobs", static_cast<std::int64_t>(jobs.size()));
+
+  Id g = H5_OWN(H5Gcreate2(file, "jobs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  detail::write_whole_table(g, detail::index_columns(), jobs, detail::Strings::Variable);
+  std::set<std::string> summary_keys;
+  // Each job's parameters by name once (a std::map: the columns come out in name order).
+  std::vector<std::optional<gj::Params>> by_name;
+  bool any_params = false;
+  for (const auto& j : jobs) {
+    by_name.push_back(j.params ? std::optional<gj::Params>(gj::from_struct(*j.params)) : std::nullopt);
+    any_params = any_params || j.params.has_value();
+    for (const auto& [k, v] : j.summary) summary_keys.insert(k);
+  }
+
+  // One column per parameter of the table, in name order (none when no job has parameters).
+  std::vector<std::string> keys;
+  if (any_params)
+    for (const auto& kv : gj::from_struct(gj::JobParams{})) keys.push_back(kv.first);
+  Id pg = H5_OWN(H5Gcreate2(g, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  for (const auto& key : keys) {
+    Kind kind = column_kind(jobs, *gj::find_param(key));
+    if (kind == Kind::String) {
+      std::vector<std::string> col;
+      for (const auto& p : by_name) col.push_back(p ? to_string(p->at(key)) : "");
+      h5::write_strings(pg, key, col);
+    } else if (kind == Kind::Float) {
+      std::vector<double> col;
+      for (const auto& p : by_name) col.push_back(p ? as_double(p->at(key)) : std::nan(""));
+      h5::write_doubles(pg, key, col);
+    } else {
+      std::vector<std::int64_t> col;
+      for (const auto& p : by_name) col.push_back(static_cast<std::int64_t>(as_double(p->at(key))));
+      h5::write_int64s(pg, key, col);
+      if (kind == Kind::Bool) {
+        Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);
+        h5::write_attr(ds, "type", std::string("bool"));
+      }
+    }
+  }
+  Id sg = H5_OWN(H5Gcreate2(g, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  for (const auto& key : summary_keys) {
+    std::vector<double> col;
+    for (const auto& j : jobs) {
+      auto it = j.summary.find(key);
+      col.push_back(it == j.summary.end() ? std::nan("") : it->second);
+    }
+    h5::write_doubles(sg, key, col);
+  }
+  // External links resolve relative to the index file's folder, so the run dir can be moved.
+  Id lg = H5_OWN(H5Gcreate2(file, "links", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  for (const auto& j : jobs)
+    H5_CHECK(H5Lcreate_external(j.file.c_str(), "/", lg, j.id.c_str(), H5P_DEFAULT, H5P_DEFAULT));
+  lg.reset();
+  sg.reset();
+  pg.reset();
+  g.reset();
+  file.close_checked(__FILE__, __LINE__);
+}
+
+}  // namespace
+
+namespace {
+// The reading itself (read_index runs it in a forked copy first).
+std::vector<JobRecord> read_index_here(const std::string& results_h5) {
+  Id file = H5_OWN(H5Fopen(results_h5.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!h5::exists(file, "jobs/id")) throw std::runtime_error("not a gridrun results.h5 (no /jobs/id)");
+  Id g = H5_OWN(H5Gopen2(file, "jobs", H5P_DEFAULT), H5Gclose);
+  std::vector<JobRecord> out = detail::read_whole_table(g, detail::index_columns());
+  Id pg = H5_OWN(H5Gopen2(g, "params", H5P_DEFAULT), H5Gclose);
+  // Columns of parameters this version does not know (an index written by a newer gridrun)
+  // are left out; a job with no value in any column has no parameters.
+  std::vector<bool> seen(out.size(), false);
+  std::vector<gj::JobParams> params(out.size());
+  for (const auto& key : h5::list_group(pg)) {
+    const gj::ParamSpec* spec = gj::find_param(key);
+    if (!spec) continue;
+    Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);
+    Id type = H5_OWN(H5Dget_type(ds), H5Tclose);
+    if (H5Tget_class(type) == H5T_STRING) {
+      auto v = h5::read_strings(ds);
+      for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) {
+        if (v[k].empty() && spec->type != gj::Type::String) continue;
+        gj::set_param(params[k], key, v[k]);
+        seen[k] = seen[k] || !v[k].empty();
+      }
+    } else {
+      auto v = h5::read_doubles(ds, out.size());
+      for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) {
+        if (std::isnan(v[k])) continue;
+        seen[k] = true;
+        if (spec->type == gj::Type::Bool)
+          gj::set_param(params[k], key, v[k] != 0);
+        else if (spec->type == gj::Type::Int)
+          gj::set_param(params[k], key, static_cast<std::int64_t>(v[k]));
+        else
+          gj::set_param(params[k], key, v[k]);
+      }
+    }
+  }
+  for (std::size_t k = 0; k < out.size(); ++k)
+    if (seen[k]) out[k].params = std::move(params[k]);
+  Id sg = H5_OWN(H5Gopen2(g, "summary", H5P_DEFAULT), H5Gclose);
+  for (const auto& key : h5::list_group(sg)) {
+    Id ds = H5_OWN(H5Dopen2(sg, key.c_str(), H5P_DEFAULT), H5Dclose);
+    auto v = h5::read_doubles(ds, out.size());
+    for (std::size_t k = 0; k < out.size() && k < v.size(); ++k) out[k].summary[key] = v[k];
+  }
+  return out;
+}
+}  // namespace
+
+namespace {
+// The records as bytes, for the trip from the forked copy that read them (job_codec.hpp's helpers).
+std::string encode_records(const std::vector<JobRecord>& records) {
+  detail::ByteWriter w;
+  w.u64(records.size());
+  for (const auto& r : records) {
+    for (const std::string* s : {&r.id, &r.status, &r.exit_reason, &r.file}) w.str(*s);
+    w.str(r.params ? gj::canonical_json(*r.params) : std::string());
+    w.u64(r.summary.size());
+    for (const auto& [k, v] : r.summary) {
+      w.str(k);
+      w.f64(v);
+    }
+  }
+  return std::move(w.bytes());
+}
+
+std::vector<JobRecord> decode_records(std::string_view bytes) {
+  detail::ByteReader in(bytes);
+  std::vector<JobRecord> out(in.count(48));
+  for (auto& r : out) {
+    for (std::string* s : {&r.id, &r.status, &r.exit_reason, &r.file}) *s = in.str();
+    const std::string params = in.str();
+    if (!params.empty()) r.params = gj::job_params_from_json(params);
+    for (std::size_t n = in.count(16); n > 0; --n) {
+      std::string k = in.str();
+      r.summary[k] = in.f64();
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<JobRecord> read_index(const std::string& results_h5, double timeout_s) {
+  try {
+    if (!fs::exists(results_h5)) throw std::runtime_error("no such file");
+    // As the job files: read once, in a forked copy that hands the records back, so that a damaged
+    // index that crashes libhdf5 costs only the copy.
+    const auto got = base::run_isolated_each(
+        1,
+        [&](std::size_t) {
+          h5::Quiet quiet;
+          return encode_records(read_index_here(results_h5));
+        },
+        timeout_s);
+    if (!got[0].ok) throw std::runtime_error(detail::guarded_read_failure(got[0]));
+    return decode_records(got[0].message);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(results_h5 + ": " + e.what());
+  }
+}
+
+void write_run_index(const std::string& path, const std::string& run_dir, const std::vector<JobRecord>& jobs) {
+  // HDF5 writes the file itself, so the temporary + rename is ours (write_file_atomic needs bytes).
+  const std::string tmp = path + ".tmp-" + std::to_string(getpid());
+  h5::Quiet quiet;
+  try {
+    write_index(tmp, run_dir, jobs);
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw std::runtime_error(tmp + ": " + e.what());
+  }
+  base::rename_durable(tmp, path);
+}
+
+}  // namespace gridrun::results
