@@ -6,7 +6,7 @@
 // (check_plan_options); new flags go into those two functions.
 //
 // Output: the table (what a person reads: the varying parameters and resources) goes through the
-// shared table writer (results/table.hpp), like report and status. json and csv are not tables
+// shared table writer (base/table.hpp), like report and status. json and csv are not tables
 // of cells: json is each job in its job-file layout, csv every parameter of every job, and both
 // stream, formatting each distinct value once per column (Plan below), because a 100,000-job grid
 // has 4 million values (bench/jobs/bench_plan_cli.sh).
@@ -279,7 +279,7 @@ class Plan {
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, gj::Resources> res_;
 };
 
-// One line per job through the shared table writer (results/table.hpp), fitted to the terminal
+// One line per job through the shared table writer (base/table.hpp), fitted to the terminal
 // by leaving out columns: #, id and the three resource columns always show; global_batch goes
 // first (it is batch_per_rank * ranks, both shown), then parameter columns from the right.
 void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std::ostream& os) {

@@ -1,6 +1,7 @@
-// `gridrun collect`, `gridrun report` and `gridrun probe`: thin CLI edges over gridrun::results. Each
-// command's flags live in one options struct filled here from Boost.Program_options and validated right after
-// parsing; bad flags throw std::invalid_argument (exit 2 in main.cpp).
+// `gridrun collect`, `gridrun report` and `gridrun probe`: thin CLI edges over gridrun::report and
+// gridrun::hw. Each command's flags live in one options struct filled here from
+// Boost.Program_options and validated right after parsing; bad flags throw std::invalid_argument
+// (exit 2 in main.cpp).
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "gridrun/hw/peak_probe.hpp"
 #include "gridrun/report/collect.hpp"
 #include "gridrun/report/reporter.hpp"
+#include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::app {
 
@@ -70,9 +72,9 @@ void load_probe(const ReportCli& o, hw::RoofOptions& ro) {
     ro.probe_source = o.probe;
     return;
   }
-  fs::path in = o.input;
-  fs::path dir = fs::is_directory(in) ? in : in.parent_path();
-  for (const fs::path& p : {dir / "probe.json", fs::path(hw::default_probe_path())}) {
+  const fs::path in = o.input;
+  const run::RunDir rd(fs::is_directory(in) ? in.string() : (in.parent_path().empty() ? "." : in.parent_path().string()));
+  for (const fs::path& p : {fs::path(rd.probe_file()), fs::path(hw::default_probe_path())}) {
     if (!fs::is_regular_file(p)) continue;
     try {
       ro.probe = hw::read_probe(p.string());

@@ -14,6 +14,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/run.hpp"
 #include "gridrun/scheduler/status.hpp"
 #include "gridrun/slurm/submit.hpp"
@@ -180,8 +181,8 @@ int cmd_submit(const Args& args) {
     if (!res.scripts.collect_script.empty())
       std::cout << "==> " << res.scripts.collect_path << " <==\n" << res.scripts.collect_script;
     std::cout << "gridrun submit: dry run: " << res.scripts.arrays.size() << " array script(s) for "
-              << (res.total_jobs - res.skipped_jobs) << " job(s) written to " << res.run_dir
-              << "/slurm, nothing submitted\n";
+              << (res.total_jobs - res.skipped_jobs) << " job(s) written to " << run::RunDir(res.run_dir).slurm_dir()
+              << ", nothing submitted\n";
     return 0;
   }
   if (res.submitted_jobs > 0)

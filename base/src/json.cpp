@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "gridrun/base/fs.hpp"
@@ -100,6 +101,21 @@ std::string get_string(const Json& obj, const char* key, const std::string& fall
   if (!obj.is_object()) return fallback;
   const auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+std::string dump_line(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Json json_number(double v, int digits) {
+  if (std::isnan(v)) return nullptr;
+  if (std::isinf(v)) return v > 0 ? 1e308 : -1e308;
+  if (digits < 17) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    v = std::strtod(buf, nullptr);
+  }
+  // Whole numbers (counts, bytes, and figures that round to one) as integers: "2", not "2.0".
+  if (v == std::trunc(v) && std::fabs(v) < 9007199254740992.0) return static_cast<long long>(v);
+  return v;
 }
 
 double get_number(const Json& obj, const char* key, double fallback) {

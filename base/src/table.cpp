@@ -196,10 +196,10 @@ std::vector<std::pair<std::string, int>> machine_columns(const Table& t) {
   return cols;
 }
 
-std::string machine_value(const Cell& cell, bool ci, bool json) {
-  if (ci) return json ? number(cell.ci95) : (std::isnan(cell.ci95) ? "" : number(cell.ci95));
-  if (cell.numeric) return json ? number(cell.value) : (std::isnan(cell.value) ? "" : number(cell.value));
-  return json ? base::json_quote(cell.text) : base::csv_quote(cell.text);
+std::string csv_value(const Cell& cell, bool ci) {
+  if (ci) return std::isnan(cell.ci95) ? "" : number(cell.ci95);
+  if (cell.numeric) return std::isnan(cell.value) ? "" : number(cell.value);
+  return csv_quote(cell.text);
 }
 
 void render_csv(const std::vector<Table>& tables, bool heading, std::ostream& out) {
@@ -213,31 +213,32 @@ void render_csv(const std::vector<Table>& tables, bool heading, std::ostream& ou
     out << "\n";
     t.for_each_row([&](std::size_t, const std::vector<Cell>& r) {
       for (std::size_t k = 0; k < cols.size(); ++k)
-        out << (k ? "," : "") << machine_value(r[cols[k].second >> 1], cols[k].second & 1, false);
+        out << (k ? "," : "") << csv_value(r[cols[k].second >> 1], cols[k].second & 1);
       out << "\n";
     });
   }
 }
 
-// Hand-built (not a JSON library's dump) for its layout: one row per line, diffable goldens.
+// Every value through base::Json; one row per line, so that goldens diff by row.
 void render_json(const std::vector<Table>& tables, std::ostream& out) {
   out << "{\"tables\": [";
   for (std::size_t ti = 0; ti < tables.size(); ++ti) {
     const Table& t = tables[ti];
-    auto cols = machine_columns(t);
-    out << (ti ? ",\n " : "\n ") << "{\"title\": " << base::json_quote(t.title) << ", \"columns\": [";
-    for (std::size_t k = 0; k < cols.size(); ++k) out << (k ? ", " : "") << base::json_quote(cols[k].first);
-    out << "],\n  \"rows\": [";
+    const auto cols = machine_columns(t);
+    Json names = Json::array();
+    for (const auto& c : cols) names.push_back(c.first);
+    out << (ti ? ",\n " : "\n ") << "{\"title\": " << dump_line(t.title) << ", \"columns\": " << dump_line(names)
+        << ",\n  \"rows\": [";
     t.for_each_row([&](std::size_t ri, const std::vector<Cell>& r) {
-      out << (ri ? ",\n   " : "\n   ") << "{";
-      for (std::size_t k = 0; k < cols.size(); ++k)
-        out << (k ? ", " : "") << base::json_quote(cols[k].first) << ": "
-            << machine_value(r[cols[k].second >> 1], cols[k].second & 1, true);
-      out << "}";
+      Json row = Json::object();
+      for (const auto& [name, at] : cols) {
+        const Cell& cell = r[static_cast<std::size_t>(at >> 1)];
+        const bool ci = at & 1;
+        append_new_member(row, name, ci || cell.numeric ? json_number(ci ? cell.ci95 : cell.value, 10) : Json(cell.text));
+      }
+      out << (ri ? ",\n   " : "\n   ") << dump_line(row);
     });
-    out << "],\n  \"notes\": [";
-    for (std::size_t k = 0; k < t.notes.size(); ++k) out << (k ? ", " : "") << base::json_quote(t.notes[k]);
-    out << "]}";
+    out << "],\n  \"notes\": " << dump_line(Json(t.notes)) << "}";
   }
   out << "\n]}\n";
 }

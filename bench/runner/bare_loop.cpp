@@ -10,7 +10,7 @@
 
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/sampler.hpp"
+#include "gridrun/runner/epoch_sampler.hpp"
 
 int main(int argc, char** argv) {
   using namespace gridrun::runner;

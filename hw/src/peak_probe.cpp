@@ -1,5 +1,5 @@
 // `gridrun probe` kernels: a register-blocked fp32 GEMM and a STREAM-like triad, each run once on
-// one thread and once on every allowed CPU, keeping the best repetition (see probe.hpp for why
+// one thread and once on every allowed CPU, keeping the best repetition (see peak_probe.hpp for why
 // these are lower bounds and how bytes are counted).
 //
 // The GEMM micro-kernel keeps a 4 x 16 block of C in registers (GCC/Clang vector extensions). On
@@ -220,21 +220,19 @@ ProbeResult run_probe(const MachineProbeOptions& o, const std::function<void(con
 }
 
 std::string probe_to_json(const ProbeResult& r) {
-  std::ostringstream o;
-  o << "{\n"
-    << "  \"created\": " << base::json_quote(r.created) << ",\n"
-    << "  \"hostname\": " << base::json_quote(r.hostname) << ",\n"
-    << "  \"cpu_model\": " << base::json_quote(r.cpu_model) << ",\n"
-    << "  \"threads\": " << r.threads << ",\n"
-    << "  \"gemm_n\": " << r.gemm_n << ",\n"
-    << "  \"triad_elems\": " << r.triad_elems << ",\n"
-    << "  \"gemm_gflops_1t\": " << num(r.gemm_gflops_1t) << ",\n"
-    << "  \"gemm_gflops_all\": " << num(r.gemm_gflops_all) << ",\n"
-    << "  \"triad_gbs_1t\": " << num(r.triad_gbs_1t) << ",\n"
-    << "  \"triad_gbs_all\": " << num(r.triad_gbs_all) << ",\n"
-    << "  \"note\": \"fp32 GEMM is gridrun's own blocked kernel: a lower bound of what MKL/OpenBLAS reach\"\n"
-    << "}\n";
-  return o.str();
+  const base::Json j = {
+      {"created", r.created},
+      {"hostname", r.hostname},
+      {"cpu_model", r.cpu_model},
+      {"threads", r.threads},
+      {"gemm_n", r.gemm_n},
+      {"triad_elems", r.triad_elems},
+      {"gemm_gflops_1t", base::json_number(r.gemm_gflops_1t, 6)},
+      {"gemm_gflops_all", base::json_number(r.gemm_gflops_all, 6)},
+      {"triad_gbs_1t", base::json_number(r.triad_gbs_1t, 6)},
+      {"triad_gbs_all", base::json_number(r.triad_gbs_all, 6)},
+      {"note", "fp32 GEMM is gridrun's own blocked kernel: a lower bound of what MKL/OpenBLAS reach"}};
+  return j.dump(2, ' ', false, base::Json::error_handler_t::replace) + "\n";
 }
 
 ProbeResult read_probe(const std::string& path) {

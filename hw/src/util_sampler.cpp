@@ -1,4 +1,4 @@
-// UtilReader and UtilSampler (see sampler.hpp). /proc parsing is hand-written and allocation-light
+// UtilReader and UtilSampler (see util_sampler.hpp). /proc parsing is hand-written and allocation-light
 // because it runs 10 times a second beside training; NVML is bound with dlopen/dlsym so that no
 // NVIDIA package is needed to build or run.
 #include <dlfcn.h>
@@ -285,9 +285,9 @@ UtilSample UtilReader::sample() {
   return row;
 }
 
-UtilSampler::UtilSampler(std::unique_ptr<UtilReader> probe, const SamplerOptions& opts, Sink sink)
-    : probe_(std::move(probe)), opts_(opts), sink_(std::move(sink)) {
-  if (!probe_) throw std::invalid_argument("UtilSampler: no probe");
+UtilSampler::UtilSampler(std::unique_ptr<UtilReader> reader, const SamplerOptions& opts, Sink sink)
+    : reader_(std::move(reader)), opts_(opts), sink_(std::move(sink)) {
+  if (!reader_) throw std::invalid_argument("UtilSampler: no reader");
   if (!(opts_.hz > 0 && opts_.hz <= 1000))
     throw std::invalid_argument("UtilSampler: rate must be in (0, 1000] Hz, got " + std::to_string(opts_.hz));
   thread_ = std::thread([this] { loop(); });
@@ -325,7 +325,7 @@ void UtilSampler::loop() {
       if (cv_.wait_until(lock, next, [this] { return stop_; })) return;
     }
     try {
-      UtilSample row = probe_->sample();
+      UtilSample row = reader_->sample();
       sink_(row);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu_);

@@ -19,6 +19,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/report/html_report.hpp"
 #include "gridrun/report/roofline.hpp"
+#include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::report {
 
@@ -28,7 +29,7 @@ using namespace gridrun::results;  // NOLINT(google-build-using-namespace)
 namespace detail {
 std::string chartjs_source();  // generated at build time from vendor/chartjs (embed_text.cmake)
 std::string chartjs_license();
-// results/assets/: the report's stylesheet, the error hook that runs before Chart.js (it collects
+// report/assets/: the report's stylesheet, the error hook that runs before Chart.js (it collects
 // script errors for the body's data-errors attribute) and the chart renderer (draws the JSON
 // block's chart specs, see Chart::json, and reports on itself in <body>).
 std::string report_css();
@@ -49,10 +50,11 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // ---- JSON and HTML text ----------------------------------------------------------------------
 
-// A JSON string that is also safe inside <script>: '<', '>' and '&' are escaped.
-std::string js(const std::string& s) {
-  std::string out = "\"";
-  for (char c : base::json_escape(s)) {
+// JSON that is also safe inside <script>: '<', '>' and '&' (which JSON has only inside strings)
+// become \u escapes, so no string can close the script element.
+std::string script_json(const base::Json& v) {
+  std::string out;
+  for (char c : base::dump_line(v)) {
     if (c == '<')
       out += "\\u003c";
     else if (c == '>')
@@ -62,26 +64,14 @@ std::string js(const std::string& s) {
     else
       out += c;
   }
-  return out + "\"";
+  return out;
 }
 
-std::string jn(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-std::string jarr(const std::vector<double>& v) {
-  std::string s = "[";
-  for (std::size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + jn(v[k]);
-  return s + "]";
-}
-
-std::string jstrs(const std::vector<std::string>& v) {
-  std::string s = "[";
-  for (std::size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + js(v[k]);
-  return s + "]";
+// A series' values: 6 significant digits are what a chart can show, and keep pages small.
+base::Json numbers(const std::vector<double>& v) {
+  base::Json a = base::Json::array();
+  for (double x : v) a.push_back(std::isfinite(x) ? base::json_number(x, 6) : base::Json(nullptr));
+  return a;
 }
 
 std::string html(const std::string& s) {
@@ -125,27 +115,31 @@ struct Chart {
   std::vector<std::string> notes;  // shown under a drawn chart
 
   std::string json() const {
-    std::ostringstream o;
-    o << "{\"id\":" << js(id) << ",\"title\":" << js(title) << ",\"kind\":" << js(kind)
-      << ",\"note\":" << js(note) << ",\"xlabel\":" << js(xlabel) << ",\"ylabel\":" << js(ylabel)
-      << ",\"y1label\":" << js(y1label) << ",\"logx\":" << (logx ? "true" : "false")
-      << ",\"logy\":" << (logy ? "true" : "false") << ",\"horizontal\":" << (horizontal ? "true" : "false")
-      << ",\"notes\":" << jstrs(notes) << ",\"labels\":" << jstrs(labels) << ",\"series\":[";
-    for (std::size_t k = 0; k < series.size(); ++k) {
-      const Series& s = series[k];
-      o << (k ? "," : "") << "{\"label\":" << js(s.label) << ",\"x\":" << jarr(s.x) << ",\"y\":" << jarr(s.y)
-        << ",\"color\":" << s.color << ",\"line\":" << (s.line ? "true" : "false")
-        << ",\"points\":" << (s.points ? "true" : "false") << ",\"dash\":" << (s.dash ? "true" : "false")
-        << "}";
-    }
-    o << "],\"bars\":[";
-    for (std::size_t k = 0; k < bars.size(); ++k) {
-      const BarSet& b = bars[k];
-      o << (k ? "," : "") << "{\"label\":" << js(b.label) << ",\"values\":" << jarr(b.values)
-        << ",\"color\":" << b.color << ",\"right\":" << (b.right_axis ? "true" : "false") << "}";
-    }
-    o << "]}";
-    return o.str();
+    base::Json all_series = base::Json::array(), all_bars = base::Json::array();
+    for (const Series& v : series)
+      all_series.push_back({{"label", v.label},
+                            {"x", numbers(v.x)},
+                            {"y", numbers(v.y)},
+                            {"color", v.color},
+                            {"line", v.line},
+                            {"points", v.points},
+                            {"dash", v.dash}});
+    for (const BarSet& b : bars)
+      all_bars.push_back({{"label", b.label}, {"values", numbers(b.values)}, {"color", b.color}, {"right", b.right_axis}});
+    return script_json({{"id", id},
+                        {"title", title},
+                        {"kind", kind},
+                        {"note", note},
+                        {"xlabel", xlabel},
+                        {"ylabel", ylabel},
+                        {"y1label", y1label},
+                        {"logx", logx},
+                        {"logy", logy},
+                        {"horizontal", horizontal},
+                        {"notes", notes},
+                        {"labels", labels},
+                        {"series", std::move(all_series)},
+                        {"bars", std::move(all_bars)}});
   }
 };
 
@@ -629,7 +623,7 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
     ++by_status[j.rec->status];
     if (run_name.empty()) run_name = j.data.run;
   }
-  if (run_name.empty()) run_name = fs::path(run.run_dir).filename().string();
+  if (run_name.empty()) run_name = fs::path(run::RunDir(run.run_dir).root()).filename().string();
   std::string status_line;
   for (const auto& [s, n] : by_status)
     status_line += (status_line.empty() ? "" : ", ") + std::to_string(n) + " " + s;

@@ -108,8 +108,9 @@ std::vector<PhaseFigures> complete_phases(const std::map<std::string, run::Phase
       p.samples_per_s = m > 0 ? sums.samples / m : kNaN;
       p.alloc_util = m > 0 && rec.capacity > 0 ? rec.busy_resource_s / (rec.capacity * m) : kNaN;
       p.util_mean = sums.util_n > 0 ? sums.util_mean() : p.alloc_util;
-      p.time_to_target_s = time_to_target(members);
-      out.emplace_back(first_start(members), std::move(p));
+      // Every job must have reached the target; one without a readable file did not say so.
+      p.time_to_target_s = members.size() == rec.jobs.size() ? time_to_target(members) : kNaN;
+      out.emplace_back(std::isfinite(rec.start_unix) ? rec.start_unix : first_start(members), std::move(p));
     }
   } else {
     std::map<std::string, std::vector<const JobData*>> by_phase;

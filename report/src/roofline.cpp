@@ -22,11 +22,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string param(const JobData& j, const std::string& k, const std::string& fallback = "") {
   std::string v = param_text(j.params, k);
   return v.empty() ? fallback : v;
@@ -44,12 +39,6 @@ double figure(const JobData& j, const std::string& k) {
   auto it = j.summary.find(k);
   if (it != j.summary.end() && std::isfinite(it->second)) return it->second;
   return j.attr_number(k, kNaN);
-}
-
-std::string g3(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The /attempts table of a job file (internal.hpp): who ran the job, each time it started.
+// The /attempts table of a job file (attempts.hpp): who ran the job, each time it started.
 //
 // Why a table and not attributes: a job requeued after a node failure is finished by a later
 // attempt on another host; the root attributes (hostname, hostnames) describe that last attempt,
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "h5.hpp"
-#include "internal.hpp"
+#include "attempts.hpp"
 
 namespace gridrun::results::detail {
 

@@ -1,5 +1,5 @@
 // Column descriptor tables: for every HDF5 table the results library writes (/steps, /epochs,
-// /util, /profile, the index's /jobs), one list of (name, member of the row struct, width) that
+// /util, /profile here; the index's /jobs in run_index.cpp, beside its record), one list of (name, member of the row struct, width) that
 // the writer uses to create the datasets and append rows, and the reader uses to read them back.
 //
 // Why: a column's name and its value must be paired in exactly one place. When the writer
@@ -17,7 +17,6 @@
 #include <variant>
 #include <vector>
 
-#include "gridrun/results/run_index.hpp"
 #include "gridrun/results/writer.hpp"
 #include "h5.hpp"
 
@@ -95,17 +94,6 @@ inline const Columns<OpProfile>& profile_columns() {
       {"total_cpu_us", &OpProfile::total_cpu_us},
       {"self_device_us", &OpProfile::self_device_us},
       {"total_device_us", &OpProfile::total_device_us},
-  };
-  return c;
-}
-
-// The fixed string columns of the index's /jobs (parameters and figures are columns by name).
-inline const Columns<JobRecord>& index_columns() {
-  static const Columns<JobRecord> c = {
-      {"id", &JobRecord::id},
-      {"status", &JobRecord::status},
-      {"exit_reason", &JobRecord::exit_reason},
-      {"file", &JobRecord::file},
   };
   return c;
 }

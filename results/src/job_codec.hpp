@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "gridrun/results/run_reader.hpp"
+#include "gridrun/results/reader.hpp"
 
 namespace gridrun::results::detail {
 

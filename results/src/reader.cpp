@@ -15,7 +15,8 @@
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
 #include "h5.hpp"
-#include "internal.hpp"
+#include "attempts.hpp"
+#include "reading.hpp"
 
 namespace gridrun::results {
 

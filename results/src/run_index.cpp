@@ -16,7 +16,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/run_index.hpp"
 #include "h5.hpp"
-#include "internal.hpp"
+#include "reading.hpp"
 #include "job_codec.hpp"
 
 namespace gridrun::results {
@@ -39,6 +39,17 @@ JobRecord record_of(const JobData& job, const std::string& relative_file) {
 }
 
 namespace {
+
+// The fixed string columns of the index's /jobs (parameters and figures are columns by name).
+const detail::Columns<JobRecord>& index_columns() {
+  static const detail::Columns<JobRecord> c = {
+      {"id", &JobRecord::id},
+      {"status", &JobRecord::status},
+      {"exit_reason", &JobRecord::exit_reason},
+      {"file", &JobRecord::file},
+  };
+  return c;
+}
 
 // A parameter's index column: its table type, except that an integer or bool column becomes
 // float (NaN = none) when some job has no parameters.
@@ -71,7 +82,7 @@ void write_index(const std::string& path, const std::string& run_dir, const std:
   h5::write_attr(file, "jobs", static_cast<std::int64_t>(jobs.size()));
 
   Id g = H5_OWN(H5Gcreate2(file, "jobs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-  detail::write_whole_table(g, detail::index_columns(), jobs, detail::Strings::Variable);
+  detail::write_whole_table(g, index_columns(), jobs, detail::Strings::Variable);
   std::set<std::string> summary_keys;
   // Each job's parameters by name once (a std::map: the columns come out in name order).
   std::vector<std::optional<gj::Params>> by_name;
@@ -135,7 +146,7 @@ std::vector<JobRecord> read_index_here(const std::string& results_h5) {
   Id file = H5_OWN(H5Fopen(results_h5.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!h5::exists(file, "jobs/id")) throw std::runtime_error("not a gridrun results.h5 (no /jobs/id)");
   Id g = H5_OWN(H5Gopen2(file, "jobs", H5P_DEFAULT), H5Gclose);
-  std::vector<JobRecord> out = detail::read_whole_table(g, detail::index_columns());
+  std::vector<JobRecord> out = detail::read_whole_table(g, index_columns());
   Id pg = H5_OWN(H5Gopen2(g, "params", H5P_DEFAULT), H5Gclose);
   // Columns of parameters this version does not know (an index written by a newer gridrun)
   // are left out; a job with no value in any column has no parameters.

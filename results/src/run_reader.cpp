@@ -13,7 +13,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
-#include "internal.hpp"
+#include "reading.hpp"
 #include "job_codec.hpp"
 
 namespace gridrun::results {

@@ -22,8 +22,10 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/writer.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "h5.hpp"
-#include "internal.hpp"
+#include "attempts.hpp"
+#include "reading.hpp"
 
 namespace gridrun::results {
 
@@ -270,8 +272,8 @@ H5JobWriter::H5JobWriter(const std::string& dir, const JobFileInfo& info)
       epochs_("epochs", detail::epoch_columns(), dims_),
       util_("util", detail::util_columns(), dims_) {
   fs::create_directories(dir);
-  partial_ = (fs::path(dir) / (info.id + ".h5.partial")).string();
-  final_ = (fs::path(dir) / (info.id + ".h5")).string();
+  partial_ = (fs::path(dir) / run::RunDir::partial_file_name(info.id)).string();
+  final_ = (fs::path(dir) / run::RunDir::result_file_name(info.id)).string();
   h5::Quiet quiet;
   try {
     bool resume = info.resume_from_step > 0 && (fs::exists(partial_) || fs::exists(final_));

@@ -28,11 +28,15 @@ RunDir RunDir::for_grid(const std::string& out_dir, const std::string& grid_name
   return RunDir(out_dir + "/" + grid_name);
 }
 RunDir RunDir::of_results_dir(const std::string& results_dir) {
-  // Lexically: the results folder may not exist yet (gridrun-train creates it).
-  fs::path p = fs::path(results_dir).lexically_normal();
-  if (!p.has_filename()) p = p.parent_path();
-  const fs::path parent = p.parent_path();
-  return RunDir(parent.empty() ? std::string(".") : parent.string());
+  // <results>/.. as the OS resolves it (through a symlinked results folder) when the folder exists,
+  // lexically when it does not yet (gridrun-train creates it; ".." cannot pass a missing folder).
+  std::error_code ec;
+  if (fs::is_directory(results_dir, ec)) {
+    const fs::path real = fs::canonical(results_dir, ec);
+    if (!ec) return RunDir(real.parent_path().string());
+  }
+  const std::string parent = (fs::path(results_dir) / "..").lexically_normal().string();
+  return RunDir(parent.empty() ? std::string(".") : parent);
 }
 std::string RunDir::jobs_dir() const { return root_ + "/jobs"; }
 std::string RunDir::job_file(const std::string& id) const { return jobs_dir() + "/" + id + ".json"; }
@@ -40,10 +44,14 @@ std::string RunDir::rankfile(const std::string& id) const { return jobs_dir() + 
 std::string RunDir::logs_dir() const { return root_ + "/logs"; }
 std::string RunDir::log_out(const std::string& id) const { return logs_dir() + "/" + id + ".out"; }
 std::string RunDir::log_err(const std::string& id) const { return logs_dir() + "/" + id + ".err"; }
+std::string RunDir::log_file(const std::string& name) const { return logs_dir() + "/" + name; }
 std::string RunDir::heartbeat_file(const std::string& id) const { return log_out(id) + ".heartbeat"; }
 std::string RunDir::results_dir() const { return root_ + "/results"; }
-std::string RunDir::result_file(const std::string& id) const { return results_dir() + "/" + id + ".h5"; }
-std::string RunDir::partial_file(const std::string& id) const { return result_file(id) + ".partial"; }
+std::string RunDir::result_file_name(const std::string& id) { return id + ".h5"; }
+std::string RunDir::partial_file_name(const std::string& id) { return result_file_name(id) + ".partial"; }
+std::string RunDir::profile_trace_name(const std::string& id) { return id + ".profile.json"; }
+std::string RunDir::result_file(const std::string& id) const { return results_dir() + "/" + result_file_name(id); }
+std::string RunDir::partial_file(const std::string& id) const { return results_dir() + "/" + partial_file_name(id); }
 std::string RunDir::checkpoints_dir() const { return root_ + "/checkpoints"; }
 std::string RunDir::checkpoint_dir(const std::string& id) const { return checkpoints_dir() + "/" + id; }
 std::string RunDir::slurm_dir() const { return root_ + "/slurm"; }
@@ -53,6 +61,7 @@ std::string RunDir::submitted_file() const { return slurm_file("submitted.tsv");
 std::string RunDir::state_file() const { return root_ + "/state.json"; }
 std::string RunDir::index_file() const { return root_ + "/results.h5"; }
 std::string RunDir::grid_copy() const { return root_ + "/grid.yaml"; }
+std::string RunDir::probe_file() const { return root_ + "/probe.json"; }
 std::string RunDir::lock_file() const { return root_ + "/lock"; }
 
 void RunDir::create_layout() const {
@@ -66,7 +75,8 @@ void RunDir::create_layout() const {
 namespace {
 
 base::Json phase_to_json(const PhaseRecord& p) {
-  return base::Json{{"makespan_s", p.makespan_s},
+  return base::Json{{"start_unix", p.start_unix},
+                    {"makespan_s", p.makespan_s},
                     {"busy_resource_s", p.busy_resource_s},
                     {"capacity", p.capacity},
                     {"jobs", p.jobs}};
@@ -77,6 +87,7 @@ PhaseRecord phase_from_json(const std::string& name, const base::Json& v) {
   PhaseRecord p;
   p.name = name;
   if (!v.is_object()) return p;
+  p.start_unix = base::get_number(v, "start_unix", p.start_unix);
   p.makespan_s = base::get_number(v, "makespan_s", p.makespan_s);
   p.busy_resource_s = base::get_number(v, "busy_resource_s", p.busy_resource_s);
   p.capacity = base::get_number(v, "capacity", p.capacity);

@@ -15,6 +15,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/results/writer.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/communicator.hpp"
 #include "gridrun/runner/errors.hpp"
@@ -40,8 +41,9 @@ void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& 
   namespace fs = std::filesystem;
   if (o.id.empty() || o.out_dir.empty()) return;
   std::error_code ec;
-  const fs::path final_file = fs::path(o.out_dir) / (o.id + ".h5");
-  if (fs::exists(final_file, ec) || fs::exists(final_file.string() + ".partial", ec)) return;
+  const fs::path final_file = fs::path(o.out_dir) / gridrun::run::RunDir::result_file_name(o.id);
+  const fs::path partial_file = fs::path(o.out_dir) / gridrun::run::RunDir::partial_file_name(o.id);
+  if (fs::exists(final_file, ec) || fs::exists(partial_file, ec)) return;
   const fs::path tmp = fs::path(o.out_dir) / ("." + o.id + ".failed." + std::to_string(::getpid()));
   try {
     gridrun::results::JobFileInfo info;

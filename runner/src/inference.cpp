@@ -30,7 +30,7 @@
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/sampler.hpp"
+#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/signals.hpp"
 #include "gridrun/runner/trainer.hpp"
 #include "job_harness.hpp"

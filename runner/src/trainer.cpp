@@ -45,13 +45,14 @@
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/results/writer.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/foreach_sgd.hpp"
 #include "gridrun/runner/grad_sync.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/sampler.hpp"
+#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/schedule.hpp"
 #include "gridrun/runner/signals.hpp"
 #include "job_harness.hpp"
@@ -67,8 +68,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Phases of one step, in the order they happen.
-enum Phase { kData, kForward, kBackward, kExposed, kOptimizer, kStep, kPhases };
+// The timed parts of one step, in the order they happen (not to be confused with a compare-by
+// phase of a run, report/phases.hpp).
+enum StepPart { kData, kForward, kBackward, kExposed, kOptimizer, kStep, kStepParts };
 
 // Host clocks on CPU; CUDA events on GPU (host clocks around asynchronous kernels would measure
 // launch time, not work). Each pending step has its own slot, resolved when its interval is
@@ -82,10 +84,10 @@ class StepTimer {
     cur_ = &slots_[slot];
     t0_ = last_ = Clock::now();
 #ifdef GRIDRUN_HAVE_NCCL
-    if (cuda_) cur_->ev[kPhases].record();
+    if (cuda_) cur_->ev[kStepParts].record();
 #endif
   }
-  void mark(Phase p) {
+  void mark(StepPart p) {
 #ifdef GRIDRUN_HAVE_NCCL
     if (cuda_) {
       cur_->ev[p].record();
@@ -100,18 +102,18 @@ class StepTimer {
     }
     last_ = now;
   }
-  // Phase durations of a slot; kStep is the whole step (the others plus the flags exchange).
-  std::array<double, kPhases> resolve(std::size_t slot) {
+  // Part durations of a slot; kStep is the whole step (the others plus the flags exchange).
+  std::array<double, kStepParts> resolve(std::size_t slot) {
     Slot& s = slots_.at(slot);
 #ifdef GRIDRUN_HAVE_NCCL
     if (cuda_) {
       s.ev[kStep].synchronize();
-      at::cuda::CUDAEvent* prev = &s.ev[kPhases];
+      at::cuda::CUDAEvent* prev = &s.ev[kStepParts];
       for (int p = 0; p <= kOptimizer; ++p) {
         s.t[p] = prev->elapsed_time(s.ev[p]) / 1000.0;
         prev = &s.ev[p];
       }
-      s.t[kStep] = s.ev[kPhases].elapsed_time(s.ev[kStep]) / 1000.0;
+      s.t[kStep] = s.ev[kStepParts].elapsed_time(s.ev[kStep]) / 1000.0;
     }
 #endif
     return s.t;
@@ -119,9 +121,9 @@ class StepTimer {
 
  private:
   struct Slot {
-    std::array<double, kPhases> t{};
+    std::array<double, kStepParts> t{};
 #ifdef GRIDRUN_HAVE_NCCL
-    std::array<at::cuda::CUDAEvent, kPhases + 1> ev{
+    std::array<at::cuda::CUDAEvent, kStepParts + 1> ev{
         at::cuda::CUDAEvent(cudaEventDefault), at::cuda::CUDAEvent(cudaEventDefault),
         at::cuda::CUDAEvent(cudaEventDefault), at::cuda::CUDAEvent(cudaEventDefault),
         at::cuda::CUDAEvent(cudaEventDefault), at::cuda::CUDAEvent(cudaEventDefault),
@@ -411,7 +413,7 @@ class TrainLoop : private LoopBase {
   void queue_row(const StepOut& out, std::int64_t samples);
   void drain_rows();
   std::vector<double> interval_metrics();
-  void write_rows(const std::vector<double>& red, const std::vector<std::array<double, kPhases>>& times,
+  void write_rows(const std::vector<double>& red, const std::vector<std::array<double, kStepParts>>& times,
                   const std::vector<double>& all);
   void flush();
   int interrupt(const EpochClock& ec);
@@ -550,7 +552,7 @@ std::vector<double> TrainLoop::step() {
     graph_->replay(x, y, lr);
     out.loss = graph_->loss().clone();
     out.correct = graph_->correct().clone();
-    for (Phase p : {kForward, kBackward, kExposed, kOptimizer}) timer_.mark(p);
+    for (StepPart p : {kForward, kBackward, kExposed, kOptimizer}) timer_.mark(p);
   } else
 #endif
   {
@@ -657,8 +659,8 @@ void TrainLoop::drain_rows() {
     wall_tp_.add(samples);
   }
   std::vector<double> mine;
-  mine.reserve(k * kPhases);
-  std::vector<std::array<double, kPhases>> times(k);
+  mine.reserve(k * kStepParts);
+  std::vector<std::array<double, kStepParts>> times(k);
   for (std::size_t i = 0; i < k; ++i) {
     times[i] = timer_.resolve(i);
     mine.insert(mine.end(), times[i].begin(), times[i].end());
@@ -699,7 +701,7 @@ std::vector<double> TrainLoop::interval_metrics() {
 
 // Rank 0: the interval's /steps rows and progress lines; `all` holds every rank's phase times.
 void TrainLoop::write_rows(const std::vector<double>& red,
-                           const std::vector<std::array<double, kPhases>>& times,
+                           const std::vector<std::array<double, kStepParts>>& times,
                            const std::vector<double>& all) {
   const std::size_t k = pending_.size();
   for (std::size_t i = 0; i < k; ++i) {
@@ -716,7 +718,7 @@ void TrainLoop::write_rows(const std::vector<double>& red,
     row.rank_step_s.resize(world_);
     double mx = 0;
     for (int r = 0; r < world_; ++r) {
-      row.rank_step_s[r] = all[(r * k + i) * kPhases + kStep];
+      row.rank_step_s[r] = all[(r * k + i) * kStepParts + kStep];
       mx = std::max(mx, row.rank_step_s[r]);
     }
     if (row.step > j_.timing_warmup_steps) rank_max_step_s_.push_back(mx);
@@ -839,7 +841,7 @@ void TrainLoop::finish(results::Status status, const std::string& reason) {
     }
     if (!profiler_.empty()) {
       h_.writer()->set_profile(profiler_.ops());
-      profiler_.write_chrome_trace((fs::path(o_.out_dir) / (o_.id + ".profile.json")).string(), rank_);
+      profiler_.write_chrome_trace((fs::path(o_.out_dir) / run::RunDir::profile_trace_name(o_.id)).string(), rank_);
     }
   }
   h_.finish(status, reason, std::move(s));

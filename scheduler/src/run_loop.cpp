@@ -99,7 +99,7 @@ std::map<std::string, double> measured_durations(results::ResultsFolder& folder,
                                                  const std::vector<jobs::Job>& jobs) {
   std::vector<std::string> names;
   names.reserve(jobs.size());
-  for (const auto& j : jobs) names.push_back(j.id + ".h5");
+  for (const auto& j : jobs) names.push_back(run::RunDir::result_file_name(j.id));
   results::FolderReadOptions fo;
   fo.depth = results::Depth::Summary;
   std::map<std::string, double> out;
@@ -143,7 +143,7 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
       o_(opts),
       train_(std::move(train_bin)),
       out_(out),
-      rd_(opts.out + "/" + plan.ex.name),
+      rd_(run::RunDir::for_grid(opts.out, plan.ex.name)),
       ard_(fs::absolute(rd_.root()).lexically_normal().string()),
       exec_(make_executor(opts.executor)),
       prepared_(
@@ -385,7 +385,7 @@ void RunLoop::on_exit(std::size_t i, int code) {
   // The ended job's file, read once through the folder (its index entry is written with the state).
   results::FolderReadOptions fo;
   fo.depth = results::Depth::Summary;
-  const auto got = folder_->read({job.id + ".h5"}, fo);
+  const auto got = folder_->read({run::RunDir::result_file_name(job.id)}, fo);
   const std::string status = got[0].ok ? got[0].data.status : "";
   if (got[0].ok)
     if (auto w = measured_wall(got[0].data)) measured_[job.id] = *w;
@@ -488,6 +488,7 @@ void RunLoop::close_phase(const std::string& value) {
   run::PhaseRecord rec;
   rec.name = value;
   rec.makespan_s = progress_->elapsed() - ph.t0;
+  rec.start_unix = base::unix_now() - rec.makespan_s;
   rec.busy_resource_s = ph.busy;
   rec.capacity = cluster.total_gpus() > 0 ? cluster.total_gpus() : cluster.total_cores();
   for (std::size_t i : ph.members) rec.jobs.push_back(ex_.jobs[i].id);

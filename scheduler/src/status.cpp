@@ -56,7 +56,7 @@ std::map<std::string, DiskGlance> glance_results(const run::RunDir& dir) {
       // An unreadable final file with a live .partial beside it: the .partial tells the state.
       std::error_code ec;
       if (!partial && fs::exists(dir.partial_file(id), ec))
-        partial_after_bad_final.push_back(id + ".h5.partial");
+        partial_after_bad_final.push_back(run::RunDir::partial_file_name(id));
       continue;
     }
     DiskGlance& g = out[id];
@@ -124,7 +124,7 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
     state = dir.load_state();
   } catch (const std::exception& e) {
     // Read-only here: the next `gridrun run` quarantines it; states come from the results files.
-    st.damaged.push_back("state.json (" + base::printable_line(e.what()) + ")");
+    st.damaged.push_back(fs::path(dir.state_file()).filename().string() + " (" + base::printable_line(e.what()) + ")");
   }
   st.name = state.name.empty() ? fs::path(root).filename().string() : state.name;
   // Jobs known from state.json and from job files (a crashed submit may have written only those).
@@ -176,7 +176,7 @@ void print_json(const RunStatus& st, std::ostream& os) {
   os << root.dump(-1, ' ', false, base::Json::error_handler_t::replace) << "\n";
 }
 
-// Table and CSV go through the shared table writer (results/table.hpp), one job per line.
+// Table and CSV go through the shared table writer (base/table.hpp), one job per line.
 // For people (`for_people`): an empty word or no exit code shows as "-", and a run no Slurm job
 // belongs to (`gridrun run`) leaves out the two Slurm columns, so node and results fit. For
 // programs (CSV): every column, empty fields empty, exit code -1 for "none".

@@ -242,7 +242,7 @@ void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
   if (!o.signal.empty()) sbatch_line(s, "--signal=" + signal_for(o.signal, a.shape.time_s));
   sbatch_line(s, "--requeue");
   sbatch_line(s, "--open-mode=append");
-  sbatch_line(s, "--output=" + sbatch_quote(script_paths(o.run_dir).logs + "/slurm-%A_%a.out"));
+  sbatch_line(s, "--output=" + sbatch_quote(run::RunDir(o.run_dir).log_file("slurm-%A_%a.out")));
   site_lines(s, o);
   if (!o.constraint.empty()) sbatch_line(s, "--constraint=" + o.constraint);
   // The template's directives join the header; its commands wait until every #SBATCH line is out
@@ -505,7 +505,7 @@ void collect_script(const ScriptOptions& o, ScriptSet& set) {
   sbatch_line(c, "--time=0:30:00");
   sbatch_line(c, "--kill-on-invalid-dep=no");
   sbatch_line(c, "--open-mode=append");
-  sbatch_line(c, "--output=" + sbatch_quote(script_paths(o.run_dir).logs + "/collect-%j.out"));
+  sbatch_line(c, "--output=" + sbatch_quote(run::RunDir(o.run_dir).log_file("collect-%j.out")));
   site_lines(c, o);
   c += "\nexec " + shell_quote(o.gridrun_bin) + " collect " + shell_quote(o.run_dir) + "\n";
 }

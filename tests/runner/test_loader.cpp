@@ -13,7 +13,7 @@
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/loader.hpp"
-#include "gridrun/runner/sampler.hpp"
+#include "gridrun/runner/epoch_sampler.hpp"
 
 using namespace gridrun::runner;
 

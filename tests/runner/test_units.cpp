@@ -15,7 +15,7 @@
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/foreach_sgd.hpp"
 #include "gridrun/runner/options.hpp"
-#include "gridrun/runner/sampler.hpp"
+#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/schedule.hpp"
 
 using namespace gridrun::runner;

@@ -58,7 +58,7 @@ M64 = (1 << 64) - 1
 
 
 def permutation(n, seed, epoch):
-    # runner/src/sampler.cpp: Fisher-Yates driven by splitmix64.
+    # runner/src/epoch_sampler.cpp: Fisher-Yates driven by splitmix64.
     p = list(range(n))
     s = ((seed * 0x100000001B3) & M64) ^ ((epoch + 0x5bd1e995) & M64)
     for i in range(n - 1, 0, -1):

@@ -244,8 +244,16 @@ def case_large_vs_small_cpu():
     st = state("large-vs-small-cpu")
     phases = st["phases"]
     assert set(phases) == {"1", "2"}, phases
+    # state.json records a phase's facts; the report derives its figures from them and the job files.
     for v in phases.values():
-        assert v["makespan_s"] > 0 and len(v["jobs"]) == 2 and v["samples_per_s"] > 0, v
+        assert v["makespan_s"] > 0 and len(v["jobs"]) == 2 and v["busy_resource_s"] > 0 and v["capacity"] == 2, v
+    rep = subprocess.run([GRIDRUN, "report", os.path.join(OUT, "large-vs-small-cpu"), "--format", "json"],
+                         text=True, capture_output=True)
+    assert rep.returncode == 0, rep.stderr
+    table = [t for t in json.loads(rep.stdout)["tables"] if t["title"].startswith("One large vs several small")]
+    assert len(table) == 1 and {r["phase"] for r in table[0]["rows"]} == {"1", "2"}, rep.stdout
+    for row in table[0]["rows"]:
+        assert row["samples/s"] > 0 and row["jobs"] == 2, row
     # ranks=2 jobs ran one after another, ranks=1 jobs side by side on different cores
     jobs = st["jobs"]
     two = sorted((jobs[j]["start_unix"], jobs[j]["end_unix"]) for j in phases["2"]["jobs"])

@@ -29,6 +29,13 @@ void append_new_member(Json& object, std::string key, Json value);
 // Reads and parses a whole file; throws std::runtime_error naming the path and the cause.
 Json read_json_file(const std::string& path);
 
+// `v` on one line without spaces; invalid UTF-8 in strings is replaced (U+FFFD), never thrown for.
+std::string dump_line(const Json& v);
+// A double as JSON has it: NaN is null and +-infinity +-1e308 (JSON has neither), a whole number
+// an integer; others rounded to `digits` significant digits, so that the dump is as short as the
+// figure is precise.
+Json json_number(double v, int digits = 17);
+
 // JSON string escaping for hand-built JSON (the canonical id writer, streaming writers):
 // '"' and '\\' escaped, \n \r \t \b \f by name, other control characters as \u00XX.
 void append_json_escaped(std::string& out, std::string_view s);

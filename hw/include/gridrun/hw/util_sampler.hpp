@@ -1,6 +1,5 @@
-// Utilization sampling for a results file's /util (hw/: the hardware facts a job reads at run time,
-// beside the peak probe; results/ only stores the samples): per-rank process CPU % and RSS from /proc, node CPU % from
-// /proc/stat, and per-GPU figures from NVML.
+// Utilization sampling for a results file's /util (results/ only stores the samples): per-rank
+// process CPU % and RSS from /proc, node CPU % from /proc/stat, and per-GPU figures from NVML.
 //
 // Why NVML through dlopen: `gridrun` and `gridrun-train` must build and run on machines without a
 // GPU driver; libnvidia-ml.so.1 is looked up at run time and, when missing, GPU columns are absent
@@ -78,7 +77,7 @@ class UtilSampler {
  public:
   using Sink = std::function<void(const UtilSample&)>;
   // Starts the thread. Throws std::invalid_argument for a bad rate.
-  UtilSampler(std::unique_ptr<UtilReader> probe, const SamplerOptions& opts, Sink sink);
+  UtilSampler(std::unique_ptr<UtilReader> reader, const SamplerOptions& opts, Sink sink);
   ~UtilSampler();  // stop() then join
   UtilSampler(const UtilSampler&) = delete;
   UtilSampler& operator=(const UtilSampler&) = delete;
@@ -86,11 +85,11 @@ class UtilSampler {
   void stop();                  // idempotent; after it returns the sink is not called again
   std::size_t samples() const;  // rows delivered so far
   std::string error() const;    // what stopped the thread early (a throwing sink), or ""
-  const UtilReader& probe() const { return *probe_; }
+  const UtilReader& reader() const { return *reader_; }
 
  private:
   void loop();
-  std::unique_ptr<UtilReader> probe_;
+  std::unique_ptr<UtilReader> reader_;
   SamplerOptions opts_;
   Sink sink_;
   mutable std::mutex mu_;

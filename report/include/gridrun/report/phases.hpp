@@ -25,10 +25,11 @@ struct PhaseFigures {
   // From the phase's first job start until its last job reached target_accuracy (NaN unless all
   // did): what "which arrangement answers sooner" asks.
   double time_to_target_s = std::nan("");
+  // Recorded phases: every job the phase ran (failed ones too); derived phases: the readable files.
   std::vector<std::string> jobs;
 };
 
-// The phases of a run, in the order they ran (their first job's start). A recorded phase (state.json
+// The phases of a run, in the order they ran (a recorded phase's start, else its first job's). A recorded phase (state.json
 // of `gridrun run`) takes its makespan and allocation from the record: samples = sum of its jobs'
 // `samples` (jobs without a readable file, e.g. failed, count for the makespan only),
 // samples_per_s = samples / makespan, alloc_util = busy / (capacity x makespan), util_mean = mean of

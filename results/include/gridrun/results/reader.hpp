@@ -20,6 +20,11 @@
 
 namespace gridrun::results {
 
+// How much of a record the caller needs: Glance (id, status, exit reason, attempts: `status`),
+// Summary (+ root attributes, parameters, /summary: text reports, `collect`, `run`), Full (+ the
+// /steps, /epochs, /util and /profile tables: HTML and profile reports).
+enum class Depth { Glance = 0, Summary = 1, Full = 2 };
+
 // A root attribute or a parameter value (JSON booleans become `bool`).
 using AttrValue = std::variant<std::int64_t, double, std::string>;
 std::string to_string(const ParamValue& v);

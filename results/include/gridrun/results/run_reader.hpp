@@ -29,11 +29,6 @@
 
 namespace gridrun::results {
 
-// How much of a record the caller needs: Glance (id, status, exit reason, attempts: `status`),
-// Summary (+ root attributes, parameters, /summary: text reports, `collect`, `run`), Full (+ the
-// /steps, /epochs, /util and /profile tables: HTML and profile reports).
-enum class Depth { Glance = 0, Summary = 1, Full = 2 };
-
 struct FolderReadOptions {
   Depth depth = Depth::Summary;
   bool use_index = true;       // false: read every file, neither read nor write the index

@@ -43,10 +43,15 @@ class RunDir {
   std::string logs_dir() const;                             // logs/
   std::string log_out(const std::string& id) const;         // logs/<id>.out
   std::string log_err(const std::string& id) const;         // logs/<id>.err
+  std::string log_file(const std::string& name) const;      // logs/<name> (Slurm's patterns)
   std::string heartbeat_file(const std::string& id) const;  // logs/<id>.out.heartbeat
   std::string results_dir() const;                          // results/ (its files: results/run_reader.hpp)
   std::string result_file(const std::string& id) const;     // .../results/<id>.h5
   std::string partial_file(const std::string& id) const;    // .../results/<id>.h5.partial
+  // A job's file name in any results folder (gridrun-train --out may name another one).
+  static std::string result_file_name(const std::string& id);   // <id>.h5
+  static std::string partial_file_name(const std::string& id);  // <id>.h5.partial
+  static std::string profile_trace_name(const std::string& id);  // <id>.profile.json (Chrome trace)
   std::string checkpoints_dir() const;                      // checkpoints/
   std::string checkpoint_dir(const std::string& id) const;  // checkpoints/<id>/
   std::string slurm_dir() const;                            // slurm/
@@ -56,6 +61,7 @@ class RunDir {
   std::string state_file() const;
   std::string index_file() const;                     // results.h5
   std::string grid_copy() const;                      // grid.yaml
+  std::string probe_file() const;                     // probe.json (`gridrun probe --out`, report roofs)
   std::string lock_file() const;                      // lock
   std::string rankfile(const std::string& id) const;  // jobs/<id>.rankfile (Open MPI binding)
   void create_layout() const;                         // mkdir -p of all folders but slurm/

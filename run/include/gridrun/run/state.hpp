@@ -48,6 +48,7 @@ struct JobRecord {
 // One compare-by phase as `gridrun run` saw it run (state.json "phases".<name>).
 struct PhaseRecord {
   std::string name;                      // the compare-by value
+  double start_unix = std::nan("");      // when the phase started (phases are listed in run order)
   double makespan_s = std::nan("");      // from the phase's start to its last job's end
   double busy_resource_s = std::nan("");  // allocated resource-seconds (GPUs on a GPU cluster, else cores)
   double capacity = std::nan("");         // GPUs (GPU cluster) or cores of the cluster

@@ -11,7 +11,7 @@
 // retry failures with --resume, and save state.json after every event. Inside, the validation is
 // plan_grid, the real run a RunLoop (src/run_loop.hpp: reconcile, launch, on exit, on signal,
 // close phase) printing through Progress (src/progress.hpp); the run directory is prepared by
-// run::prepare_run (run_dir.hpp), as for `gridrun submit`.
+// run::prepare_run (run/prepare.hpp), as for `gridrun submit`.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,5 @@
-// Helpers shared by the results library's translation units; not installed, not a public API.
+// Reading a job file in this process, shared by the reader, the writer (finish) and the run
+// reader; not installed, not a public API.
 #pragma once
 
 #include <hdf5.h>
@@ -22,11 +23,5 @@ JobData read_job_here(const std::string& path, const ReadOptions& opts);
 // gave no answer (crashed, hung, exited inside libhdf5) makes the file "damaged: reading it ...";
 // otherwise the read's own message, on one line.
 std::string guarded_read_failure(const base::IsolatedRun& got);
-
-// /attempts: one row per start of the runner on a file (columns of one dataset each, so h5py
-// reads them as arrays). The datasets are small and fixed-size; appending rewrites the group,
-// which is only done before SWMR writing starts (at create and at resume).
-void append_attempt(hid_t file, const Attempt& a);
-std::vector<Attempt> read_attempts(hid_t file);  // empty when the file has no /attempts
 
 }  // namespace gridrun::results::detail
