@@ -36,6 +36,7 @@ struct ReportCli {
   std::string group_by;
   std::vector<std::string> filters;
   int width = 100;
+  bool all = false;        // also the jobs of earlier grids of the run directory
   std::string html;        // write the HTML report here instead of printing tables
   int profile_top = 0;     // > 0: print the top operators of each profiled job instead
   double peak_tflops = 0;  // 0: built-in GPU table and the CPU probe
@@ -113,15 +114,19 @@ int cmd_report(const Args& args) {
   ReportCli o;
   po::options_description opts(
       "usage: gridrun report RUN_DIR|results.h5 [options]\n\n"
-      "Prints the per-job table and, where the jobs allow, scaling over ranks (weak/strong),\n"
-      "GPU vs CPU, convergence and one-large vs several-small phase tables. Repeated seeds are\n"
-      "averaged (± = 95% interval). A RUN_DIR is read from its job files (current state); a\n"
-      "results.h5 from its /jobs table.\n\noptions");
+      "A compare-by run's report opens with the verdict (which arrangement finished sooner, by\n"
+      "how much). Then the per-job table and, where the jobs allow, scaling over ranks\n"
+      "(weak/strong), GPU vs CPU, convergence and one-large vs several-small phase tables.\n"
+      "Repeated seeds are averaged (± = 95% interval from 3 seeds). A RUN_DIR is read from its\n"
+      "job files (current state); a results.h5 from its /jobs table. Only the jobs of the run's\n"
+      "current grid (RUN_DIR/grid.yaml) are reported unless --all.\n\noptions");
   opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
       "format,f", po::value(&o.format)->default_value("table"), "table | markdown | csv | json")(
       "group-by,g", po::value(&o.group_by), "print the tables once per value of this parameter")(
       "filter", po::value(&o.filters)->composing(),
       "KEY=VALUE: keep jobs whose parameter (or id, status) equals VALUE; repeatable, all must match")(
+      "all", po::bool_switch(&o.all),
+      "also report the jobs of earlier grids in the run directory (left out by default)")(
       "width,w", po::value(&o.width)->default_value(100),
       "wrap table/markdown output at this width (40-400)")(
       "profile", po::value(&o.profile_top)->implicit_value(15),
@@ -146,6 +151,7 @@ int cmd_report(const Args& args) {
   ro.format = o.format;
   ro.group_by = o.group_by;
   ro.width = o.width;
+  ro.all = o.all;
   for (const auto& f : o.filters) {
     auto eq = f.find('=');
     if (eq == std::string::npos || eq == 0)

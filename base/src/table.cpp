@@ -107,6 +107,13 @@ void render_text(const Table& t, const TableStyle& style, std::ostream& out) {
   const int width = style.width;
   const bool markdown = style.format == "markdown";
   std::size_t n = t.columns.size();
+  if (n == 0) {  // a table of notes only: a paragraph under its title (a report's verdict)
+    if (style.heading) out << (markdown ? "### " : "") << t.title << "\n" << (markdown ? "\n" : std::string(std::min<std::size_t>(display_width(t.title), width), '=') + "\n");
+    for (const auto& note : t.notes)
+      for (const auto& l : wrap(note, static_cast<std::size_t>(width))) out << l << "\n";
+    if (style.heading) out << "\n";
+    return;
+  }
   std::vector<std::size_t> w(n);
   std::vector<bool> right(n, true);
   for (std::size_t c = 0; c < n; ++c) {

@@ -19,6 +19,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/report/html_report.hpp"
 #include "gridrun/report/roofline.hpp"
+#include "gridrun/report/verdict.hpp"
 #include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::report {
@@ -414,18 +415,21 @@ Chart power_chart(const std::vector<JobView>& jobs, int max) {
   return c;
 }
 
-Chart phase_chart(const std::vector<PhaseFigures>& phases) {
-  Chart c = make_chart("phases", "One large vs several small: phases", "", "makespan (s)", "bar");
-  c.y1label = "aggregate samples/s";
-  BarSet m{"makespan (s)", {}, 0, false}, t{"aggregate samples/s", {}, 1, true};
+// One chart per quantity of the phases (makespan: lower is better; aggregate samples/s: higher is
+// better; time to target: lower is better), one bar per arrangement, both axes titled. A phase
+// that is not a measurement has no bar (its reason is in the verdict above the charts).
+Chart phase_chart(const std::vector<PhaseFigures>& phases, const std::string& id, const std::string& title,
+                  const std::string& ylabel, double PhaseFigures::*field, int color) {
+  Chart c = make_chart(id, title, "arrangement (compare-by phase)", ylabel, "bar");
+  BarSet b{ylabel, {}, color, false};
   for (const auto& p : phases) {
-    c.labels.push_back(p.name);
-    m.values.push_back(p.makespan_s);
-    t.values.push_back(p.samples_per_s);
+    c.labels.push_back(p.label + (p.unmeasured.empty() ? "" : " (not measured)"));
+    b.values.push_back(p.*field);
   }
-  if (any_finite(m.values)) c.bars.push_back(m);
-  if (any_finite(t.values)) c.bars.push_back(t);
-  if (c.bars.empty()) c.note = "No phases recorded (RUN_DIR/state.json has none: not a compare-by run).";
+  if (any_finite(b.values)) c.bars.push_back(b);
+  if (c.bars.empty())
+    c.note = phases.empty() ? "No phases (not a compare-by run)."
+                            : "No phase has this figure (see the verdict and the phase table).";
   return c;
 }
 
@@ -571,6 +575,8 @@ void check_html_output(const std::string& output) {
 HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
   check_html_output(opts.output);
   std::vector<Table> tables = build_tables(run.jobs, run.phases, opts);
+  note_left_out(tables, run, opts);
+  const std::vector<std::string> verdict = verdict_lines(run.phases, VerdictOptions{run.compare_by, run.rerun_prefix});
   std::vector<JobRecord> selected = select_jobs(run.jobs, opts);
   // The views take the loaded files over (tables and all): each selected id once, no copies.
   std::map<std::string, JobData*> loaded;
@@ -608,7 +614,14 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
                                speedup_chart(tables),
                                util_chart(jobs, opts.max_points),
                                power_chart(jobs, opts.max_points),
-                               phase_chart(run.phases),
+                               phase_chart(run.phases, "phase_makespan", "Makespan per arrangement (lower is better)",
+                                           "makespan (s)", &PhaseFigures::makespan_s, 0),
+                               phase_chart(run.phases, "phase_throughput",
+                                           "Aggregate throughput per arrangement (higher is better)",
+                                           "aggregate samples/s", &PhaseFigures::samples_per_s, 1),
+                               phase_chart(run.phases, "phase_target",
+                                           "Time to target accuracy per arrangement (lower is better)",
+                                           "time to target (s)", &PhaseFigures::time_to_target_s, 2),
                                roofline_chart(roof)};
   for (auto& c : operator_charts(jobs, opts.max_profiled_jobs)) charts.push_back(c);
   if (!roof.points.empty()) tables.push_back(roofline_table(roof));
@@ -648,6 +661,11 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
        << (status_line.empty() ? "" : " (" + html(status_line) + ")") << " &middot; "
        << html(opts.input) << " &middot; generated " << html(base::iso_now())
        << " by gridrun " GRIDRUN_VERSION "</p>\n";
+  if (!verdict.empty()) {
+    page << "<section id=\"verdict\">\n<h2>Verdict</h2>\n";
+    for (const auto& l : verdict) page << "<p>" << html(l) << "</p>\n";
+    page << "</section>\n";
+  }
   if (!unreadable.empty()) {
     page << "<p class=\"note\">Unreadable job files (tables only, no time series): ";
     for (std::size_t k = 0; k < unreadable.size(); ++k) page << (k ? ", " : "") << html(unreadable[k]);

@@ -8,9 +8,12 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/job.hpp"
+#include "gridrun/jobs/params.hpp"
 
 namespace gridrun::report {
 
@@ -82,62 +85,115 @@ double first_start(const std::vector<const JobData*>& members) {
   return first;
 }
 
+// Did two of the jobs run at the same time (their [start, end] intervals overlap)?
+bool overlapped(const std::vector<const JobData*>& members) {
+  std::vector<std::pair<double, double>> spans;
+  for (const JobData* d : members) {
+    const auto start = job_time(*d, "start_unix", d->start_time), end = job_time(*d, "end_unix", d->end_time);
+    if (start && end) spans.emplace_back(*start, *end);
+  }
+  std::sort(spans.begin(), spans.end());
+  for (std::size_t k = 1; k < spans.size(); ++k)
+    if (spans[k].first < spans[k - 1].second) return true;
+  return false;
+}
+
+// The sittings the jobs' attempts ran in; a Slurm requeue (restart_count > 0) is one of its own,
+// because the job's time is then split around the requeue.
+std::set<std::string> sittings_of(const std::vector<const JobData*>& members) {
+  std::set<std::string> out;
+  for (const JobData* d : members)
+    for (const auto& a : d->attempts)
+      if (!a.sitting.empty())
+        out.insert(a.restart_count > 0 ? a.sitting + "/requeue-" + std::to_string(a.restart_count) : a.sitting);
+  return out;
+}
+
+// Largest coefficient of variation of samples/s among jobs that differ only in their seed.
+double seed_noise(const std::vector<const JobData*>& members) {
+  std::map<std::string, std::vector<double>> by_config;
+  for (const JobData* d : members) {
+    const auto sps = figure(*d, "samples_per_s");
+    if (!d->params || !sps) continue;
+    jobs::JobParams p = *d->params;
+    p.seed = 0;
+    by_config[jobs::canonical_json(p)].push_back(*sps);
+  }
+  double worst = kNaN;
+  for (const auto& [config, v] : by_config) {
+    if (v.size() < 2) continue;
+    double mean = 0, ss = 0;
+    for (double x : v) mean += x;
+    mean /= static_cast<double>(v.size());
+    for (double x : v) ss += (x - mean) * (x - mean);
+    const double cv = mean > 0 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) / mean : kNaN;
+    if (std::isfinite(cv)) worst = std::isnan(worst) ? cv : std::max(worst, cv);
+  }
+  return worst;
+}
+
+void withhold(PhaseFigures& p, std::string why) {
+  p.unmeasured = std::move(why);
+  p.makespan_s = p.samples_per_s = p.util_mean = p.alloc_util = p.samples = p.time_to_target_s = kNaN;
+}
+
 }  // namespace
 
-std::vector<PhaseFigures> complete_phases(const std::map<std::string, run::PhaseRecord>& recorded,
-                                          const std::vector<const JobData*>& jobs) {
+std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vector<const JobData*>& jobs) {
+  std::map<std::string, std::vector<const JobData*>> by_phase;
+  for (const JobData* j : jobs) {
+    const std::string phase = j->attr_string("meta.phase");
+    if (!phase.empty()) by_phase[phase].push_back(j);
+  }
+  for (const auto& [name, rec] : in.recorded) by_phase[name];  // a recorded phase without files
   // (first start, phase): phases are listed in the order they ran.
   std::vector<std::pair<double, PhaseFigures>> out;
-  if (!recorded.empty()) {
-    std::map<std::string, const JobData*> by_id;
-    for (const JobData* j : jobs) by_id[j->id] = j;
-    for (const auto& [name, rec] : recorded) {
-      PhaseFigures p;
-      p.name = name;
-      p.jobs = rec.jobs;
-      p.makespan_s = rec.makespan_s;
-      std::vector<const JobData*> members;
-      JobSums sums;
-      for (const auto& id : rec.jobs)
-        if (auto it = by_id.find(id); it != by_id.end()) {
-          members.push_back(it->second);
-          sums.add(*it->second);
-        }
-      const double m = rec.makespan_s;
-      p.samples = sums.samples;
+  for (const auto& [name, members] : by_phase) {
+    PhaseFigures p;
+    p.name = name;
+    p.label = in.compare_by.empty() ? name : in.compare_by + "=" + name;
+    for (const JobData* d : members) p.jobs.push_back(d->id);
+    JobSums sums;
+    for (const JobData* d : members) sums.add(*d);
+    p.samples = sums.samples;
+    p.time_to_target_s = time_to_target(members);
+    p.seed_noise = seed_noise(members);
+    p.side_by_side = overlapped(members);
+    const auto sittings = sittings_of(members);
+    p.sittings = static_cast<int>(sittings.size());
+    double start = first_start(members);
+    const auto rec = in.recorded.find(name);
+    if (rec != in.recorded.end()) {
+      const run::PhaseRecord& r = rec->second;
+      const double m = r.makespan_s;
+      p.makespan_s = m;
       p.samples_per_s = m > 0 ? sums.samples / m : kNaN;
-      p.alloc_util = m > 0 && rec.capacity > 0 ? rec.busy_resource_s / (rec.capacity * m) : kNaN;
+      p.alloc_util = m > 0 && r.capacity > 0 ? r.busy_resource_s / (r.capacity * m) : kNaN;
       p.util_mean = sums.util_n > 0 ? sums.util_mean() : p.alloc_util;
-      // Every job must have reached the target; one without a readable file did not say so.
-      p.time_to_target_s = members.size() == rec.jobs.size() ? time_to_target(members) : kNaN;
-      out.emplace_back(std::isfinite(rec.start_unix) ? rec.start_unix : first_start(members), std::move(p));
-    }
-  } else {
-    std::map<std::string, std::vector<const JobData*>> by_phase;
-    for (const JobData* j : jobs) {
-      const std::string phase = j->attr_string("meta.phase");
-      if (!phase.empty()) by_phase[phase].push_back(j);
-    }
-    for (const auto& [name, members] : by_phase) {
-      PhaseFigures p;
-      p.name = name;
+      if (std::isfinite(r.start_unix)) start = r.start_unix;
+      std::size_t covered = 0;
+      for (const JobData* d : members)
+        covered += std::find(r.jobs.begin(), r.jobs.end(), d->id) != r.jobs.end() ? 1 : 0;
+      if (covered < members.size())
+        withhold(p, "state.json's record of it covers " + std::to_string(covered) + " of its " +
+                        std::to_string(members.size()) + " jobs (jobs ran in another sitting or were added later)");
+    } else if (!in.recorded.empty() || members.empty()) {
+      withhold(p, "no record of it in state.json");
+    } else {
       double first = kNaN, last = kNaN;
-      JobSums sums;
       for (const JobData* d : members) {
-        p.jobs.push_back(d->id);
-        const auto start = job_time(*d, "start_unix", d->start_time);
-        const auto end = job_time(*d, "end_unix", d->end_time);
-        if (start) first = std::isnan(first) ? *start : std::min(first, *start);
-        if (end) last = std::isnan(last) ? *end : std::max(last, *end);
-        sums.add(*d);
+        const auto s0 = job_time(*d, "start_unix", d->start_time), e0 = job_time(*d, "end_unix", d->end_time);
+        if (s0) first = std::isnan(first) ? *s0 : std::min(first, *s0);
+        if (e0) last = std::isnan(last) ? *e0 : std::max(last, *e0);
       }
       p.makespan_s = last - first;
-      p.samples = sums.samples;
       p.samples_per_s = p.makespan_s > 0 ? sums.samples / p.makespan_s : kNaN;
       p.util_mean = sums.util_mean();
-      p.time_to_target_s = time_to_target(members);
-      out.emplace_back(first_start(members), std::move(p));
     }
+    if (p.unmeasured.empty() && p.sittings > 1)
+      withhold(p, "its jobs ran in " + std::to_string(p.sittings) +
+                      " sittings (an interruption, a resume, jobs added later or a requeue)");
+    out.emplace_back(start, std::move(p));
   }
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<PhaseFigures> phases;

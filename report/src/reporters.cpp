@@ -31,7 +31,7 @@ class TablesReporter : public Reporter {
   void report(LoadedRun run, const ReportOptions& opts, std::ostream& out, std::ostream&) override {
     ReportOptions o = opts;
     o.format = format_;
-    render(build_tables(run.jobs, run.phases, o), o, out);
+    render(run_tables(run, o), o, out);
   }
 
  private:
@@ -133,7 +133,10 @@ std::unique_ptr<Reporter> make_reporter(const std::string& name) {
 
 void write_report(const ReportOptions& opts, Reporter& reporter, std::ostream& out, std::ostream& log) {
   reporter.check(opts);  // bad options fail before anything is read
-  reporter.report(load_run(opts.input, log, reporter.depth()), opts, out, log);
+  LoadOptions lo;
+  lo.depth = reporter.depth();
+  lo.all = opts.all;
+  reporter.report(load_run(opts.input, log, lo), opts, out, log);
 }
 
 }  // namespace gridrun::report

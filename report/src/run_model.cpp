@@ -2,10 +2,14 @@
 // file read once, to the depth asked.
 #include "gridrun/report/run_model.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/grid.hpp"
 #include "gridrun/report/collect.hpp"
 #include "gridrun/run/run_dir.hpp"
 
@@ -22,14 +26,50 @@ std::map<std::string, const JobData*> LoadedRun::data_by_id() const {
   return out;
 }
 
-LoadedRun load_run(const std::string& input, std::ostream& log, Depth depth) {
+namespace {
+
+// The ids and compare-by key of the run's current grid (its grid.yaml copy, which `gridrun run`
+// and `gridrun submit` rewrite when the grid changes); nullopt when there is none or it no longer
+// loads (then nothing is left out).
+struct CurrentGrid {
+  std::set<std::string> ids;
+  std::string compare_by;
+};
+std::optional<CurrentGrid> current_grid(const run::RunDir& rd, std::ostream& log) {
+  std::error_code ec;
+  if (!fs::is_regular_file(rd.grid_copy(), ec)) return std::nullopt;
+  try {
+    const jobs::Expansion ex = jobs::load_grid(rd.grid_copy());
+    CurrentGrid g;
+    for (const auto& j : ex.jobs) g.ids.insert(j.id);
+    g.compare_by = ex.compare_by;
+    return g;
+  } catch (const std::exception& e) {
+    log << "report: " << rd.grid_copy() << " does not load (" << base::printable_line(e.what())
+        << "); reporting every job of the run directory\n";
+    return std::nullopt;
+  }
+}
+
+// The id in a skipped line "<dir>/<id>.h5[.partial]: why".
+std::string skipped_id(const std::string& line) {
+  const std::string path = line.substr(0, line.find(": "));
+  std::string name = fs::path(path).filename().string();
+  return name.substr(0, name.find('.'));
+}
+
+}  // namespace
+
+LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOptions& opts) {
+  const Depth depth = opts.depth;
   const fs::path in = input;
   LoadedRun run;
+  std::vector<std::string> skipped;
   if (fs::is_directory(in)) {
     if (!fs::is_directory(run::RunDir(input).results_dir()))
       throw std::invalid_argument(input + ": not a run directory (no results/ folder)");
     ScannedRun scanned = scan_results(input, depth);
-    for (const auto& s : scanned.skipped) log << "report: skipped " << s << "\n";
+    skipped = std::move(scanned.skipped);
     run.jobs = std::move(scanned.records);
     run.data = std::move(scanned.data);
     run.run_dir = in.string();
@@ -48,21 +88,44 @@ LoadedRun load_run(const std::string& input, std::ostream& log, Depth depth) {
       if (r.ok)
         run.data.push_back(std::move(r.data));
       else if (depth == Depth::Full)
-        log << "report: skipped " << r.error << "\n";
+        skipped.push_back(r.error);
     }
   } else {
     throw std::invalid_argument(input + ": no such run directory or results.h5");
   }
+  const run::RunDir rd(run.run_dir);
+  const std::optional<CurrentGrid> grid = current_grid(rd, log);
+  if (grid) {
+    run.compare_by = grid->compare_by;
+    run.rerun_prefix = "gridrun run " + rd.grid_copy() + " --out " +
+                       (fs::path(rd.root()).parent_path().empty() ? std::string(".")
+                                                                   : fs::path(rd.root()).parent_path().string());
+  }
+  // Jobs of earlier grids in the same run directory (a changed parameter, a removed value) are not
+  // part of what the current grid asks; they stay in the files and in results.h5.
+  if (grid && !opts.all) {
+    auto current = [&](const std::string& id) { return grid->ids.count(id) > 0; };
+    const std::size_t before = run.jobs.size();
+    run.jobs.erase(std::remove_if(run.jobs.begin(), run.jobs.end(), [&](const auto& r) { return !current(r.id); }),
+                   run.jobs.end());
+    run.left_out = before - run.jobs.size();
+    run.data.erase(std::remove_if(run.data.begin(), run.data.end(), [&](const auto& d) { return !current(d.id); }),
+                   run.data.end());
+    skipped.erase(std::remove_if(skipped.begin(), skipped.end(), [&](const auto& l) { return !current(skipped_id(l)); }),
+                  skipped.end());
+  }
+  for (const auto& s : skipped) log << "report: skipped " << s << "\n";
   std::vector<const JobData*> read;
   for (const auto& d : run.data) read.push_back(&d);
-  std::map<std::string, run::PhaseRecord> recorded;
+  PhaseInput phases;
+  phases.compare_by = run.compare_by;
   try {
-    recorded = run::RunDir(run.run_dir).load_state().phases;
+    phases.recorded = rd.load_state().phases;
   } catch (const std::exception& e) {
     // A damaged state.json costs the recorded phases only (the next `gridrun run` quarantines it).
     log << "report: ignoring " << base::printable_line(e.what()) << "\n";
   }
-  run.phases = complete_phases(recorded, read);
+  run.phases = complete_phases(phases, read);
   return run;
 }
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "gridrun/report/tables.hpp"
+#include "gridrun/report/verdict.hpp"
 
 namespace gridrun::report {
 
@@ -75,9 +76,15 @@ std::string fmt(double v, int prec) {
   return buf;
 }
 
+// The mean with its 95% interval from 3 seeds on; from 2 an interval would only show how far two
+// numbers are apart (a t quantile of 12.7 makes it wider than the mean itself), so "(n=2)".
 Cell agg_cell(const Agg& a, int prec) {
-  Cell c{fmt(a.mean, prec), a.mean, a.n > 1 ? a.ci : kNaN, true};
-  if (a.n > 1 && !std::isnan(a.ci)) c.text += " ±" + fmt(a.ci, prec);
+  const bool interval = a.n >= 3 && !std::isnan(a.ci);
+  Cell c{fmt(a.mean, prec), a.mean, interval ? a.ci : kNaN, true};
+  if (interval)
+    c.text += " ±" + fmt(a.ci, prec);
+  else if (a.n == 2)
+    c.text += " (n=2)";
   return c;
 }
 
@@ -302,7 +309,7 @@ Table scaling_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
   }
   t.notes.push_back(
       "weak: fixed batch per rank; strong: fixed global batch. Speed-up and efficiency "
-      "relative to the fewest ranks in the group (1 when present); ± = 95% CI over seeds.");
+      "relative to the fewest ranks in the group (1 when present); ± = 95% CI over 3 or more seeds (n=2: no interval).");
   return t;
 }
 
@@ -377,18 +384,24 @@ Table convergence_table(const std::vector<JobRecord>& jobs, const std::vector<st
   }
   t.notes.push_back(
       "epochs/time to target: first evaluation at or above the target (mean over the "
-      "seeds that reached it); final_acc: last test accuracy; ± = 95% CI over seeds.");
+      "seeds that reached it); final_acc: last test accuracy; ± = 95% CI over 3 or more seeds (n=2: no interval).");
   return t;
 }
 
 Table phase_table(const std::vector<PhaseFigures>& phases) {
   Table t;
   t.title = "One large vs several small (phases)";
-  t.columns = {"phase", "jobs", "makespan_s", "samples/s", "util%", "time_to_target_s"};
-  for (const auto& p : phases)
-    t.rows.push_back({text_cell(p.name), number_cell(static_cast<double>(p.jobs.size()), 0),
+  t.columns = {"phase", "jobs", "ran", "makespan_s", "samples/s", "util%", "time_to_target_s"};
+  for (const auto& p : phases) {
+    const std::string ran = !p.unmeasured.empty()   ? "not measured"
+                            : p.jobs.size() <= 1    ? "alone"
+                            : p.side_by_side        ? "side by side"
+                                                    : "one after another";
+    t.rows.push_back({text_cell(p.label), number_cell(static_cast<double>(p.jobs.size()), 0), text_cell(ran),
                       number_cell(p.makespan_s, 1), number_cell(p.samples_per_s, 1),
                       number_cell(100 * p.util_mean, 1), number_cell(p.time_to_target_s, 1)});
+    if (!p.unmeasured.empty()) t.notes.push_back(p.label + ": not measured: " + p.unmeasured + " (see the verdict).");
+  }
   t.notes.push_back(
       "Makespan of the phase (state.json of `gridrun run`; for Slurm runs the job files' start "
       "and end times), aggregate throughput of its jobs, mean utilization, and "
@@ -511,6 +524,38 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
   }
   if (!phases.empty()) out.push_back(phase_table(phases));
   return out;
+}
+
+Table verdict_table(const std::vector<std::string>& lines, const std::string& format) {
+  Table t;
+  t.title = "Verdict";
+  if (format == "table" || format == "markdown") {
+    t.notes = lines;  // a paragraph
+  } else {
+    t.columns = {"verdict"};
+    for (const auto& l : lines) t.rows.push_back({text_cell(l)});
+  }
+  return t;
+}
+
+std::vector<Table> run_tables(const LoadedRun& run, const ReportOptions& opts) {
+  std::vector<Table> out;
+  const auto verdict = verdict_lines(run.phases, VerdictOptions{run.compare_by, run.rerun_prefix});
+  if (!verdict.empty()) out.push_back(verdict_table(verdict, opts.format));
+  for (auto& t : build_tables(run.jobs, run.phases, opts)) out.push_back(std::move(t));
+  note_left_out(out, run, opts);
+  return out;
+}
+
+void note_left_out(std::vector<Table>& tables, const LoadedRun& run, const ReportOptions& opts) {
+  if (run.left_out == 0) return;
+  for (auto& t : tables)
+    if (t.title.rfind("Jobs", 0) == 0) {
+      t.notes.push_back(std::to_string(run.left_out) +
+                        " job(s) of the run directory are not in its current grid (grid.yaml) and are left out "
+                        "of every table; `gridrun report " + opts.input + " --all` shows them.");
+      return;
+    }
 }
 
 void render(const std::vector<Table>& tables, const ReportOptions& opts, std::ostream& out) {

@@ -53,10 +53,11 @@ std::vector<Attempt> read_attempts(hid_t file) {
     n = static_cast<std::size_t>(h5::rows_of(ds));
   }
   const auto started = strings_of(g, "started_at", n), host = strings_of(g, "hostname", n),
-             hosts = strings_of(g, "hostnames", n), batch = strings_of(g, "batch_id", n);
+             hosts = strings_of(g, "hostnames", n), batch = strings_of(g, "batch_id", n),
+             sitting = strings_of(g, "sitting", n);
   const auto resumed = ints_of(g, "resumed_from_step", n, 0), restarts = ints_of(g, "restart_count", n, -1);
   for (std::size_t i = 0; i < n; ++i)
-    out.push_back(Attempt{started[i], host[i], hosts[i], batch[i], resumed[i], restarts[i]});
+    out.push_back(Attempt{started[i], host[i], hosts[i], batch[i], sitting[i], resumed[i], restarts[i]});
   return out;
 }
 
@@ -65,7 +66,7 @@ void append_attempt(hid_t file, const Attempt& a) {
   all.push_back(a);
   if (h5::exists(file, kGroup)) H5_CHECK(H5Ldelete(file, kGroup, H5P_DEFAULT));
   h5::Id g = H5_OWN(H5Gcreate2(file, kGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-  std::vector<std::string> started, host, hosts, batch;
+  std::vector<std::string> started, host, hosts, batch, sitting;
   std::vector<std::int64_t> number, resumed, restarts;
   for (std::size_t i = 0; i < all.size(); ++i) {
     number.push_back(static_cast<std::int64_t>(i + 1));
@@ -73,6 +74,7 @@ void append_attempt(hid_t file, const Attempt& a) {
     host.push_back(all[i].hostname);
     hosts.push_back(all[i].hostnames);
     batch.push_back(all[i].batch_id);
+    sitting.push_back(all[i].sitting);
     resumed.push_back(all[i].resumed_from_step);
     restarts.push_back(all[i].restart_count);
   }
@@ -81,6 +83,7 @@ void append_attempt(hid_t file, const Attempt& a) {
   h5::write_strings(g, "hostname", host);
   h5::write_strings(g, "hostnames", hosts);
   h5::write_strings(g, "batch_id", batch);
+  h5::write_strings(g, "sitting", sitting);
   h5::write_int64s(g, "resumed_from_step", resumed);
   h5::write_int64s(g, "restart_count", restarts);
 }

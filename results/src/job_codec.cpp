@@ -82,7 +82,7 @@ void put_glance(ByteWriter& w, const JobData& j) {
   w.str(j.exit_reason);
   w.u64(j.attempts.size());
   for (const auto& a : j.attempts) {
-    for (const auto* s : {&a.started_at, &a.hostname, &a.hostnames, &a.batch_id}) w.str(*s);
+    for (const auto* s : {&a.started_at, &a.hostname, &a.hostnames, &a.batch_id, &a.sitting}) w.str(*s);
     w.i64(a.resumed_from_step);
     w.i64(a.restart_count);
   }
@@ -94,7 +94,7 @@ void get_glance(ByteReader& r, JobData& j) {
   j.exit_reason = r.str();
   for (std::size_t n = r.count(48); n > 0; --n) {
     Attempt a;
-    for (auto* s : {&a.started_at, &a.hostname, &a.hostnames, &a.batch_id}) *s = r.str();
+    for (auto* s : {&a.started_at, &a.hostname, &a.hostnames, &a.batch_id, &a.sitting}) *s = r.str();
     a.resumed_from_step = r.i64();
     a.restart_count = r.i64();
     j.attempts.push_back(std::move(a));

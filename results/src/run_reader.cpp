@@ -24,7 +24,7 @@ using detail::ByteWriter;
 
 namespace {
 
-constexpr std::string_view kMagic = "GRIDRUN-INDEX-2\n";
+constexpr std::string_view kMagic = "GRIDRUN-INDEX-3\n";
 
 using base::ends_with;
 

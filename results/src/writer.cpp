@@ -401,6 +401,7 @@ Attempt H5JobWriter::this_attempt() const {
   a.hostname = info_.attempt_hostname;
   a.hostnames = info_.attempt_hostnames;
   a.batch_id = info_.attempt_batch_id;
+  a.sitting = info_.attempt_sitting;
   a.resumed_from_step = info_.resume_from_step;
   a.restart_count = info_.attempt_restart_count;
   return a;

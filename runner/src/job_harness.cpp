@@ -99,6 +99,9 @@ results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
   const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
   const char* array_task = std::getenv("SLURM_ARRAY_TASK_ID");
   const char* job = std::getenv("SLURM_JOB_ID");
+  // Which sitting of the launcher started it (the job file's meta.sitting): the report measures a
+  // phase only when all its jobs ran in one.
+  if (const auto it = o.meta.find("sitting"); it != o.meta.end()) info.attempt_sitting = it->second;
   if (array_job && array_task)
     info.attempt_batch_id = std::string(array_job) + "_" + array_task;
   else if (job)

@@ -34,8 +34,8 @@ namespace {
 
 void check_options(const RunOptions& o) {
   if (o.retries < 0 || o.retries > 100) throw std::invalid_argument("--retries: must be in [0, 100]");
-  if (!o.rerun.empty() && o.rerun != "failed" && o.rerun != "all")
-    throw std::invalid_argument("--rerun: expected 'failed' or 'all', got '" + o.rerun + "'");
+  if (!o.rerun.empty() && o.rerun != "failed" && o.rerun != "all" && o.rerun.rfind("phase=", 0) != 0)
+    throw std::invalid_argument("--rerun: expected 'failed', 'all' or 'phase=VALUE', got '" + o.rerun + "'");
   make_placement(o.policy);  // throws on an unknown name
 }
 
@@ -92,6 +92,16 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
     Request r = request_for(ex.jobs[i]);
     r.gpus *= slots / plan.share[i];  // a whole GPU is `slots` slots
     plan.req.push_back(r);
+  }
+  if (o.rerun.rfind("phase=", 0) == 0) {
+    const std::string value = o.rerun.substr(6);
+    std::string known;
+    for (const auto& p : plan.phase_order) known += (known.empty() ? "" : ", ") + p;
+    if (ex.compare_by.empty())
+      throw std::invalid_argument("--rerun " + o.rerun + ": the grid has no compare: {by: KEY}, so no phases");
+    if (std::find(plan.phase_order.begin(), plan.phase_order.end(), value) == plan.phase_order.end())
+      throw std::invalid_argument("--rerun " + o.rerun + ": no phase " + ex.compare_by + "=" + value +
+                                  " in this grid (phases: " + known + ")");
   }
   return plan;
 }

@@ -142,6 +142,8 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
       ex_(plan.ex),
       o_(opts),
       train_(std::move(train_bin)),
+      sitting_("run-" + std::to_string(static_cast<long long>(base::unix_now() * 1000)) + "-" +
+               std::to_string(::getpid())),
       out_(out),
       rd_(run::RunDir::for_grid(opts.out, plan.ex.name)),
       ard_(fs::absolute(rd_.root()).lexically_normal().string()),
@@ -280,18 +282,21 @@ void RunLoop::reconcile_job(std::size_t i) {
   // Its checkpoints continue that lost history; a retry must not resume from them either.
   if (restart) fs::remove_all(rd_.checkpoint_dir(job.id), ec);
   const run::JobOutcome disk = run::outcome_from_results(final_status);
-  if (o_.rerun != "all" && run::is_finished(disk)) {
+  // --rerun all, or --rerun phase=V for the jobs of phase V: from scratch, whatever is on disk.
+  const bool again = o_.rerun == "all" || (o_.rerun.rfind("phase=", 0) == 0 && o_.rerun.substr(6) == plan_.phase[i]);
+  // (A fresh start writes a new file: its /attempts hold this sitting's only.)
+  if (!again && run::is_finished(disk)) {
     rec.state = disk;
     ++skipped_;
     return;
   }
   to_run_[i] = 1;
-  resume_[i] = static_cast<char>(o_.rerun != "all" && !restart &&
+  resume_[i] = static_cast<char>(!again && !restart &&
                                  !(o_.rerun == "failed" && rec.state == run::JobOutcome::Failed) &&
                                  has_checkpoint(rd_.checkpoint_dir(job.id)));
   if (rec.state == run::JobOutcome::Running || run::is_finished(rec.state))
     rec.state = run::JobOutcome::Interrupted;  // a crash left it running, or its results file is gone
-  if (o_.rerun == "all") rec.state = run::JobOutcome::Pending;
+  if (again) rec.state = run::JobOutcome::Pending;
   jobs::write_job_file(rd_.job_file(job.id), run::with_phase(job, plan_.phase[i]));
 }
 
@@ -317,6 +322,7 @@ void RunLoop::launch(const Start& s) {
   job.meta["gpus"] = rec.gpus;
   job.meta["host"] = rec.host;
   job.meta["phase"] = plan_.phase[i];
+  job.meta["sitting"] = sitting_;
   jobs::write_job_file(rd_.job_file(job.id), job);
   phase_->tries[i] += 1;
   --progress_->counts().pending;

@@ -74,6 +74,9 @@ class RunLoop {
   const jobs::Expansion& ex_;
   const RunOptions& o_;
   std::string train_;
+  // This `gridrun run`'s sitting (run-<start ms>-<pid>), recorded in every attempt it launches:
+  // a phase whose jobs ran in more than one sitting is not a measurement (report/phases.hpp).
+  std::string sitting_;
   std::ostream& out_;
   run::RunDir rd_;   // as given (messages)
   run::RunDir ard_;  // absolute (what launched processes get)

@@ -179,8 +179,8 @@ ScriptOptions script_options(const SubmitOptions& opts, const jobs::Expansion& e
 
 // Job files of the jobs submitted now (packed steps record their planned GPUs and cores) and of
 // jobs that have none yet; a finished job's file is left as it is (it says how it ran).
-void write_job_files(const run::RunDir& rd, const jobs::Expansion& exp,
-                     const std::vector<jobs::Job>& todo, const std::vector<Bundle>& bundles) {
+void write_job_files(const run::RunDir& rd, const jobs::Expansion& exp, const std::vector<jobs::Job>& todo,
+                     const std::vector<Bundle>& bundles, int submission) {
   std::map<std::string, std::pair<std::string, std::string>> planned;
   for (const auto& b : bundles)
     for (const auto& st : b) planned[st.job_id] = {st.gpus, st.cores};
@@ -195,6 +195,8 @@ void write_job_files(const run::RunDir& rd, const jobs::Expansion& exp,
       j.meta["packed"] = "true";
     }
     j.meta["launcher"] = "slurm";
+    // The sitting its attempts record (a requeue adds one with restart_count > 0; report/phases.hpp).
+    if (submitting.count(j.id)) j.meta["sitting"] = "submit-" + std::to_string(submission);
     add_phase(exp, j);
     const std::string text = jobs::job_to_json(j);
     if (base::try_read_file(rd.job_file(j.id)) != text) base::write_file_atomic(rd.job_file(j.id), text);
@@ -279,7 +281,7 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
     bundles = std::move(pk.bundles);
     plain = std::move(pk.rest);
   }
-  write_job_files(rd, exp, todo, bundles);
+  write_job_files(rd, exp, todo, bundles, so.submission);
   rd.save_state(prepared.state);
 
   if (todo.empty()) {

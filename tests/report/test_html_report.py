@@ -147,12 +147,20 @@ def main():
         html_path = os.path.join(tmp, "synthetic.html")
         r = run([args.gridrun, "report", syn, "--html", html_path])
         check(r.returncode == 0, f"report --html (synthetic): {r.stderr}")
-        html = check_page(args, tmp, "synthetic", html_path, min_charts=10, expect_notes=0)
+        html = check_page(args, tmp, "synthetic", html_path, min_charts=12, expect_notes=0)
         data = embedded_data(html)
         check(data is not None, "synthetic: embedded JSON block")
         charts = {c["id"]: c for c in data["charts"]}
-        for cid in ("loss", "accuracy", "scaling", "speedup", "util", "power", "phases", "roofline"):
+        phase_ids = ("phase_makespan", "phase_throughput", "phase_target")
+        for cid in ("loss", "accuracy", "scaling", "speedup", "util", "power", "roofline") + phase_ids:
             check(cid in charts and not charts[cid]["note"], f"synthetic: chart {cid} has data")
+        # The phases: one quantity per chart, both axes titled, one bar per arrangement.
+        for cid in phase_ids:
+            c = charts[cid]
+            check(len(c["bars"]) == 1 and c["xlabel"] and c["ylabel"] and not c["y1label"],
+                  f"synthetic: {cid}: one quantity, axes titled: {c['xlabel']!r} / {c['ylabel']!r}")
+            check(c["labels"] == ["one-large", "several-small"], f"synthetic: {cid} bars: {c['labels']}")
+        check('<section id="verdict">' in html and " wins, " in html, "synthetic: the verdict opens the page")
         roof = charts["roofline"]
         roofs = [s for s in roof["series"] if s["label"].startswith("roof: ")]
         points = [s for s in roof["series"] if not s["label"].startswith("roof: ")]

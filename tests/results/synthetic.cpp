@@ -37,6 +37,7 @@ void write_synthetic_job(const std::string& run_dir, const SyntheticJob& j) {
   info.gpus = gpu ? 1 : 0;
   info.gpu_absent_reason = gpu ? "" : "cpu job";
   info.flush_interval_s = 0;
+  if (!j.phase.empty()) info.str_attrs["meta.phase"] = j.phase;
   std::ofstream(fs::path(run_dir) / "jobs" / (j.id + ".json")) << "{\"id\":\"" << j.id << "\"}\n";
   auto w = JobWriter::create((fs::path(run_dir) / "results").string(), info);
   double wall = 0;
@@ -123,6 +124,8 @@ void make_synthetic_run(const std::string& run_dir) {
       j.id = "cpu-r" + std::to_string(ranks) + "-s" + std::to_string(seed);
       j.ranks = ranks;
       j.seed = seed;
+      if (ranks == 1) j.phase = "several-small";
+      if (ranks == 4 && seed == 0) j.phase = "one-large";
       write_synthetic_job(run_dir, j);
     }
     SyntheticJob g;

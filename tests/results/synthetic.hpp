@@ -15,6 +15,7 @@ struct SyntheticJob {
   double target = 0.85;
   Status status = Status::Completed;
   bool finish = true;  // false: leave a .partial as a dead job would
+  std::string phase;   // its compare-by phase (meta.phase), if any
 };
 
 // Writes `<run_dir>/results/<id>.h5` for one job.

@@ -266,6 +266,70 @@ def case_large_vs_small_cpu():
         assert ("%.1f" % v["makespan_s"]) in r.stdout or ("%.0f" % v["makespan_s"]) in r.stdout, r.stdout
 
 
+def phase_rows(run_dir, *extra):
+    """The phase table of `gridrun report RUN --format json` (rows by phase label) and the verdict."""
+    r = subprocess.run([GRIDRUN, "report", run_dir, "--format", "json"] + list(extra), text=True,
+                       capture_output=True)
+    assert r.returncode == 0, r.stderr
+    tables = json.loads(r.stdout)["tables"]
+    phases = [t for t in tables if t["title"].startswith("One large vs several small")]
+    verdict = [row["verdict"] for t in tables if t["title"] == "Verdict" for row in t["rows"]]
+    jobs = [t for t in tables if t["title"].startswith("Jobs")][0]
+    return ({row["phase"]: row for row in phases[0]["rows"]} if phases else {}), verdict, jobs
+
+
+def case_phase_sittings():
+    # A compare grid interrupted inside a phase (ranks=2 runs its two jobs one after another; Ctrl-C
+    # once the first is done) and run again: that phase ran in two sittings and gets no figures,
+    # only the reason and the command that measures it again; --rerun phase=2 measures it in one
+    # sitting. Then a grid with one more seed, and one with a changed parameter:
+    # the report shows the current grid's jobs only, with a line saying how many were left out.
+    body = SMALL + "compare: {by: ranks}\ngrid:\n  model: [mlp, lenet]\n  ranks: [2, 1]\n  epochs: [3]\n"
+    g = grid("sittings", body)
+    rd = os.path.join(OUT, "sittings")
+    p = start([g])
+    lines = []
+    read_until(p, "phase ranks=2:", lines)
+    read_until(p, "] done ", lines)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=300)
+    assert p.returncode == 1, "".join(lines)
+    r = run([g, "--no-report"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows, verdict, _ = phase_rows(rd)
+    assert set(rows) == {"ranks=2", "ranks=1"}, rows
+    assert rows["ranks=1"]["makespan_s"] > 0 and rows["ranks=1"]["ran"] == "side by side", rows
+    assert rows["ranks=2"]["makespan_s"] is None and rows["ranks=2"]["ran"] == "not measured", rows
+    line = [v for v in verdict if v.startswith("No verdict for ranks=2")]
+    assert line and "--rerun phase=2" in line[0], verdict
+    r = run([g, "--no-report", "--rerun", "phase=2"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows, verdict, _ = phase_rows(rd)
+    assert rows["ranks=2"]["makespan_s"] > 0 and rows["ranks=2"]["ran"] == "one after another", rows
+    assert rows["ranks=1"]["makespan_s"] > 0, rows
+    assert any(" wins, " in v and "x faster" in v for v in verdict), verdict
+    # --rerun phase=V names a phase of the grid
+    r = run([g, "--rerun", "phase=7"])
+    assert r.returncode == 2 and "no phase ranks=7" in r.stderr, r.stderr
+    # One more seed: the new jobs run in a later sitting, so neither phase is a measurement now.
+    g = grid("sittings", body + "seeds: [0, 1]\n")
+    r = run([g, "--no-report"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows, verdict, jobs = phase_rows(rd)
+    assert all(row["ran"] == "not measured" for row in rows.values()), rows
+    assert len(jobs["rows"]) == 8 and not any("left out" in n for n in jobs["notes"]), jobs["notes"]
+    # A changed parameter: 8 new jobs; the 8 of the earlier grid are left out, and --all shows them.
+    g = grid("sittings", body.replace("epochs: [3]", "epochs: [2]") + "seeds: [0, 1]\n")
+    r = run([g, "--no-report"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows, verdict, jobs = phase_rows(rd)
+    assert len(jobs["rows"]) == 8, jobs["rows"]
+    assert any("8 job(s) of the run directory are not in its current grid" in n for n in jobs["notes"]), jobs
+    assert all(row["ran"] != "not measured" for row in rows.values()), rows  # the new jobs ran together
+    _, _, jobs = phase_rows(rd, "--all")
+    assert len(jobs["rows"]) == 16, len(jobs["rows"])
+
+
 def case_bad_input():
     g = grid("toolarge", SMALL + "grid:\n  model: [mlp]\n  ranks: [8]\n")
     r = run([g, "--cores", "2"])
@@ -285,6 +349,7 @@ CASES = {
     "kill_gridrun_orphans": case_kill_gridrun_orphans,
     "concurrent_and_interrupt": case_concurrent_and_interrupt,
     "large_vs_small_cpu": case_large_vs_small_cpu,
+    "phase_sittings": case_phase_sittings,
     "bad_input": case_bad_input,
 }
 

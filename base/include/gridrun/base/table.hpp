@@ -30,6 +30,8 @@ Cell number_cell(double value, int precision);
 
 struct Table {
   std::string title;
+  // No columns: a paragraph of notes under the title in table/markdown (machine formats give a
+  // table with no columns and the notes).
   std::vector<std::string> columns;
   std::vector<std::vector<Cell>> rows;
   std::vector<std::string> notes;  // printed under the table

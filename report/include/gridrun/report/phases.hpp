@@ -1,10 +1,15 @@
 // The figures of a compare-by run's phases ("one large vs several small"): from the facts the
-// scheduler recorded (run/state.hpp's PhaseRecord: jobs, makespan, allocated resource-seconds) and
-// what the jobs' result files say they achieved.
+// scheduler recorded (run/state.hpp's PhaseRecord: makespan, allocated resource-seconds) and what
+// the jobs' result files say: what they achieved, and in which sitting each attempt ran.
 //
 // Why here, and only here: the scheduler knows which jobs ran and for how long, the result files
-// know samples, utilization and time to target; the report is the one place that sees both, so the
-// figures are computed and named once (local and Slurm runs alike).
+// know samples, utilization, time to target and the sittings; the report is the one place that
+// sees both, so the figures are computed and named once (local and Slurm runs alike).
+//
+// Why sittings: a phase is a measurement only when all its jobs ran together, in one sitting of
+// the launcher (one `gridrun run`, one `gridrun submit` without requeues). An interruption, a
+// resume, jobs added to the grid later or a Slurm requeue split it, and its makespan then mixes
+// sittings; such a phase gets no figures, only the reason and the command that measures it again.
 #pragma once
 
 #include <cmath>
@@ -19,24 +24,35 @@ namespace gridrun::report {
 
 // One phase as the report shows it.
 struct PhaseFigures {
-  std::string name;
+  std::string name;   // the compare-by value
+  std::string label;  // "KEY=VALUE" ("ranks=2"), or the value when the key is unknown
   double makespan_s = std::nan(""), samples_per_s = std::nan(""), util_mean = std::nan("");
   double alloc_util = std::nan(""), samples = std::nan("");
   // From the phase's first job start until its last job reached target_accuracy (NaN unless all
   // did): what "which arrangement answers sooner" asks.
   double time_to_target_s = std::nan("");
-  // Recorded phases: every job the phase ran (failed ones too); derived phases: the readable files.
-  std::vector<std::string> jobs;
+  // The relative spread of throughput over seeds (largest coefficient of variation of samples/s
+  // among the phase's jobs that differ only in their seed; NaN without repeated seeds).
+  double seed_noise = std::nan("");
+  bool side_by_side = false;  // some of its jobs ran at the same time
+  int sittings = 0;           // distinct sittings its jobs' attempts ran in (0: not recorded)
+  std::string unmeasured;     // why the figures are withheld ("" when the phase is a measurement)
+  std::vector<std::string> jobs;  // the phase's jobs with a readable file
 };
 
-// The phases of a run, in the order they ran (a recorded phase's start, else its first job's). A recorded phase (state.json
-// of `gridrun run`) takes its makespan and allocation from the record: samples = sum of its jobs'
-// `samples` (jobs without a readable file, e.g. failed, count for the makespan only),
-// samples_per_s = samples / makespan, alloc_util = busy / (capacity x makespan), util_mean = mean of
-// the jobs' utilization means (0-1), else alloc_util. Without records (Slurm runs: no scheduler of
-// ours saw the phases run), phases come from the files' `meta.phase`, start and end times. Every
-// phase gets its time_to_target_s. `jobs` are the readable job files.
-std::vector<PhaseFigures> complete_phases(const std::map<std::string, run::PhaseRecord>& recorded,
-                                          const std::vector<const results::JobData*>& jobs);
+struct PhaseInput {
+  std::map<std::string, run::PhaseRecord> recorded;  // state.json "phases" (empty for Slurm runs)
+  std::string compare_by;                            // the grid's compare-by key ("" if unknown)
+};
+
+// The phases of a run, in the order they ran (a recorded phase's start, else its first job's).
+// A phase's jobs are the readable files whose `meta.phase` is its value. A recorded phase (local
+// runs) takes its makespan and allocation from the record: samples = sum of its jobs' `samples`,
+// samples_per_s = samples / makespan, alloc_util = busy / (capacity x makespan), util_mean = mean
+// of the jobs' utilization means (0-1), else alloc_util. Without a record (Slurm runs: no
+// scheduler of ours saw them), the makespan runs from the first job's start to the last one's end.
+// A phase whose jobs ran in more than one sitting, or that its record does not cover, is
+// `unmeasured` and its figures are NaN.
+std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vector<const results::JobData*>& jobs);
 
 }  // namespace gridrun::report

@@ -26,12 +26,22 @@ struct LoadedRun {
   // (its links; the phase figures need them). Only the readable ones, so not aligned with `jobs`.
   std::vector<results::JobData> data;
   std::vector<PhaseFigures> phases;
+  std::string compare_by;    // the current grid's compare-by key ("" if none or unknown)
+  std::size_t left_out = 0;  // jobs of the run directory not in its current grid (grid.yaml)
+  // The command that reruns this run's grid ("gridrun run RUN/grid.yaml --out OUT"), for advice.
+  std::string rerun_prefix;
   // id -> its JobData, for the records whose file was readable.
   std::map<std::string, const results::JobData*> data_by_id() const;
 };
 
+struct LoadOptions {
+  results::Depth depth = results::Depth::Summary;
+  // Also the jobs of earlier grids of the run directory (by default only the current grid.yaml's).
+  bool all = false;
+};
+
 // Throws std::invalid_argument when `input` is neither a run directory nor a results.h5; skipped
 // job files are named on `log`.
-LoadedRun load_run(const std::string& input, std::ostream& log, results::Depth depth = results::Depth::Summary);
+LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOptions& opts = {});
 
 }  // namespace gridrun::report

@@ -14,6 +14,7 @@
 #include "gridrun/base/table.hpp"
 #include "gridrun/hw/peaks.hpp"
 #include "gridrun/report/phases.hpp"
+#include "gridrun/report/run_model.hpp"
 #include "gridrun/results/run_index.hpp"
 
 namespace gridrun::report {
@@ -25,6 +26,7 @@ struct ReportOptions {
   std::string group_by;                                      // parameter name, or ""
   std::vector<std::pair<std::string, std::string>> filters;  // key=value, all must match
   int width = 100;                                           // text/markdown wrap width
+  bool all = false;  // also the jobs of earlier grids of the run directory (load_run's LoadOptions)
   // html: the page to write (temporary file, then renamed), its roofs and its limits.
   std::string output;
   hw::RoofOptions roofline;
@@ -41,6 +43,13 @@ std::vector<results::JobRecord> select_jobs(const std::vector<results::JobRecord
 // Validates filters/group-by against the records (std::invalid_argument naming the flag).
 std::vector<base::Table> build_tables(const std::vector<results::JobRecord>& jobs,
                                       const std::vector<PhaseFigures>& phases, const ReportOptions& opts);
+// The report of a loaded run: the verdict first (verdict.hpp), then build_tables, with a line under
+// the jobs table when jobs of earlier grids were left out.
+std::vector<base::Table> run_tables(const LoadedRun& run, const ReportOptions& opts);
+// The line under the jobs table when jobs of earlier grids were left out (run.left_out > 0).
+void note_left_out(std::vector<base::Table>& tables, const LoadedRun& run, const ReportOptions& opts);
+// The verdict lines as a table: a paragraph for table/markdown, a "verdict" column for csv/json.
+base::Table verdict_table(const std::vector<std::string>& lines, const std::string& format);
 // base::render_tables with opts.format and opts.width.
 void render(const std::vector<base::Table>& tables, const ReportOptions& opts, std::ostream& out);
 

@@ -60,6 +60,9 @@ struct TableData {
 // One row of /attempts: one start of the runner on this file (the first, and each resume).
 struct Attempt {
   std::string started_at, hostname, hostnames, batch_id;
+  // The launcher's sitting that started it: `run-<start ms>-<pid>` for one `gridrun run`,
+  // `submit-<n>` for a Slurm submission; "" for files written before sittings were recorded.
+  std::string sitting;
   std::int64_t resumed_from_step = 0, restart_count = -1;
 };
 

@@ -47,7 +47,7 @@ struct JobFileInfo {
   // This attempt, one row of /attempts (appended on every create or resume; docs/results.md):
   // where rank 0 ran, every rank's host, and the batch system's job id and restart count when the
   // job runs under one (empty / -1 otherwise).
-  std::string attempt_hostname, attempt_hostnames, attempt_batch_id;
+  std::string attempt_hostname, attempt_hostnames, attempt_batch_id, attempt_sitting;
   std::int64_t attempt_restart_count = -1;
   // append_* also flush on their own when the last flush is older than this (crash safety without
   // a timer thread); <= 0 disables the automatic flush.

@@ -30,7 +30,9 @@ struct RunOptions {
   std::string policy = "packed";
   std::size_t max_parallel = 0;  // 0 = as many as fit
   int retries = 1;               // extra attempts per job and invocation
-  std::string rerun;             // "", "failed" (failed from scratch) or "all" (everything)
+  // "", "failed" (failed from scratch), "all" (everything) or "phase=VALUE" (that compare-by
+  // phase's jobs from scratch, together: a phase measured again in one sitting)
+  std::string rerun;
   bool dry_run = false;          // print the placement plan and commands; launch nothing
   bool simulate = false;         // print the simulated schedule; launch nothing
   ResourceOptions resources;

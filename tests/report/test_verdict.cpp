@@ -1,0 +1,126 @@
+// The verdict of a compare-by run (report/verdict.hpp) against a golden text: a win, a loss, a tie
+// inside the noise of the seeds, a phase that ran in two sittings; and complete_phases finding the
+// sittings in the jobs' /attempts. On mismatch the text is written to verdict.txt.actual here.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "gridrun/report/phases.hpp"
+#include "gridrun/report/verdict.hpp"
+
+using namespace gridrun::report;
+using gridrun::results::Attempt;
+using gridrun::results::JobData;
+
+namespace {
+
+PhaseFigures phase(const std::string& value, double makespan, int jobs, bool side_by_side) {
+  PhaseFigures p;
+  p.name = value;
+  p.label = "ranks=" + value;
+  p.makespan_s = makespan;
+  p.side_by_side = side_by_side;
+  for (int k = 0; k < jobs; ++k) p.jobs.push_back(value + "-job" + std::to_string(k));
+  return p;
+}
+
+std::string lines(const std::string& title, const std::vector<PhaseFigures>& phases) {
+  std::string out = "## " + title + "\n";
+  for (const auto& l : verdict_lines(phases, VerdictOptions{"ranks", "gridrun run runs/x/grid.yaml --out runs"}))
+    out += l + "\n";
+  return out + "\n";
+}
+
+JobData job(const std::string& id, const std::string& phase, double start, double end,
+            std::vector<std::string> sittings) {
+  JobData d;
+  d.id = id;
+  d.attrs["meta.phase"] = phase;
+  d.attrs["start_unix"] = start;
+  d.attrs["end_unix"] = end;
+  d.summary["samples"] = 1000;
+  for (const auto& s : sittings) {
+    Attempt a;
+    a.sitting = s;
+    d.attempts.push_back(a);
+  }
+  return d;
+}
+
+}  // namespace
+
+TEST(Verdict, GoldenTexts) {
+  std::string text;
+  {
+    auto large = phase("2", 14.2, 2, false), small = phase("1", 23.6, 2, true);
+    large.time_to_target_s = 8.1;
+    small.time_to_target_s = 12.0;
+    text += lines("one large job wins", {large, small});
+  }
+  text += lines("several small win", {phase("2", 30.0, 2, false), phase("1", 20.0, 2, true)});
+  {
+    auto a = phase("2", 20.0, 2, false), b = phase("1", 21.0, 2, true);
+    a.seed_noise = 0.06;
+    b.seed_noise = 0.04;
+    text += lines("a tie inside the noise of the seeds", {a, b});
+  }
+  {
+    auto a = phase("2", std::nan(""), 2, false), b = phase("1", 21.0, 2, true);
+    a.unmeasured = "its jobs ran in 2 sittings (an interruption, a resume, jobs added later or a requeue)";
+    text += lines("a phase in two sittings", {a, b});
+  }
+  text += lines("one phase only: no verdict", {phase("1", 21.0, 2, true)});
+  const std::string path = std::string(GOLDEN_DIR) + "/verdict.txt";
+  std::ifstream in(path);
+  std::stringstream golden;
+  golden << in.rdbuf();
+  if (golden.str() != text) std::ofstream("verdict.txt.actual") << text;
+  EXPECT_EQ(golden.str(), text) << "golden " << path << " differs; actual in verdict.txt.actual";
+}
+
+// Sittings come from the attempts: one sitting is a measurement; a second (a resumed job, a job
+// added later) withholds the figures; a Slurm requeue counts as a sitting of its own.
+TEST(Phases, SittingsFromAttempts) {
+  std::vector<JobData> files = {job("a", "1", 100, 110, {"run-1"}), job("b", "1", 100, 112, {"run-1"}),
+                                job("c", "2", 120, 130, {"run-1"}), job("d", "2", 131, 140, {"run-1", "run-2"})};
+  std::vector<const JobData*> read;
+  for (const auto& f : files) read.push_back(&f);
+  PhaseInput in;
+  in.compare_by = "ranks";
+  auto phases = complete_phases(in, read);
+  ASSERT_EQ(phases.size(), 2u);
+  EXPECT_EQ(phases[0].label, "ranks=1");
+  EXPECT_TRUE(phases[0].unmeasured.empty());
+  EXPECT_TRUE(phases[0].side_by_side);
+  EXPECT_DOUBLE_EQ(phases[0].makespan_s, 12);
+  EXPECT_DOUBLE_EQ(phases[0].samples_per_s, 2000.0 / 12);
+  EXPECT_EQ(phases[1].sittings, 2);
+  EXPECT_NE(phases[1].unmeasured.find("2 sittings"), std::string::npos) << phases[1].unmeasured;
+  EXPECT_TRUE(std::isnan(phases[1].makespan_s));
+
+  files[3].attempts = {Attempt{}, Attempt{}};
+  files[3].attempts[0].sitting = files[3].attempts[1].sitting = "submit-1";
+  files[2].attempts[0].sitting = "submit-1";
+  files[3].attempts[1].restart_count = 1;  // requeued by Slurm
+  phases = complete_phases(in, read);
+  EXPECT_EQ(phases[1].sittings, 2);
+  EXPECT_FALSE(phases[1].unmeasured.empty());
+}
+
+// A recorded phase (state.json) that does not cover all the phase's jobs is not a measurement:
+// its record was written by a sitting that ran only some of them.
+TEST(Phases, RecordThatMissesJobs) {
+  std::vector<JobData> files = {job("c", "2", 120, 130, {""}), job("d", "2", 131, 140, {""})};
+  std::vector<const JobData*> read = {&files[0], &files[1]};
+  PhaseInput in;
+  gridrun::run::PhaseRecord r;
+  r.name = "2";
+  r.makespan_s = 9;
+  r.jobs = {"d"};
+  in.recorded["2"] = r;
+  const auto phases = complete_phases(in, read);
+  ASSERT_EQ(phases.size(), 1u);
+  EXPECT_NE(phases[0].unmeasured.find("covers 1 of its 2 jobs"), std::string::npos) << phases[0].unmeasured;
+}
