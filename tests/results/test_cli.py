@@ -63,7 +63,9 @@ def main():
     check(eff[1] == 1 and 0 < eff[4] < eff[2] < 1, f"weak-scaling efficiency decreases: {eff}")
 
     p = run(g, "report", rd, "--format", "csv", "--filter", "device=gpu")
-    first = p.stdout.split("\n\n")[0].splitlines()
+    # The verdict section comes first (the synthetic run compares phases); the jobs table after it.
+    first = [s for s in p.stdout.split("\n\n") if s.startswith("# Jobs")][0].splitlines()
+    check(p.stdout.startswith("# Verdict\nverdict\n"), "csv: the verdict section first")
     rows = list(csv.DictReader(io.StringIO("\n".join(first[1:]))))
     check([r["id"] for r in rows] == ["gpu-r1-s0", "gpu-r1-s1"], f"--filter device=gpu: {rows}")
 

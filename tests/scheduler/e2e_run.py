@@ -251,7 +251,7 @@ def case_large_vs_small_cpu():
                          text=True, capture_output=True)
     assert rep.returncode == 0, rep.stderr
     table = [t for t in json.loads(rep.stdout)["tables"] if t["title"].startswith("One large vs several small")]
-    assert len(table) == 1 and {r["phase"] for r in table[0]["rows"]} == {"1", "2"}, rep.stdout
+    assert len(table) == 1 and {r["phase"] for r in table[0]["rows"]} == {"ranks=1", "ranks=2"}, rep.stdout
     for row in table[0]["rows"]:
         assert row["samples/s"] > 0 and row["jobs"] == 2, row
     # ranks=2 jobs ran one after another, ranks=1 jobs side by side on different cores
@@ -307,7 +307,7 @@ def case_phase_sittings():
     rows, verdict, _ = phase_rows(rd)
     assert rows["ranks=2"]["makespan_s"] > 0 and rows["ranks=2"]["ran"] == "one after another", rows
     assert rows["ranks=1"]["makespan_s"] > 0, rows
-    assert any(" wins, " in v and "x faster" in v for v in verdict), verdict
+    assert any(re.search(r" wins?, [0-9.]+x faster", v) for v in verdict), verdict
     # --rerun phase=V names a phase of the grid
     r = run([g, "--rerun", "phase=7"])
     assert r.returncode == 2 and "no phase ranks=7" in r.stderr, r.stderr
