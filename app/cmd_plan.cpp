@@ -24,10 +24,10 @@
 
 #include "commands.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
-#include "gridrun/base/table.hpp"
 #include "gridrun/scheduler/resources.hpp"
 
 namespace gridrun::app {

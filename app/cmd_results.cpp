@@ -74,7 +74,8 @@ void load_probe(const ReportCli& o, hw::RoofOptions& ro) {
     return;
   }
   const fs::path in = o.input;
-  const run::RunDir rd(fs::is_directory(in) ? in.string() : (in.parent_path().empty() ? "." : in.parent_path().string()));
+  const run::RunDir rd(fs::is_directory(in) ? in.string()
+                                            : (in.parent_path().empty() ? "." : in.parent_path().string()));
   for (const fs::path& p : {fs::path(rd.probe_file()), fs::path(hw::default_probe_path())}) {
     if (!fs::is_regular_file(p)) continue;
     try {

@@ -52,7 +52,8 @@ int run_impl(const Args& args, bool simulate_cmd) {
       "max-parallel,j", po::value(&o.max_parallel)->default_value(0),
       "at most N jobs at once (0: as many as fit)")("retries", po::value(&o.retries)->default_value(1),
                                                     "extra attempts per failed job (0-100)")(
-      "rerun", po::value(&o.rerun), "failed: rerun failed jobs from scratch; all: rerun everything; phase=VALUE: rerun that "
+      "rerun", po::value(&o.rerun),
+      "failed: rerun failed jobs from scratch; all: rerun everything; phase=VALUE: rerun that "
       "compare-by phase's jobs from scratch, together (a phase the report could not measure in one sitting)")(
       "dry-run,n", po::bool_switch(&o.dry_run), "print the placement plan and commands; launch nothing")(
       "simulate", po::bool_switch(&o.simulate), "print the simulated schedule; launch nothing")(

@@ -181,8 +181,8 @@ int cmd_submit(const Args& args) {
     if (!res.scripts.collect_script.empty())
       std::cout << "==> " << res.scripts.collect_path << " <==\n" << res.scripts.collect_script;
     std::cout << "gridrun submit: dry run: " << res.scripts.arrays.size() << " array script(s) for "
-              << (res.total_jobs - res.skipped_jobs) << " job(s) written to " << run::RunDir(res.run_dir).slurm_dir()
-              << ", nothing submitted\n";
+              << (res.total_jobs - res.skipped_jobs) << " job(s) written to "
+              << run::RunDir(res.run_dir).slurm_dir() << ", nothing submitted\n";
     return 0;
   }
   if (res.submitted_jobs > 0)

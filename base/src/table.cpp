@@ -7,8 +7,8 @@
 #include <stdexcept>
 
 #include "gridrun/base/json.hpp"
-#include "gridrun/base/text.hpp"
 #include "gridrun/base/table.hpp"
+#include "gridrun/base/text.hpp"
 
 namespace gridrun::base {
 
@@ -108,7 +108,10 @@ void render_text(const Table& t, const TableStyle& style, std::ostream& out) {
   const bool markdown = style.format == "markdown";
   std::size_t n = t.columns.size();
   if (n == 0) {  // a table of notes only: a paragraph under its title (a report's verdict)
-    if (style.heading) out << (markdown ? "### " : "") << t.title << "\n" << (markdown ? "\n" : std::string(std::min<std::size_t>(display_width(t.title), width), '=') + "\n");
+    if (style.heading)
+      out << (markdown ? "### " : "") << t.title << "\n"
+          << (markdown ? "\n"
+                       : std::string(std::min<std::size_t>(display_width(t.title), width), '=') + "\n");
     for (const auto& note : t.notes)
       for (const auto& l : wrap(note, static_cast<std::size_t>(width))) out << l << "\n";
     if (style.heading) out << "\n";
@@ -234,14 +237,15 @@ void render_json(const std::vector<Table>& tables, std::ostream& out) {
     const auto cols = machine_columns(t);
     Json names = Json::array();
     for (const auto& c : cols) names.push_back(c.first);
-    out << (ti ? ",\n " : "\n ") << "{\"title\": " << dump_line(t.title) << ", \"columns\": " << dump_line(names)
-        << ",\n  \"rows\": [";
+    out << (ti ? ",\n " : "\n ") << "{\"title\": " << dump_line(t.title)
+        << ", \"columns\": " << dump_line(names) << ",\n  \"rows\": [";
     t.for_each_row([&](std::size_t ri, const std::vector<Cell>& r) {
       Json row = Json::object();
       for (const auto& [name, at] : cols) {
         const Cell& cell = r[static_cast<std::size_t>(at >> 1)];
         const bool ci = at & 1;
-        append_new_member(row, name, ci || cell.numeric ? json_number(ci ? cell.ci95 : cell.value, 10) : Json(cell.text));
+        append_new_member(
+            row, name, ci || cell.numeric ? json_number(ci ? cell.ci95 : cell.value, 10) : Json(cell.text));
       }
       out << (ri ? ",\n   " : "\n   ") << dump_line(row);
     });

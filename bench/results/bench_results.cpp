@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "gridrun/results/reader.hpp"
 #include "gridrun/hw/util_sampler.hpp"
+#include "gridrun/results/reader.hpp"
 #include "gridrun/results/writer.hpp"
 
 using namespace gridrun::results;

@@ -9,8 +9,8 @@
 #include <cstdlib>
 
 #include "gridrun/runner/dataset.hpp"
-#include "gridrun/runner/model.hpp"
 #include "gridrun/runner/epoch_sampler.hpp"
+#include "gridrun/runner/model.hpp"
 
 int main(int argc, char** argv) {
   using namespace gridrun::runner;

@@ -126,7 +126,8 @@ struct Chart {
                             {"points", v.points},
                             {"dash", v.dash}});
     for (const BarSet& b : bars)
-      all_bars.push_back({{"label", b.label}, {"values", numbers(b.values)}, {"color", b.color}, {"right", b.right_axis}});
+      all_bars.push_back(
+          {{"label", b.label}, {"values", numbers(b.values)}, {"color", b.color}, {"right", b.right_axis}});
     return script_json({{"id", id},
                         {"title", title},
                         {"kind", kind},
@@ -576,7 +577,8 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
   check_html_output(opts.output);
   std::vector<Table> tables = build_tables(run.jobs, run.phases, opts);
   note_left_out(tables, run, opts);
-  const std::vector<std::string> verdict = verdict_lines(run.phases, VerdictOptions{run.compare_by, run.rerun_prefix});
+  const std::vector<std::string> verdict =
+      verdict_lines(run.phases, VerdictOptions{run.compare_by, run.rerun_prefix});
   std::vector<JobRecord> selected = select_jobs(run.jobs, opts);
   // The views take the loaded files over (tables and all): each selected id once, no copies.
   std::map<std::string, JobData*> loaded;
@@ -608,21 +610,20 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
   }
   Roofline roof = build_roofline(datas, labels, opts.roofline);
 
-  std::vector<Chart> charts = {loss_chart(jobs, opts.max_points),
-                               accuracy_chart(jobs, opts.max_points),
-                               scaling_chart(tables),
-                               speedup_chart(tables),
-                               util_chart(jobs, opts.max_points),
-                               power_chart(jobs, opts.max_points),
-                               phase_chart(run.phases, "phase_makespan", "Makespan per arrangement (lower is better)",
-                                           "makespan (s)", &PhaseFigures::makespan_s, 0),
-                               phase_chart(run.phases, "phase_throughput",
-                                           "Aggregate throughput per arrangement (higher is better)",
-                                           "aggregate samples/s", &PhaseFigures::samples_per_s, 1),
-                               phase_chart(run.phases, "phase_target",
-                                           "Time to target accuracy per arrangement (lower is better)",
-                                           "time to target (s)", &PhaseFigures::time_to_target_s, 2),
-                               roofline_chart(roof)};
+  std::vector<Chart> charts = {
+      loss_chart(jobs, opts.max_points),
+      accuracy_chart(jobs, opts.max_points),
+      scaling_chart(tables),
+      speedup_chart(tables),
+      util_chart(jobs, opts.max_points),
+      power_chart(jobs, opts.max_points),
+      phase_chart(run.phases, "phase_makespan", "Makespan per arrangement (lower is better)", "makespan (s)",
+                  &PhaseFigures::makespan_s, 0),
+      phase_chart(run.phases, "phase_throughput", "Aggregate throughput per arrangement (higher is better)",
+                  "aggregate samples/s", &PhaseFigures::samples_per_s, 1),
+      phase_chart(run.phases, "phase_target", "Time to target accuracy per arrangement (lower is better)",
+                  "time to target (s)", &PhaseFigures::time_to_target_s, 2),
+      roofline_chart(roof)};
   for (auto& c : operator_charts(jobs, opts.max_profiled_jobs)) charts.push_back(c);
   if (!roof.points.empty()) tables.push_back(roofline_table(roof));
 
@@ -658,9 +659,8 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
        << "-->\n<script>\n"
        << detail::chartjs_source() << "\n</script>\n</head>\n<body>\n"
        << "<h1>gridrun report: " << html(run_name) << "</h1>\n<p class=\"meta\">" << jobs.size() << " job(s)"
-       << (status_line.empty() ? "" : " (" + html(status_line) + ")") << " &middot; "
-       << html(opts.input) << " &middot; generated " << html(base::iso_now())
-       << " by gridrun " GRIDRUN_VERSION "</p>\n";
+       << (status_line.empty() ? "" : " (" + html(status_line) + ")") << " &middot; " << html(opts.input)
+       << " &middot; generated " << html(base::iso_now()) << " by gridrun " GRIDRUN_VERSION "</p>\n";
   if (!verdict.empty()) {
     page << "<section id=\"verdict\">\n<h2>Verdict</h2>\n";
     for (const auto& l : verdict) page << "<p>" << html(l) << "</p>\n";

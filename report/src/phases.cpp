@@ -105,7 +105,8 @@ std::set<std::string> sittings_of(const std::vector<const JobData*>& members) {
   for (const JobData* d : members)
     for (const auto& a : d->attempts)
       if (!a.sitting.empty())
-        out.insert(a.restart_count > 0 ? a.sitting + "/requeue-" + std::to_string(a.restart_count) : a.sitting);
+        out.insert(a.restart_count > 0 ? a.sitting + "/requeue-" + std::to_string(a.restart_count)
+                                       : a.sitting);
   return out;
 }
 
@@ -176,7 +177,8 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
         covered += std::find(r.jobs.begin(), r.jobs.end(), d->id) != r.jobs.end() ? 1 : 0;
       if (covered < members.size())
         withhold(p, "state.json's record of it covers " + std::to_string(covered) + " of its " +
-                        std::to_string(members.size()) + " jobs (jobs ran in another sitting or were added later)");
+                        std::to_string(members.size()) +
+                        " jobs (jobs ran in another sitting or were added later)");
     } else if (!in.recorded.empty() || members.empty()) {
       withhold(p, "no record of it in state.json");
     } else {

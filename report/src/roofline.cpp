@@ -15,8 +15,8 @@ using namespace gridrun::results;  // NOLINT(google-build-using-namespace)
 
 using hw::find_gpu_peak;
 using hw::Roof;
-using hw::RoofQuery;
 using hw::roof_for;
+using hw::RoofQuery;
 
 namespace {
 

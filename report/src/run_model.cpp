@@ -97,21 +97,25 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
   const std::optional<CurrentGrid> grid = current_grid(rd, log);
   if (grid) {
     run.compare_by = grid->compare_by;
-    run.rerun_prefix = "gridrun run " + rd.grid_copy() + " --out " +
-                       (fs::path(rd.root()).parent_path().empty() ? std::string(".")
-                                                                   : fs::path(rd.root()).parent_path().string());
+    run.rerun_prefix =
+        "gridrun run " + rd.grid_copy() + " --out " +
+        (fs::path(rd.root()).parent_path().empty() ? std::string(".")
+                                                   : fs::path(rd.root()).parent_path().string());
   }
   // Jobs of earlier grids in the same run directory (a changed parameter, a removed value) are not
   // part of what the current grid asks; they stay in the files and in results.h5.
   if (grid && !opts.all) {
     auto current = [&](const std::string& id) { return grid->ids.count(id) > 0; };
     const std::size_t before = run.jobs.size();
-    run.jobs.erase(std::remove_if(run.jobs.begin(), run.jobs.end(), [&](const auto& r) { return !current(r.id); }),
-                   run.jobs.end());
+    run.jobs.erase(
+        std::remove_if(run.jobs.begin(), run.jobs.end(), [&](const auto& r) { return !current(r.id); }),
+        run.jobs.end());
     run.left_out = before - run.jobs.size();
-    run.data.erase(std::remove_if(run.data.begin(), run.data.end(), [&](const auto& d) { return !current(d.id); }),
-                   run.data.end());
-    skipped.erase(std::remove_if(skipped.begin(), skipped.end(), [&](const auto& l) { return !current(skipped_id(l)); }),
+    run.data.erase(
+        std::remove_if(run.data.begin(), run.data.end(), [&](const auto& d) { return !current(d.id); }),
+        run.data.end());
+    skipped.erase(std::remove_if(skipped.begin(), skipped.end(),
+                                 [&](const auto& l) { return !current(skipped_id(l)); }),
                   skipped.end());
   }
   for (const auto& s : skipped) log << "report: skipped " << s << "\n";

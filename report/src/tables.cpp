@@ -309,7 +309,8 @@ Table scaling_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
   }
   t.notes.push_back(
       "weak: fixed batch per rank; strong: fixed global batch. Speed-up and efficiency "
-      "relative to the fewest ranks in the group (1 when present); ± = 95% CI over 3 or more seeds (n=2: no interval).");
+      "relative to the fewest ranks in the group (1 when present); ± = 95% CI over 3 or more seeds (n=2: no "
+      "interval).");
   return t;
 }
 
@@ -384,7 +385,8 @@ Table convergence_table(const std::vector<JobRecord>& jobs, const std::vector<st
   }
   t.notes.push_back(
       "epochs/time to target: first evaluation at or above the target (mean over the "
-      "seeds that reached it); final_acc: last test accuracy; ± = 95% CI over 3 or more seeds (n=2: no interval).");
+      "seeds that reached it); final_acc: last test accuracy; ± = 95% CI over 3 or more seeds (n=2: no "
+      "interval).");
   return t;
 }
 
@@ -393,14 +395,15 @@ Table phase_table(const std::vector<PhaseFigures>& phases) {
   t.title = "One large vs several small (phases)";
   t.columns = {"phase", "jobs", "ran", "makespan_s", "samples/s", "util%", "time_to_target_s"};
   for (const auto& p : phases) {
-    const std::string ran = !p.unmeasured.empty()   ? "not measured"
-                            : p.jobs.size() <= 1    ? "alone"
-                            : p.side_by_side        ? "side by side"
-                                                    : "one after another";
+    const std::string ran = !p.unmeasured.empty() ? "not measured"
+                            : p.jobs.size() <= 1  ? "alone"
+                            : p.side_by_side      ? "side by side"
+                                                  : "one after another";
     t.rows.push_back({text_cell(p.label), number_cell(static_cast<double>(p.jobs.size()), 0), text_cell(ran),
                       number_cell(p.makespan_s, 1), number_cell(p.samples_per_s, 1),
                       number_cell(100 * p.util_mean, 1), number_cell(p.time_to_target_s, 1)});
-    if (!p.unmeasured.empty()) t.notes.push_back(p.label + ": not measured: " + p.unmeasured + " (see the verdict).");
+    if (!p.unmeasured.empty())
+      t.notes.push_back(p.label + ": not measured: " + p.unmeasured + " (see the verdict).");
   }
   t.notes.push_back(
       "Makespan of the phase (state.json of `gridrun run`; for Slurm runs the job files' start "
@@ -551,9 +554,11 @@ void note_left_out(std::vector<Table>& tables, const LoadedRun& run, const Repor
   if (run.left_out == 0) return;
   for (auto& t : tables)
     if (t.title.rfind("Jobs", 0) == 0) {
-      t.notes.push_back(std::to_string(run.left_out) +
-                        " job(s) of the run directory are not in its current grid (grid.yaml) and are left out "
-                        "of every table; `gridrun report " + opts.input + " --all` shows them.");
+      t.notes.push_back(
+          std::to_string(run.left_out) +
+          " job(s) of the run directory are not in its current grid (grid.yaml) and are left out "
+          "of every table; `gridrun report " +
+          opts.input + " --all` shows them.");
       return;
     }
 }

@@ -20,7 +20,8 @@ std::string fixed(double v, int prec) {
 std::string describe(const PhaseFigures& p, const std::string& role) {
   const std::size_t n = p.jobs.size();
   const std::string how =
-      n <= 1 ? "1 job" : std::to_string(n) + " jobs, " + (p.side_by_side ? "side by side" : "one after another");
+      n <= 1 ? "1 job"
+             : std::to_string(n) + " jobs, " + (p.side_by_side ? "side by side" : "one after another");
   return role.empty() ? p.label + " (" + how + ")" : role + " (" + p.label + ", " + how + ")";
 }
 
@@ -38,8 +39,8 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
   std::vector<const PhaseFigures*> measured;
   for (const auto& p : phases) {
     if (!p.unmeasured.empty()) {
-      out.push_back("No verdict for " + p.label + ": " + p.unmeasured + ". Measure it again in one sitting: " +
-                    opts.rerun_prefix + " --rerun phase=" + p.name);
+      out.push_back("No verdict for " + p.label + ": " + p.unmeasured +
+                    ". Measure it again in one sitting: " + opts.rerun_prefix + " --rerun phase=" + p.name);
     } else if (std::isfinite(p.makespan_s) && p.makespan_s > 0) {
       measured.push_back(&p);
     }
@@ -49,7 +50,7 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
     return out;
   }
   // Roles for the classic question: the larger of two ranks/nodes values is "one large job" (each
-// configuration as one large job at a time), the smaller "several small".
+  // configuration as one large job at a time), the smaller "several small".
   std::vector<std::string> role(measured.size());
   if (measured.size() == 2 && (opts.compare_by == "ranks" || opts.compare_by == "nodes")) {
     const double a = as_number(measured[0]->name), b = as_number(measured[1]->name);
@@ -65,8 +66,9 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
                 fixed(measured[k]->makespan_s, 1) + " s";
   std::vector<std::size_t> order(measured.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return measured[a]->makespan_s < measured[b]->makespan_s; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return measured[a]->makespan_s < measured[b]->makespan_s;
+  });
   const PhaseFigures& best = *measured[order[0]];
   const PhaseFigures& next = *measured[order[1]];
   const double margin = next.makespan_s / best.makespan_s;
@@ -76,12 +78,14 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
                 (measured.size() > 2 ? " than the next (" + next.label + ")" : "") + ".");
   double noise = std::nan("");
   for (const PhaseFigures* p : measured)
-    if (std::isfinite(p->seed_noise)) noise = std::isnan(noise) ? p->seed_noise : std::max(noise, p->seed_noise);
+    if (std::isfinite(p->seed_noise))
+      noise = std::isnan(noise) ? p->seed_noise : std::max(noise, p->seed_noise);
   // Two phases differ by more than their noise when the margin exceeds twice the throughput spread
   // of one seed to the next (a rough 95% band for a difference of two noisy figures).
   if (std::isfinite(noise) && margin - 1 <= 2 * noise)
-    out.push_back("The margin (" + fixed(100 * (margin - 1), 0) + " %) is inside the noise of the seeds (throughput varies by " +
-                  fixed(100 * noise, 0) + " % from seed to seed): call it a tie, or run more seeds.");
+    out.push_back("The margin (" + fixed(100 * (margin - 1), 0) +
+                  " %) is inside the noise of the seeds (throughput varies by " + fixed(100 * noise, 0) +
+                  " % from seed to seed): call it a tie, or run more seeds.");
   bool all_ttt = true;
   for (const PhaseFigures* p : measured) all_ttt = all_ttt && std::isfinite(p->time_to_target_s);
   if (all_ttt) {
@@ -92,7 +96,8 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
     std::string line = "First to reach the target: " + measured[by_ttt[0]]->label + " (" +
                        fixed(measured[by_ttt[0]]->time_to_target_s, 1) + " s";
     for (std::size_t k = 1; k < by_ttt.size(); ++k)
-      line += "; " + measured[by_ttt[k]]->label + " " + fixed(measured[by_ttt[k]]->time_to_target_s, 1) + " s";
+      line +=
+          "; " + measured[by_ttt[k]]->label + " " + fixed(measured[by_ttt[k]]->time_to_target_s, 1) + " s";
     out.push_back(line + ").");
   }
   return out;

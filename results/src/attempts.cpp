@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "h5.hpp"
 #include "attempts.hpp"
+#include "h5.hpp"
 
 namespace gridrun::results::detail {
 

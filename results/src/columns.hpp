@@ -1,6 +1,7 @@
 // Column descriptor tables: for every HDF5 table the results library writes (/steps, /epochs,
-// /util, /profile here; the index's /jobs in run_index.cpp, beside its record), one list of (name, member of the row struct, width) that
-// the writer uses to create the datasets and append rows, and the reader uses to read them back.
+// /util, /profile here; the index's /jobs in run_index.cpp, beside its record), one list of (name, member of
+// the row struct, width) that the writer uses to create the datasets and append rows, and the reader uses to
+// read them back.
 //
 // Why: a column's name and its value must be paired in exactly one place. When the writer
 // appended values by column index and the names were listed elsewhere, reordering one list

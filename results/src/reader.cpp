@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "attempts.hpp"
 #include "columns.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/spawn.hpp"
@@ -15,7 +16,6 @@
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
 #include "h5.hpp"
-#include "attempts.hpp"
 #include "reading.hpp"
 
 namespace gridrun::results {

@@ -16,8 +16,8 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/run_index.hpp"
 #include "h5.hpp"
-#include "reading.hpp"
 #include "job_codec.hpp"
+#include "reading.hpp"
 
 namespace gridrun::results {
 
@@ -242,7 +242,8 @@ std::vector<JobRecord> read_index(const std::string& results_h5, double timeout_
   }
 }
 
-void write_run_index(const std::string& path, const std::string& run_dir, const std::vector<JobRecord>& jobs) {
+void write_run_index(const std::string& path, const std::string& run_dir,
+                     const std::vector<JobRecord>& jobs) {
   // HDF5 writes the file itself, so the temporary + rename is ours (write_file_atomic needs bytes).
   const std::string tmp = path + ".tmp-" + std::to_string(getpid());
   h5::Quiet quiet;

@@ -13,8 +13,8 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
-#include "reading.hpp"
 #include "job_codec.hpp"
+#include "reading.hpp"
 
 namespace gridrun::results {
 

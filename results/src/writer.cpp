@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "attempts.hpp"
 #include "columns.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
@@ -24,7 +25,6 @@
 #include "gridrun/results/writer.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "h5.hpp"
-#include "attempts.hpp"
 #include "reading.hpp"
 
 namespace gridrun::results {

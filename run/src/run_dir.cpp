@@ -50,8 +50,12 @@ std::string RunDir::results_dir() const { return root_ + "/results"; }
 std::string RunDir::result_file_name(const std::string& id) { return id + ".h5"; }
 std::string RunDir::partial_file_name(const std::string& id) { return result_file_name(id) + ".partial"; }
 std::string RunDir::profile_trace_name(const std::string& id) { return id + ".profile.json"; }
-std::string RunDir::result_file(const std::string& id) const { return results_dir() + "/" + result_file_name(id); }
-std::string RunDir::partial_file(const std::string& id) const { return results_dir() + "/" + partial_file_name(id); }
+std::string RunDir::result_file(const std::string& id) const {
+  return results_dir() + "/" + result_file_name(id);
+}
+std::string RunDir::partial_file(const std::string& id) const {
+  return results_dir() + "/" + partial_file_name(id);
+}
 std::string RunDir::checkpoints_dir() const { return root_ + "/checkpoints"; }
 std::string RunDir::checkpoint_dir(const std::string& id) const { return checkpoints_dir() + "/" + id; }
 std::string RunDir::slurm_dir() const { return root_ + "/slurm"; }

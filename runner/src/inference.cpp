@@ -28,9 +28,9 @@
 
 #include "gridrun/results/writer.hpp"
 #include "gridrun/runner/dataset.hpp"
+#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/signals.hpp"
 #include "gridrun/runner/trainer.hpp"
 #include "job_harness.hpp"

@@ -265,7 +265,7 @@ void JobHarness::open_results(const ResultsStart& start) {
   if (o_.util_hz > 0) {
     results::JobWriter* w = writer_.get();
     util_ = std::make_unique<hw::UtilSampler>(std::move(probe), hw::SamplerOptions{o_.util_hz},
-                                                   [w](const results::UtilRow& row) { w->append_util(row); });
+                                              [w](const results::UtilRow& row) { w->append_util(row); });
   }
 }
 

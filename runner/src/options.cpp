@@ -169,7 +169,8 @@ ParseResult parse_options(int argc, const char* const* argv) {
   if (o.owner_pid < 0) throw BadInput("gridrun-train: --owner-pid must be >= 0");
   if (o.gpu_memory_fraction < 0 || o.gpu_memory_fraction > 1)
     throw BadInput("gridrun-train: --gpu-memory-fraction must be in [0, 1]");
-  if (o.checkpoint_dir.empty()) o.checkpoint_dir = run::RunDir::of_results_dir(o.out_dir).checkpoint_dir(o.id);
+  if (o.checkpoint_dir.empty())
+    o.checkpoint_dir = run::RunDir::of_results_dir(o.out_dir).checkpoint_dir(o.id);
   validate(o);
   return res;
 }

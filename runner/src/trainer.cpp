@@ -48,11 +48,11 @@
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/dataset.hpp"
+#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/foreach_sgd.hpp"
 #include "gridrun/runner/grad_sync.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/schedule.hpp"
 #include "gridrun/runner/signals.hpp"
 #include "job_harness.hpp"
@@ -841,7 +841,8 @@ void TrainLoop::finish(results::Status status, const std::string& reason) {
     }
     if (!profiler_.empty()) {
       h_.writer()->set_profile(profiler_.ops());
-      profiler_.write_chrome_trace((fs::path(o_.out_dir) / run::RunDir::profile_trace_name(o_.id)).string(), rank_);
+      profiler_.write_chrome_trace((fs::path(o_.out_dir) / run::RunDir::profile_trace_name(o_.id)).string(),
+                                   rank_);
     }
   }
   h_.finish(status, reason, std::move(s));

@@ -98,7 +98,8 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
     std::string known;
     for (const auto& p : plan.phase_order) known += (known.empty() ? "" : ", ") + p;
     if (ex.compare_by.empty())
-      throw std::invalid_argument("--rerun " + o.rerun + ": the grid has no compare: {by: KEY}, so no phases");
+      throw std::invalid_argument("--rerun " + o.rerun +
+                                  ": the grid has no compare: {by: KEY}, so no phases");
     if (std::find(plan.phase_order.begin(), plan.phase_order.end(), value) == plan.phase_order.end())
       throw std::invalid_argument("--rerun " + o.rerun + ": no phase " + ex.compare_by + "=" + value +
                                   " in this grid (phases: " + known + ")");

@@ -26,9 +26,9 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/job.hpp"
-#include "gridrun/run/prepare.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
+#include "gridrun/run/prepare.hpp"
 
 namespace fs = std::filesystem;
 
@@ -148,8 +148,8 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
       rd_(run::RunDir::for_grid(opts.out, plan.ex.name)),
       ard_(fs::absolute(rd_.root()).lexically_normal().string()),
       exec_(make_executor(opts.executor)),
-      prepared_(
-          run::prepare_run(rd_, plan.ex, run::PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false}, out)),
+      prepared_(run::prepare_run(rd_, plan.ex,
+                                 run::PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false}, out)),
       state_(prepared_.state),
       to_run_(plan.ex.jobs.size(), 0),
       resume_(plan.ex.jobs.size(), 0) {}
@@ -283,7 +283,8 @@ void RunLoop::reconcile_job(std::size_t i) {
   if (restart) fs::remove_all(rd_.checkpoint_dir(job.id), ec);
   const run::JobOutcome disk = run::outcome_from_results(final_status);
   // --rerun all, or --rerun phase=V for the jobs of phase V: from scratch, whatever is on disk.
-  const bool again = o_.rerun == "all" || (o_.rerun.rfind("phase=", 0) == 0 && o_.rerun.substr(6) == plan_.phase[i]);
+  const bool again =
+      o_.rerun == "all" || (o_.rerun.rfind("phase=", 0) == 0 && o_.rerun.substr(6) == plan_.phase[i]);
   // (A fresh start writes a new file: its /attempts hold this sitting's only.)
   if (!again && run::is_finished(disk)) {
     rec.state = disk;

@@ -15,9 +15,9 @@
 
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/results/run_reader.hpp"
+#include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
-#include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/run.hpp"
 #include "progress.hpp"
 

@@ -10,10 +10,10 @@
 #include <stdexcept>
 
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
-#include "gridrun/base/table.hpp"
 
 namespace fs = std::filesystem;
 
@@ -124,7 +124,8 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
     state = dir.load_state();
   } catch (const std::exception& e) {
     // Read-only here: the next `gridrun run` quarantines it; states come from the results files.
-    st.damaged.push_back(fs::path(dir.state_file()).filename().string() + " (" + base::printable_line(e.what()) + ")");
+    st.damaged.push_back(fs::path(dir.state_file()).filename().string() + " (" +
+                         base::printable_line(e.what()) + ")");
   }
   st.name = state.name.empty() ? fs::path(root).filename().string() : state.name;
   // Jobs known from state.json and from job files (a crashed submit may have written only those).

@@ -14,8 +14,8 @@
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/grid.hpp"
-#include "gridrun/run/prepare.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/resources.hpp"
 
@@ -67,8 +67,7 @@ std::string afterany(const std::vector<std::string>& ids) {
 // The compare-by phase of job `job` of the grid in its launcher facts (none when the grid has
 // no compare-by): arrays are cut per phase (script.cpp job_shape) and the report reads it back.
 void add_phase(const jobs::Expansion& exp, jobs::Job& job) {
-  if (const std::string phase = run::phase_of(exp, job.index); !phase.empty())
-    job.meta["phase"] = phase;
+  if (const std::string phase = run::phase_of(exp, job.index); !phase.empty()) job.meta["phase"] = phase;
 }
 
 }  // namespace
@@ -206,8 +205,8 @@ void write_job_files(const run::RunDir& rd, const jobs::Expansion& exp, const st
 // sbatch for every array (state saved after each: an interrupted submit loses no id), then the
 // collect job after all of them and after arrays of earlier submissions still queued.
 void submit_scripts(const run::RunDir& rd, const ScriptOptions& so,
-                    const std::vector<SubmittedLine>& submitted, run::RunState& state,
-                    const SlurmCli& cli, SubmitResult& res, std::ostream& log) {
+                    const std::vector<SubmittedLine>& submitted, run::RunState& state, const SlurmCli& cli,
+                    SubmitResult& res, std::ostream& log) {
   std::vector<std::string> old_arrays;
   for (const auto& s : submitted)
     if (s.kind == "array") old_arrays.push_back(s.id);
@@ -257,10 +256,11 @@ void submit_scripts(const run::RunDir& rd, const ScriptOptions& so,
 SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream& log) {
   const jobs::Expansion exp = jobs::load_grid(opts.grid_file);
   SubmitResult res;
-  res.run_dir = run::RunDir::for_grid(fs::absolute(opts.out_dir).lexically_normal().string(), exp.name).root();
+  res.run_dir =
+      run::RunDir::for_grid(fs::absolute(opts.out_dir).lexically_normal().string(), exp.name).root();
   const run::RunDir rd(res.run_dir);
-  run::PreparedRun prepared = run::prepare_run(
-      rd, exp, run::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true}, log);
+  run::PreparedRun prepared =
+      run::prepare_run(rd, exp, run::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true}, log);
   res.total_jobs = exp.jobs.size();
   std::vector<jobs::Job> todo = jobs_to_submit(exp, res.run_dir, cli, res);
   for (auto& j : todo) add_phase(exp, j);

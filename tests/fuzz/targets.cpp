@@ -12,8 +12,8 @@
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
-#include "gridrun/scheduler/resources.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "gridrun/scheduler/resources.hpp"
 #include "gridrun/slurm/slurm_cli.hpp"
 
 namespace fs = std::filesystem;

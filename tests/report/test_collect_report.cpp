@@ -165,7 +165,8 @@ TEST(LearningWarnings, ChanceLossAndNaNAreFlagged) {
 // counts for the makespan only. Recorded phases come out in the order they ran.
 TEST_F(SyntheticRun, PhaseFiguresFromRecordedFacts) {
   std::vector<JobData> files;
-  for (const char* id : {"cpu-r1-s0", "cpu-r1-s1"}) files.push_back(read_job(run_ + "/results/" + id + ".h5"));
+  for (const char* id : {"cpu-r1-s0", "cpu-r1-s1"})
+    files.push_back(read_job(run_ + "/results/" + id + ".h5"));
   std::vector<const JobData*> read;
   for (const auto& f : files) read.push_back(&f);
   std::map<std::string, gridrun::run::PhaseRecord> recorded;

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "gridrun/hw/peak_probe.hpp"
-#include "gridrun/results/reader.hpp"
 #include "gridrun/report/roofline.hpp"
+#include "gridrun/results/reader.hpp"
 #include "gridrun/results/writer.hpp"
 #include "test_util.hpp"
 

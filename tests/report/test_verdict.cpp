@@ -28,7 +28,8 @@ PhaseFigures phase(const std::string& value, double makespan, int jobs, bool sid
 
 std::string lines(const std::string& title, const std::vector<PhaseFigures>& phases) {
   std::string out = "## " + title + "\n";
-  for (const auto& l : verdict_lines(phases, VerdictOptions{"ranks", "gridrun run runs/x/grid.yaml --out runs"}))
+  for (const auto& l :
+       verdict_lines(phases, VerdictOptions{"ranks", "gridrun run runs/x/grid.yaml --out runs"}))
     out += l + "\n";
   return out + "\n";
 }
@@ -84,7 +85,8 @@ TEST(Verdict, GoldenTexts) {
 // added later) withholds the figures; a Slurm requeue counts as a sitting of its own.
 TEST(Phases, SittingsFromAttempts) {
   std::vector<JobData> files = {job("a", "1", 100, 110, {"run-1"}), job("b", "1", 100, 112, {"run-1"}),
-                                job("c", "2", 120, 130, {"run-1"}), job("d", "2", 131, 140, {"run-1", "run-2"})};
+                                job("c", "2", 120, 130, {"run-1"}),
+                                job("d", "2", 131, 140, {"run-1", "run-2"})};
   std::vector<const JobData*> read;
   for (const auto& f : files) read.push_back(&f);
   PhaseInput in;

@@ -103,8 +103,9 @@ TEST(RunState, RoundTripsJobsAndPhaseFacts) {
 TEST(RunState, OlderPhaseFiguresLeaveMissingFactsNaN) {
   TempDir t;
   const run::RunDir rd(t.path.string());
-  base::write_file_atomic(rd.state_file(),
-                          R"({"name":"g","jobs":{},"phases":{"1":{"makespan_s":4,"samples_per_s":9,"jobs":["a"]}}})");
+  base::write_file_atomic(
+      rd.state_file(),
+      R"({"name":"g","jobs":{},"phases":{"1":{"makespan_s":4,"samples_per_s":9,"jobs":["a"]}}})");
   const run::RunState st = rd.load_state();
   const run::PhaseRecord& p = st.phases.at("1");
   EXPECT_DOUBLE_EQ(p.makespan_s, 4);

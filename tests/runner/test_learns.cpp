@@ -14,9 +14,9 @@
 #include <ostream>
 
 #include "gridrun/runner/dataset.hpp"
+#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/loader.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
 
 using namespace gridrun::runner;
 

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "gridrun/runner/dataset.hpp"
+#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/loader.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
 
 using namespace gridrun::runner;
 

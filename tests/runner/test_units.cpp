@@ -12,10 +12,10 @@
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/runner/archive_check.hpp"
+#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/foreach_sgd.hpp"
 #include "gridrun/runner/options.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/schedule.hpp"
 
 using namespace gridrun::runner;

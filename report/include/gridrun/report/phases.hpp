@@ -34,9 +34,9 @@ struct PhaseFigures {
   // The relative spread of throughput over seeds (largest coefficient of variation of samples/s
   // among the phase's jobs that differ only in their seed; NaN without repeated seeds).
   double seed_noise = std::nan("");
-  bool side_by_side = false;  // some of its jobs ran at the same time
-  int sittings = 0;           // distinct sittings its jobs' attempts ran in (0: not recorded)
-  std::string unmeasured;     // why the figures are withheld ("" when the phase is a measurement)
+  bool side_by_side = false;      // some of its jobs ran at the same time
+  int sittings = 0;               // distinct sittings its jobs' attempts ran in (0: not recorded)
+  std::string unmeasured;         // why the figures are withheld ("" when the phase is a measurement)
   std::vector<std::string> jobs;  // the phase's jobs with a readable file
 };
 
@@ -53,6 +53,7 @@ struct PhaseInput {
 // scheduler of ours saw them), the makespan runs from the first job's start to the last one's end.
 // A phase whose jobs ran in more than one sitting, or that its record does not cover, is
 // `unmeasured` and its figures are NaN.
-std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vector<const results::JobData*>& jobs);
+std::vector<PhaseFigures> complete_phases(const PhaseInput& in,
+                                          const std::vector<const results::JobData*>& jobs);
 
 }  // namespace gridrun::report

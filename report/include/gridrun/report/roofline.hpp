@@ -38,7 +38,7 @@ struct Roofline {
 double achieved_flops(const results::JobData& job);
 
 // `labels[k]` names jobs[k] in the chart legend.
-Roofline build_roofline(const std::vector<const results::JobData*>& jobs, const std::vector<std::string>& labels,
-                        const hw::RoofOptions& opts);
+Roofline build_roofline(const std::vector<const results::JobData*>& jobs,
+                        const std::vector<std::string>& labels, const hw::RoofOptions& opts);
 
 }  // namespace gridrun::report

@@ -38,7 +38,8 @@ struct ReportOptions {
 
 // The records that pass opts.filters; validates filters and group-by against the records
 // (std::invalid_argument naming the flag).
-std::vector<results::JobRecord> select_jobs(const std::vector<results::JobRecord>& all, const ReportOptions& opts);
+std::vector<results::JobRecord> select_jobs(const std::vector<results::JobRecord>& all,
+                                            const ReportOptions& opts);
 
 // Validates filters/group-by against the records (std::invalid_argument naming the flag).
 std::vector<base::Table> build_tables(const std::vector<results::JobRecord>& jobs,

@@ -49,15 +49,15 @@ class RunDir {
   std::string result_file(const std::string& id) const;     // .../results/<id>.h5
   std::string partial_file(const std::string& id) const;    // .../results/<id>.h5.partial
   // A job's file name in any results folder (gridrun-train --out may name another one).
-  static std::string result_file_name(const std::string& id);   // <id>.h5
-  static std::string partial_file_name(const std::string& id);  // <id>.h5.partial
+  static std::string result_file_name(const std::string& id);    // <id>.h5
+  static std::string partial_file_name(const std::string& id);   // <id>.h5.partial
   static std::string profile_trace_name(const std::string& id);  // <id>.profile.json (Chrome trace)
-  std::string checkpoints_dir() const;                      // checkpoints/
-  std::string checkpoint_dir(const std::string& id) const;  // checkpoints/<id>/
-  std::string slurm_dir() const;                            // slurm/
-  std::string slurm_file(const std::string& name) const;    // slurm/<name> (scripts, job lists)
-  std::string slurm_ended_dir() const;                      // slurm/ended/ (exit codes of ended jobs)
-  std::string submitted_file() const;                       // slurm/submitted.tsv
+  std::string checkpoints_dir() const;                           // checkpoints/
+  std::string checkpoint_dir(const std::string& id) const;       // checkpoints/<id>/
+  std::string slurm_dir() const;                                 // slurm/
+  std::string slurm_file(const std::string& name) const;         // slurm/<name> (scripts, job lists)
+  std::string slurm_ended_dir() const;                           // slurm/ended/ (exit codes of ended jobs)
+  std::string submitted_file() const;                            // slurm/submitted.tsv
   std::string state_file() const;
   std::string index_file() const;                     // results.h5
   std::string grid_copy() const;                      // grid.yaml

@@ -47,9 +47,9 @@ struct JobRecord {
 
 // One compare-by phase as `gridrun run` saw it run (state.json "phases".<name>).
 struct PhaseRecord {
-  std::string name;                      // the compare-by value
-  double start_unix = std::nan("");      // when the phase started (phases are listed in run order)
-  double makespan_s = std::nan("");      // from the phase's start to its last job's end
+  std::string name;                       // the compare-by value
+  double start_unix = std::nan("");       // when the phase started (phases are listed in run order)
+  double makespan_s = std::nan("");       // from the phase's start to its last job's end
   double busy_resource_s = std::nan("");  // allocated resource-seconds (GPUs on a GPU cluster, else cores)
   double capacity = std::nan("");         // GPUs (GPU cluster) or cores of the cluster
   std::vector<std::string> jobs;          // the ids it ran
@@ -57,7 +57,7 @@ struct PhaseRecord {
 
 struct RunState {
   std::string name;
-  std::map<std::string, JobRecord> jobs;    // by id
+  std::map<std::string, JobRecord> jobs;      // by id
   std::map<std::string, PhaseRecord> phases;  // by compare-by value
 };
 

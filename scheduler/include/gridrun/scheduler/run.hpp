@@ -18,8 +18,8 @@
 #include <ostream>
 #include <string>
 
-#include "gridrun/scheduler/resources.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "gridrun/scheduler/resources.hpp"
 #include "gridrun/scheduler/simulate.hpp"
 
 namespace gridrun::scheduler {
@@ -33,8 +33,8 @@ struct RunOptions {
   // "", "failed" (failed from scratch), "all" (everything) or "phase=VALUE" (that compare-by
   // phase's jobs from scratch, together: a phase measured again in one sitting)
   std::string rerun;
-  bool dry_run = false;          // print the placement plan and commands; launch nothing
-  bool simulate = false;         // print the simulated schedule; launch nothing
+  bool dry_run = false;   // print the placement plan and commands; launch nothing
+  bool simulate = false;  // print the simulated schedule; launch nothing
   ResourceOptions resources;
   std::string train_bin;  // gridrun-train; default next to the gridrun binary
   std::string executor = "local";
