@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -285,10 +286,10 @@ void write_all(int fd, const void* data, std::size_t size) {
 }
 
 // Frames out of the bytes read so far: each complete one becomes results[next++].
-void take_frames(std::string& buf, std::vector<IsolatedRun>& results, std::size_t& next) {
+void take_frames(std::string& buf, std::vector<IsolatedRun>& results, std::size_t& next, std::size_t end) {
   constexpr std::size_t kHead = sizeof(std::uint8_t) + sizeof(std::uint64_t);
   std::size_t pos = 0;
-  while (next < results.size() && buf.size() - pos >= kHead) {
+  while (next < end && buf.size() - pos >= kHead) {
     std::uint8_t kind = 0;
     std::uint64_t size = 0;
     std::memcpy(&kind, buf.data() + pos, sizeof kind);
@@ -302,71 +303,110 @@ void take_frames(std::string& buf, std::vector<IsolatedRun>& results, std::size_
   buf.erase(0, pos);
 }
 
-// One forked copy working from results[next]: reads its frames until it exits, crashes or an item
-// takes longer than timeout_s; the item it was on when it crashed or hung is reported as such.
-void run_one_copy(std::vector<IsolatedRun>& results, std::size_t& next, double timeout_s,
-                  const std::function<std::string(std::size_t)>& fn) {
-  Fd r, w;
-  make_pipe(r, w);
-  std::fflush(nullptr);  // nothing buffered twice
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + errno_text(errno));
-  if (pid == 0) isolated_child(parent, w.get(), next, results.size(), fn);
-  Child child(pid, false);  // SIGKILLed and reaped on every path out of here
-  w.reset();
-  const auto per_item = std::chrono::duration<double>(timeout_s);
-  auto deadline = std::chrono::steady_clock::now() + per_item;
+// One range [next, end) of the items, worked by one forked copy at a time: a copy reads its
+// frames until it exits, crashes or an item takes longer than the timeout; the item it was on
+// then is reported as such and a new copy goes on from the next one.
+struct Lane {
+  std::size_t next = 0, end = 0;
+  Fd r;
+  std::unique_ptr<Child> child;
   std::string buf;
-  char chunk[65536];
-  bool timed_out = false;
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
+  std::chrono::steady_clock::time_point deadline;
+
+  void start(pid_t parent, std::vector<IsolatedRun>& results, const std::function<std::string(std::size_t)>& fn,
+             std::chrono::duration<double> per_item) {
+    Fd w;
+    make_pipe(r, w);
+    std::fflush(nullptr);  // nothing buffered twice
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + errno_text(errno));
+    if (pid == 0) isolated_child(parent, w.get(), next, end, fn);
+    child = std::make_unique<Child>(pid, false);  // SIGKILLed and reaped on every path out
+    w.reset();
+    buf.clear();
+    deadline = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(per_item);
+    (void)results;
+  }
+
+  // The copy is gone (EOF) or overdue: reap it and name the item it was on, if any.
+  void finish(std::vector<IsolatedRun>& results, bool timed_out, double timeout_s) {
+    if (timed_out) {
+      child->signal(SIGKILL);
+      child->wait();
     }
-    pollfd p{r.get(), POLLIN, 0};
-    const int pr = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
-    if (pr < 0 && errno != EINTR) break;
-    if (pr <= 0) continue;
-    const ssize_t n = ::read(r.get(), chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // EOF: the copy has exited (or closed the pipe on its way out)
-    buf.append(chunk, static_cast<std::size_t>(n));
-    const std::size_t before = next;
-    take_frames(buf, results, next);
-    if (next != before) deadline = std::chrono::steady_clock::now() + per_item;
+    const int code = timed_out ? 0 : child->wait();
+    child.reset();
+    r.reset();
+    if (next >= end) return;
+    IsolatedRun& culprit = results[next++];
+    culprit.ok = false;
+    culprit.no_answer = true;
+    if (timed_out) {
+      culprit.timed_out = true;
+      culprit.message = "did not finish within " + std::to_string(static_cast<int>(timeout_s)) + " s";
+    } else if (code >= 128) {  // the copy only _exits 0..3: anything from 128 is a signal
+      culprit.signal = code - 128;
+      culprit.message = std::string("crashed with signal ") + std::to_string(culprit.signal) + " (" +
+                        signal_text(culprit.signal) + ")";
+    } else {
+      culprit.message = "exited with code " + std::to_string(code) + " before it finished";
+    }
   }
-  if (timed_out) {
-    child.signal(SIGKILL);
-    child.wait();
-  }
-  const int code = timed_out ? 0 : child.wait();
-  if (next >= results.size()) return;
-  IsolatedRun& culprit = results[next++];
-  culprit.ok = false;
-  culprit.no_answer = true;
-  if (timed_out) {
-    culprit.timed_out = true;
-    culprit.message = "did not finish within " + std::to_string(static_cast<int>(timeout_s)) + " s";
-  } else if (code >= 128) {  // the copy only _exits 0..3: anything from 128 is a signal
-    culprit.signal = code - 128;
-    culprit.message = std::string("crashed with signal ") + std::to_string(culprit.signal) + " (" +
-                      signal_text(culprit.signal) + ")";
-  } else {
-    culprit.message = "exited with code " + std::to_string(code) + " before it finished";
-  }
-}
+};
 
 }  // namespace
 
 std::vector<IsolatedRun> run_isolated_each(std::size_t n, const std::function<std::string(std::size_t)>& fn,
-                                           double timeout_s) {
+                                           double timeout_s, std::size_t copies) {
   std::vector<IsolatedRun> results(n);
-  std::size_t next = 0;
-  while (next < n) run_one_copy(results, next, timeout_s, fn);
+  if (n == 0) return results;
+  // Contiguous ranges, one per copy working at a time (a small pool: the reads are CPU-bound).
+  copies = std::max<std::size_t>(1, std::min(copies, n));
+  std::vector<Lane> lanes(copies);
+  for (std::size_t k = 0; k < copies; ++k) {
+    lanes[k].next = n * k / copies;
+    lanes[k].end = n * (k + 1) / copies;
+  }
+  const pid_t parent = ::getpid();
+  const auto per_item = std::chrono::duration<double>(timeout_s);
+  char chunk[65536];
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<Lane*> live;
+    auto soonest = std::chrono::steady_clock::time_point::max();
+    for (auto& lane : lanes) {
+      if (!lane.child && lane.next < lane.end) lane.start(parent, results, fn, per_item);
+      if (!lane.child) continue;
+      fds.push_back(pollfd{lane.r.get(), POLLIN, 0});
+      live.push_back(&lane);
+      soonest = std::min(soonest, lane.deadline);
+    }
+    if (live.empty()) break;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(soonest - std::chrono::steady_clock::now());
+    const int pr = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left.count(), 0, 1000)));
+    if (pr < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + errno_text(errno));
+    const auto now = std::chrono::steady_clock::now();
+    for (std::size_t k = 0; k < live.size(); ++k) {
+      Lane& lane = *live[k];
+      if (pr > 0 && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) {
+        const ssize_t got = ::read(lane.r.get(), chunk, sizeof chunk);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {  // EOF: the copy has exited (or closed the pipe on its way out)
+          lane.finish(results, false, timeout_s);
+          continue;
+        }
+        lane.buf.append(chunk, static_cast<std::size_t>(got));
+        const std::size_t before = lane.next;
+        take_frames(lane.buf, results, lane.next, lane.end);
+        if (lane.next != before)
+          lane.deadline = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(per_item);
+      } else if (now >= lane.deadline) {
+        lane.finish(results, true, timeout_s);
+      }
+    }
+  }
   return results;
 }
 

@@ -2,6 +2,7 @@
 // finished file's verdict and record keyed by its stat.
 #include "gridrun/results/run_reader.hpp"
 
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -229,10 +230,17 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
     }
     to_read.push_back(k);
   }
-  // Everything else in one forked copy. The copy reads whole files (tables too) whatever the depth
-  // asked, so that the verdict is the same for every command, and sends at least Depth::Summary
-  // back (what the index keeps).
+  // Everything else in one forked copy (a few, one per CPU, when there are many files). A copy reads
+  // whole files (tables too) whatever the depth asked, so that the verdict is the same for every
+  // command, and sends at least Depth::Summary back (what the index keeps).
   const Depth sent = std::max(opts.depth, Depth::Summary);
+  std::size_t copies = 1;
+  if (to_read.size() >= 64 && opts.max_copies > 1) {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    const std::size_t usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    copies = std::max<std::size_t>(1, std::min(opts.max_copies, usable));
+  }
   const auto reads = base::run_isolated_each(
       to_read.size(),
       [&](std::size_t i) {
@@ -245,7 +253,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
         if (d.summary.empty()) d.summary = derive_summary(d);
         return detail::encode_job(d, sent);
       },
-      opts.item_timeout_s);
+      opts.item_timeout_s, copies);
   for (std::size_t i = 0; i < to_read.size(); ++i) {
     const std::size_t k = to_read[i];
     JobFileRead& r = out[k];

@@ -278,6 +278,32 @@ TEST(Spawn, IsolatedRunSurvivesCrashExceptionAndHang) {
 
 // run_isolated_each: one copy for many items; a crash or a hang costs its own item only, the items
 // before it keep their results and a new copy goes on with the next one.
+// A pool of copies: each works its own contiguous range at the same time; a crash or a hang in one
+// range costs that item only, the other ranges go on, and the results keep the items' order.
+TEST(Spawn, IsolatedEachPoolKeepsOrderAndIsolatesPerRange) {
+  auto got = run_isolated_each(
+      12,
+      [](std::size_t k) -> std::string {
+        if (k == 1) std::raise(SIGSEGV);
+        if (k == 6)
+          for (;;) ::pause();
+        return "item " + std::to_string(k) + " pid " + std::to_string(::getpid());
+      },
+      0.5, 3);
+  ASSERT_EQ(got.size(), 12u);
+  std::set<std::string> pids;
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    if (k == 1 || k == 6) continue;
+    ASSERT_TRUE(got[k].ok) << k << ": " << got[k].message;
+    EXPECT_EQ(got[k].message.rfind("item " + std::to_string(k) + " ", 0), 0u) << got[k].message;
+    pids.insert(got[k].message.substr(got[k].message.find("pid")));
+  }
+  EXPECT_EQ(got[1].signal, SIGSEGV);
+  EXPECT_TRUE(got[6].timed_out);
+  // Three ranges, and a new copy after the crash and after the hang: five copies in all.
+  EXPECT_EQ(pids.size(), 5u);
+}
+
 TEST(Spawn, IsolatedEachIsolatesOneItemAndGoesOn) {
   auto got = run_isolated_each(
       6,

@@ -79,8 +79,10 @@ IsolatedRun run_isolated(const std::function<std::string()>& fn, double timeout_
 // result bytes (or throwing: a failure with its what()), passed back to the parent as one frame
 // each. A copy that crashes or hangs on item k costs only item k (its IsolatedRun says how it
 // ended) and a new copy goes on from k+1, so n reads cost one fork, not n. `timeout_s` bounds each
-// item, not the whole batch. On success IsolatedRun::message holds fn(k)'s bytes.
+// item, not the whole batch. On success IsolatedRun::message holds fn(k)'s bytes. With copies > 1
+// the items are split into that many contiguous ranges worked at the same time, one copy each (a
+// small pool for CPU-bound reads; results keep the items' order).
 std::vector<IsolatedRun> run_isolated_each(std::size_t n, const std::function<std::string(std::size_t)>& fn,
-                                           double timeout_s);
+                                           double timeout_s, std::size_t copies = 1);
 
 }  // namespace gridrun::base
