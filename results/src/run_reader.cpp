@@ -25,7 +25,7 @@ using detail::ByteWriter;
 
 namespace {
 
-constexpr std::string_view kMagic = "GRIDRUN-INDEX-3\n";
+constexpr std::string_view kMagic = "GRIDRUN-INDEX-4\n";
 
 using base::ends_with;
 
