@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <memory>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 #include "gridrun/base/text.hpp"
@@ -313,8 +313,8 @@ struct Lane {
   std::string buf;
   std::chrono::steady_clock::time_point deadline;
 
-  void start(pid_t parent, std::vector<IsolatedRun>& results, const std::function<std::string(std::size_t)>& fn,
-             std::chrono::duration<double> per_item) {
+  void start(pid_t parent, std::vector<IsolatedRun>& results,
+             const std::function<std::string(std::size_t)>& fn, std::chrono::duration<double> per_item) {
     Fd w;
     make_pipe(r, w);
     std::fflush(nullptr);  // nothing buffered twice
@@ -385,7 +385,8 @@ std::vector<IsolatedRun> run_isolated_each(std::size_t n, const std::function<st
     if (live.empty()) break;
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(soonest - std::chrono::steady_clock::now());
-    const int pr = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left.count(), 0, 1000)));
+    const int pr =
+        ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left.count(), 0, 1000)));
     if (pr < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + errno_text(errno));
     const auto now = std::chrono::steady_clock::now();
     for (std::size_t k = 0; k < live.size(); ++k) {

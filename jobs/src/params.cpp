@@ -138,7 +138,8 @@ Value get_param(const JobParams& p, const std::string& name) {
   // every job and column (a chain of ~60 string compares cost 15 % of a 10,000-job report).
   using Getter = Value (*)(const JobParams&);
   static const Getter getters[] = {
-#define GRIDRUN_PARAM(n, type, def, help, choices, min, max, flags) [](const JobParams& q) { return Value{q.n}; },
+#define GRIDRUN_PARAM(n, type, def, help, choices, min, max, flags) \
+  [](const JobParams& q) { return Value{q.n}; },
 #include "gridrun/jobs/params.def"
 #undef GRIDRUN_PARAM
   };

@@ -117,7 +117,7 @@ def bitflip_among_200():
     all_commands("torn index")
     open(index, "wb").write(b"\x00garbage" * 100)
     all_commands("garbage index")
-    check(open(index, "rb").read(16) == b"GRIDRUN-INDEX-2\n", "the damaged index was written again whole")
+    check(open(index, "rb").read(14) == b"GRIDRUN-INDEX-", "the damaged index was written again whole")
     # The run quarantines exactly that file (the reports' verdict) and trains that job for real.
     p = train(g, out)
     check(p.returncode == 0, "gridrun run redoes the damaged job:\n%s\n%s" % (p.stdout, p.stderr))
