@@ -172,6 +172,7 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
       p.alloc_util = m > 0 && r.capacity > 0 ? r.busy_resource_s / (r.capacity * m) : kNaN;
       p.util_mean = sums.util_n > 0 ? sums.util_mean() : p.alloc_util;
       if (std::isfinite(r.start_unix)) start = r.start_unix;
+      if (std::isfinite(r.max_running)) p.side_by_side = r.max_running > 1;
       std::size_t covered = 0;
       for (const JobData* d : members)
         covered += std::find(r.jobs.begin(), r.jobs.end(), d->id) != r.jobs.end() ? 1 : 0;

@@ -134,7 +134,8 @@ struct RunLoop::PhaseRun {
   std::map<std::size_t, int> tries;  // attempts in this invocation
   std::map<std::size_t, Live> live;
   double t0 = 0;
-  double busy = 0;  // allocated resource-seconds (GPUs on a GPU cluster, else cores)
+  double busy = 0;       // allocated resource-seconds (GPUs on a GPU cluster, else cores)
+  std::size_t peak = 0;  // most jobs running at once
 };
 
 RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train_bin, std::ostream& out)
@@ -359,6 +360,7 @@ void RunLoop::launch(const Start& s) {
   rd_.save_state(state_);
   ++progress_->counts().running;
   phase_->live[i] = Live{nullptr, progress_->elapsed()};
+  phase_->peak = std::max(phase_->peak, phase_->live.size());
   try {
     phase_->live[i].proc = exec_->launch(spec);
   } catch (const std::exception& e) {
@@ -498,6 +500,7 @@ void RunLoop::close_phase(const std::string& value) {
   rec.start_unix = base::unix_now() - rec.makespan_s;
   rec.busy_resource_s = ph.busy;
   rec.capacity = cluster.total_gpus() > 0 ? cluster.total_gpus() : cluster.total_cores();
+  rec.max_running = static_cast<double>(ph.peak);
   for (std::size_t i : ph.members) rec.jobs.push_back(ex_.jobs[i].id);
   const double makespan = rec.makespan_s;
   state_.phases[value] = std::move(rec);

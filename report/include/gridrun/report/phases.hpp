@@ -34,7 +34,9 @@ struct PhaseFigures {
   // The relative spread of throughput over seeds (largest coefficient of variation of samples/s
   // among the phase's jobs that differ only in their seed; NaN without repeated seeds).
   double seed_noise = std::nan("");
-  bool side_by_side = false;      // some of its jobs ran at the same time
+  // Some of its jobs ran at the same time: the scheduler's record (max_running) when there is one,
+  // else overlapping start and end times in the job files.
+  bool side_by_side = false;
   int sittings = 0;               // distinct sittings its jobs' attempts ran in (0: not recorded)
   std::string unmeasured;         // why the figures are withheld ("" when the phase is a measurement)
   std::vector<std::string> jobs;  // the phase's jobs with a readable file

@@ -52,7 +52,10 @@ struct PhaseRecord {
   double makespan_s = std::nan("");       // from the phase's start to its last job's end
   double busy_resource_s = std::nan("");  // allocated resource-seconds (GPUs on a GPU cluster, else cores)
   double capacity = std::nan("");         // GPUs (GPU cluster) or cores of the cluster
-  std::vector<std::string> jobs;          // the ids it ran
+  // Most of its jobs running at once, as the scheduler launched them (the jobs' own start times
+  // come after their launch, library and data load, so they can miss an overlap of short jobs).
+  double max_running = std::nan("");
+  std::vector<std::string> jobs;  // the ids it ran
 };
 
 struct RunState {
