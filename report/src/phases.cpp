@@ -62,13 +62,18 @@ struct JobSums {
   double util_mean() const { return util_n > 0 ? util_sum / util_n : kNaN; }
 };
 
+double first_start(const std::vector<const JobData*>& members) {
+  double first = std::numeric_limits<double>::infinity();
+  for (const JobData* d : members)
+    if (const auto start = job_time(*d, "start_unix", d->start_time)) first = std::min(first, *start);
+  return first;
+}
+
 // From the phase's first start until its last job reached the target; NaN unless all did.
 double time_to_target(const std::vector<const JobData*>& members) {
-  double first = kNaN, reached = 0;
-  for (const JobData* d : members)
-    if (const auto start = job_time(*d, "start_unix", d->start_time))
-      first = std::isnan(first) ? *start : std::min(first, *start);
-  if (members.empty() || std::isnan(first)) return kNaN;
+  const double first = first_start(members);
+  if (!std::isfinite(first)) return kNaN;
+  double reached = 0;
   for (const JobData* d : members) {
     const auto start = job_time(*d, "start_unix", d->start_time);
     const auto ttt = figure(*d, "time_to_target_s");
@@ -76,13 +81,6 @@ double time_to_target(const std::vector<const JobData*>& members) {
     reached = std::max(reached, *start - first + *ttt);
   }
   return reached;
-}
-
-double first_start(const std::vector<const JobData*>& members) {
-  double first = std::numeric_limits<double>::infinity();
-  for (const JobData* d : members)
-    if (const auto start = job_time(*d, "start_unix", d->start_time)) first = std::min(first, *start);
-  return first;
 }
 
 // Did two of the jobs run at the same time (their [start, end] intervals overlap)?
