@@ -9,6 +9,8 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "gridrun/base/text.hpp"
+#include "gridrun/scheduler/calibrate.hpp"
 #include "gridrun/scheduler/run.hpp"
 
 namespace po = boost::program_options;
@@ -24,6 +26,7 @@ struct RunCli {
   double exit_grace = 60, heartbeat_timeout = 900;
   bool dry_run = false, simulate = false, no_report = false;
   double cpu_rate = 20.0, gpu_rate = 8000.0;
+  std::string format = "table", against;
 };
 
 int terminal_width() {
@@ -39,9 +42,11 @@ int run_impl(const Args& args, bool simulate_cmd) {
   po::options_description opts(
       std::string("usage: gridrun ") + cmd + " GRID.yaml [options]\n\n" +
       (simulate_cmd
-           ? "Computes the schedule of a grid without launching anything: makespan, utilization and the\n"
-             "placement timeline, on this machine or on a --cluster file of any size. Durations come\n"
-             "from earlier results of the same job ids, else from a FLOPs cost model.\n\noptions"
+           ? "Computes the schedule of a grid without launching anything: makespan, utilization, the\n"
+             "placement timeline and, for a compare-by grid, the predicted winner. Durations come from\n"
+             "`gridrun calibrate` (OUT/<name>/calibration.json of this host and build), else from\n"
+             "earlier results of the same job ids, else from a FLOPs cost model. With a calibration\n"
+             "the prediction is also written to OUT/<name>/prediction.json.\n\noptions"
            : "Runs a grid on this machine: places jobs side by side on disjoint cores and GPUs, launches\n"
              "each with mpirun + gridrun-train, retries failures with --resume, and ends with collect\n"
              "and report. Idempotent: completed jobs are skipped. Ctrl-C stops (jobs checkpoint);\n"
@@ -68,7 +73,13 @@ int run_impl(const Args& args, bool simulate_cmd) {
       "cpu-rate", po::value(&o.cpu_rate)->default_value(20.0), "cost model: sustained GFLOP/s per CPU core")(
       "gpu-rate", po::value(&o.gpu_rate)->default_value(8000.0), "cost model: sustained GFLOP/s per GPU")(
       "rows", po::value(&o.rows)->default_value(40), "timeline rows to print (--simulate/--dry-run)")(
-      "no-report", po::bool_switch(&o.no_report), "skip collect and report at the end")(
+      "format", po::value(&o.format)->default_value("table"),
+      "simulate: table | json (makespan_s, phases {NAME: {makespan_s, jobs, max_running, "
+      "arrangement}}, jobs)")(
+      "against", po::value(&o.against),
+      "simulate: put the prediction beside the measured run in RUN_DIR (its state.json): per "
+      "phase and per job, with the error")("no-report", po::bool_switch(&o.no_report),
+                                           "skip collect and report at the end")(
       "grid", po::value(&o.grid), "the grid file (positional)");
   po::positional_options_description pos;
   pos.add("grid", 1);
@@ -85,6 +96,11 @@ int run_impl(const Args& args, bool simulate_cmd) {
   if (o.rows < 1) throw std::invalid_argument("--rows: must be >= 1");
   if (!(o.cpu_rate > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
   if (!(o.gpu_rate > 0)) throw std::invalid_argument("--gpu-rate: must be > 0");
+  if (o.format != "table" && o.format != "json")
+    throw std::invalid_argument("--format: expected table or json, got '" + o.format + "'");
+  if ((o.format != "table" || !o.against.empty()) && !(o.simulate || simulate_cmd))
+    throw std::invalid_argument(std::string(o.against.empty() ? "--format" : "--against") +
+                                ": only with `gridrun simulate` (or --simulate)");
   if (vm.count("gpus") && o.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
   if (vm.count("cores") && o.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
 
@@ -108,6 +124,8 @@ int run_impl(const Args& args, bool simulate_cmd) {
   ro.tty = ::isatty(STDOUT_FILENO) != 0;
   ro.width = terminal_width();
   ro.timeline_rows = o.rows;
+  ro.format = o.format;
+  ro.against = o.against;
   const scheduler::RunOutcome r = scheduler::run_grid(ro, std::cout);
   if (!r.launched || r.interrupted || o.no_report) return r.exit_code;
   // The results side owns collect and report; they live in this binary (app/cmd_results.cpp).
@@ -119,7 +137,79 @@ int run_impl(const Args& args, bool simulate_cmd) {
   return r.exit_code != 0 ? r.exit_code : (rc != 0 ? 1 : 0);
 }
 
+struct CalibrateCli {
+  bool help = false;
+  std::string grid, out = "runs", policy = "packed", train_bin, cluster;
+  int max_parallel = 0, gpus = -1, cores = -1;
+  long long steps = 20;
+  double budget_share = 5, min_budget = 120;
+};
+
 }  // namespace
+
+int cmd_calibrate(const Args& args) {
+  CalibrateCli o;
+  po::options_description opts(
+      "usage: gridrun calibrate GRID.yaml [options]\n\n"
+      "Runs every distinct configuration of the grid (model, batch per rank, ranks, device, threads,\n"
+      "...) for a few steps on this machine, alone, then side by side in the groups the placement\n"
+      "policy would make, and stores launch, step, evaluation and checkpoint times and the side-by-side\n"
+      "slowdowns in OUT/<name>/calibration.json. `gridrun simulate` and `gridrun run` then predict\n"
+      "from it. Side-by-side groups are measured while the calibration has cost less than --budget %\n"
+      "of the grid's predicted time or --min-budget seconds, whichever is more.\n\noptions");
+  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
+      "out,o", po::value(&o.out)->default_value("runs"), "parent folder of the run directory OUT/<name>")(
+      "policy,p", po::value(&o.policy)->default_value("packed"),
+      "placement the run will use: packed | fifo | exclusive (decides which jobs run side by side)")(
+      "max-parallel,j", po::value(&o.max_parallel)->default_value(0), "at most N jobs at once, as for run")(
+      "steps", po::value(&o.steps)->default_value(20),
+      "timed steps per configuration after its warm-up (3-100000)")(
+      "budget", po::value(&o.budget_share)->default_value(5.0),
+      "side-by-side groups while the calibration costs at most this % of the grid's predicted time")(
+      "min-budget", po::value(&o.min_budget)->default_value(120.0),
+      "... or this many seconds, whichever is more")("gpus", po::value(&o.gpus),
+                                                     "use N GPUs instead of the detected ones")(
+      "cores", po::value(&o.cores), "use N cores instead of the detected ones")(
+      "cluster", po::value(&o.cluster), "refused: calibration runs where the jobs will (this machine)")(
+      "train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)")(
+      "grid", po::value(&o.grid), "the grid file (positional)");
+  po::positional_options_description pos;
+  pos.add("grid", 1);
+  const po::variables_map vm = parse_flags(args, opts, pos, "calibrate");
+  if (o.help) {
+    std::cout << opts << "\nExit codes: 0 calibrated, 1 a calibration run failed, 2 bad input.\n";
+    return 0;
+  }
+  if (o.grid.empty()) throw std::invalid_argument("missing GRID.yaml (see gridrun calibrate --help)");
+  if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
+  if (!(o.budget_share > 0 && o.budget_share <= 100))
+    throw std::invalid_argument("--budget: must be in (0, 100]");
+  if (!(o.min_budget >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
+  if (vm.count("gpus") && o.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
+  if (vm.count("cores") && o.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
+  scheduler::CalibrateOptions co;
+  co.run.grid = o.grid;
+  co.run.out = o.out;
+  co.run.policy = o.policy;
+  co.run.max_parallel = static_cast<std::size_t>(o.max_parallel);
+  co.run.resources.cluster_file = o.cluster;
+  co.run.resources.gpus = o.gpus;
+  co.run.resources.cores = o.cores;
+  co.run.train_bin = o.train_bin;
+  co.steps = o.steps;
+  co.budget_share = o.budget_share / 100.0;
+  co.min_budget_s = o.min_budget;
+  const scheduler::CalibrateOutcome r = scheduler::calibrate_grid(co, std::cout);
+  std::cout << "calibration took " << base::format_duration(r.cal.cost_s) << ", "
+            << base::format_fixed(100.0 * r.cal.cost_s / std::max(r.predicted_s, 1e-9), 1)
+            << " % of the grid's predicted " << base::format_duration(r.predicted_s) << " (budget "
+            << base::format_duration(r.budget_s) << ": " << base::format_fixed(o.budget_share, 0) << " % or "
+            << base::format_duration(o.min_budget) << ", whichever is more)\n";
+  for (const auto& s : r.skipped) std::cout << "not measured side by side (over the budget): " << s << "\n";
+  std::cout << "wrote " << r.file << "; `gridrun simulate " << o.grid
+            << (o.out != "runs" ? " --out " + o.out : "") << "` predicts from it\n";
+  return r.failed > 0 ? 1 : 0;
+}
 
 int cmd_run(const Args& args) { return run_impl(args, false); }
 int cmd_simulate(const Args& args) { return run_impl(args, true); }

@@ -19,6 +19,7 @@ inline constexpr int kNoGuessing = boost::program_options::command_line_style::u
 int cmd_plan(const Args& args);
 int cmd_run(const Args& args);  // also `simulate` (= run --simulate)
 int cmd_simulate(const Args& args);
+int cmd_calibrate(const Args& args);  // in cmd_run.cpp
 int cmd_submit(const Args& args);
 int cmd_status(const Args& args);
 int cmd_cancel(const Args& args);

@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"plan", gridrun::app::cmd_plan, "validate a grid file and print its expanded jobs"},
     {"run", gridrun::app::cmd_run, "run a grid on this machine with mpirun, then collect and report"},
     {"simulate", gridrun::app::cmd_simulate, "compute a grid's schedule on a cluster without launching"},
+    {"calibrate", gridrun::app::cmd_calibrate, "measure a grid's configurations briefly, for simulate"},
     {"submit", gridrun::app::cmd_submit, "submit a grid to Slurm as sbatch job arrays"},
     {"status", gridrun::app::cmd_status, "show the state of a run's jobs (local or Slurm)"},
     {"cancel", gridrun::app::cmd_cancel, "cancel a run's Slurm jobs"},

@@ -4,7 +4,9 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -24,6 +26,26 @@ std::string self_exe() {
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string() : self.string();
+}
+
+double process_start_unix() {
+  const auto stat = try_read_file("/proc/self/stat");
+  if (!stat) return std::nan("");
+  // Field 22 (starttime, clock ticks since boot) counts from after the command name's ')', which
+  // may itself hold spaces. Boot time is taken from CLOCK_BOOTTIME, not /proc/stat's btime (whole
+  // seconds), so the result is good to a clock tick.
+  const auto close = stat->rfind(')');
+  if (close == std::string::npos) return std::nan("");
+  std::istringstream fields(stat->substr(close + 1));
+  std::string f;
+  unsigned long long ticks = 0;
+  for (int k = 3; k <= 22 && fields >> f; ++k)
+    if (k == 22) ticks = std::strtoull(f.c_str(), nullptr, 10);
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  timespec boot{};
+  if (ticks == 0 || hz <= 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return std::nan("");
+  const double since_boot = static_cast<double>(boot.tv_sec) + 1e-9 * static_cast<double>(boot.tv_nsec);
+  return unix_now() - (since_boot - static_cast<double>(ticks) / static_cast<double>(hz));
 }
 
 std::string cpu_model() {

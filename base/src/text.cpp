@@ -1,8 +1,10 @@
 // See text.hpp.
 #include "gridrun/base/text.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -128,6 +130,13 @@ std::string signal_text(int sig) {
   // sigdescr_np (glibc 2.32+) returns a constant string per signal: no shared buffer to race on.
   const char* t = ::sigdescr_np(sig);
   return t ? std::string(t) : "signal " + std::to_string(sig);
+}
+
+std::string format_fixed(double v, int digits) {
+  if (!std::isfinite(v)) return "-";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", std::clamp(digits, 0, 12), v);
+  return b;
 }
 
 }  // namespace gridrun::base

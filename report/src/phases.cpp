@@ -138,6 +138,59 @@ void withhold(PhaseFigures& p, std::string why) {
 
 }  // namespace
 
+TimeSplit time_split(const JobData& d) {
+  TimeSplit t;
+  const auto launched = figure(d, "launched_unix"), proc = figure(d, "process_start_unix");
+  const auto first = figure(d, "first_step_unix"), end = figure(d, "finished_unix");
+  const std::optional<double> from = launched ? launched : proc;
+  if (from && first) t.launch_s = *first - *from;
+  if (from && end) t.total_s = *end - *from;
+  if (auto v = figure(d, "time_train_s")) t.train_s = *v;
+  if (auto v = figure(d, "time_eval_s")) t.eval_s = *v;
+  if (auto v = figure(d, "time_checkpoint_s")) t.checkpoint_s = *v;
+  if (d.params) {
+    const auto& p = *d.params;
+    t.resources =
+        static_cast<double>(std::max<std::int64_t>(p.ranks, 1)) *
+        (p.device == "gpu" ? 1.0 : static_cast<double>(std::max<std::int64_t>(p.threads_per_rank, 1)));
+  }
+  return t;
+}
+
+TimeSummary summarize_times(const std::vector<TimeSplit>& splits) {
+  TimeSummary out;
+  struct Mean {
+    double sum = 0;
+    int n = 0;
+    void add(double v) {
+      if (std::isfinite(v)) sum += v, ++n;
+    }
+    double get() const { return n > 0 ? sum / n : kNaN; }
+  } wait, launch, train, eval, ckpt, total;
+  double w_launch = 0, w_total = 0;
+  for (const auto& t : splits) {
+    wait.add(t.wait_s);
+    launch.add(t.launch_s);
+    train.add(t.train_s);
+    eval.add(t.eval_s);
+    ckpt.add(t.checkpoint_s);
+    total.add(t.total_s);
+    if (std::isfinite(t.launch_s) && std::isfinite(t.total_s)) {
+      w_launch += t.launch_s * t.resources;
+      w_total += t.total_s * t.resources;
+      ++out.jobs;
+    }
+  }
+  out.mean.wait_s = wait.get();
+  out.mean.launch_s = launch.get();
+  out.mean.train_s = train.get();
+  out.mean.eval_s = eval.get();
+  out.mean.checkpoint_s = ckpt.get();
+  out.mean.total_s = total.get();
+  out.launch_share = w_total > 0 ? w_launch / w_total : kNaN;
+  return out;
+}
+
 std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vector<const JobData*>& jobs) {
   std::map<std::string, std::vector<const JobData*>> by_phase;
   for (const JobData* j : jobs) {
@@ -190,6 +243,16 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
       p.makespan_s = last - first;
       p.samples_per_s = p.makespan_s > 0 ? sums.samples / p.makespan_s : kNaN;
       p.util_mean = sums.util_mean();
+    }
+    {
+      std::vector<TimeSplit> splits;
+      for (const JobData* d : members) {
+        TimeSplit t = time_split(*d);
+        if (const auto launched = figure(*d, "launched_unix"); launched && std::isfinite(start))
+          t.wait_s = std::max(0.0, *launched - start);
+        splits.push_back(t);
+      }
+      p.time = summarize_times(splits);
     }
     if (p.unmeasured.empty() && p.sittings > 1)
       withhold(p, "its jobs ran in " + std::to_string(p.sittings) +

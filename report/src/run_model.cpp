@@ -11,6 +11,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/report/collect.hpp"
+#include "gridrun/run/prediction.hpp"
 #include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::report {
@@ -132,6 +133,20 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
     log << "report: ignoring " << base::printable_line(e.what()) << "\n";
   }
   run.phases = complete_phases(phases, read);
+  // A calibrated prediction made before the run (run/prediction.hpp); one from the cost model
+  // alone is not worth printing beside a measurement.
+  std::error_code ec;
+  if (fs::is_regular_file(rd.prediction_file(), ec)) {
+    try {
+      const run::Prediction pred = run::read_prediction(rd.prediction_file());
+      if (pred.source.rfind("calibration", 0) == 0)
+        for (auto& p : run.phases)
+          if (const auto it = pred.phases.find(p.name); it != pred.phases.end())
+            p.predicted_makespan_s = it->second.makespan_s;
+    } catch (const std::exception& e) {
+      log << "report: ignoring " << base::printable_line(e.what()) << "\n";
+    }
+  }
   return run;
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "gridrun/base/text.hpp"
 #include "gridrun/report/tables.hpp"
 #include "gridrun/report/verdict.hpp"
 
@@ -69,12 +70,7 @@ Agg agg(const std::vector<double>& v) {
   return a;
 }
 
-std::string fmt(double v, int prec) {
-  if (std::isnan(v)) return "-";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-  return buf;
-}
+std::string fmt(double v, int prec) { return base::format_fixed(v, prec); }
 
 // The mean with its 95% interval from 3 seeds on; from 2 an interval would only show how far two
 // numbers are apart (a t quantile of 12.7 makes it wider than the mean itself), so "(n=2)".
@@ -393,7 +389,10 @@ Table convergence_table(const std::vector<JobRecord>& jobs, const std::vector<st
 Table phase_table(const std::vector<PhaseFigures>& phases) {
   Table t;
   t.title = "One large vs several small (phases)";
-  t.columns = {"phase", "jobs", "ran", "makespan_s", "samples/s", "util%", "time_to_target_s"};
+  bool predicted = false;
+  for (const auto& p : phases) predicted = predicted || std::isfinite(p.predicted_makespan_s);
+  t.columns = {"phase", "jobs", "ran", "makespan_s", "samples/s", "util%", "launch%", "time_to_target_s"};
+  if (predicted) t.columns.insert(t.columns.begin() + 4, "predicted_s");
   for (const auto& p : phases) {
     const std::string ran = !p.unmeasured.empty() ? "not measured"
                             : p.jobs.size() <= 1  ? "alone"
@@ -401,14 +400,20 @@ Table phase_table(const std::vector<PhaseFigures>& phases) {
                                                   : "one after another";
     t.rows.push_back({text_cell(p.label), number_cell(static_cast<double>(p.jobs.size()), 0), text_cell(ran),
                       number_cell(p.makespan_s, 1), number_cell(p.samples_per_s, 1),
-                      number_cell(100 * p.util_mean, 1), number_cell(p.time_to_target_s, 1)});
+                      number_cell(100 * p.util_mean, 1),
+                      number_cell(p.unmeasured.empty() ? 100 * p.time.launch_share : std::nan(""), 0),
+                      number_cell(p.time_to_target_s, 1)});
+    if (predicted) t.rows.back().insert(t.rows.back().begin() + 4, number_cell(p.predicted_makespan_s, 1));
     if (!p.unmeasured.empty())
       t.notes.push_back(p.label + ": not measured: " + p.unmeasured + " (see the verdict).");
   }
   t.notes.push_back(
       "Makespan of the phase (state.json of `gridrun run`; for Slurm runs the job files' start "
-      "and end times), aggregate throughput of its jobs, mean utilization, and "
-      "time from the phase's start until its last job reached target_accuracy (- if one did not).");
+      "and end times), aggregate throughput of its jobs, mean utilization, the share of its jobs' "
+      "core- or GPU-seconds spent before their first training step (launch%: mpirun/srun, process "
+      "start, library and data load; see \"Where the time went\"), predicted_s (what a calibrated "
+      "`gridrun simulate` predicted, when it did), and time from the phase's start until its last job "
+      "reached target_accuracy (- if one did not).");
   return t;
 }
 
@@ -529,6 +534,42 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
   return out;
 }
 
+namespace {
+
+// Where the jobs' time went: per phase, or for all jobs of a run without phases.
+Table time_table(const LoadedRun& run) {
+  Table t;
+  t.title = "Where the time went (mean per job)";
+  t.columns = {"phase", "jobs", "wait_s", "launch_s", "train_s", "eval_s", "checkpoint_s", "launch%"};
+  auto row = [&](const std::string& label, const TimeSummary& s) {
+    t.rows.push_back({text_cell(label), number_cell(static_cast<double>(s.jobs), 0),
+                      number_cell(s.mean.wait_s, 1), number_cell(s.mean.launch_s, 2),
+                      number_cell(s.mean.train_s, 2), number_cell(s.mean.eval_s, 2),
+                      number_cell(s.mean.checkpoint_s, 2), number_cell(100 * s.launch_share, 0)});
+  };
+  if (!run.phases.empty()) {
+    int known = 0;
+    for (const auto& p : run.phases) known += p.time.jobs;
+    if (known == 0) return t;  // files from before these figures
+    for (const auto& p : run.phases) row(p.label, p.time);
+  } else {
+    std::vector<TimeSplit> splits;
+    for (const auto& d : run.data) splits.push_back(time_split(d));
+    const TimeSummary s = summarize_times(splits);
+    if (s.jobs == 0) return t;
+    t.columns[0] = "jobs of";
+    row("all", s);
+  }
+  t.notes.push_back(
+      "From the job files' /summary (the attempt that finished): wait = phase start to launch; launch = "
+      "launcher start (mpirun/srun) to the first training step (process start, library load, data and "
+      "model set-up); train, eval, checkpoint = seconds of each after it; launch% = share of the jobs' "
+      "core- or GPU-seconds spent launching.");
+  return t;
+}
+
+}  // namespace
+
 Table verdict_table(const std::vector<std::string>& lines, const std::string& format) {
   Table t;
   t.title = "Verdict";
@@ -546,6 +587,7 @@ std::vector<Table> run_tables(const LoadedRun& run, const ReportOptions& opts) {
   const auto verdict = verdict_lines(run.phases, VerdictOptions{run.compare_by, run.rerun_prefix});
   if (!verdict.empty()) out.push_back(verdict_table(verdict, opts.format));
   for (auto& t : build_tables(run.jobs, run.phases, opts)) out.push_back(std::move(t));
+  if (Table t = time_table(run); !t.rows.empty()) out.push_back(std::move(t));
   note_left_out(out, run, opts);
   return out;
 }

@@ -5,15 +5,13 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gridrun/base/text.hpp"
+
 namespace gridrun::report {
 
 namespace {
 
-std::string fixed(double v, int prec) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-  return buf;
-}
+std::string fixed(double v, int prec) { return base::format_fixed(v, prec); }
 
 // "ranks=2 (2 jobs, one after another)", or with a role "one large job (ranks=2, 2 jobs, one
 // after another)".
@@ -74,8 +72,16 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
   const double margin = next.makespan_s / best.makespan_s;
   const std::string& winner = role[order[0]].empty() ? best.label : role[order[0]];
   const bool plural = role[order[0]] == "several small";
+  // What the calibrated prediction said before the compute was spent (prediction.json).
+  std::string predicted;
+  if (std::isfinite(best.predicted_makespan_s) && std::isfinite(next.predicted_makespan_s) &&
+      best.predicted_makespan_s > 0 && next.predicted_makespan_s > 0) {
+    const double pm = next.predicted_makespan_s / best.predicted_makespan_s;
+    predicted = pm >= 1 ? " (predicted " + fixed(pm, 2) + "x)"
+                        : " (predicted the other way: " + next.label + " " + fixed(1 / pm, 2) + "x faster)";
+  }
   out.push_back(finished + ": " + winner + (plural ? " win, " : " wins, ") + fixed(margin, 2) + "x faster" +
-                (measured.size() > 2 ? " than the next (" + next.label + ")" : "") + ".");
+                (measured.size() > 2 ? " than the next (" + next.label + ")" : "") + predicted + ".");
   double noise = std::nan("");
   for (const PhaseFigures* p : measured)
     if (std::isfinite(p->seed_noise))

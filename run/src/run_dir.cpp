@@ -66,6 +66,8 @@ std::string RunDir::state_file() const { return root_ + "/state.json"; }
 std::string RunDir::index_file() const { return root_ + "/results.h5"; }
 std::string RunDir::grid_copy() const { return root_ + "/grid.yaml"; }
 std::string RunDir::probe_file() const { return root_ + "/probe.json"; }
+std::string RunDir::calibration_file() const { return root_ + "/calibration.json"; }
+std::string RunDir::prediction_file() const { return root_ + "/prediction.json"; }
 std::string RunDir::lock_file() const { return root_ + "/lock"; }
 
 void RunDir::create_layout() const {

@@ -13,6 +13,8 @@
 #include <memory>
 
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/run/run_dir.hpp"
@@ -71,11 +73,13 @@ int main(int argc, char** argv) {
   // A file that reaches RLIMIT_FSIZE would otherwise kill the process with SIGXFSZ before any
   // message; ignored, the write fails with EFBIG and is reported like any other write error.
   std::signal(SIGXFSZ, SIG_IGN);
+  const double main_unix = gridrun::base::unix_now();
   RunnerOptions opts;
   try {
     ParseResult pr = parse_options(argc, argv);
     if (pr.help_shown) return kExitCompleted;
     opts = std::move(pr.options);
+    opts.main_unix = main_unix;
   } catch (const std::exception& e) {
     std::cerr << one_line(e.what()) << "\n";
     return kExitBadInput;

@@ -124,6 +124,9 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "owner-pid", po::value<long>(&o.owner_pid)->default_value(0),
       "process that owns this job (`gridrun run` passes its own): when it is gone, even "
       "SIGKILLed, the job checkpoints and exits 75 as on SIGTERM; 0 = none")(
+      "launched-at", po::value<double>(&o.launched_at)->default_value(0.0),
+      "when the launcher started this job's command (mpirun/srun), in seconds since the epoch; "
+      "`gridrun run` and the Slurm task pass it, so /summary can split launch from set-up (0 = unknown)")(
       "owner-host", po::value<std::string>(&o.owner_host),
       "host of --owner-pid; ranks on other hosts do not watch it (default: every rank's own)")(
       "probe", po::value<std::string>(&o.probe_file),
@@ -166,6 +169,8 @@ ParseResult parse_options(int argc, const char* const* argv) {
   if (!o.probe_file.empty() && !std::filesystem::exists(o.probe_file))
     throw BadInput("gridrun-train: --probe: no such file '" + o.probe_file + "'");
   if (o.util_hz < 0 || o.util_hz > 1000) throw BadInput("gridrun-train: --util-hz must be in [0, 1000]");
+  if (o.launched_at < 0)
+    throw BadInput("gridrun-train: --launched-at must be >= 0 (seconds since the epoch)");
   if (o.owner_pid < 0) throw BadInput("gridrun-train: --owner-pid must be >= 0");
   if (o.gpu_memory_fraction < 0 || o.gpu_memory_fraction > 1)
     throw BadInput("gridrun-train: --gpu-memory-fraction must be in [0, 1]");

@@ -44,6 +44,8 @@
 #include <thread>
 
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/runner/checkpoint.hpp"
@@ -444,6 +446,10 @@ class TrainLoop : private LoopBase {
   const std::int64_t profile_from_, profile_to_;
   Clock::time_point run_start_, last_flush_, last_ckpt_;
   double wall_before_ = 0;  // training wall time of earlier processes of this job (checkpoint)
+  // Where this process's time went (/summary time_*_s): the first step's start (unix) and the
+  // seconds spent evaluating and checkpointing since.
+  double first_step_unix_ = 0, eval_s_ = 0, ckpt_s_ = 0;
+  void save_checkpoint(const TrainState& st);
   std::vector<double> rank_max_step_s_;
   double timing_samples_ = 0, timing_time_ = 0;
   WallThroughput wall_tp_;
@@ -483,6 +489,7 @@ TrainLoop::TrainLoop(JobHarness& h)
 #endif
   open_results();
   run_start_ = last_flush_ = last_ckpt_ = Clock::now();
+  first_step_unix_ = base::unix_now();
   wall_before_ = st_.wall_s;
   if (!resumed_) st_.best_test_acc = -1;
 }
@@ -507,6 +514,7 @@ void TrainLoop::open_results() {
   // process will run); rows a killed run wrote after its last checkpoint are dropped and redone.
   rs.resume_from_step = resumed_ ? st_.global_step + 1 : 0;
   rs.int_attrs["grad_buckets"] = static_cast<std::int64_t>(sync_.num_buckets());
+  rs.int_attrs["steps_per_epoch"] = spe_;  // what `gridrun calibrate` scales a job's steps by
   h_.open_results(rs);
   if (lead_ && !o_.quiet)
     std::printf(
@@ -747,7 +755,7 @@ int TrainLoop::interrupt(const EpochClock& ec) {
   st_.wall_s = wall();  // only saved below; the process exits after this checkpoint
   // The epoch is not advanced even after its last step: its end (evaluation, epoch row, epoch
   // sums reset) has not run yet, and the resumed process runs it first.
-  ckpt_.save(model_, *opt_, st_);
+  save_checkpoint(st_);
   const std::string msg = "interrupted by signal; checkpoint at step " + std::to_string(st_.global_step) +
                           " in " + ckpt_.latest() + " (rerun with --resume)";
   if (lead_ && !o_.quiet) std::printf("gridrun-train: %s\n", msg.c_str());
@@ -763,7 +771,7 @@ void TrainLoop::checkpoint_mid_epoch(const EpochClock& ec) {
   ++mid.step_in_epoch;
   mid.epoch_s = ec.before + seconds_since(ec.start);
   mid.wall_s = wall();
-  ckpt_.save(model_, *opt_, mid);
+  save_checkpoint(mid);
   last_ckpt_ = Clock::now();
 }
 
@@ -778,8 +786,11 @@ bool TrainLoop::end_epoch(const EpochClock& ec) {
   EvalResult ev;
   const bool eval_now = j_.eval_every > 0 &&
                         ((st_.epoch + 1) % j_.eval_every == 0 || st_.epoch + 1 == total_epochs_ || partial);
-  if (eval_now)
+  if (eval_now) {
+    const auto t0 = Clock::now();
     ev = evaluate(model_, h_.test_set(), comm_, dev_, std::max<std::int64_t>(j_.batch_per_rank, 256));
+    eval_s_ += seconds_since(t0);
+  }
   if (lead_) write_epoch_row(ev);
   flush();
   if (eval_now) st_.best_test_acc = std::max(st_.best_test_acc, ev.acc);
@@ -792,7 +803,7 @@ bool TrainLoop::end_epoch(const EpochClock& ec) {
     // `task: inference` with `checkpoint: <job id>` loads.
     TrainState saved = st_;
     saved.wall_s = wall();
-    ckpt_.save(model_, *opt_, saved);
+    save_checkpoint(saved);
     last_ckpt_ = Clock::now();
   }
   if (target) {
@@ -802,6 +813,12 @@ bool TrainLoop::end_epoch(const EpochClock& ec) {
     return true;
   }
   return st_.global_step >= total_steps_ || partial;
+}
+
+void TrainLoop::save_checkpoint(const TrainState& st) {
+  const auto t0 = Clock::now();
+  ckpt_.save(model_, *opt_, st);
+  ckpt_s_ += seconds_since(t0);
 }
 
 void TrainLoop::write_epoch_row(const EvalResult& ev) {
@@ -839,6 +856,20 @@ void TrainLoop::finish(results::Status status, const std::string& reason) {
       for (double v : rank_max_step_s_) sum += v;
       s["rank_max_step_s_mean"] = sum / static_cast<double>(rank_max_step_s_.size());
     }
+    // Where this process's time went, from its launcher's start to now (docs/results.md,
+    // "Where the time went"); NaN where a clock is unknown (no --launched-at).
+    const double now = base::unix_now(), proc = base::process_start_unix();
+    const double launched = o_.launched_at > 0 ? o_.launched_at : kNaN;
+    s["launched_unix"] = launched;
+    s["process_start_unix"] = proc;
+    s["first_step_unix"] = first_step_unix_;
+    s["finished_unix"] = now;
+    s["time_launch_s"] = proc - launched;
+    s["time_load_s"] = o_.main_unix > 0 ? o_.main_unix - proc : kNaN;
+    s["time_setup_s"] = o_.main_unix > 0 ? first_step_unix_ - o_.main_unix : kNaN;
+    s["time_eval_s"] = eval_s_;
+    s["time_checkpoint_s"] = ckpt_s_;
+    s["time_train_s"] = std::max(0.0, now - first_step_unix_ - eval_s_ - ckpt_s_);
     if (!profiler_.empty()) {
       h_.writer()->set_profile(profiler_.ops());
       profiler_.write_chrome_trace((fs::path(o_.out_dir) / run::RunDir::profile_trace_name(o_.id)).string(),

@@ -20,12 +20,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/spawn.hpp"
+#include "gridrun/base/text.hpp"
 
 namespace gridrun::scheduler {
 
@@ -90,6 +92,10 @@ class LocalExecutor : public Executor {
     if (!s.core_ids.empty()) write_rankfile(s);
     base::SpawnOptions so;
     so.argv = command(s);
+    // When the launcher starts (the runner splits the time before its first step from it).
+    std::ostringstream at;
+    at << std::fixed << std::setprecision(3) << base::unix_now();
+    so.argv.insert(so.argv.end(), {"--launched-at", at.str()});
     // cpu jobs see no GPU at all; gpu jobs see exactly their own.
     so.env_set = {"CUDA_VISIBLE_DEVICES=" + s.gpus,
                   "OMP_NUM_THREADS=" + std::to_string(s.req.threads_per_rank)};

@@ -6,15 +6,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <numeric>
 #include <stdexcept>
 
 #include "gridrun/base/host.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
+#include "predict.hpp"
 #include "run_loop.hpp"
 
 namespace fs = std::filesystem;
@@ -60,6 +66,8 @@ int gpu_slots(const jobs::Expansion& ex, std::vector<int>& share) {
             " on gpu (run multi-GPU jobs in another grid)");
   return slots;
 }
+
+}  // namespace
 
 // Everything is validated here, before the disk is touched (bad input: std::invalid_argument).
 GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
@@ -107,34 +115,211 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   return plan;
 }
 
+namespace {
+
+// "side by side", "one after another" or "alone", as the report names a phase's arrangement.
+std::string arrangement(const run::PhasePrediction& p) {
+  return p.jobs <= 1 ? "alone" : p.max_running > 1 ? "side by side" : "one after another";
+}
+
+std::string seconds(double s) { return base::format_fixed(s, s < 10 ? 2 : 1) + " s"; }
+
+// The phases in run order as "KEY=VALUE".
+std::string phase_label(const std::string& compare_by, const std::string& value) {
+  return compare_by.empty() ? value : compare_by + "=" + value;
+}
+
+// What the measured run says, from its state.json (the scheduler's record: launch to exit per job,
+// makespan per phase); the report's sitting checks stay the report's.
+struct Measured {
+  std::map<std::string, double> job_s, phase_s;
+};
+Measured measured_run(const std::string& dir) {
+  const run::RunDir rd(dir);
+  std::error_code ec;
+  if (!fs::is_regular_file(rd.state_file(), ec))
+    throw std::invalid_argument("--against " + dir + ": no state.json there (not a `gridrun run` directory)");
+  const run::RunState st = rd.load_state();
+  Measured m;
+  for (const auto& [id, rec] : st.jobs)
+    if (run::is_finished(rec.state) && rec.end_unix > rec.start_unix && rec.start_unix > 0)
+      m.job_s[id] = rec.end_unix - rec.start_unix;
+  for (const auto& [name, ph] : st.phases)
+    if (std::isfinite(ph.makespan_s)) m.phase_s[name] = ph.makespan_s;
+  return m;
+}
+
+std::string error_pct(double predicted, double measured) {
+  if (!(measured > 0) || !std::isfinite(predicted)) return "-";
+  return base::format_fixed(100.0 * (predicted - measured) / measured, 1) + " %";
+}
+
+void print_against(const GridPlan& plan, const run::Prediction& p, const std::string& dir,
+                   std::ostream& out) {
+  const Measured m = measured_run(dir);
+  const std::string& key = plan.ex.compare_by;
+  out << "prediction vs measurement (" << dir << "):\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-22s %12s %12s %9s\n", "phase", "predicted_s", "measured_s", "error");
+  out << line;
+  std::vector<double> errs;
+  for (const auto& name : p.phase_order) {
+    const double pred = p.phases.at(name).makespan_s;
+    const auto it = m.phase_s.find(name);
+    const double meas = it == m.phase_s.end() ? std::nan("") : it->second;
+    std::snprintf(line, sizeof line, "  %-22.22s %12s %12s %9s\n", phase_label(key, name).c_str(),
+                  base::format_fixed(pred, 1).c_str(), base::format_fixed(meas, 1).c_str(),
+                  error_pct(pred, meas).c_str());
+    out << line;
+  }
+  for (const auto& [id, pred] : p.job_seconds) {
+    const auto it = m.job_s.find(id);
+    if (it != m.job_s.end() && it->second > 0) errs.push_back(std::fabs(pred - it->second) / it->second);
+  }
+  if (!errs.empty()) {
+    std::sort(errs.begin(), errs.end());
+    out << "  jobs: " << errs.size() << " measured, median |error| "
+        << base::format_fixed(100 * errs[errs.size() / 2], 1) << " %, worst "
+        << base::format_fixed(100 * errs.back(), 1) << " %\n";
+  }
+}
+
+// "predicted: ranks=2 (one after another) 14.2 s; ranks=1 (side by side) 23.6 s: ranks=2 wins,
+// 1.66x faster" (two or more phases), "" otherwise.
+std::string predicted_verdict(const run::Prediction& p, const std::string& compare_by) {
+  if (p.phase_order.size() < 2) return "";
+  std::string s = "predicted (" + p.source + "): ";
+  std::string best, second;
+  for (const auto& name : p.phase_order) {
+    const auto& ph = p.phases.at(name);
+    s += (name == p.phase_order.front() ? "" : "; ") + phase_label(compare_by, name) + " (" +
+         arrangement(ph) + ") " + seconds(ph.makespan_s);
+    if (best.empty() || ph.makespan_s < p.phases.at(best).makespan_s) {
+      second = best;
+      best = name;
+    } else if (second.empty() || ph.makespan_s < p.phases.at(second).makespan_s) {
+      second = name;
+    }
+  }
+  const double a = p.phases.at(best).makespan_s, b = p.phases.at(second).makespan_s;
+  s += ": " + phase_label(compare_by, best) + " wins, " + base::format_fixed(b / a, 2) + "x faster";
+  if (p.phase_order.size() > 2) s += " than " + phase_label(compare_by, second);
+  return s;
+}
+
+base::Json plan_json(const GridPlan& plan, const std::vector<SimJob>& sims, const SimResult& sim,
+                     const run::Prediction& p, const std::string& durations) {
+  base::Json j = base::Json::object();
+  j["grid"] = plan.ex.name;
+  j["policy"] = p.policy;
+  j["durations"] = durations;
+  j["compare_by"] = plan.ex.compare_by;
+  j["makespan_s"] = base::json_number(sim.makespan_s, 6);
+  base::Json phases = base::Json::object();
+  for (const auto& name : p.phase_order) {
+    const auto& ph = p.phases.at(name);
+    base::Json one = base::Json::object();
+    one["makespan_s"] = base::json_number(ph.makespan_s, 6);
+    one["jobs"] = ph.jobs;
+    one["max_running"] = ph.max_running;
+    one["arrangement"] = arrangement(ph);
+    base::append_new_member(phases, name.empty() ? std::string("all") : name, std::move(one));
+  }
+  j["phases"] = std::move(phases);
+  base::Json jobs = base::Json::array();
+  for (std::size_t i = 0; i < sims.size(); ++i) {
+    base::Json one = base::Json::object();
+    one["id"] = sims[i].id;
+    one["phase"] = sims[i].phase;
+    one["start_s"] = base::json_number(sim.placements[i].start_s, 6);
+    one["end_s"] = base::json_number(sim.placements[i].end_s, 6);
+    jobs.push_back(std::move(one));
+  }
+  j["jobs"] = std::move(jobs);
+  return j;
+}
+
 // --dry-run and --simulate: the simulated schedule, and for --dry-run the first commands.
 RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& out) {
   const jobs::Expansion& ex = plan.ex;
   const Cluster& cluster = plan.cluster;
   const run::RunDir rd = run::RunDir::for_grid(o.out, ex.name);
+  const std::string train = o.train_bin.empty() ? default_train_bin() : o.train_bin;
+  std::string why;
+  // A calibration of this host and build wins; else earlier results of the same ids, else the
+  // cost model.
+  const auto cal = o.resources.cluster_file.empty() ? usable_calibration(rd.root(), train, why) : nullptr;
   std::vector<SimJob> sims(ex.jobs.size());
-  std::size_t from_results = 0;
-  std::map<std::string, double> measured;
-  std::error_code ec;
-  if (fs::is_directory(rd.results_dir(), ec)) {
-    results::ResultsFolder folder(rd.results_dir());
-    measured = measured_durations(folder, ex.jobs);
+  SimResult sim;
+  run::Prediction record;
+  std::string durations;
+  if (cal) {
+    PredictedGrid g = predict_grid(plan, *cal, o.cost,
+                                   PredictOptions{SimOptions{o.policy, o.max_parallel}, base::iso_now()});
+    sims = std::move(g.jobs);
+    sim = std::move(g.result);
+    record = std::move(g.record);
+    durations = "calibration of " + cal->created + " (" + std::to_string(g.alone) + " alone, " +
+                std::to_string(g.grouped) + " side by side, " + std::to_string(g.uncalibrated) +
+                " from the cost model)";
+    if (!o.dry_run) run::write_prediction(rd.prediction_file(), record);
+  } else {
+    std::size_t from_results = 0;
+    std::map<std::string, double> measured;
+    std::error_code ec;
+    if (fs::is_directory(rd.results_dir(), ec)) {
+      results::ResultsFolder folder(rd.results_dir());
+      measured = measured_durations(folder, ex.jobs);
+    }
+    for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+      bool fr = false;
+      sims[i].id = ex.jobs[i].id;
+      sims[i].req = plan.req[i];
+      sims[i].duration_s = estimate_for(ex.jobs[i], measured, o.cost, &fr);
+      sims[i].phase = plan.phase[i];
+      from_results += fr;
+    }
+    sim = simulate(cluster, sims, SimOptions{o.policy, o.max_parallel});
+    durations = std::to_string(from_results) + " from previous results, " +
+                std::to_string(ex.jobs.size() - from_results) + " from the cost model (uncalibrated)";
+    record.source = "cost model";
+    record.policy = o.policy;
+    record.makespan_s = sim.makespan_s;
+    for (const auto& ph : sim.phases) {
+      record.phase_order.push_back(ph.value);
+      run::PhasePrediction pp;
+      pp.makespan_s = ph.makespan_s;
+      pp.jobs = static_cast<int>(ph.jobs.size());
+      int most = 0;
+      for (std::size_t i : ph.jobs) {
+        int n = 0;
+        for (std::size_t j : ph.jobs)
+          n += sim.placements[j].start_s <= sim.placements[i].start_s &&
+               sim.placements[i].start_s < sim.placements[j].end_s;
+        most = std::max(most, n);
+      }
+      pp.max_running = most;
+      record.phases[ph.value] = pp;
+    }
+    for (std::size_t i = 0; i < sims.size(); ++i)
+      record.job_seconds[sims[i].id] = sim.placements[i].end_s - sim.placements[i].start_s;
   }
-  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
-    bool fr = false;
-    sims[i].id = ex.jobs[i].id;
-    sims[i].req = plan.req[i];
-    sims[i].duration_s = estimate_for(ex.jobs[i], measured, o.cost, &fr);
-    sims[i].phase = plan.phase[i];
-    from_results += fr;
+  if (o.format == "json" && !o.dry_run) {
+    out << plan_json(plan, sims, sim, record, durations).dump(1) << "\n";
+  } else {
+    out << (o.dry_run ? "dry run" : "simulation") << " of " << ex.name << ": " << ex.jobs.size()
+        << " jobs, policy " << o.policy << ", " << cluster.source << " (" << cluster.nodes.size()
+        << " nodes, " << cluster.total_cores() << " cores, " << cluster.total_gpus() << " GPUs)\n"
+        << "durations: " << durations << " (see docs/scheduler.md)\n";
+    if (!why.empty()) out << "note: calibration not used: " << why << "\n";
+    if (!cal && !ex.compare_by.empty())
+      out << "note: uncalibrated: the cost model assumes perfect scaling and no launch cost, so it cannot "
+             "tell one large job from several small; `gridrun calibrate "
+          << o.grid << "` measures them\n";
+    out << render_schedule(cluster, sims, sim, o.width, o.timeline_rows);
+    if (const std::string v = predicted_verdict(record, ex.compare_by); !v.empty() && cal) out << v << "\n";
   }
-  const SimResult sim = simulate(cluster, sims, SimOptions{o.policy, o.max_parallel});
-  out << (o.dry_run ? "dry run" : "simulation") << " of " << ex.name << ": " << ex.jobs.size()
-      << " jobs, policy " << o.policy << ", " << cluster.source << " (" << cluster.nodes.size() << " nodes, "
-      << cluster.total_cores() << " cores, " << cluster.total_gpus() << " GPUs)\n"
-      << "durations: " << from_results << " from previous results, " << (ex.jobs.size() - from_results)
-      << " from the cost model (see docs/scheduler.md)\n";
-  out << render_schedule(cluster, sims, sim, o.width, o.timeline_rows);
+  if (!o.against.empty()) print_against(plan, record, o.against, o.format == "json" ? std::cerr : out);
   if (o.dry_run && cluster.bindable) {
     auto exec = make_executor(o.executor);
     out << "commands (first " << std::min<std::size_t>(3, ex.jobs.size()) << "):\n";
@@ -148,7 +333,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
       s.req = plan.req[i];
       s.host = cluster.nodes[alloc.node].name;
       for (int c : alloc.cores) s.core_ids.push_back(cluster.nodes[alloc.node].cores[c]);
-      s.train_bin = o.train_bin.empty() ? default_train_bin() : o.train_bin;
+      s.train_bin = train;
       std::string line = "  ";
       for (const auto& a : exec->command(s)) line += a + " ";
       out << line << "\n";
@@ -173,6 +358,15 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
   if (train.find('/') != std::string::npos && ::access(train.c_str(), X_OK) != 0)
     throw std::invalid_argument("--train-bin: " + train + " is not an executable file");
   make_executor(o.executor);  // throws on an unknown name, before anything is written
+  // With a calibration of this host and build, the run records what was predicted before it
+  // spent anything (prediction.json; the report puts it beside the measurement).
+  std::string why;
+  const run::RunDir rd = run::RunDir::for_grid(o.out, plan.ex.name);
+  if (const auto cal = usable_calibration(rd.root(), train, why)) {
+    const PredictedGrid g = predict_grid(
+        plan, *cal, o.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, base::iso_now()});
+    run::write_prediction(rd.prediction_file(), g.record);
+  }
   RunLoop loop(plan, o, train, out);
   return loop.run();
 }

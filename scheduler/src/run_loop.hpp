@@ -34,6 +34,10 @@ struct GridPlan {
   std::vector<std::string> phase_order;  // phase values in order of first appearance
 };
 
+// Loads and validates the grid and resolves the cluster (bad input: std::invalid_argument);
+// writes nothing. Warnings go to `out`.
+GridPlan plan_grid(const RunOptions& o, std::ostream& out);
+
 // Previous wall time of the same job id when it completed before (from its results file), else
 // the cost model. `from_results` says which.
 // Measured durations (wall_s) of the jobs whose results files are finished, by id: one read of

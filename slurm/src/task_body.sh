@@ -77,8 +77,9 @@ for STEP in $LINE; do
     mpirun) CMD=(mpirun "${MPI_ROOT[@]}" -np "$R" --bind-to none) ;;
   esac
   # `env` runs inside each rank, after Slurm has set the step's own CUDA_VISIBLE_DEVICES.
+  # --launched-at: the step's start, so the job file can tell srun/mpirun launch from set-up.
   "${CMD[@]}" env "${ENVS[@]}" "$TRAIN" --job "$JOB_JSON" --out "$RESULTS_DIR" \
-      "${RESUME[@]}" >>"$JOB_OUT" 2>>"$JOB_ERR" &
+      --launched-at "$(date +%s.%N)" "${RESUME[@]}" >>"$JOB_OUT" 2>>"$JOB_ERR" &
   PIDS+=($!)
   JOBS+=("$JOB")
 done

@@ -98,9 +98,18 @@ void write_synthetic_job(const std::string& run_dir, const SyntheticJob& j) {
   }
   const std::string path = w->path();
   if (j.finish)
-    w->finish(
-        j.status, j.status == Status::Failed ? "runtime error: synthetic" : "done",
-        {{"flops_per_s", 1e9 * j.ranks}, {"flops_per_sample", 2e5}, {"bytes_per_sample", gpu ? 4e4 : 1e5}});
+    w->finish(j.status, j.status == Status::Failed ? "runtime error: synthetic" : "done",
+              {{"flops_per_s", 1e9 * j.ranks},
+               {"flops_per_sample", 2e5},
+               {"bytes_per_sample", gpu ? 4e4 : 1e5},
+               // Where the time went (the runner's time_* figures): launch grows with the ranks.
+               {"launched_unix", 1.7e9 + j.seed},
+               {"process_start_unix", 1.7e9 + j.seed + 0.05},
+               {"first_step_unix", 1.7e9 + j.seed + 1.0 + 0.2 * j.ranks},
+               {"finished_unix", 1.7e9 + j.seed + 1.0 + 0.2 * j.ranks + wall + 0.12 * j.epochs},
+               {"time_train_s", wall},
+               {"time_eval_s", 0.1 * j.epochs},
+               {"time_checkpoint_s", 0.02 * j.epochs}});
   // A fixed start time, so that figures derived from it (a phase's time to target) are the same
   // in every run of the tests (the writer records the wall clock).
   // Finished files only: a running job's .partial is still held by its writer.

@@ -13,6 +13,10 @@ std::string cpu_model();  // "model name" of /proc/cpuinfo, or "unknown"
 // This process's executable (/proc/self/exe), "" when the kernel does not say: to start a sibling
 // binary or another copy of itself.
 std::string self_exe();
+// When this process was created, in seconds since the epoch (/proc/self/stat's start time over
+// /proc/stat's btime; about 10 ms resolution), NaN when the kernel does not say. What the runner
+// subtracts its launcher's start from, to tell launch from library load.
+double process_start_unix();
 
 // Direct children of `pid` (/proc/PID/task/PID/children, or a scan of /proc/*/stat on kernels
 // without that file); empty when it is gone.

@@ -24,6 +24,8 @@ double unix_now();
 std::optional<std::time_t> parse_iso_time(const std::string& s);
 // Short human duration: "42s", "3m05s", "2h10m", "3d04h"; "?" for negative or NaN.
 std::string format_duration(double seconds);
+// `v` with `digits` decimals ("1.66"); "-" for NaN or infinity.
+std::string format_fixed(double v, int digits);
 
 std::string trim(std::string_view s);                          // without leading and trailing white space
 std::vector<std::string> split(std::string_view s, char sep);  // keeps empty fields

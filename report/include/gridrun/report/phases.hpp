@@ -22,6 +22,27 @@
 
 namespace gridrun::report {
 
+// Where a job's time went: its /summary time_*_s and *_unix figures (the attempt that wrote the
+// summary; docs/results.md "Where the time went"). NaN where the file does not say (files from
+// before these figures, jobs that failed before training).
+struct TimeSplit {
+  double wait_s = std::nan("");    // from its phase's start until its launcher started (phases only)
+  double launch_s = std::nan("");  // launcher start (else process start) to the first training step:
+                                   // mpirun/srun, process start, library load, data and model set-up
+  double train_s = std::nan(""), eval_s = std::nan(""), checkpoint_s = std::nan("");
+  double total_s = std::nan("");  // launcher start (else process start) to the summary's end
+  double resources = 1;           // cores (cpu) or GPUs it held: the weight of its share
+};
+TimeSplit time_split(const results::JobData& job);
+// The means over `splits` (NaN entries skipped) and the resource-weighted share of their time that
+// went to launching: sum(launch x resources) / sum(total x resources).
+struct TimeSummary {
+  TimeSplit mean;
+  double launch_share = std::nan("");
+  int jobs = 0;  // jobs with a known split
+};
+TimeSummary summarize_times(const std::vector<TimeSplit>& splits);
+
 // One phase as the report shows it.
 struct PhaseFigures {
   std::string name;   // the compare-by value
@@ -34,9 +55,15 @@ struct PhaseFigures {
   // The relative spread of throughput over seeds (largest coefficient of variation of samples/s
   // among the phase's jobs that differ only in their seed; NaN without repeated seeds).
   double seed_noise = std::nan("");
+  // What a calibrated `gridrun simulate`/`run` predicted for it before it ran (prediction.json),
+  // NaN when nothing was predicted from a calibration.
+  double predicted_makespan_s = std::nan("");
   // Some of its jobs ran at the same time: the scheduler's record (max_running) when there is one,
   // else overlapping start and end times in the job files.
   bool side_by_side = false;
+  // Where its jobs' time went (means per job, wait from the phase's start) and the share of it
+  // spent before the first step: what makes several small jobs slower than their step times say.
+  TimeSummary time;
   int sittings = 0;               // distinct sittings its jobs' attempts ran in (0: not recorded)
   std::string unmeasured;         // why the figures are withheld ("" when the phase is a measurement)
   std::vector<std::string> jobs;  // the phase's jobs with a readable file

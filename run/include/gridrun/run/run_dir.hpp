@@ -62,6 +62,8 @@ class RunDir {
   std::string index_file() const;                     // results.h5
   std::string grid_copy() const;                      // grid.yaml
   std::string probe_file() const;                     // probe.json (`gridrun probe --out`, report roofs)
+  std::string calibration_file() const;               // calibration.json (`gridrun calibrate`)
+  std::string prediction_file() const;                // prediction.json (prediction.hpp)
   std::string lock_file() const;                      // lock
   std::string rankfile(const std::string& id) const;  // jobs/<id>.rankfile (Open MPI binding)
   void create_layout() const;                         // mkdir -p of all folders but slurm/

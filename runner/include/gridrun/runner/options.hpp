@@ -33,6 +33,11 @@ struct RunnerOptions {
   double gpu_memory_fraction = 0;  // --gpu-memory-fraction: cap of this job's GPU memory (0 = none)
   long owner_pid = 0;              // --owner-pid PID: stop (checkpoint, exit 75) when PID is gone
   std::string owner_host;          // --owner-host: PID is a process of this host (other hosts ignore it)
+  // --launched-at UNIX: when the launcher started this job's command (mpirun/srun), seconds since
+  // the epoch; 0 = unknown. With main_unix and the process's own start it splits the time before
+  // the first step into launch, library load and set-up (/summary time_*_s, docs/results.md).
+  double launched_at = 0;
+  double main_unix = 0;  // when main() began (set by main, not a flag)
   // --check-checkpoint DIR: only read that checkpoint folder (state.pt, every rng-*.pt) and exit
   // 0 (readable) or 1; run by Checkpointer::load in a process of its own before it trusts a
   // checkpoint, so one that crashes LibTorch's reader takes only that process down.

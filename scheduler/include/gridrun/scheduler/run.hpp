@@ -42,6 +42,11 @@ struct RunOptions {
   bool tty = false;  // live status line instead of one line per event
   int width = 100;   // terminal columns for the timeline and status line
   int timeline_rows = 40;
+  // --simulate: "table" (the schedule for people) or "json" (makespan_s, phases, jobs; the same
+  // phase names as state.json's measured ones); `against`: a run directory whose measured
+  // makespans are put beside the prediction.
+  std::string format = "table";
+  std::string against;
   // Watchdog (docs/scheduler.md): a job whose results file is final but whose processes are still
   // there after exit_grace_s is ended and recorded with a warning; a job whose rank 0 has not
   // heartbeat for heartbeat_timeout_s (0 = never checked) is ended and fails with that reason.

@@ -1,0 +1,38 @@
+// What a calibrated `gridrun simulate` (or `gridrun run`, before it launches) predicted for a run:
+// prediction.json in the run directory, written by the scheduler and read by the report, which
+// puts it beside what was measured ("(predicted 1.58x)", docs/scheduler.md "Predicting a grid
+// before running it").
+//
+// Why a file of its own: the scheduler predicts, the report measures, and neither may depend on
+// the other (docs/architecture.md); both depend on run/, so the prediction travels through it.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gridrun::run {
+
+struct PhasePrediction {
+  double makespan_s = std::nan("");
+  int jobs = 0;
+  int max_running = 0;  // most of its jobs running at once in the simulated schedule
+};
+
+struct Prediction {
+  std::string source;   // "calibration" (calibration.json of this host and build) or "cost model"
+  std::string created;  // ISO time
+  std::string policy;   // placement policy simulated
+  double makespan_s = std::nan("");
+  std::vector<std::string> phase_order;           // phases in run order
+  std::map<std::string, PhasePrediction> phases;  // by compare-by value
+  std::map<std::string, double> job_seconds;      // by job id: launch to exit
+};
+
+// Atomic write; throws std::runtime_error naming the path.
+void write_prediction(const std::string& path, const Prediction& p);
+// Throws std::runtime_error naming the path when it is missing or malformed.
+Prediction read_prediction(const std::string& path);
+
+}  // namespace gridrun::run

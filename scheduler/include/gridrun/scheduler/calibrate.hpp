@@ -1,0 +1,96 @@
+// Calibration: a few real steps of every distinct configuration of a grid, where it will run, so
+// that `gridrun simulate` predicts from measurements instead of a FLOPs table.
+//
+// Why: "one large job or several small ones" turns on what a cost model cannot know: how long
+// mpirun, process start, library and data load take (a large share of short jobs), the real step
+// time at each ranks x batch per rank, and how much side-by-side jobs slow each other down on
+// shared cores and memory bandwidth (Gavel, Lucid). Published predictors that measure (Optimus,
+// Pollux, Habitat) beat those that model; see ../shared/research/prediction.md. So `gridrun
+// calibrate` runs each configuration alone for `steps` steps after its timing warm-up, then
+// co-runs the groups of configurations the chosen placement policy would run side by side, and
+// stores the figures in RUN_DIR/calibration.json, keyed by host and by the gridrun-train binary
+// (a rebuild, a new LibTorch: calibrate again). docs/scheduler.md, "Predicting a grid before
+// running it", has the model and the measured error.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gridrun/jobs/params.hpp"
+#include "gridrun/run/prediction.hpp"
+#include "gridrun/scheduler/run.hpp"
+
+namespace gridrun::scheduler {
+
+// What one calibration run of a configuration measured (from its job file's /summary, /steps and
+// /epochs, and its exit as the launcher saw it).
+struct StepFigures {
+  double launch_s = std::nan("");  // launcher start to the first step
+  double warm_s = 0;               // the first `warm_steps` steps together (one-time costs)
+  std::int64_t warm_steps = 0;
+  double step_s = std::nan("");  // one steady step: median step time, plus the loop's own share
+  double eval_s = 0;             // one evaluation of the test split
+  double checkpoint_s = 0;       // one epoch-end checkpoint
+  double tail_s = 0;             // the runner's end until the launcher saw the exit
+  std::int64_t steps_per_epoch = 0;
+};
+
+// A group of configurations run side by side: the figures of each member while the others ran.
+struct CalibrationGroup {
+  std::vector<std::string> members;  // config keys, sorted (a multiset)
+  std::map<std::string, StepFigures> figures;
+};
+
+struct Calibration {
+  std::string host, train_bin, build;  // where and with which binary (path + size + mtime)
+  std::string torch_version, gridrun_version, created;
+  double cost_s = 0;                          // wall seconds the calibration took
+  std::map<std::string, StepFigures> alone;   // by config key
+  std::map<std::string, std::string> labels;  // by config key: "mlp cpu ranks=2 bpr=32"
+  std::vector<CalibrationGroup> groups;
+};
+
+// The configuration of a job as far as its duration goes: its parameters with those that change
+// only what is learned (lr, seed, schedule, ...) or how long it runs (epochs, max_steps) reset.
+std::string config_key(const jobs::JobParams& p);
+std::string config_label(const jobs::JobParams& p);
+// Seconds from launch to exit of a job with parameters `p`, from its configuration's figures.
+double predict_seconds(const jobs::JobParams& p, const StepFigures& f);
+
+// The gridrun-train binary's identity: "SIZE-MTIME" of the file, "" when it cannot be read.
+std::string build_fingerprint(const std::string& train_bin);
+void write_calibration(const std::string& path, const Calibration& c);
+Calibration read_calibration(const std::string& path);  // throws std::runtime_error naming the path
+
+struct CalibrateOptions {
+  RunOptions run;              // grid, out, policy, max_parallel, resources, train_bin
+  std::int64_t steps = 20;     // timed steps per configuration after its warm-up
+  double budget_share = 0.05;  // of the grid's predicted time ...
+  double min_budget_s = 120;   // ... or this, whichever is more
+  double group_train_s = 2.0;  // a co-run member trains about this long (so the members overlap)
+};
+
+struct CalibrateOutcome {
+  Calibration cal;
+  std::string file;                   // calibration.json written
+  double predicted_s = std::nan("");  // the grid's predicted makespan with it
+  double budget_s = 0;
+  std::vector<std::string> skipped;  // groups left out over the budget
+  int failed = 0;                    // calibration runs that did not complete
+};
+
+// Runs the calibration of `opts.run.grid` on this machine and writes RUN_DIR/calibration.json.
+// Bad input throws std::invalid_argument before anything is run.
+CalibrateOutcome calibrate_grid(const CalibrateOptions& opts, std::ostream& out);
+
+// The calibration of a run directory when it was made on this host with this gridrun-train, else
+// nullptr with `why` set ("" when there is none at all).
+std::unique_ptr<Calibration> usable_calibration(const std::string& run_dir, const std::string& train_bin,
+                                                std::string& why);
+
+}  // namespace gridrun::scheduler

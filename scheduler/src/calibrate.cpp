@@ -1,0 +1,519 @@
+// `gridrun calibrate` (see calibrate.hpp): configurations run alone, then the side-by-side groups
+// the policy would make, each through the same executor as `gridrun run`, measured from their job
+// files.
+#include "gridrun/scheduler/calibrate.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
+#include "gridrun/jobs/job.hpp"
+#include "gridrun/results/reader.hpp"
+#include "gridrun/run/run_dir.hpp"
+#include "gridrun/scheduler/executor.hpp"
+#include "predict.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gridrun::scheduler {
+
+namespace {
+constexpr const char* kFormat = "gridrun-calibration-1";
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+std::string config_key(const jobs::JobParams& in) {
+  jobs::JobParams p = in;
+  // What is learned or for how long does not change launch, step, evaluation or checkpoint times.
+  p.lr = 0.1;
+  p.lr_schedule = "constant";
+  p.warmup_steps = 0;
+  p.scale_lr = false;
+  p.momentum = 0.9;
+  p.nesterov = false;
+  p.weight_decay = 0;
+  p.seed = 0;
+  p.epochs = 1;
+  p.max_steps = 0;
+  p.eval_every = 1;
+  p.target_accuracy = 0;
+  p.time_limit = "";
+  p.checkpoint_minutes = 0;
+  p.comm_timeout_s = 300;
+  p.profile_steps = 0;
+  return jobs::job_id(p);
+}
+
+std::string config_label(const jobs::JobParams& p) {
+  std::string s = p.model + " " + p.device + " ranks=" + std::to_string(p.ranks) +
+                  " bpr=" + std::to_string(p.batch_per_rank);
+  if (p.threads_per_rank > 1) s += " threads=" + std::to_string(p.threads_per_rank);
+  if (p.nodes > 1) s += " nodes=" + std::to_string(p.nodes);
+  if (p.precision != "fp32") s += " " + p.precision;
+  return s;
+}
+
+double predict_seconds(const jobs::JobParams& p, const StepFigures& f) {
+  const std::int64_t spe = std::max<std::int64_t>(f.steps_per_epoch, 1);
+  std::int64_t total = p.epochs > 0 ? p.epochs * spe : p.max_steps;
+  if (p.max_steps > 0) total = std::min(total, p.max_steps);
+  total = std::max<std::int64_t>(total, 0);
+  const std::int64_t epochs = (total + spe - 1) / spe;
+  std::int64_t evals = 0;
+  if (p.eval_every > 0)
+    for (std::int64_t e = 0; e < epochs; ++e)
+      evals += ((e + 1) % p.eval_every == 0 || e + 1 == epochs) ? 1 : 0;
+  const std::int64_t warm = std::min(total, f.warm_steps);
+  const double warm_s =
+      f.warm_steps > 0 ? f.warm_s * static_cast<double>(warm) / static_cast<double>(f.warm_steps) : 0;
+  const double train = warm_s + static_cast<double>(total - warm) * f.step_s;
+  return f.launch_s + train + static_cast<double>(evals) * f.eval_s +
+         static_cast<double>(epochs) * f.checkpoint_s + f.tail_s;
+}
+
+std::string build_fingerprint(const std::string& train_bin) {
+  struct stat st {};
+  if (train_bin.empty() || ::stat(train_bin.c_str(), &st) != 0) return "";
+  return std::to_string(static_cast<long long>(st.st_size)) + "-" +
+         std::to_string(static_cast<long long>(st.st_mtime));
+}
+
+namespace {
+
+base::Json figures_json(const StepFigures& f) {
+  base::Json j = base::Json::object();
+  j["launch_s"] = base::json_number(f.launch_s, 6);
+  j["warm_s"] = base::json_number(f.warm_s, 6);
+  j["warm_steps"] = f.warm_steps;
+  j["step_s"] = base::json_number(f.step_s, 6);
+  j["eval_s"] = base::json_number(f.eval_s, 6);
+  j["checkpoint_s"] = base::json_number(f.checkpoint_s, 6);
+  j["tail_s"] = base::json_number(f.tail_s, 6);
+  j["steps_per_epoch"] = f.steps_per_epoch;
+  return j;
+}
+
+StepFigures figures_of(const base::Json& j) {
+  StepFigures f;
+  f.launch_s = base::get_number(j, "launch_s", kNaN);
+  f.warm_s = base::get_number(j, "warm_s", 0);
+  f.warm_steps = base::get_int(j, "warm_steps", 0);
+  f.step_s = base::get_number(j, "step_s", kNaN);
+  f.eval_s = base::get_number(j, "eval_s", 0);
+  f.checkpoint_s = base::get_number(j, "checkpoint_s", 0);
+  f.tail_s = base::get_number(j, "tail_s", 0);
+  f.steps_per_epoch = base::get_int(j, "steps_per_epoch", 0);
+  return f;
+}
+
+}  // namespace
+
+void write_calibration(const std::string& path, const Calibration& c) {
+  base::Json j = base::Json::object();
+  j["format"] = kFormat;
+  j["host"] = c.host;
+  j["train_bin"] = c.train_bin;
+  j["build"] = c.build;
+  j["torch_version"] = c.torch_version;
+  j["gridrun_version"] = c.gridrun_version;
+  j["created"] = c.created;
+  j["cost_s"] = base::json_number(c.cost_s, 6);
+  base::Json configs = base::Json::object();
+  for (const auto& [key, f] : c.alone) {
+    base::Json one = figures_json(f);
+    const auto l = c.labels.find(key);
+    one["label"] = l == c.labels.end() ? std::string() : l->second;
+    base::append_new_member(configs, key, std::move(one));
+  }
+  j["configs"] = std::move(configs);
+  base::Json groups = base::Json::array();
+  for (const auto& g : c.groups) {
+    base::Json one = base::Json::object();
+    one["members"] = g.members;
+    base::Json figs = base::Json::object();
+    for (const auto& [key, f] : g.figures) base::append_new_member(figs, key, figures_json(f));
+    one["figures"] = std::move(figs);
+    groups.push_back(std::move(one));
+  }
+  j["groups"] = std::move(groups);
+  base::write_file_atomic(path, j.dump(1) + "\n");
+}
+
+Calibration read_calibration(const std::string& path) {
+  const base::Json j = base::read_json_file(path);
+  if (!j.is_object() || base::get_string(j, "format") != kFormat)
+    throw std::runtime_error(path + ": not a gridrun calibration (format " + kFormat + ")");
+  Calibration c;
+  c.host = base::get_string(j, "host");
+  c.train_bin = base::get_string(j, "train_bin");
+  c.build = base::get_string(j, "build");
+  c.torch_version = base::get_string(j, "torch_version");
+  c.gridrun_version = base::get_string(j, "gridrun_version");
+  c.created = base::get_string(j, "created");
+  c.cost_s = base::get_number(j, "cost_s", 0);
+  if (const auto it = j.find("configs"); it != j.end() && it->is_object())
+    for (const auto& [key, f] : it->items()) {
+      c.alone[key] = figures_of(f);
+      c.labels[key] = base::get_string(f, "label");
+    }
+  if (const auto it = j.find("groups"); it != j.end() && it->is_array())
+    for (const auto& g : *it) {
+      CalibrationGroup cg;
+      if (const auto m = g.find("members"); m != g.end() && m->is_array())
+        for (const auto& k : *m)
+          if (k.is_string()) cg.members.push_back(k.get<std::string>());
+      if (const auto f = g.find("figures"); f != g.end() && f->is_object())
+        for (const auto& [key, v] : f->items()) cg.figures[key] = figures_of(v);
+      c.groups.push_back(std::move(cg));
+    }
+  return c;
+}
+
+std::unique_ptr<Calibration> usable_calibration(const std::string& run_dir, const std::string& train_bin,
+                                                std::string& why) {
+  why.clear();
+  const std::string path = run::RunDir(run_dir).calibration_file();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return nullptr;
+  Calibration c;
+  try {
+    c = read_calibration(path);
+  } catch (const std::exception& e) {
+    why = base::printable_line(e.what());
+    return nullptr;
+  }
+  const std::string host = base::hostname();
+  if (c.host != host) {
+    why = path + " was made on " + c.host + ", not on " + host + "; run `gridrun calibrate` here";
+    return nullptr;
+  }
+  if (c.build != build_fingerprint(train_bin)) {
+    why = path + " was made with another build of gridrun-train (" + c.train_bin +
+          "); run `gridrun calibrate` again";
+    return nullptr;
+  }
+  return std::make_unique<Calibration>(std::move(c));
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One calibration run: a job of the configuration, placed and launched like a real one.
+struct Probe {
+  std::string key;
+  jobs::Job job;
+  Request req;
+  std::unique_ptr<RunningJob> proc;
+  double exit_unix = 0;
+  int code = -1;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The figures of a finished calibration run, from its job file; nullopt (and a line on `out`)
+// when it did not complete or lacks the timings.
+std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, std::string& torch_version,
+                                   std::ostream& out) {
+  const std::string label = config_label(p.job.params);
+  if (p.code != 0) {
+    out << "calibrate: " << label << ": gridrun-train exited " << p.code << " (see " << crd.log_err(p.job.id)
+        << ")\n";
+    return std::nullopt;
+  }
+  results::JobData d;
+  try {
+    d = results::read_job(crd.result_file(p.job.id));
+  } catch (const std::exception& e) {
+    out << "calibrate: " << label << ": " << base::printable_line(e.what()) << "\n";
+    return std::nullopt;
+  }
+  torch_version = d.attr_string("torch_version", torch_version) + " / gridrun " +
+                  d.attr_string("gridrun_version") + " (" + d.attr_string("git_commit") + ")";
+  auto sum = [&](const char* name) {
+    const auto it = d.summary.find(name);
+    return it == d.summary.end() ? kNaN : it->second;
+  };
+  const std::vector<double>* steps = d.steps.column("step_s");
+  const double launched = sum("launched_unix"), first = sum("first_step_unix"),
+               finished = sum("finished_unix");
+  if (!steps || steps->empty() || !std::isfinite(launched) || !std::isfinite(first) ||
+      !std::isfinite(finished)) {
+    out << "calibrate: " << label << ": its job file has no step timings\n";
+    return std::nullopt;
+  }
+  StepFigures f;
+  const std::size_t n = steps->size();
+  const std::size_t warm =
+      std::min<std::size_t>(static_cast<std::size_t>(p.job.params.timing_warmup_steps), n - 1);
+  double all = 0;
+  for (double v : *steps) all += v;
+  for (std::size_t k = 0; k < warm; ++k) f.warm_s += (*steps)[k];
+  f.warm_steps = static_cast<std::int64_t>(warm);
+  // The loop's own time between steps (rows, flushes, the epoch's end minus evaluation and
+  // checkpoint) is spread over the steps.
+  const double loop_extra = std::max(0.0, sum("time_train_s") - all) / static_cast<double>(n);
+  f.step_s = median(std::vector<double>(steps->begin() + static_cast<long>(warm), steps->end())) + loop_extra;
+  f.warm_s += loop_extra * static_cast<double>(warm);
+  f.launch_s = first - launched;
+  std::int64_t evals = 0, epochs = 0;
+  if (const auto* acc = d.epochs.column("test_acc"))
+    for (double a : *acc) evals += std::isfinite(a) ? 1 : 0;
+  epochs = static_cast<std::int64_t>(d.epochs.rows);
+  const double eval = sum("time_eval_s"), ckpt = sum("time_checkpoint_s");
+  f.eval_s = evals > 0 && std::isfinite(eval) ? eval / static_cast<double>(evals) : 0;
+  f.checkpoint_s = epochs > 0 && std::isfinite(ckpt) ? ckpt / static_cast<double>(epochs) : 0;
+  f.tail_s = std::max(0.0, p.exit_unix - finished);
+  f.steps_per_epoch = static_cast<std::int64_t>(d.attr_number("steps_per_epoch", 0));
+  if (f.steps_per_epoch <= 0) {
+    out << "calibrate: " << label << ": its job file does not say its steps per epoch\n";
+    return std::nullopt;
+  }
+  return f;
+}
+
+class Calibrator {
+ public:
+  Calibrator(const GridPlan& plan, const CalibrateOptions& o, std::string train, std::ostream& out)
+      : plan_(plan),
+        o_(o),
+        train_(std::move(train)),
+        out_(out),
+        rd_(run::RunDir::for_grid(o.run.out, plan.ex.name)),
+        crd_(rd_.root() + "/calibration"),
+        exec_(make_executor("local")) {}
+
+  // Runs `members` side by side (one when alone): each with `steps[k]` timed steps.
+  std::vector<std::optional<StepFigures>> run_group(const std::vector<std::size_t>& members,
+                                                    const std::vector<std::int64_t>& steps, int tag) {
+    std::vector<Probe> probes;
+    Engine engine(plan_.cluster, EngineOptions{o_.run.policy, 0});
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const jobs::Job& src = plan_.ex.jobs[members[k]];
+      jobs::JobParams p = src.params;
+      p.epochs = 0;
+      p.max_steps = p.timing_warmup_steps + steps[k];
+      p.target_accuracy = 0;
+      p.time_limit = "";
+      p.checkpoint_minutes = 0;
+      p.profile_steps = 0;
+      p.seed = 1000 * tag + static_cast<std::int64_t>(k);  // same configuration twice: two files
+      Probe pr;
+      pr.key = config_key(src.params);
+      pr.job = jobs::make_job(plan_.ex.name + "-calibration", k, p);
+      pr.req = plan_.req[members[k]];
+      probes.push_back(std::move(pr));
+      engine.submit(QueuedJob{k, k, probes.back().req, 1.0});
+    }
+    const auto starts = engine.schedule(0);
+    if (starts.size() < probes.size())
+      throw std::runtime_error("calibrate: the group does not fit side by side on " + plan_.cluster.source);
+    for (const Start& s : starts) launch(probes[s.key], s);
+    // Wait for every member; the exit time is the launcher's view of the job's end.
+    for (bool left = true; left;) {
+      left = false;
+      for (auto& p : probes) {
+        if (!p.proc) continue;
+        if (const auto code = p.proc->try_wait()) {
+          p.code = *code;
+          p.exit_unix = base::unix_now();
+          p.proc.reset();
+        } else {
+          left = true;
+        }
+      }
+      if (left) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::vector<std::optional<StepFigures>> out;
+    for (const auto& p : probes) {
+      auto f = measure(crd_, p, torch_version_, out_);
+      if (!f) ++failed_;
+      out.push_back(f);
+    }
+    return out;
+  }
+
+  void launch(Probe& p, const Start& s) {
+    const Cluster& cluster = plan_.cluster;
+    const Node& node = cluster.nodes[s.alloc.node];
+    p.job.meta["cores"] = cores_string(cluster, s.alloc);
+    p.job.meta["gpus"] = gpus_string(cluster, s.alloc);
+    p.job.meta["host"] = node.name;
+    p.job.meta["sitting"] = "calibrate";
+    jobs::write_job_file(crd_.job_file(p.job.id), p.job);
+    LaunchSpec spec;
+    spec.job_id = p.job.id;
+    spec.job_file = fs::absolute(crd_.job_file(p.job.id)).string();
+    spec.results_dir = fs::absolute(crd_.results_dir()).string();
+    spec.log_out = crd_.log_out(p.job.id);
+    spec.log_err = crd_.log_err(p.job.id);
+    spec.rankfile = crd_.rankfile(p.job.id);
+    spec.req = p.req;
+    spec.host = node.name;
+    if (cluster.bindable)
+      for (int c : s.alloc.cores) spec.core_ids.push_back(node.cores[c]);
+    else
+      spec.oversubscribe = true;
+    spec.gpus = p.job.meta["gpus"];
+    spec.train_bin = train_;
+    spec.owner_pid = static_cast<int>(::getpid());
+    p.proc = exec_->launch(spec);
+  }
+
+  const run::RunDir& run_dir() const { return rd_; }
+  const run::RunDir& cal_dir() const { return crd_; }
+  int failed() const { return failed_; }
+  const std::string& torch_version() const { return torch_version_; }
+
+ private:
+  const GridPlan& plan_;
+  const CalibrateOptions& o_;
+  std::string train_;
+  std::ostream& out_;
+  run::RunDir rd_, crd_;
+  std::unique_ptr<Executor> exec_;
+  std::string torch_version_;
+  int failed_ = 0;
+};
+
+std::string ms(double s) {
+  char b[32];
+  if (!std::isfinite(s)) return "-";
+  if (s < 1)
+    std::snprintf(b, sizeof b, "%.1f ms", 1000 * s);
+  else
+    std::snprintf(b, sizeof b, "%.2f s", s);
+  return b;
+}
+
+}  // namespace
+
+CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
+  if (o.steps < 3 || o.steps > 100000) throw std::invalid_argument("--steps: must be in [3, 100000]");
+  if (!o.run.resources.cluster_file.empty())
+    throw std::invalid_argument(
+        "--cluster: `gridrun calibrate` measures where the jobs will run, on this machine; calibrating "
+        "on Slurm nodes is not built yet (docs/scheduler.md, \"Predicting a grid before running it\")");
+  RunOptions ro = o.run;
+  ro.simulate = false;
+  const GridPlan plan = plan_grid(ro, out);
+  for (const auto& j : plan.ex.jobs)
+    if (j.params.task != "train")
+      throw std::invalid_argument(o.run.grid + ": job " + j.id + " is task=" + j.params.task +
+                                  "; calibration predicts training jobs only");
+  const std::string train = o.run.train_bin.empty() ? default_train_bin() : o.run.train_bin;
+  if (train.find('/') != std::string::npos && ::access(train.c_str(), X_OK) != 0)
+    throw std::invalid_argument("--train-bin: " + train + " is not an executable file");
+  Calibrator cal(plan, o, train, out);
+  fs::create_directories(cal.run_dir().root());
+  run::RunLock lock(cal.run_dir());
+  std::error_code ec;
+  fs::remove_all(cal.cal_dir().root(), ec);  // ours alone: earlier calibration runs
+  cal.cal_dir().create_layout();
+
+  const auto t0 = Clock::now();
+  CalibrateOutcome res;
+  Calibration& c = res.cal;
+  c.host = base::hostname();
+  c.train_bin = train;
+  c.build = build_fingerprint(train.find('/') == std::string::npos ? base::self_exe() : train);
+  c.created = base::iso_now();
+  // One representative job per configuration, in grid order.
+  std::vector<std::size_t> reps;
+  std::map<std::string, std::size_t> rep_of;
+  for (std::size_t i = 0; i < plan.ex.jobs.size(); ++i)
+    if (rep_of.emplace(config_key(plan.ex.jobs[i].params), i).second) reps.push_back(i);
+  out << "calibrate " << plan.ex.name << ": " << reps.size() << " configuration(s) of " << plan.ex.jobs.size()
+      << " jobs, " << o.steps << " timed steps each, on " << plan.cluster.source << "\n";
+  for (std::size_t k = 0; k < reps.size(); ++k) {
+    const auto& params = plan.ex.jobs[reps[k]].params;
+    const std::string key = config_key(params);
+    c.labels[key] = config_label(params);
+    const auto f = cal.run_group({reps[k]}, {o.steps}, 0)[0];
+    if (!f) continue;
+    c.alone[key] = *f;
+    out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key] << " alone: launch "
+        << ms(f->launch_s) << ", step " << ms(f->step_s) << ", eval " << ms(f->eval_s) << "\n";
+  }
+  // The groups the policy makes, from the schedule predicted with the alone figures.
+  PredictOptions po{SimOptions{o.run.policy, o.run.max_parallel}, c.created};
+  const PredictedGrid first = predict_grid(plan, c, o.run.cost, po);
+  res.budget_s = std::max(o.min_budget_s, o.budget_share * first.result.makespan_s);
+  const auto groups = side_by_side_groups(plan, first.jobs, first.result);
+  int tag = 1;
+  for (const auto& g : groups) {
+    std::vector<std::size_t> members;
+    std::vector<std::int64_t> steps;
+    double longest = 0;
+    bool known = true;
+    std::string label;
+    for (const auto& key : g) {
+      const auto it = c.alone.find(key);
+      if (it == c.alone.end()) {
+        known = false;
+        break;
+      }
+      members.push_back(rep_of.at(key));
+      // Long enough that the members overlap while they step, not just while they start.
+      const double step = std::max(it->second.step_s, 1e-4);
+      steps.push_back(std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(o.group_train_s / step)),
+                                               o.steps, 100000));
+      longest =
+          std::max(longest, it->second.launch_s + it->second.warm_s +
+                                static_cast<double>(steps.back()) * it->second.step_s + it->second.tail_s);
+      label += (label.empty() ? "" : " + ") + c.labels[key];
+    }
+    if (!known) continue;
+    const double spent = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (spent + longest > res.budget_s) {
+      res.skipped.push_back(label);
+      continue;
+    }
+    const auto figs = cal.run_group(members, steps, tag++);
+    CalibrationGroup cg;
+    cg.members = g;
+    for (std::size_t k = 0; k < g.size(); ++k)
+      if (figs[k] && !cg.figures.count(g[k])) cg.figures[g[k]] = *figs[k];
+    if (cg.figures.size() < std::set<std::string>(g.begin(), g.end()).size()) continue;
+    out << "  side by side: " << label << ":";
+    for (const auto& [key, f] : cg.figures)
+      out << " " << c.labels[key] << " step " << ms(f.step_s) << " (x"
+          << base::format_fixed(f.step_s / c.alone[key].step_s, 2) << ")";
+    out << "\n";
+    c.groups.push_back(std::move(cg));
+  }
+  {
+    const std::string v = cal.torch_version();  // "TORCH / gridrun VERSION (COMMIT)"
+    const auto cut = v.find(" / gridrun ");
+    c.torch_version = v.substr(0, cut);
+    if (cut != std::string::npos) c.gridrun_version = v.substr(cut + 11);
+  }
+  c.cost_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  res.failed = cal.failed();
+  res.file = cal.run_dir().calibration_file();
+  write_calibration(res.file, c);
+  const PredictedGrid pred = predict_grid(plan, c, o.run.cost, po);
+  res.predicted_s = pred.result.makespan_s;
+  return res;
+}
+
+}  // namespace gridrun::scheduler
