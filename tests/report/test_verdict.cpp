@@ -73,6 +73,14 @@ TEST(Verdict, GoldenTexts) {
     text += lines("a phase in two sittings", {a, b});
   }
   text += lines("one phase only: no verdict", {phase("1", 21.0, 2, true)});
+  {
+    auto large = phase("2", 14.2, 2, false), small = phase("1", 23.6, 2, true);
+    large.predicted_makespan_s = 15.0;
+    small.predicted_makespan_s = 23.7;
+    text += lines("a calibrated prediction that was right", {large, small});
+    large.predicted_makespan_s = 25.0;
+    text += lines("a calibrated prediction that was wrong", {large, small});
+  }
   const std::string path = std::string(GOLDEN_DIR) + "/verdict.txt";
   std::ifstream in(path);
   std::stringstream golden;
@@ -109,6 +117,47 @@ TEST(Phases, SittingsFromAttempts) {
   phases = complete_phases(in, read);
   EXPECT_EQ(phases[1].sittings, 2);
   EXPECT_FALSE(phases[1].unmeasured.empty());
+}
+
+// Where the time went: a job's split from its /summary, and a phase's launch share weighted by the
+// cores each job held (a 2-rank job's launch costs twice the core-seconds of a 1-rank job's).
+TEST(Phases, TimeSplitAndLaunchShare) {
+  JobData a = job("a", "1", 100, 110, {"run-1"});
+  a.summary["launched_unix"] = 100;
+  a.summary["process_start_unix"] = 100.1;
+  a.summary["first_step_unix"] = 101;
+  a.summary["finished_unix"] = 110;
+  a.summary["time_train_s"] = 8;
+  a.summary["time_eval_s"] = 0.5;
+  a.summary["time_checkpoint_s"] = 0.5;
+  gridrun::jobs::JobParams pa;
+  pa.ranks = 2;
+  a.params = pa;
+  JobData b = a;
+  b.id = "b";
+  b.summary["launched_unix"] = 102;  // waited 2 s for its cores
+  b.summary["first_step_unix"] = 105;
+  b.summary["finished_unix"] = 110;
+  gridrun::jobs::JobParams pb;
+  pb.ranks = 1;
+  b.params = pb;
+  const TimeSplit ta = time_split(a);
+  EXPECT_DOUBLE_EQ(ta.launch_s, 1);
+  EXPECT_DOUBLE_EQ(ta.total_s, 10);
+  EXPECT_DOUBLE_EQ(ta.resources, 2);
+  EXPECT_DOUBLE_EQ(ta.train_s, 8);
+  std::vector<const JobData*> read = {&a, &b};
+  PhaseInput in;
+  in.compare_by = "ranks";
+  const auto phases = complete_phases(in, read);
+  ASSERT_EQ(phases.size(), 1u);
+  const TimeSummary& t = phases[0].time;
+  EXPECT_EQ(t.jobs, 2);
+  EXPECT_DOUBLE_EQ(t.mean.launch_s, 2);  // (1 + 3) / 2
+  EXPECT_DOUBLE_EQ(t.mean.wait_s, 1);    // (0 + 2) / 2, from the first start at 100
+  EXPECT_DOUBLE_EQ(t.launch_share, (1.0 * 2 + 3.0 * 1) / (10.0 * 2 + 8.0 * 1));
+  JobData old = job("c", "1", 100, 110, {"run-1"});  // a file from before these figures
+  EXPECT_TRUE(std::isnan(time_split(old).launch_s));
 }
 
 // A recorded phase (state.json) that does not cover all the phase's jobs is not a measurement:

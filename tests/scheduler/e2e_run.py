@@ -330,6 +330,54 @@ def case_phase_sittings():
     assert len(jobs["rows"]) == 16, len(jobs["rows"])
 
 
+def case_calibrate_predict():
+    # Calibrate a compare grid (its configurations alone, then the side-by-side group the packed
+    # policy makes on 2 cores), predict it, run it, and check the prediction beside the measurement:
+    # simulate --format json has the same phase names as state.json; --against prints both; the
+    # report's verdict says what was predicted; each job file says where its time went.
+    g = os.path.join(EXAMPLES, "large-vs-small-cpu.yaml")
+    rd = os.path.join(OUT, "large-vs-small-cpu")
+    c = subprocess.run([GRIDRUN, "calibrate", g, "--out", OUT, "--train-bin", TRAIN, "--steps", "5"],
+                       text=True, capture_output=True)
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert "4 configuration(s)" in c.stdout and "side by side:" in c.stdout, c.stdout
+    assert re.search(r"calibration took .*% of the grid's predicted", c.stdout), c.stdout
+    cal = json.load(open(os.path.join(rd, "calibration.json")))
+    assert len(cal["configs"]) == 4 and len(cal["groups"]) == 1, cal
+    for f in cal["configs"].values():
+        assert f["launch_s"] > 0 and f["step_s"] > 0 and f["steps_per_epoch"] > 0, f
+    assert len(cal["groups"][0]["members"]) == 2, cal["groups"]
+    s = subprocess.run([GRIDRUN, "simulate", g, "--out", OUT, "--train-bin", TRAIN, "--format", "json"],
+                       text=True, capture_output=True)
+    assert s.returncode == 0, s.stderr
+    pred = json.loads(s.stdout)
+    assert pred["durations"].startswith("calibration of"), pred["durations"]
+    assert pred["phases"]["2"]["arrangement"] == "one after another", pred["phases"]
+    assert pred["phases"]["1"]["arrangement"] == "side by side", pred["phases"]
+    assert os.path.exists(os.path.join(rd, "prediction.json"))
+    r = run([g])
+    assert r.returncode == 0, r.stdout + r.stderr
+    st = state("large-vs-small-cpu")
+    assert set(st["phases"]) == set(pred["phases"]), (st["phases"], pred["phases"])
+    a = subprocess.run([GRIDRUN, "simulate", g, "--out", OUT, "--train-bin", TRAIN, "--against", rd],
+                       text=True, capture_output=True)
+    assert a.returncode == 0, a.stderr
+    assert "prediction vs measurement" in a.stdout and re.search(r"jobs: 4 measured, median \|error\|", a.stdout), \
+        a.stdout
+    rows, verdict, _ = phase_rows(rd)
+    assert rows["ranks=1"]["predicted_s"] > 0 and rows["ranks=2"]["predicted_s"] > 0, rows
+    assert any("(predicted" in v for v in verdict), verdict
+    for row in rows.values():
+        assert 0 < row["launch%"] < 100, row
+    # Where the time went, in the job file: launch before the first step, then training.
+    for job in st["jobs"]:
+        with h5py.File(os.path.join(rd, "results", job + ".h5"), "r") as f:
+            sm = {k: float(f["summary"][k][0]) for k in f["summary"]}
+        assert sm["launched_unix"] <= sm["process_start_unix"] <= sm["first_step_unix"] < sm["finished_unix"], sm
+        assert sm["time_load_s"] > 0 and sm["time_setup_s"] > 0 and sm["time_train_s"] > 0, sm
+        assert abs(st["jobs"][job]["start_unix"] - sm["launched_unix"]) < 5, (st["jobs"][job], sm)
+
+
 def case_bad_input():
     g = grid("toolarge", SMALL + "grid:\n  model: [mlp]\n  ranks: [8]\n")
     r = run([g, "--cores", "2"])
@@ -340,6 +388,10 @@ def case_bad_input():
         f.write("nodes:\n  - {name: a, cores: 4}\n  - {name: b, cores: two}\n")
     r = subprocess.run([GRIDRUN, "simulate", g, "--cluster", c], text=True, capture_output=True)
     assert r.returncode == 2 and "cluster.yaml:3:" in r.stderr and "nodes[1].cores" in r.stderr, r.stderr
+    for args, needle in ((["--steps", "1"], "--steps"), (["--cluster", c], "--cluster"), (["--budget", "0"], "--budget")):
+        r = subprocess.run([GRIDRUN, "calibrate", g, "--out", OUT] + args, text=True, capture_output=True)
+        assert r.returncode == 2 and needle in r.stderr, (args, r.stderr)
+    assert not os.path.exists(os.path.join(OUT, "toolarge")), "nothing may be written for bad input"
 
 
 CASES = {
@@ -351,6 +403,7 @@ CASES = {
     "large_vs_small_cpu": case_large_vs_small_cpu,
     "phase_sittings": case_phase_sittings,
     "bad_input": case_bad_input,
+    "calibrate_predict": case_calibrate_predict,
 }
 
 if __name__ == "__main__":

@@ -1,0 +1,191 @@
+// Calibration and calibrated prediction (scheduler/calibrate.hpp): a job's predicted seconds from
+// its configuration's figures, which parameters make a configuration, the calibration file, and
+// `gridrun simulate --format json` predicting a compare-by grid from a calibration written here
+// (alone figures for one-after-another jobs, a side-by-side group's figures for jobs that share
+// the machine, the cost model for a configuration that was not calibrated).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gridrun/base/host.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/jobs/grid.hpp"
+#include "gridrun/run/prediction.hpp"
+#include "gridrun/run/run_dir.hpp"
+#include "gridrun/scheduler/calibrate.hpp"
+#include "gridrun/scheduler/run.hpp"
+
+namespace fs = std::filesystem;
+using namespace gridrun;
+using namespace gridrun::scheduler;
+
+namespace {
+
+StepFigures figs(double launch, double step) {
+  StepFigures f;
+  f.launch_s = launch;
+  f.warm_s = 5 * 2 * step;  // the warm-up steps take twice as long
+  f.warm_steps = 5;
+  f.step_s = step;
+  f.eval_s = 0.5;
+  f.checkpoint_s = 0.2;
+  f.tail_s = 0.1;
+  f.steps_per_epoch = 10;
+  return f;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/gridrun-calib-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+TEST(Calibrate, PredictSecondsAddsLaunchStepsEvaluationsAndCheckpoints) {
+  jobs::JobParams p;
+  p.epochs = 3;
+  p.eval_every = 1;
+  // 30 steps: 5 warm (1.0 s) + 25 x 0.1 s; 3 evaluations, 3 checkpoints; launch 1 s, tail 0.1 s.
+  EXPECT_NEAR(predict_seconds(p, figs(1.0, 0.1)), 1.0 + 1.0 + 2.5 + 1.5 + 0.6 + 0.1, 1e-9);
+  p.max_steps = 15;  // 2 epochs (the second partial), both evaluated: every run ends with one
+  EXPECT_NEAR(predict_seconds(p, figs(1.0, 0.1)), 1.0 + 1.0 + 1.0 + 1.0 + 0.4 + 0.1, 1e-9);
+  p.max_steps = 0;
+  p.epochs = 4;
+  p.eval_every = 2;  // evaluations after epochs 2 and 4
+  EXPECT_NEAR(predict_seconds(p, figs(1.0, 0.1)), 1.0 + 1.0 + 3.5 + 1.0 + 0.8 + 0.1, 1e-9);
+  p.epochs = 1;
+  p.max_steps = 3;  // fewer steps than the warm-up: a share of the warm-up time
+  EXPECT_NEAR(predict_seconds(p, figs(1.0, 0.1)), 1.0 + 0.6 + 0.5 + 0.2 + 0.1, 1e-9);
+}
+
+TEST(Calibrate, ConfigKeyIgnoresWhatIsLearnedAndForHowLong) {
+  jobs::JobParams a;
+  a.model = "lenet";
+  a.ranks = 2;
+  a.batch_per_rank = 32;
+  jobs::JobParams b = a;
+  b.lr = 0.01;
+  b.seed = 7;
+  b.epochs = 9;
+  b.max_steps = 100;
+  b.target_accuracy = 0.5;
+  b.optimizer = a.optimizer;
+  EXPECT_EQ(config_key(a), config_key(b));
+  for (auto change :
+       {+[](jobs::JobParams& p) { p.ranks = 1; }, +[](jobs::JobParams& p) { p.batch_per_rank = 64; },
+        +[](jobs::JobParams& p) { p.model = "mlp"; }, +[](jobs::JobParams& p) { p.threads_per_rank = 2; },
+        +[](jobs::JobParams& p) { p.train_samples = 4096; }}) {
+    jobs::JobParams c = a;
+    change(c);
+    EXPECT_NE(config_key(a), config_key(c));
+  }
+  EXPECT_EQ(config_label(a), "lenet cpu ranks=2 bpr=32");
+}
+
+TEST(Calibrate, FileRoundTrip) {
+  TempDir d;
+  Calibration c;
+  c.host = "h";
+  c.train_bin = "/x/gridrun-train";
+  c.build = "123-456";
+  c.torch_version = "1.13.0";
+  c.created = "2026-11-26T00:00:00Z";
+  c.cost_s = 12.5;
+  c.alone["k1"] = figs(0.8, 0.004);
+  c.labels["k1"] = "mlp cpu ranks=1 bpr=64";
+  CalibrationGroup g;
+  g.members = {"k1", "k1"};
+  g.figures["k1"] = figs(0.9, 0.005);
+  c.groups.push_back(g);
+  const std::string path = (d.path / "calibration.json").string();
+  write_calibration(path, c);
+  const Calibration r = read_calibration(path);
+  EXPECT_EQ(r.host, "h");
+  EXPECT_EQ(r.build, "123-456");
+  EXPECT_DOUBLE_EQ(r.cost_s, 12.5);
+  ASSERT_EQ(r.alone.count("k1"), 1u);
+  EXPECT_DOUBLE_EQ(r.alone.at("k1").step_s, 0.004);
+  EXPECT_EQ(r.alone.at("k1").steps_per_epoch, 10);
+  EXPECT_EQ(r.labels.at("k1"), "mlp cpu ranks=1 bpr=64");
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].members, g.members);
+  EXPECT_DOUBLE_EQ(r.groups[0].figures.at("k1").launch_s, 0.9);
+  std::ofstream(path) << "{\"format\":\"something else\"}";
+  EXPECT_THROW(read_calibration(path), std::runtime_error);
+}
+
+// The grid of examples/large-vs-small-cpu.yaml on 2 cores: ranks=2 jobs one after another (alone
+// figures), ranks=1 jobs side by side (the group's figures); prediction.json written beside.
+TEST(Calibrate, SimulatePredictsPhasesFromTheCalibration) {
+  TempDir d;
+  const std::string grid = (d.path / "g.yaml").string();
+  std::ofstream(grid) << "name: g\ncompare: {by: ranks}\ndefaults: {dataset: synthetic, epochs: 2, "
+                         "train_samples: 1024, test_samples: 256, global_batch: 64}\n"
+                         "grid:\n  model: [mlp, lenet]\n  ranks: [2, 1]\n";
+  const jobs::Expansion ex = jobs::load_grid(grid);
+  ASSERT_EQ(ex.jobs.size(), 4u);
+  Calibration c;
+  c.host = base::hostname();
+  c.train_bin = "/bin/true";
+  c.build = build_fingerprint("/bin/true");
+  std::map<std::string, const jobs::JobParams*> by_key;
+  for (const auto& j : ex.jobs) by_key[config_key(j.params)] = &j.params;
+  std::vector<std::string> small;
+  for (const auto& [key, p] : by_key) {
+    c.alone[key] = figs(1.0, p->ranks == 2 ? 0.05 : 0.08);
+    if (p->ranks == 1) small.push_back(key);
+  }
+  CalibrationGroup g;
+  g.members = small;
+  std::sort(g.members.begin(), g.members.end());
+  for (const auto& k : small) g.figures[k] = figs(1.5, 0.1);  // slower side by side
+  c.groups.push_back(g);
+  const std::string out = (d.path / "runs").string();
+  fs::create_directories(out + "/g");
+  write_calibration(run::RunDir(out + "/g").calibration_file(), c);
+
+  RunOptions o;
+  o.grid = grid;
+  o.out = out;
+  o.simulate = true;
+  o.format = "json";
+  o.train_bin = "/bin/true";
+  o.resources.cores = 2;
+  std::ostringstream text;
+  run_grid(o, text);
+  const base::Json j = base::parse_json(text.str(), "simulate output");
+  // Each job: 2 epochs x 16 steps (1024 / 64 per step); the figures say 10 steps per epoch, so
+  // ceil(32 / 10) = 4 epochs' evaluations and checkpoints.
+  jobs::JobParams p = ex.jobs[0].params;
+  const double large = predict_seconds(p, figs(1.0, 0.05));
+  const double small_side = predict_seconds(p, figs(1.5, 0.1));
+  EXPECT_NEAR(j["phases"]["2"]["makespan_s"].get<double>(), 2 * large, 1e-3);
+  EXPECT_EQ(j["phases"]["2"]["arrangement"], "one after another");
+  EXPECT_NEAR(j["phases"]["1"]["makespan_s"].get<double>(), small_side, 1e-3);
+  EXPECT_EQ(j["phases"]["1"]["arrangement"], "side by side");
+  EXPECT_NE(j["durations"].get<std::string>().find("2 alone, 2 side by side"), std::string::npos)
+      << j["durations"];
+  const run::Prediction rec = run::read_prediction(run::RunDir(out + "/g").prediction_file());
+  EXPECT_EQ(rec.source, "calibration");
+  EXPECT_NEAR(rec.phases.at("1").makespan_s, small_side, 1e-3);
+  EXPECT_EQ(rec.phases.at("1").max_running, 2);
+
+  // Another build of gridrun-train: the calibration is not used, and the output says why.
+  o.format = "table";
+  o.train_bin = (d.path / "another-gridrun-train").string();
+  std::ofstream(o.train_bin) << "#!/bin/sh\n";
+  std::ostringstream other;
+  run_grid(o, other);
+  EXPECT_NE(other.str().find("calibration not used"), std::string::npos) << other.str();
+  EXPECT_NE(other.str().find("uncalibrated"), std::string::npos) << other.str();
+}
