@@ -9,9 +9,12 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "gridrun/base/host.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/params.hpp"
 #include "gridrun/scheduler/calibrate.hpp"
 #include "gridrun/scheduler/run.hpp"
+#include "gridrun/slurm/calibrate.hpp"
 
 namespace po = boost::program_options;
 
@@ -138,8 +141,9 @@ int run_impl(const Args& args, bool simulate_cmd) {
 }
 
 struct CalibrateCli {
-  bool help = false;
+  bool help = false, slurm = false;
   std::string grid, out = "runs", policy = "packed", train_bin, cluster;
+  std::string partition, time = "10", network, launcher = "srun";
   int max_parallel = 0, gpus = -1, cores = -1;
   long long steps = 20;
   double budget_share = 5, min_budget = 120;
@@ -170,7 +174,16 @@ int cmd_calibrate(const Args& args) {
       "... or this many seconds, whichever is more")("gpus", po::value(&o.gpus),
                                                      "use N GPUs instead of the detected ones")(
       "cores", po::value(&o.cores), "use N cores instead of the detected ones")(
-      "cluster", po::value(&o.cluster), "refused: calibration runs where the jobs will (this machine)")(
+      "cluster", po::value(&o.cluster),
+      "with --slurm: the cluster's nodes (as for simulate), to co-run the groups the policy would "
+      "place side by side; without --slurm refused (calibration measures this machine)")(
+      "slurm", po::bool_switch(&o.slurm),
+      "calibrate on the Slurm cluster's nodes through sbatch/srun, one configuration at a time "
+      "(for `gridrun simulate --cluster FILE` of a grid to `gridrun submit`)")(
+      "partition", po::value(&o.partition), "--slurm: sbatch --partition")(
+      "time", po::value(&o.time)->default_value("10"), "--slurm: time limit of each calibration job")(
+      "network", po::value(&o.network), "--slurm: as `gridrun submit --network` (jobs across hosts)")(
+      "launcher", po::value(&o.launcher)->default_value("srun"), "--slurm: srun | mpirun, as for submit")(
       "train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)")(
       "grid", po::value(&o.grid), "the grid file (positional)");
   po::positional_options_description pos;
@@ -187,6 +200,36 @@ int cmd_calibrate(const Args& args) {
   if (!(o.min_budget >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
   if (vm.count("gpus") && o.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
   if (vm.count("cores") && o.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
+  if (o.slurm) {
+    slurm::SlurmCalibrateOptions so;
+    so.grid_file = o.grid;
+    so.out_dir = o.out;
+    so.steps = o.steps;
+    so.cluster_file = o.cluster;
+    so.policy = o.policy;
+    so.group_budget_s = o.min_budget;
+    so.script.partition = o.partition;
+    so.script.network = o.network;
+    so.script.launcher = o.launcher;
+    try {
+      jobs::time_limit_seconds(o.time);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("--time: '" + o.time + "' is not a Slurm time limit (" + e.what() + ")");
+    }
+    so.script.default_time = o.time;
+    const std::string self = base::self_exe();
+    so.script.gridrun_bin = self.empty() ? std::string("gridrun") : self;
+    so.script.train_bin = o.train_bin.empty() ? scheduler::default_train_bin() : o.train_bin;
+    so.script.out_dir = o.out;
+    so.script.grid_file = o.grid;
+    slurm::check_script_options(so.script);
+    const slurm::SlurmCli cli;
+    const scheduler::CalibrateOutcome r = slurm::calibrate_on_slurm(so, cli, std::cout);
+    std::cout << "calibration took " << base::format_duration(r.cal.cost_s) << "; wrote " << r.file
+              << "; `gridrun simulate " << o.grid << " --cluster CLUSTER.yaml"
+              << (o.out != "runs" ? " --out " + o.out : "") << "` predicts from it\n";
+    return r.failed > 0 ? 1 : 0;
+  }
   scheduler::CalibrateOptions co;
   co.run.grid = o.grid;
   co.run.out = o.out;

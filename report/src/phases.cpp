@@ -236,7 +236,11 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
     } else {
       double first = kNaN, last = kNaN;
       for (const JobData* d : members) {
-        const auto s0 = job_time(*d, "start_unix", d->start_time), e0 = job_time(*d, "end_unix", d->end_time);
+        // From its launch (srun's start, the runner's launched_unix) when the file says, so that a
+        // Slurm phase counts its jobs' launch as a local one does; else the file's own start.
+        auto s0 = figure(*d, "launched_unix");
+        if (!s0) s0 = job_time(*d, "start_unix", d->start_time);
+        const auto e0 = job_time(*d, "end_unix", d->end_time);
         if (s0) first = std::isnan(first) ? *s0 : std::min(first, *s0);
         if (e0) last = std::isnan(last) ? *e0 : std::max(last, *e0);
       }

@@ -85,6 +85,18 @@ double predict_seconds(const jobs::JobParams& p, const StepFigures& f) {
          static_cast<double>(epochs) * f.checkpoint_s + f.tail_s;
 }
 
+jobs::JobParams calibration_params(const jobs::JobParams& in, std::int64_t steps, std::int64_t seed) {
+  jobs::JobParams p = in;
+  p.epochs = 0;
+  p.max_steps = p.timing_warmup_steps + steps;
+  p.target_accuracy = 0;
+  p.time_limit = "";
+  p.checkpoint_minutes = 0;
+  p.profile_steps = 0;
+  p.seed = seed;
+  return p;
+}
+
 std::string build_fingerprint(const std::string& train_bin) {
   struct stat st {};
   if (train_bin.empty() || ::stat(train_bin.c_str(), &st) != 0) return "";
@@ -183,8 +195,14 @@ Calibration read_calibration(const std::string& path) {
   return c;
 }
 
+void set_versions(Calibration& c, const std::string& versions) {
+  const auto cut = versions.find(" / gridrun ");
+  c.torch_version = versions.substr(0, cut);
+  if (cut != std::string::npos) c.gridrun_version = versions.substr(cut + 11);
+}
+
 std::unique_ptr<Calibration> usable_calibration(const std::string& run_dir, const std::string& train_bin,
-                                                std::string& why) {
+                                                bool on_slurm, std::string& why) {
   why.clear();
   const std::string path = run::RunDir(run_dir).calibration_file();
   std::error_code ec;
@@ -196,9 +214,11 @@ std::unique_ptr<Calibration> usable_calibration(const std::string& run_dir, cons
     why = base::printable_line(e.what());
     return nullptr;
   }
-  const std::string host = base::hostname();
+  const std::string host = on_slurm ? std::string("slurm") : base::hostname();
   if (c.host != host) {
-    why = path + " was made on " + c.host + ", not on " + host + "; run `gridrun calibrate` here";
+    why = path + " was made " + (c.host == "slurm" ? std::string("through Slurm") : "on " + c.host) +
+          ", not " + (on_slurm ? std::string("through Slurm (`gridrun calibrate --slurm`)") : "on " + host) +
+          "; run `gridrun calibrate` there";
     return nullptr;
   }
   if (c.build != build_fingerprint(train_bin)) {
@@ -207,6 +227,74 @@ std::unique_ptr<Calibration> usable_calibration(const std::string& run_dir, cons
     return nullptr;
   }
   return std::make_unique<Calibration>(std::move(c));
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::optional<StepFigures> figures_from_file(const std::string& result_file, std::int64_t warmup_steps,
+                                             double exit_unix, std::string& versions, std::string& why) {
+  results::JobData d;
+  try {
+    d = results::read_job(result_file);
+  } catch (const std::exception& e) {
+    why = base::printable_line(e.what());
+    return std::nullopt;
+  }
+  if (d.status != "completed") {
+    why = result_file + ": status " + d.status + " (" + d.exit_reason + ")";
+    return std::nullopt;
+  }
+  versions = d.attr_string("torch_version") + " / gridrun " + d.attr_string("gridrun_version") + " (" +
+             d.attr_string("git_commit") + ")";
+  auto sum = [&](const char* name) {
+    const auto it = d.summary.find(name);
+    return it == d.summary.end() ? kNaN : it->second;
+  };
+  const std::vector<double>* steps = d.steps.column("step_s");
+  const double launched = sum("launched_unix"), first = sum("first_step_unix"),
+               finished = sum("finished_unix");
+  if (!steps || steps->size() < 2 || !std::isfinite(launched) || !std::isfinite(first) ||
+      !std::isfinite(finished)) {
+    why = result_file + ": no step timings or launch times (a gridrun-train from before them?)";
+    return std::nullopt;
+  }
+  StepFigures f;
+  const std::size_t n = steps->size();
+  const std::size_t warm =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max<std::int64_t>(warmup_steps, 0)), n - 1);
+  double all = 0;
+  for (double v : *steps) all += v;
+  for (std::size_t k = 0; k < warm; ++k) f.warm_s += (*steps)[k];
+  f.warm_steps = static_cast<std::int64_t>(warm);
+  // The loop's own time between steps (rows, flushes, the epoch's end minus evaluation and
+  // checkpoint) is spread over the steps.
+  const double loop_extra = std::max(0.0, sum("time_train_s") - all) / static_cast<double>(n);
+  f.step_s = median(std::vector<double>(steps->begin() + static_cast<long>(warm), steps->end())) + loop_extra;
+  f.warm_s += loop_extra * static_cast<double>(warm);
+  f.launch_s = first - launched;
+  std::int64_t evals = 0;
+  if (const auto* acc = d.epochs.column("test_acc"))
+    for (double a : *acc) evals += std::isfinite(a) ? 1 : 0;
+  const auto epochs = static_cast<std::int64_t>(d.epochs.rows);
+  const double eval = sum("time_eval_s"), ckpt = sum("time_checkpoint_s");
+  f.eval_s = evals > 0 && std::isfinite(eval) ? eval / static_cast<double>(evals) : 0;
+  f.checkpoint_s = epochs > 0 && std::isfinite(ckpt) ? ckpt / static_cast<double>(epochs) : 0;
+  f.tail_s = std::isfinite(exit_unix) ? std::max(0.0, exit_unix - finished) : 0;
+  f.steps_per_epoch = static_cast<std::int64_t>(d.attr_number("steps_per_epoch", 0));
+  if (f.steps_per_epoch <= 0) {
+    why = result_file + ": does not say its steps per epoch";
+    return std::nullopt;
+  }
+  return f;
 }
 
 namespace {
@@ -223,16 +311,9 @@ struct Probe {
   int code = -1;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// The figures of a finished calibration run, from its job file; nullopt (and a line on `out`)
-// when it did not complete or lacks the timings.
-std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, std::string& torch_version,
+// The figures of a finished calibration run (see figures_from_file), with a line on `out` when
+// there are none.
+std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, std::string& versions,
                                    std::ostream& out) {
   const std::string label = config_label(p.job.params);
   if (p.code != 0) {
@@ -240,54 +321,10 @@ std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, std::
         << ")\n";
     return std::nullopt;
   }
-  results::JobData d;
-  try {
-    d = results::read_job(crd.result_file(p.job.id));
-  } catch (const std::exception& e) {
-    out << "calibrate: " << label << ": " << base::printable_line(e.what()) << "\n";
-    return std::nullopt;
-  }
-  torch_version = d.attr_string("torch_version", torch_version) + " / gridrun " +
-                  d.attr_string("gridrun_version") + " (" + d.attr_string("git_commit") + ")";
-  auto sum = [&](const char* name) {
-    const auto it = d.summary.find(name);
-    return it == d.summary.end() ? kNaN : it->second;
-  };
-  const std::vector<double>* steps = d.steps.column("step_s");
-  const double launched = sum("launched_unix"), first = sum("first_step_unix"),
-               finished = sum("finished_unix");
-  if (!steps || steps->empty() || !std::isfinite(launched) || !std::isfinite(first) ||
-      !std::isfinite(finished)) {
-    out << "calibrate: " << label << ": its job file has no step timings\n";
-    return std::nullopt;
-  }
-  StepFigures f;
-  const std::size_t n = steps->size();
-  const std::size_t warm =
-      std::min<std::size_t>(static_cast<std::size_t>(p.job.params.timing_warmup_steps), n - 1);
-  double all = 0;
-  for (double v : *steps) all += v;
-  for (std::size_t k = 0; k < warm; ++k) f.warm_s += (*steps)[k];
-  f.warm_steps = static_cast<std::int64_t>(warm);
-  // The loop's own time between steps (rows, flushes, the epoch's end minus evaluation and
-  // checkpoint) is spread over the steps.
-  const double loop_extra = std::max(0.0, sum("time_train_s") - all) / static_cast<double>(n);
-  f.step_s = median(std::vector<double>(steps->begin() + static_cast<long>(warm), steps->end())) + loop_extra;
-  f.warm_s += loop_extra * static_cast<double>(warm);
-  f.launch_s = first - launched;
-  std::int64_t evals = 0, epochs = 0;
-  if (const auto* acc = d.epochs.column("test_acc"))
-    for (double a : *acc) evals += std::isfinite(a) ? 1 : 0;
-  epochs = static_cast<std::int64_t>(d.epochs.rows);
-  const double eval = sum("time_eval_s"), ckpt = sum("time_checkpoint_s");
-  f.eval_s = evals > 0 && std::isfinite(eval) ? eval / static_cast<double>(evals) : 0;
-  f.checkpoint_s = epochs > 0 && std::isfinite(ckpt) ? ckpt / static_cast<double>(epochs) : 0;
-  f.tail_s = std::max(0.0, p.exit_unix - finished);
-  f.steps_per_epoch = static_cast<std::int64_t>(d.attr_number("steps_per_epoch", 0));
-  if (f.steps_per_epoch <= 0) {
-    out << "calibrate: " << label << ": its job file does not say its steps per epoch\n";
-    return std::nullopt;
-  }
+  std::string why;
+  auto f = figures_from_file(crd.result_file(p.job.id), p.job.params.timing_warmup_steps, p.exit_unix,
+                             versions, why);
+  if (!f) out << "calibrate: " << label << ": " << why << "\n";
   return f;
 }
 
@@ -309,14 +346,9 @@ class Calibrator {
     Engine engine(plan_.cluster, EngineOptions{o_.run.policy, 0});
     for (std::size_t k = 0; k < members.size(); ++k) {
       const jobs::Job& src = plan_.ex.jobs[members[k]];
-      jobs::JobParams p = src.params;
-      p.epochs = 0;
-      p.max_steps = p.timing_warmup_steps + steps[k];
-      p.target_accuracy = 0;
-      p.time_limit = "";
-      p.checkpoint_minutes = 0;
-      p.profile_steps = 0;
-      p.seed = 1000 * tag + static_cast<std::int64_t>(k);  // same configuration twice: two files
+      // The same configuration twice in a group: two seeds, two files.
+      const jobs::JobParams p =
+          calibration_params(src.params, steps[k], 1000 * tag + static_cast<std::int64_t>(k));
       Probe pr;
       pr.key = config_key(src.params);
       pr.job = jobs::make_job(plan_.ex.name + "-calibration", k, p);
@@ -406,6 +438,24 @@ std::string ms(double s) {
 }
 
 }  // namespace
+
+std::vector<std::vector<std::size_t>> predicted_groups(const RunOptions& ro, const Calibration& cal,
+                                                       std::ostream& log) {
+  RunOptions o = ro;
+  o.simulate = true;  // a cluster file may describe hosts a job spans
+  const GridPlan plan = plan_grid(o, log);
+  std::map<std::string, std::size_t> rep_of;
+  for (std::size_t i = 0; i < plan.ex.jobs.size(); ++i) rep_of.emplace(config_key(plan.ex.jobs[i].params), i);
+  const PredictedGrid first =
+      predict_grid(plan, cal, o.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, ""});
+  std::vector<std::vector<std::size_t>> out;
+  for (const auto& g : side_by_side_groups(plan, first.jobs, first.result)) {
+    std::vector<std::size_t> members;
+    for (const auto& key : g) members.push_back(rep_of.at(key));
+    out.push_back(std::move(members));
+  }
+  return out;
+}
 
 CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   if (o.steps < 3 || o.steps > 100000) throw std::invalid_argument("--steps: must be in [3, 100000]");
@@ -501,12 +551,7 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
     out << "\n";
     c.groups.push_back(std::move(cg));
   }
-  {
-    const std::string v = cal.torch_version();  // "TORCH / gridrun VERSION (COMMIT)"
-    const auto cut = v.find(" / gridrun ");
-    c.torch_version = v.substr(0, cut);
-    if (cut != std::string::npos) c.gridrun_version = v.substr(cut + 11);
-  }
+  set_versions(c, cal.torch_version());
   c.cost_s = std::chrono::duration<double>(Clock::now() - t0).count();
   res.failed = cal.failed();
   res.file = cal.run_dir().calibration_file();

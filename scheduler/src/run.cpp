@@ -17,6 +17,7 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/results/reader.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
@@ -137,15 +138,42 @@ struct Measured {
 Measured measured_run(const std::string& dir) {
   const run::RunDir rd(dir);
   std::error_code ec;
-  if (!fs::is_regular_file(rd.state_file(), ec))
-    throw std::invalid_argument("--against " + dir + ": no state.json there (not a `gridrun run` directory)");
-  const run::RunState st = rd.load_state();
+  if (!fs::is_directory(rd.results_dir(), ec))
+    throw std::invalid_argument("--against " + dir + ": not a run directory (no results/ folder)");
   Measured m;
+  const run::RunState st = fs::is_regular_file(rd.state_file(), ec) ? rd.load_state() : run::RunState{};
   for (const auto& [id, rec] : st.jobs)
     if (run::is_finished(rec.state) && rec.end_unix > rec.start_unix && rec.start_unix > 0)
       m.job_s[id] = rec.end_unix - rec.start_unix;
   for (const auto& [name, ph] : st.phases)
     if (std::isfinite(ph.makespan_s)) m.phase_s[name] = ph.makespan_s;
+  if (!m.phase_s.empty()) return m;
+  // A Slurm run: no scheduler of ours saw it; as the report does, a phase runs from its first
+  // job's start to its last job's end in the job files, and a job from its launch to its end.
+  std::map<std::string, std::pair<double, double>> span;
+  for (const auto& e : fs::directory_iterator(rd.results_dir(), ec)) {
+    if (e.path().extension() != ".h5") continue;
+    results::JobData d;
+    try {
+      results::ReadOptions ro;
+      ro.tables = false;
+      d = results::read_job(e.path().string(), ro);
+    } catch (const std::exception&) {
+      continue;  // the report names unreadable files; a prediction check skips them
+    }
+    if (d.status != "completed" && d.status != "target_reached") continue;
+    const double start = d.attr_number("start_unix", std::nan("")),
+                 end = d.attr_number("end_unix", std::nan(""));
+    const auto launched = d.summary.find("launched_unix");
+    const double from =
+        launched != d.summary.end() && std::isfinite(launched->second) ? launched->second : start;
+    if (std::isfinite(from) && std::isfinite(end)) m.job_s[d.id] = end - from;
+    const std::string phase = d.attr_string("meta.phase");
+    if (!std::isfinite(from) || !std::isfinite(end)) continue;
+    auto [it, fresh] = span.emplace(phase, std::make_pair(from, end));
+    if (!fresh) it->second = {std::min(it->second.first, from), std::max(it->second.second, end)};
+  }
+  for (const auto& [phase, se] : span) m.phase_s[phase] = se.second - se.first;
   return m;
 }
 
@@ -248,7 +276,8 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
   std::string why;
   // A calibration of this host and build wins; else earlier results of the same ids, else the
   // cost model.
-  const auto cal = o.resources.cluster_file.empty() ? usable_calibration(rd.root(), train, why) : nullptr;
+  // A cluster file describes Slurm's nodes: a calibration made through Slurm fits it.
+  const auto cal = usable_calibration(rd.root(), train, !o.resources.cluster_file.empty(), why);
   std::vector<SimJob> sims(ex.jobs.size());
   SimResult sim;
   run::Prediction record;
@@ -312,6 +341,12 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
         << " nodes, " << cluster.total_cores() << " cores, " << cluster.total_gpus() << " GPUs)\n"
         << "durations: " << durations << " (see docs/scheduler.md)\n";
     if (!why.empty()) out << "note: calibration not used: " << why << "\n";
+    std::size_t targets = 0;
+    for (const auto& j : ex.jobs) targets += j.params.target_accuracy > 0 ? 1 : 0;
+    if (targets > 0)
+      out << "note: " << targets
+          << " job(s) stop early at their target_accuracy; they are predicted to run all "
+          << "their epochs (an upper bound)\n";
     if (!cal && !ex.compare_by.empty())
       out << "note: uncalibrated: the cost model assumes perfect scaling and no launch cost, so it cannot "
              "tell one large job from several small; `gridrun calibrate "
@@ -362,7 +397,7 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
   // spent anything (prediction.json; the report puts it beside the measurement).
   std::string why;
   const run::RunDir rd = run::RunDir::for_grid(o.out, plan.ex.name);
-  if (const auto cal = usable_calibration(rd.root(), train, why)) {
+  if (const auto cal = usable_calibration(rd.root(), train, false, why)) {
     const PredictedGrid g = predict_grid(
         plan, *cal, o.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, base::iso_now()});
     run::write_prediction(rd.prediction_file(), g.record);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -47,7 +48,10 @@ struct CalibrationGroup {
 };
 
 struct Calibration {
-  std::string host, train_bin, build;  // where and with which binary (path + size + mtime)
+  // Where: this host's name, or "slurm" for a calibration through Slurm on a cluster's nodes
+  // (`gridrun calibrate --slurm`; used by `simulate --cluster`); with which binary (path, and
+  // size + mtime as `build`).
+  std::string host, train_bin, build;
   std::string torch_version, gridrun_version, created;
   double cost_s = 0;                          // wall seconds the calibration took
   std::map<std::string, StepFigures> alone;   // by config key
@@ -61,6 +65,16 @@ std::string config_key(const jobs::JobParams& p);
 std::string config_label(const jobs::JobParams& p);
 // Seconds from launch to exit of a job with parameters `p`, from its configuration's figures.
 double predict_seconds(const jobs::JobParams& p, const StepFigures& f);
+
+// A calibration job's parameters: `p` for its timing warm-up plus `steps` steps, no target, no
+// time limit, no profile; `seed` tells copies of one configuration apart (it changes no timing).
+jobs::JobParams calibration_params(const jobs::JobParams& p, std::int64_t steps, std::int64_t seed);
+
+// The figures of a finished calibration job from its results file: `warmup_steps` its timing
+// warm-up, `exit_unix` when its launcher saw it exit (NaN: unknown, tail 0). nullopt with `why`
+// set when it did not complete or lacks the timings; `versions` gets "TORCH / gridrun V (COMMIT)".
+std::optional<StepFigures> figures_from_file(const std::string& result_file, std::int64_t warmup_steps,
+                                             double exit_unix, std::string& versions, std::string& why);
 
 // The gridrun-train binary's identity: "SIZE-MTIME" of the file, "" when it cannot be read.
 std::string build_fingerprint(const std::string& train_bin);
@@ -84,13 +98,23 @@ struct CalibrateOutcome {
   int failed = 0;                    // calibration runs that did not complete
 };
 
+// The groups the placement policy runs side by side when the grid of `ro` (its cluster: this
+// machine or `ro.resources.cluster_file`) is predicted with `cal`'s alone figures: per group the
+// index of one job per member (a job of each member's configuration), most frequent group first.
+// What `gridrun calibrate --slurm --cluster FILE` co-runs through Slurm.
+std::vector<std::vector<std::size_t>> predicted_groups(const RunOptions& ro, const Calibration& cal,
+                                                       std::ostream& log);
+
 // Runs the calibration of `opts.run.grid` on this machine and writes RUN_DIR/calibration.json.
 // Bad input throws std::invalid_argument before anything is run.
 CalibrateOutcome calibrate_grid(const CalibrateOptions& opts, std::ostream& out);
 
-// The calibration of a run directory when it was made on this host with this gridrun-train, else
-// nullptr with `why` set ("" when there is none at all).
+// The calibration of a run directory when it was made where the grid will run (this host, or
+// through Slurm when `on_slurm`: `simulate --cluster`) with this gridrun-train, else nullptr with
+// `why` set ("" when there is none at all).
 std::unique_ptr<Calibration> usable_calibration(const std::string& run_dir, const std::string& train_bin,
-                                                std::string& why);
+                                                bool on_slurm, std::string& why);
+// Fills torch_version and gridrun_version from figures_from_file's `versions`.
+void set_versions(Calibration& c, const std::string& versions);
 
 }  // namespace gridrun::scheduler

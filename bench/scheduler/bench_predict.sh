@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Calibrated prediction vs measurement on a panel of compare-by grids (BENCHMARKS.md, "Predicting a
+# grid before running it"). For each grid of predict/grids.sh: `gridrun calibrate`, `gridrun
+# simulate --format json` (the prediction), `gridrun run` (the measurement, state.json), and the
+# per-phase makespan error, the predicted and measured winner, and the calibration's cost as a
+# share of the run. A benchmark, not a test: nothing here asserts; the table is the result.
+#
+# With --slurm, also the Slurm panel on the 3-host test cluster (started here unless SLURM_CONF
+# names a running one): `gridrun calibrate --slurm --cluster`, `simulate --cluster`, `submit`,
+# and the measured phases from `gridrun report` (the job files).
+#
+#   bash bench/scheduler/bench_predict.sh [--build DIR] [--out DIR] [--repeats N] [--only NAME] [--slurm]
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=$HERE/../../build
+OUT=""
+REPEATS=1
+ONLY=""
+SLURM=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --repeats) REPEATS=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    --slurm) SLURM=1; shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "bench_predict.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+GRIDRUN=$BUILD/bin/gridrun
+TRAIN=$BUILD/bin/gridrun-train
+[[ -x $GRIDRUN && -x $TRAIN ]] || { echo "bench_predict.sh: build first ($GRIDRUN)" >&2; exit 2; }
+WORK=$(mktemp -d /tmp/gridrun-bench-predict-XXXXXX)
+STARTED_CLUSTER=""
+cleanup() {
+  if [[ -n $STARTED_CLUSTER ]]; then bash "$HERE/../../tests/slurm/local-cluster.sh" stop "$STARTED_CLUSTER" >/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+OUT=${OUT:-$WORK/out}
+mkdir -p "$OUT"
+# shellcheck source=predict/grids.sh
+source "$HERE/predict/grids.sh"
+ROWS=$OUT/rows.jsonl
+: >"$ROWS"
+for rep in $(seq 1 "$REPEATS"); do
+  for entry in "${PANEL[@]}"; do
+    name=${entry%%|*}
+    rest=${entry#*|}
+    flags=${rest%%|*}
+    body=${rest#*|}
+    [[ -z $ONLY || $ONLY == "$name" ]] || continue
+    grid=$WORK/$name.yaml
+    printf 'name: %s\n%s\n' "$name" "$body" >"$grid"
+    runs=$WORK/runs-$rep
+    rm -rf "${runs:?}/$name"
+    echo "== $name (repeat $rep) $flags" >&2
+    # shellcheck disable=SC2086  # flags are words
+    "$GRIDRUN" calibrate "$grid" --out "$runs" --train-bin "$TRAIN" $flags >"$WORK/cal.txt"
+    # shellcheck disable=SC2086
+    "$GRIDRUN" simulate "$grid" --out "$runs" --train-bin "$TRAIN" --format json $flags >"$WORK/pred.json"
+    start=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    "$GRIDRUN" run "$grid" --out "$runs" --train-bin "$TRAIN" --no-report $flags >/dev/null
+    end=$(date +%s.%N)
+    /usr/bin/python3 - "$WORK/pred.json" "$runs/$name" "$name" "$rep" "$start" "$end" >>"$ROWS" <<'PY'
+import json, sys
+pred_file, run_dir, name, rep, start, end = sys.argv[1:]
+pred = json.load(open(pred_file))
+state = json.load(open(run_dir + "/state.json"))
+cal = json.load(open(run_dir + "/calibration.json"))
+meas = {k: v["makespan_s"] for k, v in state["phases"].items()}
+print(json.dumps({"grid": name, "repeat": int(rep), "key": pred["compare_by"],
+                  "predicted": {k: v["makespan_s"] for k, v in pred["phases"].items()},
+                  "arrangement": {k: v["arrangement"] for k, v in pred["phases"].items()},
+                  "measured": meas, "calibration_s": cal["cost_s"],
+                  "run_s": float(end) - float(start)}))
+PY
+  done
+done
+if [[ $SLURM -eq 1 ]]; then
+  if [[ -z ${SLURM_CONF:-} ]]; then
+    STARTED_CLUSTER=$WORK/cluster
+    bash "$HERE/../../tests/slurm/local-cluster.sh" start --nodes 3 "$STARTED_CLUSTER" >&2
+    export SLURM_CONF=$STARTED_CLUSTER/slurm.conf
+  fi
+  CLUSTER=$WORK/cluster.yaml
+  # The cluster's nodes as sinfo reports them, for calibrate and simulate.
+  { echo "nodes:"; sinfo -h -N -o "%N %c" | sort -u | while read -r n c; do echo "  - {name: $n, cores: $c}"; done; } >"$CLUSTER"
+  for rep in $(seq 1 "$REPEATS"); do
+    for entry in "${SLURM_PANEL[@]}"; do
+      name=${entry%%|*}
+      rest=${entry#*|}
+      flags=${rest%%|*}
+      body=${rest#*|}
+      [[ -z $ONLY || $ONLY == "$name" ]] || continue
+      grid=$WORK/$name.yaml
+      if [[ $body == @EXAMPLE ]]; then
+        sed "s/^name: .*/name: $name/" "$HERE/../../examples/large-vs-small-cluster.yaml" >"$grid"
+      else
+        printf 'name: %s\n%s\n' "$name" "$body" >"$grid"
+      fi
+      runs=$WORK/slurm-runs-$rep
+      rm -rf "${runs:?}/$name"
+      echo "== $name (Slurm, repeat $rep) $flags" >&2
+      # shellcheck disable=SC2086
+      "$GRIDRUN" calibrate "$grid" --slurm --cluster "$CLUSTER" --out "$runs" --train-bin "$TRAIN" $flags >"$WORK/cal.txt"
+      "$GRIDRUN" simulate "$grid" --cluster "$CLUSTER" --out "$runs" --train-bin "$TRAIN" --format json >"$WORK/pred.json"
+      start=$(date +%s.%N)
+      # shellcheck disable=SC2086
+      "$GRIDRUN" submit "$grid" --slurm --out "$runs" --train-bin "$TRAIN" --time 10 $flags >/dev/null
+      ids=$(awk '!/^#/ {print $4}' "$runs/$name/slurm/submitted.tsv" | paste -sd, -)
+      while [[ -n "$(squeue -h -j "$ids" -o %i 2>/dev/null)" ]]; do sleep 1; done
+      end=$(date +%s.%N)
+      "$GRIDRUN" report "$runs/$name" --format json >"$WORK/report.json"
+      /usr/bin/python3 - "$WORK/pred.json" "$runs/$name" "$name" "$rep" "$start" "$end" "$WORK/report.json" >>"$ROWS" <<'PY'
+import json, sys
+pred_file, run_dir, name, rep, start, end, report = sys.argv[1:]
+pred = json.load(open(pred_file))
+cal = json.load(open(run_dir + "/calibration.json"))
+tables = json.load(open(report))["tables"]
+rows = [t for t in tables if t["title"].startswith("One large vs several small")][0]["rows"]
+key = pred["compare_by"]
+meas = {r["phase"].split("=", 1)[1]: r["makespan_s"] for r in rows}
+print(json.dumps({"grid": name + " (Slurm)", "repeat": int(rep), "key": key,
+                  "predicted": {k: v["makespan_s"] for k, v in pred["phases"].items()},
+                  "arrangement": {k: v["arrangement"] for k, v in pred["phases"].items()},
+                  "measured": meas, "calibration_s": cal["cost_s"], "run_s": float(end) - float(start)}))
+PY
+    done
+  done
+fi
+/usr/bin/python3 - "$ROWS" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+by = {}
+for r in rows:
+    by.setdefault(r["grid"], []).append(r)
+print("| grid | phase (arrangement) | predicted_s | measured_s | error | predicted winner | measured winner (margin) | calibration / run |")
+print("|---|---|---:|---:|---:|---|---|---:|")
+errs, wrong, decisive = [], [], 0
+for grid, rs in by.items():
+    phases = list(rs[0]["predicted"])
+    pred = {p: statistics.median(r["predicted"][p] for r in rs) for p in phases}
+    meas = {p: statistics.median(r["measured"][p] for r in rs) for p in phases}
+    key = rs[0]["key"]
+    pw = min(phases, key=lambda p: pred[p]); mw = min(phases, key=lambda p: meas[p])
+    others = sorted(meas[p] for p in phases)
+    margin = others[1] / others[0] if len(others) > 1 and others[0] > 0 else float("nan")
+    share = statistics.median(r["calibration_s"] / r["run_s"] for r in rs)
+    for i, p in enumerate(phases):
+        e = (pred[p] - meas[p]) / meas[p]
+        errs.append(abs(e))
+        print("| %s | %s=%s (%s) | %.1f | %.1f | %+.1f %% | %s | %s | %s |" % (
+            grid if i == 0 else "", key, p, rs[0]["arrangement"][p], pred[p], meas[p], 100 * e,
+            ("%s=%s" % (key, pw)) if i == 0 else "", ("%s=%s (%.2fx)" % (key, mw, margin)) if i == 0 else "",
+            ("%.0f %%" % (100 * share)) if i == 0 else ""))
+    if margin > 1.15:
+        decisive += 1
+        if pw != mw:
+            wrong.append(grid)
+errs.sort()
+print()
+print("phases: %d, median |error| %.1f %%, worst %.1f %%; winner right in %d of %d grids with a measured margin "
+      "over 15 %%%s; repeats: %d" % (len(errs), 100 * statistics.median(errs), 100 * errs[-1], decisive - len(wrong),
+      decisive, (" (wrong: %s)" % ", ".join(wrong)) if wrong else "", max(r["repeat"] for r in rows)))
+PY

@@ -1,0 +1,189 @@
+// `gridrun calibrate --slurm` (see calibrate.hpp): one submission per configuration, waited for
+// on squeue, measured from its job file.
+#include "gridrun/slurm/calibrate.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
+#include "gridrun/jobs/grid.hpp"
+#include "gridrun/run/run_dir.hpp"
+#include "gridrun/slurm/submit.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gridrun::slurm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A grid of exactly this one job: an include entry of all its parameters (global_batch follows
+// from batch_per_rank x ranks, and a grid may not give both).
+std::string jobs_grid(const std::string& name, const std::vector<jobs::JobParams>& ps) {
+  std::string s =
+      "# Written by `gridrun calibrate --slurm`: configurations measured together.\nname: " + name +
+      "\ninclude:\n";
+  for (const auto& p : ps) {
+    base::Json j = base::parse_json(jobs::canonical_json(p), "calibration job");
+    j.erase("global_batch");
+    s += "  - " + base::dump_line(j) + "\n";
+  }
+  return s;
+}
+
+// Submits `ps` as one grid under `root` and waits (bounded) until Slurm no longer lists it; the
+// results files of its jobs, in order, or "" for a job that did not end in time.
+std::vector<std::string> submit_and_wait(const std::string& root, const std::string& name,
+                                         const std::vector<jobs::JobParams>& ps,
+                                         const SlurmCalibrateOptions& o, const SlurmCli& cli,
+                                         std::string& why) {
+  const std::string grid = (fs::path(root) / (name + ".yaml")).string();
+  std::ofstream(grid) << jobs_grid(name, ps);
+  const jobs::Expansion ex = jobs::load_grid(grid);
+  SubmitOptions so;
+  so.grid_file = grid;
+  so.out_dir = root;
+  so.script = o.script;
+  std::ostringstream log;
+  const SubmitResult sub = submit(so, cli, log);
+  const auto deadline = Clock::now() + std::chrono::duration<double>(o.timeout_s);
+  while (!cli.active(sub.array_ids).empty()) {
+    if (Clock::now() > deadline) {
+      cli.scancel(sub.array_ids);
+      why = "not done after " + base::format_duration(o.timeout_s) + ", cancelled";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.poll_s));
+  }
+  std::vector<std::string> files;
+  for (const auto& j : ex.jobs) files.push_back(run::RunDir(sub.run_dir).result_file(j.id));
+  return files;
+}
+
+}  // namespace
+
+scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, const SlurmCli& cli,
+                                               std::ostream& out) {
+  if (o.steps < 3 || o.steps > 100000) throw std::invalid_argument("--steps: must be in [3, 100000]");
+  const jobs::Expansion ex = jobs::load_grid(o.grid_file);
+  for (const auto& j : ex.jobs)
+    if (j.params.task != "train")
+      throw std::invalid_argument(o.grid_file + ": job " + j.id + " is task=" + j.params.task +
+                                  "; calibration predicts training jobs only");
+  const run::RunDir rd = run::RunDir::for_grid(o.out_dir, ex.name);
+  fs::create_directories(rd.root());
+  const fs::path cal_root = fs::absolute(fs::path(rd.root()) / "calibration");
+  std::error_code ec;
+  fs::remove_all(cal_root, ec);  // ours alone: earlier calibration runs
+  fs::create_directories(cal_root);
+  std::vector<std::size_t> reps;
+  std::map<std::string, std::size_t> rep_of;
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i)
+    if (rep_of.emplace(scheduler::config_key(ex.jobs[i].params), i).second) reps.push_back(i);
+  out << "calibrate " << ex.name << " through Slurm: " << reps.size() << " configuration(s) of "
+      << ex.jobs.size() << " jobs, " << o.steps << " timed steps each, one submission at a time\n";
+
+  const auto t0 = Clock::now();
+  scheduler::CalibrateOutcome res;
+  scheduler::Calibration& c = res.cal;
+  c.host = "slurm";
+  c.train_bin = o.script.train_bin;
+  c.build = scheduler::build_fingerprint(o.script.train_bin);
+  c.created = base::iso_now();
+  std::string versions;
+  for (std::size_t k = 0; k < reps.size(); ++k) {
+    const jobs::JobParams& params = ex.jobs[reps[k]].params;
+    const std::string key = scheduler::config_key(params);
+    c.labels[key] = scheduler::config_label(params);
+    std::string why;
+    const auto files = submit_and_wait(cal_root.string(), ex.name + "-cal-" + key,
+                                       {scheduler::calibration_params(params, o.steps, 0)}, o, cli, why);
+    const auto f = why.empty() ? scheduler::figures_from_file(files.at(0), params.timing_warmup_steps,
+                                                              std::nan(""), versions, why)
+                               : std::nullopt;
+    if (!f) {
+      out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key] << ": " << why << "\n";
+      ++res.failed;
+      continue;
+    }
+    c.alone[key] = *f;
+    out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key] << ": launch "
+        << base::format_fixed(f->launch_s, 2) << " s, step " << base::format_fixed(1000 * f->step_s, 1)
+        << " ms, eval " << base::format_fixed(1000 * f->eval_s, 1) << " ms\n";
+  }
+  if (!o.cluster_file.empty()) {
+    scheduler::RunOptions ro;
+    ro.grid = o.grid_file;
+    ro.out = o.out_dir;
+    ro.policy = o.policy;
+    ro.resources.cluster_file = o.cluster_file;
+    std::ostringstream log;
+    int tag = 1;
+    for (const auto& members : scheduler::predicted_groups(ro, c, log)) {
+      std::vector<jobs::JobParams> ps;
+      std::vector<std::string> keys;
+      std::string label;
+      double longest = 0;
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        const jobs::JobParams& p = ex.jobs[members[m]].params;
+        const std::string key = scheduler::config_key(p);
+        const auto it = c.alone.find(key);
+        if (it == c.alone.end()) break;
+        const double step = std::max(it->second.step_s, 1e-4);
+        const auto steps = std::clamp<std::int64_t>(
+            static_cast<std::int64_t>(std::ceil(o.group_train_s / step)), o.steps, 100000);
+        ps.push_back(scheduler::calibration_params(p, steps, 1000 * tag + static_cast<std::int64_t>(m)));
+        keys.push_back(key);
+        label += (label.empty() ? "" : " + ") + c.labels[key];
+        longest = std::max(longest, it->second.launch_s + static_cast<double>(steps) * it->second.step_s);
+      }
+      if (keys.size() != members.size()) continue;
+      const double spent = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (spent + longest > o.group_budget_s) {
+        res.skipped.push_back(label);
+        continue;
+      }
+      std::string why;
+      const auto files =
+          submit_and_wait(cal_root.string(), ex.name + "-cal-group" + std::to_string(tag), ps, o, cli, why);
+      ++tag;
+      scheduler::CalibrationGroup g;
+      for (std::size_t m = 0; m < files.size() && why.empty(); ++m) {
+        const auto f =
+            scheduler::figures_from_file(files[m], ps[m].timing_warmup_steps, std::nan(""), versions, why);
+        if (f && !g.figures.count(keys[m])) g.figures[keys[m]] = *f;
+      }
+      if (!why.empty()) {
+        out << "  side by side: " << label << ": " << why << "\n";
+        ++res.failed;
+        continue;
+      }
+      g.members = keys;
+      std::sort(g.members.begin(), g.members.end());
+      out << "  side by side: " << label << ":";
+      for (const auto& [key, f] : g.figures)
+        out << " " << c.labels[key] << " step " << base::format_fixed(1000 * f.step_s, 1) << " ms (x"
+            << base::format_fixed(f.step_s / c.alone[key].step_s, 2) << "), launch "
+            << base::format_fixed(f.launch_s, 2) << " s";
+      out << "\n";
+      c.groups.push_back(std::move(g));
+    }
+  }
+  scheduler::set_versions(c, versions);
+  c.cost_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  res.file = rd.calibration_file();
+  res.budget_s = c.cost_s;
+  scheduler::write_calibration(res.file, c);
+  return res;
+}
+
+}  // namespace gridrun::slurm
