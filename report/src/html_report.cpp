@@ -428,6 +428,15 @@ Chart phase_chart(const std::vector<PhaseFigures>& phases, const std::string& id
     b.values.push_back(p.*field);
   }
   if (any_finite(b.values)) c.bars.push_back(b);
+  // The makespan a calibrated `gridrun simulate` predicted before the run, beside the measured one.
+  if (field == &PhaseFigures::makespan_s && !c.bars.empty()) {
+    BarSet pred{"predicted before the run (gridrun calibrate)", {}, 3, false};
+    for (const auto& p : phases) pred.values.push_back(p.predicted_makespan_s);
+    if (any_finite(pred.values)) {
+      c.bars.front().label = "measured";
+      c.bars.push_back(pred);
+    }
+  }
   if (c.bars.empty())
     c.note = phases.empty() ? "No phases (not a compare-by run)."
                             : "No phase has this figure (see the verdict and the phase table).";

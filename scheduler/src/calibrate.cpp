@@ -67,11 +67,32 @@ std::string config_label(const jobs::JobParams& p) {
   return s;
 }
 
+std::string learn_key(const jobs::JobParams& p) {
+  jobs::JobParams k;  // defaults everywhere but what decides the learning
+  k.optimizer = p.optimizer;
+  k.lr = p.lr;
+  k.lr_schedule = p.lr_schedule;
+  k.warmup_steps = p.warmup_steps;
+  k.scale_lr = p.scale_lr;
+  k.momentum = p.momentum;
+  k.nesterov = p.nesterov;
+  k.weight_decay = p.weight_decay;
+  return jobs::job_id(k);
+}
+
 double predict_seconds(const jobs::JobParams& p, const StepFigures& f) {
   const std::int64_t spe = std::max<std::int64_t>(f.steps_per_epoch, 1);
   std::int64_t total = p.epochs > 0 ? p.epochs * spe : p.max_steps;
   if (p.max_steps > 0) total = std::min(total, p.max_steps);
   total = std::max<std::int64_t>(total, 0);
+  // The calibration already reached this job's target: it stops at its first evaluation after
+  // as many steps (an evaluation ends every eval_every-th epoch).
+  if (p.target_accuracy > 0 && f.final_acc >= p.target_accuracy && f.acc_steps > 0 && p.eval_every > 0 &&
+      f.learn_key == learn_key(p)) {
+    std::int64_t e = (f.acc_steps + spe - 1) / spe;
+    e = ((e + p.eval_every - 1) / p.eval_every) * p.eval_every;
+    total = std::min(total, e * spe);
+  }
   const std::int64_t epochs = (total + spe - 1) / spe;
   std::int64_t evals = 0;
   if (p.eval_every > 0)
@@ -89,6 +110,13 @@ jobs::JobParams calibration_params(const jobs::JobParams& in, std::int64_t steps
   jobs::JobParams p = in;
   p.epochs = 0;
   p.max_steps = p.timing_warmup_steps + steps;
+  // A job that stops at a target: run to its first evaluation when that is near (within 4x the
+  // steps), so the accuracy there says whether it stops at once (predict_seconds).
+  const std::int64_t per_step = std::max<std::int64_t>(p.batch_per_rank * p.ranks, 1);
+  if (in.target_accuracy > 0 && in.train_samples > 0 && in.eval_every > 0) {
+    const std::int64_t first_eval = std::max<std::int64_t>(in.train_samples / per_step, 1) * in.eval_every;
+    if (first_eval > p.max_steps && first_eval <= 4 * p.max_steps) p.max_steps = first_eval;
+  }
   p.target_accuracy = 0;
   p.time_limit = "";
   p.checkpoint_minutes = 0;
@@ -116,6 +144,9 @@ base::Json figures_json(const StepFigures& f) {
   j["checkpoint_s"] = base::json_number(f.checkpoint_s, 6);
   j["tail_s"] = base::json_number(f.tail_s, 6);
   j["steps_per_epoch"] = f.steps_per_epoch;
+  j["final_acc"] = base::json_number(f.final_acc, 6);
+  j["acc_steps"] = f.acc_steps;
+  j["learn_key"] = f.learn_key;
   return j;
 }
 
@@ -129,6 +160,9 @@ StepFigures figures_of(const base::Json& j) {
   f.checkpoint_s = base::get_number(j, "checkpoint_s", 0);
   f.tail_s = base::get_number(j, "tail_s", 0);
   f.steps_per_epoch = base::get_int(j, "steps_per_epoch", 0);
+  f.final_acc = base::get_number(j, "final_acc", kNaN);
+  f.acc_steps = base::get_int(j, "acc_steps", 0);
+  f.learn_key = base::get_string(j, "learn_key");
   return f;
 }
 
@@ -290,6 +324,11 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, std
   f.checkpoint_s = epochs > 0 && std::isfinite(ckpt) ? ckpt / static_cast<double>(epochs) : 0;
   f.tail_s = std::isfinite(exit_unix) ? std::max(0.0, exit_unix - finished) : 0;
   f.steps_per_epoch = static_cast<std::int64_t>(d.attr_number("steps_per_epoch", 0));
+  if (const auto* acc = d.epochs.column("test_acc"); acc && !acc->empty() && std::isfinite(acc->back())) {
+    f.final_acc = acc->back();
+    f.acc_steps = static_cast<std::int64_t>(n);
+  }
+  if (d.params) f.learn_key = learn_key(*d.params);
   if (f.steps_per_epoch <= 0) {
     why = result_file + ": does not say its steps per epoch";
     return std::nullopt;

@@ -90,7 +90,14 @@ PredictedGrid predict_grid(const GridPlan& plan, const Calibration& cal, const C
     const auto group = running_at_start(plan, keys, first, i);
     const StepFigures* f = group.size() > 1 ? group_figures(cal, group, keys[i]) : nullptr;
     if (f) {
-      g.jobs[i].duration_s = predict_seconds(jobs[i].params, *f);
+      // Speeds from the group; what the job learns by when from its configuration alone (a
+      // group's members run longer, past the point the target check asks about).
+      StepFigures side = *f;
+      const StepFigures& alone = cal.alone.at(keys[i]);
+      side.final_acc = alone.final_acc;
+      side.acc_steps = alone.acc_steps;
+      side.learn_key = alone.learn_key;
+      g.jobs[i].duration_s = predict_seconds(jobs[i].params, side);
       ++g.grouped;
     } else {
       ++g.alone;

@@ -182,7 +182,7 @@ std::string error_pct(double predicted, double measured) {
   return base::format_fixed(100.0 * (predicted - measured) / measured, 1) + " %";
 }
 
-void print_against(const GridPlan& plan, const run::Prediction& p, const std::string& dir,
+void print_against(const GridPlan& plan, const run::Prediction& p, const std::string& dir, int rows,
                    std::ostream& out) {
   const Measured m = measured_run(dir);
   const std::string& key = plan.ex.compare_by;
@@ -200,9 +200,24 @@ void print_against(const GridPlan& plan, const run::Prediction& p, const std::st
                   error_pct(pred, meas).c_str());
     out << line;
   }
-  for (const auto& [id, pred] : p.job_seconds) {
-    const auto it = m.job_s.find(id);
-    if (it != m.job_s.end() && it->second > 0) errs.push_back(std::fabs(pred - it->second) / it->second);
+  std::snprintf(line, sizeof line, "  %-22s %12s %12s %9s\n", "job", "predicted_s", "measured_s", "error");
+  out << line;
+  int shown = 0;
+  for (const auto& j : plan.ex.jobs) {
+    const auto pit = p.job_seconds.find(j.id);
+    if (pit == p.job_seconds.end()) continue;
+    const auto it = m.job_s.find(j.id);
+    const double meas = it == m.job_s.end() ? std::nan("") : it->second;
+    if (meas > 0) errs.push_back(std::fabs(pit->second - meas) / meas);
+    if (shown++ == rows) {
+      out << "  ... (--rows " << rows << ")\n";
+      continue;
+    }
+    if (shown > rows) continue;
+    std::snprintf(line, sizeof line, "  %-22.22s %12s %12s %9s\n", j.id.c_str(),
+                  base::format_fixed(pit->second, 1).c_str(), base::format_fixed(meas, 1).c_str(),
+                  error_pct(pit->second, meas).c_str());
+    out << line;
   }
   if (!errs.empty()) {
     std::sort(errs.begin(), errs.end());
@@ -345,8 +360,8 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
     for (const auto& j : ex.jobs) targets += j.params.target_accuracy > 0 ? 1 : 0;
     if (targets > 0)
       out << "note: " << targets
-          << " job(s) stop early at their target_accuracy; they are predicted to run all "
-          << "their epochs (an upper bound)\n";
+          << " job(s) stop early at their target_accuracy: predicted to stop at their first evaluation "
+          << "when the calibration reached it, else to run all their epochs (an upper bound)\n";
     if (!cal && !ex.compare_by.empty())
       out << "note: uncalibrated: the cost model assumes perfect scaling and no launch cost, so it cannot "
              "tell one large job from several small; `gridrun calibrate "
@@ -354,7 +369,8 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
     out << render_schedule(cluster, sims, sim, o.width, o.timeline_rows);
     if (const std::string v = predicted_verdict(record, ex.compare_by); !v.empty() && cal) out << v << "\n";
   }
-  if (!o.against.empty()) print_against(plan, record, o.against, o.format == "json" ? std::cerr : out);
+  if (!o.against.empty())
+    print_against(plan, record, o.against, o.timeline_rows, o.format == "json" ? std::cerr : out);
   if (o.dry_run && cluster.bindable) {
     auto exec = make_executor(o.executor);
     out << "commands (first " << std::min<std::size_t>(3, ex.jobs.size()) << "):\n";

@@ -66,6 +66,21 @@ TEST(Calibrate, PredictSecondsAddsLaunchStepsEvaluationsAndCheckpoints) {
   p.epochs = 1;
   p.max_steps = 3;  // fewer steps than the warm-up: a share of the warm-up time
   EXPECT_NEAR(predict_seconds(p, figs(1.0, 0.1)), 1.0 + 0.6 + 0.5 + 0.2 + 0.1, 1e-9);
+  // A target the calibration job already reached after 8 steps: the job stops at its first
+  // evaluation after 8 steps (epoch 1 of 3); with another learning rate nothing is assumed.
+  p = jobs::JobParams{};
+  p.epochs = 3;
+  p.target_accuracy = 0.6;
+  StepFigures f = figs(1.0, 0.1);
+  f.final_acc = 0.7;
+  f.acc_steps = 8;
+  f.learn_key = learn_key(p);
+  EXPECT_NEAR(predict_seconds(p, f), 1.0 + 1.0 + 0.5 + 0.5 + 0.2 + 0.1, 1e-9);
+  p.lr = 0.5;
+  EXPECT_NEAR(predict_seconds(p, f), 1.0 + 1.0 + 2.5 + 1.5 + 0.6 + 0.1, 1e-9);
+  p.lr = jobs::JobParams{}.lr;
+  p.target_accuracy = 0.8;  // not reached by the calibration
+  EXPECT_NEAR(predict_seconds(p, f), 1.0 + 1.0 + 2.5 + 1.5 + 0.6 + 0.1, 1e-9);
 }
 
 TEST(Calibrate, ConfigKeyIgnoresWhatIsLearnedAndForHowLong) {

@@ -6,9 +6,12 @@
 #     (--network eth0) and its per-step losses equal those of the same job on one host (1e-6).
 #  3. gpu: GPU-shaped arrays (the stand-in trainer fake-gpu-train.sh) run only on GPU hosts, and
 #     --pack-nodes fills both GPU hosts with disjoint CUDA_VISIBLE_DEVICES within each host.
-#  6. compare: examples/large-vs-small-cluster.yaml (compare by nodes) through gridrun submit:
-#     the phases run one after another and the report's phase table has finite makespan,
-#     samples/s and time to target for both.
+#  6. compare: examples/large-vs-small-cluster.yaml (compare by nodes), first calibrated through
+#     Slurm on the quiet cluster (`gridrun calibrate --slurm --cluster`: each configuration alone,
+#     then the side-by-side groups) and predicted (`gridrun simulate --cluster`), then through
+#     gridrun submit: the phases run one after another, the report's phase table has finite
+#     makespan, samples/s, time to target and the prediction for both, and the verdict says
+#     what was predicted.
 # Every wait is on Slurm's queue or on files, with a deadline (lib.sh wait_until).
 #   scenario_hosts_grids.sh BIN_DIR WORK_DIR PYTHON
 source "$(dirname "$0")/lib.sh"
@@ -51,6 +54,27 @@ grid:
 YAML
 
 RUNS="$WORK/runs"
+note "6a. calibrate the compare grid through Slurm, predict it on the 3 hosts"
+cat >"$WORK/cluster.yaml" <<'YAML'
+nodes:
+  - {name: host1, cores: 2, gpus: 4}
+  - {name: host2, cores: 2, gpus: 4}
+  - {name: host3, cores: 2}
+YAML
+"$BIN/gridrun" calibrate "$EXAMPLES/large-vs-small-cluster.yaml" --slurm --cluster "$WORK/cluster.yaml" \
+  --network eth0 --steps 5 --out "$RUNS" | tee "$WORK/calibrate.txt"
+grep -q "2 configuration(s) of 4 jobs" "$WORK/calibrate.txt" || fail "calibrate did not measure the 2 configurations"
+grep -q "side by side:" "$WORK/calibrate.txt" || fail "calibrate co-ran no side-by-side group"
+"$BIN/gridrun" simulate "$EXAMPLES/large-vs-small-cluster.yaml" --cluster "$WORK/cluster.yaml" --out "$RUNS" \
+  --format json >"$WORK/predicted.json"
+"$PY" - "$WORK/predicted.json" "$RUNS/large-vs-small-cluster/calibration.json" <<'PYEOF'
+import json, sys
+pred, cal = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert cal["host"] == "slurm" and len(cal["configs"]) == 2, cal
+assert pred["durations"].startswith("calibration of"), pred["durations"]
+assert sorted(pred["phases"]) == ["1", "2"] and all(p["makespan_s"] > 0 for p in pred["phases"].values()), pred
+print("predicted:", {k: round(v["makespan_s"], 2) for k, v in pred["phases"].items()})
+PYEOF
 submit() { "$BIN/gridrun" submit "$@" --slurm --out "$RUNS" --time 10 | tee -a "$WORK/submit.txt"; }
 note "submit: spread, span, gpu, packed, compare"
 submit "$WORK/spread.yaml"
@@ -176,8 +200,9 @@ assert sorted(rows) == ["nodes=1", "nodes=2"], rows.keys()
 assert all(r["ran"] != "not measured" for r in rows.values()), rows
 (verdict,) = [t for t in report if t["title"] == "Verdict"]
 assert any(" faster." in r["verdict"] for r in verdict["rows"]), verdict
+assert any("(predicted" in r["verdict"] for r in verdict["rows"]), verdict
 for phase, r in rows.items():
-    for col in ("makespan_s", "samples/s", "time_to_target_s"):
+    for col in ("makespan_s", "samples/s", "time_to_target_s", "predicted_s"):
         assert isinstance(r[col], (int, float)) and math.isfinite(r[col]) and r[col] > 0, (phase, col, r)
 # The phases did not overlap: every nodes=1 job started after every nodes=2 job ended.
 span = {}

@@ -5,7 +5,9 @@
 #     makes slurmctld do before the time limit); the shell forwards it, the runner checkpoints and
 #     exits 75, the script requeues the task, the restart runs with --resume from that checkpoint
 #     and completes. Its final losses equal those of the same job run uninterrupted (directly,
-#     outside Slurm). The time limit is far away, so slurmctld itself never signals this job.
+#     outside Slurm). The time limit is far away, so slurmctld itself never signals this job. The
+#     grid is a compare-by grid (one phase): a requeued job splits its phase into two sittings,
+#     so the report's phase table says "not measured" instead of a makespan.
 #  B. `--signal` reaches the batch script: a job with a 3-minute limit and --signal=B:USR1@90 whose
 #     trainer (fake-signal-train.sh) only waits for a signal; slurmctld's warning must arrive through
 #     the batch shell's forwarding, and the task is requeued and restarted with --resume. The
@@ -25,6 +27,7 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 # job would have to run 23 epochs in the moment between that poll and the signal to escape it.
 cat >"$WORK/grid.yaml" <<'YAML'
 name: slurm-requeue
+compare: {by: lr}
 defaults:
   dataset: synthetic
   model: mlp
@@ -125,6 +128,18 @@ for k in ("train_loss", "test_loss", "test_acc"):
     assert abs(a[k][-1] - b[k][-1]) <= 1e-6 * max(1.0, abs(b[k][-1])), (k, a[k][-1], b[k][-1])
 print(f"first checkpoint at step {first_step}, signal checkpoint at step {sig_step}, requeued once, "
       f"resumed at step {a['resumed']}; final test_loss {a['test_loss'][-1]:.6f} == {b['test_loss'][-1]:.6f}")
+PYEOF
+
+note "A: the requeue split the job's phase: two sittings, no makespan"
+"$BIN/gridrun" report "$RUN" --format json >"$WORK/report.json"
+"$PY" - "$WORK/report.json" <<'PYEOF'
+import json, sys
+tables = json.load(open(sys.argv[1]))["tables"]
+(phases,) = [t for t in tables if t["title"].startswith("One large vs several small")]
+(row,) = phases["rows"]
+assert row["phase"] == "lr=0.05" and row["ran"] == "not measured" and row["makespan_s"] is None, row
+assert any("2 sittings" in n for n in phases["notes"]), phases["notes"]
+print("phase lr=0.05: not measured (2 sittings: the requeue)")
 PYEOF
 
 note "B: slurmctld's --signal warning reached the stand-in through the batch shell"

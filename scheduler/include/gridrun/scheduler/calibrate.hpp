@@ -39,7 +39,15 @@ struct StepFigures {
   double checkpoint_s = 0;       // one epoch-end checkpoint
   double tail_s = 0;             // the runner's end until the launcher saw the exit
   std::int64_t steps_per_epoch = 0;
+  // The calibration job's test accuracy after its `acc_steps` steps, and what it learned with
+  // (learn_key: optimizer, lr and schedule). A job with the same learn_key whose target_accuracy
+  // that accuracy already meets is predicted to stop at its first evaluation after acc_steps.
+  double final_acc = std::nan("");
+  std::int64_t acc_steps = 0;
+  std::string learn_key;
 };
+// What decides how a job learns (optimizer, lr, schedule, momentum, weight decay), as a key.
+std::string learn_key(const jobs::JobParams& p);
 
 // A group of configurations run side by side: the figures of each member while the others ran.
 struct CalibrationGroup {
@@ -66,8 +74,9 @@ std::string config_label(const jobs::JobParams& p);
 // Seconds from launch to exit of a job with parameters `p`, from its configuration's figures.
 double predict_seconds(const jobs::JobParams& p, const StepFigures& f);
 
-// A calibration job's parameters: `p` for its timing warm-up plus `steps` steps, no target, no
-// time limit, no profile; `seed` tells copies of one configuration apart (it changes no timing).
+// A calibration job's parameters: `p` for its timing warm-up plus `steps` steps (or up to the
+// job's first evaluation when it has a target_accuracy and that is within 4x as many steps), no
+// target, no time limit, no profile; `seed` tells copies of one configuration apart.
 jobs::JobParams calibration_params(const jobs::JobParams& p, std::int64_t steps, std::int64_t seed);
 
 // The figures of a finished calibration job from its results file: `warmup_steps` its timing
