@@ -147,7 +147,10 @@ int cmd_submit(const Args& args) {
       "the runner, which checkpoints and is requeued")(
       "train-bin", po::value<std::string>(&so.train_bin),
       "gridrun-train as the compute nodes see it (default: next to this gridrun)")(
-      "dry-run", po::bool_switch(&s.dry_run), "write and print the scripts, submit nothing");
+      "rerun", po::value<std::string>(&s.rerun),
+      "phase=VALUE: submit that compare-by phase's jobs again, from scratch and together (a phase "
+      "the report could not measure in one sitting)")("dry-run", po::bool_switch(&s.dry_run),
+                                                      "write and print the scripts, submit nothing");
   po::positional_options_description pos;
   pos.add("grid", 1);
   const auto vm = parse_flags(args, desc, pos, "submit");

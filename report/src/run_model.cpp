@@ -98,8 +98,11 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
   const std::optional<CurrentGrid> grid = current_grid(rd, log);
   if (grid) {
     run.compare_by = grid->compare_by;
+    // A run that `gridrun submit` made is measured again through Slurm, not on this machine.
+    const bool slurm = fs::exists(rd.submitted_file());
     run.rerun_prefix =
-        "gridrun run " + rd.grid_copy() + " --out " +
+        std::string(slurm ? "gridrun submit " : "gridrun run ") + rd.grid_copy() + (slurm ? " --slurm" : "") +
+        " --out " +
         (fs::path(rd.root()).parent_path().empty() ? std::string(".")
                                                    : fs::path(rd.root()).parent_path().string());
   }

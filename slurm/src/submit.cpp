@@ -70,6 +70,48 @@ void add_phase(const jobs::Expansion& exp, jobs::Job& job) {
   if (const std::string phase = run::phase_of(exp, job.index); !phase.empty()) job.meta["phase"] = phase;
 }
 
+// --rerun phase=VALUE: the phase's finished jobs join `todo`, and every job of the phase starts
+// from scratch (its checkpoints go; the task body resumes whenever a checkpoint exists). Refused
+// while one of them is still queued (cancel first), before anything is changed.
+void rerun_phase(const jobs::Expansion& exp, const run::RunDir& rd, const std::string& rerun,
+                 const SlurmCli& cli, std::vector<jobs::Job>& todo, SubmitResult& res) {
+  if (rerun.rfind("phase=", 0) != 0)
+    throw std::invalid_argument("--rerun: expected 'phase=VALUE', got '" + rerun + "'");
+  const std::string value = rerun.substr(6);
+  if (exp.compare_by.empty())
+    throw std::invalid_argument("--rerun " + rerun + ": the grid has no compare: {by: KEY}, so no phases");
+  std::set<std::string> phases, in_todo;
+  for (std::size_t i = 0; i < exp.jobs.size(); ++i) phases.insert(run::phase_of(exp, i));
+  if (!phases.count(value)) {
+    std::string known;
+    for (const auto& p : phases) known += (known.empty() ? "" : ", ") + p;
+    throw std::invalid_argument("--rerun " + rerun + ": no phase " + exp.compare_by + "=" + value +
+                                " in this grid (phases: " + known + ")");
+  }
+  const scheduler::RunStatus st = run_status(rd.root(), &cli);
+  std::map<std::string, run::JobOutcome> state;
+  for (const auto& r : st.jobs) state[r.id] = r.state;
+  for (const auto& j : todo) in_todo.insert(j.id);
+  std::vector<const jobs::Job*> phase_jobs;
+  for (std::size_t i = 0; i < exp.jobs.size(); ++i)
+    if (run::phase_of(exp, i) == value) phase_jobs.push_back(&exp.jobs[i]);
+  for (const jobs::Job* j : phase_jobs)
+    if (const auto it = state.find(j->id); it != state.end() && run::is_queued(it->second))
+      throw std::invalid_argument("--rerun " + rerun + ": job " + j->id +
+                                  " of that phase is still queued or running; `gridrun cancel " + rd.root() +
+                                  "` first");
+  std::error_code ec;
+  for (const jobs::Job* j : phase_jobs) {
+    fs::remove_all(rd.checkpoint_dir(j->id), ec);
+    if (in_todo.insert(j->id).second) {
+      todo.push_back(*j);
+      --res.skipped_jobs;
+    }
+  }
+  std::stable_sort(todo.begin(), todo.end(),
+                   [](const jobs::Job& a, const jobs::Job& b) { return a.index < b.index; });
+}
+
 }  // namespace
 
 Packing pack_jobs(const std::vector<jobs::Job>& all, int node_gpus, int node_cores,
@@ -263,6 +305,7 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
       run::prepare_run(rd, exp, run::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true}, log);
   res.total_jobs = exp.jobs.size();
   std::vector<jobs::Job> todo = jobs_to_submit(exp, res.run_dir, cli, res);
+  if (!opts.rerun.empty()) rerun_phase(exp, rd, opts.rerun, cli, todo, res);
   for (auto& j : todo) add_phase(exp, j);
   const auto submitted = read_submitted(rd);
   const ScriptOptions so = script_options(opts, exp, res.run_dir, submitted, cli);

@@ -28,7 +28,8 @@ struct LoadedRun {
   std::vector<PhaseFigures> phases;
   std::string compare_by;    // the current grid's compare-by key ("" if none or unknown)
   std::size_t left_out = 0;  // jobs of the run directory not in its current grid (grid.yaml)
-  // The command that reruns this run's grid ("gridrun run RUN/grid.yaml --out OUT"), for advice.
+  // The command that reruns this run's grid, for advice: "gridrun run RUN/grid.yaml --out OUT", or
+  // "gridrun submit RUN/grid.yaml --slurm --out OUT" for a run that `gridrun submit` made.
   std::string rerun_prefix;
   // id -> its JobData, for the records whose file was readable.
   std::map<std::string, const results::JobData*> data_by_id() const;

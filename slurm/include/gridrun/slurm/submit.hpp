@@ -31,6 +31,10 @@ struct SubmitOptions {
   bool pack_nodes = false;
   std::optional<int> node_cores;  // packing: cores per node (unset: sinfo, else required)
   bool dry_run = false;
+  // "phase=VALUE": that compare-by phase's jobs again, from scratch and together (their
+  // checkpoints removed, finished or not), as `gridrun run --rerun phase=VALUE` does: what the
+  // report advises for a phase that ran in more than one sitting. "" = only what is missing.
+  std::string rerun;
 };
 
 struct SubmitResult {
