@@ -44,13 +44,17 @@ mkdir -p "$OUT"
 source "$HERE/predict/grids.sh"
 ROWS=$OUT/rows.jsonl
 : >"$ROWS"
+# NAME|FLAGS|BODY -> name, flags, body; false when --only names another grid.
+split_entry() {
+  name=${1%%|*}
+  local rest=${1#*|}
+  flags=${rest%%|*}
+  body=${rest#*|}
+  [[ -z $ONLY || $ONLY == "$name" ]]
+}
 for rep in $(seq 1 "$REPEATS"); do
   for entry in "${PANEL[@]}"; do
-    name=${entry%%|*}
-    rest=${entry#*|}
-    flags=${rest%%|*}
-    body=${rest#*|}
-    [[ -z $ONLY || $ONLY == "$name" ]] || continue
+    split_entry "$entry" || continue
     grid=$WORK/$name.yaml
     printf 'name: %s\n%s\n' "$name" "$body" >"$grid"
     runs=$WORK/runs-$rep
@@ -90,11 +94,7 @@ if [[ $SLURM -eq 1 ]]; then
   { echo "nodes:"; sinfo -h -N -o "%N %c" | sort -u | while read -r n c; do echo "  - {name: $n, cores: $c}"; done; } >"$CLUSTER"
   for rep in $(seq 1 "$REPEATS"); do
     for entry in "${SLURM_PANEL[@]}"; do
-      name=${entry%%|*}
-      rest=${entry#*|}
-      flags=${rest%%|*}
-      body=${rest#*|}
-      [[ -z $ONLY || $ONLY == "$name" ]] || continue
+      split_entry "$entry" || continue
       grid=$WORK/$name.yaml
       if [[ $body == @EXAMPLE ]]; then
         sed "s/^name: .*/name: $name/" "$HERE/../../examples/large-vs-small-cluster.yaml" >"$grid"

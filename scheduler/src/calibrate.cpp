@@ -387,7 +387,7 @@ class Calibrator {
       const jobs::Job& src = plan_.ex.jobs[members[k]];
       // The same configuration twice in a group: two seeds, two files.
       const jobs::JobParams p =
-          calibration_params(src.params, steps[k], 1000 * tag + static_cast<std::int64_t>(k));
+          calibration_params(src.params, steps[k], std::int64_t{1000} * tag + static_cast<std::int64_t>(k));
       Probe pr;
       pr.key = config_key(src.params);
       pr.job = jobs::make_job(plan_.ex.name + "-calibration", k, p);

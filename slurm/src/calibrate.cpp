@@ -141,7 +141,8 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
         const double step = std::max(it->second.step_s, 1e-4);
         const auto steps = std::clamp<std::int64_t>(
             static_cast<std::int64_t>(std::ceil(o.group_train_s / step)), o.steps, 100000);
-        ps.push_back(scheduler::calibration_params(p, steps, 1000 * tag + static_cast<std::int64_t>(m)));
+        ps.push_back(
+            scheduler::calibration_params(p, steps, std::int64_t{1000} * tag + static_cast<std::int64_t>(m)));
         keys.push_back(key);
         label += (label.empty() ? "" : " + ") + c.labels[key];
         longest = std::max(longest, it->second.launch_s + static_cast<double>(steps) * it->second.step_s);
