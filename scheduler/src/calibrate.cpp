@@ -9,11 +9,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -126,8 +127,20 @@ jobs::JobParams calibration_params(const jobs::JobParams& in, std::int64_t steps
 }
 
 std::string build_fingerprint(const std::string& train_bin) {
+  // A bare name is the file mpirun would start: the first on PATH.
+  std::string path = train_bin;
+  if (!path.empty() && path.find('/') == std::string::npos) {
+    path.clear();
+    const char* env = std::getenv("PATH");
+    std::istringstream dirs(env ? env : "");
+    for (std::string dir; std::getline(dirs, dir, ':');)
+      if (!dir.empty() && ::access((dir + "/" + train_bin).c_str(), X_OK) == 0) {
+        path = dir + "/" + train_bin;
+        break;
+      }
+  }
   struct stat st {};
-  if (train_bin.empty() || ::stat(train_bin.c_str(), &st) != 0) return "";
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return "";
   return std::to_string(static_cast<long long>(st.st_size)) + "-" +
          std::to_string(static_cast<long long>(st.st_mtime));
 }
@@ -174,8 +187,8 @@ void write_calibration(const std::string& path, const Calibration& c) {
   j["host"] = c.host;
   j["train_bin"] = c.train_bin;
   j["build"] = c.build;
-  j["torch_version"] = c.torch_version;
-  j["gridrun_version"] = c.gridrun_version;
+  j["torch_version"] = c.versions.torch;
+  j["gridrun_version"] = c.versions.gridrun;
   j["created"] = c.created;
   j["cost_s"] = base::json_number(c.cost_s, 6);
   base::Json configs = base::Json::object();
@@ -207,8 +220,8 @@ Calibration read_calibration(const std::string& path) {
   c.host = base::get_string(j, "host");
   c.train_bin = base::get_string(j, "train_bin");
   c.build = base::get_string(j, "build");
-  c.torch_version = base::get_string(j, "torch_version");
-  c.gridrun_version = base::get_string(j, "gridrun_version");
+  c.versions.torch = base::get_string(j, "torch_version");
+  c.versions.gridrun = base::get_string(j, "gridrun_version");
   c.created = base::get_string(j, "created");
   c.cost_s = base::get_number(j, "cost_s", 0);
   if (const auto it = j.find("configs"); it != j.end() && it->is_object())
@@ -227,12 +240,6 @@ Calibration read_calibration(const std::string& path) {
       c.groups.push_back(std::move(cg));
     }
   return c;
-}
-
-void set_versions(Calibration& c, const std::string& versions) {
-  const auto cut = versions.find(" / gridrun ");
-  c.torch_version = versions.substr(0, cut);
-  if (cut != std::string::npos) c.gridrun_version = versions.substr(cut + 11);
 }
 
 std::unique_ptr<Calibration> usable_calibration(const std::string& run_dir, const std::string& train_bin,
@@ -275,7 +282,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 std::optional<StepFigures> figures_from_file(const std::string& result_file, std::int64_t warmup_steps,
-                                             double exit_unix, std::string& versions, std::string& why) {
+                                             double exit_unix, BuildVersions& versions, std::string& why) {
   results::JobData d;
   try {
     d = results::read_job(result_file);
@@ -287,8 +294,8 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, std
     why = result_file + ": status " + d.status + " (" + d.exit_reason + ")";
     return std::nullopt;
   }
-  versions = d.attr_string("torch_version") + " / gridrun " + d.attr_string("gridrun_version") + " (" +
-             d.attr_string("git_commit") + ")";
+  versions.torch = d.attr_string("torch_version");
+  versions.gridrun = d.attr_string("gridrun_version") + " (" + d.attr_string("git_commit") + ")";
   auto sum = [&](const char* name) {
     const auto it = d.summary.find(name);
     return it == d.summary.end() ? kNaN : it->second;
@@ -352,7 +359,7 @@ struct Probe {
 
 // The figures of a finished calibration run (see figures_from_file), with a line on `out` when
 // there are none.
-std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, std::string& versions,
+std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, BuildVersions& versions,
                                    std::ostream& out) {
   const std::string label = config_label(p.job.params);
   if (p.code != 0) {
@@ -416,7 +423,7 @@ class Calibrator {
     }
     std::vector<std::optional<StepFigures>> out;
     for (const auto& p : probes) {
-      auto f = measure(crd_, p, torch_version_, out_);
+      auto f = measure(crd_, p, versions_, out_);
       if (!f) ++failed_;
       out.push_back(f);
     }
@@ -453,7 +460,7 @@ class Calibrator {
   const run::RunDir& run_dir() const { return rd_; }
   const run::RunDir& cal_dir() const { return crd_; }
   int failed() const { return failed_; }
-  const std::string& torch_version() const { return torch_version_; }
+  const BuildVersions& versions() const { return versions_; }
 
  private:
   const GridPlan& plan_;
@@ -462,21 +469,54 @@ class Calibrator {
   std::ostream& out_;
   run::RunDir rd_, crd_;
   std::unique_ptr<Executor> exec_;
-  std::string torch_version_;
+  BuildVersions versions_;
   int failed_ = 0;
 };
 
+}  // namespace
+
+namespace {
+
 std::string ms(double s) {
-  char b[32];
   if (!std::isfinite(s)) return "-";
-  if (s < 1)
-    std::snprintf(b, sizeof b, "%.1f ms", 1000 * s);
-  else
-    std::snprintf(b, sizeof b, "%.2f s", s);
-  return b;
+  return s < 1 ? base::format_fixed(1000 * s, 1) + " ms" : base::format_fixed(s, 2) + " s";
 }
 
 }  // namespace
+
+std::optional<GroupRun> plan_group_run(const Calibration& c, const std::vector<std::string>& keys,
+                                       std::int64_t min_steps, double train_s) {
+  GroupRun g;
+  for (const auto& key : keys) {
+    const auto it = c.alone.find(key);
+    if (it == c.alone.end()) return std::nullopt;
+    const StepFigures& f = it->second;
+    const double step = std::max(f.step_s, 1e-4);
+    g.steps.push_back(
+        std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(train_s / step)), min_steps, 100000));
+    g.longest_s = std::max(g.longest_s,
+                           f.launch_s + f.warm_s + static_cast<double>(g.steps.back()) * f.step_s + f.tail_s);
+    const auto l = c.labels.find(key);
+    g.label += (g.label.empty() ? "" : " + ") + (l == c.labels.end() ? key : l->second);
+  }
+  return g;
+}
+
+std::string describe_alone(const StepFigures& f) {
+  return "launch " + ms(f.launch_s) + ", step " + ms(f.step_s) + ", eval " + ms(f.eval_s);
+}
+
+std::string describe_group(const Calibration& c, const CalibrationGroup& g) {
+  std::string s;
+  for (const auto& [key, f] : g.figures) {
+    const auto l = c.labels.find(key);
+    const auto a = c.alone.find(key);
+    s += (s.empty() ? "" : "; ") + (l == c.labels.end() ? key : l->second) + " step " + ms(f.step_s) + " (x" +
+         base::format_fixed(a == c.alone.end() ? std::nan("") : f.step_s / a->second.step_s, 2) +
+         "), launch " + ms(f.launch_s);
+  }
+  return s;
+}
 
 std::vector<std::vector<std::size_t>> predicted_groups(const RunOptions& ro, const Calibration& cal,
                                                        std::ostream& log) {
@@ -488,7 +528,7 @@ std::vector<std::vector<std::size_t>> predicted_groups(const RunOptions& ro, con
   const PredictedGrid first =
       predict_grid(plan, cal, o.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, ""});
   std::vector<std::vector<std::size_t>> out;
-  for (const auto& g : side_by_side_groups(plan, first.jobs, first.result)) {
+  for (const auto& g : side_by_side_groups(plan, first.result)) {
     std::vector<std::size_t> members;
     for (const auto& key : g) members.push_back(rep_of.at(key));
     out.push_back(std::move(members));
@@ -500,8 +540,9 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   if (o.steps < 3 || o.steps > 100000) throw std::invalid_argument("--steps: must be in [3, 100000]");
   if (!o.run.resources.cluster_file.empty())
     throw std::invalid_argument(
-        "--cluster: `gridrun calibrate` measures where the jobs will run, on this machine; calibrating "
-        "on Slurm nodes is not built yet (docs/scheduler.md, \"Predicting a grid before running it\")");
+        "--cluster: without --slurm `gridrun calibrate` measures this machine; to calibrate on a "
+        "cluster's nodes use --slurm --cluster FILE (docs/scheduler.md, \"Predicting a grid before running "
+        "it\")");
   RunOptions ro = o.run;
   ro.simulate = false;
   const GridPlan plan = plan_grid(ro, out);
@@ -524,7 +565,7 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   Calibration& c = res.cal;
   c.host = base::hostname();
   c.train_bin = train;
-  c.build = build_fingerprint(train.find('/') == std::string::npos ? base::self_exe() : train);
+  c.build = build_fingerprint(train);
   c.created = base::iso_now();
   // One representative job per configuration, in grid order.
   std::vector<std::size_t> reps;
@@ -540,57 +581,35 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
     const auto f = cal.run_group({reps[k]}, {o.steps}, 0)[0];
     if (!f) continue;
     c.alone[key] = *f;
-    out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key] << " alone: launch "
-        << ms(f->launch_s) << ", step " << ms(f->step_s) << ", eval " << ms(f->eval_s) << "\n";
+    out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key] << " alone: " << describe_alone(*f)
+        << "\n";
   }
   // The groups the policy makes, from the schedule predicted with the alone figures.
   PredictOptions po{SimOptions{o.run.policy, o.run.max_parallel}, c.created};
   const PredictedGrid first = predict_grid(plan, c, o.run.cost, po);
   res.budget_s = std::max(o.min_budget_s, o.budget_share * first.result.makespan_s);
-  const auto groups = side_by_side_groups(plan, first.jobs, first.result);
+  const auto groups = side_by_side_groups(plan, first.result);
   int tag = 1;
   for (const auto& g : groups) {
-    std::vector<std::size_t> members;
-    std::vector<std::int64_t> steps;
-    double longest = 0;
-    bool known = true;
-    std::string label;
-    for (const auto& key : g) {
-      const auto it = c.alone.find(key);
-      if (it == c.alone.end()) {
-        known = false;
-        break;
-      }
-      members.push_back(rep_of.at(key));
-      // Long enough that the members overlap while they step, not just while they start.
-      const double step = std::max(it->second.step_s, 1e-4);
-      steps.push_back(std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(o.group_train_s / step)),
-                                               o.steps, 100000));
-      longest =
-          std::max(longest, it->second.launch_s + it->second.warm_s +
-                                static_cast<double>(steps.back()) * it->second.step_s + it->second.tail_s);
-      label += (label.empty() ? "" : " + ") + c.labels[key];
-    }
-    if (!known) continue;
+    const auto run = plan_group_run(c, g, o.steps, o.group_train_s);
+    if (!run) continue;
     const double spent = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (spent + longest > res.budget_s) {
-      res.skipped.push_back(label);
+    if (spent + run->longest_s > res.budget_s) {
+      res.skipped.push_back(run->label);
       continue;
     }
-    const auto figs = cal.run_group(members, steps, tag++);
+    std::vector<std::size_t> members;
+    for (const auto& key : g) members.push_back(rep_of.at(key));
+    const auto figs = cal.run_group(members, run->steps, tag++);
     CalibrationGroup cg;
     cg.members = g;
     for (std::size_t k = 0; k < g.size(); ++k)
       if (figs[k] && !cg.figures.count(g[k])) cg.figures[g[k]] = *figs[k];
     if (cg.figures.size() < std::set<std::string>(g.begin(), g.end()).size()) continue;
-    out << "  side by side: " << label << ":";
-    for (const auto& [key, f] : cg.figures)
-      out << " " << c.labels[key] << " step " << ms(f.step_s) << " (x"
-          << base::format_fixed(f.step_s / c.alone[key].step_s, 2) << ")";
-    out << "\n";
+    out << "  side by side: " << run->label << ": " << describe_group(c, cg) << "\n";
     c.groups.push_back(std::move(cg));
   }
-  set_versions(c, cal.torch_version());
+  c.versions = cal.versions();
   c.cost_s = std::chrono::duration<double>(Clock::now() - t0).count();
   res.failed = cal.failed();
   res.file = cal.run_dir().calibration_file();

@@ -8,16 +8,32 @@ namespace gridrun::scheduler {
 
 namespace {
 
-// Config keys of the jobs of the same phase running when job `i` starts (itself included), sorted.
-std::vector<std::string> running_at_start(const GridPlan& plan, const std::vector<std::string>& keys,
-                                          const SimResult& r, std::size_t i) {
-  std::vector<std::string> group;
-  const double t = r.placements[i].start_s;
-  for (std::size_t j = 0; j < keys.size(); ++j)
-    if (plan.phase[j] == plan.phase[i] && r.placements[j].start_s <= t && t < r.placements[j].end_s)
-      group.push_back(keys[j]);
-  std::sort(group.begin(), group.end());
-  return group;
+// For every job, the config keys of the jobs of its phase running when it starts (itself
+// included), sorted: one sweep per phase in start order, so a grid of n jobs costs n log n plus
+// the groups' sizes instead of n x n.
+std::vector<std::vector<std::string>> running_at_start(const std::vector<std::string>& keys,
+                                                       const SimResult& r) {
+  std::vector<std::vector<std::string>> groups(keys.size());
+  for (const auto& ph : r.phases) {
+    std::vector<std::size_t> order = ph.jobs;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return r.placements[a].start_s < r.placements[b].start_s;
+    });
+    std::vector<std::size_t> active;
+    for (std::size_t k = 0; k < order.size();) {
+      const double t = r.placements[order[k]].start_s;
+      active.erase(std::remove_if(active.begin(), active.end(),
+                                  [&](std::size_t j) { return r.placements[j].end_s <= t; }),
+                   active.end());
+      const std::size_t first = k;
+      for (; k < order.size() && r.placements[order[k]].start_s == t; ++k) active.push_back(order[k]);
+      std::vector<std::string> group;
+      for (std::size_t j : active) group.push_back(keys[j]);
+      std::sort(group.begin(), group.end());
+      for (std::size_t m = first; m < k; ++m) groups[order[m]] = group;
+    }
+  }
+  return groups;
 }
 
 const StepFigures* group_figures(const Calibration& cal, const std::vector<std::string>& group,
@@ -48,15 +64,12 @@ int max_running(const std::vector<std::size_t>& members, const SimResult& r) {
 
 }  // namespace
 
-std::vector<std::vector<std::string>> side_by_side_groups(const GridPlan& plan,
-                                                          const std::vector<SimJob>& jobs,
-                                                          const SimResult& r) {
+std::vector<std::vector<std::string>> side_by_side_groups(const GridPlan& plan, const SimResult& r) {
   std::vector<std::string> keys;
   for (const auto& j : plan.ex.jobs) keys.push_back(config_key(j.params));
   std::map<std::vector<std::string>, int> count;
   std::vector<std::vector<std::string>> order;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    auto g = running_at_start(plan, keys, r, i);
+  for (auto& g : running_at_start(keys, r)) {
     if (g.size() < 2) continue;
     if (count[g]++ == 0) order.push_back(g);
   }
@@ -82,12 +95,13 @@ PredictedGrid predict_grid(const GridPlan& plan, const Calibration& cal, const C
                                          : estimate_seconds(jobs[i].params, cost);
   }
   const SimResult first = simulate(plan.cluster, g.jobs, opts.sim);
+  const auto at_start = running_at_start(keys, first);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (!cal.alone.count(keys[i])) {
       ++g.uncalibrated;
       continue;
     }
-    const auto group = running_at_start(plan, keys, first, i);
+    const auto& group = at_start[i];
     const StepFigures* f = group.size() > 1 ? group_figures(cal, group, keys[i]) : nullptr;
     if (f) {
       // Speeds from the group; what the job learns by when from its configuration alone (a
@@ -104,24 +118,32 @@ PredictedGrid predict_grid(const GridPlan& plan, const Calibration& cal, const C
     }
   }
   g.result = simulate(plan.cluster, g.jobs, opts.sim);
-  run::Prediction& p = g.record;
-  p.source = g.uncalibrated == 0             ? "calibration"
-             : g.uncalibrated == jobs.size() ? "cost model"
-                                             : "calibration and cost model";
-  p.created = opts.created;
-  p.policy = opts.sim.policy;
-  p.makespan_s = g.result.makespan_s;
-  for (const auto& ph : g.result.phases) {
+  g.record = prediction_record(g.jobs, g.result,
+                               RecordInfo{g.uncalibrated == 0             ? "calibration"
+                                          : g.uncalibrated == jobs.size() ? "cost model"
+                                                                          : "calibration and cost model",
+                                          opts.sim.policy, opts.created});
+  return g;
+}
+
+run::Prediction prediction_record(const std::vector<SimJob>& jobs, const SimResult& r,
+                                  const RecordInfo& info) {
+  run::Prediction p;
+  p.source = info.source;
+  p.created = info.created;
+  p.policy = info.policy;
+  p.makespan_s = r.makespan_s;
+  for (const auto& ph : r.phases) {
     p.phase_order.push_back(ph.value);
     run::PhasePrediction pp;
     pp.makespan_s = ph.makespan_s;
     pp.jobs = static_cast<int>(ph.jobs.size());
-    pp.max_running = max_running(ph.jobs, g.result);
+    pp.max_running = max_running(ph.jobs, r);
     p.phases[ph.value] = pp;
   }
   for (std::size_t i = 0; i < jobs.size(); ++i)
-    p.job_seconds[jobs[i].id] = g.result.placements[i].end_s - g.result.placements[i].start_s;
-  return g;
+    p.job_seconds[jobs[i].id] = r.placements[i].end_s - r.placements[i].start_s;
+  return p;
 }
 
 }  // namespace gridrun::scheduler

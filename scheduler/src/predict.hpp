@@ -30,10 +30,17 @@ struct PredictedGrid {
 PredictedGrid predict_grid(const GridPlan& plan, const Calibration& cal, const CostModel& cost,
                            const PredictOptions& opts);
 
-// The groups of configurations that run side by side in `r` (sorted multisets of config keys,
-// more than one member), most frequent first.
-std::vector<std::vector<std::string>> side_by_side_groups(const GridPlan& plan,
-                                                          const std::vector<SimJob>& jobs,
-                                                          const SimResult& r);
+// The groups of configurations that run side by side in `r` (a schedule of `plan`'s jobs; sorted
+// multisets of config keys, more than one member), most frequent first.
+std::vector<std::vector<std::string>> side_by_side_groups(const GridPlan& plan, const SimResult& r);
+
+// What prediction.json records of a simulated schedule (calibrated or not): per phase its
+// makespan, jobs and most jobs running at once, per job its seconds.
+struct RecordInfo {
+  std::string source;  // "calibration", "cost model", ...
+  std::string policy, created;
+};
+run::Prediction prediction_record(const std::vector<SimJob>& jobs, const SimResult& r,
+                                  const RecordInfo& info);
 
 }  // namespace gridrun::scheduler

@@ -18,6 +18,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/results/reader.hpp"
+#include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
@@ -150,26 +151,21 @@ Measured measured_run(const std::string& dir) {
   if (!m.phase_s.empty()) return m;
   // A Slurm run: no scheduler of ours saw it; as the report does, a phase runs from its first
   // job's start to its last job's end in the job files, and a job from its launch to its end.
+  // Through the run reader (its index, one guarded copy for all files), as the report reads them.
   std::map<std::string, std::pair<double, double>> span;
-  for (const auto& e : fs::directory_iterator(rd.results_dir(), ec)) {
-    if (e.path().extension() != ".h5") continue;
-    results::JobData d;
-    try {
-      results::ReadOptions ro;
-      ro.tables = false;
-      d = results::read_job(e.path().string(), ro);
-    } catch (const std::exception&) {
-      continue;  // the report names unreadable files; a prediction check skips them
-    }
+  for (const auto& f : results::read_job_files(rd.results_dir(), results::list_job_files(rd.results_dir()),
+                                               results::FolderReadOptions{})) {
+    if (!f.ok) continue;  // the report names unreadable files; a prediction check skips them
+    const results::JobData& d = f.data;
     if (d.status != "completed" && d.status != "target_reached") continue;
     const double start = d.attr_number("start_unix", std::nan("")),
                  end = d.attr_number("end_unix", std::nan(""));
     const auto launched = d.summary.find("launched_unix");
     const double from =
         launched != d.summary.end() && std::isfinite(launched->second) ? launched->second : start;
-    if (std::isfinite(from) && std::isfinite(end)) m.job_s[d.id] = end - from;
-    const std::string phase = d.attr_string("meta.phase");
     if (!std::isfinite(from) || !std::isfinite(end)) continue;
+    m.job_s[d.id] = end - from;
+    const std::string phase = d.attr_string("meta.phase");
     auto [it, fresh] = span.emplace(phase, std::make_pair(from, end));
     if (!fresh) it->second = {std::min(it->second.first, from), std::max(it->second.second, end)};
   }
@@ -326,27 +322,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
     sim = simulate(cluster, sims, SimOptions{o.policy, o.max_parallel});
     durations = std::to_string(from_results) + " from previous results, " +
                 std::to_string(ex.jobs.size() - from_results) + " from the cost model (uncalibrated)";
-    record.source = "cost model";
-    record.policy = o.policy;
-    record.makespan_s = sim.makespan_s;
-    for (const auto& ph : sim.phases) {
-      record.phase_order.push_back(ph.value);
-      run::PhasePrediction pp;
-      pp.makespan_s = ph.makespan_s;
-      pp.jobs = static_cast<int>(ph.jobs.size());
-      int most = 0;
-      for (std::size_t i : ph.jobs) {
-        int n = 0;
-        for (std::size_t j : ph.jobs)
-          n += sim.placements[j].start_s <= sim.placements[i].start_s &&
-               sim.placements[i].start_s < sim.placements[j].end_s;
-        most = std::max(most, n);
-      }
-      pp.max_running = most;
-      record.phases[ph.value] = pp;
-    }
-    for (std::size_t i = 0; i < sims.size(); ++i)
-      record.job_seconds[sims[i].id] = sim.placements[i].end_s - sim.placements[i].start_s;
+    record = prediction_record(sims, sim, RecordInfo{"cost model", o.policy, ""});
   }
   if (o.format == "json" && !o.dry_run) {
     out << plan_json(plan, sims, sim, record, durations).dump(1) << "\n";

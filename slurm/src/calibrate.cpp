@@ -99,7 +99,6 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
   c.train_bin = o.script.train_bin;
   c.build = scheduler::build_fingerprint(o.script.train_bin);
   c.created = base::iso_now();
-  std::string versions;
   for (std::size_t k = 0; k < reps.size(); ++k) {
     const jobs::JobParams& params = ex.jobs[reps[k]].params;
     const std::string key = scheduler::config_key(params);
@@ -108,7 +107,7 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
     const auto files = submit_and_wait(cal_root.string(), ex.name + "-cal-" + key,
                                        {scheduler::calibration_params(params, o.steps, 0)}, o, cli, why);
     const auto f = why.empty() ? scheduler::figures_from_file(files.at(0), params.timing_warmup_steps,
-                                                              std::nan(""), versions, why)
+                                                              std::nan(""), c.versions, why)
                                : std::nullopt;
     if (!f) {
       out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key] << ": " << why << "\n";
@@ -116,9 +115,8 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
       continue;
     }
     c.alone[key] = *f;
-    out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key] << ": launch "
-        << base::format_fixed(f->launch_s, 2) << " s, step " << base::format_fixed(1000 * f->step_s, 1)
-        << " ms, eval " << base::format_fixed(1000 * f->eval_s, 1) << " ms\n";
+    out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key]
+        << " alone: " << scheduler::describe_alone(*f) << "\n";
   }
   if (!o.cluster_file.empty()) {
     scheduler::RunOptions ro;
@@ -129,30 +127,19 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
     std::ostringstream log;
     int tag = 1;
     for (const auto& members : scheduler::predicted_groups(ro, c, log)) {
-      std::vector<jobs::JobParams> ps;
       std::vector<std::string> keys;
-      std::string label;
-      double longest = 0;
-      for (std::size_t m = 0; m < members.size(); ++m) {
-        const jobs::JobParams& p = ex.jobs[members[m]].params;
-        const std::string key = scheduler::config_key(p);
-        const auto it = c.alone.find(key);
-        if (it == c.alone.end()) break;
-        const double step = std::max(it->second.step_s, 1e-4);
-        const auto steps = std::clamp<std::int64_t>(
-            static_cast<std::int64_t>(std::ceil(o.group_train_s / step)), o.steps, 100000);
-        ps.push_back(
-            scheduler::calibration_params(p, steps, std::int64_t{1000} * tag + static_cast<std::int64_t>(m)));
-        keys.push_back(key);
-        label += (label.empty() ? "" : " + ") + c.labels[key];
-        longest = std::max(longest, it->second.launch_s + static_cast<double>(steps) * it->second.step_s);
-      }
-      if (keys.size() != members.size()) continue;
+      for (std::size_t m : members) keys.push_back(scheduler::config_key(ex.jobs[m].params));
+      const auto run = scheduler::plan_group_run(c, keys, o.steps, o.group_train_s);
+      if (!run) continue;
       const double spent = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (spent + longest > o.group_budget_s) {
-        res.skipped.push_back(label);
+      if (spent + run->longest_s > o.group_budget_s) {
+        res.skipped.push_back(run->label);
         continue;
       }
+      std::vector<jobs::JobParams> ps;
+      for (std::size_t m = 0; m < members.size(); ++m)
+        ps.push_back(scheduler::calibration_params(ex.jobs[members[m]].params, run->steps[m],
+                                                   std::int64_t{1000} * tag + static_cast<std::int64_t>(m)));
       std::string why;
       const auto files =
           submit_and_wait(cal_root.string(), ex.name + "-cal-group" + std::to_string(tag), ps, o, cli, why);
@@ -160,26 +147,20 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
       scheduler::CalibrationGroup g;
       for (std::size_t m = 0; m < files.size() && why.empty(); ++m) {
         const auto f =
-            scheduler::figures_from_file(files[m], ps[m].timing_warmup_steps, std::nan(""), versions, why);
+            scheduler::figures_from_file(files[m], ps[m].timing_warmup_steps, std::nan(""), c.versions, why);
         if (f && !g.figures.count(keys[m])) g.figures[keys[m]] = *f;
       }
       if (!why.empty()) {
-        out << "  side by side: " << label << ": " << why << "\n";
+        out << "  side by side: " << run->label << ": " << why << "\n";
         ++res.failed;
         continue;
       }
       g.members = keys;
       std::sort(g.members.begin(), g.members.end());
-      out << "  side by side: " << label << ":";
-      for (const auto& [key, f] : g.figures)
-        out << " " << c.labels[key] << " step " << base::format_fixed(1000 * f.step_s, 1) << " ms (x"
-            << base::format_fixed(f.step_s / c.alone[key].step_s, 2) << "), launch "
-            << base::format_fixed(f.launch_s, 2) << " s";
-      out << "\n";
+      out << "  side by side: " << run->label << ": " << scheduler::describe_group(c, g) << "\n";
       c.groups.push_back(std::move(g));
     }
   }
-  scheduler::set_versions(c, versions);
   c.cost_s = std::chrono::duration<double>(Clock::now() - t0).count();
   res.file = rd.calibration_file();
   res.budget_s = c.cost_s;

@@ -113,7 +113,7 @@ TEST(Calibrate, FileRoundTrip) {
   c.host = "h";
   c.train_bin = "/x/gridrun-train";
   c.build = "123-456";
-  c.torch_version = "1.13.0";
+  c.versions.torch = "1.13.0";
   c.created = "2026-11-26T00:00:00Z";
   c.cost_s = 12.5;
   c.alone["k1"] = figs(0.8, 0.004);

@@ -55,12 +55,19 @@ struct CalibrationGroup {
   std::map<std::string, StepFigures> figures;
 };
 
+// The LibTorch and gridrun builds a calibration job ran with (its job file's attributes).
+struct BuildVersions {
+  std::string torch;    // "1.13.0"
+  std::string gridrun;  // "0.1.0 (7618bef09198)"
+};
+
 struct Calibration {
   // Where: this host's name, or "slurm" for a calibration through Slurm on a cluster's nodes
   // (`gridrun calibrate --slurm`; used by `simulate --cluster`); with which binary (path, and
   // size + mtime as `build`).
   std::string host, train_bin, build;
-  std::string torch_version, gridrun_version, created;
+  BuildVersions versions;
+  std::string created;
   double cost_s = 0;                          // wall seconds the calibration took
   std::map<std::string, StepFigures> alone;   // by config key
   std::map<std::string, std::string> labels;  // by config key: "mlp cpu ranks=2 bpr=32"
@@ -81,11 +88,30 @@ jobs::JobParams calibration_params(const jobs::JobParams& p, std::int64_t steps,
 
 // The figures of a finished calibration job from its results file: `warmup_steps` its timing
 // warm-up, `exit_unix` when its launcher saw it exit (NaN: unknown, tail 0). nullopt with `why`
-// set when it did not complete or lacks the timings; `versions` gets "TORCH / gridrun V (COMMIT)".
+// set when it did not complete or lacks the timings; `versions` gets the builds it ran with.
 std::optional<StepFigures> figures_from_file(const std::string& result_file, std::int64_t warmup_steps,
-                                             double exit_unix, std::string& versions, std::string& why);
+                                             double exit_unix, BuildVersions& versions, std::string& why);
 
-// The gridrun-train binary's identity: "SIZE-MTIME" of the file, "" when it cannot be read.
+// How a side-by-side group of calibrated configurations (`keys`, a multiset) is co-run, by local
+// and Slurm calibration alike: each member's timed steps, about `train_s` at its alone speed (so the
+// members overlap while they step, not only while they start) and at least `min_steps`; the
+// longest member's expected seconds (for the budget); and a label. nullopt when a member was not
+// calibrated alone.
+struct GroupRun {
+  std::vector<std::int64_t> steps;  // per member, in the order of `keys`
+  double longest_s = 0;
+  std::string label;  // "lenet cpu ranks=1 bpr=64 + mlp cpu ranks=1 bpr=64"
+};
+std::optional<GroupRun> plan_group_run(const Calibration& c, const std::vector<std::string>& keys,
+                                       std::int64_t min_steps, double train_s);
+// "launch 709.3 ms, step 3.8 ms, eval 2.1 ms": a configuration measured alone.
+std::string describe_alone(const StepFigures& f);
+// "lenet cpu ranks=1 bpr=64 step 6.2 ms (x0.92), launch 690.0 ms; ...": a measured group, each
+// member's step against its alone step.
+std::string describe_group(const Calibration& c, const CalibrationGroup& g);
+
+// The gridrun-train binary's identity: "SIZE-MTIME" of the file (a bare name: the first on PATH),
+// "" when it cannot be read.
 std::string build_fingerprint(const std::string& train_bin);
 void write_calibration(const std::string& path, const Calibration& c);
 Calibration read_calibration(const std::string& path);  // throws std::runtime_error naming the path
@@ -123,7 +149,5 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& opts, std::ostream& out)
 // `why` set ("" when there is none at all).
 std::unique_ptr<Calibration> usable_calibration(const std::string& run_dir, const std::string& train_bin,
                                                 bool on_slurm, std::string& why);
-// Fills torch_version and gridrun_version from figures_from_file's `versions`.
-void set_versions(Calibration& c, const std::string& versions);
 
 }  // namespace gridrun::scheduler
