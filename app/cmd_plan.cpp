@@ -28,6 +28,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/results/data_file.hpp"
 #include "gridrun/scheduler/resources.hpp"
 
 namespace gridrun::app {
@@ -458,6 +459,7 @@ int cmd_plan(const Args& args) {
   // count it; volatile, or the optimizer drops the store to a static nothing reads (LeakSanitizer
   // then reported it: the ASan lane, issue 24).
   [[maybe_unused]] static const gj::Expansion* volatile kept = nullptr;
+  lo.check_data_file = gridrun::results::check_job_data_file;
   const auto* expansion = new gj::Expansion(gj::load_grid(o.grid, lo));  // GridError -> exit 2 in main
   kept = expansion;
   const gj::Expansion& ex = *expansion;

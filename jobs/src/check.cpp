@@ -54,6 +54,9 @@ class Rules {
   // Data sets: files, and images vs token ids.
   void data_rules();
 
+  // model=torchscript and its file.
+  void own_model_rules();
+
   // The captured step has no allreduce, no fp16 loss scaling and only the foreach SGD step.
   void cuda_graph_rules();
 
@@ -138,10 +141,33 @@ void Rules::quantize_rules() {
 }
 
 void Rules::data_rules() {
-  // fashion-mnist defaults to the Debian package's folder; synthetic needs no files.
-  if (p_.dataset != "synthetic" && p_.dataset != "fashion-mnist" && p_.data_dir.empty())
+  // fashion-mnist defaults to the Debian package's folder; synthetic needs no files; hdf5 is one file.
+  const bool hdf5 = p_.dataset == "hdf5";
+  if (p_.dataset != "synthetic" && p_.dataset != "fashion-mnist" && !hdf5 && p_.data_dir.empty())
     add("dataset", "dataset=" + p_.dataset + " needs data_dir (folder with the data set's files)",
         "data_dir");
+  if (hdf5 && p_.data_file.empty())
+    add("dataset", "dataset=hdf5 needs data_file (the HDF5 file with /train/x and /train/y)", "data_file");
+  if (!hdf5 && !p_.data_file.empty())
+    add("data_file", "data_file is read by dataset=hdf5 only", "dataset", "this job has dataset " + p_.dataset);
+  own_model_rules();
+  // An HDF5 file says itself whether it holds images or token ids: gridrun-train checks it
+  // against the model when it opens the file (and the planner, where the file is visible).
+  if (hdf5) return;
+  const bool script = p_.model == "torchscript";
+  if (p_.input != "auto" && p_.dataset != "synthetic")
+    add("input", "input=" + p_.input + " applies to dataset=synthetic only (" + p_.dataset +
+                     " decides what it gives)",
+        "dataset");
+  if (p_.input == "tokens" && !script && p_.model != "transformer")
+    add("input", "input=tokens needs a model that takes token ids (transformer or torchscript)", "model");
+  if (p_.input == "image" && p_.model == "transformer")
+    add("input", "input=image, but model=transformer takes token ids", "model");
+  if (script) {
+    if (p_.input == "tokens" && p_.augment != "none")
+      add("augment", "augment=" + p_.augment + " needs images; input=tokens gives token ids", "input");
+    return;
+  }
   const bool tokens = p_.model == "transformer";
   if (tokens && p_.dataset != "text" && p_.dataset != "synthetic")
     add("dataset",
@@ -155,6 +181,19 @@ void Rules::data_rules() {
         "model");
   if (tokens && p_.augment != "none")
     add("augment", "augment=" + p_.augment + " needs images; model=transformer reads token ids", "model");
+}
+
+void Rules::own_model_rules() {
+  const bool script = p_.model == "torchscript";
+  if (script && p_.model_file.empty())
+    add("model", "model=torchscript needs model_file (a TorchScript archive saved with torch.jit.save)",
+        "model_file");
+  if (!script && !p_.model_file.empty())
+    add("model_file", "model_file is read by model=torchscript only", "model", "this job has model " + p_.model);
+  if (!script && !p_.model_sha256.empty())
+    add("model_sha256", "model_sha256 belongs to model=torchscript (the planner fills it in)", "model");
+  if (script && p_.quantize != "none")
+    add("quantize", "quantize=" + p_.quantize + " is not available for model=torchscript (gridrun swaps only the linear layers of its own models)", "model");
 }
 
 void Rules::cuda_graph_rules() {

@@ -12,11 +12,13 @@
 // that set each one, so a combination error can point at the exact list element responsible
 // (`grid.ranks[2]`), and 100,000 jobs expand in well under a second.
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "gridrun/base/sha256.hpp"
 #include "grid_spec.hpp"
 #include "values.hpp"
 
@@ -50,6 +52,7 @@ class Expander {
   void finish(Draft& d, int origin, bool apply_excludes);
   // The steps of finish(), in order.
   std::optional<Problem> derive_batch(Draft& d, JobParams& jp);
+  std::optional<Problem> derive_files(Draft& d, JobParams& jp);
   void check_job(const Draft& d, const JobParams& jp, std::optional<Problem> batch, int origin) const;
   void note_varying(const Draft& d);
   std::uint64_t hash_id_text(const Draft& d);
@@ -63,7 +66,15 @@ class Expander {
   const GridSpec& s_;
   const LoadOptions& opts_;
   const std::vector<ParamSpec>& table_;
-  int bpr_, gb_, seed_;
+  int bpr_, gb_, seed_, model_file_, model_sha_, data_file_;
+  // Files a job names (issue 33): the grid's folder that relative paths start from, and per path
+  // what was found (absolute path, content hash or problem, each rendered once).
+  std::filesystem::path grid_dir_;
+  struct FileFacts {
+    std::string abs, abs_json, sha, sha_json, problem;
+  };
+  std::unordered_map<std::string, FileFacts> files_;
+  std::unordered_map<std::string, std::string> data_checked_;  // path|model -> problem ("" = fine)
   std::vector<int> order_;                 // parameter indices sorted by name (the canonical key order)
   Draft base_;                             // table defaults overlaid with defaults:
   std::vector<std::string> default_json_;  // rendered table defaults
@@ -82,6 +93,26 @@ Expander::Expander(const GridSpec& s, const LoadOptions& o) : s_(s), opts_(o), t
   bpr_ = param_index("batch_per_rank");
   gb_ = param_index("global_batch");
   seed_ = param_index("seed");
+  model_file_ = param_index("model_file");
+  model_sha_ = param_index("model_sha256");
+  data_file_ = param_index("data_file");
+  std::error_code ec;
+  if (!o.base_dir.empty())
+    grid_dir_ = std::filesystem::absolute(o.base_dir, ec);
+  else if (!s_.file.empty() && std::filesystem::is_regular_file(s_.file, ec))
+    grid_dir_ = std::filesystem::absolute(s_.file, ec).parent_path();
+  else
+    grid_dir_ = std::filesystem::current_path(ec);
+  // model_sha256 is derived, never given: a grid that sets it would pin a hash the file may not have.
+  auto refuse_sha = [&](const std::vector<Setting>& settings) {
+    for (const auto& st : settings)
+      if (st.param == model_sha_)
+        s_.fail(st.loc, "model_sha256 is computed by the planner from model_file's content; remove it");
+  };
+  refuse_sha(s_.defaults);
+  for (const auto& a : s_.axes)
+    for (const auto& pt : a.points) refuse_sha(pt);
+  for (const auto& inc : s_.includes) refuse_sha(inc.settings);
   order_.resize(table_.size());
   std::iota(order_.begin(), order_.end(), 0);
   std::sort(order_.begin(), order_.end(), [&](int a, int b) { return table_[a].name < table_[b].name; });
@@ -197,6 +228,7 @@ bool Expander::excluded(const Draft& d) {
 void Expander::finish(Draft& d, int origin, bool apply_excludes) {
   JobParams jp = struct_of_values(d.v);
   std::optional<Problem> batch = derive_batch(d, jp);
+  if (!batch) batch = derive_files(d, jp);
   if (apply_excludes && !s_.excludes.empty() && excluded(d)) {
     ++ex_.excluded;
     return;
@@ -222,6 +254,66 @@ std::optional<Problem> Expander::derive_batch(Draft& d, JobParams& jp) {
   buf.clear();
   append_member(buf, table_[i].name, d.v[i]);
   d.json[i] = &buf;
+  return std::nullopt;
+}
+
+// model_file and data_file as absolute paths (relative ones start at the grid file's folder, so a
+// grid and its files move together), model_sha256 = the model file's content hash (two different
+// files at one path are two jobs), and the data file checked by LoadOptions::check_data_file.
+std::optional<Problem> Expander::derive_files(Draft& d, JobParams& jp) {
+  namespace fs = std::filesystem;
+  const auto mf = static_cast<std::size_t>(model_file_), ms = static_cast<std::size_t>(model_sha_),
+             df = static_cast<std::size_t>(data_file_);
+  auto facts = [&](std::size_t i, bool hash) -> FileFacts& {
+    const std::string& given = std::get<std::string>(d.v[i]);
+    auto [it, fresh] = files_.try_emplace(given);
+    FileFacts& f = it->second;
+    if (!fresh) return f;
+    std::error_code ec;
+    fs::path p(given);
+    if (p.is_relative()) p = grid_dir_ / p;
+    f.abs = p.lexically_normal().string();
+    append_member(f.abs_json, table_[i].name, Value{f.abs});
+    if (!fs::is_regular_file(f.abs, ec)) {
+      f.problem = "'" + given + "' is not a readable file" + (given == f.abs ? "" : " (looked for " + f.abs + ")");
+      return f;
+    }
+    if (!hash) return f;
+    try {
+      f.sha = base::sha256_file(f.abs);
+    } catch (const std::exception& e) {
+      f.problem = e.what();
+    }
+    append_member(f.sha_json, table_[ms].name, Value{f.sha});
+    return f;
+  };
+  const bool has_model = !jp.model_file.empty();
+  if (has_model) {
+    // Relative paths are resolved for every job; a later job may meet a value already resolved.
+    FileFacts& f = facts(mf, true);
+    if (!f.problem.empty()) return Problem{"model_file", f.problem, {}, {}};
+    d.v[mf] = f.abs;
+    d.json[mf] = &f.abs_json;
+    d.v[ms] = f.sha;
+    d.json[ms] = &f.sha_json;
+    jp.model_file = f.abs;
+    jp.model_sha256 = f.sha;
+  } else {
+    d.v[ms] = base_.v[ms];
+    d.json[ms] = base_.json[ms];
+    jp.model_sha256.clear();
+  }
+  d.loc[ms] = d.loc[mf];
+  if (jp.data_file.empty()) return std::nullopt;
+  FileFacts& f = facts(df, false);
+  if (!f.problem.empty()) return Problem{"data_file", f.problem, {}, {}};
+  d.v[df] = f.abs;
+  d.json[df] = &f.abs_json;
+  jp.data_file = f.abs;
+  if (!opts_.check_data_file || jp.dataset != "hdf5") return std::nullopt;
+  auto [it, fresh] = data_checked_.try_emplace(f.abs + "|" + jp.model);
+  if (fresh) it->second = opts_.check_data_file(jp);
+  if (!it->second.empty()) return Problem{"data_file", it->second, {}, {}};
   return std::nullopt;
 }
 

@@ -40,7 +40,9 @@ std::optional<CurrentGrid> current_grid(const run::RunDir& rd, std::ostream& log
   std::error_code ec;
   if (!fs::is_regular_file(rd.grid_copy(), ec)) return std::nullopt;
   try {
-    const jobs::Expansion ex = jobs::load_grid(rd.grid_copy());
+    jobs::LoadOptions lo;
+    lo.base_dir = rd.load_state().grid_dir;  // relative model_file/data_file paths start there
+    const jobs::Expansion ex = jobs::load_grid(rd.grid_copy(), lo);
     CurrentGrid g;
     for (const auto& j : ex.jobs) g.ids.insert(j.id);
     g.compare_by = ex.compare_by;

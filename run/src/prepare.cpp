@@ -48,6 +48,8 @@ PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const Prep
     quarantine_damaged(dir.state_file(), e.what(), log);
   }
   p.state.name = ex.name;
+  std::error_code aec;
+  p.state.grid_dir = fs::absolute(fs::path(opts.grid_file), aec).parent_path().string();
   for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
     const std::string& id = ex.jobs[i].id;
     JobRecord& rec = p.state.jobs[id];

@@ -110,6 +110,7 @@ RunState RunDir::load_state() const {
   if (!text) return st;
   const base::Json root = base::parse_json(*text, state_file());
   st.name = base::get_string(root, "name");
+  st.grid_dir = base::get_string(root, "grid_dir");
   if (const auto jobs = root.find("jobs"); jobs != root.end() && jobs->is_object()) {
     for (const auto& [id, j] : jobs->items()) {
       JobRecord r;
@@ -158,7 +159,8 @@ void RunDir::save_state(const RunState& s) const {
   }
   base::Json phases = base::Json::object();
   for (const auto& [value, p] : s.phases) phases[value] = phase_to_json(p);
-  const base::Json root = {{"name", s.name}, {"jobs", std::move(jobs)}, {"phases", std::move(phases)}};
+  base::Json root = {{"name", s.name}, {"jobs", std::move(jobs)}, {"phases", std::move(phases)}};
+  if (!s.grid_dir.empty()) root["grid_dir"] = s.grid_dir;
   // A reader (or the next gridrun after a crash) sees the old or the new state, never half of one.
   base::write_file_atomic(state_file(),
                           root.dump(2, ' ', false, base::Json::error_handler_t::replace) + "\n");

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "datasets_internal.hpp"
 #include "gridrun/runner/errors.hpp"
 
 namespace gridrun::runner {
@@ -388,8 +389,15 @@ std::vector<std::int64_t> tokenize(const std::string& text, std::int64_t seq_len
   return out;
 }
 
+namespace detail {
+std::shared_ptr<Dataset> tensor_dataset(at::Tensor x, at::Tensor y, const std::vector<float>& mean,
+                                        const std::vector<float>& stdev) {
+  return std::make_shared<TensorDataset>(std::move(x), std::move(y), mean, stdev);
+}
+}  // namespace detail
+
 const std::vector<std::string>& dataset_names() {
-  static const std::vector<std::string> names = {"synthetic", "cifar10", "mnist", "fashion-mnist", "text"};
+  static const std::vector<std::string> names = {"synthetic", "cifar10", "mnist", "fashion-mnist", "text", "hdf5"};
   return names;
 }
 
@@ -404,9 +412,12 @@ DataSplits make_dataset(const DatasetOptions& o) {
     d = make_fashion_mnist(o);
   else if (o.name == "text")
     d = make_text(o);
+  else if (o.name == "hdf5")
+    d = detail::make_hdf5(o);
   else
     throw BadInput("gridrun-train: unknown dataset '" + o.name +
-                   "' (known: synthetic, cifar10, mnist, fashion-mnist, text)");
+                   "' (known: synthetic, cifar10, mnist, fashion-mnist, text, hdf5)");
+  if (o.tokens_any) return d;
   if (o.tokens != (d.input.channels == 0))
     throw BadInput("gridrun-train: dataset=" + o.name +
                    (o.tokens ? " gives images but the model "

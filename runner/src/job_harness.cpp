@@ -194,12 +194,29 @@ JobHarness::JobHarness(const RunnerOptions& opts, Communicator& comm, const Harn
 void JobHarness::build_data_and_model() {
   const jobs::JobParams& j = o_.job;
   torch::manual_seed(static_cast<std::uint64_t>(j.seed));
-  data_ = make_dataset(
-      DatasetOptions{j.dataset, j.data_dir, j.train_samples, j.test_samples, is_text_model(j.model)});
-  ModelSpec spec{
-      j.model,           data_.input.channels, data_.input.height, data_.input.width, data_.input.num_classes,
-      data_.input.vocab, data_.input.seq_len};
+  // A TorchScript model takes what the data gives: token ids from text, from synthetic with
+  // input=tokens, or from an HDF5 file that holds them; images otherwise.
+  const bool script = j.model == "torchscript";
+  DatasetOptions dopt;
+  dopt.name = j.dataset;
+  dopt.data_dir = j.data_dir;
+  dopt.train_samples = j.train_samples;
+  dopt.test_samples = j.test_samples;
+  dopt.tokens = is_text_model(j.model) || (script && (j.input == "tokens" || j.dataset == "text"));
+  dopt.data_file = j.data_file;
+  dopt.tokens_any = script && j.dataset == "hdf5";
+  data_ = make_dataset(dopt);
+  ModelSpec spec;
+  spec.name = j.model;
+  spec.channels = data_.input.channels;
+  spec.height = data_.input.height;
+  spec.width = data_.input.width;
+  spec.num_classes = data_.input.num_classes;
+  spec.vocab = data_.input.vocab;
+  spec.seq_len = data_.input.seq_len;
   spec.mlp_hidden = parse_mlp_hidden(j.mlp_hidden);
+  spec.file = j.model_file;
+  spec.sha256 = j.model_sha256;
   model_ = make_model(spec);
   model_->to(dev_);
   train_set_ = data_.train;

@@ -338,6 +338,7 @@ std::vector<std::int64_t> parse_mlp_hidden(const std::string& text) {
 
 namespace {
 std::shared_ptr<Model> build_model(const ModelSpec& s) {
+  if (s.name == "torchscript") return models::make_torchscript(s);
   if (s.name == "transformer") {
     if (s.channels > 0)
       throw BadInput(
@@ -361,13 +362,13 @@ std::shared_ptr<Model> build_model(const ModelSpec& s) {
   if (s.name == "densenet121") return models::make_densenet121(s);
   std::string known;
   for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
-  throw BadInput("gridrun-train: unknown model '" + s.name + "' (known: " + known + ")");
+  throw BadInput("gridrun-train: unknown model '" + s.name + "' (known: " + known + ", torchscript)");
 }
 }  // namespace
 
 std::shared_ptr<Model> make_model(const ModelSpec& s) {
   auto m = build_model(s);
-  m->input_bytes_ = is_text_model(s.name) ? 8.0 * static_cast<double>(s.seq_len)
+  m->input_bytes_ = s.channels <= 0 ? 8.0 * static_cast<double>(s.seq_len)
                                           : 4.0 * static_cast<double>(s.channels * s.height * s.width);
   return m;
 }

@@ -8,6 +8,9 @@
 
 namespace gridrun::runner::models {
 
+// model=torchscript (models_script.cpp).
+std::shared_ptr<Model> make_torchscript(const ModelSpec& s);
+
 // Accumulates multiply-adds (and the output elements of the same layers) while a model is built, following
 // the spatial size through the layers.
 struct MacCounter {

@@ -17,6 +17,7 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/results/data_file.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/prepare.hpp"
@@ -75,7 +76,9 @@ int gpu_slots(const jobs::Expansion& ex, std::vector<int>& share) {
 GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   check_options(o);
   GridPlan plan;
-  plan.ex = jobs::load_grid(o.grid);
+  jobs::LoadOptions lo;
+  lo.check_data_file = results::check_job_data_file;  // where this machine sees the file
+  plan.ex = jobs::load_grid(o.grid, lo);
   if (!(o.exit_grace_s > 0)) throw std::invalid_argument("--exit-grace: must be > 0");
   if (o.heartbeat_timeout_s < 0) throw std::invalid_argument("--heartbeat-timeout: must be >= 0");
   const jobs::Expansion& ex = plan.ex;

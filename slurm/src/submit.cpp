@@ -15,6 +15,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/results/data_file.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/resources.hpp"
@@ -296,7 +297,9 @@ void submit_scripts(const run::RunDir& rd, const ScriptOptions& so,
 }  // namespace
 
 SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream& log) {
-  const jobs::Expansion exp = jobs::load_grid(opts.grid_file);
+  jobs::LoadOptions lo;
+  lo.check_data_file = results::check_job_data_file;  // where the submit host sees the file
+  const jobs::Expansion exp = jobs::load_grid(opts.grid_file, lo);
   SubmitResult res;
   res.run_dir =
       run::RunDir::for_grid(fs::absolute(opts.out_dir).lexically_normal().string(), exp.name).root();

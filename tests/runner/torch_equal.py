@@ -9,6 +9,17 @@ per-step training loss of the first STEPS steps must agree to 1e-5 relative (doc
 
     torch_equal.py GRIDRUN_TRAIN RANKS [--steps N] [--epochs E]
     (--epochs: also train E full epochs and print both final test accuracies; bench/torch_equal.sh)
+
+--torchscript (issue 33): the same check for a user's own model and data. This python's torch
+scripts a small CNN (own_files.SmallCNN: 1x28x28, 10 classes; with BatchNorm at 1 rank, without
+at more ranks, where per-rank batch statistics cannot equal one process's, unless --bn says
+otherwise) and saves it with torch.jit.save; the first Fashion-MNIST samples are copied into an
+HDF5 data set (uint8 /train/x [N,1,28,28], /test/x, int64 labels, attrs mean, std, classes);
+gridrun-train trains `model: torchscript` on `dataset: hdf5` with --init-out; the init weights
+(dotted state_dict names) must equal the archive's and are loaded into the same jit module with
+load_state_dict, which then replays the same batches with torch.optim.SGD. Same tolerance.
+
+    torch_equal.py GRIDRUN_TRAIN RANKS --torchscript [--steps N] [--bn auto|on|off] [--keep DIR]
 """
 import argparse
 import gzip
@@ -25,7 +36,14 @@ ap.add_argument("train")
 ap.add_argument("ranks", type=int)
 ap.add_argument("--steps", type=int, default=50)
 ap.add_argument("--epochs", type=int, default=0)
+ap.add_argument("--torchscript", action="store_true",
+                help="a scripted CNN (model: torchscript) on an HDF5 copy of Fashion-MNIST")
+ap.add_argument("--bn", choices=("auto", "on", "off"), default="auto",
+                help="--torchscript: BatchNorm in the CNN (auto: at 1 rank only)")
+ap.add_argument("--keep", help="--torchscript: keep the model, data and results in this folder")
 args = ap.parse_args()
+if args.torchscript and args.epochs:
+    ap.error("--epochs is not supported with --torchscript")
 
 DATA = "/usr/share/datasets/fashion-mnist"
 MEAN, STD = 0.2860, 0.3530          # runner/include/gridrun/runner/dataset.hpp
@@ -71,6 +89,97 @@ def permutation(n, seed, epoch):
         p[i], p[j] = p[j], p[i]
     return p
 
+
+def torchscript_mode(tmp):
+    import hashlib
+
+    import numpy as np
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from own_files import SmallCNN
+
+    bn = args.bn == "on" or (args.bn == "auto" and args.ranks == 1)
+    train_n, test_n = GLOBAL_BATCH * args.steps, 64
+    model_file, data_file = os.path.join(tmp, "cnn.pt"), os.path.join(tmp, "fmnist.h5")
+    init, out = os.path.join(tmp, "init.h5"), os.path.join(tmp, "out")
+    torch.manual_seed(SEED)
+    torch.jit.save(torch.jit.script(SmallCNN(1, 10, bn).train()), model_file)
+    with open(model_file, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    x_u8, y = idx("train-images-idx3-ubyte.gz", train_n, True), idx("train-labels-idx1-ubyte.gz", train_n, False)
+    xt, yt = idx("t10k-images-idx3-ubyte.gz", test_n, True), idx("t10k-labels-idx1-ubyte.gz", test_n, False)
+    with h5py.File(data_file, "w") as f:
+        f["train/x"], f["train/y"] = x_u8.numpy(), y.numpy()
+        f["test/x"], f["test/y"] = xt.numpy(), yt.numpy()
+        f.attrs["mean"] = np.array([MEAN], dtype=np.float32)
+        f.attrs["std"] = np.array([STD], dtype=np.float32)
+        f.attrs["classes"] = np.int64(10)
+    cmd = ["mpirun", "-np", str(args.ranks)] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) + [
+        args.train, "--model", "torchscript", "--model-file", model_file, "--model-sha256", sha,
+        "--dataset", "hdf5", "--data-file", data_file, "--batch-per-rank", str(GLOBAL_BATCH // args.ranks),
+        "--ranks", str(args.ranks), "--threads-per-rank", "1",
+        "--lr", str(LR), "--momentum", str(MOMENTUM), "--weight-decay", str(WD), "--seed", str(SEED),
+        "--epochs", "1", "--max-steps", str(args.steps), "--init-out", init, "--out", out, "--quiet"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"FAIL: gridrun-train exited {r.returncode}: {r.stderr[-2000:]}")
+    (res,) = [f for f in os.listdir(out) if f.endswith(".h5")]
+    with h5py.File(os.path.join(out, res), "r") as f:
+        g_loss = f["steps/loss"][:].tolist()
+    with h5py.File(init, "r") as f:
+        # [()] rather than [:]: a 0-d buffer (BatchNorm's num_batches_tracked) may be a scalar set.
+        weights = {k: torch.from_numpy(np.array(f[k][()])) for k in f}
+
+    model = torch.jit.load(model_file)
+    model.train()
+    state = model.state_dict()
+    unknown = sorted(set(weights) - set(state))
+    missing = sorted(k for k, _ in model.named_parameters() if k not in weights)
+    if unknown or missing:
+        sys.exit(f"FAIL: --init-out names {sorted(weights)}; not in the module: {unknown}; "
+                 f"parameters missing from it: {missing}")
+    # gridrun starts from the archive's own weights (rank 0's, broadcast), not new ones.
+    moved = [k for k, t in weights.items()
+             if not torch.equal(t.to(state[k].dtype).view_as(state[k]), state[k])]
+    if moved:
+        sys.exit(f"FAIL: the --init-out weights differ from the archive's: {moved}")
+    state.update({k: t.to(state[k].dtype).view_as(state[k]) for k, t in weights.items()})
+    model.load_state_dict(state)
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
+    perm = permutation(train_n, SEED, 0)
+    t_loss = []
+    for s in range(args.steps):
+        xb, yb = batch(x_u8, y, perm[s * GLOBAL_BATCH:(s + 1) * GLOBAL_BATCH])
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(xb), yb)
+        loss.backward()
+        opt.step()
+        t_loss.append(loss.item())
+
+    n = min(args.steps, len(g_loss))
+    if n == 0:
+        sys.exit("FAIL: gridrun-train recorded no steps")
+    worst = max(abs(a - b) / abs(b) for a, b in zip(g_loss[:n], t_loss[:n]))
+    print(f"torchscript cnn ({'with' if bn else 'no'} BatchNorm, {len(weights)} tensors), "
+          f"{args.ranks} rank(s): {n} steps, worst relative loss difference {worst:.2e} "
+          f"(first {g_loss[0]:.6f} vs {t_loss[0]:.6f}, step {n} {g_loss[n - 1]:.6f} vs {t_loss[n - 1]:.6f})")
+    if len(g_loss) < args.steps or worst > RTOL:
+        for i, (a, b) in enumerate(zip(g_loss[:n], t_loss[:n])):
+            if abs(a - b) / abs(b) > RTOL:
+                print(f"step {i + 1}: gridrun {a!r} PyTorch {b!r}")
+                break
+        sys.exit(f"FAIL: per-step loss differs by more than {RTOL} relative (or too few steps: "
+                 f"{len(g_loss)} of {args.steps})")
+    print("ok")
+    return 0
+
+
+if args.torchscript:
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        sys.exit(torchscript_mode(os.path.abspath(args.keep)))
+    with tempfile.TemporaryDirectory() as tmp:
+        sys.exit(torchscript_mode(tmp))
 
 with tempfile.TemporaryDirectory() as tmp:
     init, out = os.path.join(tmp, "init.h5"), os.path.join(tmp, "out")

@@ -50,6 +50,14 @@ struct LoadOptions {
   // memory of a 100,000-job expansion, which a caller that only prints the jobs does not need.
   // Errors are still thrown after some jobs went out: such a caller buffers until load_grid returns.
   std::function<void(std::size_t index, const std::string& id, const std::vector<Value>& values)> on_job;
+  // Checks a job's HDF5 data file (dataset=hdf5, data_file already absolute) where the planner can
+  // see it: "" when it is usable, else one line naming the file and what is wrong, reported at the
+  // grid's data_file key. Called once per file and model. Set by the command (jobs/ reads no HDF5).
+  std::function<std::string(const JobParams& job)> check_data_file;
+  // Where relative model_file and data_file paths start; empty = the grid file's folder (the
+  // current directory for a grid given as a string). A run's grid.yaml copy is loaded with the
+  // folder of the grid it was copied from (run::RunState::grid_dir).
+  std::string base_dir;
 };
 
 // Throws GridError on any problem (the first one found, in file order).

@@ -60,6 +60,9 @@ struct PhaseRecord {
 
 struct RunState {
   std::string name;
+  // The folder of the grid file the run was last planned from: relative model_file and
+  // data_file paths in the run's grid.yaml copy start there (jobs::LoadOptions::base_dir).
+  std::string grid_dir;
   std::map<std::string, JobRecord> jobs;      // by id
   std::map<std::string, PhaseRecord> phases;  // by compare-by value
 };

@@ -8,6 +8,8 @@
 //   cifar10    official binary version: data_batch_1..5.bin, test_batch.bin (1 label + 3072 bytes)
 //   mnist      idx files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-* (raw or .gz)
 //   text       train.tsv, test.tsv: one `label<TAB>text` per line; byte tokenizer (docs/runner.md)
+//   hdf5       the user's own set: one HDF5 file, layout in results/data_file.hpp (docs/own-model.md);
+//              loaded whole up to DatasetOptions::resident_max_bytes, else read by rows per batch
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -63,6 +65,13 @@ struct DatasetOptions {
   // is what a job trains on; tests/runner/test_learns.cpp teaches the deepest nets on 16 to keep
   // the suite's CPU time in bounds (a quarter of the pixels, a quarter of the work).
   std::int64_t synthetic_side = 32;
+  // hdf5: the file, and the most bytes of inputs held in memory (-1: 4 GiB or a quarter of the
+  // physical memory, whichever is less); a larger file is read per batch (a data set larger than
+  // memory trains; tests set 0 to exercise that path).
+  std::string data_file;
+  std::int64_t resident_max_bytes = -1;
+  // The model takes either (torchscript): the data decides, `tokens` only picks synthetic's kind.
+  bool tokens_any = false;
 };
 
 // Throws BadInput for an unknown name or a missing/malformed file.

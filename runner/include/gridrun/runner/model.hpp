@@ -19,6 +19,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,7 +36,21 @@ struct ModelSpec {
   // mlp only: hidden layer sizes (grid parameter `mlp_hidden`, e.g. "256,128,100": the
   // Fashion-MNIST benchmark's published MLP row). Layers are named fc1, fc2, ... in this order.
   std::vector<std::int64_t> mlp_hidden = {256, 128};
+  // torchscript only: the archive, and the SHA-256 the planner recorded (empty: not checked).
+  std::string file, sha256;
 };
+
+// What one forward pass costs, by the FLOP and bytes conventions above.
+struct ForwardCost {
+  double flops = 0;
+  double activation_elements = 0;
+};
+// Runs `fn` (one forward pass, on this thread) and counts, from the shapes LibTorch's
+// RecordFunction reports, the FLOPs and output elements of the counted operators it runs:
+// convolutions, linear layers and matrix products (mm, bmm, matmul, addmm, baddbmm), and scaled
+// dot-product attention; an operator inside a counted one is part of it. How model=torchscript
+// knows its own cost (tests check it against the built-in models' analytic counts).
+ForwardCost count_forward_cost(const std::function<void()>& fn);
 
 namespace models {
 struct MacCounter;
@@ -79,13 +94,15 @@ class Model : public torch::nn::Module {
 };
 
 // Throws BadInput naming the model and the known names for an unknown name, or when the model
-// cannot take the data set's input (e.g. transformer on images).
+// cannot take the data set's input (e.g. transformer on images). model=torchscript loads
+// spec.file (models_script.cpp): a damaged archive, a changed file (sha256), a forward that does
+// not take the input or does not return [batch, classes] are BadInput naming the file.
 std::shared_ptr<Model> make_model(const ModelSpec& spec);
 const std::vector<std::string>& model_names();
 // The `mlp_hidden` grid parameter ("256,128,100") as ModelSpec::mlp_hidden; throws BadInput naming
 // the parameter for an empty list, a non-integer or a size < 1.
 std::vector<std::int64_t> parse_mlp_hidden(const std::string& text);
-// True for models that take token ids rather than images.
+// True for built-in models that take token ids rather than images (torchscript: the data decides).
 bool is_text_model(const std::string& name);
 
 }  // namespace gridrun::runner

@@ -1,0 +1,160 @@
+// See sha256.hpp. The algorithm as FIPS 180-4 section 6.2 writes it: big-endian words, 64 rounds
+// per 64-byte block, padding with 0x80, zeros and the length in bits. POSIX read() for files: we
+// need the errno of a failure for the message.
+#include "gridrun/base/sha256.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "gridrun/base/text.hpp"
+
+namespace gridrun::base {
+
+namespace {
+
+// FIPS 180-4 4.2.2: the first 32 bits of the fractional parts of the cube roots of the first 64
+// primes.
+constexpr std::array<std::uint32_t, 64> kRound = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+// FIPS 180-4 5.3.3: the first 32 bits of the fractional parts of the square roots of the first 8
+// primes.
+constexpr std::array<std::uint32_t, 8> kInitial = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+
+constexpr std::size_t kFileBlock = std::size_t{1} << 20;  // sha256_file reads 1 MiB at a time
+
+constexpr std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+// Owns one descriptor, so every early exit (throw) closes it.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+Sha256::Sha256() : state_(kInitial) {}
+
+void Sha256::compress(const unsigned char* block) {
+  std::array<std::uint32_t, 64> w{};
+  for (std::size_t t = 0; t < 16; ++t)
+    w[t] = static_cast<std::uint32_t>(block[4 * t]) << 24 |
+           static_cast<std::uint32_t>(block[4 * t + 1]) << 16 |
+           static_cast<std::uint32_t>(block[4 * t + 2]) << 8 | static_cast<std::uint32_t>(block[4 * t + 3]);
+  for (std::size_t t = 16; t < 64; ++t) {
+    const std::uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+    const std::uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+    w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+  }
+  std::uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
+  std::uint32_t e = state_[4], f = state_[5], g = state_[6], h = state_[7];
+  for (std::size_t t = 0; t < 64; ++t) {
+    const std::uint32_t t1 =
+        h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[t] + w[t];
+    const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    h = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  state_[0] += a;
+  state_[1] += b;
+  state_[2] += c;
+  state_[3] += d;
+  state_[4] += e;
+  state_[5] += f;
+  state_[6] += g;
+  state_[7] += h;
+}
+
+void Sha256::update(const void* data, std::size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  length_ += size;
+  if (buffered_ > 0) {  // fill the partial block first
+    const std::size_t take = std::min(size, buffer_.size() - buffered_);
+    std::memcpy(buffer_.data() + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    size -= take;
+    if (buffered_ < buffer_.size()) return;
+    compress(buffer_.data());
+    buffered_ = 0;
+  }
+  for (; size >= buffer_.size(); p += buffer_.size(), size -= buffer_.size()) compress(p);
+  if (size > 0) std::memcpy(buffer_.data(), p, size);
+  buffered_ = size;
+}
+
+std::string Sha256::hex_digest() const {
+  Sha256 end = *this;  // padding changes the state; the caller's object stays as it was
+  const std::uint64_t bits = length_ * 8;
+  // 0x80, then zeros up to 56 bytes into a block, then the length: 1 to 64 bytes of padding.
+  std::array<unsigned char, 72> pad{};
+  pad[0] = 0x80;
+  const std::size_t zeros_to = buffered_ < 56 ? 56 - buffered_ : 120 - buffered_;
+  for (int i = 0; i < 8; ++i)
+    pad[zeros_to + static_cast<std::size_t>(i)] = static_cast<unsigned char>(bits >> (56 - 8 * i));
+  end.update(pad.data(), zeros_to + 8);
+
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(64);
+  for (std::uint32_t word : end.state_)
+    for (int shift = 28; shift >= 0; shift -= 4) out += kHex[(word >> shift) & 0xf];
+  return out;
+}
+
+std::string sha256_hex(const void* data, std::size_t size) {
+  Sha256 h;
+  h.update(data, size);
+  return h.hex_digest();
+}
+
+std::string sha256_file(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    const int err = errno;  // before building the message, which may allocate
+    throw std::runtime_error(path + ": cannot read: " + errno_text(err));
+  }
+  std::vector<unsigned char> buf(kFileBlock);
+  Sha256 h;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n > 0) {
+      h.update(buf.data(), static_cast<std::size_t>(n));
+    } else if (n == 0) {
+      return h.hex_digest();
+    } else if (const int err = errno; err != EINTR) {
+      throw std::runtime_error(path + ": cannot read: " + errno_text(err));
+    }
+  }
+}
+
+}  // namespace gridrun::base
