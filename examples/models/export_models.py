@@ -5,7 +5,8 @@ Writes, with RANDOM weights (seed 0; nothing is ever downloaded):
 
   convnext_t.pt  torchvision.models.convnext_tiny(num_classes=CLASSES), input [N, 3, S, S] float32
   vit_b_16.pt    torchvision.models.vit_b_16(image_size=S, num_classes=CLASSES), same input
-  bert_base.pt   a BERT-base-sized classifier built from torch.nn only, input [N, L] int64 token ids
+  bert_base.pt   a BERT-base-sized classifier built from torch.nn only (bert_base.py), input [N, L]
+                 int64 token ids
 
 Every file is compiled with torch.jit.script (falling back to torch.jit.trace, with a note, when
 scripting fails), saved with torch.jit.save, loaded back with torch.jit.load and run on a batch of
@@ -18,8 +19,8 @@ The two torchvision models need torchvision (Debian 12: apt install python3-torc
 reported on stderr and the others are still written; the exit status is then 1.
 
 Which torch to export with: a TorchScript file can use operators that an older LibTorch does not
-have, so export with the torch whose LibTorch gridrun was built on (Debian's build: /usr/bin/python3,
-torch 1.13), or an older one.
+have, so export with the torch whose LibTorch gridrun was built on (Debian's build:
+/usr/bin/python3, torch 1.13), or an older one.
 
   python3 examples/models/export_models.py                    # all three into examples/models/
   python3 examples/models/export_models.py --which bert_base --out /tmp/m
@@ -27,7 +28,6 @@ torch 1.13), or an older one.
 """
 import argparse
 import hashlib
-import inspect
 import os
 import shutil
 import subprocess
@@ -54,7 +54,8 @@ def parse_args(argv):
                    help="folder to write NAME.pt into (created if missing; default: this script's "
                    "folder, %(default)s)")
     p.add_argument("--which", default=",".join(MODELS), metavar="LIST",
-                   help="comma-separated models to export, from %s (default: all)" % ", ".join(MODELS))
+                   help="comma-separated models to export, from %s (default: all)"
+                   % ", ".join(MODELS))
     p.add_argument("--image-size", type=int, default=32, metavar="S",
                    help="image side S of the [N, 3, S, S] input of convnext_t and vit_b_16 "
                    "(default 32, gridrun's synthetic and CIFAR images; vit_b_16: a multiple of 16; "
@@ -140,63 +141,21 @@ def build_vit_b_16(a):
     return tv_build(tv.models.vit_b_16, image_size=a.image_size, num_classes=a.classes)
 
 
+# The name bert_base.py is compiled under: TorchScript stores each scripted class's source text
+# and file name in the archive (its debug information), so compiling it from its absolute path
+# would make the file's bytes, and so its SHA-256, depend on where the checkout is.
+BERT_SOURCE_NAME = "examples/models/bert_base.py"
+
+
 def build_bert_base(a):
-    import torch
-    from torch import nn
-
-    class BertClassifier(nn.Module):
-        """BERT-base-sized encoder classifier from torch.nn modules only.
-
-        token embedding (padding_idx 0) + learned position embedding (sliced to the input length)
-        -> LayerNorm -> dropout -> 12 post-norm encoder layers (d 768, 12 heads, FF 3072, GELU,
-        dropout 0.1) -> mean over non-padding tokens (or the first token) -> Linear(768, classes).
-        forward(x: int64 [N, L]) -> logits [N, classes]. Padding (token 0) is masked in attention;
-        a row of padding only attends to all of its positions (no NaN).
-        """
-
-        def __init__(self, vocab, classes, max_positions, pool, d_model=768, heads=12, layers=12,
-                     ff=3072, dropout=0.1):
-            super().__init__()
-            self.tok = nn.Embedding(vocab, d_model, padding_idx=0)
-            self.pos = nn.Parameter(torch.zeros(1, max_positions, d_model))
-            self.norm = nn.LayerNorm(d_model, eps=1e-12)
-            self.drop = nn.Dropout(dropout)
-            layer = nn.TransformerEncoderLayer(d_model, heads, ff, dropout, activation="gelu",
-                                               batch_first=True)
-            kw = {}
-            if "enable_nested_tensor" in inspect.signature(nn.TransformerEncoder).parameters:
-                kw["enable_nested_tensor"] = False  # training only; avoids torch 2.x's warning
-            self.encoder = nn.TransformerEncoder(layer, layers, **kw)
-            self.head = nn.Linear(d_model, classes)
-            self.mean_pool = pool == "mean"
-            self.max_positions = max_positions
-            nn.init.normal_(self.tok.weight, std=0.02)
-            nn.init.normal_(self.pos, std=0.02)
-            with torch.no_grad():
-                self.tok.weight[0].zero_()
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            if x.dim() != 2:
-                raise RuntimeError("bert_base: expected token ids [N, L], got "
-                                   + str(x.dim()) + " dimensions")
-            length = x.size(1)
-            if length > self.max_positions:
-                raise RuntimeError("bert_base: sequence length " + str(length)
-                                   + " is longer than its " + str(self.max_positions)
-                                   + " position embeddings")
-            pad = x == 0
-            pad = pad & ~pad.all(dim=1, keepdim=True)
-            h = self.tok(x) + self.pos[:, :length]
-            h = self.drop(self.norm(h))
-            h = self.encoder(h, src_key_padding_mask=pad)
-            if self.mean_pool:
-                keep = (~pad).unsqueeze(-1).to(h.dtype)
-                h = (h * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1.0)
-            else:
-                h = h[:, 0]
-            return self.head(h)
-
-    return BertClassifier(a.vocab, a.classes, a.max_positions, a.pool)
+    import linecache
+    with open(os.path.join(HERE, "bert_base.py")) as f:
+        src = f.read()
+    # inspect (and so torch.jit.script) finds the source of a name that is not a file in linecache.
+    linecache.cache[BERT_SOURCE_NAME] = (len(src), None, src.splitlines(True), BERT_SOURCE_NAME)
+    ns = {"__name__": "bert_base", "__file__": BERT_SOURCE_NAME}
+    exec(compile(src, BERT_SOURCE_NAME, "exec"), ns)
+    return ns["BertClassifier"](a.vocab, a.classes, a.max_positions, a.pool)
 
 
 BUILD = {"convnext_t": build_convnext_t, "vit_b_16": build_vit_b_16, "bert_base": build_bert_base}
@@ -305,7 +264,7 @@ def main(argv=None):
     if os.environ.get("PYTHONHASHSEED") != "0":
         # TorchScript writes a module's constants in Python's set order, which changes with the
         # string-hash seed of every run; with a fixed seed the same torch and the same options
-        # give the same bytes, so the same SHA-256 and the same gridrun job ids.
+        # give the same bytes, so the same SHA-256 (gridrun's model_sha256).
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, os.path.abspath(__file__)] + argv)
     import warnings

@@ -270,7 +270,11 @@ DataFile DataFile::open(const std::string& path) {
   } catch (const std::exception& e) {
     // An h5::Error says where in gridrun it failed; the user needs the file and HDF5's reason.
     std::string why = h5::last_error_message();
-    if (why.empty()) why = e.what();
+    if (why.empty()) {
+      why = e.what();
+      const auto at = why.find(" failed: ");  // "data_file.cpp:133: H5Fopen(...) failed: REASON"
+      if (at != std::string::npos) why = why.substr(at + 9);
+    }
     throw DataFileError(path + ": cannot be read as an HDF5 data file (" + why + ")");
   }
   return df;

@@ -128,6 +128,9 @@ int main(int argc, char** argv) {
   } catch (...) {
     why = "runtime failure: unknown exception";
   }
+  // Messages from inside often start with the program's name already; it is said once, here.
+  for (const std::string p : {"runtime failure: gridrun-train: ", "gridrun-train: "})
+    if (why.rfind(p, 0) == 0) why = why.substr(0, p.size() - 15) + why.substr(p.size());
   why = one_line(why);
   // Without a communicator, the launcher's environment says which process is rank 0.
   const char* env_rank = std::getenv("OMPI_COMM_WORLD_RANK");

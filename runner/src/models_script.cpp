@@ -159,9 +159,21 @@ std::string shape_text(const at::Tensor& t) {
   return s + "]";
 }
 
-std::string first_line(std::string s) {
+// The line of a LibTorch error that says what went wrong: TorchScript's interpreter puts it last,
+// after "The following operation failed..." and a traceback ("RuntimeError: Given groups=1, ...").
+std::string brief(const std::exception& e) {
+  const auto* c10e = dynamic_cast<const c10::Error*>(&e);
+  std::string s = c10e ? c10e->what_without_backtrace() : e.what();
+  for (const char* marker : {"RuntimeError: ", "Error: "}) {
+    const auto at = s.rfind(marker);
+    if (at != std::string::npos && s.find('\n') < at) {
+      s = s.substr(at + std::char_traits<char>::length(marker));
+      break;
+    }
+  }
   const auto nl = s.find('\n');
   if (nl != std::string::npos) s.resize(nl);
+  if (s.size() > 300) s = s.substr(0, 297) + "...";
   return s;
 }
 
@@ -189,7 +201,7 @@ class TorchScriptModel final : public Model {
     try {
       module_ = torch::jit::load(s.file, torch::kCPU);
     } catch (const std::exception& e) {
-      throw BadInput(where + ": torch::jit::load cannot read it (" + first_line(e.what()) +
+      throw BadInput(where + ": torch::jit::load cannot read it (" + brief(e) +
                      "; expected a file written by torch.jit.save from torch.jit.script or torch.jit.trace)");
     }
     const auto forward = module_.find_method("forward");
@@ -247,7 +259,7 @@ class TorchScriptModel final : public Model {
     } catch (const BadInput&) {
       throw;
     } catch (const std::exception& e) {
-      throw BadInput(where + ": forward does not accept the data set's input " + given + " (" + first_line(e.what()) +
+      throw BadInput(where + ": forward does not accept the data set's input " + given + " (" + brief(e) +
                      ")");
     }
     train(true);

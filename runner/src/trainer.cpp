@@ -270,6 +270,13 @@ struct EvalResult {
 EvalResult evaluate(Model& model, const Dataset& test, Communicator& comm, torch::Device dev,
                     std::int64_t batch) {
   torch::NoGradGuard ng;
+  // Every rank evaluates its shard of the test set with rank 0's buffers (BatchNorm running
+  // statistics), as DDP's broadcast_buffers does: ranks that saw different half-batches would
+  // otherwise score one model with several sets of statistics, and a resumed run (whose ranks all
+  // load rank 0's checkpoint) would score differently from an undisturbed one.
+  if (comm.size() > 1)
+    for (auto& b : model.buffers())
+      if (b.defined() && b.numel() > 0) comm.broadcast(b, 0);
   model.eval();
   const auto idx = eval_shard(test.size(), comm.rank(), comm.size());
   double loss = 0, correct = 0;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data_file_writer.hpp"
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/errors.hpp"
 
@@ -246,4 +247,58 @@ TEST(Datasets, TextTsvAndTokenizer) {
   o.tokens = false;
   write(d.file("test.tsv"), "1\tfine\n");
   expect_bad(o, "dataset=text", "model=transformer");
+}
+
+// dataset=hdf5: a file loaded whole and the same file read per batch (a data set larger than
+// memory; resident_max_bytes = 0) give the same batches, normalised by the file's mean and std;
+// without /test, the last tenth of /train is the test split.
+TEST(Datasets, Hdf5ResidentAndStreamedGiveTheSameBatches) {
+  TempDir dir;
+  const std::string f = dir.file("d.h5");
+  const std::uint64_t n = 50;
+  std::vector<std::uint8_t> x(n * 3 * 4 * 4);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::uint8_t>((i * 37) % 251);
+  std::vector<std::int64_t> y(n);
+  for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<std::int64_t>(i % 3);
+  {
+    gridrun::results::testing::DataFileWriter w(f);
+    w.u8("/train/x", {n, 3, 4, 4}, x, 7);
+    w.i64("/train/y", {n}, y);
+    w.attr("mean", std::vector<float>{0.5f, 0.25f, 0.125f});
+    w.attr("std", std::vector<float>{0.5f});
+  }
+  DatasetOptions o;
+  o.name = "hdf5";
+  o.data_file = f;
+  const DataSplits resident = make_dataset(o);
+  o.resident_max_bytes = 0;
+  const DataSplits streamed = make_dataset(o);
+  EXPECT_EQ(resident.input.channels, 3);
+  EXPECT_EQ(resident.input.num_classes, 3);
+  EXPECT_EQ(resident.train->size(), 45);
+  EXPECT_EQ(resident.test->size(), 5);
+  EXPECT_GT(resident.train->bytes(), 0);
+  EXPECT_EQ(streamed.train->bytes(), 0);  // nothing held: never copied to a GPU whole
+  const std::vector<std::int64_t> idx = {44, 3, 3, 0, 17};
+  const Batch a = resident.train->get(idx), b = streamed.train->get(idx);
+  EXPECT_TRUE(a.x.equal(b.x));
+  EXPECT_TRUE(a.y.equal(b.y));
+  EXPECT_EQ(a.x.sizes(), (std::vector<std::int64_t>{5, 3, 4, 4}));
+  // Sample 17, channel 1, pixel 0: (x / 255 - 0.25) / 0.5.
+  const float px = static_cast<float>(x[17 * 48 + 16]);
+  EXPECT_FLOAT_EQ(a.x[4][1][0][0].item<float>(), (px / 255.0f - 0.25f) / 0.5f);
+  EXPECT_EQ(a.y[0].item<std::int64_t>(), 44 % 3);
+  // The held-out test rows are /train's last five.
+  const Batch t = streamed.test->get({0, 4});
+  EXPECT_EQ(t.y[0].item<std::int64_t>(), 45 % 3);
+  EXPECT_EQ(t.y[1].item<std::int64_t>(), 49 % 3);
+  EXPECT_TRUE(t.x.equal(resident.test->get({0, 4}).x));
+  // A model that takes token ids is told the file holds images, naming the file.
+  o.tokens = true;
+  try {
+    make_dataset(o);
+    FAIL() << "no error";
+  } catch (const BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find(f + ": /train/x holds inputs"), std::string::npos) << e.what();
+  }
 }

@@ -103,3 +103,47 @@ TEST(Models, UnknownNameListsKnown) {
     EXPECT_NE(std::string(e.what()).find("resnet18"), std::string::npos);
   }
 }
+
+// model=torchscript counts its own FLOPs from the operators its forward runs (count_forward_cost).
+// The same counter over the built-in models must give their analytic counts: convolutions (with
+// padding, stride, groups), linear layers and, for the transformer, the attention products.
+TEST(Models, CountedForwardCostMatchesAnalyticCounts) {
+  torch::NoGradGuard ng;
+  struct Case {
+    ModelSpec spec;
+    at::Tensor x;
+  };
+  ModelSpec text;
+  text.name = "transformer";
+  text.channels = 0;
+  text.seq_len = 16;
+  std::vector<Case> cases = {{image("mlp"), torch::randn({3, 3, 32, 32})},
+                             {image("lenet"), torch::randn({3, 3, 32, 32})},
+                             {image("lenet", 1, 28), torch::randn({3, 1, 28, 28})},
+                             {image("resnet18"), torch::randn({2, 3, 32, 32})},
+                             {image("alexnet"), torch::randn({2, 3, 32, 32})},
+                             {text, torch::randint(1, 257, {3, 16}, torch::kLong)}};
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.spec.name);
+    auto m = make_model(c.spec);
+    m->eval();
+    const ForwardCost cost = count_forward_cost([&] { m->forward(c.x); });
+    const double n = static_cast<double>(c.x.size(0));
+    EXPECT_NEAR(cost.flops / n, m->flops_per_sample(), 1e-9 * m->flops_per_sample());
+    // The built-in transformer also counts its embedding's output (seq_len x 128), which is no
+    // product the counter sees.
+    const double embedding = c.spec.name == "transformer" ? 16.0 * 128.0 : 0.0;
+    EXPECT_NEAR(cost.activation_elements / n, m->activation_elements_per_sample() - embedding,
+                1e-9 * m->activation_elements_per_sample());
+  }
+  // Nothing is counted outside the callable, and a nested count leaves the outer one intact.
+  EXPECT_EQ(count_forward_cost([] {}).flops, 0.0);
+  auto mlp = make_model(image("mlp"));
+  double inner = 0;
+  const ForwardCost outer = count_forward_cost([&] {
+    inner = count_forward_cost([&] { mlp->forward(torch::randn({1, 3, 32, 32})); }).flops;
+    mlp->forward(torch::randn({1, 3, 32, 32}));
+  });
+  EXPECT_DOUBLE_EQ(inner, mlp->flops_per_sample());
+  EXPECT_DOUBLE_EQ(outer.flops, mlp->flops_per_sample());
+}
