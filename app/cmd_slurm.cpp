@@ -17,6 +17,7 @@
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/run.hpp"
 #include "gridrun/scheduler/status.hpp"
+#include "gridrun/results/data_file.hpp"
 #include "gridrun/slurm/submit.hpp"
 
 namespace po = boost::program_options;
@@ -177,6 +178,7 @@ int cmd_submit(const Args& args) {
       so.node_gpus = *g;
     if (vm.count("node-cores")) s.node_cores = c.node_cores;
   }
+  s.check_data_file = results::check_job_data_file;
   auto res = slurm::submit(s, cli, std::cout);
   if (s.dry_run) {
     for (const auto& a : res.scripts.arrays)

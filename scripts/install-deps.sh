@@ -29,6 +29,8 @@ pkgs=(build-essential cmake ninja-build git pkg-config
 if ((test_pkgs)); then
   # iproute2 + util-linux: the multi-host Slurm tests' hosts are network/UTS namespaces (ip, nsenter).
   pkgs+=(slurm-wlm munge procps iproute2 util-linux python3-torch chromium fonts-liberation)
+  # The own-model examples' ConvNeXt-T and ViT-B/16 (examples/models/export_models.py).
+  pkgs+=(python3-torchvision)
   # Lint (scripts/lint.sh) and the fuzz targets' clang build (bench/fuzz/run.sh).
   pkgs+=(clang-format-14 clang-tidy-14 shellcheck clang-14 libclang-rt-14-dev)
 fi

@@ -21,7 +21,7 @@ has_cmds() { local c; for c in "$@"; do command -v "$c" >/dev/null 2>&1 || retur
 check() {
   case "$1" in
     python3) [[ -x $PY ]] || { echo "$PY not found"; return 1; } ;;
-    python3-h5py | python3-numpy | python3-torch)
+    python3-h5py | python3-numpy | python3-torch | python3-torchvision)
       local mod=${1#python3-}
       if ! [[ -x $PY ]] || ! "$PY" -c "import $mod" >/dev/null 2>&1; then echo "$PY cannot import $mod"; return 1; fi ;;
     chromium)

@@ -15,7 +15,6 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
-#include "gridrun/results/data_file.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/resources.hpp"
@@ -298,7 +297,7 @@ void submit_scripts(const run::RunDir& rd, const ScriptOptions& so,
 
 SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream& log) {
   jobs::LoadOptions lo;
-  lo.check_data_file = results::check_job_data_file;  // where the submit host sees the file
+  lo.check_data_file = opts.check_data_file;
   const jobs::Expansion exp = jobs::load_grid(opts.grid_file, lo);
   SubmitResult res;
   res.run_dir =

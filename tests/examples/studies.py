@@ -2,10 +2,15 @@
 """Runs one study's CPU-sized example grid with the real `gridrun run` and checks that the report
 shows what the study measured (see docs/examples.md).
 
-    studies.py GRIDRUN EXAMPLES_DIR STUDY
+    studies.py GRIDRUN EXAMPLES_DIR STUDY [MODELS_DIR]
+
+MODELS_DIR: the TorchScript files examples/models/export_models.py made (for the grids with
+model: torchscript, whose model_file paths are relative to the grid); the grid is then run from a
+copy beside a `models` link to that folder, so the test writes nothing into the source tree.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -13,6 +18,7 @@ import tempfile
 import h5py
 
 gridrun, examples, study = sys.argv[1:4]
+models = sys.argv[4] if len(sys.argv) > 4 else ""
 
 
 def fail(msg):
@@ -37,6 +43,10 @@ def table(report, title):
 
 with tempfile.TemporaryDirectory() as tmp:
     grid = os.path.join(examples, f"{study}-cpu.yaml")
+    if models:
+        shutil.copy(grid, tmp)
+        os.symlink(models, os.path.join(tmp, "models"))
+        grid = os.path.join(tmp, f"{study}-cpu.yaml")
     run("run", grid, "--out", tmp)
     rundir = os.path.join(tmp, f"{study}-cpu")
     resdir = os.path.join(rundir, "results")
@@ -84,6 +94,23 @@ with tempfile.TemporaryDirectory() as tmp:
                     fail(f"inference job {i}: summary {k} missing or not positive: {sorted(s)}")
             if s["latency_p99_s"] < s["latency_p50_s"]:
                 fail(f"inference job {i}: p99 < p50")
+    if study == "image-and-text":
+        # The study's own architectures, as TorchScript files: sizes and FLOPs counted from each
+        # model's forward (ConvNeXt-T 28M parameters, ViT-B/16 and the BERT-base-sized encoder
+        # 86M), 2 batch sizes each.
+        expect = {"convnext_t.pt": (27.0e6, 29.0e6), "vit_b_16.pt": (85.0e6, 87.0e6),
+                  "bert_base.pt": (85.0e6, 87.0e6)}
+        seen = {}
+        for i, (p, s, _, _) in train.items():
+            name = os.path.basename(p["model_file"])
+            lo, hi = expect.get(name, (0, 0))
+            if not lo <= s["model_params"] <= hi:
+                fail(f"job {i}: {name} has {s['model_params']:.0f} parameters, expected {lo:.0f}-{hi:.0f}")
+            if not s["flops_per_sample"] > 1e6 or len(p["model_sha256"]) != 64:
+                fail(f"job {i}: {name}: flops_per_sample {s['flops_per_sample']}, sha {p['model_sha256']!r}")
+            seen[name] = seen.get(name, 0) + 1
+        if seen != {n: 2 for n in expect}:
+            fail(f"jobs per model file {seen}, expected 2 of each of {sorted(expect)}")
     if study in ("profile-cpu-vs-gpu", "image-and-text"):
         # Operator tables like the published ones: the top operators per profiled job.
         for i, (p, s, has_prof, names) in train.items():

@@ -2,9 +2,13 @@
 // fields, id stability, and every validation error's message and location.
 #include <gtest/gtest.h>
 
-#include <tuple>
+#include <stdlib.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <tuple>
 
 #include "gridrun/jobs/grid.hpp"
 
@@ -410,7 +414,7 @@ const ErrorCase kErrors[] = {
    "grid.yaml:2:21: grid.model[1]: unknown model 'resnet'; did you mean 'resnet18'?"},
   {"unknown dataset", "name: x\ndefaults: {dataset: imagenet}\n",
    "grid.yaml:2:21: defaults.dataset: unknown dataset 'imagenet'; choose one of synthetic, "
-   "cifar10, mnist, fashion-mnist, text"},
+   "cifar10, mnist, fashion-mnist, text, hdf5"},
   {"unknown optimizer", "name: x\ninclude: [{optimizer: adamm}]\n",
    "grid.yaml:2:23: include[0].optimizer: unknown optimizer 'adamm'; did you mean 'adam'?"},
   {"unknown device in exclude", "name: x\nexclude: [{device: gpus}]\n",
@@ -555,4 +559,105 @@ TEST(Grid, StreamedJobsEqualStoredJobs) {
     for (std::size_t c = 0; c < table.size(); ++c)
       EXPECT_EQ(v[c], gj::get_param(stored.jobs[k].params, table[c].name)) << table[c].name;
   }
+}
+
+// ---- files a job names (model: torchscript, dataset: hdf5; issue 33) -------------------------
+
+namespace {
+struct FilesDir {
+  std::filesystem::path dir;
+  FilesDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "gridrun-jobs-files-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir = tmpl;
+  }
+  ~FilesDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::filesystem::create_directories((dir / name).parent_path());
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+}  // namespace
+
+TEST(JobsGridFiles, ModelFileIsResolvedAtTheGridAndHashedIntoTheId) {
+  FilesDir d;
+  d.write("models/a.pt", "abc");
+  d.write("models/b.pt", "abd");
+  const std::string grid = d.write("exp/g.yaml",
+                                   "name: x\ndefaults: {model: torchscript}\n"
+                                   "grid:\n  model_file: [../models/a.pt, ../models/b.pt]\n");
+  const auto ex = gj::load_grid(grid);
+  ASSERT_EQ(ex.jobs.size(), 2u);
+  EXPECT_EQ(str(ex.jobs[0], "model_file"), (d.dir / "models/a.pt").string());
+  // SHA-256("abc"), the FIPS 180-2 example.
+  EXPECT_EQ(str(ex.jobs[0], "model_sha256"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(ex.jobs[0].id, gj::job_id(ex.jobs[0].params));
+  EXPECT_NE(ex.jobs[0].id, ex.jobs[1].id);
+  EXPECT_NE(std::find(ex.varying.begin(), ex.varying.end(), "model_sha256"), ex.varying.end());
+  // Another content at the same path is another job; the same content keeps its id.
+  const std::string id_a = ex.jobs[0].id;
+  d.write("models/a.pt", "abd");
+  const auto changed = gj::load_grid(grid);
+  EXPECT_NE(changed.jobs[0].id, id_a);
+  d.write("models/a.pt", "abc");
+  EXPECT_EQ(gj::load_grid(grid).jobs[0].id, id_a);
+  // A copy of the grid elsewhere (a run's grid.yaml) finds the files from its recorded folder.
+  const std::string copy = d.write("run/grid.yaml", "name: x\ndefaults: {model: torchscript}\n"
+                                                    "grid:\n  model_file: [../models/a.pt, ../models/b.pt]\n");
+  gj::LoadOptions lo;
+  lo.base_dir = (d.dir / "exp").string();
+  EXPECT_EQ(gj::load_grid(copy, lo).jobs[0].id, id_a);
+  // Jobs without a model file keep the ids they had before model_file existed.
+  EXPECT_EQ(load("name: x\n").jobs[0].id, gj::job_id(gj::JobParams{}));
+}
+
+TEST(JobsGridFiles, MissingFilesHashesAndDataChecksAreLocated) {
+  FilesDir d;
+  d.write("m.pt", "x");
+  d.write("d.h5", "y");
+  auto error_in = [&](const std::string& text, const gj::LoadOptions& lo = {}) -> std::string {
+    const std::string grid = d.write("g.yaml", text);
+    try {
+      gj::load_grid(grid, lo);
+    } catch (const gj::GridError& e) {
+      return std::string(e.what()).substr(grid.size());
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_in("name: x\ndefaults: {model: torchscript, model_file: nope.pt}\n"),
+            ":2:44: defaults.model_file: 'nope.pt' is not a readable file (looked for " + (d.dir / "nope.pt").string() +
+                ")");
+  EXPECT_EQ(error_in("name: x\ndefaults: {model: torchscript}\n"),
+            ":2:19: defaults.model: model=torchscript needs model_file (a TorchScript archive saved with torch.jit.save)");
+  EXPECT_EQ(error_in("name: x\ndefaults: {model_file: m.pt}\n"),
+            ":2:24: defaults.model_file: model_file is read by model=torchscript only (this job has model mlp from the "
+            "default)");
+  EXPECT_EQ(error_in("name: x\ndefaults: {model: torchscript, model_file: m.pt, model_sha256: abc}\n"),
+            ":2:64: defaults.model_sha256: model_sha256 is computed by the planner from model_file's content; remove it");
+  EXPECT_EQ(error_in("name: x\ndefaults: {dataset: hdf5}\n"),
+            ":2:21: defaults.dataset: dataset=hdf5 needs data_file (the HDF5 file with /train/x and /train/y)");
+  EXPECT_EQ(error_in("name: x\ndefaults: {input: tokens}\n"),
+            ":2:19: defaults.input: input=tokens needs a model that takes token ids (transformer or torchscript)");
+  // The data file's check is the command's (gridrun reads HDF5 in results/), reported at data_file.
+  gj::LoadOptions lo;
+  int calls = 0;
+  lo.check_data_file = [&](const gj::JobParams& j) {
+    ++calls;
+    return j.data_file + ": /train/y is float32 (expected integer class labels)";
+  };
+  EXPECT_EQ(error_in("name: x\ndefaults: {dataset: hdf5}\ngrid:\n  data_file: [d.h5]\n", lo),
+            ":4:15: grid.data_file[0]: " + (d.dir / "d.h5").string() +
+                ": /train/y is float32 (expected integer class labels)");
+  lo.check_data_file = [&](const gj::JobParams&) {
+    ++calls;
+    return std::string();
+  };
+  calls = 0;
+  const std::string grid = d.write("g.yaml", "name: x\ndefaults: {dataset: hdf5, data_file: d.h5}\ngrid:\n  seed: [1, 2, 3]\n");
+  EXPECT_EQ(gj::load_grid(grid, lo).jobs.size(), 3u);
+  EXPECT_EQ(calls, 1);  // once per file and model
 }

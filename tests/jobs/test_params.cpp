@@ -41,9 +41,9 @@ TEST(JobsParams, TableNamesUniqueAndTyped) {
 TEST(JobsParams, ChoicesAsSpecified) {
   using V = std::vector<std::string>;
   EXPECT_EQ(gj::find_param("model")->choices, (V{"mlp", "lenet", "resnet18", "resnet50", "vgg11", "vgg16",
-                                                 "alexnet", "transformer", "densenet121"}));
+                                                 "alexnet", "transformer", "densenet121", "torchscript"}));
   EXPECT_EQ(gj::find_param("dataset")->choices,
-            (V{"synthetic", "cifar10", "mnist", "fashion-mnist", "text"}));
+            (V{"synthetic", "cifar10", "mnist", "fashion-mnist", "text", "hdf5"}));
   EXPECT_EQ(gj::find_param("optimizer")->choices, (V{"sgd", "adam", "adamw"}));
   EXPECT_EQ(gj::find_param("precision")->choices, (V{"fp32", "bf16", "fp16"}));
   EXPECT_EQ(gj::find_param("nope"), nullptr);
@@ -235,7 +235,7 @@ TEST(JobsParams, ParseValueTypesAndRanges) {
   EXPECT_EQ(msg("optimizer", "adamm"), "optimizer: unknown optimizer 'adamm'; did you mean 'adam'?");
   EXPECT_EQ(msg("dataset", "imagenet"),
             "dataset: unknown dataset 'imagenet'; choose one of synthetic, cifar10, mnist, "
-            "fashion-mnist, text");
+            "fashion-mnist, text, hdf5");
 }
 
 TEST(JobsParams, TimeLimitSeconds) {

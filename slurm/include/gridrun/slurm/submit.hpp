@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <iosfwd>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ namespace gridrun::slurm {
 
 struct SubmitOptions {
   std::string grid_file;
+  // Checks a job's HDF5 data file where the submit host sees it (jobs::LoadOptions::
+  // check_data_file); set by the command (results::check_job_data_file), unset in unit tests.
+  std::function<std::string(const jobs::JobParams&)> check_data_file;
   std::string out_dir = "runs";
   ScriptOptions script;                  // run_dir/run_name/grid_file/out_dir/submission are filled in
   std::optional<std::size_t> max_array;  // unset: MaxArraySize from scontrol, else 1000
