@@ -149,8 +149,11 @@ int list_params(const PlanOptions& o) {
     for (const auto& p : table) {
       std::string head = p.name + " (" + gj::type_name(p.type) + ", default " + default_text(p);
       std::string r = range_text(p);
-      if (!r.empty()) head += ", " + r;
+      // A long list of choices goes on lines of its own, so the output fits the terminal.
+      const bool long_range = head.size() + r.size() + 3 > kMaxWidth;
+      if (!r.empty() && !long_range) head += ", " + r;
       std::cout << head << ")\n";
+      if (long_range) wrap(std::cout, "    one of:", gridrun::base::split(r, '|'), "    ");
       wrap(std::cout, "   ", gridrun::base::split(p.help, ' '), "    ");
     }
   }

@@ -33,7 +33,8 @@ def murmur64a(data: bytes) -> int:
 # (docs/grid.md, "Job ids").
 ID_OMITS_DEFAULT = {"cudnn_benchmark": True, "tf32": True, "cuda_graph": False,
                     "memory_format": "auto", "jobs_per_gpu": 1, "augment": "none",
-                    "mlp_hidden": "256,128", "nodes": 1}
+                    "mlp_hidden": "256,128", "nodes": 1, "model_file": "", "model_sha256": "",
+                    "data_file": "", "input": "auto"}
 
 
 def main() -> int:
