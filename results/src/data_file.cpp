@@ -364,9 +364,9 @@ std::string check_job_data_file(const jobs::JobParams& job) {
   const base::IsolatedRun r = base::run_isolated([&] { return check_data_file(path, tokens); }, 600.0);
   if (r.ok) return "";
   if (!r.no_answer) return r.message;
-  return path + ": reading it " +
+  return path + ": damaged: reading it " +
          (r.timed_out ? std::string("took over 600 s") : "crashed the HDF5 library (" + r.message + ")") +
-         " (a damaged file? expected the layout in docs/own-model.md)";
+         " (expected the layout in docs/own-model.md)";
 }
 
 }  // namespace gridrun::results

@@ -27,4 +27,18 @@ Verdict checkpoint(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
   return judge("state.pt", [&] { runner::load_model_weights(file, *model); });
 }
 
+Verdict model_file(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
+  // model=torchscript's file (issue 33), read as gridrun-train reads it: the archive check, then
+  // torch::jit::load, the forward's signature and one trial forward. The seed
+  // (corpus/model_file/seed-cnn.pt) is tests/runner/own_files.py's cnn.pt: 3x16x16 images, 4 classes.
+  const std::string file = write_scratch_file("model.pt", d, n);
+  runner::ModelSpec s;
+  s.name = "torchscript";
+  s.file = file;
+  s.channels = 3;
+  s.height = s.width = 16;
+  s.num_classes = 4;
+  return judge("model.pt", [&] { runner::make_model(s); });
+}
+
 }  // namespace gridrun::fuzz

@@ -11,6 +11,7 @@
 
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
+#include "gridrun/results/data_file.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/resources.hpp"
@@ -119,12 +120,27 @@ Verdict slurm_text(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
                 judge("slurm.conf", [&] { slurm::parse_max_array_size(t); })});
 }
 
+Verdict data_file(const std::uint8_t* d, std::size_t n, const TargetOptions& opts) {
+  // dataset=hdf5's file (issue 33): the planner's check (in a forked copy, as `gridrun plan` reads
+  // it) or, in a campaign, DataFile::open in process.
+  const fs::path f = write_input(scratch() / "data.h5", d, n);
+  jobs::JobParams j;
+  j.dataset = "hdf5";
+  j.data_file = f.string();
+  j.model = "torchscript";
+  return judge("data.h5", [&] {
+    const std::string why = opts.isolate ? results::check_job_data_file(j) : results::check_data_file(j.data_file, -1);
+    if (!why.empty()) throw std::runtime_error(why);
+  });
+}
+
 }  // namespace
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"grid", grid},           {"cluster", cluster},       {"job_json", job_json},    {"state", state},
-      {"h5_result", h5_result}, {"slurm_text", slurm_text}, {"checkpoint", checkpoint}};
+      {"h5_result", h5_result}, {"slurm_text", slurm_text}, {"checkpoint", checkpoint},
+      {"model_file", model_file}, {"data_file", data_file}};
   return all;
 }
 

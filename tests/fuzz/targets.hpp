@@ -70,12 +70,14 @@ inline Verdict worst(std::initializer_list<Verdict> vs) {
   return {};
 }
 
-// grid, cluster, job_json, state, h5_result, slurm_text, checkpoint
+// grid, cluster, job_json, state, h5_result, slurm_text, checkpoint, model_file, data_file
 const std::vector<Target>& targets();
 const Target* find_target(const std::string& name);
 
 // The checkpoint reader's target (target_checkpoint.cpp: the one file here that includes LibTorch).
 Verdict checkpoint(const std::uint8_t* data, std::size_t size, const TargetOptions& opts);
+// model=torchscript's file reader (target_checkpoint.cpp, with the checkpoint's).
+Verdict model_file(const std::uint8_t* data, std::size_t size, const TargetOptions& opts);
 // Writes the input to NAME in this process's scratch folder (removed at exit); returns its path.
 std::string write_scratch_file(const std::string& name, const std::uint8_t* d, std::size_t n);
 
