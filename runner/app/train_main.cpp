@@ -98,6 +98,22 @@ int main(int argc, char** argv) {
     }
     return kExitFailure;
   }
+  if (opts.count_flops) {
+    // No communicator, no results: the model's cost, for gridrun simulate (model=torchscript).
+    try {
+      const ModelCost c = model_cost(opts.job);
+      std::printf("flops_per_sample %.17g\nmodel_params %lld\n", c.flops_per_sample, static_cast<long long>(c.params));
+      return 0;
+    } catch (const BadInput& e) {
+      std::string why = e.what();
+      if (why.rfind("gridrun-train: ", 0) == 0) why = why.substr(15);
+      std::cerr << "gridrun-train: " << one_line(why) << "\n";
+      return kExitBadInput;
+    } catch (const std::exception& e) {
+      std::cerr << "gridrun-train: " << one_line(e.what()) << "\n";
+      return kExitFailure;
+    }
+  }
   // Before the communicator: a rank that waits in MPI_Init for a peer that never comes must still
   // notice that its owner is gone.
   watch_owner(opts.owner_pid, opts.owner_host);

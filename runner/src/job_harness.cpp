@@ -26,6 +26,7 @@
 #include "gridrun/runner/init_export.hpp"
 #include "gridrun/runner/signals.hpp"
 #include "gridrun/runner/system_info.hpp"
+#include "gridrun/runner/trainer.hpp"
 
 namespace gridrun::runner {
 
@@ -168,7 +169,45 @@ void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu
   s["mfu"] = fl->second / (roof.peak_flops * devices);
 }
 
+
+// A TorchScript model takes what the data gives: token ids from text, from synthetic with
+// input=tokens, or from an HDF5 file that holds them; images otherwise.
+DatasetOptions dataset_options(const jobs::JobParams& j) {
+  const bool script = j.model == "torchscript";
+  DatasetOptions o;
+  o.name = j.dataset;
+  o.data_dir = j.data_dir;
+  o.train_samples = j.train_samples;
+  o.test_samples = j.test_samples;
+  o.tokens = is_text_model(j.model) || (script && (j.input == "tokens" || j.dataset == "text"));
+  o.data_file = j.data_file;
+  o.tokens_any = script && j.dataset == "hdf5";
+  return o;
+}
+
+ModelSpec model_spec(const jobs::JobParams& j, const InputInfo& in) {
+  ModelSpec spec;
+  spec.name = j.model;
+  spec.channels = in.channels;
+  spec.height = in.height;
+  spec.width = in.width;
+  spec.num_classes = in.num_classes;
+  spec.vocab = in.vocab;
+  spec.seq_len = in.seq_len;
+  spec.mlp_hidden = parse_mlp_hidden(j.mlp_hidden);
+  spec.file = j.model_file;
+  spec.sha256 = j.model_sha256;
+  return spec;
+}
+
 }  // namespace
+
+ModelCost model_cost(const jobs::JobParams& j) {
+  torch::manual_seed(static_cast<std::uint64_t>(j.seed));
+  const DataSplits data = make_dataset(dataset_options(j));
+  const auto model = make_model(model_spec(j, data.input));
+  return {model->flops_per_sample(), model->parameter_count()};
+}
 
 JobHarness::JobHarness(const RunnerOptions& opts, Communicator& comm, const HarnessOptions& hopts)
     : o_(opts), comm_(comm), hopts_(hopts), rank_(comm.rank()), world_(comm.size()) {
@@ -194,30 +233,8 @@ JobHarness::JobHarness(const RunnerOptions& opts, Communicator& comm, const Harn
 void JobHarness::build_data_and_model() {
   const jobs::JobParams& j = o_.job;
   torch::manual_seed(static_cast<std::uint64_t>(j.seed));
-  // A TorchScript model takes what the data gives: token ids from text, from synthetic with
-  // input=tokens, or from an HDF5 file that holds them; images otherwise.
-  const bool script = j.model == "torchscript";
-  DatasetOptions dopt;
-  dopt.name = j.dataset;
-  dopt.data_dir = j.data_dir;
-  dopt.train_samples = j.train_samples;
-  dopt.test_samples = j.test_samples;
-  dopt.tokens = is_text_model(j.model) || (script && (j.input == "tokens" || j.dataset == "text"));
-  dopt.data_file = j.data_file;
-  dopt.tokens_any = script && j.dataset == "hdf5";
-  data_ = make_dataset(dopt);
-  ModelSpec spec;
-  spec.name = j.model;
-  spec.channels = data_.input.channels;
-  spec.height = data_.input.height;
-  spec.width = data_.input.width;
-  spec.num_classes = data_.input.num_classes;
-  spec.vocab = data_.input.vocab;
-  spec.seq_len = data_.input.seq_len;
-  spec.mlp_hidden = parse_mlp_hidden(j.mlp_hidden);
-  spec.file = j.model_file;
-  spec.sha256 = j.model_sha256;
-  model_ = make_model(spec);
+  data_ = make_dataset(dataset_options(j));
+  model_ = make_model(model_spec(j, data_.input));
   model_->to(dev_);
   train_set_ = data_.train;
   test_set_ = data_.test;

@@ -133,7 +133,11 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "`gridrun probe` JSON for CPU peaks (default: ~/.cache/gridrun/probe.json if present)")(
       "check-checkpoint", po::value<std::string>(&o.check_checkpoint),
       "only read the checkpoint folder DIR (ckpt-<step>) and exit: 0 readable, 1 damaged; what "
-      "--resume runs first in a process of its own, so a file that crashes the reader cannot");
+      "--resume runs first in a process of its own, so a file that crashes the reader cannot")(
+      "count-flops", po::bool_switch(&o.count_flops),
+      "only build the job's model on its data set's input and print `flops_per_sample F` and "
+      "`model_params N` (forward FLOPs per sample, counted from the model), then exit; what "
+      "`gridrun simulate` asks for model=torchscript, whose cost no table knows");
   po::options_description hidden("hidden test hooks");
   hidden.add_options()("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(0), "")(
       "fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(0), "")(
@@ -163,6 +167,10 @@ ParseResult parse_options(int argc, const char* const* argv) {
 
   if (!o.check_checkpoint.empty()) return res;  // reads one folder; needs no job or --out
   resolve_job(vm, o);
+  if (o.count_flops) {
+    validate(o);
+    return res;
+  }
   if (o.out_dir.empty()) throw BadInput("gridrun-train: --out DIR is required (results directory)");
   if (o.log_every < 1) throw BadInput("gridrun-train: --log-every must be >= 1");
   if (o.peak_tflops < 0) throw BadInput("gridrun-train: --peak-tflops must be >= 0");

@@ -526,7 +526,7 @@ std::vector<std::vector<std::size_t>> predicted_groups(const RunOptions& ro, con
   std::map<std::string, std::size_t> rep_of;
   for (std::size_t i = 0; i < plan.ex.jobs.size(); ++i) rep_of.emplace(config_key(plan.ex.jobs[i].params), i);
   const PredictedGrid first =
-      predict_grid(plan, cal, o.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, ""});
+      predict_grid(plan, cal, plan.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, ""});
   std::vector<std::vector<std::size_t>> out;
   for (const auto& g : side_by_side_groups(plan, first.result)) {
     std::vector<std::size_t> members;
@@ -586,7 +586,7 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   }
   // The groups the policy makes, from the schedule predicted with the alone figures.
   PredictOptions po{SimOptions{o.run.policy, o.run.max_parallel}, c.created};
-  const PredictedGrid first = predict_grid(plan, c, o.run.cost, po);
+  const PredictedGrid first = predict_grid(plan, c, plan.cost, po);
   res.budget_s = std::max(o.min_budget_s, o.budget_share * first.result.makespan_s);
   const auto groups = side_by_side_groups(plan, first.result);
   int tag = 1;
@@ -614,7 +614,7 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   res.failed = cal.failed();
   res.file = cal.run_dir().calibration_file();
   write_calibration(res.file, c);
-  const PredictedGrid pred = predict_grid(plan, c, o.run.cost, po);
+  const PredictedGrid pred = predict_grid(plan, c, plan.cost, po);
   res.predicted_s = pred.result.makespan_s;
   return res;
 }

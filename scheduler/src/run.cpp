@@ -10,13 +10,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/job.hpp"
 #include "gridrun/results/data_file.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
@@ -70,6 +73,45 @@ int gpu_slots(const jobs::Expansion& ex, std::vector<int>& share) {
   return slots;
 }
 
+// model=torchscript: no table knows a user's model, so gridrun-train counts its forward FLOPs from
+// the model itself (--count-flops), once per file and input; the cost model (simulate, and the
+// order of an uncalibrated run) then uses them. A model it cannot build keeps the cost model's
+// default and a warning: the job itself fails with the reason when it runs.
+void count_script_flops(GridPlan& plan, const std::string& train_bin, std::ostream& out) {
+  std::map<std::string, const jobs::Job*> todo;
+  for (const auto& j : plan.ex.jobs)
+    if (j.params.model == "torchscript") todo.emplace(script_cost_key(j.params), &j);
+  if (todo.empty()) return;
+  std::string dir = (std::filesystem::temp_directory_path() / "gridrun-flops-XXXXXX").string();
+  if (!::mkdtemp(dir.data())) {
+    out << "warning: model=torchscript FLOPs not counted (no temporary folder); estimated as a mid-sized CNN\n";
+    return;
+  }
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } remove{dir};
+  int k = 0;
+  for (const auto& [key, job] : todo) {
+    const std::string file = dir + "/" + std::to_string(k++) + ".json";
+    jobs::write_job_file(file, *job);
+    const base::CapturedRun r = base::run_captured({train_bin, "--job", file, "--count-flops"});
+    double flops = 0;
+    const auto at = r.out.find("flops_per_sample ");
+    if (r.exit_code == 0 && at != std::string::npos) flops = std::strtod(r.out.c_str() + at + 17, nullptr);
+    if (flops > 0) {
+      plan.cost.script_flops[key] = flops;
+      continue;
+    }
+    std::string why = r.started ? base::printable_line(r.err.substr(0, r.err.find('\n'))) : train_bin + " cannot start";
+    out << "warning: " << job->params.model_file << ": FLOPs not counted (" << why
+        << "); its jobs are estimated as a mid-sized CNN\n";
+  }
+}
+
 }  // namespace
 
 // Everything is validated here, before the disk is touched (bad input: std::invalid_argument).
@@ -106,6 +148,8 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
     r.gpus *= slots / plan.share[i];  // a whole GPU is `slots` slots
     plan.req.push_back(r);
   }
+  plan.cost = o.cost;
+  count_script_flops(plan, o.train_bin.empty() ? default_train_bin() : o.train_bin, out);
   if (o.rerun.rfind("phase=", 0) == 0) {
     const std::string value = o.rerun.substr(6);
     std::string known;
@@ -297,7 +341,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
   run::Prediction record;
   std::string durations;
   if (cal) {
-    PredictedGrid g = predict_grid(plan, *cal, o.cost,
+    PredictedGrid g = predict_grid(plan, *cal, plan.cost,
                                    PredictOptions{SimOptions{o.policy, o.max_parallel}, base::iso_now()});
     sims = std::move(g.jobs);
     sim = std::move(g.result);
@@ -318,7 +362,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
       bool fr = false;
       sims[i].id = ex.jobs[i].id;
       sims[i].req = plan.req[i];
-      sims[i].duration_s = estimate_for(ex.jobs[i], measured, o.cost, &fr);
+      sims[i].duration_s = estimate_for(ex.jobs[i], measured, plan.cost, &fr);
       sims[i].phase = plan.phase[i];
       from_results += fr;
     }
@@ -394,7 +438,7 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
   const run::RunDir rd = run::RunDir::for_grid(o.out, plan.ex.name);
   if (const auto cal = usable_calibration(rd.root(), train, false, why)) {
     const PredictedGrid g = predict_grid(
-        plan, *cal, o.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, base::iso_now()});
+        plan, *cal, plan.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, base::iso_now()});
     run::write_prediction(rd.prediction_file(), g.record);
   }
   RunLoop loop(plan, o, train, out);

@@ -210,7 +210,7 @@ bool RunLoop::open_phase(const std::string& value) {
                      " jobs");
   for (std::size_t i : ph.members) {
     bool from_results = false;
-    ph.est[i] = estimate_for(ex_.jobs[i], measured_, o_.cost, &from_results);
+    ph.est[i] = estimate_for(ex_.jobs[i], measured_, plan_.cost, &from_results);
     ph.engine.submit(QueuedJob{i, i, plan_.req[i], ph.est[i]});
   }
   ph.t0 = progress_->elapsed();

@@ -32,6 +32,8 @@ struct GridPlan {
   std::vector<int> share;                // per job: jobs_per_gpu (1 = a whole GPU)
   std::vector<std::string> phase;        // per job: compare-by value ("" without compare-by)
   std::vector<std::string> phase_order;  // phase values in order of first appearance
+  // RunOptions::cost with the FLOPs of the grid's model=torchscript files, counted by gridrun-train.
+  CostModel cost;
 };
 
 // Loads and validates the grid and resolves the cluster (bad input: std::invalid_argument);

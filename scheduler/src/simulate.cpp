@@ -24,6 +24,10 @@ double model_forward_flops(const std::string& model) {
   return it == table.end() ? 0.0 : it->second;
 }
 
+std::string script_cost_key(const jobs::JobParams& p) {
+  return p.model_sha256 + "|" + p.dataset + "|" + p.data_dir + "|" + p.data_file + "|" + p.input;
+}
+
 double estimate_seconds(const jobs::JobParams& p, const CostModel& m) {
   double train = static_cast<double>(p.train_samples), test = static_cast<double>(p.test_samples);
   if (train <= 0 || test <= 0) {
@@ -51,6 +55,8 @@ double estimate_seconds(const jobs::JobParams& p, const CostModel& m) {
     samples = epochs > 0 ? std::min(samples, by_steps) : by_steps;
   }
   double fwd = model_forward_flops(p.model);
+  if (p.model == "torchscript")
+    if (const auto it = m.script_flops.find(script_cost_key(p)); it != m.script_flops.end()) fwd = it->second;
   if (fwd <= 0) fwd = 1e8;  // unknown model: assume a mid-sized CNN
   double evals = p.eval_every > 0
                      ? std::max(1.0, std::floor(std::max(epochs, 1.0) / static_cast<double>(p.eval_every)))

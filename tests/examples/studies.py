@@ -111,6 +111,17 @@ with tempfile.TemporaryDirectory() as tmp:
             seen[name] = seen.get(name, 0) + 1
         if seen != {n: 2 for n in expect}:
             fail(f"jobs per model file {seen}, expected 2 of each of {sorted(expect)}")
+        # The uncalibrated simulator knows these models' cost from gridrun-train --count-flops
+        # (no table has them): a job's predicted time grows with its model's counted FLOPs.
+        sim = json.loads(run("simulate", grid, "--out", os.path.join(tmp, "sim"), "--format", "json").stdout)
+        dur = {j["id"]: j["end_s"] - j["start_s"] for j in sim["jobs"]}
+        by_flops = sorted(train, key=lambda i: (train[i][0]["batch_per_rank"], train[i][1]["flops_per_sample"]))
+        for a, b in zip(by_flops, by_flops[1:]):
+            pa, pb = train[a][0], train[b][0]
+            fa, fb = train[a][1]["flops_per_sample"], train[b][1]["flops_per_sample"]
+            if pa["batch_per_rank"] == pb["batch_per_rank"] and fb > 1.5 * fa and not dur[b] > dur[a]:
+                fail(f"simulate: {b} ({fb:.3g} FLOPs/sample) predicted {dur[b]:.2f} s, "
+                     f"not longer than {a} ({fa:.3g}): {dur}")
     if study in ("profile-cpu-vs-gpu", "image-and-text"):
         # Operator tables like the published ones: the top operators per profiled job.
         for i, (p, s, has_prof, names) in train.items():

@@ -42,6 +42,8 @@ struct RunnerOptions {
   // 0 (readable) or 1; run by Checkpointer::load in a process of its own before it trusts a
   // checkpoint, so one that crashes LibTorch's reader takes only that process down.
   std::string check_checkpoint;
+  // --count-flops: print the job's model cost (model_cost) and exit; needs the job, not --out.
+  bool count_flops = false;
   // Hidden test hooks (documented in docs/runner.md, not in --help):
   std::int64_t stop_after_step = 0;  // raise SIGTERM in-process after this global step
   std::int64_t fail_at_step = 0;     // throw on rank `fail_rank` after this global step

@@ -18,4 +18,13 @@ int train(const RunnerOptions& opts, Communicator& comm);
 // BadInput for a checkpoint that does not exist or does not fit the model.
 int infer(const RunnerOptions& opts, Communicator& comm);
 
+// The job's model built on its data set's input, as a job builds it, without a communicator:
+// forward FLOPs per sample (counted for model=torchscript) and parameters. gridrun-train
+// --count-flops. Throws BadInput as the job would.
+struct ModelCost {
+  double flops_per_sample = 0;
+  std::int64_t params = 0;
+};
+ModelCost model_cost(const jobs::JobParams& job);
+
 }  // namespace gridrun::runner

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,12 @@ struct CostModel {
   double cpu_gflops_per_core = 20.0;  // --cpu-rate
   double gpu_gflops = 8000.0;         // --gpu-rate, per GPU
   double startup_s = 3.0;             // mpirun + process start + data set load
+  // model=torchscript: forward FLOPs per sample as gridrun-train counted them from the model
+  // (`gridrun-train --count-flops`, count_script_flops in run_loop.hpp), by script_cost_key.
+  std::map<std::string, double> script_flops;
 };
+// The key of script_flops: the model file's hash and what decides its input (the data set).
+std::string script_cost_key(const jobs::JobParams& p);
 // Analytic forward FLOPs per sample (multiply-add = 2 FLOPs) for the runner's models at their
 // default input shapes; 0 for an unknown model name.
 double model_forward_flops(const std::string& model);
