@@ -1,6 +1,10 @@
 // See cli.hpp.
 #include "cli.hpp"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <stdexcept>
 
 namespace po = boost::program_options;
@@ -28,6 +32,13 @@ bool parse_command(const Args& args, const po::options_description& opts, const 
   if (text.usage) os << "usage: " << text.usage << "\n\n" << text.about << "\n\n";
   os << opts << text.footer;
   return false;
+}
+
+int terminal_width() {
+  winsize ws{};
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+    return std::min<int>(ws.ws_col, 100);
+  return 100;
 }
 
 }  // namespace gridrun::app

@@ -31,4 +31,8 @@ bool parse_command(const Args& args, const boost::program_options::options_descr
                    const char* positional, const std::string& cmd, const bool& help, const HelpText& text,
                    std::ostream& os);
 
+// The width tables and progress lines are fitted to: the terminal's when stdout is one (40 at
+// least), never more than 100 (what the tables are written for; also without a terminal).
+int terminal_width();
+
 }  // namespace gridrun::app

@@ -1,6 +1,5 @@
 // `gridrun run` and `gridrun simulate`: flags -> scheduler::RunOptions, then run_grid, then (after
 // a real run) `gridrun collect` and `gridrun report` in-process. All flags are in RunCli below.
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -31,13 +30,6 @@ struct RunCli {
   double cpu_rate = 20.0, gpu_rate = 8000.0;
   std::string format = "table", against;
 };
-
-int terminal_width() {
-  winsize ws{};
-  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
-    return std::min<int>(ws.ws_col, 100);
-  return 100;
-}
 
 int run_impl(const Args& args, bool simulate_cmd) {
   const char* cmd = simulate_cmd ? "simulate" : "run";

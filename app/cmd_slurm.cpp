@@ -14,10 +14,10 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/results/data_file.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/run.hpp"
 #include "gridrun/scheduler/status.hpp"
-#include "gridrun/results/data_file.hpp"
 #include "gridrun/slurm/submit.hpp"
 
 namespace po = boost::program_options;
@@ -205,7 +205,10 @@ int cmd_status(const Args& args) {
   const HelpText help{"gridrun status RUN_DIR [--format table|json|csv]",
                       "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
                       "when accounting answers) merged with state.json and the results files on disk.\n"
-                      "Works for local runs too (state.json and results files only)."};
+                      "Works for local runs too (state.json and results files only). A failed job's\n"
+                      "`reason` is the runner's own message (its results file's exit_reason, else its\n"
+                      "line in logs/<id>.err); the table cuts it to the terminal width with \"…\", csv and\n"
+                      "json have it whole."};
   if (!parse_run_dir(args, desc, "status", c.help, c.run_dir, help)) return 0;
   scheduler::StatusFormat fmt;
   if (c.format == "table")
@@ -218,7 +221,7 @@ int cmd_status(const Args& args) {
     throw std::invalid_argument("--format: '" + c.format + "' is not one of table, json, csv");
   // A run with Slurm ids gets Slurm's view overlaid; a local run is its state and results files.
   slurm::SlurmCli cli;
-  scheduler::print_status(slurm::run_status(c.run_dir, &cli), fmt, std::cout);
+  scheduler::print_status(slurm::run_status(c.run_dir, &cli), fmt, std::cout, terminal_width());
   return 0;
 }
 

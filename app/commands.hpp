@@ -25,6 +25,7 @@ int cmd_status(const Args& args);
 int cmd_cancel(const Args& args);
 int cmd_collect(const Args& args);
 int cmd_report(const Args& args);
-int cmd_probe(const Args& args);  // in cmd_results.cpp
+int cmd_export(const Args& args);  // in cmd_export.cpp
+int cmd_probe(const Args& args);   // in cmd_results.cpp
 
 }  // namespace gridrun::app

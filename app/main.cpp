@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {"cancel", gridrun::app::cmd_cancel, "cancel a run's Slurm jobs"},
     {"collect", gridrun::app::cmd_collect, "build RUN_DIR/results.h5 from the per-job files"},
     {"report", gridrun::app::cmd_report, "print scaling, speed-up, convergence and utilization tables"},
+    {"export", gridrun::app::cmd_export, "write a run's steps, epochs, jobs or phases as one CSV/JSON table"},
     {"probe", gridrun::app::cmd_probe, "measure this CPU's GEMM and memory-bandwidth roofs (roofline)"},
 };
 

@@ -76,6 +76,21 @@ void append_padded(std::string& out, const std::string& s, std::size_t w, bool r
   if (!right) out.append(fill, ' ');
 }
 
+// `s` cut to `width` display columns, its last one "…" (code points, as display_width counts).
+std::string cut_to(const std::string& s, std::size_t width) {
+  if (display_width(s) <= width) return s;
+  std::string out;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {  // a code point starts
+      if (n + 1 >= width) break;                              // the last column is the ellipsis's
+      ++n;
+    }
+    out += s[i];
+  }
+  return out + "…";
+}
+
 // Fit::Drop: which columns show, dropping t.drop_order columns until the line fits `width`.
 std::vector<bool> fit_by_dropping(const Table& t, const std::vector<std::size_t>& w, int width, int sep) {
   std::vector<bool> show(w.size(), true);
@@ -132,14 +147,27 @@ void render_text(const Table& t, const TableStyle& style, std::ostream& out) {
   int sep = markdown ? 3 : 2;
   std::vector<std::vector<std::size_t>> bl;
   std::vector<std::string> hidden_names;
+  const std::size_t shrink = style.fit == TableStyle::Fit::Drop && t.shrink_column < n ? t.shrink_column : n;
   if (style.fit == TableStyle::Fit::Drop) {
-    const auto show = fit_by_dropping(t, w, width - (markdown ? 4 : 0), sep);
+    const int room = width - (markdown ? 4 : 0);
+    std::vector<std::size_t> fit_w = w;
+    if (shrink < n)
+      fit_w[shrink] = std::min(w[shrink], std::max(t.shrink_min, display_width(t.columns[shrink])));
+    const auto show = fit_by_dropping(t, fit_w, room, sep);
     bl.emplace_back();
     for (std::size_t c = 0; c < n; ++c) {
       if (show[c])
         bl.back().push_back(c);
       else
         hidden_names.push_back(t.columns[c]);
+    }
+    // The shrinkable column gets what the shown others leave, at least its minimum.
+    if (shrink < n && show[shrink]) {
+      int others = 0;
+      for (std::size_t c : bl.back())
+        if (c != shrink) others += static_cast<int>(w[c]) + sep;
+      const int left = std::max(room - others, 0);
+      w[shrink] = std::min(w[shrink], std::max(fit_w[shrink], static_cast<std::size_t>(left)));
     }
   } else {
     bl = blocks(w, width - (markdown ? 4 : 0), sep);
@@ -178,8 +206,13 @@ void render_text(const Table& t, const TableStyle& style, std::ostream& out) {
     } else if (style.heading) {
       line([&](std::size_t c) { return std::string(w[c], '-'); });
     }
+    std::string cut;  // a cell of the shrinkable column, cut to its width
     t.for_each_row([&](std::size_t, const std::vector<Cell>& r) {
-      line([&](std::size_t c) -> const std::string& { return r[c].text; });
+      line([&](std::size_t c) -> const std::string& {
+        if (c != shrink || display_width(r[c].text) <= w[c]) return r[c].text;
+        cut = cut_to(r[c].text, w[c]);
+        return cut;
+      });
     });
   }
   if (!hidden_names.empty()) hidden_note(hidden_names, width, out);

@@ -11,6 +11,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/report/collect.hpp"
+#include "gridrun/run/failure.hpp"
 #include "gridrun/run/prediction.hpp"
 #include "gridrun/run/run_dir.hpp"
 
@@ -97,6 +98,9 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
     throw std::invalid_argument(input + ": no such run directory or results.h5");
   }
   const run::RunDir rd(run.run_dir);
+  // A failed job's reason in one line, from its log when its results file recorded none.
+  for (auto& j : run.jobs)
+    if (j.status == "failed") j.exit_reason = run::failure_reason(rd, j.id, j.exit_reason);
   const std::optional<CurrentGrid> grid = current_grid(rd, log);
   if (grid) {
     run.compare_by = grid->compare_by;

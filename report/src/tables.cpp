@@ -225,6 +225,12 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
     r.push_back(Cell{human_bytes(mem), mem, kNaN, true});
     t.rows.push_back(r);
   }
+  // Why each failed job failed, right under the rows (the runner's message; load_run filled it from
+  // the job's log when the results file has none): a note, so that the table keeps its width.
+  for (const auto& j : sorted)
+    if (j.status == "failed")
+      t.notes.push_back("failed " + j.id + ": " +
+                        (j.exit_reason.empty() ? "no reason recorded" : j.exit_reason));
   t.notes.push_back(
       "util%: GPU utilization for GPU jobs, process CPU % (100 = one core, mean over "
       "ranks) for CPU jobs; peak_mem: GPU memory for GPU jobs, else RSS.");

@@ -28,6 +28,7 @@
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
+#include "gridrun/run/failure.hpp"
 #include "gridrun/run/prepare.hpp"
 
 namespace fs = std::filesystem;
@@ -377,7 +378,8 @@ void RunLoop::launch(const Start& s) {
   progress_->event(what.str());
 }
 
-// Records an exit; a failure is queued again while this invocation has retries left.
+// Records an exit; a failure is queued again while this invocation has retries left, unless it was
+// bad input (exit 2), which would only fail again.
 void RunLoop::on_exit(std::size_t i, int code) {
   const jobs::Job& job = ex_.jobs[i];
   run::JobRecord& rec = state_.jobs[job.id];
@@ -399,6 +401,13 @@ void RunLoop::on_exit(std::size_t i, int code) {
   if (got[0].ok)
     if (auto w = measured_wall(got[0].data)) measured_[job.id] = *w;
   const run::JobOutcome disk = run::outcome_from_results(status);
+  // The runner's own message (its results file's exit_reason, else its line in the log), so that
+  // the event line says why without the Open MPI banners around it in the log.
+  auto reason = [&] {
+    const std::string why =
+        run::recorded_failure_reason(rd_, job.id, got[0].ok ? got[0].data.exit_reason : "");
+    return why.empty() ? std::string() : ": " + why;
+  };
   std::ostringstream what;
   if (code == 0 && run::is_finished(disk)) {
     rec.state = disk;
@@ -411,17 +420,19 @@ void RunLoop::on_exit(std::size_t i, int code) {
     const bool interrupted = code == run::kExitInterrupted || stopping_;
     rec.state = interrupted ? run::JobOutcome::Interrupted : run::JobOutcome::Failed;
     const int used = ph.tries[i];
-    if (!stopping_ && used <= o_.retries) {
+    // Bad input (flags, job file, data files, an unsupported device) fails the same way every time.
+    if (!stopping_ && code != run::kExitBadInput && used <= o_.retries) {
       resume_[i] = static_cast<char>(has_checkpoint(rd_.checkpoint_dir(job.id)));
       ph.engine.submit(QueuedJob{i, i, req, ph.est[i]});
       ++counts.pending;
       what << "retry   " << job.id << " exit " << code
-           << (code == 0 ? " without a finished results file" : "") << ", attempt " << used + 1 << " of "
-           << o_.retries + 1 << (resume_[i] ? " (--resume)" : "") << "; see " << rd_.log_err(job.id);
+           << (code == 0 ? " without a finished results file" : reason()) << ", attempt " << used + 1
+           << " of " << o_.retries + 1 << (resume_[i] ? " (--resume)" : "") << "; see "
+           << rd_.log_err(job.id);
     } else {
       if (!interrupted || !stopping_) ++counts.failed;
-      what << (interrupted ? "stopped " : "failed  ") << job.id << " exit " << code << "; see "
-           << rd_.log_err(job.id);
+      what << (interrupted ? "stopped " : "failed  ") << job.id << " exit " << code
+           << (interrupted || code == 0 ? std::string() : reason()) << "; see " << rd_.log_err(job.id);
     }
   }
   rd_.save_state(state_);

@@ -14,6 +14,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
+#include "gridrun/run/failure.hpp"
 
 namespace fs = std::filesystem;
 
@@ -36,7 +37,7 @@ std::vector<std::string> damaged_files(const std::string& root) {
 // What the results folder says of a job: the glance of its file (`<id>.h5`, else the live
 // `<id>.h5.partial`, whose status shows as "partial").
 struct DiskGlance {
-  std::string status;
+  std::string status, exit_reason;
   std::vector<results::Attempt> attempts;
 };
 
@@ -61,6 +62,7 @@ std::map<std::string, DiskGlance> glance_results(const run::RunDir& dir) {
     }
     DiskGlance& g = out[id];
     g.status = partial ? "partial" : r.data.status;
+    g.exit_reason = r.data.exit_reason;
     g.attempts = r.data.attempts;
   }
   for (const auto& r : rf.read(partial_after_bad_final, fo)) {
@@ -144,6 +146,10 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   for (auto& row : st.jobs) {
     settle_with_results(row);
     st.counts[row.state] += 1;
+    if (row.state == run::JobOutcome::Failed) {
+      auto it = disk.find(row.id);
+      row.reason = run::failure_reason(dir, row.id, it == disk.end() ? "" : it->second.exit_reason);
+    }
   }
   return st;
 }
@@ -165,7 +171,8 @@ void print_json(const RunStatus& st, std::ostream& os) {
                     {"restarts", r.restarts},
                     {"attempts", r.attempts},
                     {"attempt_hosts", r.attempt_hosts},
-                    {"results", r.disk}});
+                    {"results", r.disk},
+                    {"reason", r.reason}});
   const base::Json root = {{"run", st.name},
                            {"run_dir", st.run_dir},
                            {"slurm_answered", st.slurm_answered},
@@ -199,6 +206,15 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
     return r.attempt_hosts.size() > 1;
   });
   if (moved) t.columns.push_back("attempt_hosts");
+  // Why failed jobs failed: always for programs; for people when a job failed, last and cut to the
+  // width the other columns leave (print_table), so that one job stays one line.
+  const bool failed = !for_people || std::any_of(st.jobs.begin(), st.jobs.end(),
+                                                 [](const JobStatusRow& r) { return !r.reason.empty(); });
+  if (failed) {
+    t.columns.push_back("reason");
+    t.shrink_column = t.columns.size() - 1;
+    t.shrink_min = 30;
+  }
   for (const auto& r : st.jobs) {
     std::vector<base::Cell> row = {text_cell(r.id), text_cell(to_string(r.state))};
     if (slurm) row.insert(row.end(), {word(r.slurm_id), word(r.slurm_state)});
@@ -210,6 +226,7 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
       for (const auto& h : r.attempt_hosts) hosts += (hosts.empty() ? "" : " > ") + h;
       row.push_back(word(hosts));
     }
+    if (failed) row.push_back(word(r.reason));
     t.rows.push_back(std::move(row));
   }
   // Too wide for the terminal (long node or results words): Slurm's own words go first.
@@ -227,7 +244,7 @@ void print_csv(const RunStatus& st, std::ostream& os) {
   base::render_tables({jobs_table(st, /*for_people=*/false)}, style, os);
 }
 
-void print_table(const RunStatus& st, std::ostream& os) {
+void print_table(const RunStatus& st, int width, std::ostream& os) {
   os << "run " << st.name << " (" << st.run_dir << "): " << st.jobs.size() << " jobs";
   for (const auto& [s, n] : st.counts) os << ", " << n << " " << to_string(s);
   os << "\n";
@@ -241,16 +258,17 @@ void print_table(const RunStatus& st, std::ostream& os) {
   base::TableStyle style;
   style.fit = base::TableStyle::Fit::Drop;
   style.heading = false;
+  style.width = width;
   base::render_tables({jobs_table(st, /*for_people=*/true)}, style, os);
 }
 
 }  // namespace
 
-void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os) {
+void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os, int width) {
   switch (fmt) {
     case StatusFormat::Json: return print_json(st, os);
     case StatusFormat::Csv: return print_csv(st, os);
-    case StatusFormat::Table: return print_table(st, os);
+    case StatusFormat::Table: return print_table(st, width, os);
   }
 }
 

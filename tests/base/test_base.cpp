@@ -11,12 +11,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/spawn.hpp"
+#include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
 
 namespace fs = std::filesystem;
@@ -174,6 +176,55 @@ TEST(Text, WrapWordsBreaksBeforeTheWidthAndIndentsContinuations) {
   EXPECT_EQ(wrap_words("x", {"longer-than-width"}, 5, "> "),
             (std::vector<std::string>{"x", "> longer-than-width"}));
   EXPECT_EQ(wrap_words("only", {}, 3, ""), (std::vector<std::string>{"only"}));
+}
+
+// Fit::Drop with a shrinkable column (status's reasons): its long cells are cut to what the other
+// columns leave, ending in "…", only in the table; CSV keeps them whole.
+TEST(Table, DropFitCutsTheShrinkColumnWithAnEllipsis) {
+  gridrun::base::Table t;
+  t.title = "Jobs";
+  t.columns = {"id", "node", "reason"};
+  const std::string reason = "missing data file /data/cifar10/data_batch_1.bin (expected the binary version)";
+  t.rows = {{gridrun::base::text_cell("a1"), gridrun::base::text_cell("node-one"),
+             gridrun::base::text_cell(reason)},
+            {gridrun::base::text_cell("b2"), gridrun::base::text_cell("n2"), gridrun::base::text_cell("-")}};
+  t.drop_order = {1};
+  t.shrink_column = 2;
+  t.shrink_min = 20;
+  gridrun::base::TableStyle style;
+  style.fit = gridrun::base::TableStyle::Fit::Drop;
+  style.heading = false;
+  style.width = 50;
+  std::ostringstream out;
+  gridrun::base::render_tables({t}, style, out);
+  // id (2) + node (8) + 2 separators leave 36 columns: 35 of the reason and the ellipsis.
+  EXPECT_EQ(out.str(),
+            "id  node      reason\n"
+            "a1  node-one  " +
+                reason.substr(0, 35) +
+                "…\n"
+                "b2  n2        -\n");
+  // Too narrow for the minimum beside node: node is dropped first, the reason keeps the rest.
+  style.width = 28;
+  out.str("");
+  gridrun::base::render_tables({t}, style, out);
+  EXPECT_EQ(out.str(),
+            "id  reason\n"
+            "a1  " +
+                reason.substr(0, 23) +
+                "…\n"
+                "b2  -\n"
+                "(not shown to fit 28 columns:\n"
+                "  node, use --format csv)\n");
+  // A short reason is not cut, and the machine formats have every reason whole.
+  style.width = 200;
+  out.str("");
+  gridrun::base::render_tables({t}, style, out);
+  EXPECT_NE(out.str().find(reason + "\n"), std::string::npos) << out.str();
+  style.format = "csv";
+  out.str("");
+  gridrun::base::render_tables({t}, style, out);
+  EXPECT_NE(out.str().find(reason), std::string::npos) << out.str();
 }
 
 TEST(Spawn, CapturesOutputsAndExitCodeSeparately) {

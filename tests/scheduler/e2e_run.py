@@ -394,6 +394,73 @@ def case_bad_input():
     assert not os.path.exists(os.path.join(OUT, "toolarge")), "nothing may be written for bad input"
 
 
+def case_failure_reason():
+    # A job that fails on bad input (CIFAR-10 from a folder that does not exist) beside one that
+    # completes: the runner's own line, without Open MPI's banners, in the event line, in status
+    # (table, json, csv) and in the report (table, json); exit 2 is attempted once despite --retries.
+    import csv
+    import io
+
+    missing = os.path.join(WORK, "no-such-cifar")
+    g = grid("badinput", SMALL + "  epochs: 1\ngrid:\n  model: [mlp]\n  dataset: [synthetic, cifar10]\n"
+             "  data_dir: [%s]\n" % missing)
+    r = run([g, "--retries", "2"])
+    assert r.returncode == 1, r.stdout + r.stderr
+    run_dir = os.path.join(OUT, "badinput")
+    st = state("badinput")["jobs"]
+    bad = [j for j in st if st[j]["state"] == "failed"]
+    good = [j for j in st if st[j]["state"] == "completed"]
+    assert len(bad) == 1 and len(good) == 1, st
+    bad, good = bad[0], good[0]
+    # Attempted once: one start line, no retry, one exit code, one attempt in its results file.
+    assert r.stdout.count("start   " + bad) == 1 and "retry " not in r.stdout, r.stdout
+    assert st[bad]["attempts"] == 1 and st[bad]["exit_codes"] == [2], st[bad]
+    with h5py.File(os.path.join(run_dir, "results", bad + ".h5"), "r") as f:
+        assert len(f["attempts"]["attempt"]) == 1
+    # The completed job beside it is unaffected.
+    assert st[good]["attempts"] == 1 and st[good]["exit_codes"] == [0] and status("badinput", good) == "completed"
+    assert "done    " + good + " completed" in r.stdout, r.stdout
+    failed_line = [l for l in r.stdout.splitlines() if "failed  " + bad in l]
+    assert len(failed_line) == 1, r.stdout
+    why = "missing data file " + missing
+    assert (" exit 2: " + why) in failed_line[0], failed_line
+    assert ("; see " + os.path.join(run_dir, "logs", bad + ".err")) in failed_line[0], failed_line
+    assert "mpirun" not in failed_line[0] and "----" not in failed_line[0], failed_line
+
+    def gridrun(*args):
+        p = subprocess.run([GRIDRUN] + list(args), text=True, capture_output=True)
+        assert p.returncode == 0, (args, p.stdout, p.stderr)
+        return p.stdout
+
+    def check_status():
+        rows = {j["id"]: j for j in json.loads(gridrun("status", run_dir, "--format", "json"))["jobs"]}
+        assert why in rows[bad]["reason"] and "mpirun" not in rows[bad]["reason"], rows[bad]
+        assert rows[good]["reason"] == "", rows[good]
+        csv_rows = {c["id"]: c for c in csv.DictReader(io.StringIO(gridrun("status", run_dir, "--format", "csv")))}
+        assert csv_rows[bad]["reason"] == rows[bad]["reason"] and csv_rows[good]["reason"] == "", csv_rows
+        # The table: one line per job within 100 columns, the long reason cut with an ellipsis.
+        table = gridrun("status", run_dir)
+        lines = table.splitlines()
+        assert all(len(l) <= 100 for l in lines), table
+        assert "reason" in lines[1].split(), table
+        line = [l for l in lines if l.startswith(bad)][0]
+        assert "missing data file" in line and line.endswith("…"), table
+        return rows[bad]["reason"]
+
+    reason = check_status()
+    assert reason.startswith(why), reason  # the results file's exit_reason
+    # The report: a note under the Jobs table, in the table and in json.
+    text = gridrun("report", run_dir)
+    assert ("failed " + bad + ": " + why) in text.replace("\n  ", " "), text
+    tables = json.loads(gridrun("report", run_dir, "--format", "json"))["tables"]
+    notes = [n for t in tables if t["title"].startswith("Jobs") for n in t["notes"]]
+    assert ("failed " + bad + ": " + reason) in notes, notes
+    # Without its results file (a runner that never wrote one) the reason comes from the log.
+    os.remove(os.path.join(run_dir, "results", bad + ".h5"))
+    from_log = check_status()
+    assert from_log.startswith("rank 0 (") and from_log.endswith(reason), (from_log, reason)
+
+
 CASES = {
     "quickstart": case_quickstart,
     "kill_rank": case_kill_rank,
@@ -404,6 +471,7 @@ CASES = {
     "phase_sittings": case_phase_sittings,
     "bad_input": case_bad_input,
     "calibrate_predict": case_calibrate_predict,
+    "failure_reason": case_failure_reason,
 }
 
 if __name__ == "__main__":

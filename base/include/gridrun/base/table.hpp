@@ -38,6 +38,11 @@ struct Table {
   // Fit::Drop only: the columns that may be left out when the table is too wide, the first one
   // first (the others always show).
   std::vector<std::size_t> drop_order;
+  // Fit::Drop only: a column of long free text (status's failure reasons) that is cut to the width
+  // the other columns leave, its cells ending in "…", instead of making the line too wide; for the
+  // dropping it counts as `shrink_min` columns wide. None by default.
+  std::size_t shrink_column = std::numeric_limits<std::size_t>::max();
+  std::size_t shrink_min = 24;
   // Rows made on demand instead of stored in `rows` (which then stays empty): `make_row(i, out)`
   // fills row i into `out`, reused between calls, for i = 0..generated_rows-1, once per pass
   // (widths, then printing). Why: plan's table of 100,000 jobs held as cells is ~45 MB that the
@@ -57,7 +62,7 @@ struct TableStyle {
   // repeat the first column (report: every figure matters); Drop leaves out Table::drop_order
   // columns until it fits, keeping one line per row, and names them under the rows in
   // "(not shown to fit W columns: a, b, use --format csv)" (plan and status: a row is one job,
-  // and their --format csv has every column).
+  // and their --format csv has every column); Table::shrink_column's cells are cut to fit.
   enum class Fit { Blocks, Drop };
   Fit fit = Fit::Blocks;
   // table: the title with its '=' underline, the '-' rule under the column names and a blank

@@ -29,6 +29,9 @@ struct JobStatusRow {
   // Hosts of each start of the runner on the results file (its /attempts; "host1,host2" for a
   // multi-host attempt), oldest first: where a job moved after a node failure.
   std::vector<std::string> attempt_hosts;
+  // A failed job's one-line reason (run/failure.hpp: the results file's exit_reason, else the
+  // runner's line in its log, else where to look); "" for a job that did not fail.
+  std::string reason;
 };
 
 struct RunStatus {
@@ -52,6 +55,7 @@ using StatusOverlay = std::function<void(RunStatus&, const std::map<std::string,
 RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay = {});
 
 enum class StatusFormat { Table, Json, Csv };
-void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os);
+// `width`: the table's (the terminal's); a long reason is cut to fit it with "…" (table only).
+void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os, int width = 100);
 
 }  // namespace gridrun::scheduler
