@@ -15,6 +15,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/hw/peak_probe.hpp"
 #include "gridrun/report/collect.hpp"
+#include "gridrun/report/compare.hpp"
 #include "gridrun/report/reporter.hpp"
 #include "gridrun/run/run_dir.hpp"
 
@@ -31,7 +32,7 @@ struct CollectCli {
 };
 
 struct ReportCli {
-  std::string input;
+  std::vector<std::string> inputs;  // one run: its report; two or more: the runs compared
   std::string format = "table";
   std::string group_by;
   std::vector<std::string> filters;
@@ -73,7 +74,7 @@ void load_probe(const ReportCli& o, hw::RoofOptions& ro) {
     ro.probe_source = o.probe;
     return;
   }
-  const fs::path in = o.input;
+  const fs::path in = o.inputs.front();
   const run::RunDir rd(fs::is_directory(in) ? in.string()
                                             : (in.parent_path().empty() ? "." : in.parent_path().string()));
   for (const fs::path& p : {fs::path(rd.probe_file()), fs::path(hw::default_probe_path())}) {
@@ -113,17 +114,10 @@ int cmd_collect(const Args& args) {
 
 int cmd_report(const Args& args) {
   ReportCli o;
-  po::options_description opts(
-      "usage: gridrun report RUN_DIR|results.h5 [options]\n\n"
-      "A compare-by run's report opens with the verdict (which arrangement finished sooner, by\n"
-      "how much). Then the per-job table and, where the jobs allow, scaling over ranks\n"
-      "(weak/strong), GPU vs CPU, convergence and one-large vs several-small phase tables.\n"
-      "Repeated seeds are averaged (± = 95% interval from 3 seeds). A RUN_DIR is read from its\n"
-      "job files (current state); a results.h5 from its /jobs table. Only the jobs of the run's\n"
-      "current grid (RUN_DIR/grid.yaml) are reported unless --all.\n\noptions");
+  po::options_description opts("options", 98);
   opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
       "format,f", po::value(&o.format)->default_value("table"), "table | markdown | csv | json")(
-      "group-by,g", po::value(&o.group_by), "print the tables once per value of this parameter")(
+      "group-by,g", po::value(&o.group_by), "print the tables once per value of this parameter (one run)")(
       "filter", po::value(&o.filters)->composing(),
       "KEY=VALUE: keep jobs whose parameter (or id, status) equals VALUE; repeatable, all must match")(
       "all", po::bool_switch(&o.all),
@@ -131,24 +125,51 @@ int cmd_report(const Args& args) {
       "width,w", po::value(&o.width)->default_value(100),
       "wrap table/markdown output at this width (40-400)")(
       "profile", po::value(&o.profile_top)->implicit_value(15),
-      "[N] print the top N (default 15) operators of each profiled job instead of the tables")(
+      "[N] print the top N (default 15) operators of each profiled job instead of the tables (one run)")(
       "html", po::value(&o.html),
-      "FILE: write a self-contained HTML report with charts (and the same tables) instead of printing")(
+      "FILE: write a self-contained HTML report with charts (and the same tables) instead of printing "
+      "(one run)")(
       "peak-tflops", po::value(&o.peak_tflops),
       "compute peak per GPU (GPU jobs) or per job (CPU jobs) for the roofline, in TFLOP/s; default: "
       "built-in GPU table (H100, H200, A100, V100) and `gridrun probe` for CPUs")(
       "probe", po::value(&o.probe),
-      "probe.json for the CPU roofs (default RUN_DIR/probe.json, else ~/.cache/gridrun/probe.json)")(
-      "input", po::value(&o.input), "RUN_DIR or results.h5 (positional)");
-  if (!parse_command(args, opts, "input", "report", o.help, kExitCodesHelp, std::cout)) return 0;
-  if (o.input.empty())
+      "probe.json for the CPU roofs (default RUN_DIR/probe.json, else ~/.cache/gridrun/probe.json)");
+  po::options_description hidden;
+  hidden.add_options()("input", po::value(&o.inputs), "RUN_DIR or results.h5, one or more");
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  parse_flags(args, all, pos, "report");
+  if (o.help) {
+    std::cout << "usage: gridrun report RUN [RUN ...] [options]\n\n"
+                 "One RUN: its report. A compare-by run's report opens with the verdict (which\n"
+                 "arrangement finished sooner, by how much). Then the per-job table and, where the jobs\n"
+                 "allow, scaling over ranks (weak/strong), GPU vs CPU, convergence and one-large vs\n"
+                 "several-small phase tables. Repeated seeds are averaged (± = 95% interval from 3\n"
+                 "seeds). A RUN_DIR is read from its job files (current state); a results.h5 from its\n"
+                 "/jobs table. Only the jobs of the run's current grid (RUN_DIR/grid.yaml) are reported\n"
+                 "unless --all.\n\n"
+                 "Two or more RUNs: the same configurations side by side (the same grid on two machines\n"
+                 "or with two builds): a row per job id in at least two runs (same parameters = same\n"
+                 "id), each run's samples/s, step p50, test accuracy and status, and the ratios of each\n"
+                 "run to the first (B/A). Runs are named A, B, ... in a Runs table with their folders.\n"
+                 "--filter, --all, --format and --width apply; --group-by, --html and --profile do not.\n"
+                 "See docs/report.md, \"Comparing runs\".\n\n"
+                 "arguments:\n"
+                 "  RUN                        a run directory (`gridrun run/submit --out OUT`: OUT/NAME)\n"
+                 "                             or its results.h5; several RUNs are compared\n\n"
+              << opts << kExitCodesHelp.footer;
+    return 0;
+  }
+  if (o.inputs.empty())
     throw std::invalid_argument("missing RUN_DIR or results.h5 (see gridrun report --help)");
   if (!base::is_table_format(o.format))
     throw std::invalid_argument("--format " + o.format + ": expected table, markdown, csv or json");
   if (o.width < 40 || o.width > 400)
     throw std::invalid_argument("--width " + std::to_string(o.width) + ": expected 40-400");
   report::ReportOptions ro;
-  ro.input = o.input;
+  ro.input = o.inputs.front();
   ro.format = o.format;
   ro.group_by = o.group_by;
   ro.width = o.width;
@@ -158,6 +179,16 @@ int cmd_report(const Args& args) {
     if (eq == std::string::npos || eq == 0)
       throw std::invalid_argument("--filter " + f + ": expected KEY=VALUE");
     ro.filters.emplace_back(f.substr(0, eq), f.substr(eq + 1));
+  }
+  if (o.inputs.size() > 1) {
+    // The comparison is one table of configurations; the single-run outputs do not line runs up.
+    for (const char* flag : {"--html", "--profile", "--peak-tflops", "--probe", "--group-by", "-g"})
+      if (vm_has(args, flag))
+        throw std::invalid_argument(std::string(flag) + " applies to the report of one run; comparing " +
+                                    std::to_string(o.inputs.size()) +
+                                    " runs prints tables (--format table|markdown|csv|json)");
+    report::write_comparison(o.inputs, ro, std::cout, std::cerr);
+    return 0;
   }
   std::string output = o.format;  // the reporter: a table format, html or profile
   if (vm_has(args, "--profile")) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "grid_spec.hpp"
+#include "values.hpp"
 
 namespace gridrun::jobs {
 
@@ -21,6 +22,21 @@ std::string format_error(const std::string& file, int line, int col, const std::
 }
 }  // namespace
 
+namespace detail {
+void add_overrides(GridSpec& spec, const std::vector<std::pair<std::string, Value>>& overrides) {
+  for (const auto& [key, value] : overrides) {
+    Setting st;
+    st.param = param_index(key);
+    if (st.param < 0) throw std::invalid_argument("--set " + key + ": unknown parameter");
+    st.value = value;
+    spec.locs.push_back(Loc{0, 0, "--set " + key});
+    st.loc = static_cast<int>(spec.locs.size()) - 1;
+    append_member(st.json, key, value);
+    spec.overrides.push_back(std::move(st));
+  }
+}
+}  // namespace detail
+
 GridError::GridError(const std::string& file, int line, int col, const std::string& key_path,
                      const std::string& message)
     : std::invalid_argument(format_error(file, line, col, key_path, message)),
@@ -32,7 +48,9 @@ GridError::GridError(const std::string& file, int line, int col, const std::stri
 
 Expansion load_grid_string(const std::string& yaml, const std::string& display_name,
                            const LoadOptions& opts) {
-  return detail::expand_grid(detail::parse_grid(yaml, display_name), opts);
+  detail::GridSpec spec = detail::parse_grid(yaml, display_name);
+  detail::add_overrides(spec, opts.overrides);
+  return detail::expand_grid(spec, opts);
 }
 
 Expansion load_grid(const std::string& path, const LoadOptions& opts) {

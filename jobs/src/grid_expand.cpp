@@ -110,6 +110,7 @@ Expander::Expander(const GridSpec& s, const LoadOptions& o) : s_(s), opts_(o), t
         s_.fail(st.loc, "model_sha256 is computed by the planner from model_file's content; remove it");
   };
   refuse_sha(s_.defaults);
+  refuse_sha(s_.overrides);
   for (const auto& a : s_.axes)
     for (const auto& pt : a.points) refuse_sha(pt);
   for (const auto& inc : s_.includes) refuse_sha(inc.settings);
@@ -145,6 +146,8 @@ Expansion Expander::run() {
   if (ex_.jobs.empty() && ex_.streamed == 0 && !opts_.allow_empty)
     s_.fail(s_.product_loc,
             "the grid expands to no jobs" + std::string(ex_.excluded ? " (every job is excluded)" : ""));
+  // model_sha256 follows model_file: shown only where one path held two contents.
+  if (vary_[static_cast<std::size_t>(model_file_)]) vary_[static_cast<std::size_t>(model_sha_)] = false;
   for (std::size_t i = 0; i < table_.size(); ++i)
     if (vary_[i]) ex_.varying.push_back(table_[i].name);
   return std::move(ex_);
@@ -226,6 +229,7 @@ bool Expander::excluded(const Draft& d) {
 // Derives, excludes, checks and records one job. `d` keeps its values (the product reuses it);
 // only the derived batch fields are overwritten.
 void Expander::finish(Draft& d, int origin, bool apply_excludes) {
+  apply(d, s_.overrides);  // the innermost layer: over every grid value (LoadOptions::overrides)
   JobParams jp = struct_of_values(d.v);
   std::optional<Problem> batch = derive_batch(d, jp);
   if (!batch) batch = derive_files(d, jp);

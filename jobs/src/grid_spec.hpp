@@ -61,12 +61,15 @@ struct GridSpec {
   std::vector<ExcludeEntry> excludes;
   std::vector<IncludeEntry> includes;
   std::string compare_by;
+  std::vector<Setting> overrides;  // LoadOptions::overrides, applied last to every job (add_overrides)
 
   [[noreturn]] void fail(int loc, const std::string& message) const;
   std::string warning(int loc, const std::string& message) const;
 };
 
 GridSpec parse_grid(const std::string& yaml_text, const std::string& file);
+// LoadOptions::overrides as settings at the key path "--set KEY" (values already validated).
+void add_overrides(GridSpec& spec, const std::vector<std::pair<std::string, Value>>& overrides);
 Expansion expand_grid(const GridSpec& spec, const LoadOptions& opts);
 
 }  // namespace gridrun::jobs::detail

@@ -10,6 +10,7 @@
 
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/report/collect.hpp"
 #include "gridrun/run/failure.hpp"
 #include "gridrun/run/prediction.hpp"
@@ -36,17 +37,21 @@ namespace {
 struct CurrentGrid {
   std::set<std::string> ids;
   std::string compare_by;
+  std::vector<std::string> overrides;  // the `--set` the grid was last planned with
 };
 std::optional<CurrentGrid> current_grid(const run::RunDir& rd, std::ostream& log) {
   std::error_code ec;
   if (!fs::is_regular_file(rd.grid_copy(), ec)) return std::nullopt;
   try {
     jobs::LoadOptions lo;
-    lo.base_dir = rd.load_state().grid_dir;  // relative model_file/data_file paths start there
+    const run::RunState st = rd.load_state();
+    lo.base_dir = st.grid_dir;  // relative model_file/data_file paths start there
+    lo.overrides = jobs::parse_overrides(st.overrides);  // `--set` of the last run: the same ids
     const jobs::Expansion ex = jobs::load_grid(rd.grid_copy(), lo);
     CurrentGrid g;
     for (const auto& j : ex.jobs) g.ids.insert(j.id);
     g.compare_by = ex.compare_by;
+    g.overrides = st.overrides;
     return g;
   } catch (const std::exception& e) {
     log << "report: " << rd.grid_copy() << " does not load (" << base::printable_line(e.what())
@@ -111,6 +116,7 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
         " --out " +
         (fs::path(rd.root()).parent_path().empty() ? std::string(".")
                                                    : fs::path(rd.root()).parent_path().string());
+    for (const auto& o : grid->overrides) run.rerun_prefix += " --set " + o;
   }
   // Jobs of earlier grids in the same run directory (a changed parameter, a removed value) are not
   // part of what the current grid asks; they stay in the files and in results.h5.

@@ -10,6 +10,8 @@
 #include <stdexcept>
 
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/params.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/report/tables.hpp"
 #include "gridrun/report/verdict.hpp"
 
@@ -143,14 +145,6 @@ std::string value_of(const JobRecord& j, const std::string& key) {
   if (key == "id") return j.id;
   if (key == "status") return j.status;
   return param_text(j.params, key);
-}
-
-bool numeric_equal(const std::string& a, const std::string& b) {
-  char* ea = nullptr;
-  char* eb = nullptr;
-  double x = std::strtod(a.c_str(), &ea);
-  double y = std::strtod(b.c_str(), &eb);
-  return !a.empty() && !b.empty() && !*ea && !*eb && x == y;
 }
 
 // Sorts values numerically when both are numbers, else as text.
@@ -496,22 +490,23 @@ std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const Repo
     for (const auto& k : known) s += (s.empty() ? "" : ", ") + k;
     return s;
   };
+  // A near miss names its fix ("rank" -> "ranks", the grid file's did-you-mean); anything else
+  // lists what there is.
+  auto unknown = [&](const std::string& k) {
+    const std::string hint = gj::suggest_param(k);
+    return "unknown key '" + k + "'" +
+           (known.count(hint) ? "; did you mean '" + hint + "'?" : " (known: " + known_list() + ")");
+  };
+  // One selector for report --filter and run/plan/simulate/submit --only (jobs/select.hpp):
+  // KEY=VALUE[,VALUE...], values compared as the parameter's type, did-you-mean for a bad key.
+  std::vector<gj::Selector> filters;
   for (const auto& [k, v] : opts.filters)
-    if (!known.count(k))
-      throw std::invalid_argument("--filter " + k + "=" + v + ": unknown key '" + k +
-                                  "' (known: " + known_list() + ")");
+    filters.push_back(gj::parse_selector(k + "=" + v, "--filter", {"id", "status"}));
   if (!opts.group_by.empty() && !known.count(opts.group_by))
-    throw std::invalid_argument("--group-by " + opts.group_by + ": unknown key (known: " + known_list() +
-                                ")");
+    throw std::invalid_argument("--group-by " + opts.group_by + ": " + unknown(opts.group_by));
   std::vector<JobRecord> jobs;
-  for (const auto& j : all) {
-    bool keep = true;
-    for (const auto& [k, v] : opts.filters) {
-      std::string x = value_of(j, k);
-      if (x != v && !numeric_equal(x, v)) keep = false;
-    }
-    if (keep) jobs.push_back(j);
-  }
+  for (const auto& j : all)
+    if (gj::matches_all(filters, [&](const std::string& k) { return value_of(j, k); })) jobs.push_back(j);
   return jobs;
 }
 

@@ -73,6 +73,10 @@ std::vector<std::string> varying_params(const std::vector<const RecordedParams*>
     for (const auto* p : params) values.insert(*p ? param_text(*p, spec.name) : "\x01none");
     if (values.size() > 1) out.push_back(spec.name);
   }
+  // model_sha256 is derived from model_file (issue 33): where the files differ, the 64-digit hash
+  // says nothing the path does not; it stays where one path held two contents.
+  if (std::find(out.begin(), out.end(), "model_file") != out.end())
+    out.erase(std::remove(out.begin(), out.end(), "model_sha256"), out.end());
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -21,6 +21,12 @@ void quarantine_damaged(const std::string& path, const std::string& why, std::os
   log << "warning: " << path << " is damaged (" << cause << "); moved to " << to << "\n" << std::flush;
 }
 
+std::vector<std::string> override_texts(const std::vector<std::pair<std::string, jobs::Value>>& overrides) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : overrides) out.push_back(k + "=" + jobs::to_string(v));
+  return out;
+}
+
 std::string phase_of(const jobs::Expansion& ex, std::size_t i) {
   if (ex.compare_by.empty()) return "";
   if (!jobs::find_param(ex.compare_by)) return "";
@@ -48,6 +54,7 @@ PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const Prep
     quarantine_damaged(dir.state_file(), e.what(), log);
   }
   p.state.name = ex.name;
+  p.state.overrides = opts.overrides;
   std::error_code aec;
   p.state.grid_dir = fs::absolute(fs::path(opts.grid_file), aec).parent_path().string();
   for (std::size_t i = 0; i < ex.jobs.size(); ++i) {

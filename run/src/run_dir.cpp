@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <ostream>
 #include <stdexcept>
 
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
 
@@ -111,6 +113,9 @@ RunState RunDir::load_state() const {
   const base::Json root = base::parse_json(*text, state_file());
   st.name = base::get_string(root, "name");
   st.grid_dir = base::get_string(root, "grid_dir");
+  if (const auto ov = root.find("overrides"); ov != root.end() && ov->is_array())
+    for (const auto& o : *ov)
+      if (o.is_string()) st.overrides.push_back(o.get<std::string>());
   if (const auto jobs = root.find("jobs"); jobs != root.end() && jobs->is_object()) {
     for (const auto& [id, j] : jobs->items()) {
       JobRecord r;
@@ -161,10 +166,33 @@ void RunDir::save_state(const RunState& s) const {
   for (const auto& [value, p] : s.phases) phases[value] = phase_to_json(p);
   base::Json root = {{"name", s.name}, {"jobs", std::move(jobs)}, {"phases", std::move(phases)}};
   if (!s.grid_dir.empty()) root["grid_dir"] = s.grid_dir;
+  if (!s.overrides.empty()) root["overrides"] = s.overrides;
   // A reader (or the next gridrun after a crash) sees the old or the new state, never half of one.
   base::write_file_atomic(state_file(),
                           root.dump(2, ' ', false, base::Json::error_handler_t::replace) + "\n");
 }
+
+namespace {
+
+// "PID\nHOST\n" as RunLock writes it; an older gridrun wrote "PID\n" only.
+LockHolder parse_lock_text(const std::string& text) {
+  LockHolder h;
+  h.pid = std::strtol(text.c_str(), nullptr, 10);
+  const auto nl = text.find('\n');
+  if (nl != std::string::npos) {
+    h.host = text.substr(nl + 1);
+    h.host.erase(std::find(h.host.begin(), h.host.end(), '\n'), h.host.end());
+  }
+  return h;
+}
+
+std::string read_fd_text(int fd) {
+  char buf[512] = {0};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+}  // namespace
 
 RunLock::RunLock(const RunDir& dir) {
   const std::string path = dir.lock_file();
@@ -172,23 +200,37 @@ RunLock::RunLock(const RunDir& dir) {
   if (fd_ < 0) throw std::runtime_error(path + ": cannot open lock file: " + base::errno_text(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    char buf[64] = {0};
-    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    const LockHolder h = parse_lock_text(read_fd_text(fd_));
     ::close(fd_);
     fd_ = -1;
     if (err != EWOULDBLOCK) throw std::runtime_error(path + ": cannot lock: " + base::errno_text(err));
-    const long pid = n > 0 ? std::strtol(buf, nullptr, 10) : 0;
-    throw RunLocked(dir.root() + " is in use by another gridrun (PID " + std::to_string(pid) + " holds " +
-                        path + "); wait for it or stop it first",
-                    pid);
+    throw RunLocked(dir.root() + " is in use by another gridrun (PID " + std::to_string(h.pid) +
+                        (h.host.empty() ? "" : " on " + h.host) + " holds " + path +
+                        "); wait for it or stop it first (gridrun cancel " + dir.root() + ")",
+                    h.pid);
   }
-  const std::string pid = std::to_string(::getpid()) + "\n";
+  const std::string text = std::to_string(::getpid()) + "\n" + base::hostname() + "\n";
   if (::ftruncate(fd_, 0) != 0 ||
-      ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+      ::pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
     ::close(fd_);
     fd_ = -1;
     throw std::runtime_error(path + ": cannot write PID: " + base::errno_text(errno));
   }
+}
+
+std::optional<LockHolder> lock_holder(const RunDir& dir) {
+  const int fd = ::open(dir.lock_file().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<LockHolder> out;
+  const std::string text = read_fd_text(fd);
+  if (!text.empty()) {
+    if (::flock(fd, LOCK_SH | LOCK_NB) == 0)
+      ::flock(fd, LOCK_UN);  // nobody holds it: the text is a crashed holder's
+    else if (errno == EWOULDBLOCK)
+      out = parse_lock_text(text);
+  }
+  ::close(fd);
+  return out;
 }
 
 RunLock::~RunLock() {

@@ -237,8 +237,11 @@ class TorchScriptModel final : public Model {
     }
   }
 
-  // One forward of a batch of 2 zeros (images) or 1s (token ids) in eval mode, without gradients:
-  // it must return [2, classes]; its operators are counted.
+  // One forward of a batch of 2 zeros (images) or 1s (token ids) in eval mode: it must return
+  // [2, classes]; its operators are counted. With gradients on, as in training: without them,
+  // PyTorch's nn.TransformerEncoder and nn.MultiheadAttention take a fused inference path
+  // (_transformer_encoder_layer_fwd) whose projections LibTorch does not report, which counted a
+  // BERT-base encoder at two thirds of its training FLOPs.
   void trial_forward(const ModelSpec& s) {
     const bool tokens = s.channels <= 0;
     const at::Tensor x = tokens ? at::ones({2, s.seq_len}, at::kLong) : at::zeros({2, s.channels, s.height, s.width});
@@ -247,13 +250,12 @@ class TorchScriptModel final : public Model {
     train(false);
     at::Tensor out;
     try {
-      torch::NoGradGuard ng;
       ForwardCost c = count_forward_cost([&] {
         const c10::IValue r = module_.forward({x});
         if (!r.isTensor())
           throw BadInput(where + ": forward returned a " + r.tagKind() + " (expected one tensor of logits [batch, " +
                          std::to_string(s.num_classes) + "])");
-        out = r.toTensor();
+        out = r.toTensor().detach();
       });
       cost_ = {c.flops / 2.0, c.activation_elements / 2.0};
     } catch (const BadInput&) {

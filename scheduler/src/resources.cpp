@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -363,7 +364,83 @@ std::vector<Infeasible> find_infeasible(const std::vector<jobs::Job>& jobs, cons
   return out;
 }
 
-void check_feasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster) {
+namespace {
+
+// A parameter whose values among the jobs that fit are none of its values among those that do not
+// (device first: a CPU-only machine is the common case), or "" when no single one does.
+std::string separating_key(const std::vector<jobs::Job>& jobs, const std::vector<char>& bad) {
+  std::vector<std::string> keys = {"device", "nodes", "ranks", "jobs_per_gpu", "threads"};
+  for (const auto& p : jobs::param_table())
+    if (std::find(keys.begin(), keys.end(), p.name) == keys.end()) keys.push_back(p.name);
+  for (const auto& k : keys) {
+    std::set<std::string> fit, unfit;
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      (bad[i] ? unfit : fit).insert(jobs::to_string(jobs::get_param(jobs[i].params, k)));
+    if (std::none_of(fit.begin(), fit.end(), [&](const std::string& v) { return unfit.count(v) > 0; }))
+      return k;
+  }
+  return "";
+}
+
+std::string count_of(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// Which jobs need what and the command that runs the rest (check_feasible's second part).
+void explain_rest(const std::vector<jobs::Job>& jobs, const std::vector<Infeasible>& bad_jobs,
+                  const Cluster& cluster, const std::string& rest_command, std::ostream& os) {
+  std::set<std::string> bad_ids;
+  for (const auto& b : bad_jobs) bad_ids.insert(b.job_id);
+  std::vector<char> bad(jobs.size(), 0);
+  for (std::size_t i = 0; i < jobs.size(); ++i) bad[i] = bad_ids.count(jobs[i].id) > 0;
+  const std::size_t fitting = jobs.size() - bad_ids.size();
+  const std::string key = separating_key(jobs, bad);
+  if (key.empty()) {
+    os << "\nNothing was run. No single parameter separates the " << count_of(fitting, "job", "jobs")
+       << " that fit from the others";
+    if (fitting <= 20) {
+      std::string ids;
+      for (std::size_t i = 0; i < jobs.size(); ++i)
+        if (!bad[i]) ids += (ids.empty() ? "" : ",") + jobs[i].id;
+      os << "; `" << rest_command << " --only id=" << ids << "` runs them";
+    }
+    return;
+  }
+  // Per value of the key among the jobs that do not fit: how many, what one of them needs, and the
+  // limit it meets ("the largest node has 0 GPUs", "this machine has" for a detected machine).
+  std::map<std::string, std::vector<std::size_t>> by_value;
+  std::set<std::string> rest_values;
+  std::vector<std::string> rest_order;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const std::string v = jobs::to_string(jobs::get_param(jobs[i].params, key));
+    if (bad[i])
+      by_value[v].push_back(i);
+    else if (rest_values.insert(v).second)
+      rest_order.push_back(v);
+  }
+  for (const auto& [value, members] : by_value) {
+    const jobs::Job& first = jobs[members.front()];
+    const Request r = request_for(first);
+    std::string limit;
+    for (const auto& b : bad_jobs)
+      if (b.job_id == first.id) limit = b.reason.substr(b.reason.find("; ") + 2);
+    if (cluster.source == "this machine" && limit.rfind("the largest node has ", 0) == 0)
+      limit = "this machine has " + limit.substr(21);
+    os << "\n" << count_of(members.size(), "job needs ", "jobs need ") << key << "=" << value << " ("
+       << (r.gpus > 0 ? count_of(static_cast<std::size_t>(r.gpus), "GPU", "GPUs")
+                      : count_of(static_cast<std::size_t>(r.cores), "core", "cores"))
+       << (members.size() == 1 ? "" : " each") << "); " << limit;
+  }
+  std::string values;
+  for (const auto& v : rest_order) values += (values.empty() ? "" : ",") + v;
+  os << "\nNothing was run. `" << rest_command << " --only " << key << "=" << values << "` runs the other "
+     << count_of(fitting, "job", "jobs");
+}
+
+}  // namespace
+
+void check_feasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster,
+                    const std::string& rest_command) {
   const auto bad_jobs = find_infeasible(jobs, cluster);
   if (bad_jobs.empty()) return;
   std::ostringstream os;
@@ -372,6 +449,8 @@ void check_feasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster) 
   for (std::size_t i = 0; i < bad_jobs.size() && i < 10; ++i)
     os << "\n  job " << bad_jobs[i].job_id << ": " << bad_jobs[i].reason;
   if (bad_jobs.size() > 10) os << "\n  ... and " << bad_jobs.size() - 10 << " more";
+  if (!rest_command.empty() && bad_jobs.size() < jobs.size())
+    explain_rest(jobs, bad_jobs, cluster, rest_command, os);
   throw std::invalid_argument(os.str());
 }
 

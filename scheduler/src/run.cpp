@@ -112,6 +112,14 @@ void count_script_flops(GridPlan& plan, const std::string& train_bin, std::ostre
   }
 }
 
+// The command that repeats this one (grid, --set, --only), for "... --only device=cpu runs the rest".
+std::string rest_command(const RunOptions& o) {
+  std::string cmd = std::string("gridrun ") + (o.simulate ? "simulate " : "run ") + o.grid;
+  for (const auto& [k, v] : o.overrides) cmd += " --set " + k + "=" + jobs::to_string(v);
+  for (const auto& s : o.only) cmd += " --only " + s.text;
+  return cmd;
+}
+
 }  // namespace
 
 // Everything is validated here, before the disk is touched (bad input: std::invalid_argument).
@@ -120,7 +128,13 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   GridPlan plan;
   jobs::LoadOptions lo;
   lo.check_data_file = results::check_job_data_file;  // where this machine sees the file
+  lo.overrides = o.overrides;
   plan.ex = jobs::load_grid(o.grid, lo);
+  if (!o.only.empty()) {
+    std::vector<jobs::Job> selected = jobs::select_jobs(plan.ex.jobs, o.only);
+    plan.whole = plan.ex;
+    plan.ex.jobs = std::move(selected);
+  }
   if (!(o.exit_grace_s > 0)) throw std::invalid_argument("--exit-grace: must be > 0");
   if (o.heartbeat_timeout_s < 0) throw std::invalid_argument("--heartbeat-timeout: must be >= 0");
   const jobs::Expansion& ex = plan.ex;
@@ -138,7 +152,7 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   ResourceOptions res_opts = o.resources;
   res_opts.jobs_per_gpu = slots;
   plan.cluster = resolve_cluster(res_opts);
-  check_feasible(ex.jobs, plan.cluster);
+  check_feasible(ex.jobs, plan.cluster, rest_command(o));
   for (const auto& w : ex.warnings) out << "warning: " << w << "\n";
   for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
     plan.phase.push_back(run::phase_of(ex, i));

@@ -150,8 +150,10 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
       rd_(run::RunDir::for_grid(opts.out, plan.ex.name)),
       ard_(fs::absolute(rd_.root()).lexically_normal().string()),
       exec_(make_executor(opts.executor)),
-      prepared_(run::prepare_run(rd_, plan.ex,
-                                 run::PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false}, out)),
+      prepared_(run::prepare_run(rd_, plan.whole.jobs.empty() ? plan.ex : plan.whole,
+                                 run::PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false,
+                                                     override_texts(opts.overrides)},
+                                 out)),
       state_(prepared_.state),
       to_run_(plan.ex.jobs.size(), 0),
       resume_(plan.ex.jobs.size(), 0) {}

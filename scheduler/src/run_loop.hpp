@@ -26,7 +26,10 @@ namespace gridrun::scheduler {
 // A validated grid on a resolved cluster: what both the plan (--dry-run, --simulate) and the real
 // run start from. Nothing has been written yet.
 struct GridPlan {
-  jobs::Expansion ex;
+  jobs::Expansion ex;  // the jobs to run: with RunOptions::only, the selected ones (ids kept)
+  // With RunOptions::only, the whole grid, so that the run directory records every job of it
+  // (status and report show them all); empty otherwise.
+  jobs::Expansion whole;
   Cluster cluster;
   std::vector<Request> req;              // per job; GPUs counted in slots when GPUs are shared
   std::vector<int> share;                // per job: jobs_per_gpu (1 = a whole GPU)

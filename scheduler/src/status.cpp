@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <ostream>
 #include <stdexcept>
@@ -12,9 +13,12 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/failure.hpp"
+#include "gridrun/run/prediction.hpp"
 
 namespace fs = std::filesystem;
 
@@ -35,41 +39,57 @@ std::vector<std::string> damaged_files(const std::string& root) {
 }
 
 // What the results folder says of a job: the glance of its file (`<id>.h5`, else the live
-// `<id>.h5.partial`, whose status shows as "partial").
+// `<id>.h5.partial`, whose status shows as "partial"), and for a live file its progress.
 struct DiskGlance {
   std::string status, exit_reason;
   std::vector<results::Attempt> attempts;
+  // Live files only: the /steps columns step and wall_s, the last row's epoch, steps_per_epoch.
+  std::vector<double> steps, wall_s;
+  std::int64_t epoch = -1, steps_per_epoch = 0;
 };
 
-// Every job's file read once, at glance depth, through the results folder's index: a finished run
-// reads no job file at all, a run where k files changed reads those k (run_reader.hpp).
+void keep_progress(DiskGlance& g, const results::JobData& d) {
+  if (const auto* s = d.steps.column("step")) g.steps = *s;
+  if (const auto* w = d.steps.column("wall_s")) g.wall_s = *w;
+  if (const auto* e = d.steps.column("epoch"); e && !e->empty()) g.epoch = std::llround(e->back());
+  const double spe = d.attr_number("steps_per_epoch", std::nan(""));
+  if (std::isfinite(spe) && spe > 0) g.steps_per_epoch = std::llround(spe);
+}
+
+// Every job's file read once through the results folder's index: a finished run reads no job file
+// at all, a run where k files changed reads those k (run_reader.hpp). Finished files at glance
+// depth; live `.partial` files (never indexed, so always read whole anyway) with their tables, for
+// the progress of running jobs.
 std::map<std::string, DiskGlance> glance_results(const run::RunDir& dir) {
   std::map<std::string, DiskGlance> out;
   const std::string folder = dir.results_dir();
-  results::FolderReadOptions fo;
-  fo.depth = results::Depth::Glance;
+  results::FolderReadOptions glance, full;
+  glance.depth = results::Depth::Glance;
+  full.depth = results::Depth::Full;
   results::ResultsFolder rf(folder);
-  std::vector<std::string> partial_after_bad_final;
-  for (const auto& r : rf.read(results::list_job_files(folder), fo)) {
-    const bool partial = base::ends_with(r.name, ".partial");
+  std::vector<std::string> finals, partials;
+  for (auto& name : results::list_job_files(folder))
+    (base::ends_with(name, ".partial") ? partials : finals).push_back(std::move(name));
+  for (const auto& r : rf.read(finals, glance)) {
     const std::string id = r.name.substr(0, r.name.find(".h5"));
     if (!r.ok) {
       // An unreadable final file with a live .partial beside it: the .partial tells the state.
       std::error_code ec;
-      if (!partial && fs::exists(dir.partial_file(id), ec))
-        partial_after_bad_final.push_back(run::RunDir::partial_file_name(id));
+      if (fs::exists(dir.partial_file(id), ec)) partials.push_back(run::RunDir::partial_file_name(id));
       continue;
     }
     DiskGlance& g = out[id];
-    g.status = partial ? "partial" : r.data.status;
+    g.status = r.data.status;
     g.exit_reason = r.data.exit_reason;
     g.attempts = r.data.attempts;
   }
-  for (const auto& r : rf.read(partial_after_bad_final, fo)) {
+  for (const auto& r : rf.read(partials, full)) {
     if (!r.ok) continue;
     DiskGlance& g = out[r.name.substr(0, r.name.find(".h5"))];
     g.status = "partial";
+    g.exit_reason = r.data.exit_reason;
     g.attempts = r.data.attempts;
+    keep_progress(g, r.data);
   }
   return out;
 }
@@ -82,8 +102,13 @@ JobStatusRow row_from_record(const run::JobRecord& r, const DiskGlance* glance) 
   row.slurm_id = r.slurm_job_id;
   if (!r.exit_codes.empty()) row.exit_code = r.exit_codes.back();
   row.node = r.host;
-  if (r.end_unix > r.start_unix && r.start_unix > 0) {  // local runs: timings from state.json
-    const auto sec = std::llround(r.end_unix - r.start_unix);
+  // Local runs: timings from state.json; a running job's up to now.
+  if (r.start_unix > 0 && r.end_unix > r.start_unix)
+    row.elapsed_s = r.end_unix - r.start_unix;
+  else if (r.start_unix > 0 && r.state == run::JobOutcome::Running)
+    row.elapsed_s = std::max(0.0, base::unix_now() - r.start_unix);
+  if (std::isfinite(row.elapsed_s)) {
+    const auto sec = std::llround(row.elapsed_s);
     char buf[32];
     std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", sec / 3600, sec / 60 % 60, sec % 60);
     row.elapsed = buf;
@@ -109,7 +134,98 @@ void settle_with_results(JobStatusRow& row) {
     row.state = disk == run::JobOutcome::Interrupted ? run::JobOutcome::Interrupted : run::JobOutcome::Failed;
 }
 
+// Every row's parameters: from the run's grid.yaml copy (loaded from the folder of the grid it
+// was copied from, as `gridrun plan` would), else, for a job the copy no longer expands to (an
+// older grid of the same run) or when the copy does not load, from the job's file. A job with
+// neither has the defaults (it then differs where others set a value).
+std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunState& state,
+                                        const std::vector<JobStatusRow>& rows) {
+  std::map<std::string, jobs::JobParams> by_id;
+  std::error_code ec;
+  if (fs::exists(dir.grid_copy(), ec)) {
+    try {
+      jobs::LoadOptions lo;
+      lo.base_dir = state.grid_dir;
+      lo.allow_empty = true;
+      for (auto& j : jobs::load_grid(dir.grid_copy(), lo).jobs) by_id.emplace(j.id, std::move(j.params));
+    } catch (const std::exception&) {
+      // The job files below have every job's parameters too.
+    }
+  }
+  std::vector<jobs::JobParams> out;
+  out.reserve(rows.size());
+  for (const auto& row : rows) {
+    auto it = by_id.find(row.id);
+    if (it != by_id.end()) {
+      out.push_back(it->second);
+      continue;
+    }
+    try {
+      out.push_back(jobs::read_job_file(dir.job_file(row.id)).params);
+    } catch (const std::exception&) {
+      out.emplace_back();
+    }
+  }
+  return out;
+}
+
+// Step, epoch and ETA of a job whose results file is live (running, or left by an interrupted
+// attempt: its progress so far). The ETA of a job that is not running is not shown.
+void add_progress(JobStatusRow& row, const jobs::JobParams& p, const DiskGlance* g,
+                  const run::Prediction* prediction) {
+  const bool running = row.state == run::JobOutcome::Running;
+  if (g && !g->steps.empty()) {
+    row.step = std::llround(g->steps.back());
+    row.epoch = g->epoch;
+    row.total_steps = planned_steps(p.max_steps, p.epochs, g->steps_per_epoch);
+    row.epochs = p.epochs;
+    if (running) {
+      const std::int64_t resumed = g->attempts.empty() ? 0 : g->attempts.back().resumed_from_step;
+      row.eta_s = progress_eta_s(g->steps, g->wall_s, row.total_steps, resumed);
+      if (std::isfinite(row.eta_s)) row.eta_source = "progress";
+    }
+  }
+  if (!running || !prediction) return;
+  auto it = prediction->job_seconds.find(row.id);
+  if (it == prediction->job_seconds.end()) return;
+  row.predicted_eta_s = predicted_eta_s(it->second, row.elapsed_s);
+  if (row.eta_source.empty() && std::isfinite(row.predicted_eta_s)) {
+    row.eta_s = row.predicted_eta_s;
+    row.eta_source = "prediction";
+  }
+}
+
 }  // namespace
+
+double progress_eta_s(const std::vector<double>& steps, const std::vector<double>& wall_s,
+                      std::int64_t total_steps, std::int64_t resumed_from_step) {
+  const double nan = std::nan("");
+  if (total_steps <= 0) return nan;
+  const std::size_t n = std::min(steps.size(), wall_s.size());
+  // The first row of the current attempt (rows are in step order; a resumed attempt goes on
+  // after its checkpoint's step).
+  std::size_t first = 0;
+  while (first < n && steps[first] <= static_cast<double>(resumed_from_step)) ++first;
+  if (n == 0) return nan;
+  const double last_step = steps[n - 1];
+  if (last_step >= static_cast<double>(total_steps)) return 0;
+  if (n - first < 2) return nan;
+  const double ds = last_step - steps[first], dt = wall_s[n - 1] - wall_s[first];
+  if (!(ds > 0) || !(dt > 0)) return nan;
+  return (static_cast<double>(total_steps) - last_step) * dt / ds;
+}
+
+std::int64_t planned_steps(std::int64_t max_steps, std::int64_t epochs, std::int64_t steps_per_epoch) {
+  const std::int64_t by_epochs = epochs > 0 && steps_per_epoch > 0 ? epochs * steps_per_epoch : -1;
+  if (max_steps > 0 && by_epochs > 0) return std::min(max_steps, by_epochs);
+  if (max_steps > 0) return max_steps;
+  return by_epochs;
+}
+
+double predicted_eta_s(double predicted_job_s, double elapsed_s) {
+  if (!std::isfinite(predicted_job_s) || !std::isfinite(elapsed_s)) return std::nan("");
+  return std::max(0.0, predicted_job_s - elapsed_s);
+}
 
 RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   const std::string& root = dir.root();
@@ -143,6 +259,29 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
     st.jobs.push_back(row_from_record(r, it == disk.end() ? nullptr : &it->second));
   }
   if (overlay) overlay(st, recs);
+  const std::vector<jobs::JobParams> params = job_params(dir, state, st.jobs);
+  {
+    std::vector<const results::RecordedParams*> ptrs;
+    std::vector<results::RecordedParams> recorded(params.begin(), params.end());
+    for (const auto& p : recorded) ptrs.push_back(&p);
+    st.varying = results::varying_params(ptrs);
+    for (std::size_t i = 0; i < st.jobs.size(); ++i)
+      for (const auto& name : st.varying) st.jobs[i].params.push_back(results::param_text(recorded[i], name));
+  }
+  std::optional<run::Prediction> prediction;
+  if (fs::exists(dir.prediction_file(), ec)) {
+    try {
+      prediction = run::read_prediction(dir.prediction_file());
+    } catch (const std::exception&) {
+      // Only an estimate: a damaged prediction leaves the ETA to the jobs' own progress.
+    }
+  }
+  st.has_prediction = prediction.has_value();
+  for (std::size_t i = 0; i < st.jobs.size(); ++i) {
+    auto it = disk.find(st.jobs[i].id);
+    add_progress(st.jobs[i], params[i], it == disk.end() ? nullptr : &it->second,
+                 prediction ? &*prediction : nullptr);
+  }
   for (auto& row : st.jobs) {
     settle_with_results(row);
     st.counts[row.state] += 1;
@@ -160,8 +299,12 @@ void print_json(const RunStatus& st, std::ostream& os) {
   base::Json counts = base::Json::object();
   for (const auto& [s, n] : st.counts) counts[to_string(s)] = n;
   base::Json jobs = base::Json::array();
-  for (const auto& r : st.jobs)
+  // Unknown numbers are null (nlohmann writes NaN as null), -1 for the integer ones.
+  for (const auto& r : st.jobs) {
+    base::Json params = base::Json::object();
+    for (std::size_t i = 0; i < st.varying.size() && i < r.params.size(); ++i) params[st.varying[i]] = r.params[i];
     jobs.push_back({{"id", r.id},
+                    {"params", std::move(params)},
                     {"state", to_string(r.state)},
                     {"slurm_id", r.slurm_id},
                     {"slurm_state", r.slurm_state},
@@ -172,7 +315,16 @@ void print_json(const RunStatus& st, std::ostream& os) {
                     {"attempts", r.attempts},
                     {"attempt_hosts", r.attempt_hosts},
                     {"results", r.disk},
-                    {"reason", r.reason}});
+                    {"reason", r.reason},
+                    {"elapsed_s", r.elapsed_s},
+                    {"step", r.step},
+                    {"total_steps", r.total_steps},
+                    {"epoch", r.epoch},
+                    {"total_epochs", r.epochs},
+                    {"eta_s", r.eta_s},
+                    {"eta_source", r.eta_source},
+                    {"predicted_eta_s", r.predicted_eta_s}});
+  }
   const base::Json root = {{"run", st.name},
                            {"run_dir", st.run_dir},
                            {"slurm_answered", st.slurm_answered},
@@ -180,14 +332,23 @@ void print_json(const RunStatus& st, std::ostream& os) {
                            {"collect_state", st.collect_state},
                            {"counts", std::move(counts)},
                            {"damaged", st.damaged},
+                           {"varying", st.varying},
+                           {"has_prediction", st.has_prediction},
                            {"jobs", std::move(jobs)}};
   os << root.dump(-1, ' ', false, base::Json::error_handler_t::replace) << "\n";
 }
 
+// "123/4000" (or "123" when the end is unknown), "-" before the first row.
+std::string of_total(std::int64_t v, std::int64_t total) {
+  if (v < 0) return "";
+  return std::to_string(v) + (total > 0 ? "/" + std::to_string(total) : "");
+}
+
 // Table and CSV go through the shared table writer (base/table.hpp), one job per line.
 // For people (`for_people`): an empty word or no exit code shows as "-", and a run no Slurm job
-// belongs to (`gridrun run`) leaves out the two Slurm columns, so node and results fit. For
-// programs (CSV): every column, empty fields empty, exit code -1 for "none".
+// belongs to (`gridrun run`) leaves out the two Slurm columns, so node and results fit; progress
+// columns show only when some job has progress. For programs (CSV): every column, empty fields
+// empty, exit code -1 and step/epoch -1 for "none", seconds as plain numbers.
 base::Table jobs_table(const RunStatus& st, bool for_people) {
   using base::number_cell;
   using base::text_cell;
@@ -198,9 +359,20 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
   auto count = [](double v) { return number_cell(v, 0); };
   base::Table t;
   t.title = "Jobs";
-  t.columns = {"id", "state"};
+  // The varying parameters right after the id, as `gridrun plan` shows them: what tells jobs apart.
+  t.columns = {"id"};
+  t.columns.insert(t.columns.end(), st.varying.begin(), st.varying.end());
+  t.columns.push_back("state");
   if (slurm) t.columns.insert(t.columns.end(), {"slurm_id", "slurm_state"});
   t.columns.insert(t.columns.end(), {"exit_code", "elapsed", "node", "restarts", "attempts", "results"});
+  const bool progress = !for_people || std::any_of(st.jobs.begin(), st.jobs.end(),
+                                                   [](const JobStatusRow& r) { return r.step >= 0; });
+  const bool eta = !for_people || std::any_of(st.jobs.begin(), st.jobs.end(),
+                                              [](const JobStatusRow& r) { return std::isfinite(r.eta_s); });
+  if (progress) t.columns.insert(t.columns.end(), {"step", "epoch"});
+  if (eta) t.columns.push_back(for_people ? "eta" : "eta_s");
+  if (!for_people)
+    t.columns.insert(t.columns.end(), {"elapsed_s", "total_steps", "total_epochs", "eta_source", "predicted_eta_s"});
   // Where each attempt ran: always for programs; for people only when some job moved.
   const bool moved = !for_people || std::any_of(st.jobs.begin(), st.jobs.end(), [](const JobStatusRow& r) {
     return r.attempt_hosts.size() > 1;
@@ -216,11 +388,28 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
     t.shrink_min = 30;
   }
   for (const auto& r : st.jobs) {
-    std::vector<base::Cell> row = {text_cell(r.id), text_cell(to_string(r.state))};
+    std::vector<base::Cell> row = {text_cell(r.id)};
+    for (std::size_t i = 0; i < st.varying.size(); ++i) row.push_back(word(i < r.params.size() ? r.params[i] : ""));
+    row.push_back(text_cell(to_string(r.state)));
     if (slurm) row.insert(row.end(), {word(r.slurm_id), word(r.slurm_state)});
     const bool no_exit = for_people && r.exit_code < 0;
     row.insert(row.end(), {count(no_exit ? std::nan("") : r.exit_code), word(r.elapsed), word(r.node),
                            count(r.restarts), count(r.attempts), word(r.disk)});
+    if (progress && for_people)
+      row.insert(row.end(), {word(of_total(r.step, r.total_steps)), word(of_total(r.epoch, r.epochs))});
+    else if (progress)
+      row.insert(row.end(), {count(static_cast<double>(r.step)), count(static_cast<double>(r.epoch))});
+    if (eta && for_people)
+      // A prediction's guess is marked "~": the job has not yet shown its own pace.
+      row.push_back(word(!std::isfinite(r.eta_s) ? ""
+                                                 : (r.eta_source == "prediction" ? "~" : "") +
+                                                       base::format_duration(r.eta_s)));
+    else if (eta)
+      row.push_back(number_cell(r.eta_s, 1));
+    if (!for_people)
+      row.insert(row.end(), {number_cell(r.elapsed_s, 1), count(static_cast<double>(r.total_steps)),
+                             count(static_cast<double>(r.epochs)), text_cell(r.eta_source),
+                             number_cell(r.predicted_eta_s, 1)});
     if (moved) {
       std::string hosts;
       for (const auto& h : r.attempt_hosts) hosts += (hosts.empty() ? "" : " > ") + h;
@@ -229,9 +418,13 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
     if (failed) row.push_back(word(r.reason));
     t.rows.push_back(std::move(row));
   }
-  // Too wide for the terminal (long node or results words): Slurm's own words go first.
-  for (const char* name : {"slurm_state", "node", "results", "elapsed"}) {
-    const auto it = std::find(t.columns.begin(), t.columns.end(), name);
+  // Too wide for the terminal: Slurm's own words and the counts go first, then the parameters from
+  // the right; id, state, step and the ETA stay.
+  std::vector<std::string> order = {"slurm_state", "node", "results", "restarts", "attempts", "exit_code",
+                                    "attempt_hosts", "elapsed", "epoch", "slurm_id"};
+  order.insert(order.end(), st.varying.rbegin(), st.varying.rend());
+  for (const auto& name : order) {
+    const auto it = std::find(t.columns.begin() + 1, t.columns.end(), name);
     if (it != t.columns.end()) t.drop_order.push_back(static_cast<std::size_t>(it - t.columns.begin()));
   }
   return t;

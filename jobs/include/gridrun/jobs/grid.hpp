@@ -7,6 +7,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gridrun/jobs/job.hpp"
@@ -58,6 +59,12 @@ struct LoadOptions {
   // current directory for a grid given as a string). A run's grid.yaml copy is loaded with the
   // folder of the grid it was copied from (run::RunState::grid_dir).
   std::string base_dir;
+  // Command-line overrides (`--set KEY=VALUE`, from jobs::parse_overrides): every job takes these
+  // values after all of the grid's own (defaults:, grid:, zip:, include:, seeds:), then the
+  // derived batch fields, excludes, checks and its id follow, as if the grid file set KEY to VALUE
+  // in every job (a grid axis over KEY collapses to duplicates, which are dropped with a warning).
+  // A problem they cause is reported at the key path "--set KEY".
+  std::vector<std::pair<std::string, Value>> overrides;
 };
 
 // Throws GridError on any problem (the first one found, in file order).

@@ -40,6 +40,7 @@ std::string param_text(const RecordedParams& p, const std::string& name);
 // The parameter names, alphabetical, whose text is not the same for every one of `params` (the
 // columns of a report, the words of a legend). A job without parameters differs from every job
 // with them; none when no job has parameters.
+// (model_sha256 is left out where model_file varies too: it is derived from the file.)
 std::vector<std::string> varying_params(const std::vector<const RecordedParams*>& params);
 
 // [rows x cols] row-major matrix (e.g. /steps/rank_step_s).

@@ -7,7 +7,10 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "gridrun/jobs/params.hpp"
 #include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::jobs {
@@ -26,6 +29,9 @@ struct PrepareOptions {
   std::string grid_file;   // copied to grid.yaml when its content changed
   bool lock = false;       // hold runs/<name>/lock for the lifetime of PreparedRun
   bool slurm_dir = false;  // also create slurm/
+  // The `--set KEY=VALUE` overrides the jobs were planned with, recorded in state.json so that
+  // readers that load the grid.yaml copy (report) find the same ids (RunState::overrides).
+  std::vector<std::string> overrides;
 };
 
 struct PreparedRun {
@@ -37,6 +43,10 @@ struct PreparedRun {
 // to `log`.
 PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const PrepareOptions& opts,
                         std::ostream& log);
+
+// "KEY=VALUE" per override, as PrepareOptions::overrides records them (jobs::parse_overrides reads
+// them back).
+std::vector<std::string> override_texts(const std::vector<std::pair<std::string, jobs::Value>>& overrides);
 
 // The compare-by phase of a job ("" without compare-by or when the job lacks the key).
 std::string phase_of(const jobs::Expansion& ex, std::size_t job_index);

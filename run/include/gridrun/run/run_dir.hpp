@@ -8,7 +8,7 @@
 //   runs/<name>/results/.gridrun-index  cache of what commands read of those (results/run_reader.hpp)
 //   runs/<name>/checkpoints/<id>/     runner checkpoints
 //   runs/<name>/state.json            per-job status, attempts, exit codes, timings, slurm ids
-//   runs/<name>/lock                  PID of the `gridrun run` holding the run (flock'ed)
+//   runs/<name>/lock                  PID and host of the `gridrun run` holding the run (flock'ed)
 //   runs/<name>/results.h5            run index built by `gridrun collect`
 //   runs/<name>/slurm/                generated sbatch scripts and job-list files
 //
@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -77,8 +78,9 @@ class RunDir {
 };
 
 // Exclusive ownership of a run directory for one `gridrun run`: flock() on runs/<name>/lock, which
-// holds the owner's PID. The kernel drops the lock when the process dies, so a crashed run never
-// leaves a stale lock behind; the PID is only there to name the holder.
+// holds the owner's PID and host ("PID\nHOST\n"). The kernel drops the lock when the process dies,
+// so a crashed run never leaves a stale lock behind; PID and host are there to name the holder and
+// to let `gridrun cancel` signal it (only from the same host: a PID means nothing elsewhere).
 class RunLocked : public std::runtime_error {
  public:
   RunLocked(const std::string& msg, long pid) : std::runtime_error(msg), pid_(pid) {}
@@ -90,7 +92,8 @@ class RunLocked : public std::runtime_error {
 
 class RunLock {
  public:
-  // Throws RunLocked ("... is in use by gridrun PID 1234") when another process holds it.
+  // Throws RunLocked ("... is in use by another gridrun (PID 1234 on HOST ...") when another
+  // process holds it.
   explicit RunLock(const RunDir& dir);
   ~RunLock();
   RunLock(const RunLock&) = delete;
@@ -99,5 +102,17 @@ class RunLock {
  private:
   int fd_ = -1;
 };
+
+// The process holding a run's lock right now, as its lock file names it.
+struct LockHolder {
+  long pid = 0;      // 0 when the file does not say (a lock taken by an older gridrun: PID only)
+  std::string host;  // "" when the file does not say
+};
+// The holder of `dir`'s lock, or nullopt when nobody holds it (no lock file, an empty one: the
+// holder ended and let go, or one a crashed holder left: the kernel dropped its flock). Why a
+// non-blocking flock probe besides the file's text: a crashed holder leaves its PID in the file,
+// and that PID may belong to another process by now. The probe takes the lock for a moment only
+// when the file names a holder, so a `gridrun run` starting in that instant may be refused once.
+std::optional<LockHolder> lock_holder(const RunDir& dir);
 
 }  // namespace gridrun::run

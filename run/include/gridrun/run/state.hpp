@@ -63,6 +63,9 @@ struct RunState {
   // The folder of the grid file the run was last planned from: relative model_file and
   // data_file paths in the run's grid.yaml copy start there (jobs::LoadOptions::base_dir).
   std::string grid_dir;
+  // The `--set KEY=VALUE` overrides the run was last planned with (state.json "overrides"): with
+  // the grid.yaml copy they give the ids of the run's current grid.
+  std::vector<std::string> overrides;
   std::map<std::string, JobRecord> jobs;      // by id
   std::map<std::string, PhaseRecord> phases;  // by compare-by value
 };

@@ -80,7 +80,12 @@ struct Infeasible {
 // Jobs that fit on no node even when the cluster is empty.
 std::vector<Infeasible> find_infeasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster);
 // Throws std::invalid_argument listing (up to 10 of) the infeasible jobs; used by `gridrun run`
-// before anything is launched and by `gridrun plan --cluster/--gpus/--cores`.
-void check_feasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster);
+// before anything is launched and by `gridrun plan --cluster/--gpus/--cores`. When some jobs do
+// fit and `rest_command` is set (e.g. "gridrun run grid.yaml"), the message also says which jobs
+// need what ("2 jobs need device=gpu (1 GPU each); this machine has 0 GPUs") and the command that
+// runs the rest: rest_command + " --only KEY=VALUE[,VALUE]", KEY being a parameter whose values
+// separate the jobs that fit from the others (device first), or says that none does.
+void check_feasible(const std::vector<jobs::Job>& jobs, const Cluster& cluster,
+                    const std::string& rest_command = "");
 
 }  // namespace gridrun::scheduler

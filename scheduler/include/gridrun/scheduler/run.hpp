@@ -17,7 +17,10 @@
 #include <cstddef>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/resources.hpp"
 #include "gridrun/scheduler/simulate.hpp"
@@ -25,7 +28,12 @@
 namespace gridrun::scheduler {
 
 struct RunOptions {
-  std::string grid;          // GRID.yaml
+  std::string grid;  // GRID.yaml
+  // Part of a grid (docs/scheduler.md): `--set` values every job takes (jobs::LoadOptions::
+  // overrides, so they are part of the ids), and `--only` selectors a job must all match to run
+  // here. The selected jobs keep their ids; the run directory still records every job of the grid.
+  std::vector<std::pair<std::string, jobs::Value>> overrides;
+  std::vector<jobs::Selector> only;
   std::string out = "runs";  // parent of runs/<name>
   std::string policy = "packed";
   std::size_t max_parallel = 0;  // 0 = as many as fit

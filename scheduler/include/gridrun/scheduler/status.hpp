@@ -8,7 +8,9 @@
 // a job ended.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <map>
@@ -32,6 +34,17 @@ struct JobStatusRow {
   // A failed job's one-line reason (run/failure.hpp: the results file's exit_reason, else the
   // runner's line in its log, else where to look); "" for a job that did not fail.
   std::string reason;
+  // Progress of a running job, from its live results file's /steps rows (-1 / NaN: not known).
+  // total_steps: what it will run (max_steps, else epochs x steps_per_epoch, the first limit
+  // that comes); epochs: the epochs it will run (0: bounded by max_steps only).
+  std::int64_t step = -1, total_steps = -1, epoch = -1, epochs = -1;
+  double elapsed_s = std::nan("");  // since its launch (running) or launch to exit (ended)
+  // Seconds until it ends: from its own progress (eta_source "progress"), else from the run's
+  // prediction.json ("prediction"); predicted_eta_s is the prediction's whenever there is one.
+  double eta_s = std::nan(""), predicted_eta_s = std::nan("");
+  std::string eta_source;
+  // The job's value of each RunStatus::varying parameter, in that order.
+  std::vector<std::string> params;
 };
 
 struct RunStatus {
@@ -43,7 +56,25 @@ struct RunStatus {
   std::vector<std::string> collect_ids;  // of every submission, oldest first
   std::string collect_state;             // Slurm state of the latest collect job
   std::vector<std::string> damaged;      // quarantined files (*.damaged*), relative paths
+  // The parameters whose value differs between the run's jobs (as `gridrun plan` shows them),
+  // from the job files; a column each in the table, csv and json.
+  std::vector<std::string> varying;
+  bool has_prediction = false;  // prediction.json was read
 };
+
+// The seconds a job still needs at the rate of its current attempt: `steps` and `wall_s` are its
+// /steps rows (step numbers and seconds since the job started), rows at or below
+// `resumed_from_step` belong to earlier attempts and are left out (another process, another
+// speed). NaN when fewer than two rows of this attempt, no time between them, or no known end
+// (total_steps <= 0); 0 once the last row reached total_steps.
+double progress_eta_s(const std::vector<double>& steps, const std::vector<double>& wall_s,
+                      std::int64_t total_steps, std::int64_t resumed_from_step = 0);
+// The steps a job will run: max_steps and epochs x steps_per_epoch, whichever limit comes first
+// (0 means unbounded); -1 when neither is known.
+std::int64_t planned_steps(std::int64_t max_steps, std::int64_t epochs, std::int64_t steps_per_epoch);
+// The seconds left of a predicted launch-to-exit time after `elapsed_s`, never below 0; NaN when
+// either is unknown.
+double predicted_eta_s(double predicted_job_s, double elapsed_s);
 
 // Fills rows from a batch system's view: called with the rows built from state.json and the job
 // files (disk already read) and the records they came from, before the results files' last word.
@@ -55,7 +86,8 @@ using StatusOverlay = std::function<void(RunStatus&, const std::map<std::string,
 RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay = {});
 
 enum class StatusFormat { Table, Json, Csv };
-// `width`: the table's (the terminal's); a long reason is cut to fit it with "…" (table only).
+// `width`: the table's (the terminal's); a long reason is cut to fit it with "…" and columns are
+// left out until the rest fits (table only).
 void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os, int width = 100);
 
 }  // namespace gridrun::scheduler

@@ -1,0 +1,64 @@
+// Parts of a grid from the command line: selectors (`--only KEY=VALUE[,VALUE...]` of run, plan,
+// simulate and submit, `--filter` of report) and overrides (`--set KEY=VALUE`).
+//
+// Why here, in jobs/: the planner, the scheduler, Slurm submission and the report all select jobs
+// by parameter, and a selector must mean the same everywhere (same syntax, same did-you-mean, same
+// typed comparison: `lr=0.1` matches a job with lr 0.10); jobs/ is the lowest folder all of them
+// use. Overrides are validated with the grid file's own value checks (values.hpp) and applied by
+// the expander (jobs::LoadOptions::overrides), so an overridden value is part of each job's id.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gridrun/jobs/job.hpp"
+#include "gridrun/jobs/params.hpp"
+
+namespace gridrun::jobs {
+
+// One KEY=VALUE[,VALUE...]: a job matches when its KEY equals any of the values.
+struct Selector {
+  std::string text;                 // as given, for messages
+  std::string key;                  // a parameter name or one of the caller's extra keys
+  std::vector<std::string> values;  // as written
+  std::vector<Value> typed;         // per value, for a parameter key (empty for an extra key)
+  const ParamSpec* spec = nullptr;  // null for an extra key (compared as text)
+
+  // Whether `have` (the job's value of key, as text: jobs::to_string or a record's text) is one of
+  // the values: typed for a parameter (numbers by value, bools by meaning), else exact text.
+  bool matches(const std::string& have) const;
+  bool matches(const Value& have) const;
+};
+
+// Parses one selector. `flag` names the flag in messages ("--only", "--filter"); `extra_keys` are
+// the keys besides parameter names the caller can answer (e.g. id, status). Throws
+// std::invalid_argument "FLAG TEXT: ..." for a malformed selector, an unknown key (with a
+// did-you-mean hint) or a value of the wrong type ("--only epochs=x: epochs: expected an integer,
+// got 'x'").
+Selector parse_selector(const std::string& text, const std::string& flag,
+                        const std::vector<std::string>& extra_keys = {});
+std::vector<Selector> parse_selectors(const std::vector<std::string>& texts, const std::string& flag,
+                                      const std::vector<std::string>& extra_keys = {});
+
+// Whether a job matches every selector; `value_of(key)` gives the job's value of a key as text.
+bool matches_all(const std::vector<Selector>& selectors,
+                 const std::function<std::string(const std::string& key)>& value_of);
+// The same for a planned job: a parameter, or the extra key "id".
+bool matches_all(const std::vector<Selector>& selectors, const JobParams& params, const std::string& id);
+
+// The jobs that match every selector, in grid order, keeping their ids and indices (a part of the
+// grid, not a new one). Throws std::invalid_argument "FLAG A=B FLAG C=D: selects none of the grid's
+// N jobs" when none does: running nothing is never what was meant.
+std::vector<Job> select_jobs(const std::vector<Job>& jobs, const std::vector<Selector>& selectors,
+                             const std::string& flag = "--only");
+
+// One override KEY=VALUE, validated exactly as the value of KEY in a grid file (type, choices,
+// range). Throws std::invalid_argument "FLAG TEXT: KEY: expected an integer, got 'x'" (an unknown
+// key gets a did-you-mean hint).
+std::pair<std::string, Value> parse_override(const std::string& text, const std::string& flag = "--set");
+std::vector<std::pair<std::string, Value>> parse_overrides(const std::vector<std::string>& texts,
+                                                           const std::string& flag = "--set");
+
+}  // namespace gridrun::jobs

@@ -1,0 +1,150 @@
+// Selectors and overrides from the command line (select.hpp).
+#include "gridrun/jobs/select.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <tuple>
+
+#include "text.hpp"
+#include "values.hpp"
+
+namespace gridrun::jobs {
+
+namespace {
+
+// "unknown key 'rank'; did you mean 'ranks'?" over the parameter names and the extra keys.
+std::string unknown_key(const std::string& key, const std::vector<std::string>& extra_keys) {
+  std::vector<std::string> names = extra_keys;
+  for (const auto& p : param_table()) names.push_back(p.name);
+  const std::string hint = detail::closest(key, names);
+  std::string msg = "unknown key '" + key + "'";
+  if (!hint.empty()) return msg + "; did you mean '" + hint + "'?";
+  std::string known;
+  for (const auto& k : extra_keys) known += k + ", ";
+  return msg + " (expected " + known + "or a parameter: gridrun plan --list-params)";
+}
+
+std::pair<std::string, std::string> split_key_value(const std::string& text, const std::string& flag,
+                                                    const char* form) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw std::invalid_argument(flag + " " + text + ": expected " + form);
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+}  // namespace
+
+bool Selector::matches(const std::string& have) const {
+  if (!spec) return std::find(values.begin(), values.end(), have) != values.end();
+  Value v;
+  std::string err;
+  // A recorded value that does not read as the parameter's type (an older file) matches only its
+  // exact text.
+  if (!detail::text_to_value(*spec, have, v, err))
+    return std::find(values.begin(), values.end(), have) != values.end();
+  return matches(v);
+}
+
+bool Selector::matches(const Value& have) const {
+  if (!spec) return matches(to_string(have));
+  // A number parameter may hold an integer (a results file that stored 1.0 as 1): compare values.
+  const auto* i = std::get_if<std::int64_t>(&have);
+  for (const auto& want : typed) {
+    if (want == have) return true;
+    const auto* d = std::get_if<double>(&want);
+    if (d && i && *d == static_cast<double>(*i)) return true;
+  }
+  return false;
+}
+
+Selector parse_selector(const std::string& text, const std::string& flag,
+                        const std::vector<std::string>& extra_keys) {
+  Selector s;
+  s.text = text;
+  std::string list;
+  std::tie(s.key, list) = split_key_value(text, flag, "KEY=VALUE[,VALUE...]");
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = list.find(',', start);
+    s.values.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const auto& v : s.values)
+    if (v.empty()) throw std::invalid_argument(flag + " " + text + ": empty value (expected KEY=VALUE[,VALUE...])");
+  if (std::find(extra_keys.begin(), extra_keys.end(), s.key) != extra_keys.end()) return s;
+  s.spec = find_param(s.key);
+  if (!s.spec) throw std::invalid_argument(flag + " " + text + ": " + unknown_key(s.key, extra_keys));
+  // Typed as the grid file would type them, so a selector that can never match (lr=abc) is an error
+  // rather than an empty selection. Choices and ranges are not checked: a report may select jobs of
+  // files written under other rules.
+  for (const auto& v : s.values) {
+    Value typed;
+    std::string err;
+    if (!detail::text_to_value(*s.spec, v, typed, err))
+      throw std::invalid_argument(flag + " " + text + ": " + s.key + ": " + err);
+    s.typed.push_back(std::move(typed));
+  }
+  return s;
+}
+
+std::vector<Selector> parse_selectors(const std::vector<std::string>& texts, const std::string& flag,
+                                      const std::vector<std::string>& extra_keys) {
+  std::vector<Selector> out;
+  for (const auto& t : texts) out.push_back(parse_selector(t, flag, extra_keys));
+  return out;
+}
+
+bool matches_all(const std::vector<Selector>& selectors,
+                 const std::function<std::string(const std::string& key)>& value_of) {
+  for (const auto& s : selectors)
+    if (!s.matches(value_of(s.key))) return false;
+  return true;
+}
+
+bool matches_all(const std::vector<Selector>& selectors, const JobParams& params, const std::string& id) {
+  for (const auto& s : selectors) {
+    const bool ok = s.spec ? s.matches(get_param(params, s.key)) : s.key == "id" && s.matches(id);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::vector<Job> select_jobs(const std::vector<Job>& jobs, const std::vector<Selector>& selectors,
+                             const std::string& flag) {
+  std::vector<Job> out;
+  for (const auto& j : jobs)
+    if (matches_all(selectors, j.params, j.id)) out.push_back(j);
+  if (out.empty() && !jobs.empty()) {
+    std::string given;
+    for (const auto& s : selectors) given += (given.empty() ? "" : " ") + flag + " " + s.text;
+    throw std::invalid_argument(given + ": selects none of the grid's " + std::to_string(jobs.size()) +
+                                (jobs.size() == 1 ? " job" : " jobs"));
+  }
+  return out;
+}
+
+std::pair<std::string, Value> parse_override(const std::string& text, const std::string& flag) {
+  const auto [key, value] = split_key_value(text, flag, "KEY=VALUE");
+  const ParamSpec* spec = find_param(key);
+  if (!spec) throw std::invalid_argument(flag + " " + text + ": " + unknown_key(key, {}));
+  try {
+    return {key, parse_value(*spec, value)};  // "epochs: expected an integer, got 'x'"
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(flag + " " + text + ": " + e.what());
+  }
+}
+
+std::vector<std::pair<std::string, Value>> parse_overrides(const std::vector<std::string>& texts,
+                                                           const std::string& flag) {
+  std::vector<std::pair<std::string, Value>> out;
+  for (const auto& t : texts) {
+    auto kv = parse_override(t, flag);
+    for (const auto& [k, v] : out)
+      if (k == kv.first) throw std::invalid_argument(flag + " " + t + ": " + k + " is already set");
+    out.push_back(std::move(kv));
+  }
+  return out;
+}
+
+}  // namespace gridrun::jobs
