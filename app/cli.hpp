@@ -31,6 +31,15 @@ bool parse_command(const Args& args, const boost::program_options::options_descr
                    const char* positional, const std::string& cmd, const bool& help, const HelpText& text,
                    std::ostream& os);
 
+// The help of --only and --set, the same for run, simulate, plan and submit (jobs/select.hpp).
+inline constexpr const char* kOnlyHelp =
+    "KEY=VALUE[,VALUE...]: only the jobs whose parameter (or id) KEY is one of the values, compared as "
+    "the grid's typed values (lr=0.1 matches 0.10); repeatable, a job must match every --only; the "
+    "jobs keep their ids (the selector of `report --filter`)";
+inline constexpr const char* kSetHelp =
+    "KEY=VALUE: every job takes this parameter value over the grid file's, checked as in the grid "
+    "file; part of each job's id (so new jobs); repeatable";
+
 // The width tables and progress lines are fitted to: the terminal's when stdout is one (40 at
 // least), never more than 100 (what the tables are written for; also without a terminal).
 int terminal_width();

@@ -22,12 +22,14 @@
 #include <tuple>
 #include <vector>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/results/data_file.hpp"
 #include "gridrun/scheduler/resources.hpp"
 
@@ -52,9 +54,10 @@ struct PlanOptions {
   bool help = false;
   // Feasibility check against resources; a plain plan (none of these) checks the grid only, so
   // GPU grids can be planned on a login node without GPUs.
-  std::string cluster;  // --cluster FILE
-  int gpus = -1;        // --gpus N
-  int cores = -1;       // --cores N
+  std::string cluster;                 // --cluster FILE
+  int gpus = -1;                       // --gpus N
+  int cores = -1;                      // --cores N
+  std::vector<std::string> only, set;  // --only selectors, --set overrides (as given; jobs/select.hpp)
   bool resources_named() const { return !cluster.empty() || gpus >= 0 || cores >= 0; }
 };
 
@@ -73,7 +76,8 @@ void add_plan_options(po::options_description& desc, PlanOptions& o) {
       "also check every job fits on a node of this cluster YAML (see docs/scheduler.md); exit 2 "
       "naming each job that fits nowhere")("gpus", po::value(&o.gpus),
                                            "also check every job fits on this machine with N GPUs")(
-      "cores", po::value(&o.cores), "also check every job fits on this machine with N cores");
+      "cores", po::value(&o.cores), "also check every job fits on this machine with N cores")(
+      "only", po::value(&o.only)->composing(), kOnlyHelp)("set", po::value(&o.set)->composing(), kSetHelp);
 }
 
 void check_plan_options(const PlanOptions& o) {
@@ -392,6 +396,8 @@ std::string summary(const gj::Expansion& ex, const Plan& plan) {
   std::vector<std::string> notes;
   if (ex.excluded) notes.push_back(std::to_string(ex.excluded) + " excluded");
   if (ex.duplicates) notes.push_back(std::to_string(ex.duplicates) + " duplicates dropped");
+  if (plan.size() < ex.jobs.size())  // ex.jobs is empty when streamed (no --only)
+    notes.push_back("selected by --only from " + std::to_string(ex.jobs.size()));
   if (!notes.empty()) {
     s << " (";
     for (std::size_t i = 0; i < notes.size(); ++i) s << (i ? ", " : "") << notes[i];
@@ -449,10 +455,12 @@ int cmd_plan(const Args& args) {
 
   gj::LoadOptions lo;
   lo.allow_empty = o.allow_empty;
+  lo.overrides = gj::parse_overrides(o.set, "--set");
+  const std::vector<gj::Selector> only = gj::parse_selectors(o.only, "--only", {"id"});
   Plan plan;
-  // The feasibility check needs the jobs themselves; a plain plan only prints them, so it takes
-  // them as they are expanded, without a parameter map per job.
-  const bool keep_jobs = o.resources_named();
+  // The feasibility check and --only need the jobs themselves; a plain plan only prints them, so
+  // it takes them as they are expanded, without a parameter map per job.
+  const bool keep_jobs = o.resources_named() || !only.empty();
   if (!keep_jobs)
     lo.on_job = [&plan](std::size_t index, const std::string& id, const std::vector<gj::Value>& v) {
       plan.add(index, id, v);
@@ -468,12 +476,15 @@ int cmd_plan(const Args& args) {
   const gj::Expansion& ex = *expansion;
   for (const auto& w : ex.warnings) std::cerr << "gridrun plan: warning: " << w << "\n";
   if (keep_jobs) {
-    gridrun::scheduler::ResourceOptions ro;
-    ro.cluster_file = o.cluster;
-    ro.gpus = o.gpus;
-    ro.cores = o.cores;
-    gridrun::scheduler::check_feasible(ex.jobs, gridrun::scheduler::resolve_cluster(ro));
-    for (const auto& j : ex.jobs) plan.add(j);
+    const std::vector<gj::Job> selected = only.empty() ? ex.jobs : gj::select_jobs(ex.jobs, only);
+    if (o.resources_named()) {
+      gridrun::scheduler::ResourceOptions ro;
+      ro.cluster_file = o.cluster;
+      ro.gpus = o.gpus;
+      ro.cores = o.cores;
+      gridrun::scheduler::check_feasible(selected, gridrun::scheduler::resolve_cluster(ro));
+    }
+    for (const auto& j : selected) plan.add(j);
   }
   std::cout.flush();
   {

@@ -119,7 +119,8 @@ int cmd_report(const Args& args) {
       "format,f", po::value(&o.format)->default_value("table"), "table | markdown | csv | json")(
       "group-by,g", po::value(&o.group_by), "print the tables once per value of this parameter (one run)")(
       "filter", po::value(&o.filters)->composing(),
-      "KEY=VALUE: keep jobs whose parameter (or id, status) equals VALUE; repeatable, all must match")(
+      "KEY=VALUE[,VALUE...]: keep jobs whose parameter (or id, status) is one of the values, compared "
+      "as typed values (lr=0.1 matches 0.10; the selector of run --only); repeatable, all must match")(
       "all", po::bool_switch(&o.all),
       "also report the jobs of earlier grids in the run directory (left out by default)")(
       "width,w", po::value(&o.width)->default_value(100),
@@ -147,8 +148,8 @@ int cmd_report(const Args& args) {
                  "arrangement finished sooner, by how much). Then the per-job table and, where the jobs\n"
                  "allow, scaling over ranks (weak/strong), GPU vs CPU, convergence and one-large vs\n"
                  "several-small phase tables. Repeated seeds are averaged (± = 95% interval from 3\n"
-                 "seeds). A RUN_DIR is read from its job files (current state); a results.h5 from its\n"
-                 "/jobs table. Only the jobs of the run's current grid (RUN_DIR/grid.yaml) are reported\n"
+                 "seeds). A run directory is read from its job files (current state); a results.h5 from\n"
+                 "its /jobs table. Only the jobs of the run's current grid (RUN/grid.yaml) are reported\n"
                  "unless --all.\n\n"
                  "Two or more RUNs: the same configurations side by side (the same grid on two machines\n"
                  "or with two builds): a row per job id in at least two runs (same parameters = same\n"

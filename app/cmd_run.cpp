@@ -11,6 +11,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/scheduler/calibrate.hpp"
 #include "gridrun/scheduler/run.hpp"
 #include "gridrun/slurm/calibrate.hpp"
@@ -29,6 +30,7 @@ struct RunCli {
   bool dry_run = false, simulate = false, no_report = false;
   double cpu_rate = 20.0, gpu_rate = 8000.0;
   std::string format = "table", against;
+  std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
 };
 
 int run_impl(const Args& args, bool simulate_cmd) {
@@ -75,6 +77,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
       "simulate: put the prediction beside the measured run in RUN_DIR (its state.json): per "
       "phase and per job, with the error")("no-report", po::bool_switch(&o.no_report),
                                            "skip collect and report at the end")(
+      "only", po::value(&o.only)->composing(), kOnlyHelp)("set", po::value(&o.set)->composing(), kSetHelp)(
       "grid", po::value(&o.grid), "the grid file (positional)");
   po::positional_options_description pos;
   pos.add("grid", 1);
@@ -101,6 +104,8 @@ int run_impl(const Args& args, bool simulate_cmd) {
 
   scheduler::RunOptions ro;
   ro.grid = o.grid;
+  ro.overrides = jobs::parse_overrides(o.set, "--set");
+  ro.only = jobs::parse_selectors(o.only, "--only", {"id"});
   ro.out = o.out;
   ro.policy = o.policy;
   ro.max_parallel = static_cast<std::size_t>(o.max_parallel);

@@ -1,21 +1,31 @@
 // `gridrun submit`, `gridrun status`, `gridrun cancel`: flag parsing and printing only; the work is
-// in gridrun::slurm (slurm/include/gridrun/slurm/submit.hpp).
+// in gridrun::slurm (slurm/include/gridrun/slurm/submit.hpp) and, for a local run's cancel, in
+// gridrun::scheduler (scheduler/cancel.hpp).
 //
 // Each command fills one options struct from Boost.Program_options and validates it right away, so
 // a bad flag exits 2 with its name before anything is written or submitted.
+#include <unistd.h>
+
+#include <algorithm>
 #include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "cli.hpp"
 #include "commands.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/results/data_file.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "gridrun/scheduler/cancel.hpp"
 #include "gridrun/scheduler/run.hpp"
 #include "gridrun/scheduler/status.hpp"
 #include "gridrun/slurm/submit.hpp"
@@ -33,20 +43,40 @@ struct SubmitCli {
   std::size_t max_array = 0;  // 0 = ask Slurm
   int node_gpus = 0;          // 0 = ask sinfo, else 4
   int node_cores = 0;         // 0 = ask sinfo
+  // --only selectors and --set overrides as given (jobs/select.hpp parses them).
+  std::vector<std::string> only, set;
   bool help = false;
 };
 
 struct StatusCli {
   std::string run_dir;
   std::string format = "table";
+  double watch_s = 0;  // 0: print once
   bool help = false;
 };
 
 struct CancelCli {
   std::string run_dir;
-  double wait_s = 60;
+  double timeout_s = 120;  // --timeout, or its older name --wait
   bool help = false;
 };
+
+// The end of `gridrun status --watch`: a local run when no `gridrun run` holds it any more (its
+// jobs may stay pending: it was interrupted), a Slurm run when Slurm holds none of its jobs.
+// `held`: whether a gridrun held the run's lock before `st` was read.
+bool run_over(bool held, const scheduler::RunStatus& st) {
+  if (held) return false;
+  return std::none_of(st.jobs.begin(), st.jobs.end(), [](const scheduler::JobStatusRow& r) {
+    return !r.slurm_id.empty() && run::is_queued(r.state);
+  });
+}
+
+// One status as text: what --watch redraws.
+std::string status_text(const scheduler::RunStatus& st, scheduler::StatusFormat fmt) {
+  std::ostringstream os;
+  scheduler::print_status(st, fmt, os, terminal_width());
+  return os.str();
+}
 
 // Checks and reads the flags that need more than a type (time limit, signal, sbatch lines,
 // template, node shape), so that a bad one exits 2 with its name before anything is written.
@@ -150,8 +180,9 @@ int cmd_submit(const Args& args) {
       "gridrun-train as the compute nodes see it (default: next to this gridrun)")(
       "rerun", po::value<std::string>(&s.rerun),
       "phase=VALUE: submit that compare-by phase's jobs again, from scratch and together (a phase "
-      "the report could not measure in one sitting)")("dry-run", po::bool_switch(&s.dry_run),
-                                                      "write and print the scripts, submit nothing");
+      "the report could not measure in one sitting)")("only", po::value(&c.only)->composing(), kOnlyHelp)(
+      "set", po::value(&c.set)->composing(), kSetHelp)("dry-run", po::bool_switch(&s.dry_run),
+                                                       "write and print the scripts, submit nothing");
   po::positional_options_description pos;
   pos.add("grid", 1);
   const auto vm = parse_flags(args, desc, pos, "submit");
@@ -165,6 +196,8 @@ int cmd_submit(const Args& args) {
     return 0;
   }
   s.out_dir = out;
+  s.overrides = jobs::parse_overrides(c.set, "--set");
+  s.only = jobs::parse_selectors(c.only, "--only", {"id"});
   validate_submit(c, vm, time);
   const std::string self = base::self_exe();
   so.gridrun_bin = self.empty() ? std::string("gridrun") : self;
@@ -201,14 +234,20 @@ int cmd_status(const Args& args) {
   StatusCli c;
   po::options_description desc = run_dir_options(c.help, c.run_dir);
   desc.add_options()("format", po::value<std::string>(&c.format)->default_value("table"),
-                     "table, json or csv");
-  const HelpText help{"gridrun status RUN_DIR [--format table|json|csv]",
+                     "table, json or csv")(
+      "watch", po::value<double>(&c.watch_s)->implicit_value(2, "2"),
+      "--watch[=SECONDS]: print again every SECONDS (redrawn in place on a terminal) until no gridrun "
+      "runs the run any more (Slurm: none of its jobs is queued or running)");
+  const HelpText help{"gridrun status RUN_DIR [--format table|json|csv] [--watch[=SECONDS]]",
                       "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
                       "when accounting answers) merged with state.json and the results files on disk.\n"
-                      "Works for local runs too (state.json and results files only). A failed job's\n"
-                      "`reason` is the runner's own message (its results file's exit_reason, else its\n"
-                      "line in logs/<id>.err); the table cuts it to the terminal width with \"…\", csv and\n"
-                      "json have it whole."};
+                      "Works for local runs too (state.json and results files only). Jobs show the\n"
+                      "parameters that differ between them (as `gridrun plan`); a running job its step and\n"
+                      "epoch (from its live results file), elapsed time and an ETA: from its own pace, else\n"
+                      "(\"~\") from the run's prediction.json. A failed job's `reason` is the runner's own\n"
+                      "message (its results file's exit_reason, else its line in logs/<id>.err); the table\n"
+                      "cuts it to the terminal width with \"…\" and leaves out columns to fit (named under\n"
+                      "it); csv and json have every field (step, epoch, elapsed_s, eta_s, ...)."};
   if (!parse_run_dir(args, desc, "status", c.help, c.run_dir, help)) return 0;
   scheduler::StatusFormat fmt;
   if (c.format == "table")
@@ -219,24 +258,72 @@ int cmd_status(const Args& args) {
     fmt = scheduler::StatusFormat::Csv;
   else
     throw std::invalid_argument("--format: '" + c.format + "' is not one of table, json, csv");
+  if (c.watch_s < 0 || !std::isfinite(c.watch_s)) throw std::invalid_argument("--watch: must be > 0 seconds");
   // A run with Slurm ids gets Slurm's view overlaid; a local run is its state and results files.
   slurm::SlurmCli cli;
-  scheduler::print_status(slurm::run_status(c.run_dir, &cli), fmt, std::cout, terminal_width());
+  if (c.watch_s == 0) {
+    scheduler::print_status(slurm::run_status(c.run_dir, &cli), fmt, std::cout, terminal_width());
+    return 0;
+  }
+  // On a terminal the screen is redrawn in place; into a pipe or file each status is printed in
+  // turn, without escape codes. The end is judged before reading the status, so the last status
+  // printed is one of the run after it ended.
+  const bool tty = ::isatty(STDOUT_FILENO) == 1 && fmt == scheduler::StatusFormat::Table;
+  const run::RunDir dir(c.run_dir);
+  const auto interval = std::chrono::duration<double>(std::max(c.watch_s, 0.1));
+  for (;;) {
+    const bool held = run::lock_holder(dir).has_value();
+    const scheduler::RunStatus st = slurm::run_status(c.run_dir, &cli);
+    const bool over = run_over(held, st);
+    const std::string text = status_text(st, fmt);
+    if (tty)
+      std::cout << "\033[H\033[2J" << text;  // home, clear screen
+    else
+      std::cout << text << (fmt == scheduler::StatusFormat::Table ? "\n" : "");
+    std::cout << std::flush;
+    if (over) break;
+    std::this_thread::sleep_for(interval);
+  }
   return 0;
 }
 
 int cmd_cancel(const Args& args) {
   CancelCli c;
   po::options_description desc = run_dir_options(c.help, c.run_dir);
-  desc.add_options()("wait", po::value<double>(&c.wait_s)->default_value(60),
-                     "seconds to wait until squeue no longer lists the cancelled jobs");
-  const HelpText help{"gridrun cancel RUN_DIR [--wait S]",
-                      "scancel every array and collect job of the run that squeue still lists, then wait\n"
-                      "until they are gone. Finished results stay; `gridrun submit` again resumes the rest."};
+  desc.add_options()("timeout", po::value<double>(&c.timeout_s),
+                     "seconds to wait (default 120) until the run stopped: the local `gridrun run` exited, "
+                     "or squeue no longer lists the cancelled Slurm jobs")(
+      "wait", po::value<double>(&c.timeout_s), "the older name of --timeout");
+  const HelpText help{
+      "gridrun cancel RUN_DIR [--timeout SECONDS]",
+      "A local run (`gridrun run`): asks the gridrun that holds the run (its lock file names\n"
+      "it) to stop as on Ctrl-C: no new jobs, running jobs checkpoint and stop, recorded\n"
+      "interrupted; waits until it exited and says which jobs it interrupted and the command\n"
+      "that resumes them. A Slurm run (`gridrun submit`): scancel every array and collect job\n"
+      "that squeue still lists, then wait until they are gone; `gridrun submit` again resumes\n"
+      "the rest. Finished results stay.",
+      "\nExit codes: 0 stopped, or nothing was running; 1 still running at the time limit;\n"
+      "2 bad flags, or the run is held by a gridrun on another host (cancel it there).\n"};
   if (!parse_run_dir(args, desc, "cancel", c.help, c.run_dir, help)) return 0;
-  if (c.wait_s < 0) throw std::invalid_argument("--wait: must be >= 0");
+  if (c.timeout_s < 0 || !std::isfinite(c.timeout_s))
+    throw std::invalid_argument("--timeout/--wait: must be >= 0");
+  // A run some gridrun holds is a local run in progress (`gridrun submit` takes no lock).
+  const run::RunDir dir(c.run_dir);
+  if (!fs::is_directory(c.run_dir))
+    throw std::invalid_argument("RUN_DIR: '" + c.run_dir + "' is not a directory");
+  scheduler::LocalCancelOptions lo;
+  lo.timeout_s = c.timeout_s;
+  const auto local = scheduler::cancel_local_run(dir, lo);
+  if (local.outcome != scheduler::LocalCancelResult::Outcome::NotRunning) {
+    scheduler::print_local_cancel(dir, local, lo, std::cout);
+    switch (local.outcome) {
+      case scheduler::LocalCancelResult::Outcome::TimedOut: return 1;
+      case scheduler::LocalCancelResult::Outcome::Elsewhere: return 2;
+      default: return 0;
+    }
+  }
   slurm::SlurmCli cli;
-  auto res = slurm::cancel_run(c.run_dir, cli, c.wait_s, std::cout);
+  auto res = slurm::cancel_run(c.run_dir, cli, c.timeout_s, std::cout);
   return res.drained ? 0 : 1;
 }
 

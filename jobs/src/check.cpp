@@ -149,15 +149,16 @@ void Rules::data_rules() {
   if (hdf5 && p_.data_file.empty())
     add("dataset", "dataset=hdf5 needs data_file (the HDF5 file with /train/x and /train/y)", "data_file");
   if (!hdf5 && !p_.data_file.empty())
-    add("data_file", "data_file is read by dataset=hdf5 only", "dataset", "this job has dataset " + p_.dataset);
+    add("data_file", "data_file is read by dataset=hdf5 only", "dataset",
+        "this job has dataset " + p_.dataset);
   own_model_rules();
   // An HDF5 file says itself whether it holds images or token ids: gridrun-train checks it
   // against the model when it opens the file (and the planner, where the file is visible).
   if (hdf5) return;
   const bool script = p_.model == "torchscript";
   if (p_.input != "auto" && p_.dataset != "synthetic")
-    add("input", "input=" + p_.input + " applies to dataset=synthetic only (" + p_.dataset +
-                     " decides what it gives)",
+    add("input",
+        "input=" + p_.input + " applies to dataset=synthetic only (" + p_.dataset + " decides what it gives)",
         "dataset");
   if (p_.input == "tokens" && !script && p_.model != "transformer")
     add("input", "input=tokens needs a model that takes token ids (transformer or torchscript)", "model");
@@ -189,11 +190,16 @@ void Rules::own_model_rules() {
     add("model", "model=torchscript needs model_file (a TorchScript archive saved with torch.jit.save)",
         "model_file");
   if (!script && !p_.model_file.empty())
-    add("model_file", "model_file is read by model=torchscript only", "model", "this job has model " + p_.model);
+    add("model_file", "model_file is read by model=torchscript only", "model",
+        "this job has model " + p_.model);
   if (!script && !p_.model_sha256.empty())
     add("model_sha256", "model_sha256 belongs to model=torchscript (the planner fills it in)", "model");
   if (script && p_.quantize != "none")
-    add("quantize", "quantize=" + p_.quantize + " is not available for model=torchscript (gridrun swaps only the linear layers of its own models)", "model");
+    add("quantize",
+        "quantize=" + p_.quantize +
+            " is not available for model=torchscript (gridrun swaps only the linear layers of its own "
+            "models)",
+        "model");
 }
 
 void Rules::cuda_graph_rules() {

@@ -18,8 +18,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "gridrun/base/sha256.hpp"
 #include "grid_spec.hpp"
+#include "gridrun/base/sha256.hpp"
 #include "values.hpp"
 
 namespace gridrun::jobs::detail {
@@ -279,7 +279,8 @@ std::optional<Problem> Expander::derive_files(Draft& d, JobParams& jp) {
     f.abs = p.lexically_normal().string();
     append_member(f.abs_json, table_[i].name, Value{f.abs});
     if (!fs::is_regular_file(f.abs, ec)) {
-      f.problem = "'" + given + "' is not a readable file" + (given == f.abs ? "" : " (looked for " + f.abs + ")");
+      f.problem =
+          "'" + given + "' is not a readable file" + (given == f.abs ? "" : " (looked for " + f.abs + ")");
       return f;
     }
     if (!hash) return f;

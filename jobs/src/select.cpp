@@ -71,7 +71,8 @@ Selector parse_selector(const std::string& text, const std::string& flag,
     start = comma + 1;
   }
   for (const auto& v : s.values)
-    if (v.empty()) throw std::invalid_argument(flag + " " + text + ": empty value (expected KEY=VALUE[,VALUE...])");
+    if (v.empty())
+      throw std::invalid_argument(flag + " " + text + ": empty value (expected KEY=VALUE[,VALUE...])");
   if (std::find(extra_keys.begin(), extra_keys.end(), s.key) != extra_keys.end()) return s;
   s.spec = find_param(s.key);
   if (!s.spec) throw std::invalid_argument(flag + " " + text + ": " + unknown_key(s.key, extra_keys));

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <variant>
 
 namespace gridrun::report {
 

@@ -46,7 +46,8 @@ std::optional<CurrentGrid> current_grid(const run::RunDir& rd, std::ostream& log
     jobs::LoadOptions lo;
     const run::RunState st = rd.load_state();
     lo.base_dir = st.grid_dir;  // relative model_file/data_file paths start there
-    lo.overrides = jobs::parse_overrides(st.overrides);  // `--set` of the last run: the same ids
+    // The `--set` the run was last planned with: the same ids as that run.
+    lo.overrides = jobs::parse_overrides(st.overrides);
     const jobs::Expansion ex = jobs::load_grid(rd.grid_copy(), lo);
     CurrentGrid g;
     for (const auto& j : ex.jobs) g.ids.insert(j.id);

@@ -58,11 +58,13 @@ std::vector<double> attr_numbers(hid_t file, const std::string& name, const std:
   h5::Id t = H5_OWN(H5Aget_type(a), H5Tclose);
   const H5T_class_t cls = H5Tget_class(t);
   if (cls != H5T_INTEGER && cls != H5T_FLOAT)
-    throw DataFileError(path + ": attribute '" + name + "' is not a number (expected a number or a list of numbers)");
+    throw DataFileError(path + ": attribute '" + name +
+                        "' is not a number (expected a number or a list of numbers)");
   h5::Id sp = H5_OWN(H5Aget_space(a), H5Sclose);
   const hssize_t n = H5Sget_simple_extent_npoints(sp);
   if (n < 1 || n > 4096)
-    throw DataFileError(path + ": attribute '" + name + "' has " + std::to_string(n) + " values (expected 1 to 4096)");
+    throw DataFileError(path + ": attribute '" + name + "' has " + std::to_string(n) +
+                        " values (expected 1 to 4096)");
   std::vector<double> v(static_cast<std::size_t>(n));
   H5_CHECK(H5Aread(a, H5T_NATIVE_DOUBLE, v.data()));
   return v;
@@ -78,12 +80,9 @@ std::int64_t attr_int(hid_t file, const std::string& name, const std::string& pa
 
 hid_t mem_type(DataKind k) {
   switch (k) {
-    case DataKind::UInt8:
-      return H5T_NATIVE_UINT8;
-    case DataKind::Float32:
-      return H5T_NATIVE_FLOAT;
-    case DataKind::Tokens:
-      return H5T_NATIVE_INT64;
+    case DataKind::UInt8: return H5T_NATIVE_UINT8;
+    case DataKind::Float32: return H5T_NATIVE_FLOAT;
+    case DataKind::Tokens: return H5T_NATIVE_INT64;
   }
   return H5T_NATIVE_FLOAT;
 }
@@ -139,8 +138,9 @@ DataFile DataFile::open(const std::string& path) {
       const auto slash = name.find('/', 1);
       if (H5_CHECK(H5Lexists(im.file, name.substr(0, slash).c_str(), H5P_DEFAULT)) <= 0 ||
           H5_CHECK(H5Lexists(im.file, name.c_str(), H5P_DEFAULT)) <= 0)
-        throw DataFileError(path + ": no data set " + name +
-                            " (expected /train/x with the inputs and /train/y with the labels; see docs/own-model.md)");
+        throw DataFileError(
+            path + ": no data set " + name +
+            " (expected /train/x with the inputs and /train/y with the labels; see docs/own-model.md)");
       const hid_t ds = H5Dopen2(im.file, name.c_str(), dapl);
       if (ds < 0) throw DataFileError(path + ": " + name + " is not a data set (expected an array)");
       return h5::Id(ds, H5Dclose);
@@ -172,7 +172,8 @@ DataFile DataFile::open(const std::string& path) {
                           ")");
     im.sample_dims.assign(xd.begin() + 1, xd.end());
     for (auto d : im.sample_dims) {
-      if (d == 0) throw DataFileError(path + ": /train/x has shape " + dims_text(xd) + " (a sample has no elements)");
+      if (d == 0)
+        throw DataFileError(path + ": /train/x has shape " + dims_text(xd) + " (a sample has no elements)");
       im.sample_elems *= d;
       info.sample_shape.push_back(static_cast<std::int64_t>(d));
     }
@@ -188,7 +189,8 @@ DataFile DataFile::open(const std::string& path) {
                             " (expected the same type)");
       if (d.size() != xd.size() || !std::equal(d.begin() + 1, d.end(), xd.begin() + 1))
         throw DataFileError(path + ": /" + g + "/x has shape " + dims_text(d) + " (expected [N" +
-                            dims_text(im.sample_dims).replace(0, 1, im.sample_dims.empty() ? "" : ", ") + ")");
+                            dims_text(im.sample_dims).replace(0, 1, im.sample_dims.empty() ? "" : ", ") +
+                            ")");
       const std::vector<hsize_t> yd = dims_of(s.y);
       const TypeFacts yt = type_of(s.y);
       if (yt.cls != H5T_INTEGER)
@@ -201,7 +203,8 @@ DataFile DataFile::open(const std::string& path) {
     check_pair(im.train, "train");
     if (has_test) {
       info.test = {"test", check_pair(im.test, "test")};
-      if (info.test.rows == 0) throw DataFileError(path + ": /test/x has no samples (leave /test out instead)");
+      if (info.test.rows == 0)
+        throw DataFileError(path + ": /test/x has no samples (leave /test out instead)");
     }
 
     // Shapes the model sees.
@@ -209,7 +212,8 @@ DataFile DataFile::open(const std::string& path) {
       info.seq_len = info.sample_shape[0];
       info.vocab = attr_int(im.file, "vocab", path);
       if (info.vocab < 2)
-        throw DataFileError(path + ": token ids need the attribute 'vocab' (an integer >= 2: ids are in [0, vocab))");
+        throw DataFileError(
+            path + ": token ids need the attribute 'vocab' (an integer >= 2: ids are in [0, vocab))");
     } else {
       const auto& s = info.sample_shape;
       info.channels = s.size() == 3 ? s[0] : 1;
@@ -254,12 +258,12 @@ DataFile DataFile::open(const std::string& path) {
       }
     }
     if (lo < 0)
-      throw DataFileError(path + ": /" + lo_split + "/y[" + std::to_string(lo_row) + "] is " + std::to_string(lo) +
-                          " (expected labels in [0, classes))");
+      throw DataFileError(path + ": /" + lo_split + "/y[" + std::to_string(lo_row) + "] is " +
+                          std::to_string(lo) + " (expected labels in [0, classes))");
     if (given > 0 && hi >= given)
-      throw DataFileError(path + ": /" + hi_split + "/y[" + std::to_string(hi_row) + "] is " + std::to_string(hi) +
-                          " (expected labels in [0, " + std::to_string(given) + "): the attribute 'classes' is " +
-                          std::to_string(given) + ")");
+      throw DataFileError(path + ": /" + hi_split + "/y[" + std::to_string(hi_row) + "] is " +
+                          std::to_string(hi) + " (expected labels in [0, " + std::to_string(given) +
+                          "): the attribute 'classes' is " + std::to_string(given) + ")");
     if (given < 0) throw DataFileError(path + ": attribute 'classes' must be >= 2");
     info.classes = given > 0 ? given : hi + 1;
     if (info.classes < 2)
@@ -332,7 +336,8 @@ void DataFile::read_rows(const std::string& split, const std::vector<std::int64_
     H5_CHECK(H5Dread(ds, type, ms, fs, H5P_DEFAULT, dst));
     if (direct) return;
     for (std::size_t k = 0; k < rows.size(); ++k) {
-      const auto at = static_cast<std::size_t>(std::lower_bound(uniq.begin(), uniq.end(), rows[k]) - uniq.begin());
+      const auto at =
+          static_cast<std::size_t>(std::lower_bound(uniq.begin(), uniq.end(), rows[k]) - uniq.begin());
       std::memcpy(out + k * row_bytes, tmp.data() + at * row_bytes, row_bytes);
     }
   };
@@ -350,7 +355,9 @@ std::string check_data_file(const std::string& path, int tokens) {
       return path + ": /train/x holds inputs (" + (i.kind == DataKind::UInt8 ? "uint8" : "float32") +
              "), but the model takes token ids (expected int32/int64 [N, L])";
     if (tokens == 0 && has_tokens)
-      return path + ": /train/x holds token ids, but the model takes images (expected float32 or uint8 [N, C, H, W])";
+      return path +
+             ": /train/x holds token ids, but the model takes images (expected float32 or uint8 [N, C, H, "
+             "W])";
     return "";
   } catch (const std::exception& e) {
     return e.what();

@@ -102,7 +102,8 @@ int main(int argc, char** argv) {
     // No communicator, no results: the model's cost, for gridrun simulate (model=torchscript).
     try {
       const ModelCost c = model_cost(opts.job);
-      std::printf("flops_per_sample %.17g\nmodel_params %lld\n", c.flops_per_sample, static_cast<long long>(c.params));
+      std::printf("flops_per_sample %.17g\nmodel_params %lld\n", c.flops_per_sample,
+                  static_cast<long long>(c.params));
       return 0;
     } catch (const BadInput& e) {
       std::string why = e.what();

@@ -97,7 +97,8 @@ std::shared_ptr<Dataset> load_part(const DataFile& f, const Part& p) {
   const std::int64_t row_bytes = std::max<std::int64_t>(i.sample_bytes(), 1);
   const std::int64_t block = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / row_bytes);
   auto* xb = static_cast<char*>(x.data_ptr());
-  const std::int64_t xrow = x.numel() / std::max<std::int64_t>(p.rows, 1) * static_cast<std::int64_t>(x.element_size());
+  const std::int64_t xrow =
+      x.numel() / std::max<std::int64_t>(p.rows, 1) * static_cast<std::int64_t>(x.element_size());
   for (std::int64_t at = 0; at < p.rows; at += block) {
     const std::int64_t n = std::min(block, p.rows - at);
     f.read_block(p.split, p.offset + at, n, xb + at * xrow, y.data_ptr<std::int64_t>() + at);
@@ -141,8 +142,9 @@ DataSplits make_hdf5(const DatasetOptions& o) {
     d.input = InputInfo{i.channels, i.height, i.width, i.classes, 257, kTextSeqLen};
   if (!o.tokens_any && o.tokens != (i.kind == DataKind::Tokens))
     throw BadInput("gridrun-train: data_file " + i.path + ": /train/x holds " +
-                   (o.tokens ? "inputs, but the model takes token ids (expected int32/int64 [N, L])"
-                             : "token ids, but the model takes images (expected float32 or uint8 [N, C, H, W])"));
+                   (o.tokens
+                        ? "inputs, but the model takes token ids (expected int32/int64 [N, L])"
+                        : "token ids, but the model takes images (expected float32 or uint8 [N, C, H, W])"));
   const std::int64_t limit = o.resident_max_bytes >= 0 ? o.resident_max_bytes : default_resident_max();
   const std::int64_t bytes = (train.rows + test.rows) * i.sample_bytes();
   if (bytes <= limit) {

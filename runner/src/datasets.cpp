@@ -397,7 +397,8 @@ std::shared_ptr<Dataset> tensor_dataset(at::Tensor x, at::Tensor y, const std::v
 }  // namespace detail
 
 const std::vector<std::string>& dataset_names() {
-  static const std::vector<std::string> names = {"synthetic", "cifar10", "mnist", "fashion-mnist", "text", "hdf5"};
+  static const std::vector<std::string> names = {"synthetic",     "cifar10", "mnist",
+                                                 "fashion-mnist", "text",    "hdf5"};
   return names;
 }
 

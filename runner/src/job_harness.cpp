@@ -169,7 +169,6 @@ void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu
   s["mfu"] = fl->second / (roof.peak_flops * devices);
 }
 
-
 // A TorchScript model takes what the data gives: token ids from text, from synthetic with
 // input=tokens, or from an HDF5 file that holds them; images otherwise.
 DatasetOptions dataset_options(const jobs::JobParams& j) {

@@ -369,7 +369,7 @@ std::shared_ptr<Model> build_model(const ModelSpec& s) {
 std::shared_ptr<Model> make_model(const ModelSpec& s) {
   auto m = build_model(s);
   m->input_bytes_ = s.channels <= 0 ? 8.0 * static_cast<double>(s.seq_len)
-                                          : 4.0 * static_cast<double>(s.channels * s.height * s.width);
+                                    : 4.0 * static_cast<double>(s.channels * s.height * s.width);
   return m;
 }
 

@@ -42,9 +42,7 @@ Tally*& current_tally() {
   return t;
 }
 
-double numel(const c10::IValue& v) {
-  return v.isTensor() ? static_cast<double>(v.toTensor().numel()) : 0.0;
-}
+double numel(const c10::IValue& v) { return v.isTensor() ? static_cast<double>(v.toTensor().numel()) : 0.0; }
 std::vector<std::int64_t> sizes(const c10::IValue& v) {
   return v.isTensor() ? v.toTensor().sizes().vec() : std::vector<std::int64_t>{};
 }
@@ -121,7 +119,8 @@ bool cost_of(const std::string& name, c10::ArrayRef<const c10::IValue> in, Forwa
     }
     return true;
   }
-  if (name.rfind("aten::scaled_dot_product_attention", 0) == 0 || name.rfind("aten::_scaled_dot_product", 0) == 0) {
+  if (name.rfind("aten::scaled_dot_product_attention", 0) == 0 ||
+      name.rfind("aten::_scaled_dot_product", 0) == 0) {
     // q [..., L, E], k [..., S, E], v [..., S, Ev]: scores q k^T, then scores v.
     if (in.size() < 3) return true;
     const auto q = sizes(in[0]), k = sizes(in[1]), v = sizes(in[2]);
@@ -189,8 +188,9 @@ class TorchScriptModel final : public Model {
       throw BadInput("gridrun-train: model_file " + std::string(e.what()));
     }
     if (!s.sha256.empty() && sha != s.sha256)
-      throw BadInput(where + " changed since the grid was planned (sha256 " + sha.substr(0, 12) + "..., planned " +
-                     s.sha256.substr(0, 12) + "...): plan the grid again, which gives its jobs new ids");
+      throw BadInput(where + " changed since the grid was planned (sha256 " + sha.substr(0, 12) +
+                     "..., planned " + s.sha256.substr(0, 12) +
+                     "...): plan the grid again, which gives its jobs new ids");
     sha256_ = sha;
     try {
       check_torch_archive(s.file);
@@ -228,7 +228,8 @@ class TorchScriptModel final : public Model {
   // The archive's parameters and buffers, registered (the same tensors) in nn::Module children
   // named like its submodules.
   static void mirror(const torch::jit::Module& from, torch::nn::Module& to) {
-    for (const auto& p : from.named_parameters(/*recurse=*/false)) to.register_parameter(p.name, p.value, p.value.requires_grad());
+    for (const auto& p : from.named_parameters(/*recurse=*/false))
+      to.register_parameter(p.name, p.value, p.value.requires_grad());
     for (const auto& b : from.named_buffers(/*recurse=*/false)) to.register_buffer(b.name, b.value);
     for (const auto& c : from.named_children()) {
       auto child = std::make_shared<torch::nn::Module>(c.name);
@@ -244,7 +245,8 @@ class TorchScriptModel final : public Model {
   // BERT-base encoder at two thirds of its training FLOPs.
   void trial_forward(const ModelSpec& s) {
     const bool tokens = s.channels <= 0;
-    const at::Tensor x = tokens ? at::ones({2, s.seq_len}, at::kLong) : at::zeros({2, s.channels, s.height, s.width});
+    const at::Tensor x =
+        tokens ? at::ones({2, s.seq_len}, at::kLong) : at::zeros({2, s.channels, s.height, s.width});
     const std::string given = (tokens ? "int64 " : "float32 ") + shape_text(x);
     const std::string where = "gridrun-train: model_file " + s.file;
     train(false);
@@ -253,8 +255,8 @@ class TorchScriptModel final : public Model {
       ForwardCost c = count_forward_cost([&] {
         const c10::IValue r = module_.forward({x});
         if (!r.isTensor())
-          throw BadInput(where + ": forward returned a " + r.tagKind() + " (expected one tensor of logits [batch, " +
-                         std::to_string(s.num_classes) + "])");
+          throw BadInput(where + ": forward returned a " + r.tagKind() +
+                         " (expected one tensor of logits [batch, " + std::to_string(s.num_classes) + "])");
         out = r.toTensor().detach();
       });
       cost_ = {c.flops / 2.0, c.activation_elements / 2.0};

@@ -426,7 +426,8 @@ void explain_rest(const std::vector<jobs::Job>& jobs, const std::vector<Infeasib
       if (b.job_id == first.id) limit = b.reason.substr(b.reason.find("; ") + 2);
     if (cluster.source == "this machine" && limit.rfind("the largest node has ", 0) == 0)
       limit = "this machine has " + limit.substr(21);
-    os << "\n" << count_of(members.size(), "job needs ", "jobs need ") << key << "=" << value << " ("
+    os << "\n"
+       << count_of(members.size(), "job needs ", "jobs need ") << key << "=" << value << " ("
        << (r.gpus > 0 ? count_of(static_cast<std::size_t>(r.gpus), "GPU", "GPUs")
                       : count_of(static_cast<std::size_t>(r.cores), "core", "cores"))
        << (members.size() == 1 ? "" : " each") << "); " << limit;

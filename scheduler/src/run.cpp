@@ -84,7 +84,8 @@ void count_script_flops(GridPlan& plan, const std::string& train_bin, std::ostre
   if (todo.empty()) return;
   std::string dir = (std::filesystem::temp_directory_path() / "gridrun-flops-XXXXXX").string();
   if (!::mkdtemp(dir.data())) {
-    out << "warning: model=torchscript FLOPs not counted (no temporary folder); estimated as a mid-sized CNN\n";
+    out << "warning: model=torchscript FLOPs not counted (no temporary folder); estimated as a mid-sized "
+           "CNN\n";
     return;
   }
   struct Remove {
@@ -106,7 +107,8 @@ void count_script_flops(GridPlan& plan, const std::string& train_bin, std::ostre
       plan.cost.script_flops[key] = flops;
       continue;
     }
-    std::string why = r.started ? base::printable_line(r.err.substr(0, r.err.find('\n'))) : train_bin + " cannot start";
+    std::string why =
+        r.started ? base::printable_line(r.err.substr(0, r.err.find('\n'))) : train_bin + " cannot start";
     out << "warning: " << job->params.model_file << ": FLOPs not counted (" << why
         << "); its jobs are estimated as a mid-sized CNN\n";
   }

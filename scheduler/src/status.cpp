@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <optional>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 
@@ -302,7 +302,8 @@ void print_json(const RunStatus& st, std::ostream& os) {
   // Unknown numbers are null (nlohmann writes NaN as null), -1 for the integer ones.
   for (const auto& r : st.jobs) {
     base::Json params = base::Json::object();
-    for (std::size_t i = 0; i < st.varying.size() && i < r.params.size(); ++i) params[st.varying[i]] = r.params[i];
+    for (std::size_t i = 0; i < st.varying.size() && i < r.params.size(); ++i)
+      params[st.varying[i]] = r.params[i];
     jobs.push_back({{"id", r.id},
                     {"params", std::move(params)},
                     {"state", to_string(r.state)},
@@ -372,7 +373,8 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
   if (progress) t.columns.insert(t.columns.end(), {"step", "epoch"});
   if (eta) t.columns.push_back(for_people ? "eta" : "eta_s");
   if (!for_people)
-    t.columns.insert(t.columns.end(), {"elapsed_s", "total_steps", "total_epochs", "eta_source", "predicted_eta_s"});
+    t.columns.insert(t.columns.end(),
+                     {"elapsed_s", "total_steps", "total_epochs", "eta_source", "predicted_eta_s"});
   // Where each attempt ran: always for programs; for people only when some job moved.
   const bool moved = !for_people || std::any_of(st.jobs.begin(), st.jobs.end(), [](const JobStatusRow& r) {
     return r.attempt_hosts.size() > 1;
@@ -389,7 +391,8 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
   }
   for (const auto& r : st.jobs) {
     std::vector<base::Cell> row = {text_cell(r.id)};
-    for (std::size_t i = 0; i < st.varying.size(); ++i) row.push_back(word(i < r.params.size() ? r.params[i] : ""));
+    for (std::size_t i = 0; i < st.varying.size(); ++i)
+      row.push_back(word(i < r.params.size() ? r.params[i] : ""));
     row.push_back(text_cell(to_string(r.state)));
     if (slurm) row.insert(row.end(), {word(r.slurm_id), word(r.slurm_state)});
     const bool no_exit = for_people && r.exit_code < 0;
@@ -401,9 +404,9 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
       row.insert(row.end(), {count(static_cast<double>(r.step)), count(static_cast<double>(r.epoch))});
     if (eta && for_people)
       // A prediction's guess is marked "~": the job has not yet shown its own pace.
-      row.push_back(word(!std::isfinite(r.eta_s) ? ""
-                                                 : (r.eta_source == "prediction" ? "~" : "") +
-                                                       base::format_duration(r.eta_s)));
+      row.push_back(word(!std::isfinite(r.eta_s)
+                             ? ""
+                             : (r.eta_source == "prediction" ? "~" : "") + base::format_duration(r.eta_s)));
     else if (eta)
       row.push_back(number_cell(r.eta_s, 1));
     if (!for_people)
@@ -420,8 +423,8 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
   }
   // Too wide for the terminal: Slurm's own words and the counts go first, then the parameters from
   // the right; id, state, step and the ETA stay.
-  std::vector<std::string> order = {"slurm_state", "node", "results", "restarts", "attempts", "exit_code",
-                                    "attempt_hosts", "elapsed", "epoch", "slurm_id"};
+  std::vector<std::string> order = {"slurm_state", "node",          "results", "restarts", "attempts",
+                                    "exit_code",   "attempt_hosts", "elapsed", "epoch",    "slurm_id"};
   order.insert(order.end(), st.varying.rbegin(), st.varying.rend());
   for (const auto& name : order) {
     const auto it = std::find(t.columns.begin() + 1, t.columns.end(), name);

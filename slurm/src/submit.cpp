@@ -15,6 +15,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/resources.hpp"
@@ -298,16 +299,26 @@ void submit_scripts(const run::RunDir& rd, const ScriptOptions& so,
 SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream& log) {
   jobs::LoadOptions lo;
   lo.check_data_file = opts.check_data_file;
+  lo.overrides = opts.overrides;
   const jobs::Expansion exp = jobs::load_grid(opts.grid_file, lo);
+  if (!opts.only.empty()) jobs::select_jobs(exp.jobs, opts.only);  // selecting none: exit 2, nothing written
   SubmitResult res;
   res.run_dir =
       run::RunDir::for_grid(fs::absolute(opts.out_dir).lexically_normal().string(), exp.name).root();
   const run::RunDir rd(res.run_dir);
   run::PreparedRun prepared =
-      run::prepare_run(rd, exp, run::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true}, log);
+      run::prepare_run(rd, exp,
+                       run::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true,
+                                           run::override_texts(opts.overrides)},
+                       log);
   res.total_jobs = exp.jobs.size();
   std::vector<jobs::Job> todo = jobs_to_submit(exp, res.run_dir, cli, res);
   if (!opts.rerun.empty()) rerun_phase(exp, rd, opts.rerun, cli, todo, res);
+  if (!opts.only.empty())
+    todo.erase(
+        std::remove_if(todo.begin(), todo.end(),
+                       [&](const jobs::Job& j) { return !jobs::matches_all(opts.only, j.params, j.id); }),
+        todo.end());
   for (auto& j : todo) add_phase(exp, j);
   const auto submitted = read_submitted(rd);
   const ScriptOptions so = script_options(opts, exp, res.run_dir, submitted, cli);

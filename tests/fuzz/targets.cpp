@@ -129,7 +129,8 @@ Verdict data_file(const std::uint8_t* d, std::size_t n, const TargetOptions& opt
   j.data_file = f.string();
   j.model = "torchscript";
   return judge("data.h5", [&] {
-    const std::string why = opts.isolate ? results::check_job_data_file(j) : results::check_data_file(j.data_file, -1);
+    const std::string why =
+        opts.isolate ? results::check_job_data_file(j) : results::check_data_file(j.data_file, -1);
     if (!why.empty()) throw std::runtime_error(why);
   });
 }
@@ -137,10 +138,15 @@ Verdict data_file(const std::uint8_t* d, std::size_t n, const TargetOptions& opt
 }  // namespace
 
 const std::vector<Target>& targets() {
-  static const std::vector<Target> all = {
-      {"grid", grid},           {"cluster", cluster},       {"job_json", job_json},    {"state", state},
-      {"h5_result", h5_result}, {"slurm_text", slurm_text}, {"checkpoint", checkpoint},
-      {"model_file", model_file}, {"data_file", data_file}};
+  static const std::vector<Target> all = {{"grid", grid},
+                                          {"cluster", cluster},
+                                          {"job_json", job_json},
+                                          {"state", state},
+                                          {"h5_result", h5_result},
+                                          {"slurm_text", slurm_text},
+                                          {"checkpoint", checkpoint},
+                                          {"model_file", model_file},
+                                          {"data_file", data_file}};
   return all;
 }
 

@@ -594,7 +594,8 @@ TEST(JobsGridFiles, ModelFileIsResolvedAtTheGridAndHashedIntoTheId) {
   ASSERT_EQ(ex.jobs.size(), 2u);
   EXPECT_EQ(str(ex.jobs[0], "model_file"), (d.dir / "models/a.pt").string());
   // SHA-256("abc"), the FIPS 180-2 example.
-  EXPECT_EQ(str(ex.jobs[0], "model_sha256"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(str(ex.jobs[0], "model_sha256"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(ex.jobs[0].id, gj::job_id(ex.jobs[0].params));
   EXPECT_NE(ex.jobs[0].id, ex.jobs[1].id);
   // The hash follows the path: a column of its own only where one path held two contents.
@@ -608,8 +609,9 @@ TEST(JobsGridFiles, ModelFileIsResolvedAtTheGridAndHashedIntoTheId) {
   d.write("models/a.pt", "abc");
   EXPECT_EQ(gj::load_grid(grid).jobs[0].id, id_a);
   // A copy of the grid elsewhere (a run's grid.yaml) finds the files from its recorded folder.
-  const std::string copy = d.write("run/grid.yaml", "name: x\ndefaults: {model: torchscript}\n"
-                                                    "grid:\n  model_file: [../models/a.pt, ../models/b.pt]\n");
+  const std::string copy = d.write("run/grid.yaml",
+                                   "name: x\ndefaults: {model: torchscript}\n"
+                                   "grid:\n  model_file: [../models/a.pt, ../models/b.pt]\n");
   gj::LoadOptions lo;
   lo.base_dir = (d.dir / "exp").string();
   EXPECT_EQ(gj::load_grid(copy, lo).jobs[0].id, id_a);
@@ -631,19 +633,24 @@ TEST(JobsGridFiles, MissingFilesHashesAndDataChecksAreLocated) {
     return "no error";
   };
   EXPECT_EQ(error_in("name: x\ndefaults: {model: torchscript, model_file: nope.pt}\n"),
-            ":2:44: defaults.model_file: 'nope.pt' is not a readable file (looked for " + (d.dir / "nope.pt").string() +
-                ")");
+            ":2:44: defaults.model_file: 'nope.pt' is not a readable file (looked for " +
+                (d.dir / "nope.pt").string() + ")");
   EXPECT_EQ(error_in("name: x\ndefaults: {model: torchscript}\n"),
-            ":2:19: defaults.model: model=torchscript needs model_file (a TorchScript archive saved with torch.jit.save)");
+            ":2:19: defaults.model: model=torchscript needs model_file (a TorchScript archive saved with "
+            "torch.jit.save)");
   EXPECT_EQ(error_in("name: x\ndefaults: {model_file: m.pt}\n"),
-            ":2:24: defaults.model_file: model_file is read by model=torchscript only (this job has model mlp from the "
+            ":2:24: defaults.model_file: model_file is read by model=torchscript only (this job has model "
+            "mlp from the "
             "default)");
   EXPECT_EQ(error_in("name: x\ndefaults: {model: torchscript, model_file: m.pt, model_sha256: abc}\n"),
-            ":2:64: defaults.model_sha256: model_sha256 is computed by the planner from model_file's content; remove it");
-  EXPECT_EQ(error_in("name: x\ndefaults: {dataset: hdf5}\n"),
-            ":2:21: defaults.dataset: dataset=hdf5 needs data_file (the HDF5 file with /train/x and /train/y)");
-  EXPECT_EQ(error_in("name: x\ndefaults: {input: tokens}\n"),
-            ":2:19: defaults.input: input=tokens needs a model that takes token ids (transformer or torchscript)");
+            ":2:64: defaults.model_sha256: model_sha256 is computed by the planner from model_file's "
+            "content; remove it");
+  EXPECT_EQ(
+      error_in("name: x\ndefaults: {dataset: hdf5}\n"),
+      ":2:21: defaults.dataset: dataset=hdf5 needs data_file (the HDF5 file with /train/x and /train/y)");
+  EXPECT_EQ(
+      error_in("name: x\ndefaults: {input: tokens}\n"),
+      ":2:19: defaults.input: input=tokens needs a model that takes token ids (transformer or torchscript)");
   // The data file's check is the command's (gridrun reads HDF5 in results/), reported at data_file.
   gj::LoadOptions lo;
   int calls = 0;
@@ -659,7 +666,8 @@ TEST(JobsGridFiles, MissingFilesHashesAndDataChecksAreLocated) {
     return std::string();
   };
   calls = 0;
-  const std::string grid = d.write("g.yaml", "name: x\ndefaults: {dataset: hdf5, data_file: d.h5}\ngrid:\n  seed: [1, 2, 3]\n");
+  const std::string grid =
+      d.write("g.yaml", "name: x\ndefaults: {dataset: hdf5, data_file: d.h5}\ngrid:\n  seed: [1, 2, 3]\n");
   EXPECT_EQ(gj::load_grid(grid, lo).jobs.size(), 3u);
   EXPECT_EQ(calls, 1);  // once per file and model
 }

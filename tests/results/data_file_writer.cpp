@@ -45,15 +45,16 @@ void DataFileWriter::write(const std::string& name, const std::vector<std::uint6
   H5Sclose(space);
 }
 
-void DataFileWriter::u8(const std::string& n, const std::vector<std::uint64_t>& d, const std::vector<std::uint8_t>& v,
-                        std::uint64_t chunk) {
+void DataFileWriter::u8(const std::string& n, const std::vector<std::uint64_t>& d,
+                        const std::vector<std::uint8_t>& v, std::uint64_t chunk) {
   write(n, d, H5T_STD_U8LE, H5T_NATIVE_UINT8, v.data(), chunk);
 }
-void DataFileWriter::f32(const std::string& n, const std::vector<std::uint64_t>& d, const std::vector<float>& v,
-                         std::uint64_t chunk) {
+void DataFileWriter::f32(const std::string& n, const std::vector<std::uint64_t>& d,
+                         const std::vector<float>& v, std::uint64_t chunk) {
   write(n, d, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, v.data(), chunk);
 }
-void DataFileWriter::f64(const std::string& n, const std::vector<std::uint64_t>& d, const std::vector<double>& v) {
+void DataFileWriter::f64(const std::string& n, const std::vector<std::uint64_t>& d,
+                         const std::vector<double>& v) {
   write(n, d, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v.data(), 0);
 }
 void DataFileWriter::i64(const std::string& n, const std::vector<std::uint64_t>& d,

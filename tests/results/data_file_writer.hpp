@@ -21,8 +21,10 @@ class DataFileWriter {
   void f32(const std::string& name, const std::vector<std::uint64_t>& dims, const std::vector<float>& v,
            std::uint64_t chunk_rows = 0);
   void f64(const std::string& name, const std::vector<std::uint64_t>& dims, const std::vector<double>& v);
-  void i64(const std::string& name, const std::vector<std::uint64_t>& dims, const std::vector<std::int64_t>& v);
-  void i32(const std::string& name, const std::vector<std::uint64_t>& dims, const std::vector<std::int32_t>& v);
+  void i64(const std::string& name, const std::vector<std::uint64_t>& dims,
+           const std::vector<std::int64_t>& v);
+  void i32(const std::string& name, const std::vector<std::uint64_t>& dims,
+           const std::vector<std::int32_t>& v);
   // Attributes of the root: one number (ints as int64) or a float list.
   void attr(const std::string& name, std::int64_t v);
   void attr(const std::string& name, const std::vector<float>& v);

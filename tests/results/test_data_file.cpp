@@ -61,7 +61,8 @@ TEST(DataFile, ReadsLayoutAttributesAndRowsInAnyOrder) {
   d.read_rows("train", rows, x.data(), y.data());
   for (std::size_t k = 0; k < rows.size(); ++k) {
     EXPECT_EQ(y[k], rows[k] % 4);
-    for (std::size_t e = 0; e < 12; ++e) EXPECT_EQ(x[k * 12 + e], rows[k] * 10 + static_cast<std::int64_t>(e));
+    for (std::size_t e = 0; e < 12; ++e)
+      EXPECT_EQ(x[k * 12 + e], rows[k] * 10 + static_cast<std::int64_t>(e));
   }
   d.read_rows("test", {4}, x.data(), y.data());
   EXPECT_EQ(x[0], 40);
@@ -82,9 +83,12 @@ TEST(DataFile, TokensNeedVocabAndClassesDefaultToMaxLabel) {
   EXPECT_EQ(d.info().seq_len, 3);
   EXPECT_EQ(d.info().classes, 3);
   EXPECT_FALSE(d.info().has_test());
-  EXPECT_EQ(check_data_file(f, 0), f + ": /train/x holds token ids, but the model takes images (expected float32 or uint8 [N, C, H, W])");
+  EXPECT_EQ(
+      check_data_file(f, 0),
+      f + ": /train/x holds token ids, but the model takes images (expected float32 or uint8 [N, C, H, W])");
   EXPECT_EQ(check_data_file(f, 1), "");
-  EXPECT_EQ(problem(g), g + ": token ids need the attribute 'vocab' (an integer >= 2: ids are in [0, vocab))");
+  EXPECT_EQ(problem(g),
+            g + ": token ids need the attribute 'vocab' (an integer >= 2: ids are in [0, vocab))");
 }
 
 TEST(DataFile, EveryBadLayoutIsOneLineNamingTheFile) {
@@ -94,10 +98,18 @@ TEST(DataFile, EveryBadLayoutIsOneLineNamingTheFile) {
     std::function<void(DataFileWriter&)> write;
   };
   const std::vector<Case> cases = {
-      {"missing.h5", "no data set /train/y (expected /train/x with the inputs and /train/y with the labels; see docs/own-model.md)",
-       [](DataFileWriter& w) { w.f32("/train/x", {2, 3}, std::vector<float>(6)); }},
-      {"nogroup.h5", "no data set /train/x (expected /train/x with the inputs and /train/y with the labels; see docs/own-model.md)",
-       [](DataFileWriter& w) { w.f32("/other/x", {2, 3}, std::vector<float>(6)); }},
+      {"missing.h5",
+       "no data set /train/y (expected /train/x with the inputs and /train/y with the labels; see "
+       "docs/own-model.md)",
+       [](DataFileWriter& w) {
+         w.f32("/train/x", {2, 3}, std::vector<float>(6));
+       }},
+      {"nogroup.h5",
+       "no data set /train/x (expected /train/x with the inputs and /train/y with the labels; see "
+       "docs/own-model.md)",
+       [](DataFileWriter& w) {
+         w.f32("/other/x", {2, 3}, std::vector<float>(6));
+       }},
       {"f64.h5", "/train/x is float64 (expected float32 or uint8 inputs, or int32/int64 token ids)",
        [](DataFileWriter& w) {
          w.f64("/train/x", {2, 3}, std::vector<double>(6));
@@ -133,7 +145,8 @@ TEST(DataFile, EveryBadLayoutIsOneLineNamingTheFile) {
          w.f32("/test/x", {1, 4}, std::vector<float>(4));
          w.i64("/test/y", {1}, {0});
        }},
-      {"rank5.h5", "/train/x has shape [1, 1, 1, 1, 2] (expected [N, C, H, W], [N, H, W] or [N, F] for inputs)",
+      {"rank5.h5",
+       "/train/x has shape [1, 1, 1, 1, 2] (expected [N, C, H, W], [N, H, W] or [N, F] for inputs)",
        [](DataFileWriter& w) {
          w.u8("/train/x", {1, 1, 1, 1, 2}, std::vector<std::uint8_t>(2));
          w.i64("/train/y", {1}, {0});
@@ -186,8 +199,9 @@ TEST(DataFile, PlannerCheckRunsInACopyAndNamesTheModelKind) {
   j.dataset = "hdf5";
   j.data_file = f;
   j.model = "transformer";
-  EXPECT_EQ(gridrun::results::check_job_data_file(j),
-            f + ": /train/x holds inputs (uint8), but the model takes token ids (expected int32/int64 [N, L])");
+  EXPECT_EQ(
+      gridrun::results::check_job_data_file(j),
+      f + ": /train/x holds inputs (uint8), but the model takes token ids (expected int32/int64 [N, L])");
   j.model = "torchscript";
   EXPECT_EQ(gridrun::results::check_job_data_file(j), "");
 }

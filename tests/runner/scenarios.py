@@ -316,7 +316,9 @@ def bad_input():
     assert "ranks=1" in p.stderr, p.stderr
     # A failure before training still leaves a results file saying so (never a half-written one).
     assert not glob.glob(d + "/*.partial"), os.listdir(d)
-    for f in glob.glob(d + "/*.h5"):
+    files = glob.glob(d + "/*.h5")
+    assert files, f"no results file in {d}: {os.listdir(d)}"  # a loop over none would pass
+    for f in files:
         with h5(f) as h:
             assert attr(h, "status") == "failed", (f, attr(h, "status"))
 
@@ -420,7 +422,9 @@ def inference_from_checkpoint():
     p = run(1, *common(bad), "--task", "inference", "--checkpoint", "ffffffffffff", expect=2)
     assert "ffffffffffff" in p.stderr, p.stderr
     assert not glob.glob(bad + "/*.partial"), os.listdir(bad)
-    for f in glob.glob(bad + "/*.h5"):
+    files = glob.glob(bad + "/*.h5")
+    assert files, f"no results file in {bad}: {os.listdir(bad)}"  # a loop over none would pass
+    for f in files:
         with h5(f) as h:
             assert attr(h, "status") == "failed" and "checkpoint" in attr(h, "exit_reason"), f
 

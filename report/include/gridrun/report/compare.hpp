@@ -2,10 +2,10 @@
 // on two machines, or with two builds), with each run's figures and its ratios to the first run.
 //
 // Why jobs are matched by id: a job id is the hash of the job's parameters (docs/grid.md, "Job
-// ids"), nothing of the machine, the build or the output folder, so the same grid run anywhere
-// gives the same ids, and one id in two runs is one configuration measured twice. A grid changed
-// between the runs (another value) gives other ids for the jobs it touched; those are counted as
-// configurations of one run only.
+// identity"), nothing of the machine, the build or the output folder, so the same grid run
+// anywhere gives the same ids, and one id in two runs is one configuration measured twice. A grid
+// changed between the runs (another value), or a build with another default, gives other ids for
+// the jobs it touched; those are counted as configurations of one run only.
 #pragma once
 
 #include <cstddef>

@@ -37,7 +37,7 @@ class DataFileError : public std::runtime_error {
 enum class DataKind { UInt8, Float32, Tokens };
 
 struct DataSplitInfo {
-  std::string group;                // "train" or "test"
+  std::string group;  // "train" or "test"
   std::int64_t rows = 0;
 };
 
@@ -47,8 +47,8 @@ struct DataFileInfo {
   std::vector<std::int64_t> sample_shape;  // x's dimensions after N, as stored
   DataSplitInfo train, test;               // test.rows == 0: the file has no /test
   std::int64_t classes = 0;
-  std::int64_t vocab = 0;                  // tokens only
-  std::vector<float> mean, stdev;          // one per channel (images), empty for tokens
+  std::int64_t vocab = 0;          // tokens only
+  std::vector<float> mean, stdev;  // one per channel (images), empty for tokens
   // What the model sees: images [C, H, W] (tokens: channels = 0, seq_len = L).
   std::int64_t channels = 0, height = 0, width = 0, seq_len = 0;
   bool has_test() const { return test.rows > 0; }

@@ -9,14 +9,16 @@
 #pragma once
 
 #include <cstddef>
-#include <iosfwd>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gridrun/jobs/job.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/status.hpp"
 #include "gridrun/slurm/script.hpp"
@@ -39,6 +41,11 @@ struct SubmitOptions {
   // checkpoints removed, finished or not), as `gridrun run --rerun phase=VALUE` does: what the
   // report advises for a phase that ran in more than one sitting. "" = only what is missing.
   std::string rerun;
+  // Part of a grid, as for `gridrun run` (jobs/select.hpp): `--set` values every job takes (part of
+  // the ids) and `--only` selectors a job must all match to be submitted. The run directory still
+  // records every job of the grid.
+  std::vector<std::pair<std::string, jobs::Value>> overrides;
+  std::vector<jobs::Selector> only;
 };
 
 struct SubmitResult {
