@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "gridrun/base/text.hpp"
 
@@ -66,6 +67,26 @@ bool read_all(const std::string& path, std::string& out, int& err) {
 }
 
 }  // namespace
+
+void read_file_blocks(const std::string& path, std::size_t block,
+                      const std::function<void(const unsigned char* data, std::size_t size)>& fn) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    const int err = errno;  // before building the message, which may allocate
+    throw std::runtime_error(path + ": cannot read: " + errno_text(err));
+  }
+  std::vector<unsigned char> buf(block > 0 ? block : 1);
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n > 0) {
+      fn(buf.data(), static_cast<std::size_t>(n));
+    } else if (n == 0) {
+      return;
+    } else if (const int err = errno; err != EINTR) {
+      throw std::runtime_error(path + ": cannot read: " + errno_text(err));
+    }
+  }
+}
 
 std::string read_file(const std::string& path) {
   std::string out;

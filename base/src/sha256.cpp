@@ -3,16 +3,10 @@
 // need the errno of a failure for the message.
 #include "gridrun/base/sha256.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <stdexcept>
-#include <vector>
 
-#include "gridrun/base/text.hpp"
+#include "gridrun/base/fs.hpp"
 
 namespace gridrun::base {
 
@@ -38,21 +32,6 @@ constexpr std::array<std::uint32_t, 8> kInitial = {0x6a09e667, 0xbb67ae85, 0x3c6
 constexpr std::size_t kFileBlock = std::size_t{1} << 20;  // sha256_file reads 1 MiB at a time
 
 constexpr std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-// Owns one descriptor, so every early exit (throw) closes it.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -138,23 +117,9 @@ std::string sha256_hex(const void* data, std::size_t size) {
 }
 
 std::string sha256_file(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    const int err = errno;  // before building the message, which may allocate
-    throw std::runtime_error(path + ": cannot read: " + errno_text(err));
-  }
-  std::vector<unsigned char> buf(kFileBlock);
   Sha256 h;
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
-    if (n > 0) {
-      h.update(buf.data(), static_cast<std::size_t>(n));
-    } else if (n == 0) {
-      return h.hex_digest();
-    } else if (const int err = errno; err != EINTR) {
-      throw std::runtime_error(path + ": cannot read: " + errno_text(err));
-    }
-  }
+  read_file_blocks(path, kFileBlock, [&](const unsigned char* data, std::size_t n) { h.update(data, n); });
+  return h.hex_digest();
 }
 
 }  // namespace gridrun::base

@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "grid_spec.hpp"
 #include "gridrun/base/sha256.hpp"
@@ -74,7 +75,8 @@ class Expander {
     std::string abs, abs_json, sha, sha_json, problem;
   };
   std::unordered_map<std::string, FileFacts> files_;
-  std::unordered_map<std::string, std::string> data_checked_;  // path|model -> problem ("" = fine)
+  std::unordered_map<std::string, std::string> data_checked_;
+  std::unordered_set<const std::string*> derived_sha_;  // FileFacts::sha_json members in drafts  // path|model -> problem ("" = fine)
   std::vector<int> order_;                 // parameter indices sorted by name (the canonical key order)
   Draft base_;                             // table defaults overlaid with defaults:
   std::vector<std::string> default_json_;  // rendered table defaults
@@ -103,17 +105,6 @@ Expander::Expander(const GridSpec& s, const LoadOptions& o) : s_(s), opts_(o), t
     grid_dir_ = std::filesystem::absolute(s_.file, ec).parent_path();
   else
     grid_dir_ = std::filesystem::current_path(ec);
-  // model_sha256 is derived, never given: a grid that sets it would pin a hash the file may not have.
-  auto refuse_sha = [&](const std::vector<Setting>& settings) {
-    for (const auto& st : settings)
-      if (st.param == model_sha_)
-        s_.fail(st.loc, "model_sha256 is computed by the planner from model_file's content; remove it");
-  };
-  refuse_sha(s_.defaults);
-  refuse_sha(s_.overrides);
-  for (const auto& a : s_.axes)
-    for (const auto& pt : a.points) refuse_sha(pt);
-  for (const auto& inc : s_.includes) refuse_sha(inc.settings);
   order_.resize(table_.size());
   std::iota(order_.begin(), order_.end(), 0);
   std::sort(order_.begin(), order_.end(), [&](int a, int b) { return table_[a].name < table_[b].name; });
@@ -292,23 +283,35 @@ std::optional<Problem> Expander::derive_files(Draft& d, JobParams& jp) {
     append_member(f.sha_json, table_[ms].name, Value{f.sha});
     return f;
   };
+  // model_sha256 is filled in here. A grid may pin it (a grid gridrun wrote from planned jobs, e.g.
+  // a calibration's, carries it): a pin must match the file, or the file changed since.
+  const bool pinned = d.json[ms] != &default_json_[ms] && derived_sha_.count(d.json[ms]) == 0 &&
+                      !std::get<std::string>(d.v[ms]).empty();
   const bool has_model = !jp.model_file.empty();
   if (has_model) {
     // Relative paths are resolved for every job; a later job may meet a value already resolved.
     FileFacts& f = facts(mf, true);
     if (!f.problem.empty()) return Problem{"model_file", f.problem, {}, {}};
+    if (pinned && std::get<std::string>(d.v[ms]) != f.sha)
+      return Problem{"model_sha256",
+                     "model_sha256 " + std::get<std::string>(d.v[ms]) + " is not the SHA-256 of " + f.abs + " (" +
+                         f.sha + "): the file changed since; leave model_sha256 out (the planner fills it in)",
+                     {}, {}};
     d.v[mf] = f.abs;
     d.json[mf] = &f.abs_json;
-    d.v[ms] = f.sha;
-    d.json[ms] = &f.sha_json;
+    if (!pinned) {
+      d.v[ms] = f.sha;
+      d.json[ms] = &f.sha_json;
+      derived_sha_.insert(&f.sha_json);
+      d.loc[ms] = d.loc[mf];
+    }
     jp.model_file = f.abs;
     jp.model_sha256 = f.sha;
-  } else {
-    d.v[ms] = base_.v[ms];
-    d.json[ms] = base_.json[ms];
+  } else if (!pinned) {
+    d.v[ms] = table_[ms].default_value;
+    d.json[ms] = &default_json_[ms];
     jp.model_sha256.clear();
   }
-  d.loc[ms] = d.loc[mf];
   if (jp.data_file.empty()) return std::nullopt;
   FileFacts& f = facts(df, false);
   if (!f.problem.empty()) return Problem{"data_file", f.problem, {}, {}};

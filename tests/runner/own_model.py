@@ -41,6 +41,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import own_files  # noqa: E402
+from scenarios import rank_pids  # noqa: E402  (PIDs of an mpirun's gridrun-train ranks)
 
 ARGS = None
 LN4 = math.log(own_files.CLASSES)
@@ -206,25 +207,6 @@ def ranks_equal():
             i = int(np.argmax(np.abs(losses[2] - losses[1]) / np.abs(losses[1])))
             raise Fail(f"{tag}: step {i + 1}: 1 rank {losses[1][i]!r} vs 2 ranks {losses[2][i]!r} "
                        f"(rel {rel:.2e} > {rtol})")
-
-
-def rank_pids(mpirun_pid):
-    """PIDs of gridrun-train processes started by this mpirun, by MPI rank (as scenarios.py)."""
-    out = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if ppid != mpirun_pid:
-                continue
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-            out[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
-        except (OSError, KeyError, IndexError, ValueError):
-            pass
-    return out
 
 
 def resume():

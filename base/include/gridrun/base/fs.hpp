@@ -7,6 +7,8 @@
 // through write_file_atomic, so each is either the old or the new content, never a mix.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +19,12 @@ namespace gridrun::base {
 std::string read_file(const std::string& path);
 // The whole file, or nullopt when it does not exist or cannot be read.
 std::optional<std::string> try_read_file(const std::string& path);
+
+// Reads the file in blocks of at most `block` bytes and hands each to `fn`, never holding the whole
+// file (a model archive of hundreds of MB hashed by sha256_file). Throws std::runtime_error
+// "PATH: cannot read: CAUSE".
+void read_file_blocks(const std::string& path, std::size_t block,
+                      const std::function<void(const unsigned char* data, std::size_t size)>& fn);
 
 // Writes `data` to a temporary file beside `path` (same directory, so the rename is atomic),
 // fsyncs it, renames it over `path` and fsyncs the directory. Throws std::runtime_error
