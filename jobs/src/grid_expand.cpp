@@ -76,10 +76,11 @@ class Expander {
   };
   std::unordered_map<std::string, FileFacts> files_;
   std::unordered_map<std::string, std::string> data_checked_;
-  std::unordered_set<const std::string*> derived_sha_;  // FileFacts::sha_json members in drafts  // path|model -> problem ("" = fine)
-  std::vector<int> order_;                 // parameter indices sorted by name (the canonical key order)
-  Draft base_;                             // table defaults overlaid with defaults:
-  std::vector<std::string> default_json_;  // rendered table defaults
+  std::unordered_set<const std::string*>
+      derived_sha_;         // FileFacts::sha_json members in drafts  // path|model -> problem ("" = fine)
+  std::vector<int> order_;  // parameter indices sorted by name (the canonical key order)
+  Draft base_;              // table defaults overlaid with defaults:
+  std::vector<std::string> default_json_;         // rendered table defaults
   std::string derived_bpr_, derived_gb_, canon_;  // per-job scratch buffers
   std::vector<Value> first_;                      // the first job's values, to find the varying parameters
   std::vector<const std::string*> first_json_;
@@ -294,9 +295,11 @@ std::optional<Problem> Expander::derive_files(Draft& d, JobParams& jp) {
     if (!f.problem.empty()) return Problem{"model_file", f.problem, {}, {}};
     if (pinned && std::get<std::string>(d.v[ms]) != f.sha)
       return Problem{"model_sha256",
-                     "model_sha256 " + std::get<std::string>(d.v[ms]) + " is not the SHA-256 of " + f.abs + " (" +
-                         f.sha + "): the file changed since; leave model_sha256 out (the planner fills it in)",
-                     {}, {}};
+                     "model_sha256 " + std::get<std::string>(d.v[ms]) + " is not the SHA-256 of " + f.abs +
+                         " (" + f.sha +
+                         "): the file changed since; leave model_sha256 out (the planner fills it in)",
+                     {},
+                     {}};
     d.v[mf] = f.abs;
     d.json[mf] = &f.abs_json;
     if (!pinned) {

@@ -11,7 +11,7 @@ namespace {
 
 // The log's tail is enough: the runner's failure line is among the last lines of the last attempt,
 // and a log of many appended attempts (or a chatty rank) may be megabytes.
-constexpr std::streamoff kLogTailBytes = 64 * 1024;
+constexpr std::streamoff kLogTailBytes = std::streamoff{64} * 1024;
 
 constexpr std::string_view kAttemptHeader = "=== gridrun attempt ";
 constexpr std::string_view kTrainPrefix = "gridrun-train:";
@@ -77,7 +77,7 @@ std::string recorded_failure_reason(const RunDir& dir, const std::string& id,
   // is shown like a log line.
   std::string_view text = exit_reason;
   strip_prefixes(text);
-  const std::string recorded = base::trim(base::printable_line(text));
+  std::string recorded = base::trim(base::printable_line(text));
   if (!recorded.empty()) return recorded;
   return reason_from_log(read_tail(dir.log_err(id)));
 }

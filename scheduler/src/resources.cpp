@@ -392,7 +392,8 @@ void explain_rest(const std::vector<jobs::Job>& jobs, const std::vector<Infeasib
   std::set<std::string> bad_ids;
   for (const auto& b : bad_jobs) bad_ids.insert(b.job_id);
   std::vector<char> bad(jobs.size(), 0);
-  for (std::size_t i = 0; i < jobs.size(); ++i) bad[i] = bad_ids.count(jobs[i].id) > 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i)
+    bad[i] = static_cast<char>(bad_ids.count(jobs[i].id) > 0 ? 1 : 0);
   const std::size_t fitting = jobs.size() - bad_ids.size();
   const std::string key = separating_key(jobs, bad);
   if (key.empty()) {

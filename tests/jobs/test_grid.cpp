@@ -645,8 +645,9 @@ TEST(JobsGridFiles, MissingFilesHashesAndDataChecksAreLocated) {
   // A pinned hash must be the file's (a grid gridrun wrote from planned jobs carries it).
   const std::string sha_x = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881";
   EXPECT_EQ(error_in("name: x\ndefaults: {model: torchscript, model_file: m.pt, model_sha256: abc}\n"),
-            ":2:64: defaults.model_sha256: model_sha256 abc is not the SHA-256 of " + (d.dir / "m.pt").string() +
-                " (" + sha_x + "): the file changed since; leave model_sha256 out (the planner fills it in)");
+            ":2:64: defaults.model_sha256: model_sha256 abc is not the SHA-256 of " +
+                (d.dir / "m.pt").string() + " (" + sha_x +
+                "): the file changed since; leave model_sha256 out (the planner fills it in)");
   EXPECT_EQ(error_in("name: x\ndefaults: {model: torchscript, model_file: m.pt, model_sha256: " + sha_x +
                      "}\ngrid:\n  seed: [1, 2]\n"),
             "no error");
