@@ -14,6 +14,13 @@
 // data shape while building: it is the only way to know the forward takes the data set's input and
 // returns [batch, classes], and the same pass counts the FLOPs (count_forward_cost), so a bad model
 // is exit 2 before any rank trains.
+// LibTorch is built with NDEBUG, and RecordFunction::inputs() (an inline accessor) checks a
+// debug-only flag such a build never sets (the byte is padding there): this file reads the header
+// as the library was built, in every build type (the sanitizer lane compiles without NDEBUG; UBSan
+// reported the flag's load). It has no assert() of its own.
+#ifndef NDEBUG
+#define NDEBUG 1
+#endif
 #include <ATen/record_function.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/script.h>
