@@ -41,7 +41,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import own_files  # noqa: E402
-from scenarios import rank_pids  # noqa: E402  (PIDs of an mpirun's gridrun-train ranks)
+from scenarios import column, rank_pids  # noqa: E402  (committed rows of a column; an mpirun's ranks)
 
 ARGS = None
 LN4 = math.log(own_files.CLASSES)
@@ -101,15 +101,6 @@ def results_path(out, job_id):
 
 def h5(path):
     return h5py.File(path, "r")
-
-
-def column(f, group, name):
-    """Committed rows of one column (the writer keeps a rows counter beside the columns)."""
-    ds = f[group][name][()]
-    if "rows" in f[group]:
-        n = int(np.asarray(f[group]["rows"][()]).reshape(-1)[0])
-        ds = ds[:n]
-    return ds
 
 
 def attr(f, name):
