@@ -481,8 +481,10 @@ def gpu_train_1rank():
     """One rank on the GPU over the NCCL communicator: completes, learns, records GPU facts."""
     need_gpus(1)
     d = workdir("gpu_train")
+    # 768 steps: at lr 0.01 lenet can sit on its initial plateau for the first ~100 (the H200,
+    # 2026-11-26: 96 steps went 2.305 -> 2.299 in one run and learned in the next).
     run(1, *gpu_common(d), "--model", "lenet", "--epochs", "3", "--lr", "0.01",
-        "--batch-per-rank", "64", "--train-samples", "2048", "--test-samples", "512")
+        "--batch-per-rank", "32", "--train-samples", "8192", "--test-samples", "512")
     with h5(results_file(d)) as f:
         assert attr(f, "status") == "completed", attr(f, "status")
         assert attr(f, "communicator") == "nccl"
@@ -492,7 +494,7 @@ def gpu_train_1rank():
         first, last = float(np.mean(loss[:5])), float(np.mean(loss[-5:]))
         print(f"gpu lenet: loss {first:.3f} -> {last:.3f}, {len(loss)} steps")
         assert last < 0.8 * first, (first, last)
-        assert float(column(f, "epochs", "test_acc")[-1]) > 0.3
+        assert float(column(f, "epochs", "test_acc")[-1]) > 0.5
         for c in ("forward_s", "backward_s", "optimizer_s", "step_s"):
             v = column(f, "steps", c)
             assert np.all(v > 0) and np.all(np.isfinite(v)), (c, v[:5])
