@@ -34,6 +34,13 @@ int Cluster::total_gpus() const {
   return n;
 }
 
+std::string Cluster::gpus_text() const {
+  const int real = total_gpus() / std::max(1, slots_per_gpu);
+  std::string s = std::to_string(real) + (real == 1 ? " GPU" : " GPUs");
+  if (slots_per_gpu > 1) s += " (" + std::to_string(slots_per_gpu) + " slots each)";
+  return s;
+}
+
 Request request_for(const jobs::JobParams& p) {
   // jobs::job_resources is the one definition of what a job occupies; we add the rank layout.
   const jobs::Resources res = jobs::job_resources(p);
@@ -286,6 +293,7 @@ void share_gpus(Cluster& c, int k) {
     const auto real = n.gpus;
     for (int r = 1; r < k; ++r) n.gpus.insert(n.gpus.end(), real.begin(), real.end());
   }
+  c.slots_per_gpu = k;
   c.source += ", " + std::to_string(k) + " slots per GPU (jobs_per_gpu)";
 }
 }  // namespace

@@ -392,7 +392,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
   } else {
     out << (o.dry_run ? "dry run" : "simulation") << " of " << ex.name << ": " << ex.jobs.size()
         << " jobs, policy " << o.policy << ", " << cluster.source << " (" << cluster.nodes.size()
-        << " nodes, " << cluster.total_cores() << " cores, " << cluster.total_gpus() << " GPUs)\n"
+        << " nodes, " << cluster.total_cores() << " cores, " << cluster.gpus_text() << ")\n"
         << "durations: " << durations << " (see docs/scheduler.md)\n";
     if (!why.empty()) out << "note: calibration not used: " << why << "\n";
     std::size_t targets = 0;

@@ -168,7 +168,7 @@ RunOutcome RunLoop::run() {
   const Cluster& cluster = plan_.cluster;
   out_ << "run " << ex_.name << ": " << ex_.jobs.size() << " jobs (" << skipped_ << " already completed, "
        << n_to_run << " to run), policy " << o_.policy << ", " << cluster.source << ": "
-       << cluster.total_cores() << " cores, " << cluster.total_gpus() << " GPUs -> " << rd_.root() << "\n"
+       << cluster.total_cores() << " cores, " << cluster.gpus_text() << " -> " << rd_.root() << "\n"
        << std::flush;
 
   SignalWaiter signals;

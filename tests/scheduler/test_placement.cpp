@@ -331,6 +331,11 @@ TEST(GpuSharing, SlotsMapBackToTheirGpu) {
   ASSERT_EQ(c.nodes.size(), 1u);
   const std::vector<std::string> want{"0", "1", "0", "1", "0", "1", "0", "1"};
   EXPECT_EQ(c.nodes[0].gpus, want);
+  // Headers count physical GPUs (the lent H200 printed "4 GPUs" for one GPU of 4 slots).
+  EXPECT_EQ(c.gpus_text(), "2 GPUs (4 slots each)");
+  ResourceOptions one_gpu = o;
+  one_gpu.gpus = 1;
+  EXPECT_EQ(resolve_cluster(one_gpu).gpus_text(), "1 GPU (4 slots each)");
   ClusterState st(c);
   Request one;
   one.gpus = 1;

@@ -30,8 +30,12 @@ struct Cluster {
   // True when core ids are real cpu ids of this machine, so jobs can be bound to them. False for
   // cluster files and for --cores beyond what the OS gives us (then mpirun runs unbound).
   bool bindable = false;
+  // With jobs_per_gpu > 1 each GPU is listed this many times in Node::gpus (one entry per slot);
+  // total_gpus() counts slots, gpus_text() the physical GPUs.
+  int slots_per_gpu = 1;
   int total_cores() const;
   int total_gpus() const;
+  std::string gpus_text() const;  // "0 GPUs", "2 GPUs", "1 GPU (4 slots each)"
 };
 
 // What one job needs. Most jobs sit on one node; a job with `nodes` > 1 (Slurm only) needs the
