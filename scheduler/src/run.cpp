@@ -405,7 +405,11 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
       out << "note: uncalibrated: the cost model assumes perfect scaling and no launch cost, so it cannot "
              "tell one large job from several small; `gridrun calibrate "
           << o.grid << "` measures them\n";
-    out << render_schedule(cluster, sims, sim, o.width, o.timeline_rows);
+    // Phases by their key, as the run's events and the report name them ("ranks=2", not "2").
+    SimResult shown = sim;
+    if (!ex.compare_by.empty())
+      for (auto& ph : shown.phases) ph.value = ex.compare_by + "=" + ph.value;
+    out << render_schedule(cluster, sims, shown, o.width, o.timeline_rows);
     if (const std::string v = predicted_verdict(record, ex.compare_by); !v.empty() && cal) out << v << "\n";
   }
   if (!o.against.empty())

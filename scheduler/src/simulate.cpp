@@ -160,7 +160,7 @@ std::string render_schedule(const Cluster& cluster, const std::vector<SimJob>& j
   os << line;
   if (r.phases.size() > 1 || (!r.phases.empty() && !r.phases[0].value.empty())) {
     for (const auto& ph : r.phases) {
-      std::snprintf(line, sizeof line, "  phase %-12s %3zu jobs  makespan %-8s utilization %.0f %%\n",
+      std::snprintf(line, sizeof line, "  phase %-16s %3zu jobs  makespan %-8s utilization %.0f %%\n",
                     ph.value.c_str(), ph.jobs.size(), base::format_duration(ph.makespan_s).c_str(),
                     100.0 * (gpu ? ph.gpu_util : ph.core_util));
       os << line;
