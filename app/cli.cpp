@@ -7,9 +7,30 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "gridrun/jobs/suggest.hpp"
+
 namespace po = boost::program_options;
 
 namespace gridrun::app {
+
+namespace {
+
+// "unrecognised option '--widht'" + "; did you mean '--width'?" when one of the command's flags is
+// close (jobs::closest_name: the rule of the grid loader's hints).
+std::string unknown_flag_message(const po::unknown_option& e, const po::options_description& opts) {
+  std::string msg = e.what();
+  std::string typed = e.get_option_name();
+  const auto eq = typed.find('=');
+  if (eq != std::string::npos) typed.resize(eq);
+  if (typed.rfind("--", 0) != 0) return msg;
+  std::vector<std::string> names;
+  for (const auto& o : opts.options())
+    if (!o->long_name().empty()) names.push_back(o->long_name());
+  const std::string hint = jobs::closest_name(typed.substr(2), names);
+  return hint.empty() ? msg : msg + "; did you mean '--" + hint + "'?";
+}
+
+}  // namespace
 
 po::variables_map parse_flags(const Args& args, const po::options_description& opts,
                               const po::positional_options_description& pos, const std::string& cmd) {
@@ -17,21 +38,79 @@ po::variables_map parse_flags(const Args& args, const po::options_description& o
   try {
     po::store(po::command_line_parser(args).options(opts).positional(pos).style(kNoGuessing).run(), vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    throw std::invalid_argument(unknown_flag_message(e, opts) + " (see gridrun " + cmd + " --help)");
   } catch (const po::error& e) {
     throw std::invalid_argument(std::string(e.what()) + " (see gridrun " + cmd + " --help)");
   }
   return vm;
 }
 
-bool parse_command(const Args& args, const po::options_description& opts, const char* positional,
-                   const std::string& cmd, const bool& help, const HelpText& text, std::ostream& os) {
+std::optional<po::variables_map> parse_command(const Args& args, const po::options_description& opts,
+                                               const std::vector<Positional>& positionals,
+                                               const std::string& cmd, const bool& help, const HelpText& text,
+                                               std::ostream& os, const po::options_description* unlisted) {
+  // Added first, before anything can throw: the description owns the values from here on.
+  po::options_description hidden;
   po::positional_options_description pos;
-  if (positional) pos.add(positional, 1);
-  parse_flags(args, opts, pos, cmd);
-  if (!help) return true;
-  if (text.usage) os << "usage: " << text.usage << "\n\n" << text.about << "\n\n";
+  for (const auto& p : positionals) {
+    hidden.add_options()(p.option, p.value, p.help);
+    pos.add(p.option, p.max_count);
+  }
+  po::options_description all;
+  all.add(opts).add(hidden);
+  if (unlisted) all.add(*unlisted);
+  po::variables_map vm = parse_flags(args, all, pos, cmd);
+  if (!help) return vm;
+  os << "usage: " << text.usage << "\n\n";
+  if (text.about) os << text.about << "\n\n";
+  if (!positionals.empty()) {
+    os << "arguments:\n";
+    for (const auto& p : positionals) {
+      std::string line = std::string("  ") + p.shown;
+      line.resize(std::max<std::size_t>(line.size() + 2, 24), ' ');
+      for (const char* c = p.help; *c; ++c)
+        line += *c == '\n' ? "\n" + std::string(24, ' ') : std::string(1, *c);
+      os << line << "\n";
+    }
+    os << "\n";
+  }
   os << opts << text.footer;
-  return false;
+  return std::nullopt;
+}
+
+Args optional_number(Args args, const std::string& flag, const std::string& implicit) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") break;  // what follows is positional
+    if (args[i] != flag) continue;
+    const bool number = i + 1 < args.size() && !args[i + 1].empty() &&
+                        args[i + 1].find_first_not_of("0123456789") == std::string::npos;
+    if (!number) args[i] = flag + "=" + implicit;
+  }
+  return args;
+}
+
+po::options_description command_options() { return po::options_description("options", 100); }
+
+void add_select_flags(po::options_description& opts, std::vector<std::string>& only,
+                      std::vector<std::string>& set) {
+  opts.add_options()("only", po::value(&only)->composing(), kOnlyHelp)("set", po::value(&set)->composing(),
+                                                                       kSetHelp);
+}
+
+void add_table_flags(po::options_description& opts, std::string& format, int& width,
+                     const std::string& formats) {
+  opts.add_options()("format,f", po::value(&format)->default_value(format), formats.c_str())(
+      "width,w", po::value(&width)->default_value(0),
+      "wrap tables at N columns, 40-400 (0: the terminal's width, at most 100)");
+}
+
+int table_width(int flag) {
+  if (flag == 0) return terminal_width();
+  if (flag < 40 || flag > 400)
+    throw std::invalid_argument("--width " + std::to_string(flag) +
+                                ": expected 40-400 (or 0: the terminal's)");
+  return flag;
 }
 
 int terminal_width() {

@@ -1,37 +1,67 @@
 // Flag parsing shared by the cmd_*.cpp files: one place that turns a Boost.Program_options error
-// into the exit-2 message, and one for the "parse, then answer --help" step every command has.
+// into the exit-2 message, one for the "parse, then answer --help" step every command has, and the
+// flags several commands share, so that each is spelled (and shortened) the same everywhere.
+// The convention itself (short flags, positional arguments, exit codes) is docs/cli.md.
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 
 namespace gridrun::app {
 
 // Parses `args` (positional arguments named by `pos`, in order) with kNoGuessing; a Boost error
-// becomes std::invalid_argument "<message> (see gridrun CMD --help)".
+// becomes std::invalid_argument "<message> (see gridrun CMD --help)", an unknown flag with the
+// closest flag of `opts` ("did you mean '--width'?").
 boost::program_options::variables_map parse_flags(
     const Args& args, const boost::program_options::options_description& opts,
     const boost::program_options::positional_options_description& pos, const std::string& cmd);
 
-// What --help prints: "usage: USAGE\n\nABOUT\n\n" when usage is set (else the options' caption
-// says it), the options, then `footer`.
+// A positional argument. It is parsed through a hidden option `option` that --help never lists
+// among the flags (a user cannot type `--grid`-style names for it by accident of the help text);
+// --help names it by `shown` in the usage line and under "arguments:".
+struct Positional {
+  const char* option = nullptr;  // hidden option name, e.g. "grid"
+  const char* shown = nullptr;   // placeholder, e.g. "GRID.yaml"
+  const char* help = nullptr;    // its line under "arguments:" ('\n' starts an indented line)
+  int max_count = 1;             // 1, or -1: any number (RUN_DIR [RUN_DIR ...])
+  // The value, e.g. po::value(&o.grid): the parser owns it once parse_command added it.
+  boost::program_options::value_semantic* value = nullptr;
+};
+
+// What --help prints: "usage: USAGE\n\nABOUT\n\n", "arguments:" (the positionals), the options,
+// then `footer` (the command's exit codes).
 struct HelpText {
-  const char* usage = nullptr;
+  const char* usage = nullptr;  // the whole line after "usage: ", e.g. "gridrun collect RUN_DIR [options]"
   const char* about = nullptr;
   const char* footer = "\n";
 };
 
-// parse_flags for a command with at most one positional argument (`positional`, may be null), then
-// --help: `help` is the flag's variable (bound in `opts`). Returns false when help was printed
-// (the command then exits 0).
-bool parse_command(const Args& args, const boost::program_options::options_description& opts,
-                   const char* positional, const std::string& cmd, const bool& help, const HelpText& text,
-                   std::ostream& os);
+// Parses `args` against `opts` plus the positionals (and `unlisted`: flags still read but no longer
+// listed, such as an older name), then answers --help (`help` is the flag's variable, bound in
+// `opts`) on `os`. Returns the parsed flags, or nothing when help was printed (the command then
+// exits 0).
+std::optional<boost::program_options::variables_map> parse_command(
+    const Args& args, const boost::program_options::options_description& opts,
+    const std::vector<Positional>& positionals, const std::string& cmd, const bool& help,
+    const HelpText& text, std::ostream& os,
+    const boost::program_options::options_description* unlisted = nullptr);
 
-// The help of --only and --set, the same for run, simulate, plan and submit (jobs/select.hpp).
+// A flag with an optional number (Boost's implicit_value, `report --profile [N]`) takes the next
+// argument as its value even when that is a positional one (`report --profile RUN_DIR` failed on
+// RUN_DIR as N). A lone `--FLAG` whose next argument is not a whole number becomes
+// `--FLAG=IMPLICIT`, so that argument stays what it is; `--FLAG 20` keeps meaning N = 20.
+Args optional_number(Args args, const std::string& flag, const std::string& implicit);
+
+// The options list every command prints: caption "options", wrapped at 100 columns.
+boost::program_options::options_description command_options();
+
+// The help of --only and --set, the same for run, simulate, plan, calibrate and submit
+// (jobs/select.hpp).
 inline constexpr const char* kOnlyHelp =
     "KEY=VALUE[,VALUE...]: only the jobs whose parameter (or id) KEY is one of the values, compared as "
     "the grid's typed values (lr=0.1 matches 0.10); repeatable, a job must match every --only; the "
@@ -39,6 +69,16 @@ inline constexpr const char* kOnlyHelp =
 inline constexpr const char* kSetHelp =
     "KEY=VALUE: every job takes this parameter value over the grid file's, checked as in the grid "
     "file; part of each job's id (so new jobs); repeatable";
+// Adds --only and --set (composing, as given; jobs::parse_selectors/parse_overrides read them).
+void add_select_flags(boost::program_options::options_description& opts, std::vector<std::string>& only,
+                      std::vector<std::string>& set);
+
+// --format,-f and --width,-w of a command that prints tables. `formats`: "table | csv | json" as
+// the command has them (its help text; the command checks the value).
+void add_table_flags(boost::program_options::options_description& opts, std::string& format, int& width,
+                     const std::string& formats);
+// --width: 0 (the default) is the terminal's width (terminal_width); else it must be 40-400.
+int table_width(int flag);
 
 // The width tables and progress lines are fitted to: the terminal's when stdout is one (40 at
 // least), never more than 100 (what the tables are written for; also without a terminal).

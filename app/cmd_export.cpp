@@ -44,7 +44,7 @@ struct ExportCli {
   std::string input;           // positional RUN_DIR (or its results.h5)
   std::string what;            // steps | epochs | jobs | phases
   std::string format = "csv";  // csv | json
-  std::string output;          // "" or "-": stdout
+  std::string output;          // --out FILE; "" or "-": stdout
   bool all = false;            // also the jobs of earlier grids of the run directory
   bool help = false;
 };
@@ -57,7 +57,7 @@ void add_export_options(po::options_description& d, ExportCli& o) {
       "(a row per compare-by phase: the report's phase figures)")(
       "format,f", po::value(&o.format)->default_value("csv"),
       "csv (one header line, then the rows) or json (an array of objects with the same keys)")(
-      "output,o", po::value(&o.output), "FILE: write the table there (atomically); none or -: stdout")(
+      "out,o", po::value(&o.output), "FILE: write the table there (atomically); none or -: stdout")(
       "all", po::bool_switch(&o.all),
       "also the jobs of earlier grids in the run directory (left out by default)");
 }
@@ -75,7 +75,7 @@ void check_export_options(const ExportCli& o) {
   const std::filesystem::path out = o.output;
   std::error_code ec;
   if (o.output != "-" && out.has_parent_path() && !std::filesystem::is_directory(out.parent_path(), ec))
-    throw std::invalid_argument("--output " + o.output + ": no such folder " + out.parent_path().string());
+    throw std::invalid_argument("--out " + o.output + ": no such folder " + out.parent_path().string());
 }
 
 // A column name as programs want it: lower case letters, digits and '_' ("util%" would not do).
@@ -302,31 +302,25 @@ void write_phases(const report::LoadedRun& run, TidyWriter& w) {
 
 int cmd_export(const Args& args) {
   ExportCli o;
-  po::options_description opts("options", 98);
+  po::options_description opts = command_options();
   add_export_options(opts, o);
-  po::options_description hidden;
-  hidden.add_options()("input", po::value(&o.input), "RUN_DIR or results.h5");
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", 1);
-  parse_flags(args, all, pos, "export");
-  if (o.help) {
-    std::cout
-        << "usage: gridrun export RUN_DIR --what steps|epochs|jobs|phases [--format csv|json] "
-           "[--output FILE]\n\n"
-           "Writes one tidy table of a run's numbers: one header line of snake_case names, one\n"
-           "row per step, epoch, job or phase; the job id and the parameters that differ between\n"
-           "the jobs (as `gridrun plan` shows them) come first, then the measured values.\n"
-           "pandas reads it as is: pandas.read_csv(\"steps.csv\"). Only the jobs of the run's\n"
-           "current grid unless --all; unreadable job files are named on stderr and skipped.\n"
-           "Columns: docs/results.md, \"Export\".\n\n"
-           "arguments:\n"
-           "  RUN_DIR                    the run directory (`gridrun run/submit --out OUT`: OUT/NAME),\n"
-           "                             or its results.h5\n\n"
-        << opts << "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n";
+  // The flag's name before -o meant --out everywhere (docs/cli.md); still read, not listed.
+  po::options_description older;
+  older.add_options()("output", po::value(&o.output), "the older name of --out");
+  const HelpText help{"gridrun export RUN_DIR --what steps|epochs|jobs|phases [options]",
+                      "Writes one tidy table of a run's numbers: one header line of snake_case names, one\n"
+                      "row per step, epoch, job or phase; the job id and the parameters that differ between\n"
+                      "the jobs (as `gridrun plan` shows them) come first, then the measured values.\n"
+                      "pandas reads it as is: pandas.read_csv(\"steps.csv\"). Only the jobs of the run's\n"
+                      "current grid unless --all; unreadable job files are named on stderr and skipped.\n"
+                      "Columns: docs/results.md, \"Export\".",
+                      "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n"};
+  if (!parse_command(args, opts,
+                     {{"input", "RUN_DIR",
+                       "the run directory (`gridrun run/submit --out OUT`: OUT/NAME),\nor its results.h5", 1,
+                       po::value(&o.input)}},
+                     "export", o.help, help, std::cout, &older))
     return 0;
-  }
   check_export_options(o);
   report::LoadOptions lo;
   lo.all = o.all;

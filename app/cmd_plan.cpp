@@ -43,11 +43,14 @@ namespace gj = gridrun::jobs;
 using gridrun::base::csv_quote;
 using gridrun::base::json_quote;
 
-constexpr std::size_t kMaxWidth = 100;  // terminal width the table must fit
+constexpr std::size_t kMaxWidth =
+    100;  // what the tables are written for; --width (default: the terminal's) decides
 
 struct PlanOptions {
   std::string grid;              // positional GRID.yaml
   std::string format = "table";  // table | json | csv
+  int width = 0;                 // --width as given (0: the terminal's)
+  std::size_t cols = kMaxWidth;  // the width the table and --list-params are fitted to
   bool all_params = false;       // table: also list the parameters that are the same in all jobs
   bool list_params = false;      // print the parameter table instead of planning a grid
   bool allow_empty = false;      // a grid whose jobs are all excluded is not an error
@@ -62,12 +65,12 @@ struct PlanOptions {
 };
 
 void add_plan_options(po::options_description& desc, PlanOptions& o) {
-  desc.add_options()("help,h", po::bool_switch(&o.help), "show this help and exit")(
-      "format,f", po::value(&o.format)->default_value(o.format),
-      "output: table (aligned; the parameters that vary, resources), json (every job with all "
-      "parameters, as in job files) or csv (one row per job, all parameters)")(
-      "all-params", po::bool_switch(&o.all_params),
-      "table: also list the parameters that are the same in every job")(
+  desc.add_options()("help,h", po::bool_switch(&o.help), "show this help and exit");
+  add_table_flags(desc, o.format, o.width,
+                  "output: table (aligned; the parameters that vary, resources), json (every job with all "
+                  "parameters, as in job files) or csv (one row per job, all parameters)");
+  desc.add_options()("all-params", po::bool_switch(&o.all_params),
+                     "table: also list the parameters that are the same in every job")(
       "allow-empty", po::bool_switch(&o.allow_empty),
       "accept a grid whose jobs are all excluded (prints 0 jobs, exit 0)")(
       "list-params", po::bool_switch(&o.list_params),
@@ -76,8 +79,8 @@ void add_plan_options(po::options_description& desc, PlanOptions& o) {
       "also check every job fits on a node of this cluster YAML (see docs/scheduler.md); exit 2 "
       "naming each job that fits nowhere")("gpus", po::value(&o.gpus),
                                            "also check every job fits on this machine with N GPUs")(
-      "cores", po::value(&o.cores), "also check every job fits on this machine with N cores")(
-      "only", po::value(&o.only)->composing(), kOnlyHelp)("set", po::value(&o.set)->composing(), kSetHelp);
+      "cores", po::value(&o.cores), "also check every job fits on this machine with N cores");
+  add_select_flags(desc, o.only, o.set);
 }
 
 void check_plan_options(const PlanOptions& o) {
@@ -90,18 +93,6 @@ void check_plan_options(const PlanOptions& o) {
   if (o.cores == 0 || o.cores < -1) throw std::invalid_argument("--cores: must be >= 1");
   if (!o.cluster.empty() && (o.gpus >= 0 || o.cores >= 0))
     throw std::invalid_argument("--cluster: give either a cluster file or --gpus/--cores, not both");
-}
-
-void print_help(const po::options_description& desc) {
-  std::cout << "usage: gridrun plan GRID.yaml [--format table|json|csv] [options]\n\n"
-               "Validates a grid file and prints the jobs it expands to, in launch order: the\n"
-               "job id, the parameters that vary, and the resources each job needs (GPUs, CPU\n"
-               "cores = ranks * threads_per_rank, ranks). Then a summary: job count, warnings,\n"
-               "and GPU-hours at most, when jobs set time_limit. Warnings go to stderr.\n"
-               "Nothing is written. Grid format and parameters: docs/grid.md, --list-params.\n\n"
-            << desc
-            << "\nExit codes: 0 valid grid, 2 invalid grid or flags (the message names\n"
-               "file:line:col and the key, e.g. grid.yaml:7:11: grid.ranks[2]: ...).\n";
 }
 
 std::string range_text(const gj::ParamSpec& p) {
@@ -125,11 +116,11 @@ std::string default_text(const gj::ParamSpec& p) {
   return s.empty() ? "\"\"" : s;
 }
 
-// Prints `lead` followed by `words`, wrapped at kMaxWidth with continuation lines indented by
+// Prints `lead` followed by `words`, wrapped at `width` with continuation lines indented by
 // `indent`.
-void wrap(std::ostream& os, const std::string& lead, const std::vector<std::string>& words,
+void wrap(std::ostream& os, std::size_t width, const std::string& lead, const std::vector<std::string>& words,
           const std::string& indent = "  ") {
-  for (const auto& line : gridrun::base::wrap_words(lead, words, kMaxWidth, indent)) os << line << '\n';
+  for (const auto& line : gridrun::base::wrap_words(lead, words, width, indent)) os << line << '\n';
 }
 
 int list_params(const PlanOptions& o) {
@@ -154,11 +145,11 @@ int list_params(const PlanOptions& o) {
       std::string head = p.name + " (" + gj::type_name(p.type) + ", default " + default_text(p);
       std::string r = range_text(p);
       // A long list of choices goes on lines of its own, so the output fits the terminal.
-      const bool long_range = head.size() + r.size() + 3 > kMaxWidth;
+      const bool long_range = head.size() + r.size() + 3 > o.cols;
       if (!r.empty() && !long_range) head += ", " + r;
       std::cout << head << ")\n";
-      if (long_range) wrap(std::cout, "    one of:", gridrun::base::split(r, '|'), "    ");
-      wrap(std::cout, "   ", gridrun::base::split(p.help, ' '), "    ");
+      if (long_range) wrap(std::cout, o.cols, "    one of:", gridrun::base::split(r, '|'), "    ");
+      wrap(std::cout, o.cols, "   ", gridrun::base::split(p.help, ' '), "    ");
     }
   }
   return 0;
@@ -316,7 +307,7 @@ void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std:
   for (std::size_t c = n - 4; c >= 2; --c)
     if (t.columns[c] != "global_batch") t.drop_order.push_back(c);
   gr::TableStyle style;
-  style.width = static_cast<int>(kMaxWidth);
+  style.width = static_cast<int>(o.cols);
   style.fit = gr::TableStyle::Fit::Drop;
   style.heading = false;
   gr::render_tables({t}, style, os);  // names any left-out columns under the rows
@@ -326,7 +317,7 @@ void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std:
       if (std::find(ex.varying.begin(), ex.varying.end(), p.name) != ex.varying.end()) continue;
       words.push_back(p.name + "=" + plan.text(0, plan.column_of(p.name)));
     }
-    wrap(os, "same in all jobs:", words);
+    wrap(os, o.cols, "same in all jobs:", words);
   }
 }
 
@@ -431,25 +422,21 @@ std::string summary(const gj::Expansion& ex, const Plan& plan) {
 
 int cmd_plan(const Args& args) {
   PlanOptions o;
-  po::options_description desc("options", static_cast<unsigned>(kMaxWidth) - 2);
+  po::options_description desc = command_options();
   add_plan_options(desc, o);
-  po::options_description hidden;
-  hidden.add_options()("grid", po::value(&o.grid), "grid file");
-  po::options_description all;
-  all.add(desc).add(hidden);
-  po::positional_options_description pos;
-  pos.add("grid", 1);
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(all).positional(pos).style(kNoGuessing).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw std::invalid_argument(e.what());
-  }
-  if (o.help) {
-    print_help(desc);
+  const HelpText help{"gridrun plan GRID.yaml [options]\n       gridrun plan --list-params [options]",
+                      "Validates a grid file and prints the jobs it expands to, in launch order: the\n"
+                      "job id, the parameters that vary, and the resources each job needs (GPUs, CPU\n"
+                      "cores = ranks * threads_per_rank, ranks). Then a summary: job count, warnings,\n"
+                      "and GPU-hours at most, when jobs set time_limit. Warnings go to stderr.\n"
+                      "Nothing is written. Grid format and parameters: docs/grid.md, --list-params.",
+                      "\nExit codes: 0 valid grid, 2 invalid grid or flags (the message names\n"
+                      "file:line:col and the key, e.g. grid.yaml:7:11: grid.ranks[2]: ...).\n"};
+  if (!parse_command(args, desc,
+                     {{"grid", "GRID.yaml", "the grid file (docs/grid.md)", 1, po::value(&o.grid)}}, "plan",
+                     o.help, help, std::cout))
     return 0;
-  }
+  o.cols = static_cast<std::size_t>(table_width(o.width));
   check_plan_options(o);
   if (o.list_params) return list_params(o);
 

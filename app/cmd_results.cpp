@@ -36,7 +36,7 @@ struct ReportCli {
   std::string format = "table";
   std::string group_by;
   std::vector<std::string> filters;
-  int width = 100;
+  int width = 0;           // 0: the terminal's (table_width)
   bool all = false;        // also the jobs of earlier grids of the run directory
   std::string html;        // write the HTML report here instead of printing tables
   int profile_top = 0;     // > 0: print the top operators of each profiled job instead
@@ -51,8 +51,6 @@ struct ProbeCli {
   int threads = 0;
   bool help = false;
 };
-
-const HelpText kExitCodesHelp{nullptr, nullptr, "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n"};
 
 bool vm_has(const Args& args, const std::string& flag) {
   for (const auto& a : args)
@@ -93,17 +91,20 @@ void load_probe(const ReportCli& o, hw::RoofOptions& ro) {
 
 int cmd_collect(const Args& args) {
   CollectCli o;
-  po::options_description opts(
-      "usage: gridrun collect RUN_DIR [options]\n\n"
+  po::options_description opts = command_options();
+  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
+      "quiet,q", po::bool_switch(&o.quiet), "no summary line on stderr (skipped files still named)");
+  const HelpText help{
+      "gridrun collect RUN_DIR [options]",
       "Builds RUN_DIR/results.h5 from RUN_DIR/results/<id>.h5 (or .h5.partial): a /jobs table\n"
       "(id, status, parameters, summary figures) and an external link /links/<id> per job.\n"
-      "Idempotent; unreadable or missing job files are named on stderr and skipped.\n\noptions");
-  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
-      "quiet,q", po::bool_switch(&o.quiet), "no summary line on stderr (skipped files still named)")(
-      "run-dir", po::value(&o.run_dir), "the run directory (positional)");
-  HelpText help;
-  help.footer = "\nExit codes: 0 ok (also when files were skipped), 1 runtime failure, 2 bad input.\n";
-  if (!parse_command(args, opts, "run-dir", "collect", o.help, help, std::cout)) return 0;
+      "Idempotent; unreadable or missing job files are named on stderr and skipped.",
+      "\nExit codes: 0 ok (also when files were skipped), 1 runtime failure, 2 bad input.\n"};
+  if (!parse_command(args, opts,
+                     {{"run-dir", "RUN_DIR", "the run directory (`gridrun run/submit --out OUT`: OUT/NAME)",
+                       1, po::value(&o.run_dir)}},
+                     "collect", o.help, help, std::cout))
+    return 0;
   if (o.run_dir.empty()) throw std::invalid_argument("missing RUN_DIR (see gridrun collect --help)");
   report::CollectOptions co;
   co.run_dir = o.run_dir;
@@ -114,17 +115,16 @@ int cmd_collect(const Args& args) {
 
 int cmd_report(const Args& args) {
   ReportCli o;
-  po::options_description opts("options", 98);
-  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
-      "format,f", po::value(&o.format)->default_value("table"), "table | markdown | csv | json")(
-      "group-by,g", po::value(&o.group_by), "print the tables once per value of this parameter (one run)")(
+  po::options_description opts = command_options();
+  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help");
+  add_table_flags(opts, o.format, o.width, "table | markdown | csv | json");
+  opts.add_options()("group-by,g", po::value(&o.group_by),
+                     "print the tables once per value of this parameter (one run)")(
       "filter", po::value(&o.filters)->composing(),
       "KEY=VALUE[,VALUE...]: keep jobs whose parameter (or id, status) is one of the values, compared "
       "as typed values (lr=0.1 matches 0.10; the selector of run --only); repeatable, all must match")(
       "all", po::bool_switch(&o.all),
       "also report the jobs of earlier grids in the run directory (left out by default)")(
-      "width,w", po::value(&o.width)->default_value(100),
-      "wrap table/markdown output at this width (40-400)")(
       "profile", po::value(&o.profile_top)->implicit_value(15),
       "[N] print the top N (default 15) operators of each profiled job instead of the tables (one run)")(
       "html", po::value(&o.html),
@@ -135,45 +135,38 @@ int cmd_report(const Args& args) {
       "built-in GPU table (H100, H200, A100, V100) and `gridrun probe` for CPUs")(
       "probe", po::value(&o.probe),
       "probe.json for the CPU roofs (default RUN_DIR/probe.json, else ~/.cache/gridrun/probe.json)");
-  po::options_description hidden;
-  hidden.add_options()("input", po::value(&o.inputs), "RUN_DIR or results.h5, one or more");
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", -1);
-  parse_flags(args, all, pos, "report");
-  if (o.help) {
-    std::cout << "usage: gridrun report RUN [RUN ...] [options]\n\n"
-                 "One RUN: its report. A compare-by run's report opens with the verdict (which\n"
-                 "arrangement finished sooner, by how much). Then the per-job table and, where the jobs\n"
-                 "allow, scaling over ranks (weak/strong), GPU vs CPU, convergence and one-large vs\n"
-                 "several-small phase tables. Repeated seeds are averaged (± = 95% interval from 3\n"
-                 "seeds). A run directory is read from its job files (current state); a results.h5 from\n"
-                 "its /jobs table. Only the jobs of the run's current grid (RUN/grid.yaml) are reported\n"
-                 "unless --all.\n\n"
-                 "Two or more RUNs: the same configurations side by side (the same grid on two machines\n"
-                 "or with two builds): a row per job id in at least two runs (same parameters = same\n"
-                 "id), each run's samples/s, step p50, test accuracy and status, and the ratios of each\n"
-                 "run to the first (B/A). Runs are named A, B, ... in a Runs table with their folders.\n"
-                 "--filter, --all, --format and --width apply; --group-by, --html and --profile do not.\n"
-                 "See docs/report.md, \"Comparing runs\".\n\n"
-                 "arguments:\n"
-                 "  RUN                        a run directory (`gridrun run/submit --out OUT`: OUT/NAME)\n"
-                 "                             or its results.h5; several RUNs are compared\n\n"
-              << opts << kExitCodesHelp.footer;
+  const HelpText help{
+      "gridrun report RUN_DIR [RUN_DIR ...] [options]",
+      "One RUN_DIR: its report. A compare-by run's report opens with the verdict (which\n"
+      "arrangement finished sooner, by how much). Then the per-job table and, where the jobs\n"
+      "allow, scaling over ranks (weak/strong), GPU vs CPU, convergence and one-large vs\n"
+      "several-small phase tables. Repeated seeds are averaged (± = 95% interval from 3\n"
+      "seeds). A run directory is read from its job files (current state); a results.h5 from\n"
+      "its /jobs table. Only the jobs of the run's current grid (RUN_DIR/grid.yaml) are reported\n"
+      "unless --all.\n\n"
+      "Two or more RUN_DIRs: the same configurations side by side (the same grid on two machines\n"
+      "or with two builds): a row per job id in at least two runs (same parameters = same\n"
+      "id), each run's samples/s, step p50, test accuracy and status, and the ratios of each\n"
+      "run to the first (B/A). Runs are named A, B, ... in a Runs table with their folders.\n"
+      "--filter, --all, --format and --width apply; --group-by, --html and --profile do not.\n"
+      "See docs/report.md, \"Comparing runs\".",
+      "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n"};
+  if (!parse_command(optional_number(args, "--profile", "15"), opts,
+                     {{"input", "RUN_DIR",
+                       "a run directory (`gridrun run/submit --out OUT`: OUT/NAME) or its\n"
+                       "results.h5; several are compared",
+                       -1, po::value(&o.inputs)}},
+                     "report", o.help, help, std::cout))
     return 0;
-  }
   if (o.inputs.empty())
     throw std::invalid_argument("missing RUN_DIR or results.h5 (see gridrun report --help)");
   if (!base::is_table_format(o.format))
     throw std::invalid_argument("--format " + o.format + ": expected table, markdown, csv or json");
-  if (o.width < 40 || o.width > 400)
-    throw std::invalid_argument("--width " + std::to_string(o.width) + ": expected 40-400");
   report::ReportOptions ro;
   ro.input = o.inputs.front();
   ro.format = o.format;
   ro.group_by = o.group_by;
-  ro.width = o.width;
+  ro.width = table_width(o.width);
   ro.all = o.all;
   for (const auto& f : o.filters) {
     auto eq = f.find('=');
@@ -215,20 +208,22 @@ int cmd_report(const Args& args) {
 
 int cmd_probe(const Args& args) {
   ProbeCli o;
-  po::options_description opts(
-      "usage: gridrun probe [options]\n\n"
-      "Measures this machine's CPU roofs for the report's roofline: an fp32 GEMM (gridrun's own\n"
-      "blocked kernel: a LOWER BOUND of what MKL/OpenBLAS reach) and a STREAM-like triad, each on\n"
-      "one thread and on all threads. Prints them and stores them as JSON.\n\noptions");
+  po::options_description opts = command_options();
   opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
       "out,o", po::value(&o.out),
       "JSON file to write (default ~/.cache/gridrun/probe.json; "
       "RUN_DIR/probe.json is used by that run's report)")("seconds,s",
                                                           po::value(&o.seconds)->default_value(4.0),
                                                           "time budget for the four measurements (0-600]")(
-      "threads,t", po::value(&o.threads)->default_value(0),
+      "threads", po::value(&o.threads)->default_value(0),
       "threads for the all-threads runs (0 = every allowed CPU)");
-  if (!parse_command(args, opts, nullptr, "probe", o.help, kExitCodesHelp, std::cout)) return 0;
+  const HelpText help{
+      "gridrun probe [options]",
+      "Measures this machine's CPU roofs for the report's roofline: an fp32 GEMM (gridrun's own\n"
+      "blocked kernel: a LOWER BOUND of what MKL/OpenBLAS reach) and a STREAM-like triad, each on\n"
+      "one thread and on all threads. Prints them and stores them as JSON.",
+      "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n"};
+  if (!parse_command(args, opts, {}, "probe", o.help, help, std::cout)) return 0;
   if (!(o.seconds > 0) || o.seconds > 600) throw std::invalid_argument("--seconds: expected 0 < S <= 600");
   if (o.threads < 0) throw std::invalid_argument("--threads: expected >= 0");
   if (o.out.empty()) o.out = hw::default_probe_path();

@@ -9,6 +9,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "gridrun/base/host.hpp"
+#include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
@@ -25,7 +26,7 @@ namespace {
 struct RunCli {
   bool help = false;
   std::string grid, out = "runs", policy = "packed", rerun, cluster, train_bin;
-  int max_parallel = 0, retries = 1, gpus = -1, cores = -1, rows = 40;
+  int max_parallel = 0, retries = 1, gpus = -1, cores = -1, rows = 40, width = 0;
   double exit_grace = 60, heartbeat_timeout = 900;
   bool dry_run = false, simulate = false, no_report = false;
   double cpu_rate = 20.0, gpu_rate = 8000.0;
@@ -33,74 +34,110 @@ struct RunCli {
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
 };
 
-int run_impl(const Args& args, bool simulate_cmd) {
-  const char* cmd = simulate_cmd ? "simulate" : "run";
-  RunCli o;
-  po::options_description opts(
-      std::string("usage: gridrun ") + cmd + " GRID.yaml [options]\n\n" +
-      (simulate_cmd
-           ? "Computes the schedule of a grid without launching anything: makespan, utilization, the\n"
-             "placement timeline and, for a compare-by grid, the predicted winner. Durations come from\n"
-             "`gridrun calibrate` (OUT/<name>/calibration.json of this host and build), else from\n"
-             "earlier results of the same job ids, else from a FLOPs cost model. With a calibration\n"
-             "the prediction is also written to OUT/<name>/prediction.json.\n\noptions"
-           : "Runs a grid on this machine: places jobs side by side on disjoint cores and GPUs, launches\n"
-             "each with mpirun + gridrun-train, retries failures with --resume, and ends with collect\n"
-             "and report. Idempotent: completed jobs are skipped. Ctrl-C stops (jobs checkpoint);\n"
-             "a second Ctrl-C kills. Writes OUT/<name>/ (see docs/scheduler.md).\n\noptions"));
+// The flags run and simulate share: where the run goes, how jobs are placed, which jobs, what the
+// schedule is computed on (simulate is run --simulate: the same planning, nothing launched).
+void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd) {
   opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
       "out,o", po::value(&o.out)->default_value("runs"), "parent folder of the run directory OUT/<name>")(
       "policy,p", po::value(&o.policy)->default_value("packed"), "placement: packed | fifo | exclusive")(
       "max-parallel,j", po::value(&o.max_parallel)->default_value(0),
-      "at most N jobs at once (0: as many as fit)")("retries", po::value(&o.retries)->default_value(1),
-                                                    "extra attempts per failed job (0-100)")(
+      "at most N jobs at once (0: as many as fit)")("gpus", po::value(&o.gpus),
+                                                    "use N GPUs instead of the detected ones")(
+      "cores", po::value(&o.cores), "use N cores instead of the detected ones")(
+      "cluster", po::value(&o.cluster),
+      simulate_cmd ? "cluster YAML (nodes: cores, gpus, count) to schedule on instead of this machine"
+                   : "cluster YAML (nodes: cores, gpus, count) for --simulate/--dry-run")(
+      "train-bin", po::value(&o.train_bin),
+      simulate_cmd ? "gridrun-train that counts a TorchScript model's FLOPs (default: next to gridrun)"
+                   : "gridrun-train to launch (default: next to gridrun)")(
+      "cpu-rate", po::value(&o.cpu_rate)->default_value(20.0), "cost model: sustained GFLOP/s per CPU core")(
+      "gpu-rate", po::value(&o.gpu_rate)->default_value(8000.0), "cost model: sustained GFLOP/s per GPU")(
+      "rows", po::value(&o.rows)->default_value(40),
+      simulate_cmd ? "timeline rows to print" : "timeline rows to print (--simulate/--dry-run)")(
+      "against", po::value(&o.against),
+      simulate_cmd ? "RUN_DIR: put the prediction beside the measured run in RUN_DIR (its state.json): per "
+                     "phase and per job, with the error"
+                   : "RUN_DIR (with --simulate): put the prediction beside the measured run in RUN_DIR, "
+                     "as `gridrun simulate --against`");
+  add_table_flags(opts, o.format, o.width,
+                  simulate_cmd ? "table | json (makespan_s, phases {NAME: {makespan_s, jobs, max_running, "
+                                 "arrangement}}, jobs)"
+                               : "of the report printed at the end: table | markdown | csv | json (as "
+                                 "`gridrun report --format`); with --simulate: table | json; with "
+                                 "--dry-run: table");
+  add_select_flags(opts, o.only, o.set);
+}
+
+void add_run_flags(po::options_description& opts, RunCli& o) {
+  opts.add_options()("retries", po::value(&o.retries)->default_value(1),
+                     "extra attempts per failed job (0-100)")(
       "rerun", po::value(&o.rerun),
       "failed: rerun failed jobs from scratch; all: rerun everything; phase=VALUE: rerun that "
       "compare-by phase's jobs from scratch, together (a phase the report could not measure in one sitting)")(
       "dry-run,n", po::bool_switch(&o.dry_run), "print the placement plan and commands; launch nothing")(
-      "simulate", po::bool_switch(&o.simulate), "print the simulated schedule; launch nothing")(
-      "gpus", po::value(&o.gpus), "use N GPUs instead of the detected ones")(
-      "cores", po::value(&o.cores), "use N cores instead of the detected ones")(
+      "simulate", po::bool_switch(&o.simulate),
+      "print the simulated schedule; launch nothing (= gridrun simulate)")(
       "exit-grace", po::value(&o.exit_grace)->default_value(60.0),
       "seconds a job's processes may linger after its results are final before they are ended")(
       "heartbeat-timeout", po::value(&o.heartbeat_timeout)->default_value(900.0),
       "end and fail a job whose rank 0 has not heartbeat for this many seconds (0: never)")(
-      "cluster", po::value(&o.cluster), "cluster YAML (nodes: cores, gpus, count) for --simulate/--dry-run")(
-      "train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)")(
-      "cpu-rate", po::value(&o.cpu_rate)->default_value(20.0), "cost model: sustained GFLOP/s per CPU core")(
-      "gpu-rate", po::value(&o.gpu_rate)->default_value(8000.0), "cost model: sustained GFLOP/s per GPU")(
-      "rows", po::value(&o.rows)->default_value(40), "timeline rows to print (--simulate/--dry-run)")(
-      "format", po::value(&o.format)->default_value("table"),
-      "simulate: table | json (makespan_s, phases {NAME: {makespan_s, jobs, max_running, "
-      "arrangement}}, jobs)")(
-      "against", po::value(&o.against),
-      "simulate: put the prediction beside the measured run in RUN_DIR (its state.json): per "
-      "phase and per job, with the error")("no-report", po::bool_switch(&o.no_report),
-                                           "skip collect and report at the end")(
-      "only", po::value(&o.only)->composing(), kOnlyHelp)("set", po::value(&o.set)->composing(), kSetHelp)(
-      "grid", po::value(&o.grid), "the grid file (positional)");
-  po::positional_options_description pos;
-  pos.add("grid", 1);
-  const po::variables_map vm = parse_flags(args, opts, pos, cmd);
-  if (o.help) {
-    std::cout << opts
-              << "\nExit codes: 0 all jobs completed (or plan printed), 1 a job failed or the run was\n"
-                 "interrupted, 2 bad input (grid, flags, cluster file, infeasible job).\n";
-    return 0;
+      "no-report", po::bool_switch(&o.no_report), "skip collect and report at the end");
+}
+
+const HelpText kRunHelp{
+    "gridrun run GRID.yaml [options]",
+    "Runs a grid on this machine: places jobs side by side on disjoint cores and GPUs, launches\n"
+    "each with mpirun + gridrun-train, retries failures with --resume, and ends with collect\n"
+    "and report (--format, --width). Idempotent: completed jobs are skipped. Ctrl-C stops (jobs\n"
+    "checkpoint); a second Ctrl-C kills. Writes OUT/<name>/ (see docs/scheduler.md).",
+    "\nExit codes: 0 all jobs completed (or plan printed), 1 a job failed or the run was\n"
+    "interrupted, 2 bad input (grid, flags, cluster file, infeasible job).\n"};
+const HelpText kSimulateHelp{
+    "gridrun simulate GRID.yaml [options]",
+    "Computes the schedule of a grid without launching anything: makespan, utilization, the\n"
+    "placement timeline and, for a compare-by grid, the predicted winner. Durations come from\n"
+    "`gridrun calibrate` (OUT/<name>/calibration.json of this host and build), else from\n"
+    "earlier results of the same job ids, else from a FLOPs cost model. With a calibration\n"
+    "the prediction is also written to OUT/<name>/prediction.json.",
+    "\nExit codes: 0 schedule printed, 1 runtime failure, 2 bad input (grid, flags, cluster file,\n"
+    "infeasible job).\n"};
+
+// --format: what the command prints decides which formats make sense (docs/cli.md).
+void check_format(const RunCli& o, bool simulating) {
+  if (simulating) {
+    if (o.format != "table" && o.format != "json")
+      throw std::invalid_argument("--format: expected table or json, got '" + o.format + "'");
+  } else if (o.dry_run) {
+    if (o.format != "table")
+      throw std::invalid_argument("--format: --dry-run prints its plan as text (table only)");
+  } else if (!base::is_table_format(o.format)) {
+    throw std::invalid_argument("--format: expected table, markdown, csv or json, got '" + o.format + "'");
   }
+  if (!o.against.empty() && !simulating)
+    throw std::invalid_argument("--against: only with `gridrun simulate` (or --simulate)");
+}
+
+int run_impl(const Args& args, bool simulate_cmd) {
+  const char* cmd = simulate_cmd ? "simulate" : "run";
+  RunCli o;
+  po::options_description opts = command_options();
+  add_plan_flags(opts, o, simulate_cmd);
+  if (!simulate_cmd) add_run_flags(opts, o);
+  const auto vm = parse_command(
+      args, opts, {{"grid", "GRID.yaml", "the grid file (docs/grid.md)", 1, po::value(&o.grid)}}, cmd, o.help,
+      simulate_cmd ? kSimulateHelp : kRunHelp, std::cout);
+  if (!vm) return 0;
   if (o.grid.empty())
     throw std::invalid_argument(std::string("missing GRID.yaml (see gridrun ") + cmd + " --help)");
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   if (o.rows < 1) throw std::invalid_argument("--rows: must be >= 1");
   if (!(o.cpu_rate > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
   if (!(o.gpu_rate > 0)) throw std::invalid_argument("--gpu-rate: must be > 0");
-  if (o.format != "table" && o.format != "json")
-    throw std::invalid_argument("--format: expected table or json, got '" + o.format + "'");
-  if ((o.format != "table" || !o.against.empty()) && !(o.simulate || simulate_cmd))
-    throw std::invalid_argument(std::string(o.against.empty() ? "--format" : "--against") +
-                                ": only with `gridrun simulate` (or --simulate)");
-  if (vm.count("gpus") && o.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
-  if (vm.count("cores") && o.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
+  const bool simulating = o.simulate || simulate_cmd;
+  check_format(o, simulating);
+  const int width = table_width(o.width);
+  if (vm->count("gpus") && o.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
+  if (vm->count("cores") && o.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
 
   scheduler::RunOptions ro;
   ro.grid = o.grid;
@@ -112,7 +149,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
   ro.retries = o.retries;
   ro.rerun = o.rerun;
   ro.dry_run = o.dry_run;
-  ro.simulate = o.simulate || simulate_cmd;
+  ro.simulate = simulating;
   ro.resources.cluster_file = o.cluster;
   ro.resources.gpus = o.gpus;
   ro.resources.cores = o.cores;
@@ -122,15 +159,16 @@ int run_impl(const Args& args, bool simulate_cmd) {
   ro.cost.cpu_gflops_per_core = o.cpu_rate;
   ro.cost.gpu_gflops = o.gpu_rate;
   ro.tty = ::isatty(STDOUT_FILENO) != 0;
-  ro.width = terminal_width();
+  ro.width = width;
   ro.timeline_rows = o.rows;
-  ro.format = o.format;
+  // The run's own output is progress lines; --format is the report's (below), --simulate's here.
+  ro.format = simulating ? o.format : "table";
   ro.against = o.against;
   const scheduler::RunOutcome r = scheduler::run_grid(ro, std::cout);
   if (!r.launched || r.interrupted || o.no_report) return r.exit_code;
   // The results side owns collect and report; they live in this binary (app/cmd_results.cpp).
   int rc = r.index_stale ? cmd_collect({r.run_dir, "--quiet"}) : 0;
-  if (rc == 0) rc = cmd_report({r.run_dir});
+  if (rc == 0) rc = cmd_report({r.run_dir, "--format", o.format, "--width", std::to_string(width)});
   if (rc != 0)
     std::cerr << "gridrun run: collect/report failed (exit " << rc << "); results are in " << r.run_dir
               << "\n";
@@ -144,20 +182,46 @@ struct CalibrateCli {
   int max_parallel = 0, gpus = -1, cores = -1;
   long long steps = 20;
   double budget_share = 5, min_budget = 120;
+  std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
 };
+
+// `calibrate --slurm`: one configuration at a time through sbatch/srun (slurm/calibrate.hpp).
+int calibrate_on_slurm(const CalibrateCli& o) {
+  slurm::SlurmCalibrateOptions so;
+  so.grid_file = o.grid;
+  so.out_dir = o.out;
+  so.steps = o.steps;
+  so.cluster_file = o.cluster;
+  so.policy = o.policy;
+  so.group_budget_s = o.min_budget;
+  so.script.partition = o.partition;
+  so.script.network = o.network;
+  so.script.launcher = o.launcher;
+  try {
+    jobs::time_limit_seconds(o.time);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("--time: '" + o.time + "' is not a Slurm time limit (" + e.what() + ")");
+  }
+  so.script.default_time = o.time;
+  const std::string self = base::self_exe();
+  so.script.gridrun_bin = self.empty() ? std::string("gridrun") : self;
+  so.script.train_bin = o.train_bin.empty() ? scheduler::default_train_bin() : o.train_bin;
+  so.script.out_dir = o.out;
+  so.script.grid_file = o.grid;
+  slurm::check_script_options(so.script);
+  const slurm::SlurmCli cli;
+  const scheduler::CalibrateOutcome r = slurm::calibrate_on_slurm(so, cli, std::cout);
+  std::cout << "calibration took " << base::format_duration(r.cal.cost_s) << "; wrote " << r.file
+            << "; `gridrun simulate " << o.grid << " --cluster CLUSTER.yaml"
+            << (o.out != "runs" ? " --out " + o.out : "") << "` predicts from it\n";
+  return r.failed > 0 ? 1 : 0;
+}
 
 }  // namespace
 
 int cmd_calibrate(const Args& args) {
   CalibrateCli o;
-  po::options_description opts(
-      "usage: gridrun calibrate GRID.yaml [options]\n\n"
-      "Runs every distinct configuration of the grid (model, batch per rank, ranks, device, threads,\n"
-      "...) for a few steps on this machine, alone, then side by side in the groups the placement\n"
-      "policy would make, and stores launch, step, evaluation and checkpoint times and the side-by-side\n"
-      "slowdowns in OUT/<name>/calibration.json. `gridrun simulate` and `gridrun run` then predict\n"
-      "from it. Side-by-side groups are measured while the calibration has cost less than --budget %\n"
-      "of the grid's predicted time or --min-budget seconds, whichever is more.\n\noptions");
+  po::options_description opts = command_options();
   opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
       "out,o", po::value(&o.out)->default_value("runs"), "parent folder of the run directory OUT/<name>")(
       "policy,p", po::value(&o.policy)->default_value("packed"),
@@ -178,57 +242,45 @@ int cmd_calibrate(const Args& args) {
       "calibrate on the Slurm cluster's nodes through sbatch/srun, one configuration at a time "
       "(for `gridrun simulate --cluster FILE` of a grid to `gridrun submit`)")(
       "partition", po::value(&o.partition), "--slurm: sbatch --partition")(
-      "time", po::value(&o.time)->default_value("10"), "--slurm: time limit of each calibration job")(
+      "time,t", po::value(&o.time)->default_value("10"), "--slurm: time limit of each calibration job")(
       "network", po::value(&o.network), "--slurm: as `gridrun submit --network` (jobs across hosts)")(
       "launcher", po::value(&o.launcher)->default_value("srun"), "--slurm: srun | mpirun, as for submit")(
-      "train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)")(
-      "grid", po::value(&o.grid), "the grid file (positional)");
-  po::positional_options_description pos;
-  pos.add("grid", 1);
-  const po::variables_map vm = parse_flags(args, opts, pos, "calibrate");
-  if (o.help) {
-    std::cout << opts << "\nExit codes: 0 calibrated, 1 a calibration run failed, 2 bad input.\n";
-    return 0;
-  }
+      "train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)");
+  add_select_flags(opts, o.only, o.set);
+  const HelpText help{
+      "gridrun calibrate GRID.yaml [options]",
+      "Runs every distinct configuration of the grid (model, batch per rank, ranks, device, threads,\n"
+      "...) for a few steps on this machine, alone, then side by side in the groups the placement\n"
+      "policy would make, and stores launch, step, evaluation and checkpoint times and the side-by-side\n"
+      "slowdowns in OUT/<name>/calibration.json. `gridrun simulate` and `gridrun run` then predict\n"
+      "from it. Side-by-side groups are measured while the calibration has cost less than --budget %\n"
+      "of the grid's predicted time or --min-budget seconds, whichever is more. --only and --set\n"
+      "select and change the jobs as for `gridrun run` (give simulate the same ones).",
+      "\nExit codes: 0 calibrated, 1 a calibration run failed, 2 bad input.\n"};
+  const auto vm = parse_command(
+      args, opts, {{"grid", "GRID.yaml", "the grid file (docs/grid.md)", 1, po::value(&o.grid)}}, "calibrate",
+      o.help, help, std::cout);
+  if (!vm) return 0;
   if (o.grid.empty()) throw std::invalid_argument("missing GRID.yaml (see gridrun calibrate --help)");
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   if (!(o.budget_share > 0 && o.budget_share <= 100))
     throw std::invalid_argument("--budget: must be in (0, 100]");
   if (!(o.min_budget >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
-  if (vm.count("gpus") && o.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
-  if (vm.count("cores") && o.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
+  if (vm->count("gpus") && o.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
+  if (vm->count("cores") && o.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
+  const auto overrides = jobs::parse_overrides(o.set, "--set");
+  const auto only = jobs::parse_selectors(o.only, "--only", {"id"});
   if (o.slurm) {
-    slurm::SlurmCalibrateOptions so;
-    so.grid_file = o.grid;
-    so.out_dir = o.out;
-    so.steps = o.steps;
-    so.cluster_file = o.cluster;
-    so.policy = o.policy;
-    so.group_budget_s = o.min_budget;
-    so.script.partition = o.partition;
-    so.script.network = o.network;
-    so.script.launcher = o.launcher;
-    try {
-      jobs::time_limit_seconds(o.time);
-    } catch (const std::exception& e) {
-      throw std::invalid_argument("--time: '" + o.time + "' is not a Slurm time limit (" + e.what() + ")");
-    }
-    so.script.default_time = o.time;
-    const std::string self = base::self_exe();
-    so.script.gridrun_bin = self.empty() ? std::string("gridrun") : self;
-    so.script.train_bin = o.train_bin.empty() ? scheduler::default_train_bin() : o.train_bin;
-    so.script.out_dir = o.out;
-    so.script.grid_file = o.grid;
-    slurm::check_script_options(so.script);
-    const slurm::SlurmCli cli;
-    const scheduler::CalibrateOutcome r = slurm::calibrate_on_slurm(so, cli, std::cout);
-    std::cout << "calibration took " << base::format_duration(r.cal.cost_s) << "; wrote " << r.file
-              << "; `gridrun simulate " << o.grid << " --cluster CLUSTER.yaml"
-              << (o.out != "runs" ? " --out " + o.out : "") << "` predicts from it\n";
-    return r.failed > 0 ? 1 : 0;
+    // The Slurm calibration reads the grid itself (slurm/src/calibrate.cpp) and knows no selection.
+    if (!overrides.empty() || !only.empty())
+      throw std::invalid_argument(
+          "--only/--set: not with --slurm (the Slurm calibration measures the whole grid)");
+    return calibrate_on_slurm(o);
   }
   scheduler::CalibrateOptions co;
   co.run.grid = o.grid;
+  co.run.overrides = overrides;
+  co.run.only = only;
   co.run.out = o.out;
   co.run.policy = o.policy;
   co.run.max_parallel = static_cast<std::size_t>(o.max_parallel);
@@ -246,8 +298,12 @@ int cmd_calibrate(const Args& args) {
             << base::format_duration(r.budget_s) << ": " << base::format_fixed(o.budget_share, 0) << " % or "
             << base::format_duration(o.min_budget) << ", whichever is more)\n";
   for (const auto& s : r.skipped) std::cout << "not measured side by side (over the budget): " << s << "\n";
+  // The same selection, or simulate predicts other jobs than the ones measured.
+  std::string selection;
+  for (const auto& s : o.only) selection += " --only " + s;
+  for (const auto& s : o.set) selection += " --set " + s;
   std::cout << "wrote " << r.file << "; `gridrun simulate " << o.grid
-            << (o.out != "runs" ? " --out " + o.out : "") << "` predicts from it\n";
+            << (o.out != "runs" ? " --out " + o.out : "") << selection << "` predicts from it\n";
   return r.failed > 0 ? 1 : 0;
 }
 

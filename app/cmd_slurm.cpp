@@ -51,7 +51,9 @@ struct SubmitCli {
 struct StatusCli {
   std::string run_dir;
   std::string format = "table";
-  double watch_s = 0;  // 0: print once
+  int width = 0;       // 0: the terminal's (table_width)
+  bool watch = false;  // print again every interval_s until the run is over
+  double interval_s = 2;
   bool help = false;
 };
 
@@ -72,9 +74,9 @@ bool run_over(bool held, const scheduler::RunStatus& st) {
 }
 
 // One status as text: what --watch redraws.
-std::string status_text(const scheduler::RunStatus& st, scheduler::StatusFormat fmt) {
+std::string status_text(const scheduler::RunStatus& st, scheduler::StatusFormat fmt, int width) {
   std::ostringstream os;
-  scheduler::print_status(st, fmt, os, terminal_width());
+  scheduler::print_status(st, fmt, os, width);
   return os.str();
 }
 
@@ -115,18 +117,12 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm, const std::strin
   if (!fs::exists(s.grid_file)) throw std::invalid_argument(s.grid_file + ": no such grid file");
 }
 
-// The options status and cancel share: --help and the positional run directory.
-po::options_description run_dir_options(bool& help, std::string& run_dir) {
-  po::options_description desc("options", 100);
-  desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
-      "run-dir", po::value<std::string>(&run_dir), "the run directory (positional)");
-  return desc;
-}
-
 // status and cancel: RUN_DIR is their one positional argument and required. False: help printed.
 bool parse_run_dir(const Args& args, const po::options_description& desc, const char* cmd, const bool& help,
-                   const std::string& run_dir, const HelpText& text) {
-  if (!parse_command(args, desc, "run-dir", cmd, help, text, std::cout)) return false;
+                   std::string& run_dir, const HelpText& text) {
+  const Positional pos{"run-dir", "RUN_DIR", "the run directory (`gridrun run/submit --out OUT`: OUT/NAME)",
+                       1, po::value(&run_dir)};
+  if (!parse_command(args, desc, {pos}, cmd, help, text, std::cout)) return false;
   if (run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
   return true;
 }
@@ -138,15 +134,14 @@ int cmd_submit(const Args& args) {
   auto& s = c.submit;
   auto& so = s.script;
   std::string time, out = "runs";
-  po::options_description desc("options", 100);
+  po::options_description desc = command_options();
   desc.add_options()("help,h", po::bool_switch(&c.help), "show this help")(
-      "grid", po::value<std::string>(&s.grid_file), "the grid file (positional)")(
       "slurm", po::bool_switch(&c.slurm),
       "submit through Slurm (the only executor of submit; "
       "accepted for symmetry with `gridrun run`)")(
-      "out", po::value<std::string>(&out)->default_value("runs"),
+      "out,o", po::value<std::string>(&out)->default_value("runs"),
       "runs directory: the run goes to OUT/<grid name>/ (same layout as `gridrun run`)")(
-      "partition,p", po::value<std::string>(&so.partition), "sbatch --partition")(
+      "partition", po::value<std::string>(&so.partition), "sbatch --partition (not -p: that is --policy)")(
       "account,A", po::value<std::string>(&so.account), "sbatch --account")(
       "qos", po::value<std::string>(&so.qos), "sbatch --qos")(
       "time,t", po::value<std::string>(&time),
@@ -180,21 +175,22 @@ int cmd_submit(const Args& args) {
       "gridrun-train as the compute nodes see it (default: next to this gridrun)")(
       "rerun", po::value<std::string>(&s.rerun),
       "phase=VALUE: submit that compare-by phase's jobs again, from scratch and together (a phase "
-      "the report could not measure in one sitting)")("only", po::value(&c.only)->composing(), kOnlyHelp)(
-      "set", po::value(&c.set)->composing(), kSetHelp)("dry-run", po::bool_switch(&s.dry_run),
-                                                       "write and print the scripts, submit nothing");
-  po::positional_options_description pos;
-  pos.add("grid", 1);
-  const auto vm = parse_flags(args, desc, pos, "submit");
-  if (c.help) {
-    std::cout << "usage: gridrun submit GRID.yaml --slurm [options]\n\n"
-                 "Writes OUT/<name>/slurm/*.sbatch (one job array per resource shape: device, ranks,\n"
-                 "threads, time limit) and submits them with sbatch, then a collect job that builds\n"
-                 "results.h5 once all arrays ended. Running it again submits only jobs that are not\n"
-                 "completed, pending or running.\n\n"
-              << desc << "\n";
-    return 0;
-  }
+      "the report could not measure in one sitting)")("dry-run,n", po::bool_switch(&s.dry_run),
+                                                      "write and print the scripts, submit nothing");
+  add_select_flags(desc, c.only, c.set);
+  const HelpText help{
+      "gridrun submit GRID.yaml --slurm [options]",
+      "Writes OUT/<name>/slurm/*.sbatch (one job array per resource shape: device, ranks,\n"
+      "threads, time limit) and submits them with sbatch, then a collect job that builds\n"
+      "results.h5 once all arrays ended. Running it again submits only jobs that are not\n"
+      "completed, pending or running.",
+      "\nExit codes: 0 submitted (or dry run written), 1 sbatch or Slurm failed, 2 bad input.\n"};
+  const auto parsed = parse_command(
+      args, desc,
+      {{"grid", "GRID.yaml", "the grid file (docs/grid.md)", 1, po::value<std::string>(&s.grid_file)}},
+      "submit", c.help, help, std::cout);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   s.out_dir = out;
   s.overrides = jobs::parse_overrides(c.set, "--set");
   s.only = jobs::parse_selectors(c.only, "--only", {"id"});
@@ -232,13 +228,16 @@ int cmd_submit(const Args& args) {
 
 int cmd_status(const Args& args) {
   StatusCli c;
-  po::options_description desc = run_dir_options(c.help, c.run_dir);
-  desc.add_options()("format", po::value<std::string>(&c.format)->default_value("table"),
-                     "table, json or csv")(
-      "watch", po::value<double>(&c.watch_s)->implicit_value(2, "2"),
-      "--watch[=SECONDS]: print again every SECONDS (redrawn in place on a terminal) until no gridrun "
-      "runs the run any more (Slurm: none of its jobs is queued or running)");
-  const HelpText help{"gridrun status RUN_DIR [--format table|json|csv] [--watch[=SECONDS]]",
+  po::options_description desc = command_options();
+  desc.add_options()("help,h", po::bool_switch(&c.help), "show this help");
+  add_table_flags(desc, c.format, c.width, "table | json | csv");
+  // --watch is a plain switch: with an optional value it took a following RUN_DIR for its interval.
+  desc.add_options()("watch", po::bool_switch(&c.watch),
+                     "print again every --interval seconds (redrawn in place on a terminal) until no "
+                     "gridrun runs the run any more (Slurm: none of its jobs is queued or running)")(
+      "interval", po::value<double>(&c.interval_s)->default_value(2.0, "2"),
+      "SECONDS between two prints of --watch (> 0)");
+  const HelpText help{"gridrun status RUN_DIR [options]",
                       "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
                       "when accounting answers) merged with state.json and the results files on disk.\n"
                       "Works for local runs too (state.json and results files only). Jobs show the\n"
@@ -247,7 +246,8 @@ int cmd_status(const Args& args) {
                       "(\"~\") from the run's prediction.json. A failed job's `reason` is the runner's own\n"
                       "message (its results file's exit_reason, else its line in logs/<id>.err); the table\n"
                       "cuts it to the terminal width with \"…\" and leaves out columns to fit (named under\n"
-                      "it); csv and json have every field (step, epoch, elapsed_s, eta_s, ...)."};
+                      "it); csv and json have every field (step, epoch, elapsed_s, eta_s, ...).",
+                      "\nExit codes: 0 ok, 1 runtime failure, 2 bad input (flags, not a run directory).\n"};
   if (!parse_run_dir(args, desc, "status", c.help, c.run_dir, help)) return 0;
   scheduler::StatusFormat fmt;
   if (c.format == "table")
@@ -258,11 +258,13 @@ int cmd_status(const Args& args) {
     fmt = scheduler::StatusFormat::Csv;
   else
     throw std::invalid_argument("--format: '" + c.format + "' is not one of table, json, csv");
-  if (c.watch_s < 0 || !std::isfinite(c.watch_s)) throw std::invalid_argument("--watch: must be > 0 seconds");
+  if (!(c.interval_s > 0) || !std::isfinite(c.interval_s))
+    throw std::invalid_argument("--interval: must be > 0 seconds");
+  const int width = table_width(c.width);
   // A run with Slurm ids gets Slurm's view overlaid; a local run is its state and results files.
   slurm::SlurmCli cli;
-  if (c.watch_s == 0) {
-    scheduler::print_status(slurm::run_status(c.run_dir, &cli), fmt, std::cout, terminal_width());
+  if (!c.watch) {
+    scheduler::print_status(slurm::run_status(c.run_dir, &cli), fmt, std::cout, width);
     return 0;
   }
   // On a terminal the screen is redrawn in place; into a pipe or file each status is printed in
@@ -270,12 +272,12 @@ int cmd_status(const Args& args) {
   // printed is one of the run after it ended.
   const bool tty = ::isatty(STDOUT_FILENO) == 1 && fmt == scheduler::StatusFormat::Table;
   const run::RunDir dir(c.run_dir);
-  const auto interval = std::chrono::duration<double>(std::max(c.watch_s, 0.1));
+  const auto interval = std::chrono::duration<double>(std::max(c.interval_s, 0.1));
   for (;;) {
     const bool held = run::lock_holder(dir).has_value();
     const scheduler::RunStatus st = slurm::run_status(c.run_dir, &cli);
     const bool over = run_over(held, st);
-    const std::string text = status_text(st, fmt);
+    const std::string text = status_text(st, fmt, width);
     if (tty)
       std::cout << "\033[H\033[2J" << text;  // home, clear screen
     else
@@ -289,13 +291,14 @@ int cmd_status(const Args& args) {
 
 int cmd_cancel(const Args& args) {
   CancelCli c;
-  po::options_description desc = run_dir_options(c.help, c.run_dir);
-  desc.add_options()("timeout", po::value<double>(&c.timeout_s),
-                     "seconds to wait (default 120) until the run stopped: the local `gridrun run` exited, "
-                     "or squeue no longer lists the cancelled Slurm jobs")(
-      "wait", po::value<double>(&c.timeout_s), "the older name of --timeout");
+  po::options_description desc = command_options();
+  desc.add_options()("help,h", po::bool_switch(&c.help), "show this help")(
+      "timeout", po::value<double>(&c.timeout_s),
+      "seconds to wait (default 120) until the run stopped: the local `gridrun run` exited, "
+      "or squeue no longer lists the cancelled Slurm jobs")("wait", po::value<double>(&c.timeout_s),
+                                                            "the older name of --timeout");
   const HelpText help{
-      "gridrun cancel RUN_DIR [--timeout SECONDS]",
+      "gridrun cancel RUN_DIR [options]",
       "A local run (`gridrun run`): asks the gridrun that holds the run (its lock file names\n"
       "it) to stop as on Ctrl-C: no new jobs, running jobs checkpoint and stop, recorded\n"
       "interrupted; waits until it exited and says which jobs it interrupted and the command\n"

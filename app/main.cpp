@@ -1,13 +1,16 @@
 // `gridrun` entry point: dispatches to a subcommand. Exceptions that escape a subcommand are turned
 // into exit codes here, once: std::invalid_argument (bad input) -> 2, anything else -> 1.
+// The command-line convention (usage errors on stderr with exit 2, -h/--help on stdout with exit 0,
+// -V/--version) is docs/cli.md.
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
+#include "gridrun/jobs/suggest.hpp"
 
 namespace {
 
@@ -34,7 +37,8 @@ const Command kCommands[] = {
 void usage(std::ostream& os) {
   os << "gridrun " GRIDRUN_VERSION " (" GRIDRUN_GIT_COMMIT
         ") - experiment grids for CPU and multi-GPU training\n\n"
-        "usage: gridrun <command> [options]   (gridrun <command> --help for its options)\n\ncommands:\n";
+        "usage: gridrun <command> [arguments] [options]   (gridrun <command> --help for its own)\n"
+        "       gridrun -h | --help | -V | --version\n\ncommands:\n";
   for (const auto& c : kCommands) {
     char line[160];
     std::snprintf(line, sizeof line, "  %-10s %s\n", c.name, c.help);
@@ -46,18 +50,25 @@ void usage(std::ostream& os) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
-      !std::strcmp(argv[1], "help")) {
-    usage(std::cout);
-    return argc < 2 ? 2 : 0;
+  // No command is a usage error (stderr, 2); asking for help is not (stdout, 0).
+  if (argc < 2) {
+    usage(std::cerr);
+    return 2;
   }
-  if (!std::strcmp(argv[1], "--version")) {
+  const std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    usage(std::cout);
+    return 0;
+  }
+  if (first == "--version" || first == "-V") {
     std::cout << "gridrun " GRIDRUN_VERSION " (" GRIDRUN_GIT_COMMIT ")\n";
     return 0;
   }
   gridrun::app::Args args(argv + 2, argv + argc);
+  std::vector<std::string> names;
   for (const auto& c : kCommands) {
-    if (std::strcmp(argv[1], c.name) != 0) continue;
+    names.push_back(c.name);
+    if (first != c.name) continue;
     try {
       return c.fn(args);
     } catch (const std::invalid_argument& e) {
@@ -68,7 +79,9 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::cerr << "gridrun: unknown command '" << argv[1] << "'\n\n";
+  const std::string hint = first.rfind('-', 0) == 0 ? "" : gridrun::jobs::closest_name(first, names);
+  std::cerr << "gridrun: unknown " << (first.rfind('-', 0) == 0 ? "option" : "command") << " '" << first
+            << "'" << (hint.empty() ? "" : "; did you mean '" + hint + "'?") << "\n\n";
   usage(std::cerr);
   return 2;
 }

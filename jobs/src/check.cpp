@@ -274,4 +274,8 @@ std::optional<Problem> resolve_batch(JobParams& p, BatchGiven given) {
   return std::nullopt;
 }
 
+double default_lr(const std::string& model, const std::string& task) {
+  return model == "lenet" && task == "train" ? 0.05 : JobParams{}.lr;
+}
+
 }  // namespace gridrun::jobs

@@ -13,6 +13,7 @@
 // (`grid.ranks[2]`), and 100,000 jobs expand in well under a second.
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -52,6 +53,7 @@ class Expander {
   bool excluded(const Draft& d);
   void finish(Draft& d, int origin, bool apply_excludes);
   // The steps of finish(), in order.
+  void derive_lr(Draft& d);
   std::optional<Problem> derive_batch(Draft& d, JobParams& jp);
   std::optional<Problem> derive_files(Draft& d, JobParams& jp);
   void check_job(const Draft& d, const JobParams& jp, std::optional<Problem> batch, int origin) const;
@@ -67,7 +69,8 @@ class Expander {
   const GridSpec& s_;
   const LoadOptions& opts_;
   const std::vector<ParamSpec>& table_;
-  int bpr_, gb_, seed_, model_file_, model_sha_, data_file_;
+  int bpr_, gb_, seed_, model_file_, model_sha_, data_file_, lr_, model_, task_;
+  std::map<double, std::string> lr_json_;  // rendered `"lr":x` per model default (stable pointers)
   // Files a job names (issue 33): the grid's folder that relative paths start from, and per path
   // what was found (absolute path, content hash or problem, each rendered once).
   std::filesystem::path grid_dir_;
@@ -99,6 +102,9 @@ Expander::Expander(const GridSpec& s, const LoadOptions& o) : s_(s), opts_(o), t
   model_file_ = param_index("model_file");
   model_sha_ = param_index("model_sha256");
   data_file_ = param_index("data_file");
+  lr_ = param_index("lr");
+  model_ = param_index("model");
+  task_ = param_index("task");
   std::error_code ec;
   if (!o.base_dir.empty())
     grid_dir_ = std::filesystem::absolute(o.base_dir, ec);
@@ -168,7 +174,7 @@ void Expander::product() {
   if (!opts_.on_job) ex_.jobs.reserve(total + s_.includes.size());
   by_id_.reserve(total + s_.includes.size());
   // One draft updated in place: each step re-applies only the axes the odometer moved. finish()
-  // re-derives the batch fields from scratch, so nothing else carries over between jobs.
+  // re-derives an unset lr and the batch fields from scratch, so nothing else carries over between jobs.
   std::vector<std::size_t> pos(axes.size(), 0);
   Draft d = base_;
   for (const Axis* a : axes) apply(d, a->points[0]);
@@ -219,9 +225,10 @@ bool Expander::excluded(const Draft& d) {
 }
 
 // Derives, excludes, checks and records one job. `d` keeps its values (the product reuses it);
-// only the derived batch fields are overwritten.
+// only the derived fields (an unset lr, the batch fields) are overwritten.
 void Expander::finish(Draft& d, int origin, bool apply_excludes) {
   apply(d, s_.overrides);  // the innermost layer: over every grid value (LoadOptions::overrides)
+  derive_lr(d);
   JobParams jp = struct_of_values(d.v);
   std::optional<Problem> batch = derive_batch(d, jp);
   if (!batch) batch = derive_files(d, jp);
@@ -234,6 +241,20 @@ void Expander::finish(Draft& d, int origin, bool apply_excludes) {
   const std::uint64_t hash = hash_id_text(d);
   if (drop_duplicate(hash, origin)) return;
   record(d, std::move(jp), hash);
+}
+
+// A job that sets no lr gets its model's default (jobs::default_lr), so the job file and the id
+// hold the lr that runs. Set every time, not only for lenet: the product reuses one draft, and the
+// previous job's model may have had another default.
+void Expander::derive_lr(Draft& d) {
+  const auto i = static_cast<std::size_t>(lr_);
+  if (d.loc[i] != -1) return;  // written somewhere in the grid (or by --set): the user's value
+  const double lr = default_lr(std::get<std::string>(d.v[static_cast<std::size_t>(model_)]),
+                               std::get<std::string>(d.v[static_cast<std::size_t>(task_)]));
+  d.v[i] = lr;
+  auto [it, added] = lr_json_.try_emplace(lr);
+  if (added) append_member(it->second, table_[i].name, d.v[i]);
+  d.json[i] = &it->second;
 }
 
 // jobs::resolve_batch on the job, its result written back into the draft: the derived field takes

@@ -1,5 +1,6 @@
 // Selectors and overrides from the command line (select.hpp).
 #include "gridrun/jobs/select.hpp"
+#include "gridrun/jobs/suggest.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -146,6 +147,10 @@ std::vector<std::pair<std::string, Value>> parse_overrides(const std::vector<std
     out.push_back(std::move(kv));
   }
   return out;
+}
+
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates) {
+  return detail::closest(word, candidates);
 }
 
 }  // namespace gridrun::jobs

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "gridrun/jobs/job.hpp"
+#include "gridrun/jobs/suggest.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/runner/errors.hpp"
 
@@ -75,6 +76,8 @@ void resolve_job(const po::variables_map& vm, RunnerOptions& o) {
   } catch (const std::exception& e) {
     throw BadInput(std::string("gridrun-train: ") + e.what());
   }
+  // A manual run without --lr gets its model's default lr, as the planner gives it (issue 34).
+  if (o.job_file.empty() && !given.count("lr")) o.job.lr = jobs::default_lr(o.job.model, o.job.task);
   // Keep batch_per_rank * ranks == global_batch whichever of them was overridden; a job file with
   // no batch override keeps its values (jobs::check then verifies them).
   if (given.count("global_batch") && !given.count("batch_per_rank")) {
@@ -86,20 +89,42 @@ void resolve_job(const po::variables_map& vm, RunnerOptions& o) {
   if (o.job_file.empty() || !given.empty()) o.id = jobs::job_id(o.job);
 }
 
+// "; did you mean '--epochs'?" for an unknown flag close to one of `groups`, by the rule `gridrun`
+// uses for its flags (jobs::closest_name; docs/cli.md); "" when none is close.
+std::string unknown_flag_hint(const po::unknown_option& e,
+                              const std::vector<const po::options_description*>& groups) {
+  std::string typed = e.get_option_name();
+  typed = typed.substr(0, typed.find('='));
+  if (typed.rfind("--", 0) != 0) return "";
+  std::vector<std::string> names;
+  for (const auto* g : groups)
+    for (const auto& opt : g->options()) names.push_back(opt->long_name());
+  const std::string hint = jobs::closest_name(typed.substr(2), names);
+  return hint.empty() ? "" : "; did you mean '--" + hint + "'?";
+}
+
+// The layout of every `gridrun CMD --help` (docs/cli.md): usage, what it does, options, exit codes.
+void print_help(const po::options_description& general, const po::options_description& params,
+                std::ostream& os) {
+  os << "usage: mpirun -np R gridrun-train --job JOB.json --out DIR [options] [overrides]\n"
+        "       gridrun-train --model mlp --epochs 1 --out DIR [options]   (manual run, no job file)\n"
+        "       gridrun-train -h | --help | -V | --version\n\n"
+        "Trains (or evaluates) one job on the ranks mpirun or srun started: the job file's\n"
+        "parameters, then the overrides below over them, checked as `gridrun plan` checks a grid.\n"
+        "Writes OUT/<id>.h5 (docs/results.md); `gridrun run` and `gridrun submit` launch it.\n\n"
+     << general << "\n"
+     << params << "\nExit codes: 0 done, 1 runtime failure, 2 bad input, 75 interrupted after checkpoint.\n";
+}
+
 }  // namespace
 
 ParseResult parse_options(int argc, const char* const* argv) {
   ParseResult res;
   RunnerOptions& o = res.options;
-  po::options_description general(
-      "Usage: mpirun -np R gridrun-train --job JOB.json --out DIR [overrides]\n"
-      "       gridrun-train --model mlp --epochs 1 --out DIR        (manual run, no job file)\n"
-      "Exit codes: 0 done, 1 runtime failure, 2 bad input, 75 interrupted after checkpoint.\n\n"
-      "Options",
-      100, 50);
-  general.add_options()("help,h", "show this help and exit")("job", po::value<std::string>(&o.job_file),
-                                                             "job file written by `gridrun plan/run`")(
-      "out", po::value<std::string>(&o.out_dir), "results directory (required)")(
+  po::options_description general("options", 100, 50);
+  general.add_options()("help,h", "show this help and exit")("version,V", "print the version and exit")(
+      "job", po::value<std::string>(&o.job_file), "job file written by `gridrun plan/run`")(
+      "out,o", po::value<std::string>(&o.out_dir), "results directory (required)")(
       "checkpoint-dir", po::value<std::string>(&o.checkpoint_dir),
       "checkpoint folder (default <out>/../checkpoints/<id>)")("resume", po::bool_switch(&o.resume),
                                                                "continue from the latest checkpoint, if any")(
@@ -143,7 +168,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(0), "")(
       "hang-at-step", po::value<std::int64_t>(&o.hang_at_step)->default_value(0), "")(
       "fail-rank", po::value<std::int64_t>(&o.fail_rank)->default_value(1), "");
-  po::options_description params("Job parameter overrides (see docs/grid.md)", 100, 50);
+  po::options_description params("job parameter overrides (docs/grid.md)", 100, 50);
   std::map<std::string, std::string> flag_values;
   for (const auto& spec : jobs::param_table()) {
     auto* v = po::value<std::string>()->value_name("V");
@@ -154,13 +179,27 @@ ParseResult parse_options(int argc, const char* const* argv) {
   all.add(general).add(hidden).add(params);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+    // No prefix guessing, as in `gridrun` (app/commands.hpp kNoGuessing): "--epoch" is not "--epochs".
+    po::store(po::command_line_parser(argc, argv)
+                  .options(all)
+                  .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
+                  .run(),
+              vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    throw BadInput(std::string("gridrun-train: ") + e.what() + unknown_flag_hint(e, {&general, &params}) +
+                   " (see --help)");
   } catch (const po::error& e) {
     throw BadInput(std::string("gridrun-train: ") + e.what() + " (see --help)");
   }
   if (vm.count("help")) {
-    std::cout << general << "\n" << params << "\n";
+    print_help(general, params, std::cout);
+    res.help_shown = true;
+    return res;
+  }
+  if (vm.count("version")) {
+    // The version `gridrun --version` prints (both from the build's PROJECT_VERSION and commit).
+    std::cout << "gridrun-train " GRIDRUN_VERSION " (" GRIDRUN_GIT_COMMIT ")\n";
     res.help_shown = true;
     return res;
   }

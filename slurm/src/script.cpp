@@ -73,6 +73,8 @@ std::string resubmit_flags(const ScriptOptions& o) {
   if (o.throttle > 0) add("--throttle", std::to_string(o.throttle));
   if (o.signal != ScriptOptions{}.signal) add("--signal", o.signal);
   for (const auto& a : o.sbatch_args) f += " --sbatch-arg=" + shell_quote(a);
+  for (const auto& a : o.set_args) add("--set", a);
+  for (const auto& a : o.only_args) add("--only", a);
   if (!o.template_text.empty()) f += "\n#   (add --template with the file used for this submission)";
   return f;
 }
@@ -374,6 +376,10 @@ void check_script_options(const ScriptOptions& o) {
     if (a.rfind("--array", 0) == 0 || a.rfind("-a", 0) == 0)
       throw std::invalid_argument("--sbatch-arg: '" + a + "': --array is gridrun's (one task per job)");
   }
+  // --set and --only values land in the header's resubmit comment: a newline would end the
+  // comment and run the rest as shell code.
+  for (const auto& a : o.set_args) no_control("--set", a);
+  for (const auto& a : o.only_args) no_control("--only", a);
   check_template(o);
 }
 

@@ -196,12 +196,21 @@ std::vector<jobs::Job> jobs_to_submit(const jobs::Expansion& exp, const std::str
   return todo;
 }
 
+// The script options as given, with the submission's --set and --only for the resubmit hint.
+ScriptOptions with_hint_args(const SubmitOptions& opts) {
+  ScriptOptions so = opts.script;
+  so.set_args = run::override_texts(opts.overrides);
+  so.only_args.clear();
+  for (const auto& sel : opts.only) so.only_args.push_back(sel.text);
+  return so;
+}
+
 // The script options of this submission: the run's paths, the next submission number and the
 // array size limit (MaxArraySize unless given).
 ScriptOptions script_options(const SubmitOptions& opts, const jobs::Expansion& exp,
                              const std::string& run_dir, const std::vector<SubmittedLine>& submitted,
                              const SlurmCli& cli) {
-  ScriptOptions so = opts.script;
+  ScriptOptions so = with_hint_args(opts);
   so.run_dir = run_dir;
   so.run_name = exp.name;
   so.grid_file = fs::absolute(opts.grid_file).lexically_normal().string();
@@ -297,6 +306,9 @@ void submit_scripts(const run::RunDir& rd, const ScriptOptions& so,
 }  // namespace
 
 SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream& log) {
+  // --set and --only reach the scripts' resubmit hint: a value no script can hold (a newline) is
+  // refused before the run directory exists, like every other flag's.
+  check_script_options(with_hint_args(opts));
   jobs::LoadOptions lo;
   lo.check_data_file = opts.check_data_file;
   lo.overrides = opts.overrides;

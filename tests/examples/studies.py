@@ -54,6 +54,8 @@ with tempfile.TemporaryDirectory() as tmp:
     njobs = len([f for f in os.listdir(os.path.join(rundir, "jobs")) if f.endswith(".json")])
     if len(files) != njobs:
         fail(f"{len(files)} results files for {njobs} jobs")
+    if not files:  # 0 files for 0 jobs would pass every loop below
+        fail(f"no results files in {resdir}")
     summaries = {}
     for f in files:
         with h5py.File(os.path.join(resdir, f), "r") as h:

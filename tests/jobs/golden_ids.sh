@@ -6,6 +6,8 @@
 # content (docs/grid.md), which differ from checkout to checkout.
 # When an example grid is changed on purpose, regenerate its file:
 #   gridrun plan GRID --format csv | cut -d, -f2 | tail -n +2 > tests/jobs/golden/ids/NAME.ids
+# The examples.<study>-plan tests (tests/examples/check_plan.py) read these files too, for the
+# full-size examples, and pin the rest of each of their jobs there.
 set -euo pipefail
 gridrun=$1; root=$2
 golden=$root/tests/jobs/golden/ids

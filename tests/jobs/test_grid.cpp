@@ -236,6 +236,28 @@ TEST(JobsGridExpand, SameJobSpelledDifferentlyIsADuplicate) {
   EXPECT_EQ(ex.duplicates, 1u);
 }
 
+// Issue 34: a training job of lenet that sets no lr gets 0.05 (jobs::default_lr), written into the
+// job so its id is that of `lr: 0.05`; a written lr, another model or an inference job keeps its own.
+TEST(JobsGridExpand, LenetTrainingDefaultsToItsOwnLr) {
+  // The product reuses one draft: mlp after lenet must get 0.1 back.
+  auto ex = load("name: a\ngrid: {model: [mlp, lenet, mlp]}\n");
+  ASSERT_EQ(ex.jobs.size(), 2u);  // the second mlp is a duplicate
+  EXPECT_DOUBLE_EQ(dbl(ex.jobs[0], "lr"), 0.1);
+  EXPECT_DOUBLE_EQ(dbl(ex.jobs[1], "lr"), 0.05);
+  auto written = load("name: b\ndefaults: {model: lenet, lr: 0.05}\n");
+  EXPECT_EQ(ex.jobs[1].id, written.jobs[0].id);
+  EXPECT_EQ(ex.jobs[1].id, gj::job_id(ex.jobs[1].params));
+  auto kept = load("name: c\ndefaults: {lr: 0.1}\ngrid: {model: [lenet]}\n");
+  EXPECT_DOUBLE_EQ(dbl(kept.jobs[0], "lr"), 0.1);
+  auto inc = load("name: d\ninclude: [{model: lenet}, {model: lenet, task: inference}]\n");
+  ASSERT_EQ(inc.jobs.size(), 2u);
+  EXPECT_DOUBLE_EQ(dbl(inc.jobs[0], "lr"), 0.05);
+  EXPECT_DOUBLE_EQ(dbl(inc.jobs[1], "lr"), 0.1);
+  gj::LoadOptions set;  // --set lr=0.1 is the user's value too
+  set.overrides = {{"lr", gj::Value{0.1}}};
+  EXPECT_DOUBLE_EQ(dbl(load("name: e\ndefaults: {model: lenet}\n", set).jobs[0], "lr"), 0.1);
+}
+
 TEST(JobsGridExpand, IdsStableUnderReorderingAndNumberSpelling) {
   auto a = load(
       "name: a\n"

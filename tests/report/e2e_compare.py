@@ -170,7 +170,7 @@ def main():
         check(c.returncode == 2 and "nothing" in c.stderr, f"report A MISSING: exit {c.returncode}")
 
         h = gridrun("report", "--help")
-        check(h.returncode == 0 and "gridrun report RUN [RUN ...]" in h.stdout and "--input" not in h.stdout,
+        check(h.returncode == 0 and "gridrun report RUN_DIR [RUN_DIR ...]" in h.stdout and "--input" not in h.stdout,
               "--help: RUN not shown as a positional argument")
         check(all(len(l) <= 100 for l in h.stdout.splitlines()), "--help fits 100 columns")
 

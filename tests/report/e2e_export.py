@@ -3,7 +3,7 @@
 
 Runs a two-job grid (mlp on synthetic data, the jobs differ in lr only, compared by lr) with the
 real `gridrun run` (real mpirun and gridrun-train, seconds), then exports it with every
---what (steps, epochs, jobs, phases) in both formats (csv on stdout, json through --output) and
+--what (steps, epochs, jobs, phases) in both formats (csv on stdout, json through --out) and
 reads each back with the csv and json modules, and with pandas.read_csv when pandas is installed:
 one header line of snake_case names, no comment or section lines, job_id and the varying parameter
 (lr) as columns, the rows each table must have (steps = the jobs' steps, 1-based as
@@ -145,7 +145,7 @@ def main():
                 continue
             tables[what] = (header, rows)
             out = os.path.join(tmp, f"{what}.json")
-            j = gridrun("export", run_dir, "--what", what, "--format", "json", "--output", out)
+            j = gridrun("export", run_dir, "--what", what, "--format", "json", "--out", out)
             check(j.returncode == 0 and j.stdout == "", f"export --what {what} -f json -o: exit {j.returncode}, "
                   f"stdout {j.stdout[:200]!r}, stderr {j.stderr}")
             with open(out) as f:
@@ -237,11 +237,11 @@ def main():
         check(h.returncode == 0, f"--help: exit {h.returncode}")
         check(all(len(l) <= 100 for l in h.stdout.splitlines()), "--help fits 100 columns")
         check("RUN_DIR" in h.stdout and "--input" not in h.stdout, "--help: RUN_DIR not shown as an argument")
-        for flag in ("--what", "--format", "--output", "--all"):
+        for flag in ("--what", "--format", "--out", "--all"):
             check(flag in h.stdout, f"--help: {flag} not documented")
         for args, named in ((["--what", "bogus"], "--what"), (["--what", "jobs", "--format", "xml"], "--format"),
                             (["--what", "jobs", "--bogus"], "--bogus"), ([], "--what"),
-                            (["--what", "jobs", "--output", os.path.join(tmp, "no", "x.csv")], "--output")):
+                            (["--what", "jobs", "--out", os.path.join(tmp, "no", "x.csv")], "--out")):
             b = gridrun("export", run_dir, *args)
             check(b.returncode == 2 and named in b.stderr and b.stdout == "",
                   f"export {' '.join(args)}: exit {b.returncode} (expected 2), stderr {b.stderr!r}")

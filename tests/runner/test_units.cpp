@@ -78,6 +78,14 @@ ParseResult parse(std::vector<const char*> args) {
 }
 }  // namespace
 
+// Issue 34: a manual lenet run without --lr trains at lenet's default 0.05, as a planned job would.
+TEST(Options, ManualLenetGetsItsDefaultLr) {
+  EXPECT_DOUBLE_EQ(parse({"--out", "/tmp/x", "--model", "lenet"}).options.job.lr, 0.05);
+  EXPECT_DOUBLE_EQ(parse({"--out", "/tmp/x", "--model", "lenet", "--lr", "0.1"}).options.job.lr, 0.1);
+  EXPECT_DOUBLE_EQ(parse({"--out", "/tmp/x", "--model", "mlp"}).options.job.lr, 0.1);
+  EXPECT_DOUBLE_EQ(parse({"--out", "/tmp/x", "--model", "lenet", "--task", "inference"}).options.job.lr, 0.1);
+}
+
 TEST(Options, ParamFlagsOverrideAndIdFollowsParams) {
   auto r = parse({"--out", "/tmp/x", "--model", "lenet", "--ranks", "2", "--batch-per-rank", "16",
                   "--overlap", "false", "--lr", "0.2"});

@@ -149,7 +149,7 @@ def case_status_cancel():
     # Nothing runs any more: cancel says so and exits 0; status --watch into a pipe prints once, plain.
     again = gridrun("cancel", run_dir)
     assert again.returncode == 0 and "queued or running" in again.stdout, again.stdout + again.stderr
-    w = gridrun("status", run_dir, "--watch=0.2", timeout=60)
+    w = gridrun("status", run_dir, "--watch", "--interval", "0.2", timeout=60)
     assert w.returncode == 0 and "\033" not in w.stdout and w.stdout.count("run watched") == 1, w.stdout
 
     # The next run resumes both from their checkpoints to completion.

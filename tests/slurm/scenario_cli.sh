@@ -56,6 +56,8 @@ injections=(
   "--time|--time=1:00:00"$'\n'"x"
   "--train-bin|--train-bin=/opt/t"$'\n'"rm -rf /"
   "--out|--out=runs"$'\n'"x"
+  "--set|--set=data_dir=x"$'\n'"touch /tmp/gridrun-injected"
+  "--only|--only=data_dir=x"$'\n'"touch /tmp/gridrun-injected"
   "--sbatch-arg|--sbatch-arg=--array=0-3"
   "late.txt:3|--template=late.txt"
   "ctl.txt:2|--template=ctl.txt"
@@ -80,6 +82,13 @@ grep -q "#SBATCH --mem=1G" runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch || fail "--sbat
 awk '/^#SBATCH/ && cmd {bad=1} /^[^#]/ && NF {cmd=1} END {exit bad}' runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch ||
   fail "an #SBATCH line follows a command: sbatch would ignore it"
 [[ ! -e runs/cli/slurm/submitted.tsv ]] || fail "dry run recorded a submission"
+# The resubmit hint repeats the submission's --set and --only (issue 34): without them the same
+# command would submit other jobs (--set is part of every id) or the rest of the grid.
+expect_exit 0 "nothing submitted" "$BIN/gridrun" submit grid.yaml --slurm --out part --dry-run \
+  --set epochs=2 --only ranks=2
+here=$(pwd -P)  # as gridrun makes paths absolute
+grep -qxF "#   gridrun submit $here/grid.yaml --slurm --out $here/part --set epochs=2 --only ranks=2" \
+  part/cli/slurm/s1-a0-cpu-r2-t1.sbatch || fail "the resubmit hint lacks --set/--only"
 bash -n runs/cli/slurm/s1-a0-cpu-r1-t1.sbatch || fail "generated script is not valid bash"
 expect_exit 0 "2 pending" "$BIN/gridrun" status runs/cli
 echo "PASS"

@@ -1,5 +1,5 @@
 // Golden-file tests of generated sbatch scripts (cpu, gpu, packed, split-array) and unit tests of
-// the Slurm output parsers on text captured from slurm-wlm 22.05.
+// the Slurm output parsers on text captured from slurm-wlm 22.05, and `submit`'s dry run (no Slurm).
 //
 // Why golden files: the scripts are what users read and what Slurm runs; any change to them should
 // be a reviewed diff. Regenerate after an intended change with
@@ -8,6 +8,9 @@
 // goldens do not move when the parameter table grows.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -234,6 +237,8 @@ TEST(SlurmScripts, InjectedValuesAreRejectedNamingTheFlag) {
       {"--time", [](slurm::ScriptOptions& o) { o.default_time = "1:00\n"; }},
       {"--train-bin", [](slurm::ScriptOptions& o) { o.train_bin = "/t\rx"; }},
       {"--out", [](slurm::ScriptOptions& o) { o.out_dir = "/r\nx"; }},
+      {"--set", [](slurm::ScriptOptions& o) { o.set_args = {"data_dir=/d\ntouch /tmp/x"}; }},
+      {"--only", [](slurm::ScriptOptions& o) { o.only_args = {"data_dir=/d\ntouch /tmp/x"}; }},
       {"--template t.txt:3",
        [](slurm::ScriptOptions& o) {
          o.template_path = "t.txt";
@@ -345,6 +350,61 @@ TEST(SlurmParsers, StateMapping) {
   EXPECT_EQ(slurm::map_slurm_state("PREEMPTED", 0), S::Interrupted);
   EXPECT_EQ(slurm::map_slurm_state("NODE_FAIL", 0), S::Failed);
   EXPECT_EQ(slurm::map_slurm_state("OUT_OF_MEMORY", 0), S::Failed);
+}
+
+// Issue 34: the header's resubmit command carries the submission's --set and --only. Without
+// --set it would submit other jobs (overrides are part of every id) and without --only the rest
+// of the grid.
+TEST(SlurmScripts, ResubmitHintKeepsSetAndOnly) {
+  auto o = base_options();
+  o.set_args = {"epochs=2", "data_dir=/d/my data"};
+  o.only_args = {"model=mlp,lenet", "id=c00000000001"};
+  auto set = slurm::generate_scripts({make_job("c00000000001", 0, "cpu", 1, 1, "10")}, {}, o);
+  const auto& s = set.arrays.at(0).script;
+  EXPECT_NE(s.find("\n#   gridrun submit /work/grids/golden.yaml --slurm --out /work/runs --set epochs=2 "
+                   "--set 'data_dir=/d/my data' --only model=mlp,lenet --only id=c00000000001\n"),
+            std::string::npos)
+      << s;
+}
+
+// The same through `gridrun submit`'s library call (dry run: no Slurm needed): the flags as the
+// command parsed them reach the scripts.
+TEST(SlurmSubmit, DryRunResubmitHintKeepsSetAndOnly) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gridrun-test-resubmit-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string grid = (dir / "hint.yaml").string();
+  std::ofstream(grid) << "name: hint\ndefaults: {dataset: synthetic, device: cpu, epochs: 1}\n"
+                         "grid:\n  model: [mlp, lenet]\n  lr: [0.1, 0.2]\n";
+  slurm::SubmitOptions so;
+  so.grid_file = grid;
+  so.out_dir = (dir / "runs").string();
+  so.dry_run = true;
+  so.max_array = 1000;  // not asked of scontrol
+  so.overrides = jobs::parse_overrides({"epochs=2"});
+  so.only = jobs::parse_selectors({"model=mlp", "lr=0.10"}, "--only", {"id"});
+  std::ostringstream log;
+  const auto res = slurm::submit(so, slurm::SlurmCli{}, log);
+  EXPECT_EQ(res.total_jobs, 4u);
+  ASSERT_EQ(res.scripts.arrays.size(), 1u) << log.str();
+  EXPECT_EQ(res.scripts.arrays[0].tasks.size(), 1u);  // mlp at lr 0.1 only
+  const auto& s = res.scripts.arrays[0].script;
+  EXPECT_NE(s.find(" --slurm --out " + fs::absolute(so.out_dir).lexically_normal().string() +
+                   " --set epochs=2 --only model=mlp --only lr=0.10\n"),
+            std::string::npos)
+      << s;
+  // A value the hint cannot hold is refused before the run directory is made.
+  fs::remove_all(so.out_dir);
+  so.only = jobs::parse_selectors({"data_dir=x\ntouch /tmp/x"}, "--only", {"id"});
+  try {
+    slurm::submit(so, slurm::SlurmCli{}, log);
+    ADD_FAILURE() << "--only with a newline: accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--only"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(so.out_dir));
+  fs::remove_all(dir);
 }
 
 TEST(SlurmScripts, TenThousandJobsStayInFewArrays) {

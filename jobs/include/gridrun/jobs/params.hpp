@@ -146,4 +146,14 @@ enum class BatchGiven { PerRank, Global };
 // is not divisible by ranks, leaving `p` unchanged.
 std::optional<Problem> resolve_batch(JobParams& p, BatchGiven given);
 
+// The learning rate of a training job that sets none (no grid layer, no flag): the table's 0.1,
+// except lenet's 0.05. Why lenet differs (issue 34): with SGD momentum 0.9 and no normalisation
+// layer, lenet at 0.1 learns the synthetic set in ~150 steps and then oscillates (the curvature
+// grows until it passes the stability limit 2 (1 + momentum) / lr), and where a run stops in that
+// cycle depends on the CPU's rounding; at 0.05 its loss falls epoch after epoch for every seed,
+// rank count and thread count tried (docs/runner.md, "Data sets"). The planner and gridrun-train both
+// apply it, so the job's `lr` (and its id) is the value that runs; a grid that writes `lr: 0.1`
+// keeps 0.1. Inference ignores lr and keeps the table's, so no inference job changed its id.
+double default_lr(const std::string& model, const std::string& task);
+
 }  // namespace gridrun::jobs

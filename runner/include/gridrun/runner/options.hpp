@@ -57,7 +57,7 @@ struct RunnerOptions {
   std::map<std::string, std::string> meta;
 };
 
-// Parses argv; prints --help and returns std::nullopt-equivalent `help_shown = true`.
+// Parses argv; prints --help or --version and returns std::nullopt-equivalent `help_shown = true`.
 struct ParseResult {
   RunnerOptions options;
   bool help_shown = false;

@@ -71,6 +71,11 @@ struct ScriptOptions {
   std::string signal = "B:USR1@120";     // a limit <= the warning time gets it at half the limit
   std::int64_t node_gpus = 4;            // packed allocations ask for the whole node
   bool pack_nodes = false;               // the submission used --pack-nodes (for the resubmit hint)
+  // The submission's part of the grid, for the resubmit hint: `--set KEY=VALUE` (the overrides are
+  // part of every job id, so a resubmit without them would submit other jobs) and `--only
+  // KEY=VALUE[,VALUE...]` (without them it would submit the rest of the grid too). Each is one
+  // flag's value, in the order given.
+  std::vector<std::string> set_args, only_args;
   // --network: interfaces (eth0, ib0) or subnets (10.1.0.0/16), comma separated, that ranks on
   // different hosts talk over: Open MPI's btl/oob_tcp_if_include and NCCL_SOCKET_IFNAME (names
   // only; NCCL takes no subnets). Empty: the libraries choose (every non-loopback interface).
