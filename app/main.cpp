@@ -27,7 +27,7 @@ const Command kCommands[] = {
     {"calibrate", gridrun::app::cmd_calibrate, "measure a grid's configurations briefly, for simulate"},
     {"submit", gridrun::app::cmd_submit, "submit a grid to Slurm as sbatch job arrays"},
     {"status", gridrun::app::cmd_status, "show the state of a run's jobs (local or Slurm)"},
-    {"cancel", gridrun::app::cmd_cancel, "cancel a run's Slurm jobs"},
+    {"cancel", gridrun::app::cmd_cancel, "stop a local run, or cancel a run's Slurm jobs"},
     {"collect", gridrun::app::cmd_collect, "build RUN_DIR/results.h5 from the per-job files"},
     {"report", gridrun::app::cmd_report, "print scaling, speed-up, convergence and utilization tables"},
     {"export", gridrun::app::cmd_export, "write a run's steps, epochs, jobs or phases as one CSV/JSON table"},
