@@ -16,18 +16,11 @@ namespace gridrun::app {
 namespace {
 
 // "unrecognised option '--widht'" + "; did you mean '--width'?" when one of the command's flags is
-// close (jobs::closest_name: the rule of the grid loader's hints).
+// close (jobs::flag_hint, as gridrun-train's flag errors).
 std::string unknown_flag_message(const po::unknown_option& e, const po::options_description& opts) {
-  std::string msg = e.what();
-  std::string typed = e.get_option_name();
-  const auto eq = typed.find('=');
-  if (eq != std::string::npos) typed.resize(eq);
-  if (typed.rfind("--", 0) != 0) return msg;
   std::vector<std::string> names;
-  for (const auto& o : opts.options())
-    if (!o->long_name().empty()) names.push_back(o->long_name());
-  const std::string hint = jobs::closest_name(typed.substr(2), names);
-  return hint.empty() ? msg : msg + "; did you mean '--" + hint + "'?";
+  for (const auto& o : opts.options()) names.push_back(o->long_name());
+  return e.what() + jobs::flag_hint(e.get_option_name(), names);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
+#include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/calibrate.hpp"
 #include "gridrun/scheduler/run.hpp"
 #include "gridrun/slurm/calibrate.hpp"
@@ -299,11 +300,9 @@ int cmd_calibrate(const Args& args) {
             << base::format_duration(o.min_budget) << ", whichever is more)\n";
   for (const auto& s : r.skipped) std::cout << "not measured side by side (over the budget): " << s << "\n";
   // The same selection, or simulate predicts other jobs than the ones measured.
-  std::string selection;
-  for (const auto& s : o.only) selection += " --only " + s;
-  for (const auto& s : o.set) selection += " --set " + s;
   std::cout << "wrote " << r.file << "; `gridrun simulate " << o.grid
-            << (o.out != "runs" ? " --out " + o.out : "") << selection << "` predicts from it\n";
+            << (o.out != "runs" ? " --out " + o.out : "") << run::selection_flags(overrides, only)
+            << "` predicts from it\n";
   return r.failed > 0 ? 1 : 0;
 }
 

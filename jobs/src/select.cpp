@@ -153,4 +153,14 @@ std::string closest_name(const std::string& word, const std::vector<std::string>
   return detail::closest(word, candidates);
 }
 
+std::string flag_hint(std::string typed, const std::vector<std::string>& flags) {
+  typed = typed.substr(0, typed.find('='));
+  if (typed.rfind("--", 0) != 0) return "";
+  std::vector<std::string> names;
+  for (const auto& f : flags)
+    if (!f.empty()) names.push_back(f);
+  const std::string hint = closest_name(typed.substr(2), names);
+  return hint.empty() ? "" : "; did you mean '--" + hint + "'?";
+}
+
 }  // namespace gridrun::jobs

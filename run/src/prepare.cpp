@@ -27,6 +27,14 @@ std::vector<std::string> override_texts(const std::vector<std::pair<std::string,
   return out;
 }
 
+std::string selection_flags(const std::vector<std::pair<std::string, jobs::Value>>& overrides,
+                            const std::vector<jobs::Selector>& only) {
+  std::string flags;
+  for (const auto& o : override_texts(overrides)) flags += " --set " + o;
+  for (const auto& s : only) flags += " --only " + s.text;
+  return flags;
+}
+
 std::string phase_of(const jobs::Expansion& ex, std::size_t i) {
   if (ex.compare_by.empty()) return "";
   if (!jobs::find_param(ex.compare_by)) return "";

@@ -89,18 +89,14 @@ void resolve_job(const po::variables_map& vm, RunnerOptions& o) {
   if (o.job_file.empty() || !given.empty()) o.id = jobs::job_id(o.job);
 }
 
-// "; did you mean '--epochs'?" for an unknown flag close to one of `groups`, by the rule `gridrun`
-// uses for its flags (jobs::closest_name; docs/cli.md); "" when none is close.
+// "; did you mean '--epochs'?" for an unknown flag close to one of `groups` (jobs::flag_hint, the
+// rule `gridrun` uses for its flags; docs/cli.md); "" when none is close.
 std::string unknown_flag_hint(const po::unknown_option& e,
                               const std::vector<const po::options_description*>& groups) {
-  std::string typed = e.get_option_name();
-  typed = typed.substr(0, typed.find('='));
-  if (typed.rfind("--", 0) != 0) return "";
   std::vector<std::string> names;
   for (const auto* g : groups)
     for (const auto& opt : g->options()) names.push_back(opt->long_name());
-  const std::string hint = jobs::closest_name(typed.substr(2), names);
-  return hint.empty() ? "" : "; did you mean '--" + hint + "'?";
+  return jobs::flag_hint(e.get_option_name(), names);
 }
 
 // The layout of every `gridrun CMD --help` (docs/cli.md): usage, what it does, options, exit codes.

@@ -116,10 +116,8 @@ void count_script_flops(GridPlan& plan, const std::string& train_bin, std::ostre
 
 // The command that repeats this one (grid, --set, --only), for "... --only device=cpu runs the rest".
 std::string rest_command(const RunOptions& o) {
-  std::string cmd = std::string("gridrun ") + (o.simulate ? "simulate " : "run ") + o.grid;
-  for (const auto& [k, v] : o.overrides) cmd += " --set " + k + "=" + jobs::to_string(v);
-  for (const auto& s : o.only) cmd += " --only " + s.text;
-  return cmd;
+  return std::string("gridrun ") + (o.simulate ? "simulate " : "run ") + o.grid +
+         run::selection_flags(o.overrides, o.only);
 }
 
 }  // namespace

@@ -4,9 +4,11 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/select.hpp"
+#include "gridrun/jobs/suggest.hpp"
 
 namespace gj = gridrun::jobs;
 
@@ -124,4 +126,13 @@ TEST(JobsOverride, WinsOverEveryGridLayerAndChangesIds) {
   lo.overrides = gj::parse_overrides({"epochs=0"});
   EXPECT_NE(error_of([&] { gj::load_grid_string(kGrid, "g.yaml", lo); }).find("g.yaml: --set epochs: "),
             std::string::npos);
+}
+
+// One flag hint for both binaries (gridrun's cli.cpp and gridrun-train's options.cpp).
+TEST(JobsSuggest, FlagHintNamesTheClosestLongFlag) {
+  const std::vector<std::string> flags{"width", "format", "", "epochs"};
+  EXPECT_EQ(gj::flag_hint("--widht", flags), "; did you mean '--width'?");
+  EXPECT_EQ(gj::flag_hint("--epoch=3", flags), "; did you mean '--epochs'?");
+  EXPECT_EQ(gj::flag_hint("-w", flags), "");
+  EXPECT_EQ(gj::flag_hint("--zzzzzzzz", flags), "");
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::jobs {
@@ -47,6 +48,11 @@ PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const Prep
 // "KEY=VALUE" per override, as PrepareOptions::overrides records them (jobs::parse_overrides reads
 // them back).
 std::vector<std::string> override_texts(const std::vector<std::pair<std::string, jobs::Value>>& overrides);
+
+// " --set KEY=VALUE ... --only KEY=VALUE[,VALUE] ..." of a selection (overrides as override_texts,
+// selectors as typed), for a command a message tells the user to run: it must select the same jobs.
+std::string selection_flags(const std::vector<std::pair<std::string, jobs::Value>>& overrides,
+                            const std::vector<jobs::Selector>& only);
 
 // The compare-by phase of a job ("" without compare-by or when the job lacks the key).
 std::string phase_of(const jobs::Expansion& ex, std::size_t job_index);
