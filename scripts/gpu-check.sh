@@ -3,9 +3,11 @@
 # What only a lent GPU can confirm (docs/gpu.md, "What CI proves without a GPU"), as one script
 # that fits a short device lease: build the CUDA configuration against the machine's own PyTorch
 # wheel, run the `gpu`-label tests, then the calibrated prediction of examples/gpu-share.yaml
-# against its real run, and one bf16 job (the channels_last broadcast fix).
+# against its real run, and one bf16 job (the channels_last broadcast fix); `resnets` runs the
+# 12-job examples/gpu-resnets.yaml five times (no process may outlive a run) and `bench` makes
+# BENCHMARKS.md's GPU table from those runs plus cuda_graph and PyTorch eager (bench/gpu.sh).
 #
-# Usage: scripts/gpu-check.sh [--out DIR] [--skip-build] [--only build|tests|share|bf16 ...]
+# Usage: scripts/gpu-check.sh [--out DIR] [--skip-build] [--only build|resnets|bench|share|tests|bf16 ...]
 #   --out DIR      logs and results are copied here (default: gpu-check-out)
 #   --skip-build   use build-cuda/ as it is
 # Every step runs even when an earlier one failed (a lease is too short to stop at the first
@@ -20,7 +22,7 @@ while (($#)); do
     --out) out=$2; shift ;;
     --skip-build) build=0 ;;
     --only) only+=("$2"); shift ;;
-    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -35,7 +37,7 @@ step() {  # step NAME COMMAND...: runs it, logs to $out/NAME.log, records the ou
   want "$name" || return 0
   local t0=$SECONDS rc
   echo "=== $name: $*"
-  "$@" >"$out/$name.log" 2>&1
+  "$@" >"$out/$name.log" 2>&1 </dev/null
   rc=$?
   tail -n 25 "$out/$name.log"
   summary+=("$name rc=$rc $((SECONDS - t0))s")
@@ -50,6 +52,43 @@ torch_lib=$(python3 -c "import torch, os; print(os.path.join(os.path.dirname(tor
 export LD_LIBRARY_PATH=$torch_lib:$PWD/build-cuda/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 bin=$PWD/build-cuda/bin
 
+runs=${GPU_CHECK_RUNS:-/tmp/gpu-check-runs}
+# The 12-job grid five times in a row: every job completed, nothing left running after each run.
+resnets() {
+  local i rc=0
+  rm -rf "$runs/resnets"
+  for i in 1 2 3 4 5; do
+    "$bin/gridrun" run examples/gpu-resnets.yaml --out "$runs/resnets/r$i" --width 120 || rc=$?
+    "$bin/gridrun" status "$runs/resnets/r$i/gpu-resnets" --format csv >"$out/resnets-status-r$i.csv" || rc=$?
+    grep -c ',completed' "$out/resnets-status-r$i.csv" || true
+    if pgrep -a gridrun-train; then echo "run $i left processes behind"; rc=1; fi
+  done
+  return "$rc"
+}
+step resnets resnets
+
+# BENCHMARKS.md's GPU table: gridrun's eager figures from the five runs above, cuda_graph at batch
+# 32 and the anchor (ANCHOR=, default ../shared/gpu) run here, medians of 5.
+bench() {
+  bench/gpu.sh build-cuda -- --repeats 5 --graph-batches 32 --runs "$runs"/resnets/r*/gpu-resnets
+}
+step bench bench
+
+share() {
+  local d=$runs/share
+  rm -rf "$d"
+  "$bin/gridrun" calibrate examples/gpu-share.yaml --out "$d" --steps 20 &&
+  "$bin/gridrun" simulate examples/gpu-share.yaml --out "$d" &&
+  "$bin/gridrun" run examples/gpu-share.yaml --out "$d" &&
+  "$bin/gridrun" simulate examples/gpu-share.yaml --out "$d" --against "$d/gpu-share" &&
+  "$bin/gridrun" report "$d/gpu-share" --width 120 &&
+  "$bin/gridrun" status "$d/gpu-share" --format csv
+  local rc=$?
+  echo "processes left:"; pgrep -a gridrun-train || echo "none"
+  return "$rc"
+}
+step share share
+
 # The gpu label, and the C++ runtime checks whose failure crashed GPU jobs on the lent H200.
 tests() {
   local rc=0
@@ -59,20 +98,6 @@ tests() {
 }
 step tests tests
 
-share() {
-  local runs=${GPU_CHECK_RUNS:-/tmp/gpu-check-runs}
-  rm -rf "$runs"
-  "$bin/gridrun" calibrate examples/gpu-share.yaml --out "$runs" --steps 20 &&
-  "$bin/gridrun" simulate examples/gpu-share.yaml --out "$runs" &&
-  "$bin/gridrun" run examples/gpu-share.yaml --out "$runs" &&
-  "$bin/gridrun" simulate examples/gpu-share.yaml --out "$runs" --against "$runs/gpu-share" &&
-  "$bin/gridrun" report "$runs/gpu-share" --width 120 &&
-  "$bin/gridrun" status "$runs/gpu-share" --format csv
-  local rc=$?
-  echo "processes left:"; pgrep -a gridrun-train || echo "none"
-  return "$rc"
-}
-step share share
 
 bf16() {
   local d rc=0

@@ -6,6 +6,11 @@ For each model x batch x precision: gridrun-train on synthetic data (device-resi
 synchronised points after the warm-up, MFU, mean GPU utilisation); optionally the same with
 cuda_graph=true. The anchor (PyTorch eager, the same CIFAR-style ResNets) runs in the same call.
 Each figure is the median of --repeats runs. Prints a markdown table with the ratios.
+
+With --runs DIR..., gridrun's eager figures come from the job files of those run directories
+(`gridrun run examples/gpu-resnets.yaml` done N times: the same configurations, launched by the
+scheduler as a user launches them) instead of launching gridrun-train here; cuda_graph and the
+anchor still run here.
 """
 import argparse
 import glob
@@ -52,6 +57,28 @@ def run_gridrun(a, model, batch, prec, graph, work):
     return summary(files[0]) if files else None
 
 
+def attr_text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def from_runs(dirs):
+    """(model, batch, precision) -> list of job summaries, from the job files of run directories."""
+    out = {}
+    for d in dirs:
+        for path in sorted(glob.glob(os.path.join(d, "results", "*.h5"))):
+            try:
+                with h5py.File(path, "r") as f:
+                    cfg = (attr_text(f.attrs["param.model"]), int(f.attrs["param.batch_per_rank"]),
+                           attr_text(f.attrs["param.precision"]))
+                s = summary(path)
+            except (OSError, KeyError, ValueError) as e:
+                sys.stderr.write(f"gpu_bench: {path}: {e}\n")
+                continue
+            if attr_text(s["status"]) == "completed":
+                out.setdefault(cfg, []).append(s)
+    return out
+
+
 def run_anchor(a, configs, repeats):
     """The anchor's own bench() (imported from its file, unchanged) for each config, `repeats`
     sweeps in one process: one CUDA start-up instead of one per run."""
@@ -89,7 +116,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=15)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--work", default="/tmp/gridrun-gpu-bench")
+    ap.add_argument("--runs", nargs="*", default=[],
+                    help="run directories whose job files give gridrun's eager figures")
     a = ap.parse_args()
+    recorded = from_runs(a.runs) if a.runs else None
     os.makedirs(a.work, exist_ok=True)
     configs = [(m, int(b), p) for m in a.models.split(",") for b in a.batches.split(",")
                for p in a.precisions.split(",")]
@@ -103,8 +133,11 @@ def main():
             if graph and b not in graph_b:
                 continue
             sps, mfu, util = [], [], []
-            for rep in range(a.repeats):
-                s = run_gridrun(a, m, b, p, graph, a.work)
+            if recorded is not None and not graph:
+                results = recorded.get(cfg, [])
+            else:
+                results = [run_gridrun(a, m, b, p, graph, a.work) for _ in range(a.repeats)]
+            for s in results:
                 if not s:
                     continue
                 sps.append(s.get("samples_per_s_wall", float("nan")))
@@ -134,7 +167,8 @@ def main():
             print(f" {g[1]:.3f} | {g[2]:.0f} |")
         else:
             print(" - | - | - | - |")
-    print(f"\n(median of {a.repeats} runs each; {a.steps} steps, first {a.warmup} left out; "
+    src = f"eager from {len(a.runs)} runs of the grid; " if a.runs else ""
+    print(f"\n({src}median of {a.repeats} runs each; {a.steps} steps, first {a.warmup} left out; "
           f"anchor: {a.anchor})")
 
 
