@@ -9,7 +9,8 @@
 # names a running one): `gridrun calibrate --slurm --cluster`, `simulate --cluster`, `submit`,
 # and the measured phases from `gridrun report` (the job files).
 #
-#   bash bench/scheduler/bench_predict.sh [--build DIR] [--out DIR] [--repeats N] [--only NAME] [--slurm]
+#   bash bench/scheduler/bench_predict.sh [--build DIR] [--out DIR] [--repeats N] [--only NAME] [--slurm] [--keep]
+# --keep leaves the grids, calibrations and run directories in the printed work folder.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$HERE/../../build
@@ -17,6 +18,7 @@ OUT=""
 REPEATS=1
 ONLY=""
 SLURM=0
+KEEP=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
@@ -24,7 +26,8 @@ while [[ $# -gt 0 ]]; do
     --repeats) REPEATS=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --slurm) SLURM=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "bench_predict.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -32,10 +35,11 @@ GRIDRUN=$BUILD/bin/gridrun
 TRAIN=$BUILD/bin/gridrun-train
 [[ -x $GRIDRUN && -x $TRAIN ]] || { echo "bench_predict.sh: build first ($GRIDRUN)" >&2; exit 2; }
 WORK=$(mktemp -d /tmp/gridrun-bench-predict-XXXXXX)
+chmod 0755 "$WORK"  # the test cluster's munged (user munge) must reach its folder inside
 STARTED_CLUSTER=""
 cleanup() {
   if [[ -n $STARTED_CLUSTER ]]; then bash "$HERE/../../tests/slurm/local-cluster.sh" stop "$STARTED_CLUSTER" >/dev/null || true; fi
-  rm -rf "$WORK"
+  if ((KEEP)); then echo "bench_predict.sh: work folder kept: $WORK" >&2; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 OUT=${OUT:-$WORK/out}

@@ -279,10 +279,17 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return kNaN;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
 }  // namespace
 
-std::optional<StepFigures> figures_from_file(const std::string& result_file, std::int64_t warmup_steps,
-                                             double exit_unix, BuildVersions& versions, std::string& why) {
+std::optional<StepFigures> figures_from_file(const std::string& result_file, const FigureOptions& o,
+                                             BuildVersions& versions, std::string& why) {
   results::JobData d;
   try {
     d = results::read_job(result_file);
@@ -311,7 +318,7 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, std
   StepFigures f;
   const std::size_t n = steps->size();
   const std::size_t warm =
-      std::min<std::size_t>(static_cast<std::size_t>(std::max<std::int64_t>(warmup_steps, 0)), n - 1);
+      std::min<std::size_t>(static_cast<std::size_t>(std::max<std::int64_t>(o.warmup_steps, 0)), n - 1);
   double all = 0;
   for (double v : *steps) all += v;
   for (std::size_t k = 0; k < warm; ++k) f.warm_s += (*steps)[k];
@@ -319,7 +326,8 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, std
   // The loop's own time between steps (rows, flushes, the epoch's end minus evaluation and
   // checkpoint) is spread over the steps.
   const double loop_extra = std::max(0.0, sum("time_train_s") - all) / static_cast<double>(n);
-  f.step_s = median(std::vector<double>(steps->begin() + static_cast<long>(warm), steps->end())) + loop_extra;
+  std::vector<double> steady(steps->begin() + static_cast<long>(warm), steps->end());
+  f.step_s = (o.side_by_side ? mean(steady) : median(std::move(steady))) + loop_extra;
   f.warm_s += loop_extra * static_cast<double>(warm);
   f.launch_s = first - launched;
   std::int64_t evals = 0;
@@ -329,7 +337,7 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, std
   const double eval = sum("time_eval_s"), ckpt = sum("time_checkpoint_s");
   f.eval_s = evals > 0 && std::isfinite(eval) ? eval / static_cast<double>(evals) : 0;
   f.checkpoint_s = epochs > 0 && std::isfinite(ckpt) ? ckpt / static_cast<double>(epochs) : 0;
-  f.tail_s = std::isfinite(exit_unix) ? std::max(0.0, exit_unix - finished) : 0;
+  f.tail_s = std::isfinite(o.exit_unix) ? std::max(0.0, o.exit_unix - finished) : 0;
   f.steps_per_epoch = static_cast<std::int64_t>(d.attr_number("steps_per_epoch", 0));
   if (const auto* acc = d.epochs.column("test_acc"); acc && !acc->empty() && std::isfinite(acc->back())) {
     f.final_acc = acc->back();
@@ -359,8 +367,8 @@ struct Probe {
 
 // The figures of a finished calibration run (see figures_from_file), with a line on `out` when
 // there are none.
-std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, BuildVersions& versions,
-                                   std::ostream& out) {
+std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, bool side_by_side,
+                                   BuildVersions& versions, std::ostream& out) {
   const std::string label = config_label(p.job.params);
   if (p.code != 0) {
     out << "calibrate: " << label << ": gridrun-train exited " << p.code << " (see " << crd.log_err(p.job.id)
@@ -368,8 +376,9 @@ std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, Build
     return std::nullopt;
   }
   std::string why;
-  auto f = figures_from_file(crd.result_file(p.job.id), p.job.params.timing_warmup_steps, p.exit_unix,
-                             versions, why);
+  auto f = figures_from_file(crd.result_file(p.job.id),
+                             FigureOptions{p.job.params.timing_warmup_steps, p.exit_unix, side_by_side}, versions,
+                             why);
   if (!f) out << "calibrate: " << label << ": " << why << "\n";
   return f;
 }
@@ -423,7 +432,7 @@ class Calibrator {
     }
     std::vector<std::optional<StepFigures>> out;
     for (const auto& p : probes) {
-      auto f = measure(crd_, p, versions_, out_);
+      auto f = measure(crd_, p, probes.size() > 1, versions_, out_);
       if (!f) ++failed_;
       out.push_back(f);
     }

@@ -13,6 +13,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/results/writer.hpp"
 #include "gridrun/run/prediction.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/calibrate.hpp"
@@ -81,6 +82,48 @@ TEST(Calibrate, PredictSecondsAddsLaunchStepsEvaluationsAndCheckpoints) {
   p.lr = jobs::JobParams{}.lr;
   p.target_accuracy = 0.8;  // not reached by the calibration
   EXPECT_NEAR(predict_seconds(p, f), 1.0 + 1.0 + 2.5 + 1.5 + 0.6 + 0.1, 1e-9);
+}
+
+// A real job file whose steady steps are 18 of 10 ms and 2 preempted ones of 100 ms: alone the
+// median (10 ms), side by side the mean (19 ms, what the steps sum to).
+TEST(Calibrate, FiguresTakeTheMedianAloneAndTheMeanSideBySide) {
+  TempDir dir;
+  results::JobFileInfo info;
+  info.id = "spiky";
+  info.run = "calibration";
+  info.params.timing_warmup_steps = 2;
+  info.int_attrs["steps_per_epoch"] = 22;
+  info.flush_interval_s = 0;
+  auto w = results::JobWriter::create(dir.path.string(), info);
+  double all = 0;
+  for (int k = 0; k < 22; ++k) {
+    results::StepRow r;
+    r.step = k;
+    r.step_s = k < 2 ? 0.05 : (k == 9 || k == 17) ? 0.1 : 0.01;
+    r.rank_step_s = {r.step_s};
+    all += r.step_s;
+    r.wall_s = all;
+    w->append_step(r);
+  }
+  w->finish(results::Status::Completed, "",
+            {{"launched_unix", 1000.0}, {"first_step_unix", 1001.5}, {"finished_unix", 1001.5 + all},
+             {"time_train_s", all}});
+  const std::string file = w->path();
+  w.reset();
+  BuildVersions v;
+  std::string why;
+  const auto alone = figures_from_file(file, FigureOptions{2, 1002.0 + all, false}, v, why);
+  ASSERT_TRUE(alone) << why;
+  EXPECT_NEAR(alone->step_s, 0.01, 1e-9);
+  EXPECT_NEAR(alone->warm_s, 0.1, 1e-9);
+  EXPECT_EQ(alone->warm_steps, 2);
+  EXPECT_NEAR(alone->launch_s, 1.5, 1e-6);
+  EXPECT_NEAR(alone->tail_s, 0.5, 1e-6);
+  EXPECT_EQ(alone->steps_per_epoch, 22);
+  const auto side = figures_from_file(file, FigureOptions{2, std::nan(""), true}, v, why);
+  ASSERT_TRUE(side) << why;
+  EXPECT_NEAR(side->step_s, 0.019, 1e-9);
+  EXPECT_EQ(side->tail_s, 0);
 }
 
 TEST(Calibrate, ConfigKeyIgnoresWhatIsLearnedAndForHowLong) {

@@ -86,11 +86,22 @@ double predict_seconds(const jobs::JobParams& p, const StepFigures& f);
 // target, no time limit, no profile; `seed` tells copies of one configuration apart.
 jobs::JobParams calibration_params(const jobs::JobParams& p, std::int64_t steps, std::int64_t seed);
 
-// The figures of a finished calibration job from its results file: `warmup_steps` its timing
-// warm-up, `exit_unix` when its launcher saw it exit (NaN: unknown, tail 0). nullopt with `why`
-// set when it did not complete or lacks the timings; `versions` gets the builds it ran with.
-std::optional<StepFigures> figures_from_file(const std::string& result_file, std::int64_t warmup_steps,
-                                             double exit_unix, BuildVersions& versions, std::string& why);
+// How figures_from_file reads a calibration job.
+struct FigureOptions {
+  std::int64_t warmup_steps = 0;     // the job's timing warm-up
+  double exit_unix = std::nan("");   // when its launcher saw it exit (NaN: unknown, tail 0)
+  // The job ran beside others: its steady step is the mean, not the median. Alone, 20-odd steps
+  // on a quiet machine, the median keeps one stray spike from weighing a twentieth of the sum;
+  // side by side, the co-runners' preemptions (steps 10-30x the median, a few in a hundred) are
+  // the cost being measured, and a makespan is their sum: the median under-predicted contended
+  // Slurm pairs by 15-35 % (BENCHMARKS.md, "Predicting a grid before running it").
+  bool side_by_side = false;
+};
+
+// The figures of a finished calibration job from its results file. nullopt with `why` set when it
+// did not complete or lacks the timings; `versions` gets the builds it ran with.
+std::optional<StepFigures> figures_from_file(const std::string& result_file, const FigureOptions& o,
+                                             BuildVersions& versions, std::string& why);
 
 // How a side-by-side group of calibrated configurations (`keys`, a multiset) is co-run, by local
 // and Slurm calibration alike: each member's timed steps, about `train_s` at its alone speed (so the
