@@ -10,7 +10,17 @@
 # and the measured phases from `gridrun report` (the job files).
 #
 #   bash bench/scheduler/bench_predict.sh [--build DIR] [--out DIR] [--repeats N] [--only NAME] [--slurm] [--keep]
-# --keep leaves the grids, calibrations and run directories in the printed work folder.
+# --keep leaves the grids, calibrations and run directories in the printed work folder;
+# --slurm-only skips the local panel; --no-yield runs the Slurm panel without Open MPI's
+# yield-when-idle (see below).
+#
+# The Slurm panel runs with OMPI_MCA_mpi_yield_when_idle=1 (sbatch passes the environment on): the
+# test cluster's three hosts share this machine's cores, 6 Slurm CPUs on 2, an oversubscription
+# Open MPI cannot see from inside one host. There, ranks that busy-poll while they wait take the
+# core from a rank of another host that has work, and a pair of 2-host jobs side by side flips
+# between two speeds from run to run (cluster-lenet: 4.0 or 7.0 s). mpirun sets the same parameter
+# itself on a node it knows is oversubscribed (gridrun run's --oversubscribe case); a real
+# cluster's hosts do not share cores.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$HERE/../../build
@@ -19,6 +29,8 @@ REPEATS=1
 ONLY=""
 SLURM=0
 KEEP=0
+LOCAL=1
+YIELD=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
@@ -27,7 +39,9 @@ while [[ $# -gt 0 ]]; do
     --only) ONLY=$2; shift 2 ;;
     --slurm) SLURM=1; shift ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --slurm-only) SLURM=1; LOCAL=0; shift ;;
+    --no-yield) YIELD=0; shift ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "bench_predict.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -56,7 +70,7 @@ split_entry() {
   body=${rest#*|}
   [[ -z $ONLY || $ONLY == "$name" ]]
 }
-for rep in $(seq 1 "$REPEATS"); do
+for rep in $(seq $((LOCAL ? 1 : REPEATS + 1)) "$REPEATS"); do
   for entry in "${PANEL[@]}"; do
     split_entry "$entry" || continue
     grid=$WORK/$name.yaml
@@ -93,6 +107,7 @@ if [[ $SLURM -eq 1 ]]; then
     bash "$HERE/../../tests/slurm/local-cluster.sh" start --nodes 3 "$STARTED_CLUSTER" >&2
     export SLURM_CONF=$STARTED_CLUSTER/slurm.conf
   fi
+  if ((YIELD)); then export OMPI_MCA_mpi_yield_when_idle=1; fi
   CLUSTER=$WORK/cluster.yaml
   # The cluster's nodes as sinfo reports them, for calibrate and simulate.
   { echo "nodes:"; sinfo -h -N -o "%N %c" | sort -u | while read -r n c; do echo "  - {name: $n, cores: $c}"; done; } >"$CLUSTER"
