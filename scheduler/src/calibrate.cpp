@@ -377,8 +377,8 @@ std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, bool 
   }
   std::string why;
   auto f = figures_from_file(crd.result_file(p.job.id),
-                             FigureOptions{p.job.params.timing_warmup_steps, p.exit_unix, side_by_side}, versions,
-                             why);
+                             FigureOptions{p.job.params.timing_warmup_steps, p.exit_unix, side_by_side},
+                             versions, why);
   if (!f) out << "calibrate: " << label << ": " << why << "\n";
   return f;
 }

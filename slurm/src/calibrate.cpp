@@ -106,9 +106,10 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
     std::string why;
     const auto files = submit_and_wait(cal_root.string(), ex.name + "-cal-" + key,
                                        {scheduler::calibration_params(params, o.steps, 0)}, o, cli, why);
-    const auto f = why.empty() ? scheduler::figures_from_file(
-                                     files.at(0), scheduler::FigureOptions{params.timing_warmup_steps}, c.versions, why)
-                               : std::nullopt;
+    const auto f =
+        why.empty() ? scheduler::figures_from_file(
+                          files.at(0), scheduler::FigureOptions{params.timing_warmup_steps}, c.versions, why)
+                    : std::nullopt;
     if (!f) {
       out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key] << ": " << why << "\n";
       ++res.failed;
@@ -146,9 +147,9 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
       ++tag;
       scheduler::CalibrationGroup g;
       for (std::size_t m = 0; m < files.size() && why.empty(); ++m) {
-        const auto f =
-            scheduler::figures_from_file(files[m], scheduler::FigureOptions{ps[m].timing_warmup_steps, std::nan(""), true},
-                                         c.versions, why);
+        const auto f = scheduler::figures_from_file(
+            files[m], scheduler::FigureOptions{ps[m].timing_warmup_steps, std::nan(""), true}, c.versions,
+            why);
         if (f && !g.figures.count(keys[m])) g.figures[keys[m]] = *f;
       }
       if (!why.empty()) {

@@ -106,7 +106,9 @@ TEST(Calibrate, FiguresTakeTheMedianAloneAndTheMeanSideBySide) {
     w->append_step(r);
   }
   w->finish(results::Status::Completed, "",
-            {{"launched_unix", 1000.0}, {"first_step_unix", 1001.5}, {"finished_unix", 1001.5 + all},
+            {{"launched_unix", 1000.0},
+             {"first_step_unix", 1001.5},
+             {"finished_unix", 1001.5 + all},
              {"time_train_s", all}});
   const std::string file = w->path();
   w.reset();

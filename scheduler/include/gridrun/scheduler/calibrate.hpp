@@ -88,8 +88,8 @@ jobs::JobParams calibration_params(const jobs::JobParams& p, std::int64_t steps,
 
 // How figures_from_file reads a calibration job.
 struct FigureOptions {
-  std::int64_t warmup_steps = 0;     // the job's timing warm-up
-  double exit_unix = std::nan("");   // when its launcher saw it exit (NaN: unknown, tail 0)
+  std::int64_t warmup_steps = 0;    // the job's timing warm-up
+  double exit_unix = std::nan("");  // when its launcher saw it exit (NaN: unknown, tail 0)
   // The job ran beside others: its steady step is the mean, not the median. Alone, 20-odd steps
   // on a quiet machine, the median keeps one stray spike from weighing a twentieth of the sum;
   // side by side, the co-runners' preemptions (steps 10-30x the median, a few in a hundred) are
