@@ -3,9 +3,10 @@
 # What only a lent GPU can confirm (docs/gpu.md, "What CI proves without a GPU"), as one script
 # that fits a short device lease: build the CUDA configuration against the machine's own PyTorch
 # wheel, run the `gpu`-label tests, then the calibrated prediction of examples/gpu-share.yaml
-# against its real run, and one bf16 job (the channels_last broadcast fix); `resnets` runs the
-# 12-job examples/gpu-resnets.yaml five times (no process may outlive a run) and `bench` makes
-# BENCHMARKS.md's GPU table from those runs plus cuda_graph and PyTorch eager (bench/gpu.sh).
+# against its real run, and one bf16 job (the channels_last broadcast fix). Two steps run only when
+# named with --only: `resnets` runs the 12-job examples/gpu-resnets.yaml five times (no process
+# may outlive a run) and `bench` makes BENCHMARKS.md's GPU table from those runs plus cuda_graph and
+# PyTorch eager (bench/gpu.sh; ANCHOR= as there).
 #
 # Usage: scripts/gpu-check.sh [--out DIR] [--skip-build] [--only build|resnets|bench|share|tests|bf16 ...]
 #   --out DIR      logs and results are copied here (default: gpu-check-out)
@@ -22,7 +23,7 @@ while (($#)); do
     --out) out=$2; shift ;;
     --skip-build) build=0 ;;
     --only) only+=("$2"); shift ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
     *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -31,7 +32,8 @@ mkdir -p "$out"
 out=$(realpath "$out")
 summary=()
 failed=0
-want() { ((${#only[@]} == 0)) && return 0; local s; for s in "${only[@]}"; do [[ $s == "$1" ]] && return 0; done; return 1; }
+named() { local s; for s in "${only[@]}"; do [[ $s == "$1" ]] && return 0; done; return 1; }
+want() { ((${#only[@]} == 0)) || named "$1"; }
 step() {  # step NAME COMMAND...: runs it, logs to $out/NAME.log, records the outcome
   local name=$1; shift
   want "$name" || return 0
@@ -53,26 +55,16 @@ export LD_LIBRARY_PATH=$torch_lib:$PWD/build-cuda/deps/usr/lib/x86_64-linux-gnu$
 bin=$PWD/build-cuda/bin
 
 runs=${GPU_CHECK_RUNS:-/tmp/gpu-check-runs}
-# The 12-job grid five times in a row: every job completed, nothing left running after each run.
-resnets() {
-  local i rc=0
-  rm -rf "$runs/resnets"
-  for i in 1 2 3 4 5; do
-    "$bin/gridrun" run examples/gpu-resnets.yaml --out "$runs/resnets/r$i" --width 120 || rc=$?
-    "$bin/gridrun" status "$runs/resnets/r$i/gpu-resnets" --format csv >"$out/resnets-status-r$i.csv" || rc=$?
-    grep -c ',completed' "$out/resnets-status-r$i.csv" || true
-    if pgrep -a gridrun-train; then echo "run $i left processes behind"; rc=1; fi
-  done
+
+# The gpu label, and the C++ runtime checks whose failure crashed GPU jobs on the lent H200.
+tests() {
+  local rc=0
+  ctest --test-dir build-cuda -L gpu --output-on-failure --timeout 300 -j 2 || rc=$?
+  ctest --test-dir build-cuda -R 'bindings|interpose' --output-on-failure || rc=$?
   return "$rc"
 }
-step resnets resnets
+step tests tests
 
-# BENCHMARKS.md's GPU table: gridrun's eager figures from the five runs above, cuda_graph at batch
-# 32 and the anchor (ANCHOR=, default ../shared/gpu) run here, medians of 5.
-bench() {
-  bench/gpu.sh build-cuda -- --repeats 5 --graph-batches 32 --runs "$runs"/resnets/r*/gpu-resnets
-}
-step bench bench
 
 share() {
   local d=$runs/share
@@ -88,16 +80,6 @@ share() {
   return "$rc"
 }
 step share share
-
-# The gpu label, and the C++ runtime checks whose failure crashed GPU jobs on the lent H200.
-tests() {
-  local rc=0
-  ctest --test-dir build-cuda -L gpu --output-on-failure --timeout 300 -j 2 || rc=$?
-  ctest --test-dir build-cuda -R 'bindings|interpose' --output-on-failure || rc=$?
-  return "$rc"
-}
-step tests tests
-
 
 bf16() {
   local d rc=0
@@ -120,6 +102,28 @@ EOF2
   return "$rc"
 }
 step bf16 bf16
+
+# Only when named (--only resnets --only bench): ~9 minutes of a lease together.
+# The 12-job grid five times in a row: every job completed, nothing left running after each run.
+resnets() {
+  local i rc=0
+  rm -rf "$runs/resnets"
+  for i in 1 2 3 4 5; do
+    "$bin/gridrun" run examples/gpu-resnets.yaml --out "$runs/resnets/r$i" --width 120 || rc=$?
+    "$bin/gridrun" status "$runs/resnets/r$i/gpu-resnets" --format csv >"$out/resnets-status-r$i.csv" || rc=$?
+    grep -c ',completed' "$out/resnets-status-r$i.csv" || true
+    if pgrep -a gridrun-train; then echo "run $i left processes behind"; rc=1; fi
+  done
+  return "$rc"
+}
+named resnets && step resnets resnets
+
+# BENCHMARKS.md's GPU table: gridrun's eager figures from the five runs above, cuda_graph at batch
+# 32 and the anchor (ANCHOR=, default ../shared/gpu) run here, medians of 5.
+bench() {
+  bench/gpu.sh build-cuda -- --repeats 5 --graph-batches 32 --runs "$runs"/resnets/r*/gpu-resnets
+}
+named bench && step bench bench
 
 cp build-cuda/Testing/Temporary/LastTest.log "$out/ctest-LastTest.log" 2>/dev/null || true
 echo "=== summary"

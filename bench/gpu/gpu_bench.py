@@ -167,7 +167,8 @@ def main():
             print(f" {g[1]:.3f} | {g[2]:.0f} |")
         else:
             print(" - | - | - | - |")
-    src = f"eager from {len(a.runs)} runs of the grid; " if a.runs else ""
+    src = (f"eager: median over the completed job files of {len(a.runs)} runs of the grid; others: "
+           if a.runs else "")
     print(f"\n({src}median of {a.repeats} runs each; {a.steps} steps, first {a.warmup} left out; "
           f"anchor: {a.anchor})")
 

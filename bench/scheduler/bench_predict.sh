@@ -9,7 +9,8 @@
 # names a running one): `gridrun calibrate --slurm --cluster`, `simulate --cluster`, `submit`,
 # and the measured phases from `gridrun report` (the job files).
 #
-#   bash bench/scheduler/bench_predict.sh [--build DIR] [--out DIR] [--repeats N] [--only NAME] [--slurm] [--keep]
+#   bash bench/scheduler/bench_predict.sh [--build DIR] [--out DIR] [--repeats N] [--only NAME]
+#                                         [--slurm | --slurm-only] [--no-yield] [--keep]
 # --keep leaves the grids, calibrations and run directories in the printed work folder;
 # --slurm-only skips the local panel; --no-yield runs the Slurm panel without Open MPI's
 # yield-when-idle (see below).
@@ -41,7 +42,7 @@ while [[ $# -gt 0 ]]; do
     --keep) KEEP=1; shift ;;
     --slurm-only) SLURM=1; LOCAL=0; shift ;;
     --no-yield) YIELD=0; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench_predict.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -49,7 +50,6 @@ GRIDRUN=$BUILD/bin/gridrun
 TRAIN=$BUILD/bin/gridrun-train
 [[ -x $GRIDRUN && -x $TRAIN ]] || { echo "bench_predict.sh: build first ($GRIDRUN)" >&2; exit 2; }
 WORK=$(mktemp -d /tmp/gridrun-bench-predict-XXXXXX)
-chmod 0755 "$WORK"  # the test cluster's munged (user munge) must reach its folder inside
 STARTED_CLUSTER=""
 cleanup() {
   if [[ -n $STARTED_CLUSTER ]]; then bash "$HERE/../../tests/slurm/local-cluster.sh" stop "$STARTED_CLUSTER" >/dev/null || true; fi
@@ -70,7 +70,7 @@ split_entry() {
   body=${rest#*|}
   [[ -z $ONLY || $ONLY == "$name" ]]
 }
-for rep in $(seq $((LOCAL ? 1 : REPEATS + 1)) "$REPEATS"); do
+for rep in $(seq 1 $((LOCAL ? REPEATS : 0))); do
   for entry in "${PANEL[@]}"; do
     split_entry "$entry" || continue
     grid=$WORK/$name.yaml
@@ -104,6 +104,7 @@ done
 if [[ $SLURM -eq 1 ]]; then
   if [[ -z ${SLURM_CONF:-} ]]; then
     STARTED_CLUSTER=$WORK/cluster
+    chmod 0711 "$WORK"  # the test cluster's munged (user munge) must get through to its folder
     bash "$HERE/../../tests/slurm/local-cluster.sh" start --nodes 3 "$STARTED_CLUSTER" >&2
     export SLURM_CONF=$STARTED_CLUSTER/slurm.conf
   fi
@@ -153,6 +154,8 @@ fi
 /usr/bin/python3 - "$ROWS" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+if not rows:
+    sys.exit("bench_predict.sh: no grid ran (--only names none of the panels run?)")
 by = {}
 for r in rows:
     by.setdefault(r["grid"], []).append(r)

@@ -34,10 +34,11 @@ struct StepFigures {
   double launch_s = std::nan("");  // launcher start to the first step
   double warm_s = 0;               // the first `warm_steps` steps together (one-time costs)
   std::int64_t warm_steps = 0;
-  double step_s = std::nan("");  // one steady step: median step time, plus the loop's own share
-  double eval_s = 0;             // one evaluation of the test split
-  double checkpoint_s = 0;       // one epoch-end checkpoint
-  double tail_s = 0;             // the runner's end until the launcher saw the exit
+  // One steady step (alone the median, side by side the mean: FigureOptions), plus the loop's own share.
+  double step_s = std::nan("");
+  double eval_s = 0;        // one evaluation of the test split
+  double checkpoint_s = 0;  // one epoch-end checkpoint
+  double tail_s = 0;        // the runner's end until the launcher saw the exit
   std::int64_t steps_per_epoch = 0;
   // The calibration job's test accuracy after its `acc_steps` steps, and what it learned with
   // (learn_key: optimizer, lr and schedule). A job with the same learn_key whose target_accuracy
@@ -94,7 +95,8 @@ struct FigureOptions {
   // on a quiet machine, the median keeps one stray spike from weighing a twentieth of the sum;
   // side by side, the co-runners' preemptions (steps 10-30x the median, a few in a hundred) are
   // the cost being measured, and a makespan is their sum: the median under-predicted contended
-  // Slurm pairs by 15-35 % (BENCHMARKS.md, "Predicting a grid before running it").
+  // Slurm pairs by 15-35 % (BENCHMARKS.md, "Predicting a grid before running it"). Steps a member
+  // takes after its co-runners ended count too, as they did for the median.
   bool side_by_side = false;
 };
 
