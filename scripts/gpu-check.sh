@@ -65,7 +65,6 @@ tests() {
 }
 step tests tests
 
-
 share() {
   local d=$runs/share
   rm -rf "$d"

@@ -25,17 +25,22 @@ import h5py
 import numpy as np
 
 
+def summary_of(f):
+    """/summary and the status of an open job file."""
+    g = f["summary"]
+    out = {k: float(g.attrs[k]) for k in g.attrs}
+    for k in g:
+        try:
+            out[k] = float(np.asarray(g[k][()]).reshape(-1)[0])
+        except (TypeError, ValueError):
+            pass
+    out["status"] = f.attrs["status"]
+    return out
+
+
 def summary(path):
     with h5py.File(path, "r") as f:
-        g = f["summary"]
-        out = {k: float(g.attrs[k]) for k in g.attrs}
-        for k in g:
-            try:
-                out[k] = float(np.asarray(g[k][()]).reshape(-1)[0])
-            except (TypeError, ValueError):
-                pass
-        out["status"] = f.attrs["status"]
-    return out
+        return summary_of(f)
 
 
 def run_gridrun(a, model, batch, prec, graph, work):
@@ -70,7 +75,7 @@ def from_runs(dirs):
                 with h5py.File(path, "r") as f:
                     cfg = (attr_text(f.attrs["param.model"]), int(f.attrs["param.batch_per_rank"]),
                            attr_text(f.attrs["param.precision"]))
-                s = summary(path)
+                    s = summary_of(f)
             except (OSError, KeyError, ValueError) as e:
                 sys.stderr.write(f"gpu_bench: {path}: {e}\n")
                 continue

@@ -279,13 +279,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-double mean(const std::vector<double>& v) {
-  if (v.empty()) return kNaN;
-  double s = 0;
-  for (double x : v) s += x;
-  return s / static_cast<double>(v.size());
-}
-
 }  // namespace
 
 std::optional<StepFigures> figures_from_file(const std::string& result_file, const FigureOptions& o,
@@ -326,8 +319,11 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, con
   // The loop's own time between steps (rows, flushes, the epoch's end minus evaluation and
   // checkpoint) is spread over the steps.
   const double loop_extra = std::max(0.0, sum("time_train_s") - all) / static_cast<double>(n);
-  std::vector<double> steady(steps->begin() + static_cast<long>(warm), steps->end());
-  f.step_s = (o.side_by_side ? mean(steady) : median(std::move(steady))) + loop_extra;
+  // Side by side the steady steps' mean, from the sums above (warm < n: one steady step at least).
+  const double steady_s =
+      o.side_by_side ? (all - f.warm_s) / static_cast<double>(n - warm)
+                     : median(std::vector<double>(steps->begin() + static_cast<long>(warm), steps->end()));
+  f.step_s = steady_s + loop_extra;
   f.warm_s += loop_extra * static_cast<double>(warm);
   f.launch_s = first - launched;
   std::int64_t evals = 0;
