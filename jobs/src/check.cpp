@@ -7,15 +7,28 @@
 // file:line:col. Both call check(), so a new rule is written once and the two never disagree.
 // Problems that depend on the machine (no GPU, missing data files, too few samples for the batch)
 // stay in the runner: the planner cannot see them.
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "gridrun/base/checked.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "values.hpp"
 
 namespace gridrun::jobs {
 
 namespace {
+
+// The most ranks, cores or GPUs one job may ask for: the scheduler's counts are int.
+constexpr std::int64_t kMaxJobUnits = std::numeric_limits<int>::max();
+
+// "batch_per_rank * ranks = 4611686018427387912 * 4 overflows (global_batch beyond 2^63-1)".
+std::string product_overflow(const char* a, std::int64_t av, const char* b, std::int64_t bv,
+                             const char* what) {
+  return std::string(a) + " * " + b + " = " + std::to_string(av) + " * " + std::to_string(bv) +
+         " overflows (" + what + " beyond 2^63-1)";
+}
 
 // A valid mlp_hidden: 1 to 8 positive integers without leading zeros, separated by single commas
 // ("256,128"). Strict on purpose: one spelling per architecture keeps one job id per architecture.
@@ -90,11 +103,33 @@ void Rules::add(std::string key, std::string message, std::string related, std::
 }
 
 void Rules::limits() {
-  if (p_.global_batch != p_.batch_per_rank * p_.ranks)
+  // Every count derived from two parameters is checked arithmetic (base/checked.hpp): a product
+  // that wrapped would plan a job with a nonsense batch or core count and run it (issue 45).
+  if (const auto gb = base::checked_mul(p_.batch_per_rank, p_.ranks); !gb)
+    add("batch_per_rank",
+        product_overflow("batch_per_rank", p_.batch_per_rank, "ranks", p_.ranks, "global_batch"), "ranks");
+  else if (p_.global_batch != *gb)
     add("global_batch",
         "global_batch=" + std::to_string(p_.global_batch) +
-            " != batch_per_rank * ranks = " + std::to_string(p_.batch_per_rank * p_.ranks),
+            " != batch_per_rank * ranks = " + std::to_string(*gb),
         "batch_per_rank");
+  // The scheduler counts a job's ranks, cores and GPUs in int (resources.hpp): more than that is
+  // more than any node or cluster holds, and would wrap on the way there.
+  const auto cores = base::checked_mul(p_.ranks, p_.threads_per_rank);
+  if (p_.ranks > kMaxJobUnits)
+    add("ranks", "ranks=" + std::to_string(p_.ranks) + " is more than one job can have (at most " +
+                     std::to_string(kMaxJobUnits) + ")");
+  else if (!cores || *cores > kMaxJobUnits)
+    add("threads_per_rank",
+        cores ? "ranks * threads_per_rank = " + std::to_string(*cores) +
+                    " cores is more than one job can have (at most " + std::to_string(kMaxJobUnits) + ")"
+              : product_overflow("ranks", p_.ranks, "threads_per_rank", p_.threads_per_rank, "cores"),
+        "ranks");
+  // Samples seen (epochs x train_samples) bound the steps the runner counts (epochs x steps per
+  // epoch, at most one step per sample): when they fit, so do the steps.
+  if (p_.epochs > 0 && p_.train_samples > 0 && !base::checked_mul(p_.epochs, p_.train_samples))
+    add("epochs", product_overflow("epochs", p_.epochs, "train_samples", p_.train_samples, "samples"),
+        "train_samples");
   if (p_.ranks % p_.nodes != 0)
     add("nodes",
         "ranks=" + std::to_string(p_.ranks) + " cannot be spread evenly over nodes=" +
@@ -262,7 +297,13 @@ std::vector<Problem> check_values(const Params& p) {
 
 std::optional<Problem> resolve_batch(JobParams& p, BatchGiven given) {
   if (given == BatchGiven::PerRank) {
-    p.global_batch = p.batch_per_rank * p.ranks;
+    const auto gb = base::checked_mul(p.batch_per_rank, p.ranks);
+    if (!gb)
+      return Problem{"batch_per_rank",
+                     product_overflow("batch_per_rank", p.batch_per_rank, "ranks", p.ranks, "global_batch"),
+                     "ranks",
+                     {}};
+    p.global_batch = *gb;
     return std::nullopt;
   }
   if (p.ranks < 1 || p.global_batch % p.ranks != 0)

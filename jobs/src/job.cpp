@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "gridrun/base/checked.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
 #include "text.hpp"
@@ -125,7 +126,9 @@ Resources job_resources(const JobParams& p) {
   Resources r;
   r.ranks = p.ranks;
   r.gpus = p.device == "gpu" ? p.ranks : 0;
-  r.cores = p.ranks * p.threads_per_rank;
+  // Saturating: jobs::check refuses a product beyond int (issue 45), but a job that never went
+  // through it (a hand-edited job file) must not wrap to 0 cores on the way to the scheduler.
+  r.cores = base::saturating_mul(p.ranks, p.threads_per_rank);
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -47,12 +48,17 @@ Request request_for(const jobs::JobParams& p) {
   // A multi-node job asks each of its nodes for an equal share (jobs::check made ranks a multiple
   // of nodes).
   const std::int64_t nodes = std::max<std::int64_t>(1, p.nodes);
+  // int counts: jobs::check refuses a job beyond them; one that skipped it (a hand-written job
+  // file) is clamped to a size that fits on no node rather than wrapped to a small one (issue 45).
+  const auto count = [](std::int64_t v) {
+    return static_cast<int>(std::clamp<std::int64_t>(v, 0, std::numeric_limits<int>::max()));
+  };
   Request r;
-  r.nodes = static_cast<int>(nodes);
-  r.ranks = static_cast<int>(std::max<std::int64_t>(1, res.ranks / nodes));
-  r.threads_per_rank = static_cast<int>(std::max<std::int64_t>(1, p.threads_per_rank));
-  r.gpus = static_cast<int>(res.gpus / nodes);
-  r.cores = static_cast<int>(std::max<std::int64_t>(1, res.cores / nodes));
+  r.nodes = count(nodes);
+  r.ranks = count(std::max<std::int64_t>(1, res.ranks / nodes));
+  r.threads_per_rank = count(std::max<std::int64_t>(1, p.threads_per_rank));
+  r.gpus = count(res.gpus / nodes);
+  r.cores = count(std::max<std::int64_t>(1, res.cores / nodes));
   return r;
 }
 Request request_for(const jobs::Job& job) { return request_for(job.params); }

@@ -2,9 +2,12 @@
 // gridrun-train), jobs::check_values and jobs::resolve_batch.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "gridrun/jobs/job.hpp"
 #include "gridrun/jobs/params.hpp"
 
 namespace gj = gridrun::jobs;
@@ -271,4 +274,61 @@ TEST(JobsCheck, RanksMustSpreadEvenlyOverNodes) {
   p.nodes = 2;
   EXPECT_EQ(problems(p),
             V{"ranks: 10 is out of range for device gpu (1-4 per node, here 5 on each of 2 nodes)"});
+}
+
+// Issue 45: a derived count that would wrap is a problem naming the keys, never a wrapped value
+// (4611686018427387912 x 4 was a global batch of 32; 2^62 ranks x 4 threads was 0 cores).
+TEST(JobsCheck, DerivedCountsThatOverflowAreProblems) {
+  const std::int64_t big = 4611686018427387912;  // 2^62 + 8
+  gj::JobParams p;
+  p.batch_per_rank = big;
+  p.ranks = 4;
+  EXPECT_EQ(gj::resolve_batch(p, gj::BatchGiven::PerRank)->message,
+            "batch_per_rank * ranks = 4611686018427387912 * 4 overflows (global_batch beyond 2^63-1)");
+  EXPECT_EQ(gj::resolve_batch(p, gj::BatchGiven::PerRank)->related, "ranks");
+  p.global_batch = 32;  // what the wrapped product was
+  EXPECT_EQ(
+      problems(p),
+      V{"batch_per_rank: batch_per_rank * ranks = 4611686018427387912 * 4 overflows (global_batch beyond "
+        "2^63-1)"});
+
+  p = gj::JobParams{};
+  p.ranks = std::int64_t{1} << 62;
+  p.threads_per_rank = 4;
+  p.batch_per_rank = 1;
+  p.global_batch = p.ranks;
+  EXPECT_EQ(problems(p),
+            V{"ranks: ranks=4611686018427387904 is more than one job can have (at most 2147483647)"});
+  p.ranks = 65536;
+  p.threads_per_rank = 65536;
+  p.global_batch = 65536;
+  EXPECT_EQ(problems(p),
+            V{"threads_per_rank: ranks * threads_per_rank = 4294967296 cores is more than one job "
+              "can have (at most 2147483647)"});
+  p.ranks = 2;
+  p.global_batch = 2;
+  p.threads_per_rank = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(problems(p),
+            V{"threads_per_rank: ranks * threads_per_rank = 2 * 9223372036854775807 overflows (cores "
+              "beyond 2^63-1)"});
+  // The largest job that fits is fine.
+  p.ranks = 1;
+  p.global_batch = 1;
+  p.threads_per_rank = 2147483647;
+  EXPECT_EQ(problems(p), V{});
+
+  p = gj::JobParams{};
+  p.epochs = std::int64_t{1} << 62;
+  p.train_samples = 4;
+  EXPECT_EQ(problems(p),
+            V{"epochs: epochs * train_samples = 4611686018427387904 * 4 overflows (samples beyond "
+              "2^63-1)"});
+}
+
+// What a job occupies never wraps either (a job that skipped check: a hand-written job file).
+TEST(JobsCheck, JobResourcesSaturate) {
+  gj::JobParams p;
+  p.ranks = std::int64_t{1} << 62;
+  p.threads_per_rank = 4;
+  EXPECT_EQ(gj::job_resources(p).cores, std::numeric_limits<std::int64_t>::max());
 }
