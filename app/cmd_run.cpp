@@ -73,9 +73,11 @@ void add_run_flags(po::options_description& opts, RunCli& o) {
   opts.add_options()("retries", po::value(&o.retries)->default_value(1),
                      "extra attempts per failed job (0-100)")(
       "rerun", po::value(&o.rerun),
-      "failed: rerun failed jobs from scratch; all: rerun everything; phase=VALUE: rerun that "
-      "compare-by phase's jobs from scratch, together (a phase the report could not measure in one sitting)")(
-      "dry-run,n", po::bool_switch(&o.dry_run), "print the placement plan and commands; launch nothing")(
+      "failed: rerun failed jobs from scratch; all: rerun everything; compare: rerun every compare-by "
+      "phase from scratch in this one sitting (phases measured apart, under different load); phase=VALUE: "
+      "rerun that compare-by phase's jobs from scratch, together (a phase the report could not measure in "
+      "one sitting)")("dry-run,n", po::bool_switch(&o.dry_run),
+                      "print the placement plan and commands; launch nothing")(
       "simulate", po::bool_switch(&o.simulate),
       "print the simulated schedule; launch nothing (= gridrun simulate)")(
       "exit-grace", po::value(&o.exit_grace)->default_value(60.0),

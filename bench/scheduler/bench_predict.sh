@@ -140,7 +140,7 @@ pred_file, run_dir, name, rep, start, end, report = sys.argv[1:]
 pred = json.load(open(pred_file))
 cal = json.load(open(run_dir + "/calibration.json"))
 tables = json.load(open(report))["tables"]
-rows = [t for t in tables if t["title"].startswith("One large vs several small")][0]["rows"]
+rows = [t for t in tables if t["title"].startswith("Phases (")][0]["rows"]
 key = pred["compare_by"]
 meas = {r["phase"].split("=", 1)[1]: r["makespan_s"] for r in rows}
 print(json.dumps({"grid": name + " (Slurm)", "repeat": int(rep), "key": key,

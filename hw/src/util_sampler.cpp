@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "gridrun/base/host.hpp"
 #include "gridrun/hw/util_sampler.hpp"
 
 namespace gridrun::hw {
@@ -57,23 +58,6 @@ double proc_rss_bytes(pid_t pid, long page_size) {
   std::strtoull(buf, &end, 10);  // size
   unsigned long long resident = std::strtoull(end, nullptr, 10);
   return static_cast<double>(resident) * static_cast<double>(page_size);
-}
-
-// busy and total jiffies of the whole node from /proc/stat's first line.
-bool node_ticks(double& busy, double& total) {
-  char buf[512];
-  if (!read_small("/proc/stat", buf, sizeof buf) || std::strncmp(buf, "cpu ", 4) != 0) return false;
-  const char* p = buf + 4;
-  double v[8] = {0};
-  for (double& x : v) {
-    char* end = nullptr;
-    x = std::strtod(p, &end);
-    p = end;
-  }
-  total = 0;
-  for (double x : v) total += x;  // user nice system idle iowait irq softirq steal
-  busy = total - v[3] - v[4];
-  return true;
 }
 
 // NVML's C types, declared here so that no NVIDIA header is needed.
@@ -145,7 +129,7 @@ UtilReader::UtilReader(const UtilReaderOptions& opts) : pids_(opts.pids), t0_(op
   clock_ticks_ = sysconf(_SC_CLK_TCK);
   page_size_ = sysconf(_SC_PAGESIZE);
   for (pid_t p : pids_) prev_proc_s_.push_back(proc_ticks(p) / static_cast<double>(clock_ticks_));
-  node_ticks(prev_node_busy_, prev_node_total_);
+  base::node_cpu_ticks(prev_node_busy_, prev_node_total_);
   prev_t_ = std::chrono::steady_clock::now();
   if (!opts.gpus) {
     gpu_absent_reason_ = "cpu job";
@@ -251,7 +235,7 @@ UtilSample UtilReader::sample() {
     row.rank_rss_bytes[k] = proc_rss_bytes(pids_[k], page_size_);
   }
   double busy = 0, total = 0;
-  if (node_ticks(busy, total) && total > prev_node_total_) {
+  if (base::node_cpu_ticks(busy, total) && total > prev_node_total_) {
     row.node_cpu_pct = 100.0 * (busy - prev_node_busy_) / (total - prev_node_total_);
     prev_node_busy_ = busy;
     prev_node_total_ = total;

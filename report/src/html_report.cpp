@@ -424,7 +424,7 @@ Chart phase_chart(const std::vector<PhaseFigures>& phases, const std::string& id
   Chart c = make_chart(id, title, "arrangement (compare-by phase)", ylabel, "bar");
   BarSet b{ylabel, {}, color, false};
   for (const auto& p : phases) {
-    c.labels.push_back(p.label + (p.unmeasured.empty() ? "" : " (not measured)"));
+    c.labels.push_back(phase_title(p) + (p.unmeasured.empty() ? "" : " (not measured)"));
     b.values.push_back(p.*field);
   }
   if (any_finite(b.values)) c.bars.push_back(b);

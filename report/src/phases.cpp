@@ -131,6 +131,32 @@ double seed_noise(const std::vector<const JobData*>& members) {
   return worst;
 }
 
+// "2 jobs x 1 rank, side by side": counts, ranks and threads as they are (ranges when they differ).
+std::string arrangement_of(const std::vector<const JobData*>& members, bool side_by_side) {
+  std::int64_t r_lo = 0, r_hi = 0, t_lo = 0, t_hi = 0;
+  bool gpu = false;
+  for (const JobData* d : members) {
+    if (!d->params) continue;
+    const std::int64_t r = std::max<std::int64_t>(d->params->ranks, 1);
+    const std::int64_t t = std::max<std::int64_t>(d->params->threads_per_rank, 1);
+    gpu = gpu || d->params->device == "gpu";
+    r_lo = r_lo ? std::min(r_lo, r) : r, r_hi = std::max(r_hi, r);
+    t_lo = t_lo ? std::min(t_lo, t) : t, t_hi = std::max(t_hi, t);
+  }
+  const std::size_t n = members.size();
+  auto range = [](std::int64_t lo, std::int64_t hi, const char* one, const char* many) {
+    return (lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi)) + " " +
+           (lo == hi && lo == 1 ? one : many);
+  };
+  std::string s = std::to_string(n) + (n == 1 ? " job" : " jobs");
+  if (r_hi > 0) {
+    s += " x " + range(r_lo, r_hi, gpu ? "GPU rank" : "rank", gpu ? "GPU ranks" : "ranks");
+    if (!gpu && (t_hi > 1 || t_lo != t_hi)) s += " x " + range(t_lo, t_hi, "thread", "threads");
+  }
+  if (n > 1) s += side_by_side ? ", side by side" : ", one after another";
+  return s;
+}
+
 void withhold(PhaseFigures& p, std::string why) {
   p.unmeasured = std::move(why);
   p.makespan_s = p.samples_per_s = p.util_mean = p.alloc_util = p.samples = p.time_to_target_s = kNaN;
@@ -213,6 +239,25 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
     p.side_by_side = overlapped(members);
     const auto sittings = sittings_of(members);
     p.sittings = static_cast<int>(sittings.size());
+    if (sittings.size() == 1) p.sitting = *sittings.begin();
+    {
+      double train = 0, res = kNaN;
+      bool mixed = false;
+      for (const JobData* d : members) {
+        const TimeSplit t = time_split(*d);
+        train += t.train_s * t.resources;  // NaN when a job does not say
+        mixed = mixed || (std::isfinite(res) && res != t.resources);
+        res = t.resources;
+        p.gpu = p.gpu || (d->params && d->params->device == "gpu");
+        if (d->status == "diverged") {
+          std::string why = d->exit_reason;
+          if (why.rfind("diverged: ", 0) == 0) why.erase(0, 10);
+          p.diverged.push_back(d->id + (why.empty() ? std::string() : " (" + why + ")"));
+        }
+      }
+      p.train_resource_s = members.empty() ? kNaN : train;
+      p.job_resources = mixed ? kNaN : res;
+    }
     double start = first_start(members);
     const auto rec = in.recorded.find(name);
     if (rec != in.recorded.end()) {
@@ -224,6 +269,8 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
       p.util_mean = sums.util_n > 0 ? sums.util_mean() : p.alloc_util;
       if (std::isfinite(r.start_unix)) start = r.start_unix;
       if (std::isfinite(r.max_running)) p.side_by_side = r.max_running > 1;
+      p.other_cpu_share = r.other_cpu_share;
+      if (!r.sitting.empty()) p.sitting = r.sitting;
       std::size_t covered = 0;
       for (const JobData* d : members)
         covered += std::find(r.jobs.begin(), r.jobs.end(), d->id) != r.jobs.end() ? 1 : 0;
@@ -258,6 +305,14 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
       }
       p.time = summarize_times(splits);
     }
+    p.arrangement = arrangement_of(members, p.side_by_side);
+    p.start_unix = start;
+    if (!p.diverged.empty())
+      withhold(p,
+               "its job " + p.diverged.front() +
+                   (p.diverged.size() > 1 ? " and " + std::to_string(p.diverged.size() - 1) + " more" : "") +
+                   " diverged; a diverged job stops early, so the phase's time says nothing about its "
+                   "arrangement");
     if (p.unmeasured.empty() && p.sittings > 1)
       withhold(p, "its jobs ran in " + std::to_string(p.sittings) +
                       " sittings (an interruption, a resume, jobs added later or a requeue)");

@@ -388,21 +388,22 @@ Table convergence_table(const std::vector<JobRecord>& jobs, const std::vector<st
 
 Table phase_table(const std::vector<PhaseFigures>& phases) {
   Table t;
-  t.title = "One large vs several small (phases)";
+  t.title = "Phases (one arrangement each)";
   bool predicted = false;
   for (const auto& p : phases) predicted = predicted || std::isfinite(p.predicted_makespan_s);
+  bool loaded = false;
+  for (const auto& p : phases) loaded = loaded || std::isfinite(p.other_cpu_share);
   t.columns = {"phase", "jobs", "ran", "makespan_s", "samples/s", "util%", "launch%", "time_to_target_s"};
+  if (loaded) t.columns.push_back("other%");
   if (predicted) t.columns.insert(t.columns.begin() + 4, "predicted_s");
   for (const auto& p : phases) {
-    const std::string ran = !p.unmeasured.empty() ? "not measured"
-                            : p.jobs.size() <= 1  ? "alone"
-                            : p.side_by_side      ? "side by side"
-                                                  : "one after another";
+    const std::string ran = !p.unmeasured.empty() ? "not measured" : p.arrangement;
     t.rows.push_back({text_cell(p.label), number_cell(static_cast<double>(p.jobs.size()), 0), text_cell(ran),
                       number_cell(p.makespan_s, 1), number_cell(p.samples_per_s, 1),
                       number_cell(100 * p.util_mean, 1),
                       number_cell(p.unmeasured.empty() ? 100 * p.time.launch_share : std::nan(""), 0),
                       number_cell(p.time_to_target_s, 1)});
+    if (loaded) t.rows.back().push_back(number_cell(100 * p.other_cpu_share, 0));
     if (predicted) t.rows.back().insert(t.rows.back().begin() + 4, number_cell(p.predicted_makespan_s, 1));
     if (!p.unmeasured.empty())
       t.notes.push_back(p.label + ": not measured: " + p.unmeasured + " (see the verdict).");
@@ -412,8 +413,9 @@ Table phase_table(const std::vector<PhaseFigures>& phases) {
       "and end times), aggregate throughput of its jobs, mean utilization, the share of its jobs' "
       "core- or GPU-seconds spent before their first training step (launch%: mpirun/srun, process "
       "start, library and data load; see \"Where the time went\"), predicted_s (what a calibrated "
-      "`gridrun simulate` predicted, when it did), and time from the phase's start until its last job "
-      "reached target_accuracy (- if one did not).");
+      "`gridrun simulate` predicted, when it did), time from the phase's start until its last job "
+      "reached target_accuracy (- if one did not), and other% (the share of the machine's CPU that "
+      "went to processes outside the run while the phase ran; above 20 % the verdict calls it disturbed).");
   return t;
 }
 

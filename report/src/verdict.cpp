@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "gridrun/base/text.hpp"
 
@@ -12,31 +13,66 @@ namespace gridrun::report {
 namespace {
 
 std::string fixed(double v, int prec) { return base::format_fixed(v, prec); }
+std::string pct(double share) { return fixed(100 * share, 0) + " %"; }
 
-// "ranks=2 (2 jobs, one after another)", or with a role "one large job (ranks=2, 2 jobs, one
-// after another)".
-std::string describe(const PhaseFigures& p, const std::string& role) {
-  const std::size_t n = p.jobs.size();
-  const std::string how =
-      n <= 1 ? "1 job"
-             : std::to_string(n) + " jobs, " + (p.side_by_side ? "side by side" : "one after another");
-  return role.empty() ? p.label + " (" + how + ")" : role + " (" + p.label + ", " + how + ")";
+bool disturbed(const PhaseFigures& p) {
+  return std::isfinite(p.other_cpu_share) && p.other_cpu_share > kDisturbedShare;
 }
 
-double as_number(const std::string& s) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  return end != s.c_str() && *end == '\0' ? v : std::nan("");
+// The classic question's words, only when they are true: with two phases, one that ran its jobs
+// one at a time, each holding more cores (GPUs) than each job of the other, which ran them side
+// by side. Anything else is named by its arrangement alone.
+std::vector<std::string> roles_of(const std::vector<const PhaseFigures*>& m) {
+  std::vector<std::string> role(m.size());
+  if (m.size() != 2) return role;
+  for (std::size_t large = 0; large < 2; ++large) {
+    const PhaseFigures& l = *m[large];
+    const PhaseFigures& s = *m[1 - large];
+    if (!l.side_by_side && s.side_by_side && s.jobs.size() > 1 && std::isfinite(l.job_resources) &&
+        std::isfinite(s.job_resources) && l.job_resources > s.job_resources) {
+      role[large] = "one large job at a time";
+      role[1 - large] = "several small side by side";
+    }
+  }
+  return role;
+}
+
+// "ranks=1 (2 jobs x 1 rank, side by side)", with a role "several small side by side (ranks=1, 2
+// jobs x 1 rank)".
+std::string describe(const PhaseFigures& p, const std::string& role) {
+  if (role.empty()) return phase_title(p);
+  std::string how = p.arrangement;
+  for (const char* tail : {", side by side", ", one after another"})
+    if (base::ends_with(how, tail)) how.resize(how.size() - std::string(tail).size());
+  return role + " (" + p.label + (how.empty() ? "" : ", " + how) + ")";
+}
+
+std::string when(double unix_s) {
+  if (!std::isfinite(unix_s)) return "at an unknown time";
+  std::string iso = base::iso_time(static_cast<std::time_t>(unix_s));  // 2026-11-26T17:02:11Z
+  if (iso.size() >= 16) iso = iso.substr(0, 10) + " " + iso.substr(11, 5) + " UTC";
+  return "on " + iso;
+}
+
+std::string load_text(double share) {
+  return std::isfinite(share) ? pct(share) + " of the CPU to other processes" : "load not recorded";
 }
 
 }  // namespace
+
+std::string phase_title(const PhaseFigures& p) {
+  return p.arrangement.empty() ? p.label : p.label + " (" + p.arrangement + ")";
+}
 
 std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, const VerdictOptions& opts) {
   std::vector<std::string> out;
   if (phases.size() < 2) return out;
   std::vector<const PhaseFigures*> measured;
   for (const auto& p : phases) {
-    if (!p.unmeasured.empty()) {
+    if (!p.diverged.empty()) {
+      out.push_back("Left out: " + phase_title(p) + ": " + p.unmeasured +
+                    ". Lower its lr (or check the model) and run it again.");
+    } else if (!p.unmeasured.empty()) {
       out.push_back("No verdict for " + p.label + ": " + p.unmeasured +
                     ". Measure it again in one sitting: " + opts.rerun_prefix + " --rerun phase=" + p.name);
     } else if (std::isfinite(p.makespan_s) && p.makespan_s > 0) {
@@ -47,17 +83,7 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
     if (out.empty()) out.push_back("No verdict: fewer than two phases have a makespan.");
     return out;
   }
-  // Roles for the classic question: the larger of two ranks/nodes values is "one large job" (each
-  // configuration as one large job at a time), the smaller "several small".
-  std::vector<std::string> role(measured.size());
-  if (measured.size() == 2 && (opts.compare_by == "ranks" || opts.compare_by == "nodes")) {
-    const double a = as_number(measured[0]->name), b = as_number(measured[1]->name);
-    if (std::isfinite(a) && std::isfinite(b) && a != b) {
-      const std::size_t large = a > b ? 0 : 1;
-      role[large] = "one large job";  // per configuration, one at a time
-      role[1 - large] = "several small";
-    }
-  }
+  const std::vector<std::string> role = roles_of(measured);
   std::string finished;
   for (std::size_t k = 0; k < measured.size(); ++k)
     finished += (k ? "; " : "") + describe(*measured[k], role[k]) + (k ? " in " : " finished in ") +
@@ -71,7 +97,7 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
   const PhaseFigures& next = *measured[order[1]];
   const double margin = next.makespan_s / best.makespan_s;
   const std::string& winner = role[order[0]].empty() ? best.label : role[order[0]];
-  const bool plural = role[order[0]] == "several small";
+  const bool plural = role[order[0]].rfind("several", 0) == 0;
   // What the calibrated prediction said before the compute was spent (prediction.json).
   std::string predicted;
   if (std::isfinite(best.predicted_makespan_s) && std::isfinite(next.predicted_makespan_s) &&
@@ -80,18 +106,116 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
     predicted = pm >= 1 ? " (predicted " + fixed(pm, 2) + "x)"
                         : " (predicted the other way: " + next.label + " " + fixed(1 / pm, 2) + "x faster)";
   }
-  out.push_back(finished + ": " + winner + (plural ? " win, " : " wins, ") + fixed(margin, 2) + "x faster" +
-                (measured.size() > 2 ? " than the next (" + next.label + ")" : "") + predicted + ".");
+  const std::string than = measured.size() > 2 ? " than the next (" + next.label + ")" : "";
+
+  // Why the margin may not be the arrangements' own: each reason is a sentence of its own below,
+  // and any of them makes the headline "inconclusive".
+  std::vector<std::string> caveats, reasons;
+  for (const PhaseFigures* p : measured)
+    if (disturbed(*p)) {
+      reasons.push_back(p->label + " was disturbed");
+      caveats.push_back(p->label + " was measured while " + pct(p->other_cpu_share) +
+                        " of the machine's CPU went to other processes (more than " + pct(kDisturbedShare) +
+                        "): not comparable. Rerun it on a quiet machine: " + opts.rerun_prefix +
+                        " --rerun phase=" + p->name);
+    }
+  std::set<std::string> sittings;
+  for (const PhaseFigures* p : measured)
+    if (!p->sitting.empty()) sittings.insert(p->sitting);
+  if (sittings.size() > 1) {
+    double lo = 1, hi = 0;
+    bool known = true;
+    std::string each;
+    for (const PhaseFigures* p : measured) {
+      known = known && std::isfinite(p->other_cpu_share);
+      if (std::isfinite(p->other_cpu_share))
+        lo = std::min(lo, p->other_cpu_share), hi = std::max(hi, p->other_cpu_share);
+      each += std::string(each.empty() ? "" : "; ") + p->label + " " + when(p->start_unix) + ", " +
+              load_text(p->other_cpu_share);
+    }
+    const bool alike = known && hi - lo <= kApartLoadDifference && hi <= kDisturbedShare;
+    if (alike) {
+      caveats.push_back("The phases were measured apart (" + each +
+                        "), under alike load: compared as they are.");
+    } else {
+      reasons.push_back("the phases were measured apart under different load");
+      caveats.push_back("The phases were measured apart (" + each + (known ? "): their load differs" : ")") +
+                        ", so their times are not comparable. Measure them again together: " +
+                        opts.rerun_prefix + " --rerun compare");
+    }
+  }
   double noise = std::nan("");
   for (const PhaseFigures* p : measured)
     if (std::isfinite(p->seed_noise))
       noise = std::isnan(noise) ? p->seed_noise : std::max(noise, p->seed_noise);
   // Two phases differ by more than their noise when the margin exceeds twice the throughput spread
   // of one seed to the next (a rough 95% band for a difference of two noisy figures).
-  if (std::isfinite(noise) && margin - 1 <= 2 * noise)
-    out.push_back("The margin (" + fixed(100 * (margin - 1), 0) +
-                  " %) is inside the noise of the seeds (throughput varies by " + fixed(100 * noise, 0) +
-                  " % from seed to seed): call it a tie, or run more seeds.");
+  const bool in_noise = std::isfinite(noise) && margin - 1 <= 2 * noise;
+  if (in_noise)
+    reasons.push_back("the margin (" + fixed(100 * (margin - 1), 0) +
+                      " %) is inside the noise of the seeds (" + "throughput varies by " +
+                      fixed(100 * noise, 0) + " % from seed to seed)");
+
+  if (reasons.empty()) {
+    out.push_back(finished + ": " + winner + (plural ? " win, " : " wins, ") + fixed(margin, 2) + "x faster" +
+                  than + predicted + ".");
+  } else {
+    std::string why;
+    for (std::size_t k = 0; k < reasons.size(); ++k)
+      why += (k == 0 ? "" : k + 1 == reasons.size() ? " and " : ", ") + reasons[k];
+    out.push_back(finished + ": inconclusive, " + why + ". As measured, " + best.label + " was " +
+                  fixed(margin, 2) + "x faster" + than + predicted + ".");
+  }
+  for (auto& c : caveats) out.push_back(std::move(c));
+  if (in_noise) out.push_back("Call it a tie, or run more seeds to narrow the noise.");
+  if (std::isnan(noise))
+    out.push_back(
+        "Its noise is unknown: each configuration ran once, with one seed. Run 2 or more seeds "
+        "(seeds: [0, 1, 2]) to learn how much a phase's time varies before trusting a margin under 10 %.");
+
+  // Launch set apart: when start-up dominates, the makespan answers "which starts faster".
+  std::vector<const PhaseFigures*> launch_bound;
+  for (const PhaseFigures* p : measured)
+    if (std::isfinite(p->time.launch_share) && p->time.launch_share > kLaunchBoundShare)
+      launch_bound.push_back(p);
+  if (!launch_bound.empty()) {
+    const char* unit = best.gpu ? "GPU" : "core";
+    std::string shares;
+    for (const PhaseFigures* p : measured)
+      if (std::isfinite(p->time.launch_share))
+        shares += std::string(shares.empty() ? "" : ", ") + p->label + " " + pct(p->time.launch_share);
+    std::string line = "Launch is more than half of the " + std::string(unit) + "-seconds (" + shares +
+                       "): this answer is about start-up, not training.";
+    if (std::isfinite(best.train_resource_s) && std::isfinite(next.train_resource_s) &&
+        best.train_resource_s > 0 && next.train_resource_s > 0) {
+      const bool same = best.train_resource_s <= next.train_resource_s;
+      const PhaseFigures& lo = same ? best : next;
+      const PhaseFigures& hi = same ? next : best;
+      line += " Training alone: " + lo.label + " " + fixed(lo.train_resource_s, 1) + " " + unit + "-s, " +
+              hi.label + " " + fixed(hi.train_resource_s, 1) + " " + unit + "-s: by training, " + lo.label +
+              " wins, " + fixed(hi.train_resource_s / lo.train_resource_s, 2) + "x fewer " + unit +
+              "-seconds" + (same ? "" : " (the makespan says the other way)") +
+              ". For an answer about training, give the jobs more steps.";
+    }
+    out.push_back(line);
+  }
+
+  // Prediction as a cross-check: a phase far off its calibrated prediction, with the likely cause.
+  for (const PhaseFigures* p : measured) {
+    if (!(p->predicted_makespan_s > 0)) continue;
+    const double off = p->makespan_s / p->predicted_makespan_s - 1;
+    if (std::fabs(off) <= kPredictionOff) continue;
+    std::string cause =
+        disturbed(*p) ? "other processes took " + pct(p->other_cpu_share) + " of the CPU while it ran"
+        : std::isfinite(p->other_cpu_share)
+            ? "the machine was quiet (" + pct(p->other_cpu_share) +
+                  " to other processes), so the calibration may be stale: gridrun calibrate again"
+            : "if the machine, the code or the load changed since, gridrun calibrate again";
+    out.push_back(p->label + " took " + fixed(100 * std::fabs(off), 0) + (off > 0 ? " % longer" : " % less") +
+                  " than predicted (" + fixed(p->makespan_s, 1) + " s, predicted " +
+                  fixed(p->predicted_makespan_s, 1) + " s): " + cause + ".");
+  }
+
   bool all_ttt = true;
   for (const PhaseFigures* p : measured) all_ttt = all_ttt && std::isfinite(p->time_to_target_s);
   if (all_ttt) {

@@ -38,6 +38,7 @@ std::string to_string(Status s) {
     case Status::Failed: return "failed";
     case Status::Interrupted: return "interrupted";
     case Status::TargetReached: return "target_reached";
+    case Status::Diverged: return "diverged";
   }
   return "unknown";
 }

@@ -8,7 +8,7 @@ namespace gridrun::run {
 namespace {
 constexpr JobOutcome kAllOutcomes[] = {
     JobOutcome::Pending,     JobOutcome::Running,       JobOutcome::Completed, JobOutcome::Failed,
-    JobOutcome::Interrupted, JobOutcome::TargetReached, JobOutcome::Submitted};
+    JobOutcome::Interrupted, JobOutcome::TargetReached, JobOutcome::Submitted, JobOutcome::Diverged};
 }  // namespace
 
 std::string to_string(JobOutcome s) {
@@ -20,6 +20,7 @@ std::string to_string(JobOutcome s) {
     case JobOutcome::Interrupted: return "interrupted";
     case JobOutcome::TargetReached: return "target_reached";
     case JobOutcome::Submitted: return "submitted";
+    case JobOutcome::Diverged: return "diverged";
   }
   return "pending";
 }
@@ -32,7 +33,7 @@ JobOutcome job_outcome_from_string(const std::string& s) {
 
 JobOutcome outcome_from_results(const std::string& status) {
   for (JobOutcome st : {JobOutcome::Completed, JobOutcome::TargetReached, JobOutcome::Failed,
-                        JobOutcome::Interrupted, JobOutcome::Running})
+                        JobOutcome::Interrupted, JobOutcome::Running, JobOutcome::Diverged})
     if (to_string(st) == status) return st;
   return JobOutcome::Pending;
 }

@@ -399,7 +399,7 @@ double base_lr_of(const jobs::JobParams& j) {
 class TrainLoop : private LoopBase {
  public:
   explicit TrainLoop(JobHarness& h);
-  // Returns kExitCompleted (also for target reached) or kExitInterrupted.
+  // Returns kExitCompleted (also for target reached), kExitInterrupted or kExitDiverged.
   int run();
 
  private:
@@ -462,6 +462,11 @@ class TrainLoop : private LoopBase {
   WallThroughput wall_tp_;
   results::Status status_ = results::Status::Completed;
   std::string reason_ = "completed";
+  // Divergence (run/exit_codes.hpp): decided on the all-reduced loss, so every rank stops at the
+  // same step. `high_steps_` counts consecutive steps above kDivergedLoss.
+  void check_divergence(const std::vector<double>& red, std::int64_t first_step);
+  std::int64_t high_steps_ = 0;
+  std::string diverged_;  // the reason, "" while the loss is sane
 #ifdef GRIDRUN_HAVE_NCCL
   std::unique_ptr<GraphStep> graph_;
 #endif
@@ -536,18 +541,47 @@ int TrainLoop::run() {
   // A checkpoint taken inside an epoch (signal, timed) leaves that epoch's end pending, even at
   // the last step: done only once the last epoch end has run (it resets step_in_epoch to 0).
   bool done = st_.global_step >= total_steps_ && st_.step_in_epoch == 0;
-  while (!done && st_.epoch < total_epochs_) {
+  while (!done && st_.epoch < total_epochs_ && diverged_.empty()) {
     const EpochClock ec{Clock::now(), st_.epoch_s};
-    for (; st_.step_in_epoch < spe_ && st_.global_step < total_steps_; ++st_.step_in_epoch) {
+    for (; st_.step_in_epoch < spe_ && st_.global_step < total_steps_ && diverged_.empty();
+         ++st_.step_in_epoch) {
       const auto flags = step();
       if (flags[0] > 0) return interrupt(ec);  // some rank got SIGTERM/SIGUSR1
       if (flags[1] > 0) checkpoint_mid_epoch(ec);
     }
+    if (!diverged_.empty()) break;  // no evaluation or checkpoint of a diverged model
     done = end_epoch(ec);
+  }
+  drain_rows();  // the last rows may still show a divergence
+  if (!diverged_.empty()) {
+    if (lead_ && !o_.quiet) std::printf("gridrun-train: %s\n", diverged_.c_str()), std::fflush(stdout);
+    finish(results::Status::Diverged, diverged_);
+    return kExitDiverged;
   }
   if (!o_.dump_params.empty() && lead_) dump_params(o_.dump_params, model_);
   finish(status_, reason_);
   return kExitCompleted;
+}
+
+// Called with every interval's all-reduced metrics (identical on every rank).
+void TrainLoop::check_divergence(const std::vector<double>& red, std::int64_t first_step) {
+  for (std::size_t i = 0; 3 * i + 2 < red.size() && diverged_.empty(); ++i) {
+    const double loss = red[3 * i] / red[3 * i + 2];
+    const std::int64_t step = first_step + static_cast<std::int64_t>(i);
+    char lr[32];
+    std::snprintf(lr, sizeof lr, "%g", j_.lr);
+    if (!std::isfinite(loss)) {
+      diverged_ = "diverged: training loss " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+                  " at step " + std::to_string(step) + ", lr " + lr;
+    } else if (loss > kDivergedLoss) {
+      if (++high_steps_ >= kDivergedSteps)
+        diverged_ = "diverged: training loss above " + base::format_fixed(kDivergedLoss, 0) + " for " +
+                    std::to_string(kDivergedSteps) + " steps in a row (" + base::format_fixed(loss, 1) +
+                    " at step " + std::to_string(step) + "), lr " + lr;
+    } else {
+      high_steps_ = 0;
+    }
+  }
 }
 
 std::vector<double> TrainLoop::step() {
@@ -680,6 +714,7 @@ void TrainLoop::drain_rows() {
     times[i] = timer_.resolve(i);
     mine.insert(mine.end(), times[i].begin(), times[i].end());
   }
+  check_divergence(red, st_.global_step - static_cast<std::int64_t>(k) + 1);
   const auto all = comm_.gather(mine, 0);
   for (std::size_t i = 0; i < k; ++i) {
     st_.epoch_loss_sum += red[3 * i];

@@ -46,8 +46,10 @@ namespace {
 
 void check_options(const RunOptions& o) {
   if (o.retries < 0 || o.retries > 100) throw std::invalid_argument("--retries: must be in [0, 100]");
-  if (!o.rerun.empty() && o.rerun != "failed" && o.rerun != "all" && o.rerun.rfind("phase=", 0) != 0)
-    throw std::invalid_argument("--rerun: expected 'failed', 'all' or 'phase=VALUE', got '" + o.rerun + "'");
+  if (!o.rerun.empty() && o.rerun != "failed" && o.rerun != "all" && o.rerun != "compare" &&
+      o.rerun.rfind("phase=", 0) != 0)
+    throw std::invalid_argument("--rerun: expected 'failed', 'all', 'compare' or 'phase=VALUE', got '" +
+                                o.rerun + "'");
   make_placement(o.policy);  // throws on an unknown name
 }
 
@@ -164,6 +166,8 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   }
   plan.cost = o.cost;
   count_script_flops(plan, o.train_bin.empty() ? default_train_bin() : o.train_bin, out);
+  if (o.rerun == "compare" && ex.compare_by.empty())
+    throw std::invalid_argument("--rerun compare: the grid has no compare: {by: KEY}, so no phases");
   if (o.rerun.rfind("phase=", 0) == 0) {
     const std::string value = o.rerun.substr(6);
     std::string known;
@@ -350,6 +354,9 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
   // cost model.
   // A cluster file describes Slurm's nodes: a calibration made through Slurm fits it.
   const auto cal = usable_calibration(rd.root(), train, !o.resources.cluster_file.empty(), why);
+  // The entries read_calibration left out, one line each (on stderr beside JSON output).
+  if (cal)
+    for (const auto& w : cal->warnings) (o.format == "json" ? std::cerr : out) << "warning: " << w << "\n";
   std::vector<SimJob> sims(ex.jobs.size());
   SimResult sim;
   run::Prediction record;
@@ -455,6 +462,7 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
   std::string why;
   const run::RunDir rd = run::RunDir::for_grid(o.out, plan.ex.name);
   if (const auto cal = usable_calibration(rd.root(), train, false, why)) {
+    for (const auto& w : cal->warnings) out << "warning: " << w << "\n";
     const PredictedGrid g = predict_grid(
         plan, *cal, plan.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, base::iso_now()});
     run::write_prediction(rd.prediction_file(), g.record);

@@ -128,8 +128,9 @@ void settle_with_results(JobStatusRow& row) {
   const run::JobOutcome disk = run::outcome_from_results(row.disk);
   if (run::is_finished(disk))
     row.state = disk;
-  else if (disk == run::JobOutcome::Failed && !run::is_queued(row.state))
-    row.state = run::JobOutcome::Failed;
+  else if ((disk == run::JobOutcome::Failed || disk == run::JobOutcome::Diverged) &&
+           !run::is_queued(row.state))
+    row.state = disk;
   else if (!row.slurm_state.empty() && row.state == run::JobOutcome::Completed)
     row.state = disk == run::JobOutcome::Interrupted ? run::JobOutcome::Interrupted : run::JobOutcome::Failed;
 }
@@ -285,7 +286,7 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   for (auto& row : st.jobs) {
     settle_with_results(row);
     st.counts[row.state] += 1;
-    if (row.state == run::JobOutcome::Failed) {
+    if (row.state == run::JobOutcome::Failed || row.state == run::JobOutcome::Diverged) {
       auto it = disk.find(row.id);
       row.reason = run::failure_reason(dir, row.id, it == disk.end() ? "" : it->second.exit_reason);
     }

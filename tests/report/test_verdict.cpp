@@ -16,13 +16,20 @@ using gridrun::results::JobData;
 
 namespace {
 
+// A phase of `jobs` jobs of `value` ranks x 1 thread each.
 PhaseFigures phase(const std::string& value, double makespan, int jobs, bool side_by_side) {
   PhaseFigures p;
   p.name = value;
   p.label = "ranks=" + value;
   p.makespan_s = makespan;
   p.side_by_side = side_by_side;
+  p.job_resources = std::stod(value);
   for (int k = 0; k < jobs; ++k) p.jobs.push_back(value + "-job" + std::to_string(k));
+  p.arrangement = std::to_string(jobs) + (jobs == 1 ? " job x " : " jobs x ") + value +
+                  (value == "1" ? " rank" : " ranks") +
+                  (jobs == 1      ? ""
+                   : side_by_side ? ", side by side"
+                                  : ", one after another");
   return p;
 }
 
@@ -80,6 +87,62 @@ TEST(Verdict, GoldenTexts) {
     text += lines("a calibrated prediction that was right", {large, small});
     large.predicted_makespan_s = 25.0;
     text += lines("a calibrated prediction that was wrong", {large, small});
+  }
+  {
+    // zip: {ranks: [1, 2], threads_per_rank: [2, 1]}: one job per phase, same cores: no roles.
+    auto a = phase("1", 4.6, 1, false), b = phase("2", 5.7, 1, false);
+    a.arrangement = "1 job x 1 rank x 2 threads";
+    a.job_resources = b.job_resources = 2;
+    a.seed_noise = b.seed_noise = 0.01;
+    text += lines("one job per phase: named by arrangement, never several small", {a, b});
+  }
+  {
+    auto large = phase("2", 14.2, 2, false), small = phase("1", 23.6, 2, true);
+    large.seed_noise = small.seed_noise = 0.02;
+    large.other_cpu_share = 0.01;
+    small.other_cpu_share = 0.48;
+    text += lines("a phase disturbed by other processes", {large, small});
+  }
+  {
+    auto large = phase("2", 14.2, 2, false), small = phase("1", 10.6, 2, true);
+    large.seed_noise = small.seed_noise = 0.02;
+    large.sitting = "run-1";
+    small.sitting = "run-2";
+    large.start_unix = 1795000000;
+    small.start_unix = 1795002400;
+    large.other_cpu_share = 0.02;
+    small.other_cpu_share = 0.16;
+    text += lines("phases measured apart under different load", {large, small});
+    small.other_cpu_share = 0.04;
+    text += lines("phases measured apart under alike load", {large, small});
+  }
+  {
+    auto large = phase("2", 5.7, 2, false), small = phase("1", 2.9, 2, true);
+    large.seed_noise = small.seed_noise = 0.03;
+    large.time.launch_share = 0.82;
+    small.time.launch_share = 0.75;
+    large.train_resource_s = 1.9;
+    small.train_resource_s = 2.4;
+    text += lines("launch-bound: the answer is about start-up", {large, small});
+  }
+  {
+    auto a = phase("2", std::nan(""), 1, false), b = phase("1", 2.9, 2, true);
+    a.diverged = {"abc123 (training loss NaN at step 12, lr 1e+06)"};
+    a.unmeasured =
+        "its job " + a.diverged.front() +
+        " diverged; a diverged job stops early, so the phase's time says nothing about its arrangement";
+    text += lines("a diverged job: its phase left out", {a, b});
+  }
+  {
+    auto large = phase("2", 14.2, 2, false), small = phase("1", 31.0, 2, true);
+    large.seed_noise = small.seed_noise = 0.02;
+    large.predicted_makespan_s = 14.0;
+    small.predicted_makespan_s = 22.0;
+    small.other_cpu_share = 0.35;
+    large.other_cpu_share = 0.01;
+    text += lines("a phase far off its prediction, disturbed", {large, small});
+    small.other_cpu_share = 0.01;
+    text += lines("a phase far off its prediction, on a quiet machine", {large, small});
   }
   const std::string path = std::string(GOLDEN_DIR) + "/verdict.txt";
   std::ifstream in(path);
@@ -174,4 +237,52 @@ TEST(Phases, RecordThatMissesJobs) {
   const auto phases = complete_phases(in, read);
   ASSERT_EQ(phases.size(), 1u);
   EXPECT_NE(phases[0].unmeasured.find("covers 1 of its 2 jobs"), std::string::npos) << phases[0].unmeasured;
+}
+
+// A phase is named by what it is, from its jobs' parameters; a diverged job withholds its phase,
+// and the record's conditions (outside CPU share, sitting) reach the figures.
+TEST(Phases, ArrangementDivergedAndConditions) {
+  JobData a = job("a", "1", 100, 110, {"run-1"}), b = job("b", "1", 100, 111, {"run-1"});
+  JobData c = job("c", "2", 120, 130, {"run-1"});
+  gridrun::jobs::JobParams one;
+  one.ranks = 1;
+  one.threads_per_rank = 2;
+  a.params = b.params = one;
+  gridrun::jobs::JobParams two;
+  two.ranks = 2;
+  two.threads_per_rank = 1;
+  c.params = two;
+  std::vector<const JobData*> read = {&a, &b, &c};
+  PhaseInput in;
+  in.compare_by = "ranks";
+  gridrun::run::PhaseRecord r1;
+  r1.name = "1";
+  r1.makespan_s = 11;
+  r1.max_running = 2;
+  r1.other_cpu_share = 0.4;
+  r1.sitting = "run-1";
+  r1.jobs = {"a", "b"};
+  in.recorded["1"] = r1;
+  gridrun::run::PhaseRecord r2 = r1;
+  r2.name = "2";
+  r2.max_running = 1;
+  r2.jobs = {"c"};
+  in.recorded["2"] = r2;
+  auto phases = complete_phases(in, read);
+  ASSERT_EQ(phases.size(), 2u);
+  EXPECT_EQ(phases[0].arrangement, "2 jobs x 1 rank x 2 threads, side by side");
+  EXPECT_EQ(phases[1].arrangement, "1 job x 2 ranks");
+  EXPECT_DOUBLE_EQ(phases[0].job_resources, 2);
+  EXPECT_DOUBLE_EQ(phases[0].other_cpu_share, 0.4);
+  EXPECT_EQ(phases[0].sitting, "run-1");
+  EXPECT_TRUE(phases[1].unmeasured.empty());
+  c.status = "diverged";
+  c.exit_reason = "diverged: training loss is NaN at step 3";
+  phases = complete_phases(in, read);
+  ASSERT_EQ(phases[1].diverged.size(), 1u);
+  EXPECT_NE(phases[1].unmeasured.find("diverged"), std::string::npos) << phases[1].unmeasured;
+  EXPECT_TRUE(std::isnan(phases[1].makespan_s));
+  const auto lines = verdict_lines(phases, VerdictOptions{"ranks", "gridrun run g.yaml"});
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0].rfind("Left out: ranks=2 (1 job x 2 ranks)", 0), 0u) << lines[0];
 }

@@ -53,7 +53,7 @@ def main():
     p = run(g, "report", rd)
     check(p.returncode == 0, "report rc 0")
     check(all(len(l) <= 100 for l in p.stdout.splitlines()), "report fits 100 columns")
-    for title in ["Jobs", "Scaling over ranks", "GPU vs CPU", "Convergence", "One large vs several small"]:
+    for title in ["Jobs", "Scaling over ranks", "GPU vs CPU", "Convergence", "Phases ("]:
         check(title in p.stdout, f"report has table {title}")
 
     p = run(g, "report", os.path.join(rd, "results.h5"), "--format", "json")

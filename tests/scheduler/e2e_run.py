@@ -250,7 +250,7 @@ def case_large_vs_small_cpu():
     rep = subprocess.run([GRIDRUN, "report", os.path.join(OUT, "large-vs-small-cpu"), "--format", "json"],
                          text=True, capture_output=True)
     assert rep.returncode == 0, rep.stderr
-    table = [t for t in json.loads(rep.stdout)["tables"] if t["title"].startswith("One large vs several small")]
+    table = [t for t in json.loads(rep.stdout)["tables"] if t["title"].startswith("Phases (")]
     assert len(table) == 1 and {r["phase"] for r in table[0]["rows"]} == {"ranks=1", "ranks=2"}, rep.stdout
     for row in table[0]["rows"]:
         assert row["samples/s"] > 0 and row["jobs"] == 2, row
@@ -261,7 +261,7 @@ def case_large_vs_small_cpu():
     one = [jobs[j] for j in phases["1"]["jobs"]]
     assert {one[0]["cores"], one[1]["cores"]} == {"0", "1"}, one
     assert min(o["end_unix"] for o in one) > max(o["start_unix"] for o in one)
-    assert "One large vs several small" in r.stdout, r.stdout
+    assert "Phases (one arrangement each)" in r.stdout, r.stdout
     for v in phases.values():
         assert ("%.1f" % v["makespan_s"]) in r.stdout or ("%.0f" % v["makespan_s"]) in r.stdout, r.stdout
 
@@ -272,7 +272,7 @@ def phase_rows(run_dir, *extra):
                        capture_output=True)
     assert r.returncode == 0, r.stderr
     tables = json.loads(r.stdout)["tables"]
-    phases = [t for t in tables if t["title"].startswith("One large vs several small")]
+    phases = [t for t in tables if t["title"].startswith("Phases (")]
     verdict = [row["verdict"] for t in tables if t["title"] == "Verdict" for row in t["rows"]]
     jobs = [t for t in tables if t["title"].startswith("Jobs")][0]
     return ({row["phase"]: row for row in phases[0]["rows"]} if phases else {}), verdict, jobs

@@ -193,7 +193,7 @@ CMP="$RUNS/large-vs-small-cluster"
 import glob, json, math, os, re, sys
 import h5py
 report, run = json.load(open(sys.argv[1]))["tables"], sys.argv[2]
-(table,) = [t for t in report if t["title"].startswith("One large vs several small")]
+(table,) = [t for t in report if t["title"].startswith("Phases (")]
 rows = {r["phase"]: r for r in table["rows"]}
 assert sorted(rows) == ["nodes=1", "nodes=2"], rows.keys()
 # One submission, no requeue: each phase ran in one sitting, so it is a measurement.

@@ -49,7 +49,7 @@ wait_until 480 "the second submission to finish" run_drained "$RUN"
 "$PY" - "$WORK/report.json" <<'PYEOF'
 import json, sys
 tables = json.load(open(sys.argv[1]))["tables"]
-(phases,) = [t for t in tables if t["title"].startswith("One large vs several small")]
+(phases,) = [t for t in tables if t["title"].startswith("Phases (")]
 rows = {r["phase"]: r for r in phases["rows"]}
 assert sorted(rows) == ["nodes=1", "nodes=2"], rows
 assert rows["nodes=2"]["ran"] != "not measured" and rows["nodes=2"]["makespan_s"] > 0, rows["nodes=2"]
@@ -68,7 +68,7 @@ wait_until 480 "the rerun to finish" run_drained "$RUN"
 "$PY" - "$WORK/report2.json" <<'PYEOF'
 import json, sys
 tables = json.load(open(sys.argv[1]))["tables"]
-(phases,) = [t for t in tables if t["title"].startswith("One large vs several small")]
+(phases,) = [t for t in tables if t["title"].startswith("Phases (")]
 rows = {r["phase"]: r for r in phases["rows"]}
 assert rows["nodes=1"]["ran"] != "not measured" and rows["nodes=1"]["makespan_s"] > 0, rows["nodes=1"]
 verdict = [r["verdict"] for t in tables if t["title"] == "Verdict" for r in t["rows"]]

@@ -135,7 +135,7 @@ note "A: the requeue split the job's phase: two sittings, no makespan"
 "$PY" - "$WORK/report.json" <<'PYEOF'
 import json, sys
 tables = json.load(open(sys.argv[1]))["tables"]
-(phases,) = [t for t in tables if t["title"].startswith("One large vs several small")]
+(phases,) = [t for t in tables if t["title"].startswith("Phases (")]
 (row,) = phases["rows"]
 assert row["phase"] == "lr=0.05" and row["ran"] == "not measured" and row["makespan_s"] is None, row
 assert any("2 sittings" in n for n in phases["notes"]), phases["notes"]

@@ -61,12 +61,29 @@ struct PhaseFigures {
   // Some of its jobs ran at the same time: the scheduler's record (max_running) when there is one,
   // else overlapping start and end times in the job files.
   bool side_by_side = false;
+  // What it is, in words that hold whatever the compare-by key: "2 jobs x 1 rank, side by side",
+  // "1 job x 2 ranks", "1 job x 1 rank x 2 threads", "4 jobs x 1-2 ranks, one after another".
+  std::string arrangement;
+  // The cores (CPU jobs: ranks x threads) or GPUs (GPU jobs: ranks) each of its jobs holds when all
+  // hold the same, else NaN; `gpu` when its jobs are GPU jobs (the unit of the resource-seconds).
+  double job_resources = std::nan("");
+  bool gpu = false;
+  // Resource-seconds its jobs spent in training steps (time_train_s x cores or GPUs, summed): the
+  // makespan without launch, evaluation and checkpoints. NaN unless every job says.
+  double train_resource_s = std::nan("");
+  // The conditions it was measured under (state.json's record, local runs): the share (0-1) of the
+  // machine's CPU that went to processes outside the run while it ran (NaN when unknown), the
+  // sitting that measured it ("" when unknown) and when it started (seconds since the epoch).
+  double other_cpu_share = std::nan("");
+  std::string sitting;
+  double start_unix = std::nan("");
   // Where its jobs' time went (means per job, wait from the phase's start) and the share of it
   // spent before the first step: what makes several small jobs slower than their step times say.
   TimeSummary time;
-  int sittings = 0;               // distinct sittings its jobs' attempts ran in (0: not recorded)
-  std::string unmeasured;         // why the figures are withheld ("" when the phase is a measurement)
-  std::vector<std::string> jobs;  // the phase's jobs with a readable file
+  int sittings = 0;                   // distinct sittings its jobs' attempts ran in (0: not recorded)
+  std::string unmeasured;             // why the figures are withheld ("" when the phase is a measurement)
+  std::vector<std::string> diverged;  // its jobs whose loss diverged ("ID (reason)"): not a measurement
+  std::vector<std::string> jobs;      // the phase's jobs with a readable file
 };
 
 struct PhaseInput {

@@ -1,10 +1,13 @@
 // The answer a compare-by run exists for, in a few sentences, first in every report: which
-// arrangement finished its jobs sooner, by how much, whether the margin is inside the noise of the
-// seeds, which reached the target first, and, when a phase is not a measurement, why and the
-// command that measures it again.
+// arrangement finished its jobs sooner, by how much, and how far to trust it: whether the margin is
+// inside the noise of the seeds, whether a phase was disturbed by other work on the machine or
+// measured apart from the others under different load, whether the answer is about start-up
+// rather than training, whether a phase missed its prediction; and, when a phase is not a
+// measurement, why and the command that measures it again.
 //
 // Why text built here and not by each output: the text, CSV/JSON and HTML reports say the same
-// thing, and golden tests pin the wording (tests/report).
+// thing, and golden tests pin the wording (tests/report). docs/report.md "Reading the verdict"
+// explains each sentence and the thresholds below.
 #pragma once
 
 #include <string>
@@ -14,6 +17,19 @@
 
 namespace gridrun::report {
 
+// A phase measured while more than this share of the machine's CPU went to processes outside the
+// run is "disturbed": its time is not comparable. A quiet 2-core VM measures 0-3 % (the runner's
+// own sampler thread and the kernel); one CPU hog on 2 cores takes 33-50 % (docs/report.md).
+inline constexpr double kDisturbedShare = 0.20;
+// Phases measured in different sittings are compared only when their outside loads differ by at
+// most this much (and neither is disturbed).
+inline constexpr double kApartLoadDifference = 0.10;
+// When launch is more than this share of a phase's core- or GPU-seconds, the answer is about
+// start-up, and the training-only comparison is given beside it.
+inline constexpr double kLaunchBoundShare = 0.5;
+// A phase further off its calibrated prediction than this is named beside the verdict.
+inline constexpr double kPredictionOff = 0.25;
+
 struct VerdictOptions {
   std::string compare_by;    // the grid's key ("ranks"); "" when unknown
   std::string rerun_prefix;  // "gridrun run RUN/grid.yaml --out OUT": a rerun command without --rerun
@@ -21,5 +37,9 @@ struct VerdictOptions {
 
 // No lines when there are fewer than two phases.
 std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, const VerdictOptions& opts);
+
+// The name of a phase's arrangement with its compare-by label: "ranks=1 (2 jobs x 1 rank, side by
+// side)", what every output calls a phase.
+std::string phase_title(const PhaseFigures& p);
 
 }  // namespace gridrun::report

@@ -80,8 +80,9 @@ struct OpProfile {
   double self_cpu_us = 0, total_cpu_us = 0, self_device_us = 0, total_device_us = 0;
 };
 
-enum class Status { Running, Completed, Failed, Interrupted, TargetReached };
-std::string to_string(Status s);  // "running", "completed", "failed", "interrupted", "target_reached"
+enum class Status { Running, Completed, Failed, Interrupted, TargetReached, Diverged };
+std::string to_string(
+    Status s);  // "running", "completed", "failed", "interrupted", "target_reached", "diverged"
 
 class JobWriter {
  public:

@@ -22,12 +22,21 @@
 namespace gridrun::run {
 
 // The order is the order of the counts in `gridrun status` (do not reorder).
-enum class JobOutcome { Pending, Running, Completed, Failed, Interrupted, TargetReached, Submitted };
+enum class JobOutcome {
+  Pending,
+  Running,
+  Completed,
+  Failed,
+  Interrupted,
+  TargetReached,
+  Submitted,
+  Diverged
+};
 std::string to_string(JobOutcome s);                       // "pending", ..., "target_reached"
 JobOutcome job_outcome_from_string(const std::string& s);  // throws std::invalid_argument
 
 // A results file's `status` attribute ("completed", "target_reached", "failed", "interrupted",
-// "running"; "" when there is no readable file) as an outcome; anything else is Pending.
+// "running", "diverged"; "" when there is no readable file) as an outcome; anything else is Pending.
 JobOutcome outcome_from_results(const std::string& results_status);
 // Completed or target reached: the job never runs again (unless --rerun all).
 bool is_finished(JobOutcome s);
@@ -55,6 +64,11 @@ struct PhaseRecord {
   // Most of its jobs running at once, as the scheduler launched them (the jobs' own start times
   // come after their launch, library and data load, so they can miss an overlap of short jobs).
   double max_running = std::nan("");
+  // The conditions it was measured under: the share (0-1) of the machine's CPU that went to
+  // processes outside the run while it ran (node busy minus the run's own CPU time, from /proc/stat
+  // and getrusage; NaN when unknown), and the sitting (one `gridrun run` invocation) that ran it.
+  double other_cpu_share = std::nan("");
+  std::string sitting;
   std::vector<std::string> jobs;  // the ids it ran
 };
 

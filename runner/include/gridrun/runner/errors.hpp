@@ -13,8 +13,11 @@
 
 namespace gridrun::runner {
 
+using run::kDivergedLoss;
+using run::kDivergedSteps;
 using run::kExitBadInput;
 using run::kExitCompleted;
+using run::kExitDiverged;
 using run::kExitFailure;
 using run::kExitInterrupted;
 

@@ -8,7 +8,8 @@
 
 namespace gridrun::runner {
 
-// Runs the job to its end; returns kExitCompleted (also for target reached) or kExitInterrupted
+// Runs the job to its end; returns kExitCompleted (also for target reached), kExitDiverged (a
+// non-finite or runaway loss: results status "diverged") or kExitInterrupted
 // (after a checkpoint, on SIGTERM/SIGUSR1). Throws BadInput for bad input, anything else for a
 // runtime failure; the caller (main) turns exceptions into an exit code and a job-wide abort.
 int train(const RunnerOptions& opts, Communicator& comm);
