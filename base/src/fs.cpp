@@ -107,15 +107,18 @@ void fsync_dir(const std::string& dir) {
   if (fd.get() >= 0) ::fsync(fd.get());
 }
 
-void write_file_atomic(const std::string& path, std::string_view data) {
+void write_file_atomic(const std::string& path, std::string_view data, unsigned mode) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   auto fail = [&](const char* step, int err) {
     ::unlink(tmp.c_str());
     throw std::runtime_error(path + ": cannot write (" + step + "): " + errno_text(err));
   };
   {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
     if (fd.get() < 0) fail("create", errno);
+    // A temporary that a crashed process of the same PID left keeps its permissions through
+    // O_TRUNC: a secret's are set here, before its first byte.
+    if (mode != 0644 && ::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) fail("chmod", errno);
     std::size_t done = 0;
     while (done < data.size()) {
       const ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);

@@ -2,8 +2,14 @@
 #include "gridrun/base/host.hpp"
 
 #include <dirent.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -29,23 +35,14 @@ std::string self_exe() {
 }
 
 double process_start_unix() {
-  const auto stat = try_read_file("/proc/self/stat");
-  if (!stat) return std::nan("");
-  // Field 22 (starttime, clock ticks since boot) counts from after the command name's ')', which
-  // may itself hold spaces. Boot time is taken from CLOCK_BOOTTIME, not /proc/stat's btime (whole
-  // seconds), so the result is good to a clock tick.
-  const auto close = stat->rfind(')');
-  if (close == std::string::npos) return std::nan("");
-  std::istringstream fields(stat->substr(close + 1));
-  std::string f;
-  unsigned long long ticks = 0;
-  for (int k = 3; k <= 22 && fields >> f; ++k)
-    if (k == 22) ticks = std::strtoull(f.c_str(), nullptr, 10);
+  // Boot time is taken from CLOCK_BOOTTIME, not /proc/stat's btime (whole seconds), so the result
+  // is good to a clock tick.
+  const auto ticks = start_ticks(static_cast<int>(::getpid()));
   const long hz = ::sysconf(_SC_CLK_TCK);
   timespec boot{};
-  if (ticks == 0 || hz <= 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return std::nan("");
+  if (!ticks || *ticks == 0 || hz <= 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return std::nan("");
   const double since_boot = static_cast<double>(boot.tv_sec) + 1e-9 * static_cast<double>(boot.tv_nsec);
-  return unix_now() - (since_boot - static_cast<double>(ticks) / static_cast<double>(hz));
+  return unix_now() - (since_boot - static_cast<double>(*ticks) / static_cast<double>(hz));
 }
 
 std::string cpu_model() {
@@ -93,30 +90,142 @@ std::string comm_of(int pid) {
   return c;
 }
 
-std::vector<int> processes_with_arg(const std::unordered_set<std::string>& args) {
-  std::vector<int> out;
-  if (args.empty()) return out;
+namespace {
+
+// The fields of /proc/PID/stat after the command name, which may itself hold spaces and ')':
+// fields[0] is field 3 (state). Empty when the process is gone.
+std::vector<std::string> stat_fields(int pid) {
+  std::vector<std::string> out;
+  const auto stat = try_read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return out;
+  const auto close = stat->rfind(')');
+  if (close == std::string::npos) return out;
+  std::istringstream fields(stat->substr(close + 1));
+  for (std::string f; fields >> f;) out.push_back(f);
+  return out;
+}
+
+// Real and effective uid of a process (/proc/PID/status "Uid:"), nullopt when it is gone.
+std::optional<std::pair<long, long>> uids_of(const std::string& pid) {
+  const auto status = try_read_file("/proc/" + pid + "/status");
+  if (!status) return std::nullopt;
+  const auto at = status->find("\nUid:");
+  if (at == std::string::npos) return std::nullopt;
+  std::istringstream is(status->substr(at + 5));
+  long real = -1, effective = -1;
+  if (!(is >> real >> effective)) return std::nullopt;
+  return std::make_pair(real, effective);
+}
+
+}  // namespace
+
+std::optional<unsigned long long> start_ticks(int pid) {
+  const auto f = stat_fields(pid);
+  if (f.size() < 20) return std::nullopt;  // field 22 is f[19]
+  char* end = nullptr;
+  const unsigned long long ticks = std::strtoull(f[19].c_str(), &end, 10);
+  if (end == f[19].c_str() || *end) return std::nullopt;
+  return ticks;
+}
+
+std::optional<PinnedProcess> PinnedProcess::open(int pid) {
+  if (pid <= 0) return std::nullopt;
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return std::nullopt;  // gone (pidfd_open's fd is close-on-exec)
+  return PinnedProcess(pid, fd);
+}
+
+PinnedProcess& PinnedProcess::operator=(PinnedProcess&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    pid_ = o.pid_;
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+PinnedProcess::~PinnedProcess() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool PinnedProcess::exited() const { return wait_exit(0); }
+
+bool PinnedProcess::wait_exit(double timeout_s) const {
+  // A pidfd polls readable once its process has ended.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fd_, POLLIN, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left.count(), 0, 1 << 30)));
+    if (r > 0) return true;
+    if (r == 0 || errno != EINTR) return false;
+  }
+}
+
+bool PinnedProcess::signal(int sig) const {
+  return ::syscall(SYS_pidfd_send_signal, fd_, sig, nullptr, 0) == 0;
+}
+
+std::vector<PinnedProcess> own_processes_with_env(const std::vector<std::string>& entries) {
+  std::vector<PinnedProcess> out;
+  if (entries.empty()) return out;
   std::unique_ptr<DIR, int (*)(DIR*)> d(opendir("/proc"), closedir);
   if (!d) return out;
   const int self = ::getpid();
+  const long me = static_cast<long>(::geteuid());
   while (dirent* e = readdir(d.get())) {
     const int p = std::atoi(e->d_name);
     if (p <= 0 || p == self) continue;
-    const std::string cmd = try_read_file("/proc/" + std::string(e->d_name) + "/cmdline").value_or("");
-    // One argument at a time (NUL-separated): the argument itself, or what follows its first '='.
-    for (std::size_t pos = 0; pos < cmd.size();) {
-      std::size_t end = cmd.find('\0', pos);
-      if (end == std::string::npos) end = cmd.size();
-      const std::string arg = cmd.substr(pos, end - pos);
-      const auto eq = arg.find('=');
-      if (args.count(arg) || (eq != std::string::npos && args.count(arg.substr(eq + 1)))) {
-        out.push_back(p);
-        break;
+    // Pinned first: what is read below is then this process's, if it is still alive after.
+    auto pinned = PinnedProcess::open(p);
+    if (!pinned) continue;
+    // Another user's process is never ours, whatever its environment says (as root too).
+    const auto uids = uids_of(e->d_name);
+    if (!uids || uids->first != me || uids->second != me) continue;
+    const std::string env = try_read_file("/proc/" + std::string(e->d_name) + "/environ").value_or("");
+    std::size_t found = 0;
+    for (const auto& want : entries) {
+      // A whole NUL-terminated entry, not a part of one.
+      for (std::size_t at = env.find(want); at != std::string::npos; at = env.find(want, at + 1)) {
+        const bool starts = at == 0 || env[at - 1] == '\0';
+        const bool ends = at + want.size() == env.size() || env[at + want.size()] == '\0';
+        if (starts && ends) {
+          ++found;
+          break;
+        }
       }
-      pos = end + 1;
     }
+    // Still alive after the reads: the uid and environment read were this pinned process's.
+    if (found == entries.size() && !pinned->exited()) out.push_back(std::move(*pinned));
   }
   return out;
+}
+
+bool holds_flock(int pid, const std::string& path) {
+  struct stat want {};
+  if (::stat(path.c_str(), &want) != 0) return false;
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir((proc + "/fd").c_str()), closedir);
+  if (!d) return false;
+  while (dirent* e = readdir(d.get())) {
+    if (e->d_name[0] == '.') continue;
+    struct stat st {};
+    // stat follows the fd's link to the open file itself, whatever its path now.
+    if (::stat((proc + "/fd/" + e->d_name).c_str(), &st) != 0) continue;
+    if (st.st_dev != want.st_dev || st.st_ino != want.st_ino) continue;
+    // "lock:\t1: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE 0 EOF": the locks held through this fd.
+    std::istringstream info(try_read_file(proc + "/fdinfo/" + e->d_name).value_or(""));
+    for (std::string line; std::getline(info, line);) {
+      if (line.rfind("lock:", 0) != 0) continue;
+      std::istringstream words(line.substr(5));
+      std::string n, kind, mode, access;
+      words >> n >> kind >> mode >> access;
+      if (kind == "FLOCK" && access == "WRITE") return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace gridrun::base

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,6 +72,7 @@ std::string RunDir::probe_file() const { return root_ + "/probe.json"; }
 std::string RunDir::calibration_file() const { return root_ + "/calibration.json"; }
 std::string RunDir::prediction_file() const { return root_ + "/prediction.json"; }
 std::string RunDir::lock_file() const { return root_ + "/lock"; }
+std::string RunDir::launch_token_file() const { return root_ + "/launch-token"; }
 
 void RunDir::create_layout() const {
   for (const std::string& d : {root_, jobs_dir(), logs_dir(), results_dir(), checkpoints_dir()}) {
@@ -174,14 +176,51 @@ void RunDir::save_state(const RunState& s) const {
 
 namespace {
 
-// "PID\nHOST\n" as RunLock writes it; an older gridrun wrote "PID\n" only.
+constexpr std::size_t kTokenBytes = 16;
+
+bool is_token(const std::string& t) {
+  return t.size() == 2 * kTokenBytes && std::all_of(t.begin(), t.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+}  // namespace
+
+std::string RunDir::launch_token() const {
+  std::string t = base::try_read_file(launch_token_file()).value_or("");
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  return is_token(t) ? t : std::string();
+}
+
+std::string RunDir::renew_launch_token() const {
+  unsigned char raw[kTokenBytes];
+  for (std::size_t got = 0; got < sizeof raw;) {
+    const ssize_t n = ::getrandom(raw + got, sizeof raw - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error(std::string("getrandom: ") + base::errno_text(errno));
+    got += static_cast<std::size_t>(n);
+  }
+  static const char hex[] = "0123456789abcdef";
+  std::string t;
+  for (unsigned char b : raw) {
+    t += hex[b >> 4];
+    t += hex[b & 15];
+  }
+  base::write_file_atomic(launch_token_file(), t + "\n", 0600);
+  return t;
+}
+
+namespace {
+
+// "PID\nHOST\nSTART\n" as RunLock writes it; older gridruns wrote "PID\nHOST\n" or "PID\n".
 LockHolder parse_lock_text(const std::string& text) {
   LockHolder h;
   h.pid = std::strtol(text.c_str(), nullptr, 10);
   const auto nl = text.find('\n');
   if (nl != std::string::npos) {
-    h.host = text.substr(nl + 1);
-    h.host.erase(std::find(h.host.begin(), h.host.end(), '\n'), h.host.end());
+    const auto nl2 = text.find('\n', nl + 1);
+    h.host = text.substr(nl + 1, nl2 == std::string::npos ? std::string::npos : nl2 - nl - 1);
+    if (nl2 != std::string::npos) h.start_ticks = std::strtoull(text.c_str() + nl2 + 1, nullptr, 10);
   }
   return h;
 }
@@ -209,7 +248,8 @@ RunLock::RunLock(const RunDir& dir) {
                         "); wait for it or stop it first (gridrun cancel " + dir.root() + ")",
                     h.pid);
   }
-  const std::string text = std::to_string(::getpid()) + "\n" + base::hostname() + "\n";
+  const std::string text = std::to_string(::getpid()) + "\n" + base::hostname() + "\n" +
+                           std::to_string(base::start_ticks(static_cast<int>(::getpid())).value_or(0)) + "\n";
   if (::ftruncate(fd_, 0) != 0 ||
       ::pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
     ::close(fd_);

@@ -7,18 +7,19 @@
 // - SIGTERM to mpirun does not reach the ranks promptly ("Abort is in progress") and the job can
 //   hang; SIGTERM sent to the ranks themselves (mpirun's children) lets them checkpoint, exit 75,
 //   and mpirun then exits 75. So interrupt() signals the ranks.
-// - SIGKILL of mpirun leaves its ranks running: they are found later by their command line
-//   (base::processes_with_arg) when the next `gridrun run` reconciles.
+// - SIGKILL of mpirun leaves its ranks running: they are found later by the launch token that
+//   mpirun and its ranks inherit in their environment (set_launch_env; mpirun passes its whole
+//   environment to local ranks) when the next `gridrun run` reconciles. Not by their command line:
+//   any process may name a job file (a `tail -f` of one was killed that way, issue 45).
 // - Nothing but gridrun itself can notice that gridrun was SIGKILLed (no handler runs, and mpirun
 //   sits in its own process group), so each job gets --owner-pid: the ranks watch gridrun's pid
 //   and checkpoint and exit 75 when it is gone; mpirun exits with them.
 #include "gridrun/scheduler/executor.hpp"
 
-#include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <sstream>
@@ -99,6 +100,7 @@ class LocalExecutor : public Executor {
     // cpu jobs see no GPU at all; gpu jobs see exactly their own.
     so.env_set = {"CUDA_VISIBLE_DEVICES=" + s.gpus,
                   "OMP_NUM_THREADS=" + std::to_string(s.req.threads_per_rank)};
+    so.env_set.insert(so.env_set.end(), launch_env_.begin(), launch_env_.end());
     so.stdout_path = s.log_out;
     so.stderr_path = s.log_err;
     // Own process group: a terminal Ctrl-C reaches gridrun only, which then stops jobs in order.
@@ -136,23 +138,18 @@ std::unique_ptr<Executor> make_executor(const std::string& name) {
   throw std::invalid_argument("unknown executor '" + name + "' (local; Slurm runs through `gridrun submit`)");
 }
 
-int terminate_processes(const std::vector<int>& pids, double grace_s) {
-  for (int p : pids)
-    if (base::comm_of(p) != "mpirun") ::kill(p, SIGTERM);
-  // These are not our children (their parent died), so waitpid cannot be used: pidfd_open + poll
-  // waits for each to exit without polling loops.
+int terminate_processes(const std::vector<base::PinnedProcess>& procs, double grace_s) {
+  for (const auto& p : procs)
+    if (base::comm_of(p.pid()) != "mpirun") p.signal(SIGTERM);
+  // These are not our children (their parent died), so waitpid cannot be used: each pidfd is
+  // polled until its process exits, without polling loops.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
-  for (int p : pids) {
-    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, p, 0));
-    if (fd < 0) continue;  // already gone
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    pollfd pfd{fd, POLLIN, 0};
-    if (left.count() > 0) ::poll(&pfd, 1, static_cast<int>(left.count()));
-    ::close(fd);
+  for (const auto& p : procs) {
+    const std::chrono::duration<double> left = deadline - std::chrono::steady_clock::now();
+    p.wait_exit(std::max(0.0, left.count()));
   }
-  for (int p : pids) ::kill(p, SIGKILL);  // whatever is left (ESRCH for the ones that exited)
-  return static_cast<int>(pids.size());
+  for (const auto& p : procs) p.signal(SIGKILL);  // whatever is left (false for those that exited)
+  return static_cast<int>(procs.size());
 }
 
 }  // namespace gridrun::scheduler

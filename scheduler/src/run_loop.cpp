@@ -20,7 +20,6 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
-#include <unordered_set>
 
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
@@ -220,17 +219,29 @@ bool RunLoop::open_phase(const std::string& value) {
   return true;
 }
 
-// Jobs a crashed `gridrun run` left running: stop them (they checkpoint) before anything else, so
-// nothing ever runs twice.
+// Jobs a crashed `gridrun run` left running (a SIGKILL of gridrun and mpirun leaves ranks behind,
+// executor.cpp): stop them (they checkpoint) before anything else, so nothing ever runs twice. They
+// are found by what the last sitting recorded, never by their arguments (any process may name a
+// job file: a stranger's `tail -f` of one was killed that way, issue 45): the launch token it put
+// into the environment of everything it launched (run_dir.hpp), with this run directory, in
+// processes of our own user. No other gridrun can be running here (we hold the lock), so every one
+// found is a leftover. Then this sitting's own token, for the next one to find ours.
 void RunLoop::stop_leftovers() {
-  std::unordered_set<std::string> files;
-  for (const auto& job : ex_.jobs) files.insert(ard_.job_file(job.id));
-  const std::vector<int> leftovers = base::processes_with_arg(files);
-  if (leftovers.empty()) return;
-  out_ << "reconcile: " << leftovers.size() << " processes of an earlier gridrun still run jobs of "
-       << ex_.name << "; stopping them (they checkpoint)\n"
-       << std::flush;
-  terminate_processes(leftovers, 120.0);
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(ard_.root(), ec);
+  if (ec) dir = ard_.root();
+  const std::string dir_env = std::string(run::kRunDirEnv) + "=" + dir.string();
+  if (const std::string token = rd_.launch_token(); !token.empty()) {
+    const auto leftovers =
+        base::own_processes_with_env({std::string(run::kLaunchTokenEnv) + "=" + token, dir_env});
+    if (!leftovers.empty()) {
+      out_ << "reconcile: " << leftovers.size() << " processes of an earlier gridrun still run jobs of "
+           << ex_.name << "; stopping them (they checkpoint)\n"
+           << std::flush;
+      terminate_processes(leftovers, 120.0);
+    }
+  }
+  exec_->set_launch_env({std::string(run::kLaunchTokenEnv) + "=" + rd_.renew_launch_token(), dir_env});
 }
 
 // The results files decide what is finished; everything else runs (again), resuming from its

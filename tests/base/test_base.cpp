@@ -2,6 +2,8 @@
 // would show up far away from its cause.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -413,26 +415,98 @@ TEST(Host, FactsAreReadable) {
   Child c = spawn({{"sleep", "30"}, {}, "", "", false, false});
   EXPECT_EQ(children_of(::getpid()), std::vector<int>{c.pid()});
   EXPECT_EQ(comm_of(c.pid()), "sleep");
-  // One /proc scan for many arguments: a whole argument, or the value of --opt=VALUE.
+}
+
+// own_processes_with_env: a process is found by its environment only (whole entries, every one
+// asked for), of our own user only; arguments naming the mark count for nothing.
+TEST(Host, OwnProcessesAreFoundByTheirEnvironment) {
   const std::string mark = "gridrun-test-mark-" + std::to_string(::getpid());
-  // Each sh says it runs through a FIFO (open blocks until it does: no sleeps); "; :" keeps sh
-  // itself running (a lone command would be exec'd, its arguments gone).
+  const std::string entry = "GRIDRUN_TEST_MARK=" + mark;
   TempDir d;
+  ::chmod(d.path.c_str(), 0755);  // the other user's sh below writes to the FIFO too
+  // Each sh says it runs through a FIFO (open blocks until it does: no sleeps); "; :" keeps sh
+  // itself running (a lone command would be exec'd).
   const std::string fifo = (d.path / "ready").string();
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  ::chmod(fifo.c_str(), 0666);
   const std::string script = "echo up > '" + fifo + "'; sleep 30; :";
   // Each sh leads its own process group, so that its sleep dies with it at the end of the test.
-  Child a = spawn({{"sh", "-c", script, mark}, {}, "", "", true, false});
-  Child b = spawn({{"sh", "-c", script, "--job=" + mark + "b"}, {}, "", "", true, false});
-  // A writer's open blocks until we read, so both lines arrive, in one opening or in two.
-  for (int lines = 0; lines < 2;) {
+  std::vector<Child> shells;
+  auto start = [&](std::vector<std::string> argv, std::vector<std::string> env) {
+    shells.push_back(spawn({std::move(argv), std::move(env), "", "", true, false}));
+    return shells.back().pid();
+  };
+  const int ours = start({"sh", "-c", script}, {entry, "GRIDRUN_TEST_SECOND=1"});
+  const int other_value = start({"sh", "-c", script}, {entry + "b"});
+  const int longer_name = start({"sh", "-c", script}, {"X" + entry});
+  const int in_arguments = start({"sh", "-c", script, entry, "--job=" + mark}, {});
+  int other_user = -1;
+  if (::geteuid() == 0 && ::access("/usr/bin/setpriv", X_OK) == 0)
+    other_user = start({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script},
+                       {entry, "GRIDRUN_TEST_SECOND=1"});
+  // A writer's open blocks until we read, so every line arrives, in one opening or in several.
+  for (std::size_t lines = 0; lines < shells.size();) {
     std::ifstream ready(fifo);
     for (std::string line; std::getline(ready, line);) ++lines;
   }
-  auto found = processes_with_arg({mark, mark + "b", "never-an-argument-" + mark});
-  // Both, and nothing outside their groups (sh's own child carries sh's arguments until it execs).
-  for (int p : {a.pid(), b.pid()}) EXPECT_NE(std::find(found.begin(), found.end(), p), found.end()) << p;
-  for (int p : found) EXPECT_TRUE(::getpgid(p) == a.pid() || ::getpgid(p) == b.pid()) << p;
-  const auto prefix = processes_with_arg({mark.substr(0, mark.size() - 1)});  // whole arguments only
-  EXPECT_EQ(std::find(prefix.begin(), prefix.end(), a.pid()), prefix.end());
+  std::vector<int> found;
+  for (const auto& p : own_processes_with_env({entry})) found.push_back(p.pid());
+  // `ours` and nothing outside its group (its sleep inherited the environment: ours too).
+  EXPECT_NE(std::find(found.begin(), found.end(), ours), found.end());
+  for (int p : found) EXPECT_EQ(::getpgid(p), ours) << p;
+  for (int p : {other_value, longer_name, in_arguments, other_user})
+    EXPECT_EQ(std::find(found.begin(), found.end(), p), found.end()) << p;
+  // Every entry asked for must be there.
+  EXPECT_EQ(own_processes_with_env({entry, "GRIDRUN_TEST_SECOND=1"}).size(), found.size());
+  EXPECT_TRUE(own_processes_with_env({entry, "GRIDRUN_TEST_SECOND=2"}).empty());
+  EXPECT_TRUE(own_processes_with_env({}).empty());
 }
+
+// A pinned process is signalled while it lives and never after; start_ticks names one process.
+TEST(Host, PinnedProcessAndStartTicks) {
+  EXPECT_FALSE(PinnedProcess::open(999999999));
+  EXPECT_FALSE(start_ticks(999999999));
+  const auto mine = start_ticks(::getpid());
+  ASSERT_TRUE(mine);
+  Child c = spawn({{"sleep", "30"}, {}, "", "", false, false});
+  const auto its = start_ticks(c.pid());
+  ASSERT_TRUE(its);
+  EXPECT_GE(*its, *mine);
+  auto p = PinnedProcess::open(c.pid());
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->pid(), c.pid());
+  EXPECT_FALSE(p->exited());
+  EXPECT_FALSE(p->wait_exit(0.05));
+  EXPECT_TRUE(p->signal(0));
+  EXPECT_TRUE(p->signal(SIGTERM));
+  EXPECT_TRUE(p->wait_exit(30));
+  EXPECT_EQ(c.wait(), 128 + SIGTERM);
+  EXPECT_TRUE(p->exited());
+  EXPECT_FALSE(p->signal(SIGTERM));  // reaped: nothing, whoever has its PID now
+  PinnedProcess moved = std::move(*p);
+  EXPECT_TRUE(moved.exited());
+}
+
+// holds_flock: an exclusive flock through an open file of that process, on that very file.
+TEST(Host, HoldsFlock) {
+  TempDir d;
+  const std::string lock = (d.path / "lock").string(), other = (d.path / "other").string();
+  std::ofstream(lock) << "x";
+  std::ofstream(other) << "x";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_FALSE(holds_flock(::getpid(), lock));  // open only
+  ASSERT_EQ(::flock(fd, LOCK_SH), 0);
+  EXPECT_FALSE(holds_flock(::getpid(), lock));  // shared: not the run's lock
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  EXPECT_TRUE(holds_flock(::getpid(), lock));
+  EXPECT_FALSE(holds_flock(::getpid(), other));
+  EXPECT_FALSE(holds_flock(::getpid(), (d.path / "missing").string()));
+  Child c = spawn({{"sleep", "30"}, {}, "", "", false, false});
+  EXPECT_FALSE(holds_flock(c.pid(), lock));  // it has no such file open
+  EXPECT_FALSE(holds_flock(999999999, lock));
+  ASSERT_EQ(::flock(fd, LOCK_UN), 0);
+  EXPECT_FALSE(holds_flock(::getpid(), lock));
+  ::close(fd);
+}
+

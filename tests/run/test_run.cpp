@@ -7,8 +7,10 @@
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <vector>
 
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/run/exit_codes.hpp"
@@ -141,6 +143,43 @@ TEST(RunLock, SecondHolderIsRefusedWithThePid) {
     FAIL() << "the run was locked twice";
   } catch (const run::RunLocked& e) {
     EXPECT_EQ(e.pid(), static_cast<long>(::getpid()));
+  }
+}
+
+// The lock file names its holder with its start, which `gridrun cancel` checks against the PID's.
+TEST(RunLock, RecordsPidHostAndStart) {
+  TempDir t;
+  const run::RunDir rd(t.path.string());
+  EXPECT_FALSE(run::lock_holder(rd));
+  {
+    run::RunLock lock(rd);
+    const auto h = run::lock_holder(rd);
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->pid, static_cast<long>(::getpid()));
+    EXPECT_EQ(h->host, base::hostname());
+    EXPECT_EQ(h->start_ticks, base::start_ticks(::getpid()).value());
+  }
+  EXPECT_FALSE(run::lock_holder(rd));  // let go
+}
+
+// One secret per sitting, readable by its owner only; anything else in the file is no token.
+TEST(LaunchToken, RenewedPrivateAndValidated) {
+  TempDir t;
+  const run::RunDir rd(t.path.string());
+  EXPECT_EQ(rd.launch_token(), "");
+  const std::string a = rd.renew_launch_token();
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(rd.launch_token(), a);
+  EXPECT_EQ(fs::status(rd.launch_token_file()).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  const std::string b = rd.renew_launch_token();
+  EXPECT_NE(a, b);
+  EXPECT_EQ(rd.launch_token(), b);
+  for (const std::string& bad :
+       std::vector<std::string>{"", "xyz", std::string(32, 'G'), std::string(31, 'a'), b + "0"}) {
+    base::write_file_atomic(rd.launch_token_file(), bad + "\n");
+    EXPECT_EQ(rd.launch_token(), "") << bad;
   }
 }
 

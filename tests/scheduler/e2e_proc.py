@@ -1,5 +1,6 @@
-"""/proc helpers shared by the scheduler scenarios (e2e_run.py, e2e_faults.py, e2e_watchdog.py):
-which processes of a run are alive, found by command line, as gridrun itself finds them."""
+"""/proc helpers shared by the scheduler scenarios (e2e_run.py, e2e_faults.py, e2e_watchdog.py,
+e2e_signals.py): which processes of a run are alive, found by command line. (gridrun itself finds
+its leftovers by the launch token in their environment, never by command line: e2e_signals.py.)"""
 import os
 
 

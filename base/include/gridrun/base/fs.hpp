@@ -29,7 +29,9 @@ void read_file_blocks(const std::string& path, std::size_t block,
 // Writes `data` to a temporary file beside `path` (same directory, so the rename is atomic),
 // fsyncs it, renames it over `path` and fsyncs the directory. Throws std::runtime_error
 // "PATH: cannot write: CAUSE" (ENOSPC included) and leaves neither a temporary nor a partial file.
-void write_file_atomic(const std::string& path, std::string_view data);
+// `mode`: the new file's permissions (before the umask); 0600 for a secret (RunDir::launch_token),
+// which is then readable by its owner only from its first byte on.
+void write_file_atomic(const std::string& path, std::string_view data, unsigned mode = 0644);
 
 // Renames `from` to `to` and fsyncs the directory of `to` (for files written by another library,
 // e.g. HDF5, that are complete and synced). Throws std::runtime_error naming both paths.

@@ -1,8 +1,8 @@
 // Facts about this host and its processes, read from the kernel (/proc, gethostname).
 #pragma once
 
+#include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace gridrun::base {
@@ -23,9 +23,47 @@ double process_start_unix();
 std::vector<int> children_of(int pid);
 // The command name (/proc/PID/comm) of a process, "" when it is gone.
 std::string comm_of(int pid);
-// Processes (any owner, not this one) with one of `args` as a command-line argument (or as the
-// value of an `--opt=VALUE` argument). One /proc scan whatever the number of args: a run of
-// 10,000 jobs asks for all its job files at once.
-std::vector<int> processes_with_arg(const std::unordered_set<std::string>& args);
+// When a process started, in clock ticks since boot (/proc/PID/stat field 22); nullopt when it is
+// gone. With the PID it names one process for the whole boot: a PID reused by a later process
+// comes with a later start.
+std::optional<unsigned long long> start_ticks(int pid);
+
+// A process pinned by a pidfd (pidfd_open): for as long as it is held it names that one process, so
+// a signal sent through it reaches that process or none, never a later one given the same PID.
+// What gridrun signals beyond its own children (the leftovers of an earlier `gridrun run`, a run's
+// lock holder for `gridrun cancel`) is signalled through one of these, after it was checked.
+class PinnedProcess {
+ public:
+  // nullopt when `pid` is gone (or the kernel has no pidfds).
+  static std::optional<PinnedProcess> open(int pid);
+  PinnedProcess(PinnedProcess&& o) noexcept : pid_(o.pid_), fd_(o.fd_) { o.fd_ = -1; }
+  PinnedProcess& operator=(PinnedProcess&& o) noexcept;
+  PinnedProcess(const PinnedProcess&) = delete;
+  PinnedProcess& operator=(const PinnedProcess&) = delete;
+  ~PinnedProcess();
+
+  int pid() const { return pid_; }
+  bool exited() const;                     // ended (a zombie not yet reaped has ended)
+  bool wait_exit(double timeout_s) const;  // true when it ended within `timeout_s` (poll, no loop)
+  bool signal(int sig) const;              // false when it had ended (nothing was signalled)
+
+ private:
+  PinnedProcess(int pid, int fd) : pid_(pid), fd_(fd) {}
+  int pid_ = -1;
+  int fd_ = -1;
+};
+
+// Processes of this user (real and effective uid equal to our effective uid), not this one, whose
+// environment holds every one of `entries` ("NAME=value", whole entries) as it was given at exec
+// (/proc/PID/environ), pinned. Each is pinned before its environment is read and kept only when it
+// is still alive after, so what was read was its own, not a reused PID's. One /proc scan. Why the
+// environment and not the arguments: any process may name a file in its arguments (`tail -f` of a
+// job file), but only one started with it has the secret value gridrun put in the environment.
+std::vector<PinnedProcess> own_processes_with_env(const std::vector<std::string>& entries);
+
+// Whether `pid` holds an exclusive flock on `path` through one of its open files: an fd of it
+// that refers to that file (same device and inode) with a WRITE FLOCK in its /proc/PID/fdinfo.
+// false when that cannot be read (another user's process, unless we are root).
+bool holds_flock(int pid, const std::string& path);
 
 }  // namespace gridrun::base

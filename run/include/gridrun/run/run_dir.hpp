@@ -8,7 +8,8 @@
 //   runs/<name>/results/.gridrun-index  cache of what commands read of those (results/run_reader.hpp)
 //   runs/<name>/checkpoints/<id>/     runner checkpoints
 //   runs/<name>/state.json            per-job status, attempts, exit codes, timings, slurm ids
-//   runs/<name>/lock                  PID and host of the `gridrun run` holding the run (flock'ed)
+//   runs/<name>/lock                  PID, host and start of the `gridrun run` holding the run (flock'ed)
+//   runs/<name>/launch-token          secret of the last `gridrun run`'s processes (0600; see below)
 //   runs/<name>/results.h5            run index built by `gridrun collect`
 //   runs/<name>/slurm/                generated sbatch scripts and job-list files
 //
@@ -66,6 +67,7 @@ class RunDir {
   std::string calibration_file() const;               // calibration.json (`gridrun calibrate`)
   std::string prediction_file() const;                // prediction.json (prediction.hpp)
   std::string lock_file() const;                      // lock
+  std::string launch_token_file() const;              // launch-token
   std::string rankfile(const std::string& id) const;  // jobs/<id>.rankfile (Open MPI binding)
   void create_layout() const;                         // mkdir -p of all folders but slurm/
 
@@ -73,14 +75,33 @@ class RunDir {
                                              // std::runtime_error naming a corrupt file
   void save_state(const RunState& s) const;  // base::write_file_atomic
 
+  // The launch token: a random secret that a `gridrun run` puts into the environment of every
+  // process it launches (kLaunchTokenEnv, with kRunDirEnv), so that the next `gridrun run` of this
+  // directory can tell what an earlier one left running (a SIGKILL of gridrun and mpirun leaves
+  // ranks behind) from any other process, whatever that process names in its arguments. Secret
+  // (0600, 128 random bits): a process can only carry it if gridrun gave it. One per sitting.
+  // The last sitting's token, "" when there is none (no file, or one that holds no token).
+  std::string launch_token() const;
+  // A new token for this sitting, written over the last one (atomically, 0600) and returned.
+  std::string renew_launch_token() const;
+
  private:
   std::string root_;
 };
 
+// The environment entries of the launch token (RunDir::launch_token) and of the run directory it
+// belongs to (absolute, canonical: a copy of a run directory carries the same token, but not the
+// same path).
+inline constexpr const char* kLaunchTokenEnv = "GRIDRUN_RUN_TOKEN";
+inline constexpr const char* kRunDirEnv = "GRIDRUN_RUN_DIR";
+
 // Exclusive ownership of a run directory for one `gridrun run`: flock() on runs/<name>/lock, which
-// holds the owner's PID and host ("PID\nHOST\n"). The kernel drops the lock when the process dies,
-// so a crashed run never leaves a stale lock behind; PID and host are there to name the holder and
-// to let `gridrun cancel` signal it (only from the same host: a PID means nothing elsewhere).
+// holds the owner's PID, host and start time ("PID\nHOST\nSTART\n", START in clock ticks since
+// boot, base::start_ticks). The kernel drops the lock when the process dies, so a crashed run never
+// leaves a stale lock behind; PID and host are there to name the holder and to let `gridrun cancel`
+// signal it (only from the same host: a PID means nothing elsewhere), START to tell it from a
+// later process given the same PID. Anyone who can write the file can forge it: cancel checks the
+// named process against the kernel's view before it signals (scheduler/cancel.hpp).
 class RunLocked : public std::runtime_error {
  public:
   RunLocked(const std::string& msg, long pid) : std::runtime_error(msg), pid_(pid) {}
@@ -107,6 +128,7 @@ class RunLock {
 struct LockHolder {
   long pid = 0;      // 0 when the file does not say (a lock taken by an older gridrun: PID only)
   std::string host;  // "" when the file does not say
+  unsigned long long start_ticks = 0;  // the holder's start (base::start_ticks); 0 when not said
 };
 // The holder of `dir`'s lock, or nullopt when nobody holds it (no lock file, an empty one: the
 // holder ended and let go, or one a crashed holder left: the kernel dropped its flock). Why a

@@ -8,8 +8,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "gridrun/base/host.hpp"
 #include "gridrun/scheduler/resources.hpp"
 
 namespace gridrun::scheduler {
@@ -51,15 +53,23 @@ class Executor {
   virtual const char* name() const = 0;
   virtual std::vector<std::string> command(const LaunchSpec& spec) const = 0;  // for logs and --dry-run
   virtual std::unique_ptr<RunningJob> launch(const LaunchSpec& spec) = 0;
+  // "NAME=value" entries put into the environment of every process launched from now on, and so of
+  // everything those start: the run's launch token (run_loop.cpp, stop_leftovers), by which the
+  // next `gridrun run` tells what this one left running from any other process.
+  void set_launch_env(std::vector<std::string> env) { launch_env_ = std::move(env); }
+
+ protected:
+  std::vector<std::string> launch_env_;
 };
 
 // "local". Throws std::invalid_argument naming the choices ("slurm" is `gridrun submit`).
 std::unique_ptr<Executor> make_executor(const std::string& name);
 
-// After a crash of `gridrun run`, the jobs it left running are found by their command line (the job
-// file's path, base::processes_with_arg) and stopped here:
-// SIGTERM those pids that are not `mpirun` (the ranks checkpoint), wait up to `grace_s` for all to
-// exit, then SIGKILL whatever is left. Returns how many processes were found.
-int terminate_processes(const std::vector<int>& pids, double grace_s);
+// After a crash of `gridrun run`, the jobs it left running are found by the launch token in their
+// environment (base::own_processes_with_env) and stopped here: SIGTERM those that are not
+// `mpirun` (the ranks checkpoint), wait up to `grace_s` for all to exit, then SIGKILL whatever is
+// left. Every signal goes through the pidfd, so none reaches a process that took a PID later.
+// Returns how many processes were given.
+int terminate_processes(const std::vector<base::PinnedProcess>& procs, double grace_s);
 
 }  // namespace gridrun::scheduler
