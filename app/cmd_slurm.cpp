@@ -43,6 +43,7 @@ struct SubmitCli {
   std::size_t max_array = 0;  // 0 = ask Slurm
   int node_gpus = 0;          // 0 = ask sinfo, else 4
   int node_cores = 0;         // 0 = ask sinfo
+  int repeats = 0;            // --repeats (0: not given)
   // --only selectors and --set overrides as given (jobs/select.hpp parses them).
   std::vector<std::string> only, set;
   bool help = false;
@@ -178,6 +179,7 @@ int cmd_submit(const Args& args) {
       "the report could not measure in one sitting)")("dry-run,n", po::bool_switch(&s.dry_run),
                                                       "write and print the scripts, submit nothing");
   add_select_flags(desc, c.only, c.set);
+  add_repeats_flag(desc, c.repeats);
   const HelpText help{
       "gridrun submit GRID.yaml --slurm [options]",
       "Writes OUT/<name>/slurm/*.sbatch (one job array per resource shape: device, ranks,\n"
@@ -194,6 +196,7 @@ int cmd_submit(const Args& args) {
   s.out_dir = out;
   s.overrides = jobs::parse_overrides(c.set, "--set");
   s.only = jobs::parse_selectors(c.only, "--only", {"id"});
+  s.repeats = check_repeats(c.repeats, vm.count("repeats") > 0);
   validate_submit(c, vm, time);
   const std::string self = base::self_exe();
   so.gridrun_bin = self.empty() ? std::string("gridrun") : self;
@@ -306,7 +309,8 @@ int cmd_cancel(const Args& args) {
       "that squeue still lists, then wait until they are gone; `gridrun submit` again resumes\n"
       "the rest. Finished results stay.",
       "\nExit codes: 0 stopped, or nothing was running; 1 still running at the time limit;\n"
-      "2 bad flags, or the run is held by a gridrun on another host (cancel it there).\n"};
+      "2 bad flags, the run is held by a gridrun on another host (cancel it there), or the\n"
+      "process the lock file names is not proven to hold the lock (nothing is signalled).\n"};
   if (!parse_run_dir(args, desc, "cancel", c.help, c.run_dir, help)) return 0;
   if (c.timeout_s < 0 || !std::isfinite(c.timeout_s))
     throw std::invalid_argument("--timeout/--wait: must be >= 0");
@@ -321,7 +325,8 @@ int cmd_cancel(const Args& args) {
     scheduler::print_local_cancel(dir, local, lo, std::cout);
     switch (local.outcome) {
       case scheduler::LocalCancelResult::Outcome::TimedOut: return 1;
-      case scheduler::LocalCancelResult::Outcome::Elsewhere: return 2;
+      case scheduler::LocalCancelResult::Outcome::Elsewhere:
+      case scheduler::LocalCancelResult::Outcome::Unverified: return 2;
       default: return 0;
     }
   }

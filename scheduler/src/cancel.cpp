@@ -4,12 +4,11 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <filesystem>
+#include <limits>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
-#include <thread>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
@@ -46,20 +45,31 @@ std::string command_line(long pid) {
   return out;
 }
 
-// Whether `pid` still runs: not gone and not a zombie (exited, its parent has not reaped it yet).
-bool process_runs(long pid) {
-  const auto stat = base::try_read_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return false;
-  const auto paren = stat->rfind(')');
-  return paren == std::string::npos || paren + 2 >= stat->size() || (*stat)[paren + 2] != 'Z';
-}
-
-// Whether the holder has not finished stopping: it holds the lock still (a new holder after it is
-// another run: ours stopped), or it let go but has not exited yet.
-bool still_running(const run::RunDir& dir, long pid) {
-  const auto h = run::lock_holder(dir);
-  if (h && h->pid == pid) return true;
-  return process_runs(pid) && base::comm_of(static_cast<int>(pid)).rfind("gridrun", 0) == 0;
+// Why the process `h` names is not the verified holder of `dir`'s lock, "" when it is. On "", `pinned`
+// holds it, pinned before the checks (so they were made on that process and no later one with its
+// PID). The record is a file anyone who can write the run directory can forge, and a name is no
+// proof: the kernel's own view decides. The lock must be held (lock_holder's probe), the PID's start
+// must be the one recorded with it (a reused PID has a later one), and the process must hold the
+// lock itself, an exclusive flock through an open file of the lock file (/proc/PID/fdinfo), which
+// no other process can fake.
+std::string unverified_because(const run::RunDir& dir, const run::LockHolder& h,
+                               std::optional<base::PinnedProcess>& pinned) {
+  const std::string who = "PID " + std::to_string(h.pid);
+  if (h.pid <= 0 || h.pid > std::numeric_limits<int>::max()) return "it names no PID";
+  if (h.host.empty() || h.start_ticks == 0)
+    return "it records no host or start time (written by an older gridrun, or not by gridrun)";
+  const int pid = static_cast<int>(h.pid);
+  pinned = base::PinnedProcess::open(pid);
+  if (!pinned) return who + " does not exist here (another PID namespace?)";
+  if (base::start_ticks(pid) != h.start_ticks)
+    return who + " started at another time than recorded: another process that was given the PID";
+  if (const std::string comm = base::comm_of(pid); comm.rfind("gridrun", 0) != 0)
+    return who + " is " + (comm.empty() ? std::string("gone") : "'" + comm + "'") + ", not a gridrun";
+  if (!base::holds_flock(pid, dir.lock_file()))
+    return who +
+           " does not hold the lock itself (another process holds it, or its open files "
+           "cannot be read: another user's)";
+  return "";
 }
 
 }  // namespace
@@ -70,32 +80,26 @@ LocalCancelResult cancel_local_run(const run::RunDir& dir, const LocalCancelOpti
   if (!holder) return res;
   res.pid = holder->pid;
   res.host = holder->host;
-  // A PID is only meaningful on the holder's host (and in its PID namespace): a lock naming
-  // another host, or a PID that is not a gridrun here (no host recorded: an older gridrun, or a
-  // PID namespace we do not share), is not ours to signal.
-  const bool other_host = !res.host.empty() && res.host != base::hostname();
-  if (other_host || res.pid <= 0 || base::comm_of(static_cast<int>(res.pid)).rfind("gridrun", 0) != 0) {
+  // A PID is only meaningful on the holder's host (and in its PID namespace).
+  if (!res.host.empty() && res.host != base::hostname()) {
     res.outcome = LocalCancelResult::Outcome::Elsewhere;
+    return res;
+  }
+  std::optional<base::PinnedProcess> proc;
+  res.why = unverified_because(dir, *holder, proc);
+  if (!res.why.empty()) {
+    res.outcome = LocalCancelResult::Outcome::Unverified;
     return res;
   }
   res.command = command_line(res.pid);
   std::error_code ec;
   res.cwd = fs::read_symlink("/proc/" + std::to_string(res.pid) + "/cwd", ec).string();
   res.running = jobs_in_state(dir, run::JobOutcome::Running);
-  if (::kill(static_cast<pid_t>(res.pid), SIGTERM) != 0 && errno != ESRCH)
-    throw std::runtime_error("cannot signal gridrun PID " + std::to_string(res.pid) + " holding " +
-                             dir.root() + ": " + base::errno_text(errno));
-  // The holder lets go of the lock when it is done (the kernel drops a dead process's flock even
-  // before its parent reaps it), after its jobs checkpointed and state.json was written; then it
-  // exits.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(opts.timeout_s);
-  const auto poll = std::chrono::duration<double>(opts.poll_s);
-  bool held = still_running(dir, res.pid);
-  while (held && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(poll);
-    held = still_running(dir, res.pid);
-  }
-  if (held) {
+  // Through the pidfd: the process checked above or nothing (false: it ended meanwhile, stopped).
+  proc->signal(SIGTERM);
+  // The holder lets go of the lock when it is done, after its jobs checkpointed and state.json was
+  // written; then it exits. Its pidfd says when (poll: no sleeping loop).
+  if (!proc->wait_exit(opts.timeout_s)) {
     res.outcome = LocalCancelResult::Outcome::TimedOut;
     return res;
   }
@@ -114,9 +118,12 @@ void print_local_cancel(const run::RunDir& dir, const LocalCancelResult& res, co
   switch (res.outcome) {
     case O::NotRunning: os << "gridrun cancel: nothing is running in " << dir.root() << "\n"; return;
     case O::Elsewhere:
-      os << "gridrun cancel: " << dir.root() << " is held by " << who
-         << (res.host.empty() ? " (not a gridrun process of this host)" : " on " + res.host)
+      os << "gridrun cancel: " << dir.root() << " is held by " << who << " on " << res.host
          << "; run gridrun cancel there\n";
+      return;
+    case O::Unverified:
+      os << "gridrun cancel: refused: " << dir.lock_file() << " is locked, but the process it names is not "
+         << "the gridrun holding it: " << res.why << "; signalled nothing\n";
       return;
     case O::TimedOut:
       os << "gridrun cancel: asked " << who << " to stop " << dir.root() << ", but it still runs after "

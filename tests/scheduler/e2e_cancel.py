@@ -173,13 +173,15 @@ def case_status_cancel():
         f.truncate(0)
 
     # A holder that does not stop (it ignores SIGTERM): exit 1 at the time limit. The holder is a
-    # python named gridrun-* (cancel only signals a gridrun process).
+    # python named gridrun-* that holds the lock itself and records its start as gridrun does
+    # (cancel only signals the verified holder: e2e_signals.py forged_lock).
     holder_exe = os.path.join(WORK, "gridrun-holder")
     os.symlink(sys.executable, holder_exe)
     code = ("import fcntl,os,signal,socket,sys,time\n"
             "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
             "f=open(sys.argv[1],'w'); fcntl.flock(f, fcntl.LOCK_EX)\n"
-            "f.write('%d\\n%s\\n' % (os.getpid(), socket.gethostname())); f.flush()\n"
+            "t=open('/proc/self/stat').read().rsplit(')',1)[1].split()[19]\n"
+            "f.write('%d\\n%s\\n%s\\n' % (os.getpid(), socket.gethostname(), t)); f.flush()\n"
             "print('ready', flush=True)\n"
             "sys.stdin.read()\n")
     h = subprocess.Popen([holder_exe, "-c", code, lock], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

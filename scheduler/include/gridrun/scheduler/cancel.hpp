@@ -17,8 +17,7 @@
 namespace gridrun::scheduler {
 
 struct LocalCancelOptions {
-  double timeout_s = 120;  // how long to wait for the holder to let go of the run
-  double poll_s = 0.1;     // how often to look at the lock meanwhile
+  double timeout_s = 120;  // how long to wait for the holder to exit
 };
 
 struct LocalCancelResult {
@@ -26,7 +25,11 @@ struct LocalCancelResult {
     NotRunning,  // nobody holds the run's lock: nothing to stop
     Stopped,     // the holder stopped and let go within the time limit
     TimedOut,    // it was asked to stop but still held the run at the time limit
-    Elsewhere,   // the holder is not a process of this host (another host, or one we cannot see)
+    Elsewhere,   // the lock file names another host
+    // The lock is held, but the process its file names is not proven to be the gridrun holding
+    // it (a forged or stale record, an older gridrun's record, another user's process): nothing
+    // was signalled. `why` says which check failed.
+    Unverified,
   };
   Outcome outcome = Outcome::NotRunning;
   long pid = 0;
@@ -35,10 +38,13 @@ struct LocalCancelResult {
   std::vector<std::string> running, interrupted;
   // The holder's own command line (shell-quoted) and working directory: what resumes the run.
   std::string command, cwd;
+  std::string why;  // Unverified: the check that failed
 };
 
-// Never throws for the holder's sake (a holder that ends meanwhile is "stopped"); throws
-// std::runtime_error when the signal cannot be sent (another user's process).
+// Signals only the verified holder (cancel.cpp, unverified_because): the lock held, the PID's start
+// time the one recorded with it, the process holding the lock itself; and signals it through a
+// pidfd taken before those checks. Never throws for the holder's sake (a holder that ends meanwhile
+// is "stopped").
 LocalCancelResult cancel_local_run(const run::RunDir& dir, const LocalCancelOptions& opts);
 
 // One or two lines saying what cancel_local_run did (the outcome, the interrupted jobs, how to resume).
