@@ -58,15 +58,18 @@ std::optional<std::time_t> parse_iso_time(const std::string& s) {
 
 std::string format_duration(double s) {
   char buf[32];
-  if (!(s >= 0)) return "?";
+  if (!(s >= 0) || std::isinf(s)) return "?";
   if (s < 60)
     std::snprintf(buf, sizeof buf, "%.0fs", s);
   else if (s < 3600)
     std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
   else if (s < 86400)
     std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%dd%02dh", static_cast<int>(s / 86400), static_cast<int>(s / 3600) % 24);
+  else if (s < 86400.0 * 1e6)
+    std::snprintf(buf, sizeof buf, "%dd%02dh", static_cast<int>(s / 86400),
+                  static_cast<int>(std::fmod(s / 3600, 24)));
+  else  // beyond int's days (issue 45: 1e300 s printed "-2147483648d-8h"): days in short form
+    std::snprintf(buf, sizeof buf, "%.3gd", s / 86400);
   return buf;
 }
 

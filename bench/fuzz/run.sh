@@ -2,7 +2,7 @@
 # A libFuzzer campaign on one of gridrun's readers (issue 24; the targets are tests/fuzz/targets.cpp).
 #   bench/fuzz/run.sh TARGET SECONDS [-- extra libFuzzer flags]
 #   TARGET: grid | cluster | job_json | state | h5_result | h5_guarded | slurm_text | checkpoint |
-#           model_file | data_file
+#           model_file | data_file | calibration | prediction
 #   (h5_guarded: the h5_result reader through the product's forked-copy guard, its corpus shared)
 # Builds build-fuzz/ with clang-14 (-DGRIDRUN_FUZZ=ON: libFuzzer + ASan + UBSan) once, then fuzzes
 # for SECONDS with a 1 s limit per input (the contract: no hang) and ASan's leak check. Seeds are the
@@ -18,8 +18,8 @@ target=${1:?usage: bench/fuzz/run.sh TARGET SECONDS [-- libFuzzer flags]}
 seconds=${2:?usage: bench/fuzz/run.sh TARGET SECONDS [-- libFuzzer flags]}
 shift 2
 [[ ${1:-} == -- ]] && shift
-case $target in grid|cluster|job_json|state|h5_result|h5_guarded|slurm_text|checkpoint|model_file|data_file) ;;
-  *) echo "run.sh: unknown target '$target' (grid, cluster, job_json, state, h5_result, h5_guarded, slurm_text, checkpoint, model_file, data_file)" >&2; exit 2 ;;
+case $target in grid|cluster|job_json|state|h5_result|h5_guarded|slurm_text|checkpoint|model_file|data_file|calibration|prediction) ;;
+  *) echo "run.sh: unknown target '$target' (grid, cluster, job_json, state, h5_result, h5_guarded, slurm_text, checkpoint, model_file, data_file, calibration, prediction)" >&2; exit 2 ;;
 esac
 command -v clang++-14 >/dev/null || { echo "run.sh: needs clang-14 and libclang-rt-14-dev (apt-get install)" >&2; exit 2; }
 build=$root/build-fuzz
@@ -39,6 +39,7 @@ rm -rf "$seeds" && mkdir -p "$seeds" "$build/corpus/$corpus"
 case $corpus in
   grid) cp examples/*.yaml tests/jobs/grids/*.yaml "$seeds"/ ;;
   job_json|state) find runs tests -name '*.json' -size -64k -exec cp {} "$seeds"/ \; 2>/dev/null || true ;;
+  calibration|prediction) find runs -name "$corpus.json" -size -1M -exec cp --backup=numbered {} "$seeds"/ \; 2>/dev/null || true ;;
   h5_result) find runs -name '*.h5' -size -1M -exec cp {} "$seeds"/ \; 2>/dev/null || true ;;
   *) ;;
 esac

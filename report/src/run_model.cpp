@@ -155,6 +155,7 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
   if (fs::is_regular_file(rd.prediction_file(), ec)) {
     try {
       const run::Prediction pred = run::read_prediction(rd.prediction_file());
+      for (const auto& w : pred.warnings) log << "report: ignoring " << w << "\n";
       if (pred.source.rfind("calibration", 0) == 0)
         for (auto& p : run.phases)
           if (const auto it = pred.phases.find(p.name); it != pred.phases.end())

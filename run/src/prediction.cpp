@@ -1,10 +1,13 @@
 // prediction.json (see prediction.hpp): one writer, one reader.
 #include "gridrun/run/prediction.hpp"
 
+#include <cmath>
+#include <cstdint>
 #include <stdexcept>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 
 namespace gridrun::run {
 
@@ -36,27 +39,90 @@ void write_prediction(const std::string& path, const Prediction& p) {
   base::write_file_atomic(path, j.dump(1) + "\n");
 }
 
+namespace {
+
+// A predicted duration: a number, finite, in [0, kMaxPredictedSeconds]; "" when it is, else what
+// is wrong ("missing", "not a number (\"x\")", "-1 s is outside ...").
+std::string bad_seconds(const base::Json& v, double& out) {
+  if (!v.is_number()) return "not a number (" + base::dump_line(v).substr(0, 40) + ")";
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < 0 || d > kMaxPredictedSeconds)
+    return base::dump_line(v).substr(0, 40) + " s is outside 0 .. 1e16 s";
+  out = d;
+  return "";
+}
+std::string bad_seconds(const base::Json& obj, const char* key, double& out) {
+  const auto it = obj.find(key);
+  return it == obj.end() ? "missing" : bad_seconds(*it, out);
+}
+
+// A count: a whole number in [0, max].
+std::string bad_count(const base::Json& obj, const char* key, long long max, int& out) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) return "missing";
+  if (!it->is_number_integer() || (it->is_number_unsigned() && it->get<std::uint64_t>() > 1ULL << 62) ||
+      it->get<long long>() < 0 || it->get<long long>() > max)
+    return base::dump_line(*it).substr(0, 40) + " is not a whole number in 0 .. " + std::to_string(max);
+  out = static_cast<int>(it->get<long long>());
+  return "";
+}
+
+}  // namespace
+
 Prediction read_prediction(const std::string& path) {
   const base::Json j = base::read_json_file(path);
   if (!j.is_object() || base::get_string(j, "format") != kFormat)
     throw std::runtime_error(path + ": not a gridrun prediction (format " + kFormat + ")");
+  // Checked completely (issue 45): what says where the prediction came from must be text, or the
+  // file is not used at all; a bad figure costs that figure, with one warning naming its key
+  // (a renamed key used to drop "(predicted ...)" from the report without a word).
+  auto text = [&](const char* key) {
+    const auto it = j.find(key);
+    if (it == j.end()) return std::string();
+    if (!it->is_string())
+      throw std::runtime_error(path + ": " + key + ": expected a string (a damaged prediction)");
+    return it->get<std::string>();
+  };
+  auto warn = [&](const std::string& key, const std::string& what, const char* consequence) {
+    return base::printable_line(path + ": " + key + ": " + what + "; " + consequence);
+  };
   Prediction p;
-  p.source = base::get_string(j, "source");
-  p.created = base::get_string(j, "created");
-  p.policy = base::get_string(j, "policy");
-  p.makespan_s = base::get_number(j, "makespan_s", std::nan(""));
-  if (const auto it = j.find("phases"); it != j.end() && it->is_object())
+  p.source = text("source");
+  p.created = text("created");
+  p.policy = text("policy");
+  if (const std::string bad = bad_seconds(j, "makespan_s", p.makespan_s); !bad.empty())
+    p.warnings.push_back(warn("makespan_s", bad, "no predicted makespan"));
+  for (const char* key : {"phases", "jobs"})
+    if (const auto it = j.find(key); it != j.end() && !it->is_object())
+      throw std::runtime_error(path + ": " + key + ": expected an object (a damaged prediction)");
+  if (const auto it = j.find("phases"); it != j.end())
     for (const auto& [name, ph] : it->items()) {
-      p.phase_order.push_back(name);
+      const std::string where = "phases." + name;
+      const char* consequence = "that phase has no prediction";
+      if (!ph.is_object()) {
+        p.warnings.push_back(warn(where, "not an object", consequence));
+        continue;
+      }
       PhasePrediction pp;
-      pp.makespan_s = base::get_number(ph, "makespan_s", std::nan(""));
-      pp.jobs = static_cast<int>(base::get_int(ph, "jobs"));
-      pp.max_running = static_cast<int>(base::get_int(ph, "max_running"));
+      std::string bad, key = "makespan_s";
+      bad = bad_seconds(ph, "makespan_s", pp.makespan_s);
+      if (bad.empty()) bad = bad_count(ph, (key = "jobs").c_str(), kMaxPredictedJobs, pp.jobs);
+      if (bad.empty()) bad = bad_count(ph, (key = "max_running").c_str(), pp.jobs, pp.max_running);
+      if (!bad.empty()) {
+        p.warnings.push_back(warn(where + "." + key, bad, consequence));
+        continue;
+      }
+      p.phase_order.push_back(name);
       p.phases[name] = pp;
     }
-  if (const auto it = j.find("jobs"); it != j.end() && it->is_object())
-    for (const auto& [id, v] : it->items())
-      if (v.is_number()) p.job_seconds[id] = v.get<double>();
+  if (const auto it = j.find("jobs"); it != j.end())
+    for (const auto& [id, v] : it->items()) {
+      double seconds = 0;
+      if (const std::string bad = bad_seconds(v, seconds); !bad.empty())
+        p.warnings.push_back(warn("jobs." + id, bad, "that job has no prediction"));
+      else
+        p.job_seconds[id] = seconds;
+    }
   return p;
 }
 

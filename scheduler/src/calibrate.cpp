@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "gridrun/base/checked.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
@@ -48,6 +49,7 @@ std::string config_key(const jobs::JobParams& in) {
   p.nesterov = false;
   p.weight_decay = 0;
   p.seed = 0;
+  p.repeat = 0;  // a repeat trains as the first measurement does
   p.epochs = 1;
   p.max_steps = 0;
   p.eval_every = 1;
@@ -83,28 +85,31 @@ std::string learn_key(const jobs::JobParams& p) {
 
 double predict_seconds(const jobs::JobParams& p, const StepFigures& f) {
   const std::int64_t spe = std::max<std::int64_t>(f.steps_per_epoch, 1);
-  std::int64_t total = p.epochs > 0 ? p.epochs * spe : p.max_steps;
+  // Saturating: a grid may ask for more epochs than steps fit in 64 bits; the prediction is then
+  // the longest one (clamped below), never a wrapped short one.
+  std::int64_t total = p.epochs > 0 ? base::saturating_mul(p.epochs, spe) : p.max_steps;
   if (p.max_steps > 0) total = std::min(total, p.max_steps);
   total = std::max<std::int64_t>(total, 0);
   // The calibration already reached this job's target: it stops at its first evaluation after
   // as many steps (an evaluation ends every eval_every-th epoch).
   if (p.target_accuracy > 0 && f.final_acc >= p.target_accuracy && f.acc_steps > 0 && p.eval_every > 0 &&
       f.learn_key == learn_key(p)) {
-    std::int64_t e = (f.acc_steps + spe - 1) / spe;
-    e = ((e + p.eval_every - 1) / p.eval_every) * p.eval_every;
-    total = std::min(total, e * spe);
+    std::int64_t e = f.acc_steps / spe + (f.acc_steps % spe != 0);
+    e = base::saturating_mul(e / p.eval_every + (e % p.eval_every != 0), p.eval_every);
+    total = std::min(total, base::saturating_mul(e, spe));
   }
-  const std::int64_t epochs = (total + spe - 1) / spe;
-  std::int64_t evals = 0;
-  if (p.eval_every > 0)
-    for (std::int64_t e = 0; e < epochs; ++e)
-      evals += ((e + 1) % p.eval_every == 0 || e + 1 == epochs) ? 1 : 0;
+  const std::int64_t epochs = total / spe + (total % spe != 0);
+  // Evaluations: every eval_every-th epoch and the last (counted, not looped: epochs may be 2^60).
+  const std::int64_t evals =
+      p.eval_every > 0 && epochs > 0 ? epochs / p.eval_every + (epochs % p.eval_every != 0) : 0;
   const std::int64_t warm = std::min(total, f.warm_steps);
   const double warm_s =
       f.warm_steps > 0 ? f.warm_s * static_cast<double>(warm) / static_cast<double>(f.warm_steps) : 0;
   const double train = warm_s + static_cast<double>(total - warm) * f.step_s;
-  return f.launch_s + train + static_cast<double>(evals) * f.eval_s +
-         static_cast<double>(epochs) * f.checkpoint_s + f.tail_s;
+  // Finite and in the engine's range by construction (read_calibration checked every figure);
+  // the clamp covers a caller's own figures too (issue 45: a NaN here hung `simulate`).
+  return engine_seconds(f.launch_s + train + static_cast<double>(evals) * f.eval_s +
+                        static_cast<double>(epochs) * f.checkpoint_s + f.tail_s);
 }
 
 jobs::JobParams calibration_params(const jobs::JobParams& in, std::int64_t steps, std::int64_t seed) {
@@ -113,10 +118,12 @@ jobs::JobParams calibration_params(const jobs::JobParams& in, std::int64_t steps
   p.max_steps = p.timing_warmup_steps + steps;
   // A job that stops at a target: run to its first evaluation when that is near (within 4x the
   // steps), so the accuracy there says whether it stops at once (predict_seconds).
-  const std::int64_t per_step = std::max<std::int64_t>(p.batch_per_rank * p.ranks, 1);
+  const std::int64_t per_step = std::max<std::int64_t>(base::saturating_mul(p.batch_per_rank, p.ranks), 1);
   if (in.target_accuracy > 0 && in.train_samples > 0 && in.eval_every > 0) {
-    const std::int64_t first_eval = std::max<std::int64_t>(in.train_samples / per_step, 1) * in.eval_every;
-    if (first_eval > p.max_steps && first_eval <= 4 * p.max_steps) p.max_steps = first_eval;
+    const std::int64_t first_eval =
+        base::saturating_mul(std::max<std::int64_t>(in.train_samples / per_step, 1), in.eval_every);
+    if (first_eval > p.max_steps && first_eval <= base::saturating_mul<std::int64_t>(4, p.max_steps))
+      p.max_steps = first_eval;
   }
   p.target_accuracy = 0;
   p.time_limit = "";
@@ -163,20 +170,84 @@ base::Json figures_json(const StepFigures& f) {
   return j;
 }
 
-StepFigures figures_of(const base::Json& j) {
-  StepFigures f;
-  f.launch_s = base::get_number(j, "launch_s", kNaN);
-  f.warm_s = base::get_number(j, "warm_s", 0);
-  f.warm_steps = base::get_int(j, "warm_steps", 0);
-  f.step_s = base::get_number(j, "step_s", kNaN);
-  f.eval_s = base::get_number(j, "eval_s", 0);
-  f.checkpoint_s = base::get_number(j, "checkpoint_s", 0);
-  f.tail_s = base::get_number(j, "tail_s", 0);
-  f.steps_per_epoch = base::get_int(j, "steps_per_epoch", 0);
-  f.final_acc = base::get_number(j, "final_acc", kNaN);
-  f.acc_steps = base::get_int(j, "acc_steps", 0);
-  f.learn_key = base::get_string(j, "learn_key");
-  return f;
+// One bad figure of a calibration file: `what` said of `key` in `where`.
+struct BadFigure {
+  std::string key, what;
+};
+
+// A duration of a figures object: absent is `fallback` (NaN: required), else a number, finite, in
+// [0, kMaxCalibratedSeconds]. Why so strict: the schedule adds these up and the simulator orders
+// events by them, and a NaN there never advanced its clock (issue 45: `simulate` and `run` hung).
+std::optional<BadFigure> read_seconds(const base::Json& j, const char* key, double fallback, double& out) {
+  const auto it = j.find(key);
+  if (it == j.end() || (it->is_null() && std::isnan(fallback))) {
+    if (std::isnan(fallback)) return BadFigure{key, "missing"};
+    out = fallback;
+    return std::nullopt;
+  }
+  if (!it->is_number()) return BadFigure{key, "not a number (" + base::dump_line(*it).substr(0, 40) + ")"};
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < 0 || v > kMaxCalibratedSeconds)
+    return BadFigure{key, base::dump_line(*it).substr(0, 40) + " s is outside 0 .. " +
+                              base::format_fixed(kMaxCalibratedSeconds, 0) + " s"};
+  out = v;
+  return std::nullopt;
+}
+
+// A count of a figures object: absent is 0, else an integer in [min, kMaxCalibratedCount].
+std::optional<BadFigure> read_count(const base::Json& j, const char* key, std::int64_t min,
+                                    std::int64_t& out) {
+  const auto it = j.find(key);
+  if (it == j.end()) {
+    if (min > 0) return BadFigure{key, "missing"};
+    out = 0;
+    return std::nullopt;
+  }
+  const bool integer = it->is_number_integer() &&
+                       (!it->is_number_unsigned() ||
+                        it->get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxCalibratedCount));
+  const std::int64_t v = integer ? it->get<std::int64_t>() : 0;
+  if (!integer || v < min || v > kMaxCalibratedCount)
+    return BadFigure{key, base::dump_line(*it).substr(0, 40) + " is not a whole number in " +
+                              std::to_string(min) + " .. " + std::to_string(kMaxCalibratedCount)};
+  out = v;
+  return std::nullopt;
+}
+
+// The figures of one configuration, checked completely (types, finiteness, ranges); the first bad
+// key when any is bad: the caller then drops the whole entry, since a configuration predicted from
+// half its figures is a wrong prediction that looks right.
+std::optional<BadFigure> figures_of(const base::Json& j, StepFigures& f) {
+  if (!j.is_object()) return BadFigure{"", "not a JSON object"};
+  std::optional<BadFigure> bad;
+  if ((bad = read_seconds(j, "launch_s", kNaN, f.launch_s))) return bad;
+  if ((bad = read_seconds(j, "step_s", kNaN, f.step_s))) return bad;
+  if ((bad = read_seconds(j, "warm_s", 0, f.warm_s))) return bad;
+  if ((bad = read_seconds(j, "eval_s", 0, f.eval_s))) return bad;
+  if ((bad = read_seconds(j, "checkpoint_s", 0, f.checkpoint_s))) return bad;
+  if ((bad = read_seconds(j, "tail_s", 0, f.tail_s))) return bad;
+  if ((bad = read_count(j, "warm_steps", 0, f.warm_steps))) return bad;
+  if ((bad = read_count(j, "steps_per_epoch", 1, f.steps_per_epoch))) return bad;
+  if ((bad = read_count(j, "acc_steps", 0, f.acc_steps))) return bad;
+  // An accuracy is a fraction; null (or absent) when the calibration job never evaluated.
+  if (const auto it = j.find("final_acc"); it != j.end() && !it->is_null()) {
+    const double a = it->is_number() ? it->get<double>() : kNaN;
+    if (!(a >= 0 && a <= 1))
+      return BadFigure{"final_acc", base::dump_line(*it).substr(0, 40) + " is not in 0 .. 1"};
+    f.final_acc = a;
+  }
+  if (const auto it = j.find("learn_key"); it != j.end()) {
+    if (!it->is_string()) return BadFigure{"learn_key", "not a string"};
+    f.learn_key = it->get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// "PATH: configs.KEY.step_s: missing; ...": one warning line, printable.
+std::string bad_figure_line(const std::string& path, const std::string& where, const BadFigure& b,
+                            const char* consequence) {
+  return base::printable_line(path + ": " + where + (b.key.empty() ? "" : "." + b.key) + ": " + b.what +
+                              "; " + consequence);
 }
 
 }  // namespace
@@ -216,28 +287,86 @@ Calibration read_calibration(const std::string& path) {
   const base::Json j = base::read_json_file(path);
   if (!j.is_object() || base::get_string(j, "format") != kFormat)
     throw std::runtime_error(path + ": not a gridrun calibration (format " + kFormat + ")");
+  // What says whose calibration this is must be there and be text: a file that cannot say where
+  // it was made is not used at all (usable_calibration names why).
+  auto text = [&](const char* key, bool required) {
+    const auto it = j.find(key);
+    if (it == j.end() && !required) return std::string();
+    if (it == j.end() || !it->is_string())
+      throw std::runtime_error(path + ": " + key + ": expected a string (a damaged calibration)");
+    return it->get<std::string>();
+  };
   Calibration c;
-  c.host = base::get_string(j, "host");
-  c.train_bin = base::get_string(j, "train_bin");
-  c.build = base::get_string(j, "build");
-  c.versions.torch = base::get_string(j, "torch_version");
-  c.versions.gridrun = base::get_string(j, "gridrun_version");
-  c.created = base::get_string(j, "created");
-  c.cost_s = base::get_number(j, "cost_s", 0);
-  if (const auto it = j.find("configs"); it != j.end() && it->is_object())
-    for (const auto& [key, f] : it->items()) {
-      c.alone[key] = figures_of(f);
-      c.labels[key] = base::get_string(f, "label");
+  c.host = text("host", true);
+  c.build = text("build", true);
+  c.train_bin = text("train_bin", false);
+  c.versions.torch = text("torch_version", false);
+  c.versions.gridrun = text("gridrun_version", false);
+  c.created = text("created", false);
+  {
+    if (const auto bad = read_seconds(j, "cost_s", 0, c.cost_s)) {
+      c.warnings.push_back(bad_figure_line(path, "cost_s", BadFigure{"", bad->what}, "ignored"));
+      c.cost_s = 0;
     }
-  if (const auto it = j.find("groups"); it != j.end() && it->is_array())
-    for (const auto& g : *it) {
+  }
+  for (const char* key : {"configs", "groups"})
+    if (const auto it = j.find(key);
+        it != j.end() && !(std::string(key) == "configs" ? it->is_object() : it->is_array()))
+      throw std::runtime_error(path + ": " + key + ": expected " +
+                               (std::string(key) == "configs" ? "an object" : "an array") +
+                               " (a damaged calibration)");
+  // A bad entry costs that entry only: its configuration is predicted by the cost model, or
+  // alone instead of in its group, and the warning says which.
+  if (const auto it = j.find("configs"); it != j.end())
+    for (const auto& [key, v] : it->items()) {
+      StepFigures f;
+      if (const auto bad = figures_of(v, f)) {
+        c.warnings.push_back(
+            bad_figure_line(path, "configs." + key, *bad, "that configuration is uncalibrated"));
+        continue;
+      }
+      const auto label = v.find("label");
+      if (label != v.end() && !label->is_string()) {
+        c.warnings.push_back(bad_figure_line(path, "configs." + key, BadFigure{"label", "not a string"},
+                                             "that configuration is uncalibrated"));
+        continue;
+      }
+      c.alone[key] = f;
+      c.labels[key] = label == v.end() ? std::string() : label->get<std::string>();
+    }
+  if (const auto it = j.find("groups"); it != j.end())
+    for (std::size_t gi = 0; gi < it->size(); ++gi) {
+      const base::Json& g = (*it)[gi];
+      const std::string where = "groups[" + std::to_string(gi) + "]";
+      const char* consequence = "that group is ignored (its members predicted alone)";
+      const auto m = g.is_object() ? g.find("members") : g.end();
+      const auto figs = g.is_object() ? g.find("figures") : g.end();
+      if (!g.is_object() || m == g.end() || !m->is_array() || m->size() < 2 ||
+          !std::all_of(m->begin(), m->end(), [](const base::Json& k) { return k.is_string(); })) {
+        c.warnings.push_back(bad_figure_line(
+            path, where, BadFigure{"members", "not a list of 2 or more config keys"}, consequence));
+        continue;
+      }
+      if (figs == g.end() || !figs->is_object()) {
+        c.warnings.push_back(
+            bad_figure_line(path, where, BadFigure{"figures", "not an object"}, consequence));
+        continue;
+      }
       CalibrationGroup cg;
-      if (const auto m = g.find("members"); m != g.end() && m->is_array())
-        for (const auto& k : *m)
-          if (k.is_string()) cg.members.push_back(k.get<std::string>());
-      if (const auto f = g.find("figures"); f != g.end() && f->is_object())
-        for (const auto& [key, v] : f->items()) cg.figures[key] = figures_of(v);
-      c.groups.push_back(std::move(cg));
+      for (const auto& k : *m) cg.members.push_back(k.get<std::string>());
+      // group_figures compares members with a sorted multiset of config keys.
+      std::sort(cg.members.begin(), cg.members.end());
+      bool ok = true;
+      for (const auto& [key, v] : figs->items()) {
+        StepFigures f;
+        if (const auto bad = figures_of(v, f)) {
+          c.warnings.push_back(bad_figure_line(path, where + ".figures." + key, *bad, consequence));
+          ok = false;
+          break;
+        }
+        cg.figures[key] = f;
+      }
+      if (ok) c.groups.push_back(std::move(cg));
     }
   return c;
 }
@@ -325,7 +454,9 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, con
                      : median(std::vector<double>(steps->begin() + static_cast<long>(warm), steps->end()));
   f.step_s = steady_s + loop_extra;
   f.warm_s += loop_extra * static_cast<double>(warm);
-  f.launch_s = first - launched;
+  // Never below 0: a first step stamped before the launch is the clocks of two hosts disagreeing
+  // (and the reader refuses a negative duration).
+  f.launch_s = std::max(0.0, first - launched);
   std::int64_t evals = 0;
   if (const auto* acc = d.epochs.column("test_acc"))
     for (double a : *acc) evals += std::isfinite(a) ? 1 : 0;

@@ -3,6 +3,7 @@
 #include "gridrun/scheduler/placement.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -439,9 +440,21 @@ std::unique_ptr<Placement> make_placement(const std::string& name) {
 Engine::Engine(const Cluster& cluster, const EngineOptions& opts)
     : state_(cluster), policy_(make_placement(opts.policy)), max_parallel_(opts.max_parallel) {}
 
-void Engine::submit(const QueuedJob& job) { policy_->enqueue(job); }
+double engine_seconds(double s) {
+  if (std::isnan(s)) return kMaxEngineSeconds;
+  return std::clamp(s, 0.0, kMaxEngineSeconds);
+}
+
+void Engine::submit(const QueuedJob& job) {
+  QueuedJob j = job;
+  j.est_s = engine_seconds(j.est_s);
+  policy_->enqueue(j);
+}
 
 std::vector<Start> Engine::schedule(double now) {
+  // End times are now + estimate: a clock that is not a number would make them all NaN, and the
+  // ordered sets behind reservations need a strict order.
+  if (!std::isfinite(now)) throw std::invalid_argument("Engine::schedule: the time is not finite");
   std::vector<Start> out;
   std::size_t room = std::numeric_limits<std::size_t>::max();
   if (max_parallel_ > 0) room = max_parallel_ > running_.size() ? max_parallel_ - running_.size() : 0;

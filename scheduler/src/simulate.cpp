@@ -57,7 +57,7 @@ double estimate_seconds(const jobs::JobParams& p, const CostModel& m) {
   double fwd = model_forward_flops(p.model);
   if (p.model == "torchscript")
     if (const auto it = m.script_flops.find(script_cost_key(p)); it != m.script_flops.end()) fwd = it->second;
-  if (fwd <= 0) fwd = 1e8;  // unknown model: assume a mid-sized CNN
+  if (!(fwd > 0) || !std::isfinite(fwd)) fwd = 1e8;  // unknown model: assume a mid-sized CNN
   double evals = p.eval_every > 0
                      ? std::max(1.0, std::floor(std::max(epochs, 1.0) / static_cast<double>(p.eval_every)))
                      : 0;
@@ -67,7 +67,9 @@ double estimate_seconds(const jobs::JobParams& p, const CostModel& m) {
                           ? m.gpu_gflops * ranks
                           : m.cpu_gflops_per_core * ranks *
                                 static_cast<double>(std::max<std::int64_t>(p.threads_per_rank, 1));
-  return m.startup_s + flops / (std::max(rate, 1e-3) * 1e9);
+  // Finite and > 0 whatever the inputs (the command line checks the rates > 0; a model's own FLOPs
+  // count comes from gridrun-train's output): engine_seconds clamps, and takes NaN as its longest.
+  return std::max(engine_seconds(m.startup_s + flops / (std::max(rate, 1e-3) * 1e9)), 1e-3);
 }
 
 SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, const SimOptions& opts) {
@@ -87,6 +89,15 @@ SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, cons
         }
       if (!fits) throw std::invalid_argument("job " + j.id + " (" + describe(j.req) + ") fits on no node");
     }
+  }
+  // Every duration finite and in the engine's range before the clock starts (issue 45: a NaN
+  // duration made a NaN end time, which never compared as reached, and the loop below spun
+  // forever). A NaN has no sane value to clamp to: it is an estimate that was never made.
+  std::vector<double> duration(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (std::isnan(jobs[i].duration_s))
+      throw std::invalid_argument("simulate: job " + jobs[i].id + " has no duration (not a number)");
+    duration[i] = engine_seconds(jobs[i].duration_s);
   }
   SimResult r;
   r.placements.resize(jobs.size());
@@ -111,24 +122,34 @@ SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, cons
     ph.start_s = t;
     for (std::size_t i : ph.jobs) {
       const SimJob& j = jobs[i];
-      engine.submit(QueuedJob{i, i, j.req, j.est_s >= 0 ? j.est_s : j.duration_s});
+      engine.submit(QueuedJob{i, i, j.req, j.est_s >= 0 ? j.est_s : duration[i]});
     }
     double busy_g = 0, busy_c = 0;
     auto launch = [&](double now) {
       for (auto& s : engine.schedule(now)) {
         const SimJob& j = jobs[s.key];
+        const double d = duration[s.key];
         auto& p = r.placements[s.key];
         p.start_s = now;
-        p.end_s = now + j.duration_s;
+        p.end_s = now + d;
         p.alloc = std::move(s.alloc);
-        busy_g += j.req.gpus * j.req.nodes * j.duration_s;
-        busy_c += j.req.cores * j.req.nodes * j.duration_s;
+        busy_g += j.req.gpus * j.req.nodes * d;
+        busy_c += j.req.cores * j.req.nodes * d;
         ends.emplace(p.end_s, s.key);
       }
     };
     launch(t);
+    // Progress guard: every round moves the clock forward (or keeps it) and ends at least one job,
+    // so a phase takes at most as many rounds as it has jobs. Anything else is a bug that would
+    // otherwise spin without end: a clear error instead.
+    std::size_t rounds = 0;
     while (!ends.empty()) {
-      t = ends.top().first;
+      const double next = ends.top().first;
+      if (!(next >= t) || !std::isfinite(next) || ++rounds > ph.jobs.size())
+        throw std::logic_error("simulate: the clock does not advance (at " + std::to_string(t) +
+                               " s, next end " + std::to_string(next) + " s, round " +
+                               std::to_string(rounds) + " of " + std::to_string(ph.jobs.size()) + " jobs)");
+      t = next;
       while (!ends.empty() && ends.top().first <= t) {
         engine.finish(ends.top().second);
         ends.pop();

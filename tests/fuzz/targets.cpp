@@ -4,17 +4,22 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/data_file.hpp"
 #include "gridrun/results/reader.hpp"
+#include "gridrun/run/prediction.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "gridrun/scheduler/calibrate.hpp"
 #include "gridrun/scheduler/resources.hpp"
+#include "gridrun/scheduler/simulate.hpp"
 #include "gridrun/slurm/slurm_cli.hpp"
 
 namespace fs = std::filesystem;
@@ -135,6 +140,63 @@ Verdict data_file(const std::uint8_t* d, std::size_t n, const TargetOptions& opt
   });
 }
 
+// What the readers of calibration.json and prediction.json left out (one warning per bad entry)
+// is this target's rejection: its verdict in EXPECTED names the file and key of the first.
+void reject_on_warnings(const std::vector<std::string>& warnings) {
+  if (!warnings.empty()) throw std::runtime_error(warnings.front());
+}
+
+Verdict calibration(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
+  // calibration.json as `simulate` and `run` read it (issue 45: a missing or non-number step_s
+  // hung both), then what they compute from it: every prediction from every figure kept must be
+  // finite and in the engine's range, and a schedule of them must end.
+  const fs::path run = scratch() / "run";
+  write_input(run / "calibration.json", d, n);
+  return judge("calibration.json", [&] {
+    const scheduler::Calibration c = scheduler::read_calibration((run / "calibration.json").string());
+    std::vector<const scheduler::StepFigures*> all;
+    for (const auto& [key, f] : c.alone) all.push_back(&f);
+    for (const auto& g : c.groups)
+      for (const auto& [key, f] : g.figures) all.push_back(&f);
+    jobs::JobParams small, huge;
+    huge.epochs = std::numeric_limits<std::int64_t>::max();
+    huge.target_accuracy = 0.5;
+    std::vector<scheduler::SimJob> sims;
+    for (const auto* f : all)
+      for (const auto* p : {&small, &huge}) {
+        const double s = scheduler::predict_seconds(*p, *f);
+        if (!(s >= 0 && s <= scheduler::kMaxEngineSeconds))
+          throw std::logic_error("calibration: a prediction of " + std::to_string(s) +
+                                 " s from figures read");
+        if (sims.size() < 64)
+          sims.push_back(scheduler::SimJob{"j" + std::to_string(sims.size()), {}, s, -1, ""});
+      }
+    scheduler::Cluster cluster;
+    cluster.nodes.push_back(scheduler::Node{});
+    cluster.nodes.back().name = "n";
+    cluster.nodes.back().cores = {0, 1};
+    const auto r = scheduler::simulate(cluster, sims, scheduler::SimOptions{});
+    if (!std::isfinite(r.makespan_s)) throw std::logic_error("calibration: a makespan that is not finite");
+    reject_on_warnings(c.warnings);
+  });
+}
+
+Verdict prediction(const std::uint8_t* d, std::size_t n, const TargetOptions&) {
+  // prediction.json as `report` and `status` read it: every figure kept is finite and >= 0.
+  const fs::path run = scratch() / "run";
+  write_input(run / "prediction.json", d, n);
+  return judge("prediction.json", [&] {
+    const run::Prediction p = run::read_prediction((run / "prediction.json").string());
+    auto sane = [](double s) { return s >= 0 && s <= run::kMaxPredictedSeconds; };
+    bool ok = std::isnan(p.makespan_s) || sane(p.makespan_s);
+    for (const auto& [name, ph] : p.phases) ok = ok && sane(ph.makespan_s) && ph.max_running <= ph.jobs;
+    for (const auto& [id, s] : p.job_seconds) ok = ok && sane(s);
+    if (!ok || p.phase_order.size() != p.phases.size())
+      throw std::logic_error("prediction: a figure read that is out of range");
+    reject_on_warnings(p.warnings);
+  });
+}
+
 }  // namespace
 
 const std::vector<Target>& targets() {
@@ -146,7 +208,9 @@ const std::vector<Target>& targets() {
                                           {"slurm_text", slurm_text},
                                           {"checkpoint", checkpoint},
                                           {"model_file", model_file},
-                                          {"data_file", data_file}};
+                                          {"data_file", data_file},
+                                          {"calibration", calibration},
+                                          {"prediction", prediction}};
   return all;
 }
 

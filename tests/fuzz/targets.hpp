@@ -70,7 +70,8 @@ inline Verdict worst(std::initializer_list<Verdict> vs) {
   return {};
 }
 
-// grid, cluster, job_json, state, h5_result, slurm_text, checkpoint, model_file, data_file
+// grid, cluster, job_json, state, h5_result, slurm_text, checkpoint, model_file, data_file,
+// calibration, prediction
 const std::vector<Target>& targets();
 const Target* find_target(const std::string& name);
 

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "gridrun/base/host.hpp"
@@ -17,6 +20,7 @@
 #include "gridrun/run/prediction.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/calibrate.hpp"
+#include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/run.hpp"
 
 namespace fs = std::filesystem;
@@ -248,4 +252,186 @@ TEST(Calibrate, SimulatePredictsPhasesFromTheCalibration) {
   run_grid(o, other);
   EXPECT_NE(other.str().find("calibration not used"), std::string::npos) << other.str();
   EXPECT_NE(other.str().find("uncalibrated"), std::string::npos) << other.str();
+}
+
+// Issue 45: calibration.json is checked completely when read. A bad entry (a figure missing, not a
+// number, negative, absurdly large) is left out with one warning naming the file and the key, so
+// its configuration falls back to the cost model; only a file that cannot say whose it is goes.
+TEST(Calibrate, DamagedEntriesAreLeftOutWithOneWarningEach) {
+  TempDir d;
+  Calibration c;
+  c.host = "h";
+  c.build = "1-2";
+  c.cost_s = 3;
+  for (const char* k : {"good", "no_step", "text_step", "negative_step", "huge_step", "negative_launch",
+                        "null_step", "bad_acc", "zero_spe"})
+    c.alone[k] = figs(0.8, 0.004);
+  CalibrationGroup g;
+  g.members = {"good", "good"};
+  g.figures["good"] = figs(0.9, 0.005);
+  c.groups.push_back(g);
+  c.groups.push_back(g);
+  const std::string path = (d.path / "calibration.json").string();
+  write_calibration(path, c);
+  base::Json j = base::read_json_file(path);
+  j["configs"]["no_step"].erase("step_s");
+  j["configs"]["text_step"]["step_s"] = "0.004";
+  j["configs"]["negative_step"]["step_s"] = -1;
+  j["configs"]["huge_step"]["step_s"] = 1e300;
+  j["configs"]["negative_launch"]["launch_s"] = -1e9;
+  j["configs"]["null_step"]["step_s"] = nullptr;
+  j["configs"]["bad_acc"]["final_acc"] = 7;
+  j["configs"]["zero_spe"]["steps_per_epoch"] = 0;
+  j["groups"][1]["figures"]["good"].erase("launch_s");
+  j["cost_s"] = "a while";
+  std::ofstream(path) << j.dump(1);
+  const Calibration r = read_calibration(path);
+  EXPECT_EQ(r.alone.size(), 1u);
+  EXPECT_EQ(r.alone.count("good"), 1u);
+  ASSERT_EQ(r.groups.size(), 1u);  // the damaged group is left out, the good one kept
+  EXPECT_EQ(r.cost_s, 0);
+  ASSERT_EQ(r.warnings.size(), 10u);
+  auto warned = [&](const std::string& text) {
+    for (const auto& w : r.warnings)
+      if (w.find(text) != std::string::npos && w.rfind(path, 0) == 0) return true;
+    return false;
+  };
+  EXPECT_TRUE(warned(": configs.no_step.step_s: missing; that configuration is uncalibrated"));
+  EXPECT_TRUE(warned(": configs.text_step.step_s: not a number (\"0.004\")"));
+  EXPECT_TRUE(warned(": configs.negative_step.step_s: -1 s is outside 0 .. 1000000 s"));
+  EXPECT_TRUE(warned(": configs.huge_step.step_s: 1e+300 s is outside"));
+  EXPECT_TRUE(warned(": configs.negative_launch.launch_s: -1000000000.0 s is outside"));
+  EXPECT_TRUE(warned(": configs.null_step.step_s: missing"));
+  EXPECT_TRUE(warned(": configs.bad_acc.final_acc: 7 is not in 0 .. 1"));
+  EXPECT_TRUE(warned(": configs.zero_spe.steps_per_epoch: 0 is not a whole number in 1 .. "));
+  EXPECT_TRUE(warned(": groups[1].figures.good.launch_s: missing; that group is ignored"));
+  EXPECT_TRUE(warned(": cost_s: not a number (\"a while\"); ignored"));
+  for (const auto& w : r.warnings) EXPECT_EQ(w.find('\n'), std::string::npos) << w;
+
+  // What says whose calibration it is must be text, or the whole file is not used.
+  j = base::read_json_file(path);
+  j["host"] = 7;
+  std::ofstream(path) << j.dump(1);
+  EXPECT_THROW(read_calibration(path), std::runtime_error);
+  j["host"] = "h";
+  j["configs"] = base::Json::array();
+  std::ofstream(path) << j.dump(1);
+  try {
+    read_calibration(path);
+    ADD_FAILURE() << "configs as an array was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": configs: expected an object"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Whatever the job asks for, a prediction from valid figures is finite and in the engine's range
+// (epochs x steps per epoch saturates instead of wrapping).
+TEST(Calibrate, PredictSecondsIsFiniteForHugeJobs) {
+  jobs::JobParams p;
+  p.epochs = std::numeric_limits<std::int64_t>::max();
+  p.eval_every = 1;
+  StepFigures f = figs(kMaxCalibratedSeconds, kMaxCalibratedSeconds);
+  f.steps_per_epoch = kMaxCalibratedCount;
+  const double s = predict_seconds(p, f);
+  EXPECT_TRUE(std::isfinite(s));
+  EXPECT_EQ(s, kMaxEngineSeconds);
+  p.epochs = 0;
+  p.max_steps = std::numeric_limits<std::int64_t>::max();
+  p.target_accuracy = 0.5;
+  f.final_acc = 0.9;
+  f.acc_steps = kMaxCalibratedCount;
+  f.learn_key = learn_key(p);
+  EXPECT_TRUE(std::isfinite(predict_seconds(p, f)));
+  EXPECT_GE(predict_seconds(p, f), 0);
+}
+
+// The hang of issue 45, in process: `simulate` on a run whose calibration.json lacks one
+// configuration's step_s ends, warns naming the file and key, and predicts that configuration
+// from the cost model. (tests/scheduler/e2e_calibration.py runs the real binary under a timeout.)
+TEST(Calibrate, SimulateWithADamagedCalibrationWarnsAndEnds) {
+  TempDir d;
+  const std::string grid = (d.path / "g.yaml").string();
+  std::ofstream(grid) << "name: g\ndefaults: {dataset: synthetic, epochs: 2, train_samples: 1024, "
+                         "test_samples: 256, global_batch: 64}\ngrid:\n  model: [mlp, lenet]\n";
+  const jobs::Expansion ex = jobs::load_grid(grid);
+  Calibration c;
+  c.host = base::hostname();
+  c.train_bin = "/bin/true";
+  c.build = build_fingerprint("/bin/true");
+  for (const auto& job : ex.jobs) c.alone[config_key(job.params)] = figs(1.0, 0.05);
+  const std::string out = (d.path / "runs").string();
+  fs::create_directories(out + "/g");
+  const std::string path = run::RunDir(out + "/g").calibration_file();
+  write_calibration(path, c);
+  base::Json j = base::read_json_file(path);
+  const std::string damaged = config_key(ex.jobs[1].params);
+  j["configs"][damaged].erase("step_s");
+  std::ofstream(path) << j.dump(1);
+
+  RunOptions o;
+  o.grid = grid;
+  o.out = out;
+  o.simulate = true;
+  o.train_bin = "/bin/true";
+  o.resources.cores = 2;
+  std::ostringstream text;
+  run_grid(o, text);
+  EXPECT_NE(text.str().find("warning: " + path + ": configs." + damaged + ".step_s: missing"),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("1 alone, 0 side by side, 1 from the cost model"), std::string::npos)
+      << text.str();
+  EXPECT_EQ(text.str().find("makespan ?"), std::string::npos) << text.str();
+  const run::Prediction rec = run::read_prediction(run::RunDir(out + "/g").prediction_file());
+  EXPECT_TRUE(rec.warnings.empty());
+  EXPECT_TRUE(std::isfinite(rec.makespan_s));
+}
+
+// prediction.json is checked completely too (issue 45): a bad figure is left out with one warning
+// naming the file and key (a renamed key used to drop "(predicted ...)" without a word), and a
+// file whose text fields or sections have the wrong type is not used at all.
+TEST(Calibrate, DamagedPredictionEntriesAreLeftOutWithOneWarningEach) {
+  TempDir d;
+  run::Prediction p;
+  p.source = "calibration";
+  p.policy = "packed";
+  p.makespan_s = 10;
+  p.phase_order = {"1", "2", "3", "4"};
+  for (const auto& name : p.phase_order) p.phases[name] = run::PhasePrediction{5, 2, 2};
+  p.job_seconds = {{"a", 1}, {"b", 2}, {"c", 3}};
+  const std::string path = (d.path / "prediction.json").string();
+  run::write_prediction(path, p);
+  base::Json j = base::read_json_file(path);
+  j["phases"]["1"]["makespan"] = j["phases"]["1"]["makespan_s"];  // renamed
+  j["phases"]["1"].erase("makespan_s");
+  j["phases"]["2"]["makespan_s"] = -3;
+  j["phases"]["3"]["max_running"] = 3;  // more than its 2 jobs
+  j["jobs"]["b"] = "2";
+  j["jobs"]["c"] = 1e300;
+  j["makespan_s"] = nullptr;
+  std::ofstream(path) << j.dump(1);
+  const run::Prediction r = run::read_prediction(path);
+  EXPECT_EQ(r.phase_order, std::vector<std::string>{"4"});
+  EXPECT_EQ(r.job_seconds.size(), 1u);
+  EXPECT_TRUE(std::isnan(r.makespan_s));
+  ASSERT_EQ(r.warnings.size(), 6u);
+  auto warned = [&](const std::string& text) {
+    for (const auto& w : r.warnings)
+      if (w.rfind(path + ": " + text, 0) == 0) return true;
+    return false;
+  };
+  EXPECT_TRUE(warned("makespan_s: not a number (null); no predicted makespan"));
+  EXPECT_TRUE(warned("phases.1.makespan_s: missing; that phase has no prediction"));
+  EXPECT_TRUE(warned("phases.2.makespan_s: -3 s is outside"));
+  EXPECT_TRUE(warned("phases.3.max_running: 3 is not a whole number in 0 .. 2"));
+  EXPECT_TRUE(warned("jobs.b: not a number (\"2\"); that job has no prediction"));
+  EXPECT_TRUE(warned("jobs.c: 1e+300 s is outside"));
+  j["source"] = 1;
+  std::ofstream(path) << j.dump(1);
+  EXPECT_THROW(run::read_prediction(path), std::runtime_error);
+  j["source"] = "calibration";
+  j["phases"] = base::Json::array();
+  std::ofstream(path) << j.dump(1);
+  EXPECT_THROW(run::read_prediction(path), std::runtime_error);
 }

@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <set>
 
+#include "gridrun/base/text.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/resources.hpp"
 #include "gridrun/scheduler/simulate.hpp"
@@ -504,4 +508,103 @@ TEST(Placement, MultiNodeJobNeedsThatManyNodes) {
   st.release(a, 7);
   EXPECT_EQ(st.free_cores(0), 2);
   EXPECT_EQ(st.free_cores(1), 2);
+}
+
+// Issue 45: a NaN duration (a damaged calibration.json) made a NaN end time, which never compared
+// as reached, and `simulate` and `run` spun forever. The engine's input is now clamped or refused:
+// every policy, fed NaN, infinities and negative figures, ends (under a ctest timeout) with a
+// finite schedule or a clear error, never a hang.
+TEST_P(AllPolicies, NaNAndInfiniteDurationsEndInAClearErrorOrAFiniteSchedule) {
+  Cluster c;
+  c.nodes.push_back(make_node("a", 2, 0));
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto job = [](const std::string& id, double duration, double est = -1) {
+    SimJob j;
+    j.id = id;
+    j.duration_s = duration;
+    j.est_s = est;
+    return j;
+  };
+  SimOptions o;
+  o.policy = GetParam();
+  // A NaN duration is an estimate that was never made: refused, naming the job.
+  try {
+    simulate(c, {job("j0", 1), job("j1", nan), job("j2", 2)}, o);
+    ADD_FAILURE() << "a NaN duration was simulated";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("job j1 has no duration"), std::string::npos) << e.what();
+  }
+  // Infinities and negatives are clamped into [0, kMaxEngineSeconds]: a finite makespan.
+  const SimResult r =
+      simulate(c, {job("j0", inf), job("j1", -inf), job("j2", -5), job("j3", 1e300), job("j4", 3)}, o);
+  EXPECT_TRUE(std::isfinite(r.makespan_s));
+  EXPECT_GE(r.makespan_s, kMaxEngineSeconds);
+  EXPECT_LE(r.makespan_s, 3 * kMaxEngineSeconds + 3);
+  for (const auto& p : r.placements) {
+    EXPECT_TRUE(std::isfinite(p.start_s) && std::isfinite(p.end_s));
+    EXPECT_GE(p.end_s, p.start_s);
+  }
+  EXPECT_EQ(r.placements[1].end_s, r.placements[1].start_s);  // -inf: takes no time
+  // NaN and infinite estimates (what the scheduler believes) leave the real durations in charge.
+  const SimResult e =
+      simulate(c, {job("j0", 1, nan), job("j1", 2, inf), job("j2", 3, -inf), job("j3", 4, nan)}, o);
+  EXPECT_TRUE(std::isfinite(e.makespan_s));
+  EXPECT_GE(e.makespan_s, 5);
+  EXPECT_LE(e.makespan_s, 10);
+}
+
+TEST(Engine, ClampsEstimatesAndRefusesAClockThatIsNotANumber) {
+  EXPECT_EQ(engine_seconds(std::numeric_limits<double>::quiet_NaN()), kMaxEngineSeconds);
+  EXPECT_EQ(engine_seconds(std::numeric_limits<double>::infinity()), kMaxEngineSeconds);
+  EXPECT_EQ(engine_seconds(-std::numeric_limits<double>::infinity()), 0);
+  EXPECT_EQ(engine_seconds(-1), 0);
+  EXPECT_EQ(engine_seconds(2.5), 2.5);
+  Cluster c;
+  c.nodes.push_back(make_node("a", 1, 0));
+  Engine engine(c, EngineOptions{"packed", 0});
+  Request r;
+  engine.submit(QueuedJob{0, 0, r, std::numeric_limits<double>::quiet_NaN()});
+  engine.submit(QueuedJob{1, 1, r, std::numeric_limits<double>::infinity()});
+  EXPECT_THROW(engine.schedule(std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
+  EXPECT_THROW(engine.schedule(std::numeric_limits<double>::infinity()), std::invalid_argument);
+  ASSERT_EQ(engine.schedule(0).size(), 1u);
+  // The running job's end (0 + its clamped estimate) is finite, so the reservation the second job
+  // gets is ordered and finite.
+  for (const auto& [end, key, node] : engine.state().by_end()) EXPECT_TRUE(std::isfinite(end)) << key << node;
+  engine.finish(0);
+  EXPECT_EQ(engine.schedule(1).size(), 1u);
+  EXPECT_EQ(engine.pending(), 0u);
+}
+
+// The cost model's estimate is finite and > 0 whatever it is given.
+TEST(Engine, CostModelEstimateIsFiniteForHostileInputs) {
+  gridrun::jobs::JobParams p;
+  p.epochs = std::numeric_limits<std::int64_t>::max();
+  p.train_samples = std::numeric_limits<std::int64_t>::max();
+  CostModel m;
+  EXPECT_TRUE(std::isfinite(estimate_seconds(p, m)));
+  m.startup_s = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(std::isfinite(estimate_seconds(p, m)));
+  EXPECT_GT(estimate_seconds(p, m), 0);
+  m = CostModel{};
+  p.model = "torchscript";
+  m.script_flops[script_cost_key(p)] = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(std::isfinite(estimate_seconds(p, m)));
+}
+
+// A makespan at the engine's limit prints as a duration (issue 45: 1e300 s printed
+// "makespan -2147483648d-8h" and -1e9 s "makespan ?").
+TEST(Engine, HugeMakespansPrintAsDurations) {
+  Cluster c;
+  c.nodes.push_back(make_node("a", 1, 0));
+  SimJob j;
+  j.id = "j0";
+  j.duration_s = 1e300;
+  const SimResult r = simulate(c, {j}, SimOptions{});
+  const std::string text = render_schedule(c, {j}, r, 100, 10);
+  EXPECT_NE(text.find("makespan 11574d01h,"), std::string::npos) << text;
+  EXPECT_EQ(gridrun::base::format_duration(1e16), "1.16e+11d");
+  EXPECT_EQ(gridrun::base::format_duration(std::numeric_limits<double>::infinity()), "?");
+  EXPECT_EQ(gridrun::base::format_duration(86400.0 * 3 + 3600 * 4 + 5), "3d04h");
 }

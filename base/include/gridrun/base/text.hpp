@@ -22,7 +22,8 @@ std::string iso_now();
 double unix_now();
 // iso_time's "YYYY-MM-DDTHH:MM:SSZ" back to seconds since the epoch; nullopt for anything else.
 std::optional<std::time_t> parse_iso_time(const std::string& s);
-// Short human duration: "42s", "3m05s", "2h10m", "3d04h"; "?" for negative or NaN.
+// Short human duration: "42s", "3m05s", "2h10m", "3d04h", "1.16e+07d" (a million days or more);
+// "?" for negative, infinite or NaN.
 std::string format_duration(double seconds);
 // `v` with `digits` decimals ("1.66"); "-" for NaN or infinity.
 std::string format_fixed(double v, int digits);

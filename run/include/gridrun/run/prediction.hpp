@@ -14,6 +14,11 @@
 
 namespace gridrun::run {
 
+// The largest predicted duration read_prediction takes (seconds): the scheduler's longest job
+// (1e9 s) times the product's job limit (10^7). Beyond it, negative or not a number is damage.
+constexpr double kMaxPredictedSeconds = 1e16;
+constexpr long long kMaxPredictedJobs = 10'000'000;  // the product's job limit, per phase
+
 struct PhasePrediction {
   double makespan_s = std::nan("");
   int jobs = 0;
@@ -28,11 +33,16 @@ struct Prediction {
   std::vector<std::string> phase_order;           // phases in run order
   std::map<std::string, PhasePrediction> phases;  // by compare-by value
   std::map<std::string, double> job_seconds;      // by job id: launch to exit
+  // What read_prediction left out, one printable line each naming the file and key.
+  std::vector<std::string> warnings;
 };
 
 // Atomic write; throws std::runtime_error naming the path.
 void write_prediction(const std::string& path, const Prediction& p);
-// Throws std::runtime_error naming the path when it is missing or malformed.
+// Checks prediction.json completely: throws std::runtime_error naming the path when it is
+// missing, malformed, not a prediction, or a text field or section has the wrong type; a bad
+// figure (missing, not a number, negative, beyond kMaxPredictedSeconds, a count out of range) is
+// left out with one line in `warnings` naming the file and key.
 Prediction read_prediction(const std::string& path);
 
 }  // namespace gridrun::run

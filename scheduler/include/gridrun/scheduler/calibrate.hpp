@@ -73,6 +73,9 @@ struct Calibration {
   std::map<std::string, StepFigures> alone;   // by config key
   std::map<std::string, std::string> labels;  // by config key: "mlp cpu ranks=2 bpr=32"
   std::vector<CalibrationGroup> groups;
+  // What read_calibration left out, one printable line each ("PATH: configs.KEY.step_s: missing;
+  // that configuration is uncalibrated"): `simulate` and `run` print them as warnings.
+  std::vector<std::string> warnings;
 };
 
 // The configuration of a job as far as its duration goes: its parameters with those that change
@@ -123,11 +126,23 @@ std::string describe_alone(const StepFigures& f);
 // member's step against its alone step.
 std::string describe_group(const Calibration& c, const CalibrationGroup& g);
 
+// The largest figure read_calibration takes for one duration of a configuration (launch, step,
+// evaluation, checkpoint, tail; seconds): a calibration runs each configuration for seconds to
+// minutes, so even this (11.6 days) is generous; beyond it, a negative value, a non-number or a
+// missing launch_s / step_s is a damaged entry (issue 45: a NaN step hung `simulate` and `run`).
+constexpr double kMaxCalibratedSeconds = 1e6;
+// The largest count it takes (steps per epoch, warm-up steps, steps to the final accuracy).
+constexpr std::int64_t kMaxCalibratedCount = std::int64_t{1} << 40;
+
 // The gridrun-train binary's identity: "SIZE-MTIME" of the file (a bare name: the first on PATH),
 // "" when it cannot be read.
 std::string build_fingerprint(const std::string& train_bin);
 void write_calibration(const std::string& path, const Calibration& c);
-Calibration read_calibration(const std::string& path);  // throws std::runtime_error naming the path
+// Reads and checks calibration.json completely. Throws std::runtime_error naming the path when the
+// file as a whole is unusable (not JSON, not a calibration, no host or build); a bad entry (a
+// figure missing, not a number, negative, beyond kMaxCalibratedSeconds) is left out with one line
+// in `warnings` naming the file and key, so its configuration falls back to the cost model.
+Calibration read_calibration(const std::string& path);
 
 struct CalibrateOptions {
   RunOptions run;              // grid, out, policy, max_parallel, resources, train_bin

@@ -96,12 +96,21 @@ class ClusterState {
   int busy_gpus_ = 0, busy_cores_ = 0;
 };
 
+// The longest duration the engine works with, in seconds (about 31.7 years): an estimate beyond
+// it is clamped to it, so that every end time stays finite and ordered (reservations, backfill and
+// the simulator's event queue compare them; issue 45: a NaN end time hung the simulator).
+constexpr double kMaxEngineSeconds = 1e9;
+// `s` as the engine takes it: in [0, kMaxEngineSeconds]; NaN (an estimate that could not be made)
+// is kMaxEngineSeconds, the cautious side for a reservation (no younger job is squeezed in before
+// it). Engine::submit applies it to every estimate; simulate() to every duration.
+double engine_seconds(double s);
+
 // A job waiting to start. `key` is the caller's handle; `order` its grid position (fairness).
 struct QueuedJob {
   std::size_t key = 0;
   std::size_t order = 0;
   Request req;
-  double est_s = 1.0;  // estimated duration, finite (cost model or previous results)
+  double est_s = 1.0;  // estimated duration (cost model or previous results); Engine::submit clamps it
 };
 
 struct Start {
@@ -139,7 +148,8 @@ struct EngineOptions {
 class Engine {
  public:
   Engine(const Cluster& cluster, const EngineOptions& opts);
-  void submit(const QueuedJob& job);
+  void submit(const QueuedJob& job);  // est_s through engine_seconds
+  // Starts what should start at `now`, which must be finite (std::invalid_argument otherwise).
   std::vector<Start> schedule(double now);
   void finish(std::size_t key);
   std::size_t pending() const { return policy_->pending(); }
