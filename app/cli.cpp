@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/suggest.hpp"
 
 namespace po = boost::program_options;
@@ -96,6 +97,21 @@ void add_table_flags(po::options_description& opts, std::string& format, int& wi
   opts.add_options()("format,f", po::value(&format)->default_value(format), formats.c_str())(
       "width,w", po::value(&width)->default_value(0),
       "wrap tables at N columns, 40-400 (0: the terminal's width, at most 100)");
+}
+
+void add_repeats_flag(po::options_description& opts, int& repeats) {
+  opts.add_options()("repeats", po::value(&repeats),
+                     "measure every compare-by phase N times, interleaved (A B B A ...), each a sitting "
+                     "of its own: the verdict then gives the ratio with a 95 % interval (1-20; "
+                     "replaces the grid's compare.repeats)");
+}
+
+int check_repeats(int repeats, bool given) {
+  if (!given) return 0;
+  if (repeats < 1 || repeats > jobs::kMaxRepeats)
+    throw std::invalid_argument("--repeats " + std::to_string(repeats) + ": expected 1 to " +
+                                std::to_string(jobs::kMaxRepeats));
+  return repeats;
 }
 
 int table_width(int flag) {

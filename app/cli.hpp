@@ -78,6 +78,11 @@ void add_select_flags(boost::program_options::options_description& opts, std::ve
 void add_table_flags(boost::program_options::options_description& opts, std::string& format, int& width,
                      const std::string& formats);
 // --width: 0 (the default) is the terminal's width (terminal_width); else it must be 40-400.
+// `--repeats N` of run, simulate, calibrate and submit: every compare-by phase measured N times,
+// interleaved (docs/grid.md "compare"). check_repeats validates a given value (1 to
+// jobs::kMaxRepeats) and returns it, 0 when the flag was not given (the grid's compare.repeats).
+void add_repeats_flag(boost::program_options::options_description& opts, int& repeats);
+int check_repeats(int repeats, bool given);
 int table_width(int flag);
 
 // The width tables and progress lines are fitted to: the terminal's when stdout is one (40 at

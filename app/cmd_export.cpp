@@ -275,10 +275,17 @@ void write_phases(const report::LoadedRun& run, TidyWriter& w) {
   const std::string key = snake_case(run.compare_by);
   const bool key_column = !key.empty() && key != "phase";
   if (key_column) columns.push_back(key);
-  for (const char* c :
-       {"jobs", "side_by_side", "sittings", "makespan_s", "predicted_makespan_s", "samples", "samples_per_s",
-        "util_mean", "alloc_util", "launch_share", "time_to_target_s", "seed_noise", "wait_s", "launch_s",
-        "train_s", "eval_s", "checkpoint_s", "total_s", "unmeasured"})
+  for (const char* c : {"arrangement",     "jobs",
+                        "side_by_side",    "sittings",
+                        "other_cpu_share", "train_resource_s",
+                        "makespan_s",      "predicted_makespan_s",
+                        "samples",         "samples_per_s",
+                        "util_mean",       "alloc_util",
+                        "launch_share",    "time_to_target_s",
+                        "seed_noise",      "wait_s",
+                        "launch_s",        "train_s",
+                        "eval_s",          "checkpoint_s",
+                        "total_s",         "unmeasured"})
     columns.push_back(c);
   w.columns(columns);
   std::vector<Json> row;
@@ -286,12 +293,28 @@ void write_phases(const report::LoadedRun& run, TidyWriter& w) {
     const auto& t = p.time.mean;
     row = {Json(p.label)};
     if (key_column) row.push_back(phase_value(p.name));
-    for (Json v :
-         {Json(p.jobs.size()), Json(p.side_by_side), Json(p.sittings), number(p.makespan_s),
-          number(p.predicted_makespan_s), number(p.samples), number(p.samples_per_s), number(p.util_mean),
-          number(p.alloc_util), number(p.unmeasured.empty() ? p.time.launch_share : std::nan("")),
-          number(p.time_to_target_s), number(p.seed_noise), number(t.wait_s), number(t.launch_s),
-          number(t.train_s), number(t.eval_s), number(t.checkpoint_s), number(t.total_s), Json(p.unmeasured)})
+    for (Json v : {Json(p.arrangement),
+                   Json(p.jobs.size()),
+                   Json(p.side_by_side),
+                   Json(p.sittings),
+                   number(p.other_cpu_share),
+                   number(p.train_resource_s),
+                   number(p.makespan_s),
+                   number(p.predicted_makespan_s),
+                   number(p.samples),
+                   number(p.samples_per_s),
+                   number(p.util_mean),
+                   number(p.alloc_util),
+                   number(p.unmeasured.empty() ? p.time.launch_share : std::nan("")),
+                   number(p.time_to_target_s),
+                   number(p.seed_noise),
+                   number(t.wait_s),
+                   number(t.launch_s),
+                   number(t.train_s),
+                   number(t.eval_s),
+                   number(t.checkpoint_s),
+                   number(t.total_s),
+                   Json(p.unmeasured)})
       row.push_back(std::move(v));
     w.row(row);
   }

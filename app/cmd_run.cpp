@@ -27,7 +27,7 @@ namespace {
 struct RunCli {
   bool help = false;
   std::string grid, out = "runs", policy = "packed", rerun, cluster, train_bin;
-  int max_parallel = 0, retries = 1, gpus = -1, cores = -1, rows = 40, width = 0;
+  int max_parallel = 0, retries = 1, gpus = -1, cores = -1, rows = 40, width = 0, repeats = 0;
   double exit_grace = 60, heartbeat_timeout = 900;
   bool dry_run = false, simulate = false, no_report = false;
   double cpu_rate = 20.0, gpu_rate = 8000.0;
@@ -67,6 +67,7 @@ void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd)
                                  "`gridrun report --format`); with --simulate: table | json; with "
                                  "--dry-run: table");
   add_select_flags(opts, o.only, o.set);
+  add_repeats_flag(opts, o.repeats);
 }
 
 void add_run_flags(po::options_description& opts, RunCli& o) {
@@ -151,6 +152,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
   ro.max_parallel = static_cast<std::size_t>(o.max_parallel);
   ro.retries = o.retries;
   ro.rerun = o.rerun;
+  ro.repeats = check_repeats(o.repeats, vm->count("repeats") > 0);
   ro.dry_run = o.dry_run;
   ro.simulate = simulating;
   ro.resources.cluster_file = o.cluster;
@@ -182,7 +184,7 @@ struct CalibrateCli {
   bool help = false, slurm = false;
   std::string grid, out = "runs", policy = "packed", train_bin, cluster;
   std::string partition, time = "10", network, launcher = "srun";
-  int max_parallel = 0, gpus = -1, cores = -1;
+  int max_parallel = 0, gpus = -1, cores = -1, repeats = 0;
   long long steps = 20;
   double budget_share = 5, min_budget = 120;
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
@@ -250,6 +252,7 @@ int cmd_calibrate(const Args& args) {
       "launcher", po::value(&o.launcher)->default_value("srun"), "--slurm: srun | mpirun, as for submit")(
       "train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)");
   add_select_flags(opts, o.only, o.set);
+  add_repeats_flag(opts, o.repeats);
   const HelpText help{
       "gridrun calibrate GRID.yaml [options]",
       "Runs every distinct configuration of the grid (model, batch per rank, ranks, device, threads,\n"
@@ -284,6 +287,7 @@ int cmd_calibrate(const Args& args) {
   co.run.grid = o.grid;
   co.run.overrides = overrides;
   co.run.only = only;
+  co.run.repeats = check_repeats(o.repeats, vm->count("repeats") > 0);
   co.run.out = o.out;
   co.run.policy = o.policy;
   co.run.max_parallel = static_cast<std::size_t>(o.max_parallel);

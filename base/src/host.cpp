@@ -2,7 +2,9 @@
 #include "gridrun/base/host.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,7 +13,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -226,6 +230,51 @@ bool holds_flock(int pid, const std::string& path) {
     }
   }
   return false;
+}
+
+bool node_cpu_ticks(double& busy, double& total) {
+  char buf[512];
+  FILE* f = std::fopen("/proc/stat", "re");
+  if (!f) return false;
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  if (n == 0 || std::strncmp(buf, "cpu ", 4) != 0) return false;
+  const char* p = buf + 4;
+  double v[8] = {0};
+  for (double& x : v) {
+    char* end = nullptr;
+    x = std::strtod(p, &end);
+    p = end;
+  }
+  total = 0;
+  for (double x : v) total += x;  // user nice system idle iowait irq softirq steal
+  busy = total - v[3] - v[4];
+  return true;
+}
+
+CpuSnapshot cpu_snapshot() {
+  CpuSnapshot s;
+  double busy = 0, total = 0;
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  rusage self{}, kids{};
+  if (hz <= 0 || !node_cpu_ticks(busy, total) || ::getrusage(RUSAGE_SELF, &self) != 0 ||
+      ::getrusage(RUSAGE_CHILDREN, &kids) != 0)
+    return s;
+  auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
+  s.node_busy_s = busy / static_cast<double>(hz);
+  s.own_s = secs(self.ru_utime) + secs(self.ru_stime) + secs(kids.ru_utime) + secs(kids.ru_stime);
+  s.cores = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  s.ok = true;
+  return s;
+}
+
+double outside_cpu_share(const CpuSnapshot& from, const CpuSnapshot& to, double wall_s) {
+  if (!from.ok || !to.ok || !(wall_s > 0) || to.cores <= 0) return std::nan("");
+  const double outside = (to.node_busy_s - from.node_busy_s) - (to.own_s - from.own_s);
+  return std::clamp(outside / (wall_s * to.cores), 0.0, 1.0);
 }
 
 }  // namespace gridrun::base

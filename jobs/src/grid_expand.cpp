@@ -16,6 +16,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -61,6 +62,8 @@ class Expander {
   std::uint64_t hash_id_text(const Draft& d);
   bool drop_duplicate(std::uint64_t hash, int origin);
   void record(const Draft& d, JobParams&& jp, std::uint64_t hash);
+  int repeats() const;
+  void add_repeats();
 
   int at(const Draft& d, const std::string& name) const;
   std::string where(const Draft& d, const std::string& name) const;
@@ -92,6 +95,7 @@ class Expander {
   std::vector<std::pair<int, Dup>> dups_;  // per origin (grid:, include[i]), in first-seen order
   std::unordered_map<std::uint64_t, std::size_t> by_id_;  // id bits -> job index
   std::vector<std::uint64_t> hashes_;                     // per streamed job (on_job)
+  std::vector<std::vector<Value>> streamed_values_;       // streamed jobs' values, kept for repeats
   Expansion ex_;
 };
 
@@ -144,6 +148,7 @@ Expansion Expander::run() {
   if (ex_.jobs.empty() && ex_.streamed == 0 && !opts_.allow_empty)
     s_.fail(s_.product_loc,
             "the grid expands to no jobs" + std::string(ex_.excluded ? " (every job is excluded)" : ""));
+  add_repeats();
   // model_sha256 follows model_file: shown only where one path held two contents.
   if (vary_[static_cast<std::size_t>(model_file_)]) vary_[static_cast<std::size_t>(model_sha_)] = false;
   for (std::size_t i = 0; i < table_.size(); ++i)
@@ -424,6 +429,7 @@ void Expander::record(const Draft& d, JobParams&& jp, std::uint64_t hash) {
   if (opts_.on_job) {
     hashes_.push_back(hash);
     ++ex_.streamed;
+    if (repeats() > 1) streamed_values_.push_back(d.v);
     opts_.on_job(index, id_of_hash(hash), d.v);
     return;
   }
@@ -443,6 +449,62 @@ void Expander::record(const Draft& d, JobParams&& jp, std::uint64_t hash) {
   job.index = index;
   job.params = std::move(jp);
   ex_.jobs.push_back(std::move(job));
+}
+
+int Expander::repeats() const {
+  if (s_.compare_by.empty()) return 1;
+  return opts_.repeats > 0 ? opts_.repeats : s_.compare_repeats;
+}
+
+// compare.repeats: the jobs of repeats 1..N-1, in blocks per repeat whose phases come in the
+// interleaved order (grid.hpp, Expansion::compare_repeats). The phases' order of first appearance
+// is the first block's; block r takes it reversed for odd r (alternate), or shuffled with a
+// generator seeded by the grid's name and r (random: the same order on every machine).
+void Expander::add_repeats() {
+  const int n = repeats();
+  ex_.compare_repeats = n;
+  ex_.compare_order = s_.compare_order;
+  if (n <= 1) return;
+  const int by = param_index(s_.compare_by);
+  const int rep = param_index("repeat");
+  const std::size_t first = ex_.jobs.size() + ex_.streamed;  // jobs of the first repeat
+  auto value_of = [&](std::size_t k) {
+    return to_string(opts_.on_job ? streamed_values_[k][static_cast<std::size_t>(by)]
+                                  : get_param(ex_.jobs[k].params, s_.compare_by));
+  };
+  std::vector<std::string> phases;
+  for (std::size_t k = 0; k < first; ++k)
+    if (std::find(phases.begin(), phases.end(), value_of(k)) == phases.end()) phases.push_back(value_of(k));
+  std::uint64_t seed = 1469598103934665603ULL;  // FNV-1a of the name: a stable, portable seed
+  for (unsigned char c : s_.name) seed = (seed ^ c) * 1099511628211ULL;
+  for (int r = 1; r < n; ++r) {
+    std::vector<std::string> order = phases;
+    if (s_.compare_order == "random") {
+      std::mt19937_64 gen(seed + static_cast<std::uint64_t>(r));  // mt19937_64's output is standard
+      for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[gen() % i]);
+    } else if (r % 2 == 1) {
+      std::reverse(order.begin(), order.end());
+    }
+    for (const std::string& phase : order) {
+      for (std::size_t k = 0; k < first; ++k) {
+        if (value_of(k) != phase) continue;
+        const std::size_t index = ex_.jobs.size() + ex_.streamed;
+        if (opts_.on_job) {
+          std::vector<Value> v = streamed_values_[k];
+          v[static_cast<std::size_t>(rep)] = static_cast<std::int64_t>(r);
+          Params by_name;
+          for (std::size_t i = 0; i < table_.size(); ++i) by_name.emplace(table_[i].name, v[i]);
+          ++ex_.streamed;
+          opts_.on_job(index, job_id(by_name), v);
+        } else {
+          JobParams jp = ex_.jobs[k].params;
+          jp.repeat = r;
+          ex_.jobs.push_back(make_job(s_.name, index, std::move(jp)));
+        }
+      }
+    }
+  }
+  vary_[static_cast<std::size_t>(rep)] = true;
 }
 
 int Expander::at(const Draft& d, const std::string& name) const {

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <set>
 
 #include "grid_spec.hpp"
@@ -279,15 +280,39 @@ void Parser::include(const YAML::Node& n) {
 void Parser::compare(const YAML::Node& n) {
   need(n, YAML::NodeType::Map, "compare", "a map such as {by: device}");
   each_key(n, "compare", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+    if (key == "repeats") {
+      long long r = 0;
+      char* end = nullptr;
+      const std::string text = v.IsScalar() ? v.Scalar() : "";
+      if (v.IsScalar() && v.Tag() != "!") r = std::strtoll(text.c_str(), &end, 10);
+      if (!v.IsScalar() || v.Tag() == "!" || text.empty() || *end != '\0' || r < 1 || r > kMaxRepeats)
+        fail(v, "compare.repeats",
+             "expected an integer from 1 to " + std::to_string(kMaxRepeats) + ", got " +
+                 (v.IsScalar() ? "'" + text + "'" : kind(v)));
+      s_.compare_repeats = static_cast<int>(r);
+      s_.compare_repeats_loc = loc(v, "compare.repeats");
+      return;
+    }
+    if (key == "order") {
+      if (!v.IsScalar() || (v.Scalar() != "alternate" && v.Scalar() != "random"))
+        fail(v, "compare.order",
+             "expected alternate (A B B A ...) or random (a seeded shuffle per repeat), got " +
+                 (v.IsScalar() ? "'" + v.Scalar() + "'" : kind(v)));
+      s_.compare_order = v.Scalar();
+      return;
+    }
     if (key != "by") {
-      std::string hint = closest(key, {"by"});
+      std::string hint = closest(key, {"by", "repeats", "order"});
       fail(k, "compare." + key,
-           "unknown key '" + key + "'" + (hint.empty() ? "; expected 'by'" : "; did you mean 'by'?"));
+           "unknown key '" + key + "'" +
+               (hint.empty() ? "; expected by, repeats or order" : "; did you mean '" + hint + "'?"));
     }
     if (!v.IsScalar()) fail(v, "compare.by", std::string("expected a parameter name, got ") + kind(v));
     param(v.Scalar(), v, "compare.by");
     s_.compare_by = v.Scalar();
   });
+  if (s_.compare_by.empty())
+    fail(n, "compare", "expected 'by: KEY' (the parameter whose values are compared)");
 }
 
 void Parser::document(const YAML::Node& root) {

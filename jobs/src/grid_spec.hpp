@@ -61,6 +61,10 @@ struct GridSpec {
   std::vector<ExcludeEntry> excludes;
   std::vector<IncludeEntry> includes;
   std::string compare_by;
+  // compare: {repeats: N, order: alternate|random}: every phase measured N times, interleaved.
+  int compare_repeats = 1;
+  int compare_repeats_loc = -1;
+  std::string compare_order = "alternate";
   std::vector<Setting> overrides;  // LoadOptions::overrides, applied last to every job (add_overrides)
 
   [[noreturn]] void fail(int loc, const std::string& message) const;

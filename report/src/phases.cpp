@@ -14,6 +14,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/run/prepare.hpp"
 
 namespace gridrun::report {
 
@@ -229,7 +230,10 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
   for (const auto& [name, members] : by_phase) {
     PhaseFigures p;
     p.name = name;
-    p.label = in.compare_by.empty() ? name : in.compare_by + "=" + name;
+    p.label = run::phase_label(in.compare_by, name);
+    const run::PhaseKey key = run::split_phase(name);
+    p.value = key.value;
+    p.repeat = key.repeat;
     for (const JobData* d : members) p.jobs.push_back(d->id);
     JobSums sums;
     for (const JobData* d : members) sums.add(*d);

@@ -54,6 +54,55 @@ std::string when(double unix_s) {
   return "on " + iso;
 }
 
+// Two-sided 95 % quantiles of Student's t for 1..19 degrees of freedom (repeats 2..20).
+double t95(std::size_t df) {
+  static constexpr double kT[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                  2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093};
+  return df >= 1 && df <= 19 ? kT[df - 1] : 1.96;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? std::nan("") : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The repeats of one compared value (compare.repeats): its measurements, the undisturbed ones
+// that count, and a stand-in PhaseFigures with their medians for the sentences shared with a
+// single measurement.
+struct Repeated {
+  std::vector<const PhaseFigures*> all, used;
+  PhaseFigures summary;
+};
+
+// Paired per-repeat ratios of `slow` over `fast` (repeats measured undisturbed in both): their
+// geometric mean and 95 % interval (t over the log ratios; Georges et al. 2007), NaN bounds with
+// fewer than two pairs.
+struct Ratio {
+  double mean = std::nan(""), lo = std::nan(""), hi = std::nan("");
+  std::size_t pairs = 0;
+};
+Ratio paired_ratio(const Repeated& fast, const Repeated& slow) {
+  std::vector<double> logs;
+  for (const PhaseFigures* f : fast.used)
+    for (const PhaseFigures* s : slow.used)
+      if (f->repeat == s->repeat) logs.push_back(std::log(s->makespan_s / f->makespan_s));
+  Ratio r;
+  r.pairs = logs.size();
+  if (logs.empty()) return r;
+  double m = 0;
+  for (double x : logs) m += x;
+  m /= static_cast<double>(logs.size());
+  r.mean = std::exp(m);
+  if (logs.size() < 2) return r;
+  double ss = 0;
+  for (double x : logs) ss += (x - m) * (x - m);
+  const double se = std::sqrt(ss / static_cast<double>(logs.size() - 1) / static_cast<double>(logs.size()));
+  r.lo = std::exp(m - t95(logs.size() - 1) * se);
+  r.hi = std::exp(m + t95(logs.size() - 1) * se);
+  return r;
+}
+
 std::string load_text(double share) {
   return std::isfinite(share) ? pct(share) + " of the CPU to other processes" : "load not recorded";
 }
@@ -83,11 +132,64 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
     if (out.empty()) out.push_back("No verdict: fewer than two phases have a makespan.");
     return out;
   }
+  // Repeats (compare.repeats): the phases of one value become one stand-in with its medians; the
+  // margin is then the paired ratio with its interval, and a disturbed repeat is left out of it.
+  std::map<std::string, Repeated> repeated;
+  std::vector<std::string> values;
+  bool has_repeats = false;
+  for (const PhaseFigures* p : measured) {
+    if (!repeated.count(p->value)) values.push_back(p->value);
+    repeated[p->value].all.push_back(p);
+    has_repeats = has_repeats || p->repeat > 0;
+  }
+  std::vector<std::string> left_out;
+  if (has_repeats) {
+    std::vector<const PhaseFigures*> stand_ins;
+    for (const std::string& v : values) {
+      Repeated& r = repeated[v];
+      for (const PhaseFigures* p : r.all)
+        if (disturbed(*p))
+          left_out.push_back(p->label + " (" + pct(p->other_cpu_share) + " of the CPU to other processes)");
+        else
+          r.used.push_back(p);
+      const auto& from = r.used.empty() ? r.all : r.used;
+      r.summary = *from.front();
+      const std::string& l = r.summary.label;
+      if (const auto hash = l.rfind(" #"); r.summary.repeat > 0 && hash != std::string::npos)
+        r.summary.label = l.substr(0, hash);
+      r.summary.name = v;
+      auto med = [&](double PhaseFigures::*f) {
+        std::vector<double> xs;
+        for (const PhaseFigures* p : from)
+          if (std::isfinite(p->*f)) xs.push_back(p->*f);
+        return median(xs);
+      };
+      r.summary.makespan_s = med(&PhaseFigures::makespan_s);
+      r.summary.train_resource_s = med(&PhaseFigures::train_resource_s);
+      r.summary.predicted_makespan_s = med(&PhaseFigures::predicted_makespan_s);
+      r.summary.time_to_target_s = med(&PhaseFigures::time_to_target_s);
+      r.summary.other_cpu_share = med(&PhaseFigures::other_cpu_share);
+      {
+        std::vector<double> xs;
+        for (const PhaseFigures* p : from)
+          if (std::isfinite(p->time.launch_share)) xs.push_back(p->time.launch_share);
+        r.summary.time.launch_share = median(xs);
+      }
+      stand_ins.push_back(&r.summary);
+    }
+    measured = stand_ins;
+  }
   const std::vector<std::string> role = roles_of(measured);
   std::string finished;
   for (std::size_t k = 0; k < measured.size(); ++k)
     finished += (k ? "; " : "") + describe(*measured[k], role[k]) + (k ? " in " : " finished in ") +
-                fixed(measured[k]->makespan_s, 1) + " s";
+                fixed(measured[k]->makespan_s, 1) + " s" +
+                (has_repeats ? " (median of " +
+                                   std::to_string(repeated[measured[k]->name].used.empty()
+                                                      ? repeated[measured[k]->name].all.size()
+                                                      : repeated[measured[k]->name].used.size()) +
+                                   ")"
+                             : "");
   std::vector<std::size_t> order(measured.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -95,7 +197,17 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
   });
   const PhaseFigures& best = *measured[order[0]];
   const PhaseFigures& next = *measured[order[1]];
-  const double margin = next.makespan_s / best.makespan_s;
+  double margin = next.makespan_s / best.makespan_s;
+  // With repeats: the paired ratio of the two best, and its interval.
+  Ratio ratio;
+  std::string ci, interval;
+  if (has_repeats) {
+    ratio = paired_ratio(repeated[best.name], repeated[next.name]);
+    if (std::isfinite(ratio.mean)) margin = ratio.mean;
+    ci = std::isfinite(ratio.lo) ? "[" + fixed(ratio.lo, 2) + ", " + fixed(ratio.hi, 2) + "]" : "";
+    interval = (ci.empty() ? "" : " " + ci) + ", " + std::to_string(ratio.pairs) +
+               (ratio.pairs == 1 ? " repeat" : " interleaved repeats");
+  }
   const std::string& winner = role[order[0]].empty() ? best.label : role[order[0]];
   const bool plural = role[order[0]].rfind("several", 0) == 0;
   // What the calibrated prediction said before the compute was spent (prediction.json).
@@ -111,6 +223,16 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
   // Why the margin may not be the arrangements' own: each reason is a sentence of its own below,
   // and any of them makes the headline "inconclusive".
   std::vector<std::string> caveats, reasons;
+  if (has_repeats && ratio.pairs < 2)
+    reasons.push_back("fewer than 2 repeats were measured undisturbed in both " + best.label + " and " +
+                      next.label);
+  else if (has_repeats && !(ratio.lo > 1))
+    reasons.push_back("the 95 % interval of the ratio " + ci + " includes 1");
+  if (!left_out.empty()) {
+    std::string l;
+    for (const auto& s : left_out) l += (l.empty() ? "" : "; ") + s;
+    caveats.push_back("Left out of the ratio, disturbed: " + l + ".");
+  }
   for (const PhaseFigures* p : measured)
     if (disturbed(*p)) {
       reasons.push_back(p->label + " was disturbed");
@@ -158,17 +280,17 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
 
   if (reasons.empty()) {
     out.push_back(finished + ": " + winner + (plural ? " win, " : " wins, ") + fixed(margin, 2) + "x faster" +
-                  than + predicted + ".");
+                  interval + than + predicted + ".");
   } else {
     std::string why;
     for (std::size_t k = 0; k < reasons.size(); ++k)
       why += (k == 0 ? "" : k + 1 == reasons.size() ? " and " : ", ") + reasons[k];
     out.push_back(finished + ": inconclusive, " + why + ". As measured, " + best.label + " was " +
-                  fixed(margin, 2) + "x faster" + than + predicted + ".");
+                  fixed(margin, 2) + "x faster" + interval + than + predicted + ".");
   }
   for (auto& c : caveats) out.push_back(std::move(c));
   if (in_noise) out.push_back("Call it a tie, or run more seeds to narrow the noise.");
-  if (std::isnan(noise))
+  if (std::isnan(noise) && !(has_repeats && ratio.pairs >= 2))
     out.push_back(
         "Its noise is unknown: each configuration ran once, with one seed. Run 2 or more seeds "
         "(seeds: [0, 1, 2]) to learn how much a phase's time varies before trusting a margin under 10 %.");

@@ -38,7 +38,27 @@ std::string selection_flags(const std::vector<std::pair<std::string, jobs::Value
 std::string phase_of(const jobs::Expansion& ex, std::size_t i) {
   if (ex.compare_by.empty()) return "";
   if (!jobs::find_param(ex.compare_by)) return "";
-  return jobs::to_string(jobs::get_param(ex.jobs.at(i).params, ex.compare_by));
+  const jobs::JobParams& p = ex.jobs.at(i).params;
+  const std::string value = jobs::to_string(jobs::get_param(p, ex.compare_by));
+  return p.repeat > 0 ? value + "#" + std::to_string(p.repeat + 1) : value;
+}
+
+PhaseKey split_phase(const std::string& phase) {
+  const auto hash = phase.rfind('#');
+  if (hash == std::string::npos || hash + 1 >= phase.size() || phase.size() - hash > 4) return {phase, 0};
+  int n = 0;
+  for (std::size_t k = hash + 1; k < phase.size(); ++k) {
+    if (phase[k] < '0' || phase[k] > '9') return {phase, 0};
+    n = 10 * n + (phase[k] - '0');
+  }
+  if (n < 2) return {phase, 0};
+  return {phase.substr(0, hash), n - 1};
+}
+
+std::string phase_label(const std::string& compare_by, const std::string& phase) {
+  const PhaseKey k = split_phase(phase);
+  const std::string base = compare_by.empty() ? k.value : compare_by + "=" + k.value;
+  return k.repeat > 0 ? base + " #" + std::to_string(k.repeat + 1) : base;
 }
 
 jobs::Job with_phase(const jobs::Job& job, const std::string& phase) {

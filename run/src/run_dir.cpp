@@ -85,9 +85,14 @@ void RunDir::create_layout() const {
 namespace {
 
 base::Json phase_to_json(const PhaseRecord& p) {
-  return base::Json{{"start_unix", p.start_unix},           {"makespan_s", p.makespan_s},
-                    {"busy_resource_s", p.busy_resource_s}, {"capacity", p.capacity},
-                    {"max_running", p.max_running},         {"jobs", p.jobs}};
+  return base::Json{{"start_unix", p.start_unix},
+                    {"makespan_s", p.makespan_s},
+                    {"busy_resource_s", p.busy_resource_s},
+                    {"capacity", p.capacity},
+                    {"max_running", p.max_running},
+                    {"other_cpu_share", p.other_cpu_share},
+                    {"sitting", p.sitting},
+                    {"jobs", p.jobs}};
 }
 
 // Missing facts are NaN, never an exception (state.json of older versions held figures instead).
@@ -100,6 +105,8 @@ PhaseRecord phase_from_json(const std::string& name, const base::Json& v) {
   p.busy_resource_s = base::get_number(v, "busy_resource_s", p.busy_resource_s);
   p.capacity = base::get_number(v, "capacity", p.capacity);
   p.max_running = base::get_number(v, "max_running", p.max_running);
+  p.other_cpu_share = base::get_number(v, "other_cpu_share", p.other_cpu_share);
+  p.sitting = base::get_string(v, "sitting");
   if (auto jobs = v.find("jobs"); jobs != v.end() && jobs->is_array())
     for (const auto& id : *jobs)
       if (id.is_string()) p.jobs.push_back(id.get<std::string>());

@@ -131,6 +131,7 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   jobs::LoadOptions lo;
   lo.check_data_file = results::check_job_data_file;  // where this machine sees the file
   lo.overrides = o.overrides;
+  lo.repeats = o.repeats;
   plan.ex = jobs::load_grid(o.grid, lo);
   if (!o.only.empty()) {
     std::vector<jobs::Job> selected = jobs::select_jobs(plan.ex.jobs, o.only);
@@ -166,6 +167,8 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   }
   plan.cost = o.cost;
   count_script_flops(plan, o.train_bin.empty() ? default_train_bin() : o.train_bin, out);
+  if (o.repeats > 0 && ex.compare_by.empty())
+    throw std::invalid_argument("--repeats: the grid has no compare: {by: KEY}, so no phases to repeat");
   if (o.rerun == "compare" && ex.compare_by.empty())
     throw std::invalid_argument("--rerun compare: the grid has no compare: {by: KEY}, so no phases");
   if (o.rerun.rfind("phase=", 0) == 0) {
@@ -175,7 +178,11 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
     if (ex.compare_by.empty())
       throw std::invalid_argument("--rerun " + o.rerun +
                                   ": the grid has no compare: {by: KEY}, so no phases");
-    if (std::find(plan.phase_order.begin(), plan.phase_order.end(), value) == plan.phase_order.end())
+    // VALUE names a phase with all its repeats, VALUE#N one repeat of it.
+    const bool known_phase =
+        std::any_of(plan.phase_order.begin(), plan.phase_order.end(),
+                    [&](const std::string& p) { return p == value || run::split_phase(p).value == value; });
+    if (!known_phase)
       throw std::invalid_argument("--rerun " + o.rerun + ": no phase " + ex.compare_by + "=" + value +
                                   " in this grid (phases: " + known + ")");
   }
@@ -191,10 +198,7 @@ std::string arrangement(const run::PhasePrediction& p) {
 
 std::string seconds(double s) { return base::format_fixed(s, s < 10 ? 2 : 1) + " s"; }
 
-// The phases in run order as "KEY=VALUE".
-std::string phase_label(const std::string& compare_by, const std::string& value) {
-  return compare_by.empty() ? value : compare_by + "=" + value;
-}
+using run::phase_label;  // "KEY=VALUE", "KEY=VALUE #N" for a later repeat
 
 // What the measured run says, from its state.json (the scheduler's record: launch to exit per job,
 // makespan per phase); the report's sitting checks stay the report's.
@@ -413,7 +417,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
     // Phases by their key, as the run's events and the report name them ("ranks=2", not "2").
     SimResult shown = sim;
     if (!ex.compare_by.empty())
-      for (auto& ph : shown.phases) ph.value = ex.compare_by + "=" + ph.value;
+      for (auto& ph : shown.phases) ph.value = phase_label(ex.compare_by, ph.value);
     out << render_schedule(cluster, sims, shown, o.width, o.timeline_rows);
     if (const std::string v = predicted_verdict(record, ex.compare_by); !v.empty() && cal) out << v << "\n";
   }

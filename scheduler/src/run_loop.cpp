@@ -134,8 +134,9 @@ struct RunLoop::PhaseRun {
   std::map<std::size_t, int> tries;  // attempts in this invocation
   std::map<std::size_t, Live> live;
   double t0 = 0;
-  double busy = 0;       // allocated resource-seconds (GPUs on a GPU cluster, else cores)
-  std::size_t peak = 0;  // most jobs running at once
+  double busy = 0;         // allocated resource-seconds (GPUs on a GPU cluster, else cores)
+  std::size_t peak = 0;    // most jobs running at once
+  base::CpuSnapshot cpu0;  // at its start: what else used the machine while it ran (close_phase)
 };
 
 RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train_bin, std::ostream& out)
@@ -208,14 +209,15 @@ bool RunLoop::open_phase(const std::string& value) {
     if (plan_.phase[i] == value && to_run_[i]) ph.members.push_back(i);
   if (ph.members.empty()) return false;
   if (!ex_.compare_by.empty())
-    progress_->event("phase " + ex_.compare_by + "=" + value + ": " + std::to_string(ph.members.size()) +
-                     " jobs");
+    progress_->event("phase " + run::phase_label(ex_.compare_by, value) + ": " +
+                     std::to_string(ph.members.size()) + " jobs");
   for (std::size_t i : ph.members) {
     bool from_results = false;
     ph.est[i] = estimate_for(ex_.jobs[i], measured_, plan_.cost, &from_results);
     ph.engine.submit(QueuedJob{i, i, plan_.req[i], ph.est[i]});
   }
   ph.t0 = progress_->elapsed();
+  ph.cpu0 = base::cpu_snapshot();
   return true;
 }
 
@@ -297,18 +299,28 @@ void RunLoop::reconcile_job(std::size_t i) {
   // Its checkpoints continue that lost history; a retry must not resume from them either.
   if (restart) fs::remove_all(rd_.checkpoint_dir(job.id), ec);
   const run::JobOutcome disk = run::outcome_from_results(final_status);
-  // --rerun all, or --rerun phase=V for the jobs of phase V: from scratch, whatever is on disk.
+  // --rerun all, --rerun compare (every phase again, in this one sitting: phases measured apart
+  // under different load) or --rerun phase=V for the jobs of phase V: from scratch, whatever is on
+  // disk.
   const bool again =
-      o_.rerun == "all" || (o_.rerun.rfind("phase=", 0) == 0 && o_.rerun.substr(6) == plan_.phase[i]);
+      o_.rerun == "all" || (o_.rerun == "compare" && !plan_.phase[i].empty()) ||
+      (o_.rerun.rfind("phase=", 0) == 0 && (o_.rerun.substr(6) == plan_.phase[i] ||
+                                            o_.rerun.substr(6) == run::split_phase(plan_.phase[i]).value));
   // (A fresh start writes a new file: its /attempts hold this sitting's only.)
   if (!again && run::is_finished(disk)) {
     rec.state = disk;
     ++skipped_;
     return;
   }
+  // A diverged job would diverge again (same seed, same lr): only --rerun failed/all runs it.
+  if (!again && disk == run::JobOutcome::Diverged && o_.rerun != "failed") {
+    rec.state = disk;
+    return;
+  }
   to_run_[i] = 1;
   resume_[i] = static_cast<char>(!again && !restart &&
-                                 !(o_.rerun == "failed" && rec.state == run::JobOutcome::Failed) &&
+                                 !(o_.rerun == "failed" && (rec.state == run::JobOutcome::Failed ||
+                                                            rec.state == run::JobOutcome::Diverged)) &&
                                  has_checkpoint(rd_.checkpoint_dir(job.id)));
   if (rec.state == run::JobOutcome::Running || run::is_finished(rec.state))
     rec.state = run::JobOutcome::Interrupted;  // a crash left it running, or its results file is gone
@@ -427,6 +439,11 @@ void RunLoop::on_exit(std::size_t i, int code) {
     ++counts.done;
     progress_->job_finished(dur);
     what << "done    " << job.id << " " << status << " in " << base::format_duration(dur);
+  } else if (code == run::kExitDiverged && !stopping_) {
+    // The job's own doing, as bad input is: the same seed and lr diverge again, so no retry.
+    rec.state = run::JobOutcome::Diverged;
+    ++counts.failed;
+    what << "diverged " << job.id << reason() << "; not retried; see " << rd_.log_out(job.id);
   } else {
     // A job we asked to stop is interrupted whatever its code (it may have been killed before
     // its ranks could checkpoint); the next run resumes or restarts it.
@@ -525,12 +542,19 @@ void RunLoop::close_phase(const std::string& value) {
   rec.busy_resource_s = ph.busy;
   rec.capacity = cluster.total_gpus() > 0 ? cluster.total_gpus() : cluster.total_cores();
   rec.max_running = static_cast<double>(ph.peak);
+  // Every job of the phase has been reaped by now, so their CPU time is in our getrusage.
+  rec.other_cpu_share = base::outside_cpu_share(ph.cpu0, base::cpu_snapshot(), rec.makespan_s);
+  rec.sitting = sitting_;
   for (std::size_t i : ph.members) rec.jobs.push_back(ex_.jobs[i].id);
   const double makespan = rec.makespan_s;
   state_.phases[value] = std::move(rec);
   rd_.save_state(state_);
-  progress_->event("phase " + ex_.compare_by + "=" + value + " done: makespan " +
-                   base::format_duration(makespan));
+  const double other = state_.phases[value].other_cpu_share;
+  progress_->event("phase " + run::phase_label(ex_.compare_by, value) + " done: makespan " +
+                   base::format_duration(makespan) +
+                   (std::isfinite(other)
+                        ? ", " + base::format_fixed(100 * other, 0) + " % of the CPU to other processes"
+                        : std::string()));
 }
 
 RunOutcome RunLoop::summary() {
@@ -554,7 +578,7 @@ RunOutcome RunLoop::summary() {
     const run::JobOutcome s = state_.jobs[job.id].state;
     if (run::is_finished(s))
       ++res.completed;
-    else if (s == run::JobOutcome::Failed)
+    else if (s == run::JobOutcome::Failed || s == run::JobOutcome::Diverged)
       ++res.failed;
   }
   rd_.save_state(state_);

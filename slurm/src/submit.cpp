@@ -312,6 +312,7 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   jobs::LoadOptions lo;
   lo.check_data_file = opts.check_data_file;
   lo.overrides = opts.overrides;
+  lo.repeats = opts.repeats;
   const jobs::Expansion exp = jobs::load_grid(opts.grid_file, lo);
   if (!opts.only.empty()) jobs::select_jobs(exp.jobs, opts.only);  // selecting none: exit 2, nothing written
   SubmitResult res;

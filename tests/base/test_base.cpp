@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -510,3 +511,24 @@ TEST(Host, HoldsFlock) {
   ::close(fd);
 }
 
+// The outside share of two CPU snapshots: node busy minus our own tree, over the capacity; a
+// snapshot that could not be read gives NaN, never a number.
+TEST(Host, OutsideCpuShare) {
+  gridrun::base::CpuSnapshot a, b;
+  a.ok = b.ok = true;
+  a.cores = b.cores = 2;
+  a.node_busy_s = 100;
+  a.own_s = 10;
+  b.node_busy_s = 110;  // 10 busy core-seconds over 10 s on 2 cores
+  b.own_s = 14;         // 4 of them ours
+  EXPECT_DOUBLE_EQ(gridrun::base::outside_cpu_share(a, b, 10), 0.3);
+  b.own_s = 25;  // tick rounding: ours can exceed the node's
+  EXPECT_DOUBLE_EQ(gridrun::base::outside_cpu_share(a, b, 10), 0.0);
+  EXPECT_TRUE(std::isnan(gridrun::base::outside_cpu_share(a, b, 0)));
+  b.ok = false;
+  EXPECT_TRUE(std::isnan(gridrun::base::outside_cpu_share(a, b, 10)));
+  const auto now = gridrun::base::cpu_snapshot();
+  EXPECT_TRUE(now.ok);
+  EXPECT_GT(now.cores, 0);
+  EXPECT_GT(now.node_busy_s, 0);
+}

@@ -144,6 +144,32 @@ TEST(Verdict, GoldenTexts) {
     small.other_cpu_share = 0.01;
     text += lines("a phase far off its prediction, on a quiet machine", {large, small});
   }
+  {
+    // compare.repeats 3, interleaved: the paired ratio with its interval; then one repeat of the
+    // winner disturbed (left out of the ratio), then repeats that disagree (interval over 1).
+    auto rep = [](const std::string& v, int r, double makespan, int jobs, bool sbs) {
+      PhaseFigures p = phase(v, makespan, jobs, sbs);
+      p.repeat = r;
+      p.value = v;
+      if (r > 0) {
+        p.name = v + "#" + std::to_string(r + 1);
+        p.label += " #" + std::to_string(r + 1);
+      }
+      p.sitting = "run-1";
+      p.other_cpu_share = 0.02;
+      return p;
+    };
+    std::vector<PhaseFigures> ph = {rep("2", 0, 14.2, 2, false), rep("1", 0, 10.9, 2, true),
+                                    rep("1", 1, 11.0, 2, true),  rep("2", 1, 14.6, 2, false),
+                                    rep("2", 2, 14.0, 2, false), rep("1", 2, 10.6, 2, true)};
+    text += lines("3 interleaved repeats: the ratio with its 95 % interval", ph);
+    ph[2].other_cpu_share = 0.45;
+    text += lines("3 repeats, one disturbed: left out of the ratio", ph);
+    ph[2].other_cpu_share = 0.02;
+    ph[2].makespan_s = 17.5;
+    ph[5].makespan_s = 12.9;
+    text += lines("3 repeats that disagree: the interval includes 1", ph);
+  }
   const std::string path = std::string(GOLDEN_DIR) + "/verdict.txt";
   std::ifstream in(path);
   std::stringstream golden;

@@ -66,4 +66,25 @@ std::vector<PinnedProcess> own_processes_with_env(const std::vector<std::string>
 // false when that cannot be read (another user's process, unless we are root).
 bool holds_flock(int pid, const std::string& path);
 
+// The whole node's CPU clock ticks from /proc/stat's first line: `busy` (user, nice, system, irq,
+// softirq, steal) and `total` (those plus idle and iowait), summed over all cores; false when the
+// kernel does not say. Allocation-free: the utilization sampler reads it 10 times a second.
+bool node_cpu_ticks(double& busy, double& total);
+
+// CPU seconds of the node and of this process's own tree, at one moment. The difference of two
+// snapshots tells how much CPU went to processes that are not this one or its waited-for
+// descendants (getrusage counts a child once it has been reaped: take the second snapshot after
+// the children of interest have exited). What a compare-by phase records as the load beside it.
+struct CpuSnapshot {
+  double node_busy_s = 0;  // busy ticks of all cores / CLK_TCK
+  double own_s = 0;        // user + system time of this process and its reaped descendants
+  int cores = 0;           // online cores
+  bool ok = false;         // false when /proc/stat or getrusage could not be read
+};
+CpuSnapshot cpu_snapshot();
+// The share (0-1) of the node's CPU capacity over `wall_s` seconds that went to processes outside
+// this process's tree between two snapshots; NaN when either is not ok or wall_s <= 0. Clamped to
+// [0, 1] (tick rounding can make a quiet node's difference slightly negative).
+double outside_cpu_share(const CpuSnapshot& from, const CpuSnapshot& to, double wall_s);
+
 }  // namespace gridrun::base

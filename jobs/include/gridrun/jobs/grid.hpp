@@ -36,8 +36,16 @@ struct Expansion {
   std::vector<Job> jobs;             // grid order; index = position; ids unique
   std::vector<std::string> varying;  // parameter names whose value differs between jobs
   std::vector<std::string>
-      warnings;                // "<file>:<line>:<col>: <key>: ..." (exclude matched nothing, duplicates)
-  std::string compare_by;      // `compare: {by: KEY}`; empty when absent
+      warnings;            // "<file>:<line>:<col>: <key>: ..." (exclude matched nothing, duplicates)
+  std::string compare_by;  // `compare: {by: KEY}`; empty when absent
+  // `compare: {repeats: N, order: ...}` (or LoadOptions::repeats): every phase is measured N times,
+  // each repeat a sitting of its own. The jobs of repeat r > 0 are copies of the first's with
+  // params.repeat = r (own ids and result files, the same training), appended in blocks per
+  // repeat whose phases come in the interleaved order (alternate: A B | B A | A B ...; random: a
+  // shuffle per block seeded by the grid's name), so that "phases in order of first appearance"
+  // (run::phase_order) is the interleaved order for `gridrun run` and `gridrun submit` alike.
+  int compare_repeats = 1;
+  std::string compare_order = "alternate";
   std::size_t excluded = 0;    // product jobs dropped by exclude: entries
   std::size_t duplicates = 0;  // jobs dropped because an identical job came earlier
   std::size_t streamed = 0;    // jobs handed to LoadOptions::on_job instead of stored
@@ -65,7 +73,13 @@ struct LoadOptions {
   // in every job (a grid axis over KEY collapses to duplicates, which are dropped with a warning).
   // A problem they cause is reported at the key path "--set KEY".
   std::vector<std::pair<std::string, Value>> overrides;
+  // `--repeats N` of run, submit, simulate and calibrate: replaces the grid's compare.repeats
+  // (0: the grid's). Needs a compare: {by: KEY}.
+  int repeats = 0;
 };
+
+// The most repeats of a compare-by grid (compare.repeats, --repeats).
+inline constexpr int kMaxRepeats = 20;
 
 // Throws GridError on any problem (the first one found, in file order).
 Expansion load_grid(const std::string& path, const LoadOptions& opts = {});

@@ -46,7 +46,10 @@ TimeSummary summarize_times(const std::vector<TimeSplit>& splits);
 // One phase as the report shows it.
 struct PhaseFigures {
   std::string name;   // the compare-by value
-  std::string label;  // "KEY=VALUE" ("ranks=2"), or the value when the key is unknown
+  std::string label;  // "KEY=VALUE" ("ranks=2", "ranks=2 #3"), or the value when the key is unknown
+  // The compared value and which measurement of it this is (compare.repeats; 0 = the first).
+  std::string value;
+  int repeat = 0;
   double makespan_s = std::nan(""), samples_per_s = std::nan(""), util_mean = std::nan("");
   double alloc_util = std::nan(""), samples = std::nan("");
   // From the phase's first job start until its last job reached target_accuracy (NaN unless all

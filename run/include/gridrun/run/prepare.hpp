@@ -54,8 +54,19 @@ std::vector<std::string> override_texts(const std::vector<std::pair<std::string,
 std::string selection_flags(const std::vector<std::pair<std::string, jobs::Value>>& overrides,
                             const std::vector<jobs::Selector>& only);
 
-// The compare-by phase of a job ("" without compare-by or when the job lacks the key).
+// The compare-by phase of a job ("" without compare-by or when the job lacks the key): the key's
+// value, and for a later repeat of it (compare.repeats, params.repeat = r > 0) "VALUE#N" with
+// N = r + 1, so that every repeat is a phase of its own (own sitting, record and Slurm arrays).
 std::string phase_of(const jobs::Expansion& ex, std::size_t job_index);
+// A phase key taken apart: the compared value and the repeat (0 for the first). "#N" is read as a
+// repeat only when N is a number >= 2.
+struct PhaseKey {
+  std::string value;
+  int repeat = 0;
+};
+PhaseKey split_phase(const std::string& phase);
+// "ranks=2", "ranks=2 #3" (the third measurement of ranks=2); the bare key without compare_by.
+std::string phase_label(const std::string& compare_by, const std::string& phase);
 
 // The job as its job file is written before any placement: meta.phase set.
 jobs::Job with_phase(const jobs::Job& job, const std::string& phase);

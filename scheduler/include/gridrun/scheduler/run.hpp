@@ -41,6 +41,9 @@ struct RunOptions {
   // "", "failed" (failed from scratch), "all" (everything) or "phase=VALUE" (that compare-by
   // phase's jobs from scratch, together: a phase measured again in one sitting)
   std::string rerun;
+  // `--repeats N`: every compare-by phase measured N times, interleaved (jobs::LoadOptions::
+  // repeats; 0 = the grid's compare.repeats).
+  int repeats = 0;
   bool dry_run = false;   // print the placement plan and commands; launch nothing
   bool simulate = false;  // print the simulated schedule; launch nothing
   ResourceOptions resources;

@@ -45,6 +45,9 @@ struct SubmitOptions {
   // the ids) and `--only` selectors a job must all match to be submitted. The run directory still
   // records every job of the grid.
   std::vector<std::pair<std::string, jobs::Value>> overrides;
+  // `--repeats N`: every compare-by phase N times, interleaved (jobs::LoadOptions::repeats; 0 = the
+  // grid's compare.repeats). Each repeat's arrays wait for the previous phase's, as phases do.
+  int repeats = 0;
   std::vector<jobs::Selector> only;
 };
 
