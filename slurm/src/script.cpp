@@ -135,18 +135,43 @@ std::string_view task_body() {
   return at == std::string_view::npos ? file : file.substr(at + kMarker.size());
 }
 
-// Run-directory paths for the script's variables: every path comes from run::RunDir, per-job ones as
-// printf templates (%s = job id; a literal % of the run directory is doubled).
+// A path on a #SBATCH --output line: Slurm expands %j, %A, %a ... in it (a filename pattern), so a
+// literal '%' of the run directory is doubled; `pattern` (the file name, "slurm-%A_%a.out") is
+// appended as it is. Then quoted for sbatch's own reading of the line.
+std::string sbatch_output(const std::string& run_dir, const std::string& pattern) {
+  std::string escaped;
+  for (char c : run_dir) escaped += c == '%' ? std::string("%%") : std::string(1, c);
+  return sbatch_quote(run::RunDir(escaped).log_file(pattern));
+}
+
+// A per-job path of the run directory split around the job id, as a bash array ('PREFIX' 'SUFFIX')
+// the task body joins as ${VAR[0]}$JOB${VAR[1]}. Why not a printf template: a format built from a
+// path interprets its backslashes and percent signs (issue 45: o\tb became a TAB, so every task had
+// a wrong job path); array expansion interprets nothing. Every path still comes from run::RunDir.
+template <class PathOf>
+std::string around_job_id(const run::RunDir& rd, PathOf path_of) {
+  // A marker no path can hold (check_script_options refuses control characters in the run
+  // directory), found from the end: the id is in the last component.
+  const std::string marker = "\x01JOB\x01";
+  const std::string full = (rd.*path_of)(marker);
+  const auto at = full.rfind(marker);
+  return "(" + shell_quote(full.substr(0, at)) + " " + shell_quote(full.substr(at + marker.size())) + ")";
+}
+
+// Run-directory paths for the script's variables: every path comes from run::RunDir.
 struct ScriptPaths {
   std::string results, ended, job_file, log_out, log_err, checkpoints, logs;
 };
 
 ScriptPaths script_paths(const std::string& run_dir) {
-  std::string escaped;
-  for (char c : run_dir) escaped += c == '%' ? std::string("%%") : std::string(1, c);
-  const run::RunDir rd(run_dir), tmpl(escaped);
-  return {rd.results_dir(),   rd.slurm_ended_dir(),      tmpl.job_file("%s"), tmpl.log_out("%s"),
-          tmpl.log_err("%s"), tmpl.checkpoint_dir("%s"), rd.logs_dir()};
+  const run::RunDir rd(run_dir);
+  return {shell_quote(rd.results_dir()),
+          shell_quote(rd.slurm_ended_dir()),
+          around_job_id(rd, &run::RunDir::job_file),
+          around_job_id(rd, &run::RunDir::log_out),
+          around_job_id(rd, &run::RunDir::log_err),
+          around_job_id(rd, &run::RunDir::checkpoint_dir),
+          shell_quote(rd.logs_dir())};
 }
 
 // Partition, account and QoS: the site's choice for every script (arrays and the collect job).
@@ -210,14 +235,14 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
       if (item.find('/') == std::string::npos) names += (names.empty() ? "" : ",") + item;
     if (!names.empty()) s += "export NCCL_SOCKET_IFNAME=" + shell_quote(names) + "\n";
   }
-  s += "# The run directory (printf templates: %s is the job id)\n";
-  s += "RESULTS_DIR=" + shell_quote(p.results) + "\n";
-  s += "ENDED_DIR=" + shell_quote(p.ended) + "\n";
+  s += "# The run directory (per job: the path before and after the job id)\n";
+  s += "RESULTS_DIR=" + p.results + "\n";
+  s += "ENDED_DIR=" + p.ended + "\n";
   s += "EXIT_INTERRUPTED=" + std::to_string(run::kExitInterrupted) + "\n";
-  s += "JOB_FILE=" + shell_quote(p.job_file) + "\n";
-  s += "JOB_LOG_OUT=" + shell_quote(p.log_out) + "\n";
-  s += "JOB_LOG_ERR=" + shell_quote(p.log_err) + "\n";
-  s += "JOB_CHECKPOINTS=" + shell_quote(p.checkpoints) + "\n";
+  s += "JOB_FILE=" + p.job_file + "\n";
+  s += "JOB_LOG_OUT=" + p.log_out + "\n";
+  s += "JOB_LOG_ERR=" + p.log_err + "\n";
+  s += "JOB_CHECKPOINTS=" + p.checkpoints + "\n";
 }
 
 void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
@@ -244,7 +269,7 @@ void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
   if (!o.signal.empty()) sbatch_line(s, "--signal=" + signal_for(o.signal, a.shape.time_s));
   sbatch_line(s, "--requeue");
   sbatch_line(s, "--open-mode=append");
-  sbatch_line(s, "--output=" + sbatch_quote(run::RunDir(o.run_dir).log_file("slurm-%A_%a.out")));
+  sbatch_line(s, "--output=" + sbatch_output(o.run_dir, "slurm-%A_%a.out"));
   site_lines(s, o);
   if (!o.constraint.empty()) sbatch_line(s, "--constraint=" + o.constraint);
   // The template's directives join the header; its commands wait until every #SBATCH line is out
@@ -368,6 +393,13 @@ void check_script_options(const ScriptOptions& o) {
   no_control("--out", o.out_dir);
   no_control("GRID (the grid file's path)", o.grid_file);
   no_control("the run directory", o.run_dir);
+  // Slurm strips every backslash from an --output path and then expands no pattern in it
+  // (sbatch(1), filename pattern "\\"), so no #SBATCH line can name such a directory: its logs
+  // would go to another path, or the task would fail to open them.
+  if (const auto at = o.run_dir.find('\\'); at != std::string::npos)
+    throw std::invalid_argument("the run directory " + o.run_dir + " contains a backslash (character " +
+                                std::to_string(at + 1) +
+                                "), which Slurm removes from --output paths; choose --out without one");
   no_control("the grid's name", o.run_name);
   for (const auto& a : o.sbatch_args) {
     no_control("--sbatch-arg", a);
@@ -511,7 +543,7 @@ void collect_script(const ScriptOptions& o, ScriptSet& set) {
   sbatch_line(c, "--time=0:30:00");
   sbatch_line(c, "--kill-on-invalid-dep=no");
   sbatch_line(c, "--open-mode=append");
-  sbatch_line(c, "--output=" + sbatch_quote(run::RunDir(o.run_dir).log_file("collect-%j.out")));
+  sbatch_line(c, "--output=" + sbatch_output(o.run_dir, "collect-%j.out"));
   site_lines(c, o);
   c += "\nexec " + shell_quote(o.gridrun_bin) + " collect " + shell_quote(o.run_dir) + "\n";
 }

@@ -1,8 +1,8 @@
 # The body of every gridrun array script (slurm/src/script.cpp puts it after the #SBATCH block and
 # the variables it reads: LIST, LAUNCHER, RANKS, THREADS, NODES (multi-node arrays only), STEP_FLAGS,
 # TRAIN, RESULTS_DIR, ENDED_DIR, EXIT_INTERRUPTED (run/exit_codes.hpp)
-# and the per-job path templates JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS, all from the
-# run directory's RunDir). Kept as a file so that it reads, and can be checked, as the bash it is.
+# and the per-job paths JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS, each an array of the
+# path before and after the job id, all from the run directory's RunDir). Kept as a file so that it reads, and can be checked, as the bash it is.
 # These comment lines above the marker are not copied into the scripts.
 # ---- 8< ----
 # ---- task body (generated; same for every task of this array) ----
@@ -39,14 +39,12 @@ for STEP in $LINE; do
   IFS=: read -r JOB R T GPUS CORES <<<"$STEP"
   R=${R:-$RANKS}
   T=${T:-$THREADS}
-  # This job's files, from the run directory's templates above (%s = job id).
-  # shellcheck disable=SC2059  # the templates are printf formats by design (a literal % is %%)
-  {
-    printf -v JOB_JSON "$JOB_FILE" "$JOB"
-    printf -v JOB_OUT "$JOB_LOG_OUT" "$JOB"
-    printf -v JOB_ERR "$JOB_LOG_ERR" "$JOB"
-    printf -v JOB_CKPT "$JOB_CHECKPOINTS" "$JOB"
-  }
+  # This job's files: the run directory's paths above around the job id. Plain expansion, no
+  # printf format: a backslash or % of the run directory stays what it is (issue 45).
+  JOB_JSON=${JOB_FILE[0]}$JOB${JOB_FILE[1]}
+  JOB_OUT=${JOB_LOG_OUT[0]}$JOB${JOB_LOG_OUT[1]}
+  JOB_ERR=${JOB_LOG_ERR[0]}$JOB${JOB_LOG_ERR[1]}
+  JOB_CKPT=${JOB_CHECKPOINTS[0]}$JOB${JOB_CHECKPOINTS[1]}
   if [[ $RESTART -gt 0 && -f "$ENDED_DIR/$JOB" ]]; then
     echo "gridrun: job $JOB ended (exit $(cat "$ENDED_DIR/$JOB")) before this restart, skipped"
     continue

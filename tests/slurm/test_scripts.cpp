@@ -10,11 +10,13 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/slurm/script.hpp"
 #include "gridrun/slurm/slurm_cli.hpp"
 #include "gridrun/slurm/submit.hpp"
@@ -281,6 +283,69 @@ TEST(SlurmScripts, PathsWithSpacesAreQuoted) {
   EXPECT_NE(s.find("#   '/work/my grids/g.yaml'\n"), std::string::npos) << s;
   EXPECT_NE(set.collect_script.find("--output=\"/work/my runs/golden#1/logs/collect-%j.out\""),
             std::string::npos);
+}
+
+// Issue 45: odd characters in the run directory. '%' is doubled on the #SBATCH --output lines
+// (Slurm expands %j there) while the log name's own %A_%a / %j stay patterns; the per-job paths
+// are ('PREFIX' 'SUFFIX') arrays joined by plain expansion, so the real bash of the task body gets
+// exactly the run directory's bytes back (a printf format turned o\tb into a TAB).
+TEST(SlurmScripts, PercentSpaceAndUnicodeInTheRunDirectoryReachEveryPathUnchanged) {
+  auto o = base_options();
+  o.run_dir = "/work/my runs/100%j \xc3\xa9t\xc3\xa9 'q' $HOME/golden";
+  auto set = slurm::generate_scripts({make_job("c00000000001", 0, "cpu", 1, 1, "10")}, {}, o);
+  const std::string& s = set.arrays.at(0).script;
+  EXPECT_NE(s.find("#SBATCH --output=\"/work/my runs/100%%j \xc3\xa9t\xc3\xa9 'q' $HOME/golden/logs/"
+                   "slurm-%A_%a.out\"\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(set.collect_script.find("--output=\"/work/my runs/100%%j \xc3\xa9t\xc3\xa9 'q' $HOME/golden/"
+                                    "logs/collect-%j.out\"\n"),
+            std::string::npos)
+      << set.collect_script;
+  EXPECT_EQ(s.find("printf -v"), std::string::npos) << "no printf format built from a path";
+  // The variables and the body's four expansions, run by bash: each path is the run directory's.
+  const auto begin = s.find("\nTRAIN=");
+  const auto end = s.find("# ---- task body");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  std::string program = s.substr(begin, end - begin) + "JOB=c00000000001\n";
+  for (const char* line : {"JOB_JSON=", "JOB_OUT=", "JOB_ERR=", "JOB_CKPT="}) {
+    const auto at = s.find(std::string("  ") + line);
+    ASSERT_NE(at, std::string::npos) << line;
+    program += s.substr(at, s.find('\n', at) - at + 1);
+  }
+  program += "printf '%s\\n' \"$RESULTS_DIR\" \"$JOB_JSON\" \"$JOB_OUT\" \"$JOB_ERR\" \"$JOB_CKPT\"\n";
+  namespace fs = std::filesystem;
+  const fs::path file =
+      fs::temp_directory_path() / ("gridrun-slurm-paths-" + std::to_string(::getpid()) + ".sh");
+  std::ofstream(file) << program;
+  FILE* pipe = ::popen(("bash " + file.string()).c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string got;
+  char buf[512];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) got.append(buf, n);
+  EXPECT_EQ(::pclose(pipe), 0) << program;
+  fs::remove(file);
+  const run::RunDir rd(o.run_dir);
+  EXPECT_EQ(got, rd.results_dir() + "\n" + rd.job_file("c00000000001") + "\n" + rd.log_out("c00000000001") +
+                     "\n" + rd.log_err("c00000000001") + "\n" + rd.checkpoint_dir("c00000000001") + "\n")
+      << program;
+}
+
+// Slurm strips every backslash from an --output path (and then expands nothing in it), so no
+// #SBATCH line can name a run directory with one: refused, naming it, before anything is written.
+TEST(SlurmScripts, BackslashInTheRunDirectoryIsRefused) {
+  auto o = base_options();
+  o.run_dir = "/work/o\\tb/golden";
+  try {
+    slurm::generate_scripts({make_job("c00000000001", 0, "cpu", 1, 1, "10")}, {}, o);
+    ADD_FAILURE() << "a run directory with a backslash was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("the run directory /work/o\\tb/golden contains a backslash (character 8)"),
+        std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SlurmParsers, ScontrolExpandsPendingArrayRecords) {
