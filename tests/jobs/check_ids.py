@@ -34,7 +34,7 @@ def murmur64a(data: bytes) -> int:
 ID_OMITS_DEFAULT = {"cudnn_benchmark": True, "tf32": True, "cuda_graph": False,
                     "memory_format": "auto", "jobs_per_gpu": 1, "augment": "none",
                     "mlp_hidden": "256,128", "nodes": 1, "model_file": "", "model_sha256": "",
-                    "data_file": "", "input": "auto"}
+                    "data_file": "", "input": "auto", "repeat": 0}
 
 
 def main() -> int:

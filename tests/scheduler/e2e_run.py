@@ -264,6 +264,22 @@ def case_large_vs_small_cpu():
     assert "Phases (one arrangement each)" in r.stdout, r.stdout
     for v in phases.values():
         assert ("%.1f" % v["makespan_s"]) in r.stdout or ("%.0f" % v["makespan_s"]) in r.stdout, r.stdout
+    # The verdict names each arrangement by what it is, with its makespan, and answers: a winner
+    # with its ratio (from the two makespans) or "inconclusive" with the reason.
+    rows, verdict, _ = phase_rows(os.path.join(OUT, "large-vs-small-cpu"))
+    assert rows and verdict, (rows, verdict)
+    head = verdict[0]
+    assert "(ranks=2, 2 jobs x 2 ranks)" in head and "(ranks=1, 2 jobs x 1 rank)" in head, head
+    assert "one large job at a time" in head and "several small side by side" in head, head
+    for label in ("ranks=1", "ranks=2"):
+        assert ("%.1f s" % rows[label]["makespan_s"]) in head, (label, rows[label], head)
+    m1, m2 = rows["ranks=1"]["makespan_s"], rows["ranks=2"]["makespan_s"]
+    m = re.search(r"(?:wins?|was) ?,? ?([0-9.]+)x faster", head)
+    assert m and abs(float(m.group(1)) - max(m1, m2) / min(m1, m2)) < 0.006, (head, m1, m2)
+    winner = "several small side by side win, " if m1 < m2 else "one large job at a time wins, "
+    assert winner in head or ": inconclusive, " in head, head
+    if ": inconclusive, " in head:
+        assert len(verdict) > 1, verdict  # the reason is a sentence of its own
 
 
 def phase_rows(run_dir, *extra):
@@ -298,16 +314,25 @@ def case_phase_sittings():
     assert r.returncode == 0, r.stdout + r.stderr
     rows, verdict, _ = phase_rows(rd)
     assert set(rows) == {"ranks=2", "ranks=1"}, rows
-    assert rows["ranks=1"]["makespan_s"] > 0 and rows["ranks=1"]["ran"] == "side by side", rows
+    assert rows["ranks=1"]["makespan_s"] > 0 and rows["ranks=1"]["ran"] == "2 jobs x 1 rank, side by side", rows
     assert rows["ranks=2"]["makespan_s"] is None and rows["ranks=2"]["ran"] == "not measured", rows
     line = [v for v in verdict if v.startswith("No verdict for ranks=2")]
     assert line and "--rerun phase=2" in line[0], verdict
     r = run([g, "--no-report", "--rerun", "phase=2"])
     assert r.returncode == 0, r.stdout + r.stderr
     rows, verdict, _ = phase_rows(rd)
-    assert rows["ranks=2"]["makespan_s"] > 0 and rows["ranks=2"]["ran"] == "one after another", rows
+    assert rows["ranks=2"]["makespan_s"] > 0 and rows["ranks=2"]["ran"] == "2 jobs x 2 ranks, one after another", rows
     assert rows["ranks=1"]["makespan_s"] > 0, rows
-    assert any(re.search(r" wins?, [0-9.]+x faster", v) for v in verdict), verdict
+    # The two phases were measured in different sittings: compared as they are when their loads
+    # were alike, else inconclusive with the command that measures both together.
+    m1, m2 = rows["ranks=1"]["makespan_s"], rows["ranks=2"]["makespan_s"]
+    apart = [v for v in verdict if v.startswith("The phases were measured apart (")]
+    assert len(apart) == 1, verdict
+    if "under alike load" in apart[0]:
+        winner = "several small side by side win, " if m1 < m2 else "one large job at a time wins, "
+        assert winner + "%.2fx faster" % (max(m1, m2) / min(m1, m2)) in verdict[0], (verdict, m1, m2)
+    else:
+        assert ": inconclusive, " in verdict[0] and "--rerun compare" in apart[0], verdict
     # --rerun phase=V names a phase of the grid
     r = run([g, "--rerun", "phase=7"])
     assert r.returncode == 2 and "no phase ranks=7" in r.stderr, r.stderr
@@ -316,7 +341,7 @@ def case_phase_sittings():
     r = run([g, "--no-report"])
     assert r.returncode == 0, r.stdout + r.stderr
     rows, verdict, jobs = phase_rows(rd)
-    assert all(row["ran"] == "not measured" for row in rows.values()), rows
+    assert len(rows) == 2 and all(row["ran"] == "not measured" for row in rows.values()), rows
     assert len(jobs["rows"]) == 8 and not any("left out" in n for n in jobs["notes"]), jobs["notes"]
     # A changed parameter: 8 new jobs; the 8 of the earlier grid are left out, and --all shows them.
     g = grid("sittings", body.replace("epochs: [3]", "epochs: [2]") + "seeds: [0, 1]\n")
@@ -325,7 +350,7 @@ def case_phase_sittings():
     rows, verdict, jobs = phase_rows(rd)
     assert len(jobs["rows"]) == 8, jobs["rows"]
     assert any("8 job(s) of the run directory are not in its current grid" in n for n in jobs["notes"]), jobs
-    assert all(row["ran"] != "not measured" for row in rows.values()), rows  # the new jobs ran together
+    assert len(rows) == 2 and all(row["ran"] != "not measured" for row in rows.values()), rows  # ran together
     _, _, jobs = phase_rows(rd, "--all")
     assert len(jobs["rows"]) == 16, len(jobs["rows"])
 
