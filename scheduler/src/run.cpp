@@ -374,7 +374,16 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
     durations = "calibration of " + cal->created + " (" + std::to_string(g.alone) + " alone, " +
                 std::to_string(g.grouped) + " side by side, " + std::to_string(g.uncalibrated) +
                 " from the cost model)";
-    if (!o.dry_run) run::write_prediction(rd.prediction_file(), record);
+    // prediction.json is what was predicted before the run spent anything: once the run has
+    // started (state.json exists), only `gridrun run` replaces it, at the start of its sitting, so
+    // a later simulate never rewrites what the report puts beside a finished run.
+    std::error_code sec;
+    if (!o.dry_run && !fs::exists(rd.state_file(), sec))
+      run::write_prediction(rd.prediction_file(), record);
+    else if (!o.dry_run && o.against.empty())
+      (o.format == "json" ? std::cerr : out)
+          << "note: " << rd.prediction_file()
+          << " kept: it holds what was predicted before the run started (the next `gridrun run` writes a new one)\n";
   } else {
     std::size_t from_results = 0;
     std::map<std::string, double> measured;

@@ -392,6 +392,12 @@ def case_calibrate_predict():
     rows, verdict, _ = phase_rows(rd)
     assert rows["ranks=1"]["predicted_s"] > 0 and rows["ranks=2"]["predicted_s"] > 0, rows
     assert any("(predicted" in v for v in verdict), verdict
+    # A simulate after the run keeps the prediction made before it (what the report shows).
+    before = open(os.path.join(rd, "prediction.json")).read()
+    s2 = subprocess.run([GRIDRUN, "simulate", g, "--out", OUT, "--train-bin", TRAIN, "--policy", "fifo"],
+                        text=True, capture_output=True)
+    assert s2.returncode == 0 and "prediction.json kept" in s2.stdout, s2.stdout + s2.stderr
+    assert open(os.path.join(rd, "prediction.json")).read() == before
     for row in rows.values():
         assert 0 < row["launch%"] < 100, row
     # Where the time went, in the job file: launch before the first step, then training.
