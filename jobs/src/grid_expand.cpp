@@ -504,6 +504,17 @@ void Expander::add_repeats() {
       }
     }
   }
+  // blocked (no interleaving: every repeat of a phase right after the other, what interleaving is
+  // measured against): the stored jobs in phase order, then repeat. Streamed jobs (a plain `gridrun
+  // plan`) are already out, in the interleaved order.
+  if (s_.compare_order == "blocked" && !opts_.on_job) {
+    std::stable_sort(ex_.jobs.begin(), ex_.jobs.end(), [&](const Job& a, const Job& b) {
+      const auto pa = std::find(phases.begin(), phases.end(), to_string(get_param(a.params, s_.compare_by)));
+      const auto pb = std::find(phases.begin(), phases.end(), to_string(get_param(b.params, s_.compare_by)));
+      return pa != pb ? pa < pb : a.params.repeat < b.params.repeat;
+    });
+    for (std::size_t k = 0; k < ex_.jobs.size(); ++k) ex_.jobs[k].index = k;
+  }
   vary_[static_cast<std::size_t>(rep)] = true;
 }
 

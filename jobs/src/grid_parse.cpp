@@ -294,9 +294,10 @@ void Parser::compare(const YAML::Node& n) {
       return;
     }
     if (key == "order") {
-      if (!v.IsScalar() || (v.Scalar() != "alternate" && v.Scalar() != "random"))
+      if (!v.IsScalar() || (v.Scalar() != "alternate" && v.Scalar() != "random" && v.Scalar() != "blocked"))
         fail(v, "compare.order",
-             "expected alternate (A B B A ...) or random (a seeded shuffle per repeat), got " +
+             "expected alternate (A B B A ...), random (a seeded shuffle per repeat) or blocked (A A B B: no "
+             "interleaving, to compare against), got " +
                  (v.IsScalar() ? "'" + v.Scalar() + "'" : kind(v)));
       s_.compare_order = v.Scalar();
       return;

@@ -700,3 +700,61 @@ TEST(JobsGridFiles, MissingFilesHashesAndDataChecksAreLocated) {
   EXPECT_EQ(gj::load_grid(grid, lo).jobs.size(), 3u);
   EXPECT_EQ(calls, 1);  // once per file and model
 }
+
+// ---- compare.repeats ---------------------------------------------------------------------------
+
+// Repeats: the first measurement keeps its id; the others are copies with `repeat` set, in blocks
+// whose phases alternate (A B | B A | A B), as `gridrun run` and `submit` take them in order.
+TEST(JobsGridRepeats, CopiesInterleavedAlternate) {
+  const std::string base = "name: r\ngrid: {ranks: [2, 1], seed: [0, 1]}\ncompare: {by: ranks";
+  const auto one = load(base + "}\n");
+  const auto three = load(base + ", repeats: 3}\n");
+  ASSERT_EQ(one.jobs.size(), 4u);
+  ASSERT_EQ(three.jobs.size(), 12u);
+  EXPECT_EQ(three.compare_repeats, 3);
+  for (std::size_t k = 0; k < 4; ++k) EXPECT_EQ(three.jobs[k].id, one.jobs[k].id);
+  std::vector<std::string> order;
+  std::set<std::string> ids;
+  for (const auto& j : three.jobs) {
+    const std::string key = std::to_string(i64(j, "ranks")) + "#" + std::to_string(i64(j, "repeat"));
+    if (order.empty() || order.back() != key) order.push_back(key);
+    ids.insert(j.id);
+    EXPECT_EQ(j.index, static_cast<std::size_t>(&j - three.jobs.data()));
+  }
+  EXPECT_EQ(ids.size(), 12u);
+  EXPECT_EQ(order, (std::vector<std::string>{"2#0", "1#0", "1#1", "2#1", "2#2", "1#2"}));
+  EXPECT_NE(std::find(three.varying.begin(), three.varying.end(), "repeat"), three.varying.end());
+  // --repeats replaces the grid's; blocked keeps every repeat of a phase together.
+  gj::LoadOptions lo;
+  lo.repeats = 2;
+  EXPECT_EQ(load(base + ", repeats: 3}\n", lo).jobs.size(), 8u);
+  const auto blocked = load(base + ", repeats: 2, order: blocked}\n");
+  order.clear();
+  for (const auto& j : blocked.jobs) {
+    const std::string key = std::to_string(i64(j, "ranks")) + "#" + std::to_string(i64(j, "repeat"));
+    if (order.empty() || order.back() != key) order.push_back(key);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"2#0", "2#1", "1#0", "1#1"}));
+  // random: the same order for the same grid name, every time.
+  const auto r1 = load(base + ", repeats: 5, order: random}\n");
+  const auto r2 = load(base + ", repeats: 5, order: random}\n");
+  ASSERT_EQ(r1.jobs.size(), r2.jobs.size());
+  for (std::size_t k = 0; k < r1.jobs.size(); ++k) EXPECT_EQ(r1.jobs[k].id, r2.jobs[k].id);
+  // Without compare-by there is nothing to repeat.
+  EXPECT_EQ(load("name: r\ngrid: {ranks: [2, 1]}\n", lo).jobs.size(), 2u);
+}
+
+TEST(JobsGridRepeats, BadValuesNameTheKey) {
+  const std::string base = "name: r\ngrid: {ranks: [2, 1]}\ncompare: {by: ranks, ";
+  EXPECT_NE(
+      error_of(base + "repeats: 0}\n").find("compare.repeats: expected an integer from 1 to 20, got '0'"),
+      std::string::npos)
+      << error_of(base + "repeats: 0}\n");
+  EXPECT_NE(error_of(base + "repeats: 21}\n").find("compare.repeats"), std::string::npos);
+  EXPECT_NE(error_of(base + "repeats: '3'}\n").find("compare.repeats"), std::string::npos);
+  EXPECT_NE(error_of(base + "order: sideways}\n").find("compare.order: expected alternate"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "repaets: 3}\n").find("did you mean 'repeats'?"), std::string::npos);
+  EXPECT_NE(error_of("name: r\ngrid: {ranks: [2, 1]}\ncompare: {repeats: 3}\n").find("expected 'by: KEY'"),
+            std::string::npos);
+}
