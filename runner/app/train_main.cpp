@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
@@ -121,9 +122,27 @@ int main(int argc, char** argv) {
   std::unique_ptr<Communicator> comm;
   int code = kExitFailure;
   std::string why;
+  // --then-job: the jobs chained after this one, parsed and checked before anything starts; the
+  // failure of the job that is running is recorded in that job's own file.
+  std::vector<RunnerOptions> chain;
+  const RunnerOptions* current = &opts;
   try {
+    if (!opts.then_jobs.empty() && opts.job.task != "train")
+      throw BadInput("gridrun-train: --then-job: only training jobs are chained");
+    chain.reserve(opts.then_jobs.size());
+    for (const auto& file : opts.then_jobs) chain.push_back(chained_options(argc, argv, file, opts));
     comm = make_communicator(opts.job.device == "gpu" ? "nccl" : "mpi", CommOptions{opts.job.comm_timeout_s});
-    const int done = opts.job.task == "inference" ? infer(opts, *comm) : train(opts, *comm);
+    const double comm_ready = gridrun::base::unix_now();
+    int done = opts.job.task == "inference" ? infer(opts, *comm) : train(opts, *comm);
+    for (auto& next : chain) {
+      if (done != kExitCompleted) break;
+      // Its launch is this process's (launcher to communicator) plus its own set-up: launched_at
+      // moves forward by what the earlier jobs took, so first_step - launched_at says just that.
+      next.main_unix = gridrun::base::unix_now();
+      if (opts.launched_at > 0) next.launched_at = opts.launched_at + (next.main_unix - comm_ready);
+      current = &next;
+      done = train(next, *comm);
+    }
     if (opts.job.device != "gpu") return done;
     // GPU teardown guard: the results file is final and closed; destroy the communicator (NCCL
     // comm, then MPI_Finalize, which mpirun needs) and leave without static destructors. Why:
@@ -152,7 +171,7 @@ int main(int argc, char** argv) {
   // Without a communicator, the launcher's environment says which process is rank 0.
   const char* env_rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (!env_rank) env_rank = std::getenv("PMI_RANK");
-  if (comm ? comm->rank() == 0 : (!env_rank || std::string(env_rank) == "0")) record_failure(opts, why);
+  if (comm ? comm->rank() == 0 : (!env_rank || std::string(env_rank) == "0")) record_failure(*current, why);
   if (comm && comm->size() > 1) comm->abort(code, why);  // never returns
   std::cerr << "gridrun-train: "
             << (comm ? "rank " + std::to_string(comm->rank()) + " (" + comm->host() + "): " : "") << why

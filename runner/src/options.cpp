@@ -12,6 +12,8 @@
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/jobs/suggest.hpp"
@@ -158,7 +160,10 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "count-flops", po::bool_switch(&o.count_flops),
       "only build the job's model on its data set's input and print `flops_per_sample F` and "
       "`model_params N` (forward FLOPs per sample, counted from the model), then exit; what "
-      "`gridrun simulate` asks for model=torchscript, whose cost no table knows");
+      "`gridrun simulate` asks for model=torchscript, whose cost no table knows")(
+      "then-job", po::value<std::vector<std::string>>(&o.then_jobs)->composing(),
+      "after the job completes, train this job file too in the same process (repeatable; same "
+      "device, ranks and threads): `gridrun calibrate` measures several configurations per launch");
   po::options_description hidden("hidden test hooks");
   hidden.add_options()("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(0), "")(
       "fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(0), "")(
@@ -221,6 +226,38 @@ ParseResult parse_options(int argc, const char* const* argv) {
     o.checkpoint_dir = run::RunDir::of_results_dir(o.out_dir).checkpoint_dir(o.id);
   validate(o);
   return res;
+}
+
+RunnerOptions chained_options(int argc, const char* const* argv, const std::string& job_file,
+                              const RunnerOptions& first) {
+  // argv again with FILE as the job: the flags (--out, --owner-pid, overrides) apply to every job
+  // of the chain alike, and the id, checkpoint folder and checks follow from FILE as for --job.
+  std::vector<std::string> args;
+  bool had_job = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool job = a == "--job", then = a == "--then-job";
+    if ((job || then) && i + 1 < argc) {
+      if (job) args.insert(args.end(), {"--job", job_file});
+      had_job = had_job || job;
+      ++i;
+    } else if (a.rfind("--job=", 0) == 0) {
+      args.push_back("--job=" + job_file);
+      had_job = true;
+    } else if (a.rfind("--then-job=", 0) != 0) {
+      args.push_back(a);
+    }
+  }
+  if (!had_job) throw BadInput("gridrun-train: --then-job needs --job (a chain of job files)");
+  std::vector<const char*> ptrs;
+  for (const auto& a : args) ptrs.push_back(a.c_str());
+  RunnerOptions o = parse_options(static_cast<int>(ptrs.size()), ptrs.data()).options;
+  const jobs::JobParams &p = o.job, &q = first.job;
+  if (p.task != "train" || p.device != q.device || p.ranks != q.ranks ||
+      p.threads_per_rank != q.threads_per_rank || p.nodes != q.nodes)
+    throw BadInput("gridrun-train: --then-job " + job_file +
+                   ": a chained job must train on the first job's device, ranks, threads and nodes");
+  return o;
 }
 
 void validate(const RunnerOptions& o) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gridrun/jobs/params.hpp"
 
@@ -38,6 +39,12 @@ struct RunnerOptions {
   // the first step into launch, library load and set-up (/summary time_*_s, docs/results.md).
   double launched_at = 0;
   double main_unix = 0;  // when main() began (set by main, not a flag)
+  // --then-job FILE (repeatable): after this job completes, train each of these job files in the
+  // same process, on the same ranks and communicator, one after another (`gridrun calibrate`: the
+  // step times of several configurations for one launch; docs/scheduler.md). Each must have this
+  // job's device, ranks and threads. A chained job's launched_at is shifted by the time the
+  // earlier jobs took, so its /summary launch is this process's launch plus its own set-up.
+  std::vector<std::string> then_jobs;
   // --check-checkpoint DIR: only read that checkpoint folder (state.pt, every rng-*.pt) and exit
   // 0 (readable) or 1; run by Checkpointer::load in a process of its own before it trusts a
   // checkpoint, so one that crashes LibTorch's reader takes only that process down.
@@ -69,5 +76,11 @@ ParseResult parse_options(int argc, const char* const* argv);
 // (jobs::check, the same rules `gridrun plan` applies to a grid, e.g. epochs=0 needs max_steps,
 // half precision needs a GPU). Throws BadInput naming the parameter.
 void validate(const RunnerOptions& o);
+
+// The options of one --then-job FILE of `argv`: argv parsed again with FILE as --job and without
+// --then-job. Throws BadInput when FILE cannot follow `first` in its process (another device,
+// other ranks or threads, not a training job).
+RunnerOptions chained_options(int argc, const char* const* argv, const std::string& job_file,
+                              const RunnerOptions& first);
 
 }  // namespace gridrun::runner
