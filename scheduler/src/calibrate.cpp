@@ -133,6 +133,45 @@ jobs::JobParams calibration_params(const jobs::JobParams& in, std::int64_t steps
   return p;
 }
 
+std::string launch_key(const jobs::JobParams& p) {
+  return p.device + "|" + std::to_string(p.ranks) + "|" + std::to_string(p.threads_per_rank) + "|" +
+         std::to_string(p.nodes);
+}
+
+std::vector<std::vector<std::size_t>> plan_alone_processes(const std::vector<jobs::JobParams>& configs) {
+  std::vector<std::vector<std::size_t>> out;
+  std::map<std::string, std::size_t> of_key;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const auto [it, fresh] = of_key.emplace(launch_key(configs[i]), out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(i);
+  }
+  return out;
+}
+
+std::int64_t known_steps(const jobs::JobParams& p) {
+  if (p.epochs <= 0) return std::max<std::int64_t>(p.max_steps, 0);
+  if (p.train_samples <= 0) return 0;  // the data set's own size: known to the runner only
+  // As the runner counts them (EpochSampler): floor(samples / (batch per rank x ranks)), at least 1.
+  const std::int64_t per_step = std::max<std::int64_t>(base::saturating_mul(p.batch_per_rank, p.ranks), 1);
+  const std::int64_t total =
+      base::saturating_mul(p.epochs, std::max<std::int64_t>(p.train_samples / per_step, 1));
+  return p.max_steps > 0 ? std::min(total, p.max_steps) : total;
+}
+
+std::int64_t capped_steps(std::int64_t steps, std::int64_t longest, std::int64_t warmup) {
+  if (longest <= 0) return steps;
+  return std::clamp<std::int64_t>(longest - std::max<std::int64_t>(warmup, 0), 3,
+                                  std::max<std::int64_t>(steps, 3));
+}
+
+std::string short_grid_note(double calibration_s, double grid_s, const std::string& grid) {
+  if (!(calibration_s > 0) || !(grid_s > 0) || calibration_s < grid_s) return "";
+  return "note: this grid is so short that running it (predicted " + base::format_duration(grid_s) +
+         ") costs less than predicting it (calibration " + base::format_duration(calibration_s) +
+         "): run it (`gridrun run " + grid + "`) instead of calibrating it";
+}
+
 std::string build_fingerprint(const std::string& train_bin) {
   // A bare name is the file mpirun would start: the first on PATH.
   std::string path = train_bin;
@@ -464,7 +503,9 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, con
   const double eval = sum("time_eval_s"), ckpt = sum("time_checkpoint_s");
   f.eval_s = evals > 0 && std::isfinite(eval) ? eval / static_cast<double>(evals) : 0;
   f.checkpoint_s = epochs > 0 && std::isfinite(ckpt) ? ckpt / static_cast<double>(epochs) : 0;
-  f.tail_s = std::isfinite(o.exit_unix) ? std::max(0.0, o.exit_unix - finished) : 0;
+  f.tail_s = std::isfinite(o.tail_s)      ? std::max(0.0, o.tail_s)
+             : std::isfinite(o.exit_unix) ? std::max(0.0, o.exit_unix - finished)
+                                          : 0;
   f.steps_per_epoch = static_cast<std::int64_t>(d.attr_number("steps_per_epoch", 0));
   if (const auto* acc = d.epochs.column("test_acc"); acc && !acc->empty() && std::isfinite(acc->back())) {
     f.final_acc = acc->back();
@@ -482,32 +523,43 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One calibration run: a job of the configuration, placed and launched like a real one.
+// One calibration run: a job of the configuration, placed and launched like a real one, and the
+// jobs chained after it in the same process (`then`, alone only).
 struct Probe {
   std::string key;
   jobs::Job job;
+  std::vector<jobs::Job> then;
   Request req;
   std::unique_ptr<RunningJob> proc;
   double exit_unix = 0;
   int code = -1;
 };
 
-// The figures of a finished calibration run (see figures_from_file), with a line on `out` when
-// there are none.
-std::optional<StepFigures> measure(const run::RunDir& crd, const Probe& p, bool side_by_side,
-                                   BuildVersions& versions, std::ostream& out) {
-  const std::string label = config_label(p.job.params);
+// The figures of each job of a finished calibration run (see figures_from_file), the launched one
+// first, with a line on `out` for each that has none.
+std::vector<std::optional<StepFigures>> measure(const run::RunDir& crd, const Probe& p, bool side_by_side,
+                                                BuildVersions& versions, std::ostream& out) {
+  std::vector<const jobs::Job*> jobs{&p.job};
+  for (const auto& j : p.then) jobs.push_back(&j);
+  std::vector<std::optional<StepFigures>> res(jobs.size());
   if (p.code != 0) {
-    out << "calibrate: " << label << ": gridrun-train exited " << p.code << " (see " << crd.log_err(p.job.id)
-        << ")\n";
-    return std::nullopt;
+    out << "calibrate: " << config_label(p.job.params) << (p.then.empty() ? "" : " and the jobs after it")
+        << ": gridrun-train exited " << p.code << " (see " << crd.log_err(p.job.id) << ")\n";
+    return res;
   }
-  std::string why;
-  auto f = figures_from_file(crd.result_file(p.job.id),
-                             FigureOptions{p.job.params.timing_warmup_steps, p.exit_unix, side_by_side},
-                             versions, why);
-  if (!f) out << "calibrate: " << label << ": " << why << "\n";
-  return f;
+  // The last job's exit is the process's; the jobs before it share that tail (MPI finalize and
+  // process exit happen once, after the last).
+  double tail = std::nan("");
+  for (std::size_t k = jobs.size(); k-- > 0;) {
+    const jobs::Job& j = *jobs[k];
+    std::string why;
+    FigureOptions fo{j.params.timing_warmup_steps, p.exit_unix, side_by_side};
+    if (k + 1 < jobs.size()) fo.tail_s = std::isfinite(tail) ? tail : 0.0;
+    res[k] = figures_from_file(crd.result_file(j.id), fo, versions, why);
+    if (!res[k]) out << "calibrate: " << config_label(j.params) << ": " << why << "\n";
+    if (k + 1 == jobs.size() && res[k]) tail = res[k]->tail_s;
+  }
+  return res;
 }
 
 class Calibrator {
@@ -559,10 +611,48 @@ class Calibrator {
     }
     std::vector<std::optional<StepFigures>> out;
     for (const auto& p : probes) {
-      auto f = measure(crd_, p, probes.size() > 1, versions_, out_);
+      auto f = measure(crd_, p, probes.size() > 1, versions_, out_)[0];
       if (!f) ++failed_;
       out.push_back(f);
     }
+    return out;
+  }
+
+  // Measures `members` alone, one after another in one process (plan_alone_processes): the first
+  // launched, the others chained after it with --then-job; each with `steps[k]` timed steps.
+  std::vector<std::optional<StepFigures>> run_chain(const std::vector<std::size_t>& members,
+                                                    const std::vector<std::int64_t>& steps) {
+    Probe pr;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const jobs::Job& src = plan_.ex.jobs[members[k]];
+      jobs::Job j =
+          jobs::make_job(plan_.ex.name + "-calibration", k, calibration_params(src.params, steps[k], 0));
+      if (k == 0) {
+        pr.key = config_key(src.params);
+        pr.job = std::move(j);
+        pr.req = plan_.req[members[k]];
+      } else {
+        pr.then.push_back(std::move(j));
+      }
+    }
+    Engine engine(plan_.cluster, EngineOptions{o_.run.policy, 0});
+    engine.submit(QueuedJob{0, 0, pr.req, 1.0});
+    const auto starts = engine.schedule(0);
+    if (starts.empty())
+      throw std::runtime_error("calibrate: " + config_label(pr.job.params) + " does not fit on " +
+                               plan_.cluster.source);
+    launch(pr, starts[0]);
+    while (pr.proc) {
+      if (const auto code = pr.proc->try_wait()) {
+        pr.code = *code;
+        pr.exit_unix = base::unix_now();
+        pr.proc.reset();
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+    auto out = measure(crd_, pr, false, versions_, out_);
+    for (const auto& f : out) failed_ += f ? 0 : 1;
     return out;
   }
 
@@ -574,6 +664,7 @@ class Calibrator {
     p.job.meta["host"] = node.name;
     p.job.meta["sitting"] = "calibrate";
     jobs::write_job_file(crd_.job_file(p.job.id), p.job);
+    ++launches_;
     LaunchSpec spec;
     spec.job_id = p.job.id;
     spec.job_file = fs::absolute(crd_.job_file(p.job.id)).string();
@@ -590,12 +681,18 @@ class Calibrator {
     spec.gpus = p.job.meta["gpus"];
     spec.train_bin = train_;
     spec.owner_pid = static_cast<int>(::getpid());
+    for (auto& j : p.then) {
+      j.meta = p.job.meta;
+      jobs::write_job_file(crd_.job_file(j.id), j);
+      spec.then_job_files.push_back(fs::absolute(crd_.job_file(j.id)).string());
+    }
     p.proc = exec_->launch(spec);
   }
 
   const run::RunDir& run_dir() const { return rd_; }
   const run::RunDir& cal_dir() const { return crd_; }
   int failed() const { return failed_; }
+  int launches() const { return launches_; }
   const BuildVersions& versions() const { return versions_; }
 
  private:
@@ -606,7 +703,7 @@ class Calibrator {
   run::RunDir rd_, crd_;
   std::unique_ptr<Executor> exec_;
   BuildVersions versions_;
-  int failed_ = 0;
+  int failed_ = 0, launches_ = 0;
 };
 
 }  // namespace
@@ -703,22 +800,54 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   c.train_bin = train;
   c.build = build_fingerprint(train);
   c.created = base::iso_now();
-  // One representative job per configuration, in grid order.
+  // One representative job per configuration, in grid order, and how many timed steps it gets:
+  // no more than the configuration's longest job runs (capped_steps).
   std::vector<std::size_t> reps;
   std::map<std::string, std::size_t> rep_of;
-  for (std::size_t i = 0; i < plan.ex.jobs.size(); ++i)
-    if (rep_of.emplace(config_key(plan.ex.jobs[i].params), i).second) reps.push_back(i);
-  out << "calibrate " << plan.ex.name << ": " << reps.size() << " configuration(s) of " << plan.ex.jobs.size()
-      << " jobs, " << o.steps << " timed steps each, on " << plan.cluster.source << "\n";
-  for (std::size_t k = 0; k < reps.size(); ++k) {
-    const auto& params = plan.ex.jobs[reps[k]].params;
+  std::map<std::string, std::int64_t> longest;  // known_steps; 0 once one job's count is unknown
+  for (std::size_t i = 0; i < plan.ex.jobs.size(); ++i) {
+    const auto& params = plan.ex.jobs[i].params;
     const std::string key = config_key(params);
-    c.labels[key] = config_label(params);
-    const auto f = cal.run_group({reps[k]}, {o.steps}, 0)[0];
-    if (!f) continue;
-    c.alone[key] = *f;
-    out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key] << " alone: " << describe_alone(*f)
-        << "\n";
+    const std::int64_t n = known_steps(params);
+    const auto [it, fresh] = longest.emplace(key, n);
+    if (!fresh) it->second = it->second == 0 || n == 0 ? 0 : std::max(it->second, n);
+    if (rep_of.emplace(key, i).second) reps.push_back(i);
+  }
+  std::map<std::string, std::int64_t> steps_of;
+  for (const std::size_t r : reps) {
+    const auto& params = plan.ex.jobs[r].params;
+    const std::string key = config_key(params);
+    steps_of[key] = capped_steps(o.steps, longest[key], params.timing_warmup_steps);
+  }
+  std::vector<jobs::JobParams> rep_params;
+  for (const std::size_t r : reps) rep_params.push_back(plan.ex.jobs[r].params);
+  std::vector<std::vector<std::size_t>> processes;
+  if (o.share_process) {
+    processes = plan_alone_processes(rep_params);
+  } else {
+    for (std::size_t k = 0; k < reps.size(); ++k) processes.push_back({k});
+  }
+  out << "calibrate " << plan.ex.name << ": " << reps.size() << " configuration(s) of " << plan.ex.jobs.size()
+      << " jobs in " << processes.size() << " launch(es), up to " << o.steps << " timed steps each, on "
+      << plan.cluster.source << "\n";
+  for (const auto& proc : processes) {
+    std::vector<std::size_t> members;
+    std::vector<std::int64_t> steps;
+    for (const std::size_t k : proc) {
+      members.push_back(reps[k]);
+      steps.push_back(steps_of[config_key(rep_params[k])]);
+    }
+    const auto figs = cal.run_chain(members, steps);
+    for (std::size_t m = 0; m < proc.size(); ++m) {
+      const std::size_t k = proc[m];
+      const std::string key = config_key(rep_params[k]);
+      c.labels[key] = config_label(rep_params[k]);
+      if (!figs[m]) continue;
+      c.alone[key] = *figs[m];
+      out << "  [" << (k + 1) << "/" << reps.size() << "] " << c.labels[key] << " alone"
+          << (m > 0 ? ", in the process of [" + std::to_string(proc[0] + 1) + "]" : std::string()) << ", "
+          << steps[m] << " steps: " << describe_alone(*figs[m]) << "\n";
+    }
   }
   // The groups the policy makes, from the schedule predicted with the alone figures.
   PredictOptions po{SimOptions{o.run.policy, o.run.max_parallel}, c.created};
@@ -727,8 +856,16 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   const auto groups = side_by_side_groups(plan, first.result);
   int tag = 1;
   for (const auto& g : groups) {
-    const auto run = plan_group_run(c, g, o.steps, o.group_train_s);
+    auto run = plan_group_run(c, g, o.steps, o.group_train_s);
     if (!run) continue;
+    // Never longer than the members' own jobs: beside each other they overlap only that long.
+    run->longest_s = 0;
+    for (std::size_t k = 0; k < g.size(); ++k) {
+      run->steps[k] = std::min(run->steps[k], steps_of[g[k]]);
+      const StepFigures& f = c.alone.at(g[k]);
+      run->longest_s = std::max(
+          run->longest_s, f.launch_s + f.warm_s + static_cast<double>(run->steps[k]) * f.step_s + f.tail_s);
+    }
     const double spent = std::chrono::duration<double>(Clock::now() - t0).count();
     if (spent + run->longest_s > res.budget_s) {
       res.skipped.push_back(run->label);
@@ -748,6 +885,7 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   c.versions = cal.versions();
   c.cost_s = std::chrono::duration<double>(Clock::now() - t0).count();
   res.failed = cal.failed();
+  res.launches = cal.launches();
   res.file = cal.run_dir().calibration_file();
   write_calibration(res.file, c);
   const PredictedGrid pred = predict_grid(plan, c, plan.cost, po);

@@ -79,6 +79,7 @@ class LocalExecutor : public Executor {
     a.insert(a.end(), {"-x", "CUDA_VISIBLE_DEVICES", "-x", "OMP_NUM_THREADS", s.train_bin, "--job",
                        s.job_file, "--out", s.results_dir});
     if (s.resume) a.push_back("--resume");
+    for (const auto& f : s.then_job_files) a.insert(a.end(), {"--then-job", f});
     if (!s.heartbeat_file.empty()) a.insert(a.end(), {"--heartbeat", s.heartbeat_file});
     if (s.owner_pid > 0) a.insert(a.end(), {"--owner-pid", std::to_string(s.owner_pid)});
     if (s.gpu_memory_fraction > 0) {

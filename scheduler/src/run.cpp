@@ -381,9 +381,9 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
     if (!o.dry_run && !fs::exists(rd.state_file(), sec))
       run::write_prediction(rd.prediction_file(), record);
     else if (!o.dry_run && o.against.empty())
-      (o.format == "json" ? std::cerr : out)
-          << "note: " << rd.prediction_file()
-          << " kept: it holds what was predicted before the run started (the next `gridrun run` writes a new one)\n";
+      (o.format == "json" ? std::cerr : out) << "note: " << rd.prediction_file()
+                                             << " kept: it holds what was predicted before the run started "
+                                                "(the next `gridrun run` writes a new one)\n";
   } else {
     std::size_t from_results = 0;
     std::map<std::string, double> measured;
@@ -430,6 +430,10 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
     out << render_schedule(cluster, sims, shown, o.width, o.timeline_rows);
     if (const std::string v = predicted_verdict(record, ex.compare_by); !v.empty() && cal) out << v << "\n";
   }
+  // A calibration that cost more than the grid it predicts: say so, running it is the cheaper answer.
+  if (cal)
+    if (const std::string note = short_grid_note(cal->cost_s, sim.makespan_s, o.grid); !note.empty())
+      (o.format == "json" && !o.dry_run ? std::cerr : out) << note << "\n";
   if (!o.against.empty())
     print_against(plan, record, o.against, o.timeline_rows, o.format == "json" ? std::cerr : out);
   if (o.dry_run && cluster.bindable) {

@@ -367,6 +367,13 @@ def case_calibrate_predict():
     assert c.returncode == 0, c.stdout + c.stderr
     assert "4 configuration(s)" in c.stdout and "side by side:" in c.stdout, c.stdout
     assert re.search(r"calibration took .*% of the grid's predicted", c.stdout), c.stdout
+    # One launch per launch key (ranks=2, ranks=1: mlp and lenet share a process), one for the
+    # side-by-side pair (a process per member): 4 in all, not 6.
+    assert "4 jobs in 2 launch(es)" in c.stdout and "(4 launch(es))" in c.stdout, c.stdout
+    assert c.stdout.count(", in the process of [") == 2, c.stdout
+    # A grid of a few seconds costs less to run than to predict: calibrate says so when it does.
+    pct = float(re.search(r"calibration took [^,]*, ([0-9.]+) % of the grid's predicted", c.stdout).group(1))
+    assert ("costs less than predicting it" in c.stdout) == (pct >= 100), c.stdout
     cal = json.load(open(os.path.join(rd, "calibration.json")))
     assert len(cal["configs"]) == 4 and len(cal["groups"]) == 1, cal
     for f in cal["configs"].values():
@@ -380,6 +387,14 @@ def case_calibrate_predict():
     assert pred["phases"]["2"]["arrangement"] == "one after another", pred["phases"]
     assert pred["phases"]["1"]["arrangement"] == "side by side", pred["phases"]
     assert os.path.exists(os.path.join(rd, "prediction.json"))
+    assert ("costs less than predicting it" in s.stderr) == (cal["cost_s"] >= pred["makespan_s"]), \
+        (s.stderr, cal["cost_s"], pred["makespan_s"])
+    # The chained configurations' launch is the process's plus their own set-up: near the first's.
+    heads = {}
+    for f in cal["configs"].values():
+        heads.setdefault(f["label"].split(" ranks=")[1].split()[0], []).append(f["launch_s"])
+    for ranks, launches in heads.items():
+        assert len(launches) == 2 and max(launches) < 3 * min(launches), (ranks, launches)
     r = run([g])
     assert r.returncode == 0, r.stdout + r.stderr
     st = state("large-vs-small-cpu")

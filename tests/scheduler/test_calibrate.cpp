@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
@@ -20,6 +21,7 @@
 #include "gridrun/run/prediction.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/calibrate.hpp"
+#include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/run.hpp"
 
@@ -434,4 +436,146 @@ TEST(Calibrate, DamagedPredictionEntriesAreLeftOutWithOneWarningEach) {
   j["phases"] = base::Json::array();
   std::ofstream(path) << j.dump(1);
   EXPECT_THROW(run::read_prediction(path), std::runtime_error);
+}
+
+// Issue 44, point 7: the configurations of one launch key (device, ranks, threads, nodes) are
+// measured alone in one process, one launch for all of them; another device, rank or thread count
+// is another process. The local executor passes the chained job files as --then-job.
+TEST(Calibrate, AloneConfigurationsShareOneLaunchPerLaunchKey) {
+  TempDir d;
+  const std::string grid = (d.path / "g.yaml").string();
+  std::ofstream(grid) << "name: g\ndefaults: {dataset: synthetic, epochs: 1, train_samples: 1024}\n"
+                         "grid:\n  model: [mlp, lenet, transformer]\n  ranks: [2, 1]\n";
+  const jobs::Expansion ex = jobs::load_grid(grid);
+  std::vector<jobs::JobParams> configs;
+  for (const auto& j : ex.jobs) configs.push_back(j.params);
+  const auto procs = plan_alone_processes(configs);
+  ASSERT_EQ(procs.size(), 2u);  // ranks=2 and ranks=1: 6 configurations, 2 launches
+  for (const auto& proc : procs) {
+    EXPECT_EQ(proc.size(), 3u);
+    for (std::size_t k : proc) EXPECT_EQ(configs[k].ranks, configs[proc[0]].ranks);
+  }
+  EXPECT_EQ(procs[0][0], 0u);  // in grid order: the first job's key first, launched first
+  // Threads, device or nodes make another launch key.
+  jobs::JobParams a = configs[0], b = a, c = a, e = a;
+  b.threads_per_rank = 2;
+  c.device = "gpu";
+  e.nodes = 2;
+  EXPECT_EQ(plan_alone_processes({a, b, c, e, a}).size(), 4u);
+  EXPECT_EQ(plan_alone_processes({a, b, c, e, a})[0], (std::vector<std::size_t>{0, 4}));
+
+  LaunchSpec s;
+  s.req.ranks = 2;
+  s.job_file = "/r/jobs/a.json";
+  s.results_dir = "/r/results";
+  s.train_bin = "gridrun-train";
+  s.then_job_files = {"/r/jobs/b.json", "/r/jobs/c.json"};
+  const auto cmd = make_executor("local")->command(s);
+  std::string line;
+  for (const auto& w : cmd) line += w + " ";
+  EXPECT_NE(
+      line.find("--job /r/jobs/a.json --out /r/results --then-job /r/jobs/b.json --then-job /r/jobs/c.json"),
+      std::string::npos)
+      << line;
+}
+
+// A job chained before others has no exit of its own: it takes the process's tail (its last
+// job's), and its launch is what its file says (gridrun-train moves launched_at on by the earlier
+// jobs, so first step - launched is the process's launch plus its own set-up).
+TEST(Calibrate, AChainedJobTakesTheTailOfItsProcess) {
+  TempDir dir;
+  results::JobFileInfo info;
+  info.id = "chained";
+  info.run = "calibration";
+  info.params.timing_warmup_steps = 1;
+  info.int_attrs["steps_per_epoch"] = 4;
+  info.flush_interval_s = 0;
+  auto w = results::JobWriter::create(dir.path.string(), info);
+  for (int k = 0; k < 4; ++k) {
+    results::StepRow r;
+    r.step = k;
+    r.step_s = 0.01;
+    r.rank_step_s = {r.step_s};
+    r.wall_s = 0.01 * (k + 1);
+    w->append_step(r);
+  }
+  w->finish(results::Status::Completed, "",
+            {{"launched_unix", 1000.0},
+             {"first_step_unix", 1000.8},
+             {"finished_unix", 1000.84},
+             {"time_train_s", 0.04}});
+  const std::string file = w->path();
+  w.reset();
+  BuildVersions v;
+  std::string why;
+  FigureOptions fo{1, 2000.0, false};  // the process ended long after: other jobs ran after this one
+  fo.tail_s = 0.25;
+  const auto f = figures_from_file(file, fo, v, why);
+  ASSERT_TRUE(f) << why;
+  EXPECT_NEAR(f->tail_s, 0.25, 1e-9);
+  EXPECT_NEAR(f->launch_s, 0.8, 1e-6);
+}
+
+// A configuration never steps longer than its longest job: the job itself shows no more; at least
+// 3 timed steps; no cap when the data set's size decides the steps.
+TEST(Calibrate, CalibrationStepsNeverExceedTheLongestJob) {
+  jobs::JobParams p;
+  p.epochs = 1;
+  p.train_samples = 256;
+  p.batch_per_rank = 16;
+  p.ranks = 2;
+  EXPECT_EQ(known_steps(p), 8);  // floor(256 / 32)
+  p.max_steps = 5;
+  EXPECT_EQ(known_steps(p), 5);
+  p.max_steps = 0;
+  p.epochs = 3;
+  p.train_samples = 100;  // floor(100 / 32) = 3 per epoch
+  EXPECT_EQ(known_steps(p), 9);
+  p.train_samples = 0;
+  EXPECT_EQ(known_steps(p), 0);
+  p.epochs = 0;
+  p.max_steps = 40;
+  EXPECT_EQ(known_steps(p), 40);
+
+  EXPECT_EQ(capped_steps(20, 8, 5), 3);      // 8-step jobs: 5 warm-up + 3 timed
+  EXPECT_EQ(capped_steps(20, 15, 5), 10);    // the job's own 10 after its warm-up
+  EXPECT_EQ(capped_steps(20, 1000, 5), 20);  // long jobs: --steps
+  EXPECT_EQ(capped_steps(20, 0, 5), 20);     // unknown: --steps
+}
+
+// Issue 44: a grid that costs less to run than to predict is named, once, in plain words, by
+// calibrate (short_grid_note) and by simulate when it predicts from that calibration.
+TEST(Calibrate, AGridCheaperToRunThanToPredictIsNamed) {
+  EXPECT_EQ(short_grid_note(10, 60, "g.yaml"), "");
+  EXPECT_EQ(short_grid_note(0, 60, "g.yaml"), "");
+  EXPECT_EQ(short_grid_note(7, 3, "g.yaml"),
+            "note: this grid is so short that running it (predicted 3s) costs less than predicting it "
+            "(calibration 7s): run it (`gridrun run g.yaml`) instead of calibrating it");
+
+  TempDir d;
+  const std::string grid = (d.path / "g.yaml").string();
+  std::ofstream(grid) << "name: g\ndefaults: {dataset: synthetic, epochs: 1, train_samples: 1024, "
+                         "test_samples: 256, global_batch: 64}\ngrid:\n  model: [mlp, lenet]\n";
+  const jobs::Expansion ex = jobs::load_grid(grid);
+  Calibration c;
+  c.host = base::hostname();
+  c.train_bin = "/bin/true";
+  c.build = build_fingerprint("/bin/true");
+  for (const auto& job : ex.jobs) c.alone[config_key(job.params)] = figs(1.0, 0.05);
+  const std::string out = (d.path / "runs").string();
+  fs::create_directories(out + "/g");
+  RunOptions o;
+  o.grid = grid;
+  o.out = out;
+  o.simulate = true;
+  o.train_bin = "/bin/true";
+  o.resources.cores = 2;
+  for (const double cost : {1.0, 1000.0}) {
+    c.cost_s = cost;
+    write_calibration(run::RunDir(out + "/g").calibration_file(), c);
+    std::ostringstream text;
+    run_grid(o, text);
+    EXPECT_EQ(text.str().find("costs less than predicting it") != std::string::npos, cost > 1) << cost << "\n"
+                                                                                               << text.str();
+  }
 }

@@ -32,6 +32,9 @@ struct LaunchSpec {
   std::string heartbeat_file;      // passed as --heartbeat; empty = none
   double gpu_memory_fraction = 0;  // --gpu-memory-fraction (0 = whole GPU)
   int owner_pid = 0;               // --owner-pid: the ranks stop when this process is gone (0 = none)
+  // --then-job FILE each: jobs of the same device, ranks and threads trained after job_file in the
+  // same process (`gridrun calibrate`, scheduler::plan_alone_processes); absolute paths.
+  std::vector<std::string> then_job_files;
 };
 
 // A launched job. The destructor kills what is still running (no orphans on unwinding).
