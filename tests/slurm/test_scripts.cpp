@@ -490,3 +490,34 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--update-golden") g_update = true;
   return RUN_ALL_TESTS();
 }
+
+// compare.repeats through Slurm: one array per phase and repeat, in the interleaved order (A B |
+// B A | A B) that submit chains with afterany dependencies, as `gridrun run` runs the phases.
+TEST(SlurmSubmit, RepeatsAreArraysInInterleavedOrder) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gridrun-test-repeats-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string grid = (dir / "rep.yaml").string();
+  std::ofstream(grid) << "name: rep\ndefaults: {dataset: synthetic, device: cpu, epochs: 1}\n"
+                         "compare: {by: ranks, repeats: 3}\ngrid:\n  ranks: [2, 1]\n  seed: [0, 1]\n";
+  slurm::SubmitOptions so;
+  so.grid_file = grid;
+  so.out_dir = (dir / "runs").string();
+  so.dry_run = true;
+  so.max_array = 1000;
+  std::ostringstream log;
+  auto res = slurm::submit(so, slurm::SlurmCli{}, log);
+  EXPECT_EQ(res.total_jobs, 12u);
+  std::vector<std::string> phases;
+  for (const auto& a : res.scripts.arrays) {
+    phases.push_back(a.shape.phase);
+    EXPECT_EQ(a.tasks.size(), 2u) << a.name;  // the two seeds of one phase and repeat
+  }
+  EXPECT_EQ(phases, (std::vector<std::string>{"2", "1", "1#2", "2#2", "2#3", "1#3"}));
+  so.repeats = 2;  // --repeats replaces the grid's
+  fs::remove_all(so.out_dir);
+  res = slurm::submit(so, slurm::SlurmCli{}, log);
+  EXPECT_EQ(res.total_jobs, 8u);
+  fs::remove_all(dir);
+}

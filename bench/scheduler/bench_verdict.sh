@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# How far the verdict of a compare-by run can be trusted on a machine that is not quiet
+# (BENCHMARKS.md, "A verdict you can trust"; issue 44). For each of three compare grids: one quiet
+# reference run (5 interleaved repeats), then TRIALS trials in each of two orders (compare.order
+# alternate = interleaved, blocked = every repeat of a phase together, phase after phase), half of
+# the trials with background CPU load started at a seeded random moment (a busy loop at a random
+# duty cycle, for a random share of the run). Per trial it reads the verdict's headline (`gridrun
+# report --format json`): the winner, the ratio, conclusive or "inconclusive".
+# Prints: confident verdicts that contradict the quiet reference (goal 0), the share called
+# inconclusive, and the spread of the measured ratio (standard deviation of its log over the
+# trials) interleaved against blocked (goal: at least 40 % lower). A benchmark, not a test: nothing
+# here asserts; the table is the result.
+#
+#   bash bench/scheduler/bench_verdict.sh [--build DIR] [--trials N] [--repeats N] [--seed S]
+#                                         [--only NAME] [--keep]
+# --trials per grid and order (default 10; half loaded), --repeats per trial (default 3), --seed of
+# the load's moments (default 1), --only one grid (ranks-mlp, zip-lenet, ranks-lenet), --keep the
+# work folder.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=$HERE/../../build
+TRIALS=10
+REPEATS=3
+SEED=1
+ONLY=""
+KEEP=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --trials) TRIALS=$2; shift 2 ;;
+    --repeats) REPEATS=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "bench_verdict.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+GRIDRUN=$BUILD/bin/gridrun
+TRAIN=$BUILD/bin/gridrun-train
+[[ -x $GRIDRUN && -x $TRAIN ]] || { echo "bench_verdict.sh: build first ($GRIDRUN)" >&2; exit 2; }
+WORK=$(mktemp -d /tmp/gridrun-bench-verdict-XXXXXX)
+cleanup() {
+  if ((KEEP)); then echo "bench_verdict.sh: work folder kept: $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+python3 "$HERE/verdict/bench_verdict.py" --gridrun "$GRIDRUN" --train "$TRAIN" --work "$WORK" \
+  --trials "$TRIALS" --repeats "$REPEATS" --seed "$SEED" --only "$ONLY"
