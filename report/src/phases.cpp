@@ -132,30 +132,10 @@ double seed_noise(const std::vector<const JobData*>& members) {
   return worst;
 }
 
-// "2 jobs x 1 rank, side by side": counts, ranks and threads as they are (ranges when they differ).
 std::string arrangement_of(const std::vector<const JobData*>& members, bool side_by_side) {
-  std::int64_t r_lo = 0, r_hi = 0, t_lo = 0, t_hi = 0;
-  bool gpu = false;
-  for (const JobData* d : members) {
-    if (!d->params) continue;
-    const std::int64_t r = std::max<std::int64_t>(d->params->ranks, 1);
-    const std::int64_t t = std::max<std::int64_t>(d->params->threads_per_rank, 1);
-    gpu = gpu || d->params->device == "gpu";
-    r_lo = r_lo ? std::min(r_lo, r) : r, r_hi = std::max(r_hi, r);
-    t_lo = t_lo ? std::min(t_lo, t) : t, t_hi = std::max(t_hi, t);
-  }
-  const std::size_t n = members.size();
-  auto range = [](std::int64_t lo, std::int64_t hi, const char* one, const char* many) {
-    return (lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi)) + " " +
-           (lo == hi && lo == 1 ? one : many);
-  };
-  std::string s = std::to_string(n) + (n == 1 ? " job" : " jobs");
-  if (r_hi > 0) {
-    s += " x " + range(r_lo, r_hi, gpu ? "GPU rank" : "rank", gpu ? "GPU ranks" : "ranks");
-    if (!gpu && (t_hi > 1 || t_lo != t_hi)) s += " x " + range(t_lo, t_hi, "thread", "threads");
-  }
-  if (n > 1) s += side_by_side ? ", side by side" : ", one after another";
-  return s;
+  std::vector<const jobs::JobParams*> params;
+  for (const JobData* d : members) params.push_back(d->params ? &*d->params : nullptr);
+  return run::arrangement_text(params, side_by_side);
 }
 
 void withhold(PhaseFigures& p, std::string why) {

@@ -1,6 +1,8 @@
 // prepare_run and quarantine_damaged (prepare.hpp).
 #include "gridrun/run/prepare.hpp"
 
+#include <algorithm>
+
 #include <filesystem>
 #include <ostream>
 #include <stdexcept>
@@ -59,6 +61,31 @@ std::string phase_label(const std::string& compare_by, const std::string& phase)
   const PhaseKey k = split_phase(phase);
   const std::string base = compare_by.empty() ? k.value : compare_by + "=" + k.value;
   return k.repeat > 0 ? base + " #" + std::to_string(k.repeat + 1) : base;
+}
+
+std::string arrangement_text(const std::vector<const jobs::JobParams*>& jobs, bool side_by_side) {
+  std::int64_t r_lo = 0, r_hi = 0, t_lo = 0, t_hi = 0;
+  bool gpu = false;
+  for (const jobs::JobParams* p : jobs) {
+    if (!p) continue;
+    const std::int64_t r = std::max<std::int64_t>(p->ranks, 1);
+    const std::int64_t t = std::max<std::int64_t>(p->threads_per_rank, 1);
+    gpu = gpu || p->device == "gpu";
+    r_lo = r_lo ? std::min(r_lo, r) : r, r_hi = std::max(r_hi, r);
+    t_lo = t_lo ? std::min(t_lo, t) : t, t_hi = std::max(t_hi, t);
+  }
+  const std::size_t n = jobs.size();
+  auto range = [](std::int64_t lo, std::int64_t hi, const char* one, const char* many) {
+    return (lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi)) + " " +
+           (lo == hi && lo == 1 ? one : many);
+  };
+  std::string s = std::to_string(n) + (n == 1 ? " job" : " jobs");
+  if (r_hi > 0) {
+    s += " x " + range(r_lo, r_hi, gpu ? "GPU rank" : "rank", gpu ? "GPU ranks" : "ranks");
+    if (!gpu && (t_hi > 1 || t_lo != t_hi)) s += " x " + range(t_lo, t_hi, "thread", "threads");
+  }
+  if (n > 1) s += side_by_side ? ", side by side" : ", one after another";
+  return s;
 }
 
 jobs::Job with_phase(const jobs::Job& job, const std::string& phase) {

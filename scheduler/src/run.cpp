@@ -191,9 +191,12 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
 
 namespace {
 
-// "side by side", "one after another" or "alone", as the report names a phase's arrangement.
-std::string arrangement(const run::PhasePrediction& p) {
-  return p.jobs <= 1 ? "alone" : p.max_running > 1 ? "side by side" : "one after another";
+// "2 jobs x 1 rank, side by side", as the report names a phase's arrangement (run::arrangement_text).
+std::string arrangement(const GridPlan& plan, const std::string& phase, const run::PhasePrediction& p) {
+  std::vector<const jobs::JobParams*> params;
+  for (std::size_t i = 0; i < plan.ex.jobs.size(); ++i)
+    if (i < plan.phase.size() && plan.phase[i] == phase) params.push_back(&plan.ex.jobs[i].params);
+  return run::arrangement_text(params, p.max_running > 1);
 }
 
 std::string seconds(double s) { return base::format_fixed(s, s < 10 ? 2 : 1) + " s"; }
@@ -292,16 +295,16 @@ void print_against(const GridPlan& plan, const run::Prediction& p, const std::st
   }
 }
 
-// "predicted: ranks=2 (one after another) 14.2 s; ranks=1 (side by side) 23.6 s: ranks=2 wins,
-// 1.66x faster" (two or more phases), "" otherwise.
-std::string predicted_verdict(const run::Prediction& p, const std::string& compare_by) {
+// "predicted: ranks=2 (2 jobs x 2 ranks, one after another) 14.2 s; ranks=1 (2 jobs x 1 rank, side
+// by side) 23.6 s: ranks=2 wins, 1.66x faster" (two or more phases), "" otherwise.
+std::string predicted_verdict(const GridPlan& plan, const run::Prediction& p, const std::string& compare_by) {
   if (p.phase_order.size() < 2) return "";
   std::string s = "predicted (" + p.source + "): ";
   std::string best, second;
   for (const auto& name : p.phase_order) {
     const auto& ph = p.phases.at(name);
     s += (name == p.phase_order.front() ? "" : "; ") + phase_label(compare_by, name) + " (" +
-         arrangement(ph) + ") " + seconds(ph.makespan_s);
+         arrangement(plan, name, ph) + ") " + seconds(ph.makespan_s);
     if (best.empty() || ph.makespan_s < p.phases.at(best).makespan_s) {
       second = best;
       best = name;
@@ -330,7 +333,7 @@ base::Json plan_json(const GridPlan& plan, const std::vector<SimJob>& sims, cons
     one["makespan_s"] = base::json_number(ph.makespan_s, 6);
     one["jobs"] = ph.jobs;
     one["max_running"] = ph.max_running;
-    one["arrangement"] = arrangement(ph);
+    one["arrangement"] = arrangement(plan, name, ph);
     base::append_new_member(phases, name.empty() ? std::string("all") : name, std::move(one));
   }
   j["phases"] = std::move(phases);
@@ -428,7 +431,8 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
     if (!ex.compare_by.empty())
       for (auto& ph : shown.phases) ph.value = phase_label(ex.compare_by, ph.value);
     out << render_schedule(cluster, sims, shown, o.width, o.timeline_rows);
-    if (const std::string v = predicted_verdict(record, ex.compare_by); !v.empty() && cal) out << v << "\n";
+    if (const std::string v = predicted_verdict(plan, record, ex.compare_by); !v.empty() && cal)
+      out << v << "\n";
   }
   // A calibration that cost more than the grid it predicts: say so, running it is the cheaper answer.
   if (cal)

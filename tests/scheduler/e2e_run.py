@@ -384,8 +384,8 @@ def case_calibrate_predict():
     assert s.returncode == 0, s.stderr
     pred = json.loads(s.stdout)
     assert pred["durations"].startswith("calibration of"), pred["durations"]
-    assert pred["phases"]["2"]["arrangement"] == "one after another", pred["phases"]
-    assert pred["phases"]["1"]["arrangement"] == "side by side", pred["phases"]
+    assert pred["phases"]["2"]["arrangement"] == "2 jobs x 2 ranks, one after another", pred["phases"]
+    assert pred["phases"]["1"]["arrangement"] == "2 jobs x 1 rank, side by side", pred["phases"]
     assert os.path.exists(os.path.join(rd, "prediction.json"))
     assert ("costs less than predicting it" in s.stderr) == (cal["cost_s"] >= pred["makespan_s"]), \
         (s.stderr, cal["cost_s"], pred["makespan_s"])

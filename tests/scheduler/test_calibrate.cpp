@@ -236,9 +236,9 @@ TEST(Calibrate, SimulatePredictsPhasesFromTheCalibration) {
   const double large = predict_seconds(p, figs(1.0, 0.05));
   const double small_side = predict_seconds(p, figs(1.5, 0.1));
   EXPECT_NEAR(j["phases"]["2"]["makespan_s"].get<double>(), 2 * large, 1e-3);
-  EXPECT_EQ(j["phases"]["2"]["arrangement"], "one after another");
+  EXPECT_EQ(j["phases"]["2"]["arrangement"], "2 jobs x 2 ranks, one after another");
   EXPECT_NEAR(j["phases"]["1"]["makespan_s"].get<double>(), small_side, 1e-3);
-  EXPECT_EQ(j["phases"]["1"]["arrangement"], "side by side");
+  EXPECT_EQ(j["phases"]["1"]["arrangement"], "2 jobs x 1 rank, side by side");
   EXPECT_NE(j["durations"].get<std::string>().find("2 alone, 2 side by side"), std::string::npos)
       << j["durations"];
   const run::Prediction rec = run::read_prediction(run::RunDir(out + "/g").prediction_file());

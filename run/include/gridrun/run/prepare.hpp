@@ -67,6 +67,10 @@ struct PhaseKey {
 PhaseKey split_phase(const std::string& phase);
 // "ranks=2", "ranks=2 #3" (the third measurement of ranks=2); the bare key without compare_by.
 std::string phase_label(const std::string& compare_by, const std::string& phase);
+// What a phase is, in words that hold whatever the compare-by key: "2 jobs x 1 rank, side by side",
+// "1 job x 2 ranks", "1 job x 1 rank x 2 threads", "4 jobs x 1-2 ranks, one after another" (ranges
+// where its jobs differ; GPU jobs count GPU ranks). One wording for the report, simulate and export.
+std::string arrangement_text(const std::vector<const jobs::JobParams*>& jobs, bool side_by_side);
 
 // The job as its job file is written before any placement: meta.phase set.
 jobs::Job with_phase(const jobs::Job& job, const std::string& phase);
