@@ -113,6 +113,8 @@ void Parser::each_key(const YAML::Node& map, const std::string& path, Fn fn) {
 int Parser::param(const std::string& key, const YAML::Node& keynode, const std::string& path) {
   int i = param_index(key);
   if (i >= 0) return i;
+  if (const std::string usual = usual_name_hint(key); !usual.empty())
+    fail(keynode, path, "unknown parameter '" + key + "': " + usual);
   std::string hint = suggest_param(key);
   fail(keynode, path,
        "unknown parameter '" + key + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));

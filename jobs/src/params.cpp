@@ -6,6 +6,9 @@
 // 48 bits as 12 lowercase hex characters. Changing either changes every id: don't.
 #include "gridrun/jobs/params.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -115,6 +118,46 @@ std::string suggest_param(const std::string& name) {
   std::vector<std::string> names;
   for (const auto& p : param_table()) names.push_back(p.name);
   return detail::closest(name, names);
+}
+
+std::string usual_name_hint(const std::string& name) {
+  std::string k;  // lower case, without '-', '_' and spaces: batch_size, batchSize, batch-size alike
+  for (char c : name)
+    if (c != '_' && c != '-' && c != ' ') k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::vector<std::pair<std::vector<const char*>, const char*>> kUsual = {
+      {{"learningrate", "lrate", "eta"}, "gridrun calls it 'lr'"},
+      {{"batchsize", "batch", "bs", "minibatch", "minibatchsize", "perdevicebatchsize", "microbatchsize"},
+       "gridrun sets 'batch_per_rank' (samples per rank and step) or 'global_batch' (all ranks together)"},
+      {{"globalbatchsize", "totalbatchsize", "effectivebatchsize"}, "gridrun calls it 'global_batch'"},
+      {{"numepochs", "nepochs", "epoch", "maxepochs", "trainepochs", "numtrainepochs"},
+       "gridrun calls it 'epochs'"},
+      {{"maxiters", "maxiter", "iterations", "iters", "numsteps", "steps", "trainsteps", "maxtrainsteps"},
+       "gridrun calls it 'max_steps'"},
+      {{"wd", "weightdecay", "l2", "decay"}, "gridrun calls it 'weight_decay'"},
+      {{"gpus", "numgpus", "ngpus", "gpuspernode", "worldsize", "nprocs", "np", "numprocs", "processes",
+        "nproc"},
+       "gridrun runs one process per rank: set 'ranks' (with 'device: gpu' for one GPU per rank)"},
+      {{"numnodes", "nnodes", "hosts", "numhosts"}, "gridrun calls it 'nodes'"},
+      {{"threads", "numthreads", "nthreads", "ompnumthreads", "intraopthreads"},
+       "gridrun calls it 'threads_per_rank'"},
+      {{"lrscheduler", "scheduler", "schedule", "lrdecay"}, "gridrun calls it 'lr_schedule'"},
+      {{"warmup", "warmupiters", "warmupepochs"}, "gridrun calls it 'warmup_steps'"},
+      {{"optim", "opt", "solver"}, "gridrun calls it 'optimizer'"},
+      {{"dtype", "amp", "mixedprecision", "fp16", "bf16"}, "gridrun calls it 'precision' (fp32, bf16, fp16)"},
+      {{"arch", "network", "net", "modelname"}, "gridrun calls it 'model'"},
+      {{"data", "datasetname"}, "gridrun calls it 'dataset'"},
+      {{"randomseed", "manualseed"}, "gridrun calls it 'seed' (or list them under seeds:)"},
+      {{"nesterovmomentum"}, "gridrun calls it 'nesterov'"},
+  };
+  for (const auto& [names, hint] : kUsual)
+    for (const char* n : names)
+      if (k == n) return hint;
+  // A typo of such a name (lerning_rate): within a quarter of its length in edits, long names only.
+  for (const auto& [names, hint] : kUsual)
+    for (const char* n : names)
+      if (std::strlen(n) >= 7 && detail::edit_distance(k, n) <= std::max<std::size_t>(1, k.size() / 4))
+        return hint;
+  return "";
 }
 
 JobParams to_struct(const Params& p) {

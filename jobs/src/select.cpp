@@ -17,12 +17,14 @@ namespace {
 std::string unknown_key(const std::string& key, const std::vector<std::string>& extra_keys) {
   std::vector<std::string> names = extra_keys;
   for (const auto& p : param_table()) names.push_back(p.name);
-  const std::string hint = detail::closest(key, names);
   std::string msg = "unknown key '" + key + "'";
+  if (const std::string usual = usual_name_hint(key); !usual.empty()) return msg + ": " + usual;
+  const std::string hint = detail::closest(key, names);
   if (!hint.empty()) return msg + "; did you mean '" + hint + "'?";
   std::string known;
   for (const auto& k : extra_keys) known += k + ", ";
-  return msg + " (expected " + known + "or a parameter: gridrun plan --list-params)";
+  return msg + " (expected " + (known.empty() ? "a parameter" : known + "or a parameter") +
+         ": gridrun plan --list-params)";
 }
 
 std::pair<std::string, std::string> split_key_value(const std::string& text, const std::string& flag,

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/select.hpp"
 
 namespace gj = gridrun::jobs;
 
@@ -757,4 +758,32 @@ TEST(JobsGridRepeats, BadValuesNameTheKey) {
   EXPECT_NE(error_of(base + "repaets: 3}\n").find("did you mean 'repeats'?"), std::string::npos);
   EXPECT_NE(error_of("name: r\ngrid: {ranks: [2, 1]}\ncompare: {repeats: 3}\n").find("expected 'by: KEY'"),
             std::string::npos);
+}
+
+// Names other tools use are answered with gridrun's (issue 49): an edit distance finds no 'lr' in
+// 'learning_rate'; a typo of such a name too; and the --set message has no dangling "or".
+TEST(JobsGridErrors, UsualNamesOfOtherToolsGetGridrunsName) {
+  EXPECT_NE(error_of("grid: {learning_rate: [0.1]}\n")
+                .find("unknown parameter 'learning_rate': gridrun calls it 'lr'"),
+            std::string::npos)
+      << error_of("grid: {learning_rate: [0.1]}\n");
+  EXPECT_NE(error_of("defaults: {batch_size: 32}\n").find("'batch_per_rank'"), std::string::npos);
+  EXPECT_NE(error_of("defaults: {num_epochs: 3}\n").find("'epochs'"), std::string::npos);
+  EXPECT_NE(error_of("defaults: {weight-decay: 0.1}\n").find("'weight_decay'"), std::string::npos);
+  EXPECT_NE(error_of("defaults: {gpus: 4}\n").find("'ranks'"), std::string::npos);
+  EXPECT_NE(error_of("defaults: {num_nodes: 2}\n").find("'nodes'"), std::string::npos);
+  EXPECT_NE(error_of("defaults: {lerning_rate: 0.1}\n").find("'lr'"), std::string::npos);
+  EXPECT_NE(error_of("defaults: {rank: 2}\n").find("did you mean 'ranks'?"), std::string::npos);
+  try {
+    gj::parse_overrides({"lerning_rate=0.1"}, "--set");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("gridrun calls it 'lr'"), std::string::npos) << e.what();
+  }
+  try {
+    gj::parse_overrides({"zzqqxx=1"}, "--set");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).find("expected or"), std::string::npos) << e.what();
+  }
 }

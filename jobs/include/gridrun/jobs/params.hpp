@@ -49,6 +49,11 @@ const std::vector<ParamSpec>& param_table();
 const ParamSpec* find_param(const std::string& name);
 // Closest known parameter name to `name` (edit distance), for "did you mean" hints; empty if none.
 std::string suggest_param(const std::string& name);
+// The gridrun name of a parameter as other tools spell it (batch_size, learning_rate, num_epochs,
+// weight-decay, gpus, num_nodes, ...): "gridrun calls it 'lr'", or for a name that maps onto two
+// "'batch_per_rank' (per rank) or 'global_batch' (all ranks)"; empty when `name` is no such name.
+// Asked before suggest_param: an edit distance finds no 'lr' in 'learning_rate'.
+std::string usual_name_hint(const std::string& name);
 
 // A job's parameters by name, always complete and resolved once produced by the expander.
 using Params = std::map<std::string, Value>;
