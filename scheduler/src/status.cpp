@@ -300,7 +300,11 @@ void print_json(const RunStatus& st, std::ostream& os) {
   base::Json counts = base::Json::object();
   for (const auto& [s, n] : st.counts) counts[to_string(s)] = n;
   base::Json jobs = base::Json::array();
-  // Unknown numbers are null (nlohmann writes NaN as null), -1 for the integer ones.
+  // Unknown numbers are null (nlohmann writes NaN as null), the integer ones too (a -1 reads as a
+  // number to pandas and jq).
+  auto known = [](std::int64_t v, std::int64_t from) {
+    return v >= from ? base::Json(v) : base::Json(nullptr);
+  };
   for (const auto& r : st.jobs) {
     base::Json params = base::Json::object();
     for (std::size_t i = 0; i < st.varying.size() && i < r.params.size(); ++i)
@@ -310,7 +314,7 @@ void print_json(const RunStatus& st, std::ostream& os) {
                     {"state", to_string(r.state)},
                     {"slurm_id", r.slurm_id},
                     {"slurm_state", r.slurm_state},
-                    {"exit_code", r.exit_code},
+                    {"exit_code", known(r.exit_code, 0)},
                     {"elapsed", r.elapsed},
                     {"node", r.node},
                     {"restarts", r.restarts},
@@ -319,10 +323,10 @@ void print_json(const RunStatus& st, std::ostream& os) {
                     {"results", r.disk},
                     {"reason", r.reason},
                     {"elapsed_s", r.elapsed_s},
-                    {"step", r.step},
-                    {"total_steps", r.total_steps},
-                    {"epoch", r.epoch},
-                    {"total_epochs", r.epochs},
+                    {"step", known(r.step, 0)},
+                    {"total_steps", known(r.total_steps, 1)},
+                    {"epoch", known(r.epoch, 0)},
+                    {"total_epochs", known(r.epochs, 1)},
                     {"eta_s", r.eta_s},
                     {"eta_source", r.eta_source},
                     {"predicted_eta_s", r.predicted_eta_s}});
@@ -349,8 +353,8 @@ std::string of_total(std::int64_t v, std::int64_t total) {
 // Table and CSV go through the shared table writer (base/table.hpp), one job per line.
 // For people (`for_people`): an empty word or no exit code shows as "-", and a run no Slurm job
 // belongs to (`gridrun run`) leaves out the two Slurm columns, so node and results fit; progress
-// columns show only when some job has progress. For programs (CSV): every column, empty fields
-// empty, exit code -1 and step/epoch -1 for "none", seconds as plain numbers.
+// and ETA columns are there on every refresh (a watched table keeps its shape). For programs (CSV):
+// every column, an unknown field (text, exit code, step, epoch) empty, seconds as plain numbers.
 base::Table jobs_table(const RunStatus& st, bool for_people) {
   using base::number_cell;
   using base::text_cell;
@@ -367,10 +371,7 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
   t.columns.push_back("state");
   if (slurm) t.columns.insert(t.columns.end(), {"slurm_id", "slurm_state"});
   t.columns.insert(t.columns.end(), {"exit_code", "elapsed", "node", "restarts", "attempts", "results"});
-  const bool progress = !for_people || std::any_of(st.jobs.begin(), st.jobs.end(),
-                                                   [](const JobStatusRow& r) { return r.step >= 0; });
-  const bool eta = !for_people || std::any_of(st.jobs.begin(), st.jobs.end(),
-                                              [](const JobStatusRow& r) { return std::isfinite(r.eta_s); });
+  const bool progress = true, eta = true;
   if (progress) t.columns.insert(t.columns.end(), {"step", "epoch"});
   if (eta) t.columns.push_back(for_people ? "eta" : "eta_s");
   if (!for_people)
@@ -396,13 +397,14 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
       row.push_back(word(i < r.params.size() ? r.params[i] : ""));
     row.push_back(text_cell(to_string(r.state)));
     if (slurm) row.insert(row.end(), {word(r.slurm_id), word(r.slurm_state)});
-    const bool no_exit = for_people && r.exit_code < 0;
+    const bool no_exit = r.exit_code < 0;
     row.insert(row.end(), {count(no_exit ? std::nan("") : r.exit_code), word(r.elapsed), word(r.node),
                            count(r.restarts), count(r.attempts), word(r.disk)});
     if (progress && for_people)
       row.insert(row.end(), {word(of_total(r.step, r.total_steps)), word(of_total(r.epoch, r.epochs))});
     else if (progress)
-      row.insert(row.end(), {count(static_cast<double>(r.step)), count(static_cast<double>(r.epoch))});
+      row.insert(row.end(), {count(r.step < 0 ? std::nan("") : static_cast<double>(r.step)),
+                             count(r.epoch < 0 ? std::nan("") : static_cast<double>(r.epoch))});
     if (eta && for_people)
       // A prediction's guess is marked "~": the job has not yet shown its own pace.
       row.push_back(word(!std::isfinite(r.eta_s)
@@ -411,9 +413,10 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
     else if (eta)
       row.push_back(number_cell(r.eta_s, 1));
     if (!for_people)
-      row.insert(row.end(), {number_cell(r.elapsed_s, 1), count(static_cast<double>(r.total_steps)),
-                             count(static_cast<double>(r.epochs)), text_cell(r.eta_source),
-                             number_cell(r.predicted_eta_s, 1)});
+      row.insert(row.end(), {number_cell(r.elapsed_s, 1),
+                             count(r.total_steps > 0 ? static_cast<double>(r.total_steps) : std::nan("")),
+                             count(r.epochs > 0 ? static_cast<double>(r.epochs) : std::nan("")),
+                             text_cell(r.eta_source), number_cell(r.predicted_eta_s, 1)});
     if (moved) {
       std::string hosts;
       for (const auto& h : r.attempt_hosts) hosts += (hosts.empty() ? "" : " > ") + h;
