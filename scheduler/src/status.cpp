@@ -15,6 +15,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/failure.hpp"
@@ -135,10 +136,10 @@ void settle_with_results(JobStatusRow& row) {
     row.state = disk == run::JobOutcome::Interrupted ? run::JobOutcome::Interrupted : run::JobOutcome::Failed;
 }
 
-// Every row's parameters: from the run's grid.yaml copy (loaded from the folder of the grid it
-// was copied from, as `gridrun plan` would), else, for a job the copy no longer expands to (an
-// older grid of the same run) or when the copy does not load, from the job's file. A job with
-// neither has the defaults (it then differs where others set a value).
+// Every row's parameters: from the run's grid.yaml copy with the run's `--set` overrides (loaded
+// from the folder of the grid it was copied from, as `gridrun plan` would), else, for a job the copy no
+// longer expands to (an older grid of the same run) or when the copy does not load, from the job's file. A
+// job with neither has the defaults (it then differs where others set a value).
 std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunState& state,
                                         const std::vector<JobStatusRow>& rows) {
   std::map<std::string, jobs::JobParams> by_id;
@@ -148,6 +149,8 @@ std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunSt
       jobs::LoadOptions lo;
       lo.base_dir = state.grid_dir;
       lo.allow_empty = true;
+      // As the run resolved them: its `--set` values are part of every job's parameters (and id).
+      lo.overrides = jobs::parse_overrides(state.overrides, "--set");
       for (auto& j : jobs::load_grid(dir.grid_copy(), lo).jobs) by_id.emplace(j.id, std::move(j.params));
     } catch (const std::exception&) {
       // The job files below have every job's parameters too.

@@ -125,6 +125,13 @@ def case_set_epochs():
     assert rep.returncode == 0, rep.stderr
     for i in after:
         assert i in rep.stdout, (i, rep.stdout)
+    # status shows every job as the run resolved it: the unselected (gpu) jobs with epochs=1 too.
+    st = subprocess.run([GRIDRUN, "status", os.path.join(OUT, "mixed"), "--format", "json"], text=True,
+                        capture_output=True)
+    assert st.returncode == 0, st.stderr
+    jobs = json.loads(st.stdout)["jobs"]
+    assert len(jobs) == 4 and all(j["params"].get("epochs", 1) == 1 for j in jobs), jobs
+    assert {j["state"] for j in jobs} == {"completed", "pending"}, jobs
 
 
 def case_bad_flags():
