@@ -1,12 +1,25 @@
 // Implementation of the RAII/checked-call layer over HDF5 (see h5.hpp for why it exists).
 #include "h5.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+
+// In libhdf5 since 1.8.7 (H5private.h, not installed): the Jenkins lookup3 hash of its metadata.
+extern "C" uint32_t H5_checksum_metadata(const void* data, size_t len, uint32_t initval);
 
 namespace gridrun::results::h5 {
 
 namespace {
+
+// libhdf5 1.10's exit handler (H5close, registered at its first call) closes every id still open;
+// an H5Fclose that failed at a full disk (a write at close, after a good flush) has freed its file
+// but kept the id, and the handler then crashes on it (SIGSEGV after a clean error message,
+// issue 45). Every file is closed by its owner (RAII), so the handler has nothing to do: it is
+// turned off before the library starts, by this object's initialisation at load time.
+const herr_t kNoExitHandler = H5dont_atexit();
 
 herr_t innermost(unsigned n, const H5E_error2_t* e, void* out) {
   // Walking downward, the first entry is the API call and the last is the root cause: keep both.
@@ -41,13 +54,20 @@ std::string last_error_message() {
   return s;
 }
 
-void fail(const char* expr, const char* file, int line) {
+namespace {
+// "<file>:<line>: <call> failed: <HDF5's message>", the file without its directories.
+std::string failure_text(const char* expr, const char* file, int line, const std::string& h5) {
   std::string where = file;
   auto slash = where.rfind('/');
   if (slash != std::string::npos) where = where.substr(slash + 1);
   std::string msg = where + ":" + std::to_string(line) + ": " + expr + " failed";
-  std::string h5 = last_error_message();
   if (!h5.empty()) msg += ": " + h5;
+  return msg;
+}
+}  // namespace
+
+void fail(const char* expr, const char* file, int line) {
+  std::string msg = failure_text(expr, file, line, last_error_message());
   H5Eclear2(H5E_DEFAULT);
   throw Error(msg);
 }
@@ -312,6 +332,84 @@ Id latest_fapl() {
   Id fapl = H5_OWN(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5_CHECK(H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST));
   return fapl;
+}
+
+Id create_in_memory(bool latest) {
+  Id fapl = latest ? latest_fapl() : H5_OWN(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5_CHECK(H5Pset_fapl_core(fapl, 64 * 1024, 0));
+  // The name is never opened (no backing store); it only has to be unique among open files.
+  static unsigned serial = 0;
+  const std::string name = "gridrun-memory-" + std::to_string(getpid()) + "-" + std::to_string(++serial);
+  return H5_OWN(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose);
+}
+
+std::string file_image(hid_t file) {
+  H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
+  const ssize_t n = H5_CHECK(H5Fget_file_image(file, nullptr, 0));
+  std::string bytes(static_cast<std::size_t>(n), '\0');
+  H5_CHECK(H5Fget_file_image(file, bytes.data(), bytes.size()));
+  // libhdf5 1.10 clears a version 2/3 superblock's "open for writing" flags in the image but
+  // leaves its checksum as it was, so the image would not open ("incorrect metadata checksum"):
+  // the checksum is redone here with the library's own function (HDF5 file format spec,
+  // superblock versions 2 and 3: 12 bytes, 4 addresses, then the checksum of all before it).
+  const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (bytes.size() >= 12 && u[8] >= 2) {
+    const std::size_t sum_at = 12 + 4 * static_cast<std::size_t>(u[9]);  // 4 addresses of u[9] bytes
+    if (bytes.size() >= sum_at + 4) {
+      const std::uint32_t sum = H5_checksum_metadata(bytes.data(), sum_at, 0);
+      for (int k = 0; k < 4; ++k) bytes[sum_at + k] = static_cast<char>((sum >> (8 * k)) & 0xff);
+    }
+  }
+  return bytes;
+}
+
+void WriteFile::close(const char* file, int line) {
+  if (!id_.valid()) return;
+  if (H5Fflush(id_, H5F_SCOPE_GLOBAL) < 0) {
+    const std::string msg = failure_text("H5Fflush", file, line, last_error_message());
+    discard();
+    throw Error(msg);
+  }
+  // A close still writes (superblock flags, end of file) and can fail at a full disk; the id is
+  // gone either way (close_checked lets go of it before the call; see kNoExitHandler).
+  id_.close_checked(file, line);
+}
+
+namespace {
+// An anonymous memory file holding a copy of fd's bytes (HDF5 reads metadata back while it closes,
+// so the copy must start as the disk file is), or -1.
+int memory_copy_of(int fd) {
+  const int mem = memfd_create("gridrun-discarded-hdf5", MFD_CLOEXEC);
+  if (mem < 0) return -1;
+  std::vector<char> buf(1 << 20);
+  off_t at = 0;
+  for (;;) {
+    const ssize_t n = pread(fd, buf.data(), buf.size(), at);
+    if (n == 0) return mem;
+    if (n < 0 || pwrite(mem, buf.data(), static_cast<std::size_t>(n), at) != n) break;
+    at += n;
+  }
+  ::close(mem);
+  return -1;
+}
+}  // namespace
+
+void WriteFile::discard() noexcept {
+  if (!id_.valid()) return;
+  void* handle = nullptr;
+  Id fapl(H5Fget_access_plist(id_), H5Pclose);
+  if (fapl.valid() && H5Pget_driver(fapl) == H5FD_SEC2 && H5Fget_vfd_handle(id_, fapl, &handle) >= 0 &&
+      handle) {
+    const int fd = *static_cast<int*>(handle);
+    const int mem = memory_copy_of(fd);
+    if (mem >= 0) {
+      dup2(mem, fd);
+      ::close(mem);
+    }
+  }
+  fapl.reset();
+  id_.reset();
+  H5Eclear2(H5E_DEFAULT);
 }
 
 }  // namespace gridrun::results::h5

@@ -122,4 +122,47 @@ std::vector<std::string> list_group(hid_t group);
 // File-access property list with libver bounds LATEST (needed for SWMR).
 Id latest_fapl();
 
+// --- files this process writes -----------------------------------------------------------------
+// Why: libhdf5 1.10 cannot end a file whose writes failed (ENOSPC, EIO). H5Fcreate that fails
+// while flushing leaves the half-made file inside the library, and an H5Fclose whose flush fails
+// frees the file but keeps its id: at exit the library's handler loops on it or crashes (SIGSEGV,
+// exit 139; issue 45). So files are made in memory and written by base::write_file_atomic (a full
+// disk is our own clean error), and a file open for writing on disk is a WriteFile, which discards
+// what HDF5 still holds unwritten before it lets the library close it after a failure.
+
+// An empty file in memory (core driver, no backing store); `latest` for SWMR's libver bounds.
+Id create_in_memory(bool latest);
+// The bytes of an open file (superblock "open for writing" flags cleared), to write to disk.
+std::string file_image(hid_t file);
+
+// A file open for writing on disk: closed by close() (flush, then close; a failure throws), or
+// else (an exception unwinds, close failed) discarded: the sec2 descriptor is pointed at an
+// anonymous memory file, so that the library can flush into it and release every object; what
+// already reached the disk stays as it was. Objects of the file still open (datasets, groups)
+// close afterwards into the same memory file.
+class WriteFile {
+ public:
+  WriteFile() = default;
+  explicit WriteFile(Id id) : id_(std::move(id)) {}
+  WriteFile(WriteFile&&) noexcept = default;
+  WriteFile& operator=(WriteFile&& o) noexcept {
+    if (this != &o) {
+      discard();
+      id_ = std::move(o.id_);
+    }
+    return *this;
+  }
+  ~WriteFile() { discard(); }
+  hid_t get() const { return id_.get(); }
+  operator hid_t() const { return id_.get(); }  // NOLINT: ids are passed to C calls everywhere
+  bool valid() const { return id_.valid(); }
+  // Flushes and closes; on a failure the file is discarded and the HDF5 error thrown.
+  void close(const char* file, int line);
+  // Lets go of the file without writing anything more to disk (no-op when closed).
+  void discard() noexcept;
+
+ private:
+  Id id_;
+};
+
 }  // namespace gridrun::results::h5

@@ -1,8 +1,6 @@
 // The run index file: records -> RUN_DIR/results.h5 (/jobs table + /links external links), and
 // the inverse (read_index) used by `gridrun report`. `gridrun collect` (report/collect.cpp) decides
 // what goes in.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -70,8 +68,9 @@ double as_double(const ParamValue& v) {
   return std::nan("");
 }
 
-void write_index(const std::string& path, const std::string& run_dir, const std::vector<JobRecord>& jobs) {
-  Id file = H5_OWN(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+// The index file's bytes: made in memory (h5.hpp: a full disk is then write_file_atomic's error).
+std::string index_image(const std::string& run_dir, const std::vector<JobRecord>& jobs) {
+  Id file = h5::create_in_memory(false);
   h5::write_attr(file, "run",
                  fs::path(run_dir).lexically_normal().filename().string().empty()
                      ? fs::absolute(run_dir).lexically_normal().parent_path().filename().string()
@@ -135,7 +134,7 @@ void write_index(const std::string& path, const std::string& run_dir, const std:
   sg.reset();
   pg.reset();
   g.reset();
-  file.close_checked(__FILE__, __LINE__);
+  return h5::file_image(file);
 }
 
 }  // namespace
@@ -244,17 +243,16 @@ std::vector<JobRecord> read_index(const std::string& results_h5, double timeout_
 
 void write_run_index(const std::string& path, const std::string& run_dir,
                      const std::vector<JobRecord>& jobs) {
-  // HDF5 writes the file itself, so the temporary + rename is ours (write_file_atomic needs bytes).
-  const std::string tmp = path + ".tmp-" + std::to_string(getpid());
-  h5::Quiet quiet;
-  try {
-    write_index(tmp, run_dir, jobs);
-  } catch (const std::exception& e) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw std::runtime_error(tmp + ": " + e.what());
+  std::string bytes;
+  {
+    h5::Quiet quiet;
+    try {
+      bytes = index_image(run_dir, jobs);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ": " + e.what());
+    }
   }
-  base::rename_durable(tmp, path);
+  base::write_file_atomic(path, bytes);  // its error names the path and errno (ENOSPC: exit 1)
 }
 
 }  // namespace gridrun::results

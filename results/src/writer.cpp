@@ -228,6 +228,10 @@ class H5JobWriter final : public JobWriter {
     table.append(r);
     maybe_auto_flush();
   }
+  // After a failed write (ENOSPC, EIO) the file is let go of without another byte to disk and the
+  // writer refuses further work: the .partial keeps what reached the disk, and the run reader
+  // decides whether it is readable. Returns the error to throw, naming the file.
+  std::runtime_error abandon(const std::exception& why);
   std::vector<SwmrTable*> tables() { return {&steps_, &epochs_, &util_}; }
   void write_root_attrs(hid_t file);
   void create_fresh();
@@ -249,11 +253,12 @@ class H5JobWriter final : public JobWriter {
   Dims dims_;
   std::string partial_, final_;
   mutable std::mutex mu_;
-  Id file_;
+  h5::WriteFile file_;
   TypedTable<StepRow> steps_;
   TypedTable<EpochRow> epochs_;
   TypedTable<UtilRow> util_;
   bool finished_ = false;
+  std::string broken_;  // why an earlier write failed (the file was let go of), else empty
   std::vector<OpProfile> profile_;
   bool has_profile_ = false;
   std::chrono::steady_clock::time_point last_flush_;
@@ -284,9 +289,11 @@ H5JobWriter::H5JobWriter(const std::string& dir, const JobFileInfo& info)
       create_fresh();
     H5_CHECK(H5Fstart_swmr_write(file_));
   } catch (const std::invalid_argument&) {
+    close_tables();
+    file_.discard();
     throw;
   } catch (const std::exception& e) {
-    throw std::runtime_error(partial_ + ": " + e.what());
+    throw abandon(e);
   }
   last_flush_ = std::chrono::steady_clock::now();
 }
@@ -294,14 +301,22 @@ H5JobWriter::H5JobWriter(const std::string& dir, const JobFileInfo& info)
 H5JobWriter::~H5JobWriter() {
   // No finish(): leave a readable .partial (status "running") with every appended row.
   if (finished_ || !file_.valid()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  h5::Quiet quiet;
   try {
-    std::lock_guard<std::mutex> lock(mu_);
-    h5::Quiet quiet;
     flush_locked();
     close_all();
-  } catch (...) {
+  } catch (const std::exception& e) {
     // A destructor must not throw; rows flushed before stay readable.
+    abandon(e);
   }
+}
+
+std::runtime_error H5JobWriter::abandon(const std::exception& why) {
+  file_.discard();  // first: the tables' closes below then flush into memory, not the disk
+  close_tables();
+  broken_ = why.what();
+  return std::runtime_error(partial_ + ": " + broken_);
 }
 
 void H5JobWriter::flush() {
@@ -311,7 +326,7 @@ void H5JobWriter::flush() {
   try {
     flush_locked();
   } catch (const std::exception& e) {
-    throw std::runtime_error(partial_ + ": " + e.what());
+    throw abandon(e);
   }
 }
 
@@ -320,20 +335,29 @@ void H5JobWriter::finish(Status status, const std::string& exit_reason, const Su
   check_open();
   h5::Quiet quiet;
   try {
-    flush_locked();
-    close_all();
+    try {
+      flush_locked();
+      close_all();
+    } catch (const std::exception& e) {
+      finished_ = true;
+      throw abandon(e);
+    }
     // SWMR forbids attribute changes and new objects: reopen normally for the final touches.
     Id fapl = h5::latest_fapl();
-    Id file = H5_OWN(H5Fopen(partial_.c_str(), H5F_ACC_RDWR, fapl), H5Fclose);
+    h5::WriteFile file(H5_OWN(H5Fopen(partial_.c_str(), H5F_ACC_RDWR, fapl), H5Fclose));
     h5::write_attr(file, "status", to_string(status));
     h5::write_attr(file, "exit_reason", exit_reason);
     h5::write_attr(file, "end_time", base::iso_now());
     h5::write_attr(file, "end_unix", base::unix_now());
     write_summary(file, summary);
     if (has_profile_) write_profile(file);
-    file.close_checked(__FILE__, __LINE__);
+    file.close(__FILE__, __LINE__);
     base::rename_durable(partial_, final_);
     finished_ = true;
+  } catch (const std::runtime_error& e) {
+    finished_ = true;
+    if (std::string(e.what()).rfind(partial_ + ": ", 0) == 0) throw;
+    throw std::runtime_error(partial_ + ": " + e.what());
   } catch (const std::exception& e) {
     finished_ = true;
     throw std::runtime_error(partial_ + ": " + e.what());
@@ -408,21 +432,30 @@ Attempt H5JobWriter::this_attempt() const {
   return a;
 }
 
+// The whole layout is made in memory and written by base::write_file_atomic, then opened on disk
+// (h5.hpp: an H5Fcreate that fails at a full disk leaves the library unable to exit cleanly).
 void H5JobWriter::create_fresh() {
   std::error_code ec;
   fs::remove(partial_, ec);
+  std::string image;
+  {
+    Id mem = h5::create_in_memory(true);
+    write_root_attrs(mem);
+    h5::write_attr(mem, "start_time", base::iso_now());
+    h5::write_attr(mem, "start_unix", base::unix_now());
+    detail::append_attempt(mem, this_attempt());
+    for (SwmrTable* t : tables()) t->create(mem);
+    if (info_.gpus == 0)
+      h5::write_attr(util_.group(), "gpu_absent_reason",
+                     info_.gpu_absent_reason.empty() ? std::string("cpu job") : info_.gpu_absent_reason);
+    Id summary = H5_OWN(H5Gcreate2(mem, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+    close_tables();
+    image = h5::file_image(mem);
+  }
+  base::write_file_atomic(partial_, image);
   Id fapl = h5::latest_fapl();
-  file_ = H5_OWN(H5Fcreate(partial_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose);
-  write_root_attrs(file_);
-  h5::write_attr(file_, "start_time", base::iso_now());
-  h5::write_attr(file_, "start_unix", base::unix_now());
-  detail::append_attempt(file_, this_attempt());
-  for (SwmrTable* t : tables()) t->create(file_);
-  if (info_.gpus == 0)
-    h5::write_attr(util_.group(), "gpu_absent_reason",
-                   info_.gpu_absent_reason.empty() ? std::string("cpu job") : info_.gpu_absent_reason);
-  Id summary = H5_OWN(H5Gcreate2(file_, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-  H5_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+  file_ = h5::WriteFile(H5_OWN(H5Fopen(partial_.c_str(), H5F_ACC_RDWR, fapl), H5Fclose));
+  for (SwmrTable* t : tables()) t->open(file_);
 }
 
 void H5JobWriter::reopen() {
@@ -438,7 +471,11 @@ void H5JobWriter::reopen() {
   } catch (const std::invalid_argument&) {
     // Leave a finished file as it was: refused resumes must not half-change results.
     close_tables();
-    file_.reset();
+    try {
+      file_.close(__FILE__, __LINE__);  // clears the "open for writing" flags the open set
+    } catch (const std::exception&) {
+      // Let go of (discarded); the refusal is the error to report.
+    }
     if (renamed) {
       std::error_code ec;
       fs::rename(partial_, final_, ec);
@@ -453,8 +490,8 @@ void H5JobWriter::reopen() {
 // one starts at the resumed step; the rows before it are lost (`gridrun run` restarts such a job
 // from scratch instead, so this is the path of a hand-started --resume).
 void H5JobWriter::move_damaged_aside(bool renamed, const std::exception& why) {
+  file_.discard();  // nothing more is written to a damaged file
   close_tables();
-  file_.reset();
   const std::string to = base::quarantine(partial_);
   if (to.empty()) throw std::runtime_error("damaged (" + std::string(why.what()) + "), cannot move it aside");
   std::fprintf(stderr,
@@ -473,7 +510,7 @@ void H5JobWriter::reopen_partial() {
   Id fapl = h5::latest_fapl();
   hbool_t clear = 1;
   H5_CHECK(H5Pset(fapl, "clear_status_flags", &clear));
-  file_ = H5_OWN(H5Fopen(partial_.c_str(), H5F_ACC_RDWR, fapl), H5Fclose);
+  file_ = h5::WriteFile(H5_OWN(H5Fopen(partial_.c_str(), H5F_ACC_RDWR, fapl), H5Fclose));
   check_resumable();
   for (SwmrTable* t : tables()) t->open(file_);
   drop_redone_rows();
@@ -518,6 +555,8 @@ void H5JobWriter::drop_redone_rows() {
 
 void H5JobWriter::check_open() const {
   if (finished_) throw std::logic_error("JobWriter: " + final_ + " already finished");
+  if (!broken_.empty())
+    throw std::runtime_error(partial_ + ": not written since an earlier write failed: " + broken_);
 }
 
 void H5JobWriter::maybe_auto_flush() {
@@ -525,7 +564,11 @@ void H5JobWriter::maybe_auto_flush() {
   auto now = std::chrono::steady_clock::now();
   if (std::chrono::duration<double>(now - last_flush_).count() < info_.flush_interval_s) return;
   h5::Quiet quiet;
-  flush_locked();
+  try {
+    flush_locked();
+  } catch (const std::exception& e) {
+    throw abandon(e);
+  }
 }
 
 void H5JobWriter::flush_locked() {
@@ -544,7 +587,7 @@ void H5JobWriter::close_tables() {
 
 void H5JobWriter::close_all() {
   close_tables();
-  file_.close_checked(__FILE__, __LINE__);
+  file_.close(__FILE__, __LINE__);
 }
 
 // `/profile`: one 1-D dataset per column; names as fixed-length strings (the schema promised to

@@ -4,15 +4,23 @@
 #include <hdf5.h>
 
 #include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "gridrun/base/fs.hpp"
 #include "gridrun/runner/init_export.hpp"
 
 namespace gridrun::runner {
 
 void write_init_weights(const std::string& path,
                         const std::vector<std::pair<std::string, at::Tensor>>& named) {
-  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  // Made in memory (core driver, no backing store) and written by base::write_file_atomic: an
+  // HDF5 file that fails to flush at a full disk cannot be closed by libhdf5 1.10, whose exit
+  // handler then crashes (issue 45); our own write fails cleanly instead.
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  const bool core = fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0;
+  const hid_t f = core ? H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
+  if (fapl >= 0) H5Pclose(fapl);
   if (f < 0) throw std::runtime_error("cannot create --init-out file " + path);
   bool ok = true;
   for (const auto& [name, t] : named) {
@@ -25,8 +33,16 @@ void write_init_weights(const std::string& path,
     if (ds >= 0) H5Dclose(ds);
     if (sp >= 0) H5Sclose(sp);
   }
-  ok = H5Fclose(f) >= 0 && ok;
+  std::string image;
+  ok = ok && H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
+  const ssize_t n = ok ? H5Fget_file_image(f, nullptr, 0) : -1;
+  if (n > 0) {
+    image.resize(static_cast<std::size_t>(n));
+    ok = H5Fget_file_image(f, image.data(), image.size()) == n;
+  }
+  ok = H5Fclose(f) >= 0 && ok && n > 0;
   if (!ok) throw std::runtime_error("cannot write --init-out file " + path);
+  base::write_file_atomic(path, image);
 }
 
 }  // namespace gridrun::runner
