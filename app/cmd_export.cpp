@@ -275,6 +275,7 @@ void write_phases(const report::LoadedRun& run, TidyWriter& w) {
   const std::string key = snake_case(run.compare_by);
   const bool key_column = !key.empty() && key != "phase";
   if (key_column) columns.push_back(key);
+  columns.push_back("repeat");  // which measurement of its value (compare.repeats; 0 = the first)
   for (const char* c : {"arrangement",     "jobs",
                         "side_by_side",    "sittings",
                         "other_cpu_share", "train_resource_s",
@@ -292,7 +293,8 @@ void write_phases(const report::LoadedRun& run, TidyWriter& w) {
   for (const auto& p : run.phases) {
     const auto& t = p.time.mean;
     row = {Json(p.label)};
-    if (key_column) row.push_back(phase_value(p.name));
+    if (key_column) row.push_back(phase_value(p.value.empty() ? p.name : p.value));
+    row.push_back(Json(p.repeat));
     for (Json v : {Json(p.arrangement),
                    Json(p.jobs.size()),
                    Json(p.side_by_side),
