@@ -298,12 +298,16 @@ void print_against(const GridPlan& plan, const run::Prediction& p, const std::st
 // "predicted: ranks=2 (2 jobs x 2 ranks, one after another) 14.2 s; ranks=1 (2 jobs x 1 rank, side
 // by side) 23.6 s: ranks=2 wins, 1.66x faster" (two or more phases), "" otherwise.
 std::string predicted_verdict(const GridPlan& plan, const run::Prediction& p, const std::string& compare_by) {
-  if (p.phase_order.size() < 2) return "";
+  // Repeats of a value are predicted alike: the verdict compares the values, by their first.
+  std::vector<std::string> names;
+  for (const auto& name : p.phase_order)
+    if (run::split_phase(name).repeat == 0) names.push_back(name);
+  if (names.size() < 2) return "";
   std::string s = "predicted (" + p.source + "): ";
   std::string best, second;
-  for (const auto& name : p.phase_order) {
+  for (const auto& name : names) {
     const auto& ph = p.phases.at(name);
-    s += (name == p.phase_order.front() ? "" : "; ") + phase_label(compare_by, name) + " (" +
+    s += (name == names.front() ? "" : "; ") + phase_label(compare_by, name) + " (" +
          arrangement(plan, name, ph) + ") " + seconds(ph.makespan_s);
     if (best.empty() || ph.makespan_s < p.phases.at(best).makespan_s) {
       second = best;
@@ -314,7 +318,9 @@ std::string predicted_verdict(const GridPlan& plan, const run::Prediction& p, co
   }
   const double a = p.phases.at(best).makespan_s, b = p.phases.at(second).makespan_s;
   s += ": " + phase_label(compare_by, best) + " wins, " + base::format_fixed(b / a, 2) + "x faster";
-  if (p.phase_order.size() > 2) s += " than " + phase_label(compare_by, second);
+  if (names.size() > 2) s += " than " + phase_label(compare_by, second);
+  if (names.size() < p.phase_order.size())
+    s += " (each of " + std::to_string(p.phase_order.size() / names.size()) + " repeats)";
   return s;
 }
 
