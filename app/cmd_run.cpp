@@ -186,7 +186,7 @@ struct CalibrateCli {
   std::string partition, time = "10", network, launcher = "srun";
   int max_parallel = 0, gpus = -1, cores = -1, repeats = 0;
   long long steps = 20;
-  double budget_share = 20, min_budget = 10;
+  double budget_share = 20, min_budget = 120;
   bool min_budget_given = false;
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
 };
@@ -240,9 +240,10 @@ int cmd_calibrate(const Args& args) {
       "budget", po::value(&o.budget_share)->default_value(20.0),
       "the whole calibration at most this % of the grid's predicted time: side-by-side groups "
       "only while it stays within")(
-      "min-budget", po::value(&o.min_budget)->default_value(10.0),
-      "... or this many seconds, whichever is more (--slurm: the groups' seconds)")(
-      "gpus", po::value(&o.gpus), "use N GPUs instead of the detected ones")(
+      "min-budget", po::value(&o.min_budget)->default_value(120.0),
+      "... or this many seconds, whichever is more; for a grid of a minute or more at most 25 % of "
+      "it (--slurm: the groups' seconds)")("gpus", po::value(&o.gpus),
+                                           "use N GPUs instead of the detected ones")(
       "cores", po::value(&o.cores), "use N cores instead of the detected ones")(
       "cluster", po::value(&o.cluster),
       "with --slurm: the cluster's nodes (as for simulate), to co-run the groups the policy would "
@@ -266,7 +267,8 @@ int cmd_calibrate(const Args& args) {
       "side-by-side slowdowns in OUT/<name>/calibration.json. `gridrun simulate` and `gridrun run`\n"
       "then predict from it. No configuration steps longer than its longest job; side-by-side groups\n"
       "are measured while the whole calibration costs less than --budget % of the grid's predicted\n"
-      "time or --min-budget seconds, whichever is more; a grid that is cheaper to run than to\n"
+      "time or --min-budget seconds (at most 25 % of a grid of a minute or more), whichever is\n"
+      "more; a grid that is cheaper to run than to\n"
       "predict is named. --only and --set select and change the jobs as for `gridrun run` (give\n"
       "simulate the same ones).",
       "\nExit codes: 0 calibrated, 1 a calibration run failed, 2 bad input.\n"};
@@ -311,7 +313,8 @@ int cmd_calibrate(const Args& args) {
             << " launch(es)), " << base::format_fixed(100.0 * r.cal.cost_s / std::max(r.predicted_s, 1e-9), 1)
             << " % of the grid's predicted " << base::format_duration(r.predicted_s) << " (budget "
             << base::format_duration(r.budget_s) << ": " << base::format_fixed(o.budget_share, 0) << " % or "
-            << base::format_duration(o.min_budget) << ", whichever is more)\n";
+            << base::format_duration(o.min_budget)
+            << " (at most 25 % of a grid of a minute or more), whichever is more)\n";
   for (const auto& s : r.skipped) std::cout << "not measured side by side (over the budget): " << s << "\n";
   if (const std::string note = scheduler::short_grid_note(r.cal.cost_s, r.predicted_s, o.grid); !note.empty())
     std::cout << note << "\n";
