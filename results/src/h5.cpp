@@ -174,6 +174,13 @@ std::vector<std::pair<std::string, AttrValue>> read_attrs(hid_t loc) {
   return std::move(c.out);
 }
 
+Id checksummed_chunks(int rank, const hsize_t* chunk) {
+  Id dcpl = H5_OWN(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5_CHECK(H5Pset_chunk(dcpl, rank, chunk));
+  H5_CHECK(H5Pset_fletcher32(dcpl));
+  return dcpl;
+}
+
 bool exists(hid_t loc, const std::string& path) {
   // H5Lexists on "a/b" needs "a" to exist: check each component.
   std::string sofar;
@@ -195,8 +202,7 @@ Id create_column(hid_t group, const std::string& name, hid_t type, hsize_t width
   hsize_t maxdims[2] = {H5S_UNLIMITED, width};
   hsize_t chunk[2] = {chunk_rows, width};
   Id space = H5_OWN(H5Screate_simple(rank, dims, maxdims), H5Sclose);
-  Id dcpl = H5_OWN(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-  H5_CHECK(H5Pset_chunk(dcpl, rank, chunk));
+  Id dcpl = checksummed_chunks(rank, chunk);
   return H5_OWN(H5Dcreate2(group, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose);
 }
 
@@ -289,7 +295,8 @@ void write_fixed_strings(hid_t loc, const std::string& name, const std::vector<s
   H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
   hsize_t n = values.size();
   Id space = H5_OWN(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+  Id dcpl = n ? checksummed_chunks(1, &n) : H5_OWN(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose);
   std::string buf(len * values.size(), '\0');
   for (std::size_t k = 0; k < values.size(); ++k) buf.replace(k * len, values[k].size(), values[k]);
   if (n) H5_CHECK(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()));
@@ -300,8 +307,9 @@ namespace {
 void write_numbers(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type, hsize_t n,
                    const void* data) {
   Id space = H5_OWN(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                 H5Dclose);
+  // Chunked (one chunk) only for the checksum: a filter needs chunks, and an empty one has none.
+  Id dcpl = n ? checksummed_chunks(1, &n) : H5_OWN(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  Id ds = H5_OWN(H5Dcreate2(loc, name.c_str(), file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose);
   if (n) H5_CHECK(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
 }
 }  // namespace

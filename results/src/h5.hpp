@@ -97,6 +97,11 @@ bool has_attr(hid_t loc, const std::string& name);
 std::vector<std::pair<std::string, AttrValue>> read_attrs(hid_t loc);
 
 // --- datasets ----------------------------------------------------------------------------------
+// Every dataset gridrun writes holding numbers is chunked with HDF5's Fletcher32 checksum filter
+// (issue 45: one flipped bit changed a job's samples/s without a word). Reads check it (HDF5's
+// default), so a damaged chunk fails the read, and the file is damaged like an unreadable one.
+// Attributes and variable-length strings are not covered (docs/results.md, "Checksums").
+Id checksummed_chunks(int rank, const hsize_t* chunk);
 bool exists(hid_t loc, const std::string& path);
 // An extendible chunked dataset of `type`: 1-D when width == 0, else [rows x width].
 Id create_column(hid_t group, const std::string& name, hid_t type, hsize_t width, hsize_t chunk_rows);
@@ -110,7 +115,7 @@ hsize_t width_of(hid_t ds);
 std::vector<double> read_doubles(hid_t ds, hsize_t n);
 // Reads a 1-D dataset of strings (variable- or fixed-length).
 std::vector<std::string> read_strings(hid_t ds);
-// Creates a 1-D dataset of VL UTF-8 strings (not extendible).
+// Creates a 1-D dataset of VL UTF-8 strings (not extendible, contiguous: no checksum).
 void write_strings(hid_t loc, const std::string& name, const std::vector<std::string>& values);
 // Creates a 1-D dataset of fixed-length (longest value, at least 1 byte) null-padded strings.
 void write_fixed_strings(hid_t loc, const std::string& name, const std::vector<std::string>& values);

@@ -74,8 +74,7 @@ class SwmrTable {
                                c.width > 0 ? std::max<hsize_t>(1, kChunkRows / c.width) : kChunkRows);
     hsize_t one = 1, maxone = 1;
     Id space = H5_OWN(H5Screate_simple(1, &one, &maxone), H5Sclose);
-    Id dcpl = H5_OWN(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-    H5_CHECK(H5Pset_chunk(dcpl, 1, &one));
+    Id dcpl = h5::checksummed_chunks(1, &one);
     rows_ds_ =
         H5_OWN(H5Dcreate2(group_, "rows", H5T_STD_I64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose);
     write_counter();
