@@ -48,6 +48,7 @@ std::optional<CurrentGrid> current_grid(const run::RunDir& rd, std::ostream& log
     lo.base_dir = st.grid_dir;  // relative model_file/data_file paths start there
     // The `--set` the run was last planned with: the same ids as that run.
     lo.overrides = jobs::parse_overrides(st.overrides);
+    lo.repeats = st.repeats;
     const jobs::Expansion ex = jobs::load_grid(rd.grid_copy(), lo);
     CurrentGrid g;
     for (const auto& j : ex.jobs) g.ids.insert(j.id);
@@ -148,6 +149,15 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
     // A damaged state.json costs the recorded phases only (the next `gridrun run` quarantines it).
     log << "report: ignoring " << base::printable_line(e.what()) << "\n";
   }
+  // A phase recorded for an earlier grid of this run directory (a repeat or a value the grid no
+  // longer has) is not the current grid's either: without this it showed as a phase of 0 jobs.
+  if (grid && !opts.all)
+    for (auto it = phases.recorded.begin(); it != phases.recorded.end();) {
+      const auto& ids = it->second.jobs;
+      const bool now =
+          std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return grid->ids.count(id) > 0; });
+      it = now ? std::next(it) : phases.recorded.erase(it);
+    }
   run.phases = complete_phases(phases, read);
   // A calibrated prediction made before the run (run/prediction.hpp); one from the cost model
   // alone is not worth printing beside a measurement.

@@ -110,6 +110,7 @@ PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const Prep
   }
   p.state.name = ex.name;
   p.state.overrides = opts.overrides;
+  p.state.repeats = opts.repeats;
   std::error_code aec;
   p.state.grid_dir = fs::absolute(fs::path(opts.grid_file), aec).parent_path().string();
   for (std::size_t i = 0; i < ex.jobs.size(); ++i) {

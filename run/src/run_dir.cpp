@@ -122,6 +122,10 @@ RunState RunDir::load_state() const {
   const base::Json root = base::parse_json(*text, state_file());
   st.name = base::get_string(root, "name");
   st.grid_dir = base::get_string(root, "grid_dir");
+  {
+    const double r = base::get_number(root, "repeats", 0);
+    st.repeats = r >= 1 && r <= 1000 ? static_cast<int>(r) : 0;  // else the grid's own
+  }
   if (const auto ov = root.find("overrides"); ov != root.end() && ov->is_array())
     for (const auto& o : *ov)
       if (o.is_string()) st.overrides.push_back(o.get<std::string>());
@@ -176,6 +180,7 @@ void RunDir::save_state(const RunState& s) const {
   base::Json root = {{"name", s.name}, {"jobs", std::move(jobs)}, {"phases", std::move(phases)}};
   if (!s.grid_dir.empty()) root["grid_dir"] = s.grid_dir;
   if (!s.overrides.empty()) root["overrides"] = s.overrides;
+  if (s.repeats > 0) root["repeats"] = s.repeats;
   // A reader (or the next gridrun after a crash) sees the old or the new state, never half of one.
   base::write_file_atomic(state_file(),
                           root.dump(2, ' ', false, base::Json::error_handler_t::replace) + "\n");

@@ -152,7 +152,7 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
       exec_(make_executor(opts.executor)),
       prepared_(run::prepare_run(rd_, plan.whole.jobs.empty() ? plan.ex : plan.whole,
                                  run::PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false,
-                                                     run::override_texts(opts.overrides)},
+                                                     run::override_texts(opts.overrides), opts.repeats},
                                  out)),
       state_(prepared_.state),
       to_run_(plan.ex.jobs.size(), 0),

@@ -151,6 +151,7 @@ std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunSt
       lo.allow_empty = true;
       // As the run resolved them: its `--set` values are part of every job's parameters (and id).
       lo.overrides = jobs::parse_overrides(state.overrides, "--set");
+      lo.repeats = state.repeats;
       for (auto& j : jobs::load_grid(dir.grid_copy(), lo).jobs) by_id.emplace(j.id, std::move(j.params));
     } catch (const std::exception&) {
       // The job files below have every job's parameters too.

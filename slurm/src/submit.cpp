@@ -322,7 +322,7 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   run::PreparedRun prepared =
       run::prepare_run(rd, exp,
                        run::PrepareOptions{opts.grid_file, /*lock=*/false, /*slurm_dir=*/true,
-                                           run::override_texts(opts.overrides)},
+                                           run::override_texts(opts.overrides), opts.repeats},
                        log);
   res.total_jobs = exp.jobs.size();
   std::vector<jobs::Job> todo = jobs_to_submit(exp, res.run_dir, cli, res);

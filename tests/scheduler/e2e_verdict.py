@@ -114,6 +114,12 @@ def case_repeats():
         assert n < 2 or lo <= 1 or "disturbed" in head, head
     else:
         assert n >= 2 and lo > 1, head
+    # --repeats replaces the grid's; the phases of the earlier 3 repeats are not the current grid's.
+    r = run([g, "--repeats", "2", "--rerun", "all"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    verdict, rows, _ = report("rep")
+    assert set(rows) == {"ranks=2", "ranks=1", "ranks=1 #2", "ranks=2 #2"}, rows
+    assert "(median of 2)" in verdict[0] and "0 jobs" not in verdict[0], verdict
 
 
 def hog():

@@ -31,10 +31,10 @@ def sh(args, **kw):
     return subprocess.run(args, text=True, capture_output=True, **kw)
 
 
-def write_grid(work, name, body, repeats, order):
-    path = os.path.join(work, "%s-%s.yaml" % (name, order))
+def write_grid(work, name, body, repeats, order, tag=""):
+    path = os.path.join(work, "%s-%s%s.yaml" % (name, order, tag))
     with open(path, "w") as f:
-        f.write("name: %s-%s\n%s" % (name, order, body.replace(
+        f.write("name: %s-%s%s\n%s" % (name, order, tag, body.replace(
             "compare: {by: ranks}", "compare: {by: ranks, repeats: %d, order: %s}" % (repeats, order))))
     return path
 
@@ -55,8 +55,8 @@ class Load:
         self.proc.wait()
 
 
-def trial(args, name, order, out, rng, loaded, expected_s):
-    g = write_grid(args.work, name, GRIDS[name], args.repeats, order)
+def trial(args, name, order, out, rng, loaded, expected_s, tag=""):
+    g = write_grid(args.work, name, GRIDS[name], args.repeats, order, tag)
     load = None
     if loaded:
         load = Load(rng.uniform(0, 0.6 * expected_s), rng.uniform(0.25, 0.6) * expected_s, rng.choice([0.3, 0.6, 1.0]))
@@ -67,7 +67,7 @@ def trial(args, name, order, out, rng, loaded, expected_s):
         load.stop()
     if r.returncode != 0:
         return {"error": r.stdout[-500:] + r.stderr[-500:]}, took
-    rep = sh([args.gridrun, "report", os.path.join(out, "%s-%s" % (name, order)), "--format", "json"])
+    rep = sh([args.gridrun, "report", os.path.join(out, "%s-%s%s" % (name, order, tag)), "--format", "json"])
     tables = json.loads(rep.stdout)["tables"]
     verdict = [row["verdict"] for t in tables if t["title"] == "Verdict" for row in t["rows"]]
     rows = {row["phase"]: row for t in tables if t["title"].startswith("Phases (") for row in t["rows"]}
@@ -100,7 +100,8 @@ def main():
     for name in names:
         out = os.path.join(args.work, "runs")
         # The quiet reference: 5 interleaved repeats, nothing started beside it.
-        ref, ref_s = trial(argparse.Namespace(**{**vars(args), "repeats": 5}), name, "alternate", out, rng, False, 0)
+        ref, ref_s = trial(argparse.Namespace(**{**vars(args), "repeats": 5}), name, "alternate", out, rng, False, 0,
+                           "-reference")
         if "error" in ref:
             print("%s: reference run failed: %s" % (name, ref["error"]), file=sys.stderr)
             continue

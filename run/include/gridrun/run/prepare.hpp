@@ -33,6 +33,8 @@ struct PrepareOptions {
   // The `--set KEY=VALUE` overrides the jobs were planned with, recorded in state.json so that
   // readers that load the grid.yaml copy (report) find the same ids (RunState::overrides).
   std::vector<std::string> overrides;
+  // `--repeats N` the jobs were planned with (0: the grid's compare.repeats), recorded likewise.
+  int repeats = 0;
 };
 
 struct PreparedRun {

@@ -80,6 +80,8 @@ struct RunState {
   // The `--set KEY=VALUE` overrides the run was last planned with (state.json "overrides"): with
   // the grid.yaml copy they give the ids of the run's current grid.
   std::vector<std::string> overrides;
+  // The `--repeats N` it was last planned with (state.json "repeats"; 0: the grid's own).
+  int repeats = 0;
   std::map<std::string, JobRecord> jobs;      // by id
   std::map<std::string, PhaseRecord> phases;  // by compare-by value
 };
