@@ -43,8 +43,9 @@ struct Expansion {
   // params.repeat = r (own ids and result files, the same training), appended in blocks per
   // repeat whose phases come in the interleaved order (alternate: A B | B A | A B ...; random: a
   // shuffle per block seeded by the grid's name; blocked: A A .. B B .., no interleaving, the
-  // order interleaving is measured against in bench/scheduler/bench_verdict.sh), so that "phases in order of first appearance"
-  // (run::phase_order) is the interleaved order for `gridrun run` and `gridrun submit` alike.
+  // order interleaving is measured against in bench/scheduler/bench_verdict.sh), so that "phases in order of
+  // first appearance" (run::phase_order) is the interleaved order for `gridrun run` and `gridrun submit`
+  // alike.
   int compare_repeats = 1;
   std::string compare_order = "alternate";
   std::size_t excluded = 0;    // product jobs dropped by exclude: entries
