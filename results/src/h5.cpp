@@ -344,7 +344,7 @@ Id latest_fapl() {
 
 Id create_in_memory(bool latest) {
   Id fapl = latest ? latest_fapl() : H5_OWN(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  H5_CHECK(H5Pset_fapl_core(fapl, 64 * 1024, 0));
+  H5_CHECK(H5Pset_fapl_core(fapl, std::size_t{64} * 1024, 0));
   // The name is never opened (no backing store); it only has to be unique among open files.
   static unsigned serial = 0;
   const std::string name = "gridrun-memory-" + std::to_string(getpid()) + "-" + std::to_string(++serial);
