@@ -127,10 +127,10 @@ JobStatusRow row_from_record(const run::JobRecord& r, const DiskGlance* glance) 
 // The results file is the final word on how a job ended.
 void settle_with_results(JobStatusRow& row) {
   const run::JobOutcome disk = run::outcome_from_results(row.disk);
-  if (run::is_finished(disk))
-    row.state = disk;
-  else if ((disk == run::JobOutcome::Failed || disk == run::JobOutcome::Diverged) &&
-           !run::is_queued(row.state))
+  // Finished, failed or diverged on disk (a failed or diverged file of a job Slurm holds again is
+  // an earlier attempt's): the file's word.
+  const bool ended = disk == run::JobOutcome::Failed || disk == run::JobOutcome::Diverged;
+  if (run::is_finished(disk) || (ended && !run::is_queued(row.state)))
     row.state = disk;
   else if (!row.slurm_state.empty() && row.state == run::JobOutcome::Completed)
     row.state = disk == run::JobOutcome::Interrupted ? run::JobOutcome::Interrupted : run::JobOutcome::Failed;
