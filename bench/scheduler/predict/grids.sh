@@ -38,10 +38,10 @@ grid: {seed: [0, 1], ranks: [2, 1]}"
   # Grids of a minute or more (issue 44: the calibration at most 25 % of such a grid); the second
   # has six configurations, two launch keys.
   "lenet-minute||compare: {by: ranks}
-${BASE}, ${SGD}, epochs: 4, train_samples: 49152, test_samples: 1024, global_batch: 64, model: lenet}
+${BASE}, ${SGD}, epochs: 4, train_samples: 65536, test_samples: 1024, global_batch: 64, model: lenet}
 grid: {seed: [0, 1], ranks: [2, 1]}"
   "models-minute||compare: {by: ranks}
-${BASE}, ${SGD}, epochs: 4, train_samples: 4096, test_samples: 512, global_batch: 64}
+${BASE}, ${SGD}, epochs: 5, train_samples: 4096, test_samples: 512, global_batch: 64}
 grid: {model: [mlp, lenet, transformer], ranks: [2, 1]}"
 )
 
