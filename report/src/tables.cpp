@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "gridrun/base/stats.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
@@ -38,38 +39,14 @@ double fig(const JobRecord& j, const std::string& name) {
   return it == j.summary.end() ? kNaN : it->second;
 }
 
-// Two-sided 95% Student-t quantiles for 1..30 degrees of freedom.
-double t95(std::size_t df) {
-  static const double t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                             2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                             2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  if (df == 0) return kNaN;
-  return df <= 30 ? t[df - 1] : 1.96;
-}
-
 struct Agg {
   double mean = kNaN, ci = kNaN;
   std::size_t n = 0;
 };
 
 Agg agg(const std::vector<double>& v) {
-  Agg a;
-  double sum = 0;
-  for (double x : v)
-    if (!std::isnan(x)) {
-      sum += x;
-      ++a.n;
-    }
-  if (!a.n) return a;
-  a.mean = sum / static_cast<double>(a.n);
-  if (a.n > 1) {
-    double ss = 0;
-    for (double x : v)
-      if (!std::isnan(x)) ss += (x - a.mean) * (x - a.mean);
-    double sd = std::sqrt(ss / static_cast<double>(a.n - 1));
-    a.ci = t95(a.n - 1) * sd / std::sqrt(static_cast<double>(a.n));
-  }
-  return a;
+  const base::MeanCi m = base::mean_ci95(v);
+  return Agg{m.mean, m.half_width, m.n};
 }
 
 std::string fmt(double v, int prec) { return base::format_fixed(v, prec); }

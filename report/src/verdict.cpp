@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <set>
 
+#include "gridrun/base/stats.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/run/prepare.hpp"
 
 namespace gridrun::report {
 
@@ -54,25 +56,14 @@ std::string when(double unix_s) {
   return "on " + iso;
 }
 
-// Two-sided 95 % quantiles of Student's t for 1..19 degrees of freedom (repeats 2..20).
-double t95(std::size_t df) {
-  static constexpr double kT[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                  2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093};
-  return df >= 1 && df <= 19 ? kT[df - 1] : 1.96;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? std::nan("") : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The repeats of one compared value (compare.repeats): its measurements, the undisturbed ones
 // that count, and a stand-in PhaseFigures with their medians for the sentences shared with a
 // single measurement.
 struct Repeated {
   std::vector<const PhaseFigures*> all, used;
   PhaseFigures summary;
+  // The measurements the stand-in's medians come from: the undisturbed ones, else all.
+  const std::vector<const PhaseFigures*>& counted() const { return used.empty() ? all : used; }
 };
 
 // Paired per-repeat ratios of `slow` over `fast` (repeats measured undisturbed in both): their
@@ -87,19 +78,12 @@ Ratio paired_ratio(const Repeated& fast, const Repeated& slow) {
   for (const PhaseFigures* f : fast.used)
     for (const PhaseFigures* s : slow.used)
       if (f->repeat == s->repeat) logs.push_back(std::log(s->makespan_s / f->makespan_s));
+  const base::MeanCi m = base::mean_ci95(logs);  // NaN mean without pairs, NaN width below two
   Ratio r;
   r.pairs = logs.size();
-  if (logs.empty()) return r;
-  double m = 0;
-  for (double x : logs) m += x;
-  m /= static_cast<double>(logs.size());
-  r.mean = std::exp(m);
-  if (logs.size() < 2) return r;
-  double ss = 0;
-  for (double x : logs) ss += (x - m) * (x - m);
-  const double se = std::sqrt(ss / static_cast<double>(logs.size() - 1) / static_cast<double>(logs.size()));
-  r.lo = std::exp(m - t95(logs.size() - 1) * se);
-  r.hi = std::exp(m + t95(logs.size() - 1) * se);
+  r.mean = std::exp(m.mean);
+  r.lo = std::exp(m.mean - m.half_width);
+  r.hi = std::exp(m.mean + m.half_width);
   return r;
 }
 
@@ -152,29 +136,22 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
           left_out.push_back(p->label + " (" + pct(p->other_cpu_share) + " of the CPU to other processes)");
         else
           r.used.push_back(p);
-      const auto& from = r.used.empty() ? r.all : r.used;
+      const auto& from = r.counted();
       r.summary = *from.front();
-      const std::string& l = r.summary.label;
-      if (const auto hash = l.rfind(" #"); r.summary.repeat > 0 && hash != std::string::npos)
-        r.summary.label = l.substr(0, hash);
+      r.summary.label = run::phase_label(opts.compare_by, v);
       r.summary.name = v;
-      auto med = [&](double PhaseFigures::*f) {
+      auto med = [&](auto figure) {
         std::vector<double> xs;
         for (const PhaseFigures* p : from)
-          if (std::isfinite(p->*f)) xs.push_back(p->*f);
-        return median(xs);
+          if (std::isfinite(figure(*p))) xs.push_back(figure(*p));
+        return base::median(xs);
       };
-      r.summary.makespan_s = med(&PhaseFigures::makespan_s);
-      r.summary.train_resource_s = med(&PhaseFigures::train_resource_s);
-      r.summary.predicted_makespan_s = med(&PhaseFigures::predicted_makespan_s);
-      r.summary.time_to_target_s = med(&PhaseFigures::time_to_target_s);
-      r.summary.other_cpu_share = med(&PhaseFigures::other_cpu_share);
-      {
-        std::vector<double> xs;
-        for (const PhaseFigures* p : from)
-          if (std::isfinite(p->time.launch_share)) xs.push_back(p->time.launch_share);
-        r.summary.time.launch_share = median(xs);
-      }
+      r.summary.makespan_s = med([](const PhaseFigures& p) { return p.makespan_s; });
+      r.summary.train_resource_s = med([](const PhaseFigures& p) { return p.train_resource_s; });
+      r.summary.predicted_makespan_s = med([](const PhaseFigures& p) { return p.predicted_makespan_s; });
+      r.summary.time_to_target_s = med([](const PhaseFigures& p) { return p.time_to_target_s; });
+      r.summary.other_cpu_share = med([](const PhaseFigures& p) { return p.other_cpu_share; });
+      r.summary.time.launch_share = med([](const PhaseFigures& p) { return p.time.launch_share; });
       stand_ins.push_back(&r.summary);
     }
     measured = stand_ins;
@@ -182,14 +159,11 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
   const std::vector<std::string> role = roles_of(measured);
   std::string finished;
   for (std::size_t k = 0; k < measured.size(); ++k)
-    finished += (k ? "; " : "") + describe(*measured[k], role[k]) + (k ? " in " : " finished in ") +
-                fixed(measured[k]->makespan_s, 1) + " s" +
-                (has_repeats ? " (median of " +
-                                   std::to_string(repeated[measured[k]->name].used.empty()
-                                                      ? repeated[measured[k]->name].all.size()
-                                                      : repeated[measured[k]->name].used.size()) +
-                                   ")"
-                             : "");
+    finished +=
+        (k ? "; " : "") + describe(*measured[k], role[k]) + (k ? " in " : " finished in ") +
+        fixed(measured[k]->makespan_s, 1) + " s" +
+        (has_repeats ? " (median of " + std::to_string(repeated[measured[k]->name].counted().size()) + ")"
+                     : "");
   std::vector<std::size_t> order(measured.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -296,11 +270,10 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
         "(seeds: [0, 1, 2]) to learn how much a phase's time varies before trusting a margin under 10 %.");
 
   // Launch set apart: when start-up dominates, the makespan answers "which starts faster".
-  std::vector<const PhaseFigures*> launch_bound;
-  for (const PhaseFigures* p : measured)
-    if (std::isfinite(p->time.launch_share) && p->time.launch_share > kLaunchBoundShare)
-      launch_bound.push_back(p);
-  if (!launch_bound.empty()) {
+  const bool launch_bound = std::any_of(measured.begin(), measured.end(), [](const PhaseFigures* p) {
+    return std::isfinite(p->time.launch_share) && p->time.launch_share > kLaunchBoundShare;
+  });
+  if (launch_bound) {
     const char* unit = best.gpu ? "GPU" : "core";
     std::string shares;
     for (const PhaseFigures* p : measured)

@@ -22,6 +22,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/stats.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
@@ -438,17 +439,6 @@ std::unique_ptr<Calibration> usable_calibration(const std::string& run_dir, cons
   return std::make_unique<Calibration>(std::move(c));
 }
 
-namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
-
 std::optional<StepFigures> figures_from_file(const std::string& result_file, const FigureOptions& o,
                                              BuildVersions& versions, std::string& why) {
   results::JobData d;
@@ -489,8 +479,9 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, con
   const double loop_extra = std::max(0.0, sum("time_train_s") - all) / static_cast<double>(n);
   // Side by side the steady steps' mean, from the sums above (warm < n: one steady step at least).
   const double steady_s =
-      o.side_by_side ? (all - f.warm_s) / static_cast<double>(n - warm)
-                     : median(std::vector<double>(steps->begin() + static_cast<long>(warm), steps->end()));
+      o.side_by_side
+          ? (all - f.warm_s) / static_cast<double>(n - warm)
+          : base::median(std::vector<double>(steps->begin() + static_cast<long>(warm), steps->end()));
   f.step_s = steady_s + loop_extra;
   f.warm_s += loop_extra * static_cast<double>(warm);
   // Never below 0: a first step stamped before the launch is the clocks of two hosts disagreeing

@@ -21,6 +21,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/spawn.hpp"
+#include "gridrun/base/stats.hpp"
 #include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
 
@@ -531,4 +532,22 @@ TEST(Host, OutsideCpuShare) {
   EXPECT_TRUE(now.ok);
   EXPECT_GT(now.cores, 0);
   EXPECT_GT(now.node_busy_s, 0);
+}
+
+// The one median and t interval of the project (report aggregates, the verdict, calibration).
+TEST(Stats, MedianAndMeanWithItsInterval) {
+  EXPECT_DOUBLE_EQ(gridrun::base::median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(gridrun::base::median({4, 1, 3, 2}), 2.5);
+  EXPECT_TRUE(std::isnan(gridrun::base::median({})));
+  EXPECT_DOUBLE_EQ(gridrun::base::t95(2), 4.303);
+  EXPECT_TRUE(std::isnan(gridrun::base::t95(0)));
+  EXPECT_DOUBLE_EQ(gridrun::base::t95(100), 1.96);
+  const auto m = gridrun::base::mean_ci95({1, 2, 3, std::nan("")});
+  EXPECT_EQ(m.n, 3u);
+  EXPECT_DOUBLE_EQ(m.mean, 2);
+  EXPECT_NEAR(m.half_width, 4.303 * 1.0 / std::sqrt(3.0), 1e-12);
+  const auto one = gridrun::base::mean_ci95({5});
+  EXPECT_DOUBLE_EQ(one.mean, 5);
+  EXPECT_TRUE(std::isnan(one.half_width));
+  EXPECT_TRUE(std::isnan(gridrun::base::mean_ci95({}).mean));
 }
