@@ -293,7 +293,7 @@ void write_phases(const report::LoadedRun& run, TidyWriter& w) {
   for (const auto& p : run.phases) {
     const auto& t = p.time.mean;
     row = {Json(p.label)};
-    if (key_column) row.push_back(phase_value(p.value.empty() ? p.name : p.value));
+    if (key_column) row.push_back(phase_value(p.value));
     row.push_back(Json(p.repeat));
     for (Json v : {Json(p.arrangement),
                    Json(p.jobs.size()),

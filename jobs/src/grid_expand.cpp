@@ -467,27 +467,50 @@ void Expander::add_repeats() {
   if (n <= 1) return;
   const int by = param_index(s_.compare_by);
   const int rep = param_index("repeat");
+  vary_[static_cast<std::size_t>(rep)] = true;
   const std::size_t first = ex_.jobs.size() + ex_.streamed;  // jobs of the first repeat
-  auto value_of = [&](std::size_t k) {
-    return to_string(opts_.on_job ? streamed_values_[k][static_cast<std::size_t>(by)]
-                                  : get_param(ex_.jobs[k].params, s_.compare_by));
-  };
+  // Each first-repeat job's phase, as an index into `phases` (in order of first appearance).
   std::vector<std::string> phases;
-  for (std::size_t k = 0; k < first; ++k)
-    if (std::find(phases.begin(), phases.end(), value_of(k)) == phases.end()) phases.push_back(value_of(k));
+  std::vector<std::size_t> phase_of(first);
+  for (std::size_t k = 0; k < first; ++k) {
+    const std::string v = to_string(opts_.on_job ? streamed_values_[k][static_cast<std::size_t>(by)]
+                                                 : get_param(ex_.jobs[k].params, s_.compare_by));
+    phase_of[k] = static_cast<std::size_t>(std::find(phases.begin(), phases.end(), v) - phases.begin());
+    if (phase_of[k] == phases.size()) phases.push_back(v);
+  }
+  auto copy = [&](std::size_t k, int r) {
+    JobParams jp = ex_.jobs[k].params;
+    jp.repeat = r;
+    return make_job(s_.name, 0, std::move(jp));
+  };
+  // blocked (no interleaving: every repeat of a phase right after the other, what interleaving is
+  // measured against): the stored jobs in phase order, then repeat. Streamed jobs (a plain `gridrun
+  // plan`) are already out, so they take the alternate order below.
+  if (s_.compare_order == "blocked" && !opts_.on_job) {
+    std::vector<Job> out;
+    out.reserve(first * static_cast<std::size_t>(n));
+    for (std::size_t p = 0; p < phases.size(); ++p)
+      for (int r = 0; r < n; ++r)
+        for (std::size_t k = 0; k < first; ++k)
+          if (phase_of[k] == p) out.push_back(r == 0 ? ex_.jobs[k] : copy(k, r));
+    for (std::size_t k = 0; k < out.size(); ++k) out[k].index = k;
+    ex_.jobs = std::move(out);
+    return;
+  }
   std::uint64_t seed = 1469598103934665603ULL;  // FNV-1a of the name: a stable, portable seed
   for (unsigned char c : s_.name) seed = (seed ^ c) * 1099511628211ULL;
   for (int r = 1; r < n; ++r) {
-    std::vector<std::string> order = phases;
+    std::vector<std::size_t> order(phases.size());
+    for (std::size_t p = 0; p < order.size(); ++p) order[p] = p;
     if (s_.compare_order == "random") {
       std::mt19937_64 gen(seed + static_cast<std::uint64_t>(r));  // mt19937_64's output is standard
       for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[gen() % i]);
     } else if (r % 2 == 1) {
       std::reverse(order.begin(), order.end());
     }
-    for (const std::string& phase : order) {
+    for (const std::size_t phase : order) {
       for (std::size_t k = 0; k < first; ++k) {
-        if (value_of(k) != phase) continue;
+        if (phase_of[k] != phase) continue;
         const std::size_t index = ex_.jobs.size() + ex_.streamed;
         if (opts_.on_job) {
           std::vector<Value> v = streamed_values_[k];
@@ -497,25 +520,12 @@ void Expander::add_repeats() {
           ++ex_.streamed;
           opts_.on_job(index, job_id(by_name), v);
         } else {
-          JobParams jp = ex_.jobs[k].params;
-          jp.repeat = r;
-          ex_.jobs.push_back(make_job(s_.name, index, std::move(jp)));
+          ex_.jobs.push_back(copy(k, r));
+          ex_.jobs.back().index = index;
         }
       }
     }
   }
-  // blocked (no interleaving: every repeat of a phase right after the other, what interleaving is
-  // measured against): the stored jobs in phase order, then repeat. Streamed jobs (a plain `gridrun
-  // plan`) are already out, in the interleaved order.
-  if (s_.compare_order == "blocked" && !opts_.on_job) {
-    std::stable_sort(ex_.jobs.begin(), ex_.jobs.end(), [&](const Job& a, const Job& b) {
-      const auto pa = std::find(phases.begin(), phases.end(), to_string(get_param(a.params, s_.compare_by)));
-      const auto pb = std::find(phases.begin(), phases.end(), to_string(get_param(b.params, s_.compare_by)));
-      return pa != pb ? pa < pb : a.params.repeat < b.params.repeat;
-    });
-    for (std::size_t k = 0; k < ex_.jobs.size(); ++k) ex_.jobs[k].index = k;
-  }
-  vary_[static_cast<std::size_t>(rep)] = true;
 }
 
 int Expander::at(const Draft& d, const std::string& name) const {

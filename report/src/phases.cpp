@@ -224,23 +224,13 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
     const auto sittings = sittings_of(members);
     p.sittings = static_cast<int>(sittings.size());
     if (sittings.size() == 1) p.sitting = *sittings.begin();
-    {
-      double train = 0, res = kNaN;
-      bool mixed = false;
-      for (const JobData* d : members) {
-        const TimeSplit t = time_split(*d);
-        train += t.train_s * t.resources;  // NaN when a job does not say
-        mixed = mixed || (std::isfinite(res) && res != t.resources);
-        res = t.resources;
-        p.gpu = p.gpu || (d->params && d->params->device == "gpu");
-        if (d->status == "diverged") {
-          std::string why = d->exit_reason;
-          if (why.rfind("diverged: ", 0) == 0) why.erase(0, 10);
-          p.diverged.push_back(d->id + (why.empty() ? std::string() : " (" + why + ")"));
-        }
+    for (const JobData* d : members) {
+      p.gpu = p.gpu || (d->params && d->params->device == "gpu");
+      if (d->status == "diverged") {
+        std::string why = d->exit_reason;
+        if (why.rfind("diverged: ", 0) == 0) why.erase(0, 10);
+        p.diverged.push_back(d->id + (why.empty() ? std::string() : " (" + why + ")"));
       }
-      p.train_resource_s = members.empty() ? kNaN : train;
-      p.job_resources = mixed ? kNaN : res;
     }
     double start = first_start(members);
     const auto rec = in.recorded.find(name);
@@ -281,13 +271,20 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
     }
     {
       std::vector<TimeSplit> splits;
+      double train = 0, res = kNaN;
+      bool mixed = false;
       for (const JobData* d : members) {
         TimeSplit t = time_split(*d);
         if (const auto launched = figure(*d, "launched_unix"); launched && std::isfinite(start))
           t.wait_s = std::max(0.0, *launched - start);
+        train += t.train_s * t.resources;  // NaN when a job does not say
+        mixed = mixed || (std::isfinite(res) && res != t.resources);
+        res = t.resources;
         splits.push_back(t);
       }
       p.time = summarize_times(splits);
+      p.train_resource_s = members.empty() ? kNaN : train;
+      p.job_resources = mixed ? kNaN : res;
     }
     p.arrangement = arrangement_of(members, p.side_by_side);
     p.start_unix = start;

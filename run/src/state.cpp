@@ -40,5 +40,6 @@ JobOutcome outcome_from_results(const std::string& status) {
 
 bool is_finished(JobOutcome s) { return s == JobOutcome::Completed || s == JobOutcome::TargetReached; }
 bool is_queued(JobOutcome s) { return s == JobOutcome::Submitted || s == JobOutcome::Running; }
+bool is_failure(JobOutcome s) { return s == JobOutcome::Failed || s == JobOutcome::Diverged; }
 
 }  // namespace gridrun::run

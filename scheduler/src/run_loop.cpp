@@ -318,10 +318,9 @@ void RunLoop::reconcile_job(std::size_t i) {
     return;
   }
   to_run_[i] = 1;
-  resume_[i] = static_cast<char>(!again && !restart &&
-                                 !(o_.rerun == "failed" && (rec.state == run::JobOutcome::Failed ||
-                                                            rec.state == run::JobOutcome::Diverged)) &&
-                                 has_checkpoint(rd_.checkpoint_dir(job.id)));
+  resume_[i] =
+      static_cast<char>(!again && !restart && !(o_.rerun == "failed" && run::is_failure(rec.state)) &&
+                        has_checkpoint(rd_.checkpoint_dir(job.id)));
   if (rec.state == run::JobOutcome::Running || run::is_finished(rec.state))
     rec.state = run::JobOutcome::Interrupted;  // a crash left it running, or its results file is gone
   if (again) rec.state = run::JobOutcome::Pending;
@@ -546,10 +545,9 @@ void RunLoop::close_phase(const std::string& value) {
   rec.other_cpu_share = base::outside_cpu_share(ph.cpu0, base::cpu_snapshot(), rec.makespan_s);
   rec.sitting = sitting_;
   for (std::size_t i : ph.members) rec.jobs.push_back(ex_.jobs[i].id);
-  const double makespan = rec.makespan_s;
+  const double makespan = rec.makespan_s, other = rec.other_cpu_share;
   state_.phases[value] = std::move(rec);
   rd_.save_state(state_);
-  const double other = state_.phases[value].other_cpu_share;
   progress_->event("phase " + run::phase_label(ex_.compare_by, value) + " done: makespan " +
                    base::format_duration(makespan) +
                    (std::isfinite(other)
@@ -578,7 +576,7 @@ RunOutcome RunLoop::summary() {
     const run::JobOutcome s = state_.jobs[job.id].state;
     if (run::is_finished(s))
       ++res.completed;
-    else if (s == run::JobOutcome::Failed || s == run::JobOutcome::Diverged)
+    else if (run::is_failure(s))
       ++res.failed;
   }
   rd_.save_state(state_);

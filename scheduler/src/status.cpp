@@ -129,8 +129,7 @@ void settle_with_results(JobStatusRow& row) {
   const run::JobOutcome disk = run::outcome_from_results(row.disk);
   // Finished, failed or diverged on disk (a failed or diverged file of a job Slurm holds again is
   // an earlier attempt's): the file's word.
-  const bool ended = disk == run::JobOutcome::Failed || disk == run::JobOutcome::Diverged;
-  if (run::is_finished(disk) || (ended && !run::is_queued(row.state)))
+  if (run::is_finished(disk) || (run::is_failure(disk) && !run::is_queued(row.state)))
     row.state = disk;
   else if (!row.slurm_state.empty() && row.state == run::JobOutcome::Completed)
     row.state = disk == run::JobOutcome::Interrupted ? run::JobOutcome::Interrupted : run::JobOutcome::Failed;
@@ -290,7 +289,7 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   for (auto& row : st.jobs) {
     settle_with_results(row);
     st.counts[row.state] += 1;
-    if (row.state == run::JobOutcome::Failed || row.state == run::JobOutcome::Diverged) {
+    if (run::is_failure(row.state)) {
       auto it = disk.find(row.id);
       row.reason = run::failure_reason(dir, row.id, it == disk.end() ? "" : it->second.exit_reason);
     }

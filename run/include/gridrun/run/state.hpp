@@ -42,6 +42,8 @@ JobOutcome outcome_from_results(const std::string& results_status);
 bool is_finished(JobOutcome s);
 // Submitted or running: a scheduler (Slurm) holds it, so it must not be submitted again.
 bool is_queued(JobOutcome s);
+// Failed or diverged: it ended without finishing (a failure reason applies; --rerun failed runs it).
+bool is_failure(JobOutcome s);
 
 struct JobRecord {
   std::string id;
