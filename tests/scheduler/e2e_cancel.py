@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 
+import e2e_proc
 from e2e_proc import processes_with
 
 GRIDRUN, TRAIN, CASE = sys.argv[1:4]
@@ -56,14 +57,7 @@ def status_json(run_dir):
 
 
 def poll(what, cond, deadline_s=180):
-    """cond() until it returns something truthy, with a deadline."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for " + what)
+    return e2e_proc.poll(what, cond, deadline_s, 0.2)
 
 
 def state(run_dir):

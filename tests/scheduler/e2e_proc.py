@@ -1,7 +1,9 @@
 """/proc helpers shared by the scheduler scenarios (e2e_run.py, e2e_faults.py, e2e_watchdog.py,
-e2e_signals.py): which processes of a run are alive, found by command line. (gridrun itself finds
-its leftovers by the launch token in their environment, never by command line: e2e_signals.py.)"""
+e2e_signals.py, e2e_cancel.py): which processes of a run are alive, found by command line, and a
+poll with a deadline. (gridrun itself finds its leftovers by the launch token in their
+environment, never by command line: e2e_signals.py.)"""
 import os
+import time
 
 
 def processes():
@@ -28,3 +30,15 @@ def ranks_of(job_file):
 def processes_with(needle):
     """Pids of live processes whose command line contains `needle`."""
     return [p for p, _, cmd in processes() if needle.encode() in cmd]
+
+
+def poll(what, cond, deadline_s=120, interval_s=0.05):
+    """cond() until it returns something truthy, with a deadline (a wait for a state change the
+    scenario cannot be told about, never a sleep as synchronisation)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(interval_s)
+    raise AssertionError("timed out waiting for " + what)

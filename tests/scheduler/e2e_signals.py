@@ -25,9 +25,8 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
-from e2e_proc import processes, ranks_of
+from e2e_proc import poll, processes, ranks_of
 
 GRIDRUN, TRAIN, CASE = sys.argv[1:4]
 WORK = tempfile.mkdtemp(prefix="gridrun-e2e-signals-")
@@ -42,16 +41,6 @@ def read_until(proc, needle, lines):
         if needle in line:
             return line
     raise AssertionError("gridrun ended before printing %r:\n%s" % (needle, "".join(lines)))
-
-
-def poll(what, cond, deadline_s=120):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def environ(pid):
