@@ -7,6 +7,7 @@
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/json_checked.hpp"
 #include "gridrun/base/text.hpp"
 
 namespace gridrun::run {
@@ -36,7 +37,7 @@ void write_prediction(const std::string& path, const Prediction& p) {
   base::Json jobs = base::Json::object();
   for (const auto& [id, s] : p.job_seconds) base::append_new_member(jobs, id, base::json_number(s, 6));
   j["jobs"] = std::move(jobs);
-  base::write_file_atomic(path, j.dump(1) + "\n");
+  base::write_file_atomic(path, base::checked_json_text(j, 1));
 }
 
 namespace {
@@ -70,7 +71,7 @@ std::string bad_count(const base::Json& obj, const char* key, long long max, int
 }  // namespace
 
 Prediction read_prediction(const std::string& path) {
-  const base::Json j = base::read_json_file(path);
+  const base::Json j = base::read_checked_json_file(path);
   if (!j.is_object() || base::get_string(j, "format") != kFormat)
     throw std::runtime_error(path + ": not a gridrun prediction (format " + kFormat + ")");
   // Checked completely (issue 45): what says where the prediction came from must be text, or the

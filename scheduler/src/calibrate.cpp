@@ -22,6 +22,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/json_checked.hpp"
 #include "gridrun/base/stats.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/job.hpp"
@@ -320,11 +321,11 @@ void write_calibration(const std::string& path, const Calibration& c) {
     groups.push_back(std::move(one));
   }
   j["groups"] = std::move(groups);
-  base::write_file_atomic(path, j.dump(1) + "\n");
+  base::write_file_atomic(path, base::checked_json_text(j, 1));
 }
 
 Calibration read_calibration(const std::string& path) {
-  const base::Json j = base::read_json_file(path);
+  const base::Json j = base::read_checked_json_file(path);
   if (!j.is_object() || base::get_string(j, "format") != kFormat)
     throw std::runtime_error(path + ": not a gridrun calibration (format " + kFormat + ")");
   // What says whose calibration this is must be there and be text: a file that cannot say where

@@ -20,6 +20,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/json_checked.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/stats.hpp"
 #include "gridrun/base/table.hpp"
@@ -77,6 +78,39 @@ TEST(Json, OverflowsAreClearErrorsOrAbsent) {
   EXPECT_EQ(get_int(j, "f", -1), -1);
   EXPECT_EQ(get_int(j, "u", -1), -1);
   EXPECT_EQ(get_int(j, "ok", -1), 3);
+}
+
+// Self-checking files (issue 45): every single-bit flip of a checked file is either detected
+// (throws, naming the file) or leaves the parsed value exactly as written; a file without a
+// checksum (an older gridrun's) is read as it is.
+TEST(Json, CheckedTextDetectsEveryBitFlip) {
+  Json j = {{"name", "r"}, {"step_s", 0.25}, {"jobs", {{"a", {{"state", "completed"}}}}}};
+  for (int indent : {1, 2}) {
+    const std::string text = checked_json_text(j, indent);
+    const CheckedJson back = parse_checked_json(text, "x.json");
+    EXPECT_TRUE(back.checked);
+    EXPECT_EQ(back.value, j);
+    EXPECT_EQ(parse_json(text, "x.json")["checksum"].get<std::string>().substr(0, 7), "sha256:");
+    int detected = 0, same = 0;
+    for (std::size_t i = 0; i < text.size(); ++i)
+      for (int bit = 0; bit < 8; ++bit) {
+        std::string d = text;
+        d[i] = static_cast<char>(d[i] ^ (1 << bit));
+        try {
+          const CheckedJson r = parse_checked_json(d, "x.json");
+          EXPECT_EQ(r.value, j) << "byte " << i << " bit " << bit << " changed a value silently";
+          ++same;
+        } catch (const std::runtime_error& e) {
+          EXPECT_EQ(std::string(e.what()).rfind("x.json", 0), 0U) << e.what();
+          ++detected;
+        }
+      }
+    EXPECT_GT(detected, 0);
+    EXPECT_EQ(detected + same, static_cast<int>(text.size()) * 8);
+  }
+  EXPECT_FALSE(parse_checked_json(R"({"a": 1})", "old.json").checked);
+  EXPECT_EQ(parse_checked_json(R"({"a": 1})", "old.json").value["a"], 1);
+  EXPECT_TRUE(parse_checked_json(checked_json_text(Json::object(), 1), "e").checked);
 }
 
 TEST(Json, EscapesEveryControlCharacter) {

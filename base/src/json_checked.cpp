@@ -1,0 +1,65 @@
+// See json_checked.hpp.
+#include "gridrun/base/json_checked.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/sha256.hpp"
+
+namespace gridrun::base {
+
+namespace {
+constexpr std::string_view kChecksumKey = "\"checksum\": \"sha256:";
+constexpr std::string_view kChecksumEnd = "\"\n}\n";
+constexpr std::size_t kHexDigits = 64;
+}  // namespace
+
+std::string checked_json_text(const Json& object, int indent) {
+  if (!object.is_object()) throw std::logic_error("checked_json_text: not a JSON object");
+  std::string text = object.dump(indent, ' ', false, Json::error_handler_t::replace);
+  // "{...\n}" (or "{}" when empty): the checksum goes in as the last member, on its own line.
+  const std::string pad(static_cast<std::size_t>(std::max(indent, 0)), ' ');
+  if (object.empty()) {
+    text = "{\n" + pad;
+  } else {
+    text.pop_back();  // the object's own '}'
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    text += ",\n" + pad;
+  }
+  const std::string digest = sha256_hex(text.data(), text.size());
+  text.append(kChecksumKey).append(digest).append(kChecksumEnd);
+  return text;
+}
+
+CheckedJson parse_checked_json(std::string_view text, const std::string& origin) {
+  CheckedJson out;
+  const std::size_t at = text.rfind(kChecksumKey);
+  const bool whole = at != std::string_view::npos &&
+                     text.size() == at + kChecksumKey.size() + kHexDigits + kChecksumEnd.size() &&
+                     text.substr(at + kChecksumKey.size() + kHexDigits) == kChecksumEnd;
+  if (!whole) {
+    // No checksum at all: a file from before gridrun wrote them. But a damaged checksum member
+    // (its key, its prefix or the file's end flipped) leaves a trace in the file's last bytes.
+    const std::string_view tail = text.substr(text.size() > 160 ? text.size() - 160 : 0);
+    if (tail.find("checksum") != std::string_view::npos || tail.find("sha256:") != std::string_view::npos)
+      throw std::runtime_error(origin + ": damaged: its checksum line is not intact");
+    out.value = parse_json(text, origin);
+    return out;
+  }
+  const std::string_view hex = text.substr(at + kChecksumKey.size(), kHexDigits);
+  if (sha256_hex(text.data(), at) != hex)
+    throw std::runtime_error(origin +
+                             ": damaged: its bytes do not match their SHA-256 checksum (edited by hand? "
+                             "delete its \"checksum\" line to accept the edit)");
+  out.value = parse_json(text, origin);
+  if (out.value.is_object()) out.value.erase("checksum");
+  out.checked = true;
+  return out;
+}
+
+Json read_checked_json_file(const std::string& path) {
+  return parse_checked_json(read_file(path), path).value;
+}
+
+}  // namespace gridrun::base
