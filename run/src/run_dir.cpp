@@ -18,6 +18,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/json_checked.hpp"
 #include "gridrun/base/text.hpp"
 
 namespace fs = std::filesystem;
@@ -119,7 +120,7 @@ RunState RunDir::load_state() const {
   RunState st;
   const auto text = base::try_read_file(state_file());
   if (!text) return st;
-  const base::Json root = base::parse_json(*text, state_file());
+  const base::Json root = base::parse_checked_json(*text, state_file()).value;
   st.name = base::get_string(root, "name");
   st.grid_dir = base::get_string(root, "grid_dir");
   {
@@ -182,8 +183,9 @@ void RunDir::save_state(const RunState& s) const {
   if (!s.overrides.empty()) root["overrides"] = s.overrides;
   if (s.repeats > 0) root["repeats"] = s.repeats;
   // A reader (or the next gridrun after a crash) sees the old or the new state, never half of one.
-  base::write_file_atomic(state_file(),
-                          root.dump(2, ' ', false, base::Json::error_handler_t::replace) + "\n");
+  // With its checksum (base::checked_json_text): a flipped bit is a damaged state.json,
+  // quarantined and rebuilt from the job files, never a silently different phase table.
+  base::write_file_atomic(state_file(), base::checked_json_text(root, 2));
 }
 
 namespace {
