@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# 500 bit-flipped copies over every kind of run file (issue 45; BENCHMARKS.md, "Hostile input"):
+# tests/scheduler/e2e_bitflip.py with more copies and its own seed. Each copy is followed by
+# status, collect, report, export, simulate and run; the script fails on a crash, a hang, a lost
+# job or an exported figure changed without a command naming the damaged file, and prints the
+# counts (copies, copies whose damage a command named, jobs redone) per kind of file.
+#
+#   bash bench/scheduler/bench_bitflip.sh [--build DIR] [--copies N] [--seed S]
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=$HERE/../../build
+COPIES=500
+SEED=53
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --copies) COPIES=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "bench_bitflip: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+start=$(date +%s)
+/usr/bin/python3 "$HERE/../../tests/scheduler/e2e_bitflip.py" "$BUILD/bin/gridrun" "$BUILD/bin/gridrun-train" \
+  --copies "$COPIES" --seed "$SEED"
+echo "bench_bitflip: $COPIES copies in $(($(date +%s) - start)) s on $(nproc) cores"
