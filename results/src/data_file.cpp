@@ -3,12 +3,21 @@
 // Every message starts with the file's path and says what was expected, because the user wrote the
 // file (h5py, usually) and will fix it from that one line. HDF5 errors are caught and re-thrown the
 // same way (a truncated file: "PATH: not a readable HDF5 file (...)").
+//
+// Why the file is distrusted (issue 45, finding 7): the job id holds the file's content hash, so
+// the job may read nothing but the file's own bytes (no external or soft links, virtual data sets
+// or external storage: each would read another file, or the fill value for a missing one), and a
+// small file must not declare more than it stores (2^34 rows in 729 KB kept `plan` busy for 223 s
+// reading fill-value labels). Both are decided from HDF5's metadata before any value is read.
 #include "gridrun/results/data_file.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <utility>
 
+#include "gridrun/base/checked.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "h5.hpp"
 
@@ -73,9 +82,116 @@ std::vector<double> attr_numbers(hid_t file, const std::string& name, const std:
 std::int64_t attr_int(hid_t file, const std::string& name, const std::string& path) {
   const auto v = attr_numbers(file, name, path);
   if (v.empty()) return 0;
-  if (v.size() != 1 || v[0] != static_cast<double>(static_cast<std::int64_t>(v[0])))
+  // Range first: converting a double beyond int64 (or NaN) is undefined behaviour.
+  if (v.size() != 1 || !(std::fabs(v[0]) < 0x1p62) ||
+      v[0] != static_cast<double>(static_cast<std::int64_t>(v[0])))
     throw DataFileError(path + ": attribute '" + name + "' must be one integer");
   return static_cast<std::int64_t>(v[0]);
+}
+
+constexpr const char* kOnlyThisFile =
+    "expected the data stored in this file: gridrun reads nothing but the named file, whose bytes make "
+    "the job id; see docs/own-model.md";
+
+// Each link on the way to `name` ("/train", then "/train/x") must be a hard link, checked before
+// the next one is followed: H5Lexists and H5Lget_info on "/train/x" would already open the file an
+// external link "/train" names. Throws the layout's "no data set" when one is missing.
+void check_links(hid_t file, const std::string& name, const std::string& path) {
+  for (std::size_t slash = name.find('/', 1);; slash = name.find('/', slash + 1)) {
+    const std::string at = name.substr(0, slash);
+    if (H5_CHECK(H5Lexists(file, at.c_str(), H5P_DEFAULT)) <= 0)
+      throw DataFileError(
+          path + ": no data set " + name +
+          " (expected /train/x with the inputs and /train/y with the labels; see docs/own-model.md)");
+    H5L_info_t li{};
+    H5_CHECK(H5Lget_info(file, at.c_str(), &li, H5P_DEFAULT));
+    if (li.type != H5L_TYPE_HARD) {
+      std::vector<char> val(li.u.val_size + 1, '\0');
+      std::string what = "a user-defined link";
+      if (li.type == H5L_TYPE_SOFT || li.type == H5L_TYPE_EXTERNAL)
+        H5_CHECK(H5Lget_val(file, at.c_str(), val.data(), val.size(), H5P_DEFAULT));
+      if (li.type == H5L_TYPE_SOFT) what = "a soft link to " + std::string(val.data());
+      const char *target_file = nullptr, *target_obj = nullptr;
+      if (li.type == H5L_TYPE_EXTERNAL &&
+          H5Lunpack_elink_val(val.data(), val.size(), nullptr, &target_file, &target_obj) >= 0)
+        what = "an external link to '" + std::string(target_file) + "':" + target_obj;
+      throw DataFileError(path + ": " + at + " is " + what + " (" + kOnlyThisFile + ")");
+    }
+    if (slash == std::string::npos) return;
+  }
+}
+
+// A data set whose values live elsewhere: virtual (rows mapped from other files; a missing one
+// reads as the fill value) or external storage (raw bytes in another file).
+void check_stored_here(hid_t ds, const std::string& name, const std::string& path) {
+  h5::Id dcpl = H5_OWN(H5Dget_create_plist(ds), H5Pclose);
+  if (H5Pget_layout(dcpl) == H5D_VIRTUAL) {
+    std::size_t n = 0;
+    H5_CHECK(H5Pget_virtual_count(dcpl, &n));
+    std::string src = "?";
+    if (n > 0) {
+      const ssize_t len = H5Pget_virtual_filename(dcpl, 0, nullptr, 0);
+      if (len >= 0) {
+        std::vector<char> buf(static_cast<std::size_t>(len) + 1, '\0');
+        H5Pget_virtual_filename(dcpl, 0, buf.data(), buf.size());
+        src = buf.data();
+      }
+    }
+    throw DataFileError(path + ": " + name + " is a virtual data set whose rows come from '" + src + "'" +
+                        (n > 1 ? " and " + std::to_string(n - 1) + " more" : "") + " (" + kOnlyThisFile +
+                        ")");
+  }
+  if (H5_CHECK(H5Pget_external_count(dcpl)) > 0) {
+    char ext[1024] = {0};
+    off_t offset = 0;
+    hsize_t size = 0;
+    H5_CHECK(H5Pget_external(dcpl, 0, sizeof ext, ext, &offset, &size));
+    throw DataFileError(path + ": " + name + " keeps its values in the external file '" + ext + "' (" +
+                        kOnlyThisFile + ")");
+  }
+}
+
+// Declared size against stored size, so that no read goes beyond what the file holds: contiguous
+// and compact data must store exactly their declared bytes (within the file), chunked data every
+// one of its chunks (a chunk never written reads as the fill value; a compressed one may be small,
+// which is why chunks are counted rather than bytes compared).
+void check_storage(hid_t file, hid_t ds, const std::string& name, const std::string& path) {
+  h5::Id dcpl = H5_OWN(H5Dget_create_plist(ds), H5Pclose);
+  h5::Id type = H5_OWN(H5Dget_type(ds), H5Tclose);
+  h5::Id sp = H5_OWN(H5Dget_space(ds), H5Sclose);
+  const int rank = H5_CHECK(H5Sget_simple_extent_ndims(sp));
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0) H5_CHECK(H5Sget_simple_extent_dims(sp, dims.data(), nullptr));
+  const hsize_t stored = H5Dget_storage_size(ds);
+  std::uint64_t declared = H5Tget_size(type);
+  for (hsize_t d : dims) declared = base::saturating_mul<std::uint64_t>(declared, d);
+  const std::string decl = "declares " + dims_text(dims) + " (" + std::to_string(declared) + " bytes)";
+  const H5D_layout_t layout = H5Pget_layout(dcpl);
+  if (layout == H5D_CHUNKED) {
+    std::vector<hsize_t> chunk(dims.size());
+    H5_CHECK(H5Pget_chunk(dcpl, rank, chunk.data()));
+    std::uint64_t want = 1;
+    for (std::size_t i = 0; i < dims.size(); ++i)
+      want = base::saturating_mul<std::uint64_t>(want, chunk[i] ? (dims[i] + chunk[i] - 1) / chunk[i] : 0);
+    hsize_t have = 0;
+    H5_CHECK(H5Dget_num_chunks(ds, sp, &have));  // sp, not H5S_ALL: 1.10.8 refuses that
+    if (have != want)
+      throw DataFileError(path + ": " + name + " " + decl + " in " + std::to_string(want) + " chunks, but " +
+                          std::to_string(have) +
+                          " are stored (expected every chunk written: one never written reads as the "
+                          "fill value)");
+    return;
+  }
+  if (stored != declared)
+    throw DataFileError(path + ": " + name + " " + decl + " but stores " + std::to_string(stored) +
+                        " bytes (expected every value written: one never written reads as the fill value)");
+  if (layout != H5D_CONTIGUOUS || stored == 0) return;
+  hsize_t file_size = 0;
+  H5_CHECK(H5Fget_filesize(file, &file_size));
+  const haddr_t at = H5Dget_offset(ds);
+  if (at == HADDR_UNDEF || at > file_size || stored > file_size - at)
+    throw DataFileError(path + ": " + name + " " + decl + " stored past the end of the file (" +
+                        std::to_string(file_size) + " bytes; a truncated or forged file)");
 }
 
 hid_t mem_type(DataKind k) {
@@ -133,17 +249,21 @@ DataFile DataFile::open(const std::string& path) {
     // Room for a few chunks of a data set per read (HDF5's default cache is 1 MiB).
     h5::Id dapl = H5_OWN(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
     H5_CHECK(H5Pset_chunk_cache(dapl, 12421, std::size_t{64} << 20, 1.0));
+    // check_links refuses every link but a hard one; this refuses an external link's traversal in
+    // HDF5 itself too, should one be reached some other way.
+    H5_CHECK(H5Pset_elink_cb(
+        dapl,
+        [](const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) -> herr_t {
+          return -1;
+        },
+        nullptr));
     auto need = [&](const std::string& name) -> h5::Id {
-      // Every link on the way must exist (H5Lexists on "/a/b" fails when /a is missing).
-      const auto slash = name.find('/', 1);
-      if (H5_CHECK(H5Lexists(im.file, name.substr(0, slash).c_str(), H5P_DEFAULT)) <= 0 ||
-          H5_CHECK(H5Lexists(im.file, name.c_str(), H5P_DEFAULT)) <= 0)
-        throw DataFileError(
-            path + ": no data set " + name +
-            " (expected /train/x with the inputs and /train/y with the labels; see docs/own-model.md)");
+      check_links(im.file, name, path);
       const hid_t ds = H5Dopen2(im.file, name.c_str(), dapl);
       if (ds < 0) throw DataFileError(path + ": " + name + " is not a data set (expected an array)");
-      return h5::Id(ds, H5Dclose);
+      h5::Id id(ds, H5Dclose);
+      check_stored_here(id, name, path);
+      return id;
     };
     im.train.x = need("/train/x");
     im.train.y = need("/train/y");
@@ -174,15 +294,21 @@ DataFile DataFile::open(const std::string& path) {
     for (auto d : im.sample_dims) {
       if (d == 0)
         throw DataFileError(path + ": /train/x has shape " + dims_text(xd) + " (a sample has no elements)");
-      im.sample_elems *= d;
+      im.sample_elems = base::saturating_mul<std::size_t>(im.sample_elems, d);
       info.sample_shape.push_back(static_cast<std::int64_t>(d));
     }
+    if (im.sample_elems > static_cast<std::size_t>(kMaxSampleElements))
+      throw DataFileError(path + ": /train/x has shape " + dims_text(xd) + " (expected at most " +
+                          std::to_string(kMaxSampleElements) + " elements per sample)");
     im.xtype = mem_type(info.kind);
     info.train = {"train", static_cast<std::int64_t>(xd[0])};
     if (info.train.rows == 0) throw DataFileError(path + ": /train/x has no samples");
 
     auto check_pair = [&](const Impl::Split& s, const std::string& g) -> std::int64_t {
       const std::vector<hsize_t> d = dims_of(s.x);
+      if (d.empty() || d[0] > static_cast<hsize_t>(kMaxRows))
+        throw DataFileError(path + ": /" + g + "/x has shape " + dims_text(d) + " (expected at most " +
+                            std::to_string(kMaxRows) + " rows)");
       const TypeFacts t = type_of(s.x);
       if (t.cls != xt.cls || t.size != xt.size || t.is_signed != xt.is_signed)
         throw DataFileError(path + ": /" + g + "/x is " + t.name() + " but /train/x is " + xt.name() +
@@ -206,6 +332,13 @@ DataFile DataFile::open(const std::string& path) {
       if (info.test.rows == 0)
         throw DataFileError(path + ": /test/x has no samples (leave /test out instead)");
     }
+    // Types and shapes are known good; now that the file holds what it declares, before any read.
+    for (const Impl::Split* s : {&im.train, &im.test}) {
+      if (!s->x.valid()) continue;
+      const std::string g = s == &im.train ? "/train" : "/test";
+      check_storage(im.file, s->x, g + "/x", path);
+      check_storage(im.file, s->y, g + "/y", path);
+    }
 
     // Shapes the model sees.
     if (info.kind == DataKind::Tokens) {
@@ -214,6 +347,9 @@ DataFile DataFile::open(const std::string& path) {
       if (info.vocab < 2)
         throw DataFileError(
             path + ": token ids need the attribute 'vocab' (an integer >= 2: ids are in [0, vocab))");
+      if (info.vocab > kMaxVocab)
+        throw DataFileError(path + ": attribute 'vocab' is " + std::to_string(info.vocab) +
+                            " (expected 2 to " + std::to_string(kMaxVocab) + ")");
     } else {
       const auto& s = info.sample_shape;
       info.channels = s.size() == 3 ? s[0] : 1;
@@ -232,7 +368,10 @@ DataFile DataFile::open(const std::string& path) {
       info.mean = per_channel("mean", 0.0);
       info.stdev = per_channel("std", 1.0);
       for (float sd : info.stdev)
-        if (!(sd > 0)) throw DataFileError(path + ": attribute 'std' must be > 0");
+        if (!(sd > 0) || !std::isfinite(sd))
+          throw DataFileError(path + ": attribute 'std' must be > 0 and finite");
+      for (float m : info.mean)
+        if (!std::isfinite(m)) throw DataFileError(path + ": attribute 'mean' must be finite");
     }
 
     // Labels: every one in range, read in blocks (a file larger than memory has small labels).
@@ -257,14 +396,25 @@ DataFile DataFile::open(const std::string& path) {
         }
       }
     }
-    if (lo < 0)
-      throw DataFileError(path + ": /" + lo_split + "/y[" + std::to_string(lo_row) + "] is " +
-                          std::to_string(lo) + " (expected labels in [0, classes))");
+    // Labels are class indices: int32 (what a 2^31+5 label asked 128 GiB of) and in [0, classes),
+    // where classes is at most kMaxClasses (each is one output of the model's last layer).
+    auto label = [&](const std::string& g, std::int64_t row, std::int64_t v) {
+      return path + ": /" + g + "/y[" + std::to_string(row) + "] is " + std::to_string(v);
+    };
+    if (lo < 0) throw DataFileError(label(lo_split, lo_row, lo) + " (expected labels in [0, classes))");
+    if (hi > std::numeric_limits<std::int32_t>::max())
+      throw DataFileError(label(hi_split, hi_row, hi) +
+                          " (expected labels in [0, classes) that fit int32, i.e. at most 2147483647)");
+    if (given < 0 || given > kMaxClasses)
+      throw DataFileError(path + ": attribute 'classes' is " + std::to_string(given) + " (expected 2 to " +
+                          std::to_string(kMaxClasses) + ")");
     if (given > 0 && hi >= given)
-      throw DataFileError(path + ": /" + hi_split + "/y[" + std::to_string(hi_row) + "] is " +
-                          std::to_string(hi) + " (expected labels in [0, " + std::to_string(given) +
+      throw DataFileError(label(hi_split, hi_row, hi) + " (expected labels in [0, " + std::to_string(given) +
                           "): the attribute 'classes' is " + std::to_string(given) + ")");
-    if (given < 0) throw DataFileError(path + ": attribute 'classes' must be >= 2");
+    if (given == 0 && hi >= kMaxClasses)
+      throw DataFileError(label(hi_split, hi_row, hi) + " (expected labels in [0, " +
+                          std::to_string(kMaxClasses) + "): a label names a class, at most " +
+                          std::to_string(kMaxClasses) + " of them)");
     info.classes = given > 0 ? given : hi + 1;
     if (info.classes < 2)
       throw DataFileError(path + ": the labels name " + std::to_string(info.classes) +

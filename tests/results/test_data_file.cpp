@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "data_file_writer.hpp"
@@ -204,4 +205,111 @@ TEST(DataFile, PlannerCheckRunsInACopyAndNamesTheModelKind) {
       f + ": /train/x holds inputs (uint8), but the model takes token ids (expected int32/int64 [N, L])");
   j.model = "torchscript";
   EXPECT_EQ(gridrun::results::check_job_data_file(j), "");
+}
+
+// Issue 45, finding 7: a data file is read only from its own stored bytes (what its content hash in
+// the job id covers), and it may not declare more than it stores. Each case is refused from the
+// metadata, before a value is read (a declared 2^34 rows took `plan` 223 s of fill-value labels).
+TEST(DataFile, ReadsOnlyItsOwnStoredBytes) {
+  TempDir dir;
+  const std::string here =
+      " (expected the data stored in this file: gridrun reads nothing but the named file, whose bytes "
+      "make the job id; see docs/own-model.md)";
+  const std::string unwritten = " (expected every value written: one never written reads as the fill value)";
+  const std::uint64_t big = std::uint64_t{1} << 34;
+  struct Case {
+    std::string name, expect;
+    std::function<void(DataFileWriter&)> write;
+  };
+  const std::vector<Case> cases = {
+      {"elink.h5", "/train/x is an external link to 'other.h5':/x" + here,
+       [](DataFileWriter& w) {
+         w.external_link("/train/x", "other.h5", "/x");
+         w.i64("/train/y", {2}, {0, 1});
+       }},
+      {"elink_group.h5", "/train is an external link to 'other.h5':/train" + here,
+       [](DataFileWriter& w) { w.external_link("/train", "other.h5", "/train"); }},
+      {"soft.h5", "/test is a soft link to /train" + here,
+       [](DataFileWriter& w) {
+         w.f32("/train/x", {2, 3}, std::vector<float>(6));
+         w.i64("/train/y", {2}, {0, 1});
+         w.soft_link("/test", "/train");
+       }},
+      {"vds.h5", "/train/x is a virtual data set whose rows come from 'missing.h5'" + here,
+       [](DataFileWriter& w) {
+         w.virtual_f32("/train/x", 2, "missing.h5", "/x");
+         w.i64("/train/y", {2}, {0, 1});
+       }},
+      {"external.h5", "/train/x keeps its values in the external file 'raw.bin'" + here,
+       [](DataFileWriter& w) {
+         w.external_f32("/train/x", 2, "raw.bin");
+         w.i64("/train/y", {2}, {0, 1});
+       }},
+      {"rows.h5", "/train/x has shape [17179869184, 3] (expected at most 2147483647 rows)",
+       [&](DataFileWriter& w) {
+         w.u8_partial("/train/x", {big, 3}, 0, 0);
+         w.u8_partial("/train/y", {big}, 0, 0);
+       }},
+      {"sample.h5", "/train/x has shape [2, 8193, 8193] (expected at most 67108864 elements per sample)",
+       [](DataFileWriter& w) {
+         w.u8_partial("/train/x", {2, 8193, 8193}, 1, 0);
+         w.i64("/train/y", {2}, {0, 1});
+       }},
+      {"contiguous.h5", "/train/x declares [1048576, 3] (3145728 bytes) but stores 0 bytes" + unwritten,
+       [](DataFileWriter& w) {
+         w.u8_partial("/train/x", {1 << 20, 3}, 0, 0);
+         w.u8_partial("/train/y", {1 << 20}, 65536, 1 << 20);
+       }},
+      {"chunks.h5",
+       "/train/y declares [1000] (1000 bytes) in 10 chunks, but 1 are stored (expected every chunk written: "
+       "one never written reads as the fill value)",
+       [](DataFileWriter& w) {
+         w.u8_partial("/train/x", {1000, 3}, 100, 1000);
+         w.u8_partial("/train/y", {1000}, 100, 100);
+       }},
+      {"int32.h5",
+       "/train/y[1] is 2147483653 (expected labels in [0, classes) that fit int32, i.e. at most 2147483647)",
+       [](DataFileWriter& w) {
+         w.f32("/train/x", {2, 3}, std::vector<float>(6));
+         w.i64("/train/y", {2}, {0, (std::int64_t{1} << 31) + 5});
+       }},
+      {"int64max.h5",
+       "/train/y[0] is 9223372036854775807 (expected labels in [0, classes) that fit int32, i.e. at most "
+       "2147483647)",
+       [](DataFileWriter& w) {
+         w.f32("/train/x", {2, 3}, std::vector<float>(6));
+         w.i64("/train/y", {2}, {std::numeric_limits<std::int64_t>::max(), 1});
+       }},
+      {"manyclasses.h5",
+       "/train/y[1] is 1048576 (expected labels in [0, 1048576): a label names a class, at most 1048576 of "
+       "them)",
+       [](DataFileWriter& w) {
+         w.f32("/train/x", {2, 3}, std::vector<float>(6));
+         w.i64("/train/y", {2}, {0, 1 << 20});
+       }},
+      {"classes.h5", "attribute 'classes' is 1099511627776 (expected 2 to 1048576)",
+       [](DataFileWriter& w) {
+         w.f32("/train/x", {2, 3}, std::vector<float>(6));
+         w.i64("/train/y", {2}, {0, 1});
+         w.attr("classes", std::int64_t{1} << 40);
+       }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = dir / c.name;
+    {
+      DataFileWriter w(path);
+      c.write(w);
+    }
+    EXPECT_EQ(problem(path), path + ": " + c.expect);
+  }
+  // Every chunk written, the last one reaching past the shape (1000 rows in chunks of 300): fine.
+  const std::string ok = dir / "ok.h5";
+  {
+    DataFileWriter w(ok);
+    w.u8_partial("/train/x", {1000, 3}, 300, 1000);
+    w.u8_partial("/train/y", {1000}, 300, 1000);
+    w.attr("classes", std::int64_t{8});
+  }
+  EXPECT_EQ(problem(ok), "");
 }

@@ -11,6 +11,11 @@
 //   attributes on /: classes (integer; default max label + 1), mean and std (a number or one per
 //              channel; default 0 and 1), vocab (integer, required for token ids)
 //
+// Only the file's own bytes are read (issue 45): external and soft links, virtual data sets and
+// external storage are refused, and every data set must store what it declares (contiguous data
+// its bytes, chunked data every chunk), so that the content hash in the job id (data_sha256) covers
+// all the job reads and a small file cannot declare terabytes of fill values.
+//
 // Why here and not in runner/: the planner checks a data file where it can see it (gridrun plan,
 // run and submit, which link no LibTorch) with the same code gridrun-train reads it with, and
 // results/ is the folder that owns HDF5. Why rows are read on demand: a data set may be larger
@@ -27,6 +32,15 @@
 #include "gridrun/jobs/params.hpp"
 
 namespace gridrun::results {
+
+// Bounds on what a data file may declare (docs/own-model.md), each refused at `plan` with the
+// value found: rows per split (a row index is an int32 elsewhere), elements per sample (2^26: a
+// 3 x 4096 x 4096 image fits), classes (one output of the model's last layer each) and vocab (one
+// embedding row each). Labels must also fit int32.
+inline constexpr std::int64_t kMaxRows = 2147483647;
+inline constexpr std::int64_t kMaxSampleElements = std::int64_t{1} << 26;
+inline constexpr std::int64_t kMaxClasses = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
 
 // A bad data file: what() is "PATH: what is wrong (what was expected)", one line.
 class DataFileError : public std::runtime_error {
@@ -58,8 +72,9 @@ struct DataFileInfo {
 
 class DataFile {
  public:
-  // Opens and checks the whole layout: groups and data sets present, element types, shapes that
-  // agree, attributes, every label in range (read once, in blocks). Throws DataFileError.
+  // Opens and checks the whole layout: groups and data sets present as hard links, stored in this
+  // file, element types, shapes that agree and within the bounds above, storage that holds every
+  // declared value, attributes, every label in range (read once, in blocks). Throws DataFileError.
   static DataFile open(const std::string& path);
   ~DataFile();
   DataFile(DataFile&&) noexcept;
