@@ -107,7 +107,8 @@ void fsync_dir(const std::string& dir) {
   if (fd.get() >= 0) ::fsync(fd.get());
 }
 
-void write_file_atomic(const std::string& path, std::string_view data, unsigned mode) {
+namespace {
+void write_then_rename(const std::string& path, std::string_view data, unsigned mode, bool durable) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   auto fail = [&](const char* step, int err) {
     ::unlink(tmp.c_str());
@@ -128,11 +129,20 @@ void write_file_atomic(const std::string& path, std::string_view data, unsigned 
       }
       done += static_cast<std::size_t>(n);
     }
-    if (::fsync(fd.get()) != 0) fail("fsync", errno);
+    if (durable && ::fsync(fd.get()) != 0) fail("fsync", errno);
     if (::close(fd.release()) != 0) fail("close", errno);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename", errno);
-  fsync_dir(dir_of(path));
+  if (durable) fsync_dir(dir_of(path));
+}
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view data, unsigned mode) {
+  write_then_rename(path, data, mode, true);
+}
+
+void replace_file(const std::string& path, std::string_view data) {
+  write_then_rename(path, data, 0644, false);
 }
 
 void rename_durable(const std::string& from, const std::string& to) {

@@ -47,6 +47,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/writer.hpp"
+#include "gridrun/run/progress.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/dataset.hpp"
@@ -241,20 +242,24 @@ class GraphStep {
 };
 #endif
 
-// Rank 0 touches this file at most once a second from the training loop (never from a side
-// thread, so a hung loop stops it); `gridrun run` ends a job whose heartbeat went stale.
+// Rank 0 rewrites this file (run/progress.hpp) at most once a second from the training loop
+// (never from a side thread, so a hung loop stops it): `gridrun run` ends a job whose heartbeat
+// went stale, and `gridrun status` reads the live step, epoch and wall time from it.
 class Heartbeat {
  public:
-  explicit Heartbeat(std::string path) : path_(std::move(path)) { beat(0, true); }
-  void beat(std::int64_t step, bool force = false) {
+  explicit Heartbeat(std::string path) : path_(std::move(path)) {}
+  void beat(const run::Progress& p, bool force = false) {
     if (path_.empty()) return;
     const auto now = Clock::now();
     if (!force && now - last_ < std::chrono::seconds(1)) return;
     last_ = now;
-    // Overwritten in place: a torn write is harmless, the scheduler reads only the mtime.
-    if (std::FILE* f = std::fopen(path_.c_str(), "w")) {
-      std::fprintf(f, "%lld\n", static_cast<long long>(step));
-      std::fclose(f);
+    try {
+      run::Progress q = p;
+      q.unix_s = base::unix_now();
+      base::replace_file(path_, run::progress_line(q));
+    } catch (const std::exception&) {
+      // A full disk must not stop training; the watchdog then sees a stale heartbeat, as it should
+      // when nothing can be written.
     }
   }
 
@@ -431,6 +436,16 @@ class TrainLoop : private LoopBase {
   void write_epoch_row(const EvalResult& ev);
   void finish(results::Status status, const std::string& reason);
   double wall() const { return wall_before_ + seconds_since(run_start_); }
+  // What the progress file says now (run/progress.hpp).
+  run::Progress progress() const {
+    run::Progress p;
+    p.step = st_.global_step;
+    p.total_steps = total_steps_;
+    p.epoch = std::min(st_.epoch + 1, total_epochs_);
+    p.epochs = total_epochs_;
+    p.wall_s = wall();
+    return p;
+  }
 
   EpochSampler sampler_;
   const std::int64_t spe_, total_steps_, total_epochs_;
@@ -504,6 +519,7 @@ TrainLoop::TrainLoop(JobHarness& h)
   first_step_unix_ = base::unix_now();
   wall_before_ = st_.wall_s;
   if (!resumed_) st_.best_test_acc = -1;
+  heartbeat_.beat(progress(), true);
 }
 
 std::unique_ptr<Loader> TrainLoop::make_loader() const {
@@ -553,6 +569,7 @@ int TrainLoop::run() {
     done = end_epoch(ec);
   }
   drain_rows();  // the last rows may still show a divergence
+  heartbeat_.beat(progress(), true);
   if (!diverged_.empty()) {
     if (lead_ && !o_.quiet) std::printf("gridrun-train: %s\n", diverged_.c_str()), std::fflush(stdout);
     finish(results::Status::Diverged, diverged_);
@@ -620,7 +637,7 @@ std::vector<double> TrainLoop::step() {
   if (static_cast<std::int64_t>(pending_.size()) >= o_.log_every) drain_rows();
   if (lead_ && seconds_since(last_flush_) >= 30.0) flush();
   // Liveness for the scheduler's watchdog (gridrun run): at most one write a second.
-  heartbeat_.beat(st_.global_step);
+  heartbeat_.beat(progress());
   return flags;
 }
 
@@ -792,6 +809,7 @@ void TrainLoop::flush() {
 // Some rank got SIGTERM/SIGUSR1: all ranks stop at this step boundary, checkpoint and exit 75.
 int TrainLoop::interrupt(const EpochClock& ec) {
   drain_rows();
+  heartbeat_.beat(progress(), true);  // where this attempt ended, for `gridrun status`
   ++st_.step_in_epoch;
   st_.epoch_s = ec.before + seconds_since(ec.start);
   st_.wall_s = wall();  // only saved below; the process exits after this checkpoint

@@ -33,6 +33,12 @@ void read_file_blocks(const std::string& path, std::size_t block,
 // which is then readable by its owner only from its first byte on.
 void write_file_atomic(const std::string& path, std::string_view data, unsigned mode = 0644);
 
+// As write_file_atomic, without the fsyncs: readers see the old or the new content, never a mix,
+// but after a power loss either may be gone. For small files rewritten often whose loss costs
+// nothing (the trainer's progress file, once a second from the training loop, where an fsync
+// could stall a step). Throws as write_file_atomic.
+void replace_file(const std::string& path, std::string_view data);
+
 // Renames `from` to `to` and fsyncs the directory of `to` (for files written by another library,
 // e.g. HDF5, that are complete and synced). Throws std::runtime_error naming both paths.
 void rename_durable(const std::string& from, const std::string& to);
