@@ -13,6 +13,11 @@
 // backward/optimizer/comm 0. Loss and accuracy count each test sample once (the first time it is
 // seen), so with enough batches to cover the split they equal a training job's evaluation of the
 // same weights exactly; the figures go into one /epochs row (test_loss, test_acc).
+//
+// --dump-logits FILE: every test sample's logits at its first visit, gathered to rank 0 and
+// written as raw float32 [test samples, classes] in sample order (NaN rows: samples no batch
+// reached). The results file holds aggregates only; this is what lets a test compare int8's
+// predictions with fp32's sample by sample (tests/runner/scenarios.py inference_random_np2).
 #include <c10/core/InferenceMode.h>
 #include <torch/nn/functional/loss.h>
 #ifdef GRIDRUN_HAVE_NCCL
@@ -26,6 +31,7 @@
 #include <limits>
 #include <vector>
 
+#include "gridrun/base/fs.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/epoch_sampler.hpp"
@@ -76,6 +82,7 @@ class InferLoop : private LoopBase {
   void write_row(std::int64_t k, const std::vector<double>& red, const std::vector<double>& lat,
                  double data_s, double latency);
   void finish(results::Status status, const std::string& reason);
+  void dump_logits();  // collective: --dump-logits
 
   const bool gpu_;
   const Dataset& test_;
@@ -83,6 +90,8 @@ class InferLoop : private LoopBase {
   const std::int64_t n_, b_, warm_, total_;
   Clock::time_point run_start_;
   std::vector<double> latencies_;  // slowest rank's latency of each timed batch
+  std::vector<float> logits_;      // --dump-logits: first-visit logits in shard order
+  std::int64_t classes_ = 0;
   double timed_samples_ = 0, timed_time_ = 0, loss_first_ = 0, correct_first_ = 0, seen_ = 0;
 };
 
@@ -96,14 +105,16 @@ InferLoop::InferLoop(JobHarness& h)
       warm_(j_.timing_warmup_steps),
       total_(warm_ + j_.infer_batches) {
   model_.eval();
-  std::int64_t quantized = 0;
-  if (j_.quantize == "int8") quantized = model_.quantize_linear_int8();
+  Model::Int8Summary q8;
+  if (j_.quantize == "int8") q8 = model_.quantize_linear_int8();
   if (n_ == 0)
     throw BadInput("gridrun-train: the test split has " + std::to_string(test_.size()) +
                    " samples, fewer than ranks=" + std::to_string(world_));
   ResultsStart rs;
   rs.str_attrs["checkpoint_file"] = h_.weights_file();
-  rs.int_attrs["quantized_linear_layers"] = quantized;
+  rs.int_attrs["quantized_linear_layers"] = q8.layers;
+  rs.int_attrs["quantized_linear_weights"] = q8.weights;
+  rs.int_attrs["int8_weights_changed"] = q8.weights_changed;
   h_.open_results(rs);
   if (lead_ && !o_.quiet)
     std::printf(
@@ -156,6 +167,11 @@ bool InferLoop::run_batch(std::int64_t k) {
     losses = torch::nn::functional::cross_entropy(
         out.to(torch::kFloat32), y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
     hits = out.argmax(1).eq(y).to(torch::kFloat64);
+  }
+  if (!o_.dump_logits.empty() && fresh > 0) {
+    const auto l = out.slice(0, 0, fresh).to(torch::kCPU, torch::kFloat32).contiguous();
+    classes_ = l.size(1);
+    logits_.insert(logits_.end(), l.data_ptr<float>(), l.data_ptr<float>() + l.numel());
   }
   const double fresh_loss = fresh > 0 ? losses.slice(0, 0, fresh).sum().item<double>() : 0.0;
   const double fresh_hits = fresh > 0 ? hits.slice(0, 0, fresh).sum().item<double>() : 0.0;
@@ -223,7 +239,28 @@ void InferLoop::finish(results::Status status, const std::string& reason) {
           er.test_acc, seen_, 1e3 * s["latency_p50_s"], 1e3 * s["latency_p99_s"], sps),
           std::fflush(stdout);
   }
+  dump_logits();
   h_.finish(status, reason, std::move(s));
+}
+
+// Rank r's shard position p is test sample r + p * R (eval_shard); every rank sends a block of
+// the largest shard's size (NaN-padded) so that one fixed-size gather collects them.
+void InferLoop::dump_logits() {
+  if (o_.dump_logits.empty()) return;
+  const auto c = static_cast<std::int64_t>(comm_.allreduce_max({static_cast<double>(classes_)})[0]);
+  const std::int64_t n = test_.size(), s = (n + world_ - 1) / world_;
+  std::vector<double> mine(static_cast<std::size_t>(s * c), kNaN);
+  std::copy(logits_.begin(), logits_.end(), mine.begin());
+  const auto all = comm_.gather(mine, 0);
+  if (!lead_) return;
+  std::vector<float> rows(static_cast<std::size_t>(n * c), std::numeric_limits<float>::quiet_NaN());
+  for (std::int64_t r = 0; r < world_; ++r)
+    for (std::int64_t p = 0; p < s && r + p * world_ < n; ++p)
+      for (std::int64_t k = 0; k < c; ++k)
+        rows[static_cast<std::size_t>((r + p * world_) * c + k)] =
+            static_cast<float>(all[static_cast<std::size_t>((r * s + p) * c + k)]);
+  base::write_file_atomic(
+      o_.dump_logits, std::string(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(float)));
 }
 
 }  // namespace

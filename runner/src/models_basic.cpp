@@ -42,7 +42,7 @@ double Model::bytes_per_sample(std::int64_t batch, double activation_bytes) cons
          input_bytes_ + 2.0 * activation_bytes * activation_elements_per_sample();
 }
 
-std::int64_t Model::quantize_linear_int8() {
+Model::Int8Summary Model::quantize_linear_int8() {
   auto& ctx = at::globalContext();
   if (ctx.qEngine() == at::QEngine::NoQEngine)
     for (auto e : ctx.supportedQEngines())
@@ -53,7 +53,8 @@ std::int64_t Model::quantize_linear_int8() {
   if (ctx.qEngine() == at::QEngine::NoQEngine)
     throw BadInput("gridrun-train: quantize=int8: this LibTorch build has no quantized engine");
   const auto prepack = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_prepack", "");
-  std::int64_t count = 0;
+  const auto unpack = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_unpack", "");
+  Int8Summary sum;
   for (const auto& m : modules(/*include_self=*/false)) {
     const auto* lin = dynamic_cast<const torch::nn::LinearImpl*>(m.get());
     if (!lin) continue;
@@ -71,9 +72,15 @@ std::int64_t Model::quantize_linear_int8() {
                      e.what_without_backtrace());
     }
     int8_[lin] = stack.at(0);
-    ++count;
+    // The int8 weights as the packed form holds them, against the fp32 ones.
+    std::vector<c10::IValue> back{stack.at(0)};
+    unpack.callBoxed(&back);
+    const auto deq = back.at(0).toTensor().dequantize();
+    ++sum.layers;
+    sum.weights += w.numel();
+    sum.weights_changed += deq.ne(w).sum().item<std::int64_t>();
   }
-  return count;
+  return sum;
 }
 
 torch::Tensor Model::linear(const torch::nn::Linear& layer, const torch::Tensor& x) {

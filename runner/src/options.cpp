@@ -133,8 +133,10 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "init-out", po::value<std::string>(&o.init_out),
       "write the initial weights (after the broadcast) to this HDF5 file, one dataset per name")(
       "dump-params", po::value<std::string>(&o.dump_params),
-      "write final parameters (float32, registration order) to FILE")("quiet", po::bool_switch(&o.quiet),
-                                                                      "no progress lines")(
+      "write final parameters (float32, registration order) to FILE")(
+      "dump-logits", po::value<std::string>(&o.dump_logits),
+      "task=inference: write every test sample's logits to FILE (raw float32 [samples, classes], "
+      "sample order)")("quiet", po::bool_switch(&o.quiet), "no progress lines")(
       "peak-tflops", po::value<double>(&o.peak_tflops)->default_value(0.0),
       "peak TFLOP/s of one device (gpu) or of the job's cores (cpu) for /summary/mfu; 0 = built-in "
       "GPU table (H100, H200, A100, V100) or, on CPU, the `gridrun probe` file")(
@@ -213,6 +215,9 @@ ParseResult parse_options(int argc, const char* const* argv) {
   }
   if (o.out_dir.empty()) throw BadInput("gridrun-train: --out DIR is required (results directory)");
   if (o.log_every < 1) throw BadInput("gridrun-train: --log-every must be >= 1");
+  if (!o.dump_logits.empty() && o.job.task != "inference")
+    throw BadInput("gridrun-train: --dump-logits is for task=inference (this job has task=" + o.job.task +
+                   ")");
   if (o.peak_tflops < 0) throw BadInput("gridrun-train: --peak-tflops must be >= 0");
   if (!o.probe_file.empty() && !std::filesystem::exists(o.probe_file))
     throw BadInput("gridrun-train: --probe: no such file '" + o.probe_file + "'");

@@ -436,12 +436,14 @@ def inference_random_np2():
     that int8 agrees with fp32: such a lenet predicts nearly one class for every input (accuracy
     ~0.1 in both, whatever int8 does). So the agreement is checked on a trained checkpoint (2 epochs,
     test accuracy ~0.74 on the synthetic task, well above chance 0.1), run from it in fp32 and int8
-    with batch 1 per rank over every test sample once. The results file records no per-sample
-    predictions, but with batch 1 each /steps row's loss is the mean cross-entropy of 2 samples
-    (one per rank, the same samples in both runs): every such pair's loss must agree within 0.1
-    and the mean difference be at most 0.03 (measured: max 0.02, mean 0.003), and the accuracies
-    within 0.02 (5 of 256 samples; measured equal). Cross-entropy at the true class close for every
-    pair means the int8 logits track fp32's sample by sample, not only on average."""
+    with batch 1 per rank over every test sample once, each writing every sample's logits
+    (--dump-logits). A quantizer that did nothing would pass an agreement check alone, so int8 must
+    also change things: the packed int8 weights, read back, differ from fp32 in nearly every element
+    (int8_weights_changed), and no sample's logits are bit-identical to fp32's. Agreement: the same
+    argmax on >= 95 % of the 256 samples (measured: all 256), logits within 0.5 of fp32's
+    (measured max 0.05; 58916 of 58920 weights changed), each /steps row's loss (2 samples' cross-entropy) within 0.1 of fp32's and
+    the accuracies within 0.02."""
+    lenet_linear_weights = 400 * 120 + 120 * 84 + 84 * 10  # fc1..fc3 (conv layers stay fp32)
     for q in ("none", "int8"):
         d = workdir(f"infer_random_{q}")
         run(2, *common(d), "--task", "inference", "--model", "lenet", "--ranks", "2",
@@ -452,6 +454,8 @@ def inference_random_np2():
             summ = {k: float(v[0]) for k, v in f["summary"].items()}
             assert summ["test_samples_seen"] == 64, summ
             assert int(f.attrs["quantized_linear_layers"]) == (3 if q == "int8" else 0)
+            assert int(f.attrs["quantized_linear_weights"]) == (
+                lenet_linear_weights if q == "int8" else 0), dict(f.attrs)
 
     d = workdir("infer_int8_trained")
     data = ["--train-samples", "1024", "--test-samples", "256"]
@@ -460,13 +464,14 @@ def inference_random_np2():
     with h5(results_file(d + "/results")) as f:
         job_id = attr(f, "id")
         trained_acc = float(column(f, "epochs", "test_acc")[-1])
-    accs, losses = {}, {}
+    accs, losses, logits, changed = {}, {}, {}, {}
     for q in ("none", "int8"):
         out = f"{d}/infer_{q}"
+        dump = f"{d}/logits_{q}.f32"
         # 128 batches of 1 per rank: each of the 256 test samples exactly once, none timed twice.
         run(2, *common(out), "--task", "inference", "--model", "lenet", "--ranks", "2",
             "--batch-per-rank", "1", *data, "--infer-batches", "128", "--timing-warmup-steps", "0",
-            "--quantize", q, "--checkpoint", job_id)
+            "--quantize", q, "--checkpoint", job_id, "--dump-logits", dump)
         with h5(results_file(out)) as f:
             assert attr(f, "status") == "completed"
             assert int(f.attrs["quantized_linear_layers"]) == (3 if q == "int8" else 0)
@@ -474,18 +479,42 @@ def inference_random_np2():
             assert summ["test_samples_seen"] == 256, summ
             accs[q] = float(column(f, "epochs", "test_acc")[-1])
             losses[q] = column(f, "steps", "loss").astype(np.float64)
+            changed[q] = int(f.attrs["int8_weights_changed"])
+        raw = np.fromfile(dump, dtype=np.float32)
+        assert raw.size == 256 * 10, (dump, raw.size)
+        logits[q] = raw.reshape(256, 10)
+        assert np.isfinite(logits[q]).all(), (q, np.argwhere(~np.isfinite(logits[q]))[:5])
     diff = np.abs(losses["int8"] - losses["none"])
+    same_argmax = float(np.mean(logits["int8"].argmax(1) == logits["none"].argmax(1)))
+    logit_diff = np.abs(logits["int8"].astype(np.float64) - logits["none"])
+    rows_changed = int(np.any(logits["int8"] != logits["none"], axis=1).sum())
     print(f"trained lenet (job {job_id}, test acc {trained_acc:.4f}): inference acc fp32 "
           f"{accs['none']:.4f} int8 {accs['int8']:.4f}; per-pair loss |int8 - fp32| max "
-          f"{diff.max():.4f} mean {diff.mean():.4f} over {diff.size} pairs")
+          f"{diff.max():.4f} mean {diff.mean():.4f} over {diff.size} pairs; int8 weights changed "
+          f"{changed['int8']} of {lenet_linear_weights}; same argmax {same_argmax:.4f}; logits "
+          f"|int8 - fp32| max {logit_diff.max():.4f} mean {logit_diff.mean():.5f}, samples with "
+          f"logits changed {rows_changed}/256")
+    # int8 really is int8: the packed weights differ from fp32 (an element equal to its int8 grid
+    # point stays; the rest, nearly all, move), and so does every sample's output.
+    assert changed["none"] == 0, changed
+    assert changed["int8"] >= 0.9 * lenet_linear_weights, changed
+    assert rows_changed == 256, rows_changed
     # The checkpoint's weights in fp32: the training's final accuracy, up to a near-tie sample that
     # batch 1 (here) and the training's evaluation batch may round differently.
     assert abs(accs["none"] - trained_acc) <= 0.01, (accs, trained_acc)
     assert accs["none"] >= 0.5, accs  # a model whose predictions mean something
+    # ... and int8 predicts as fp32 does, sample by sample.
+    assert same_argmax >= 0.95, same_argmax
+    assert logit_diff.max() <= 0.5, logit_diff.max()
     assert len(losses["none"]) == len(losses["int8"]) == 128, {q: len(v) for q, v in losses.items()}
     assert np.isfinite(losses["none"]).all() and np.isfinite(losses["int8"]).all()
     assert diff.max() <= 0.1 and diff.mean() <= 0.03, (diff.max(), diff.mean())
     assert abs(accs["int8"] - accs["none"]) <= 0.02, accs
+    # The dump is an inference flag: a training job with it is bad input, naming the flag.
+    p = run(1, *common(d + "/bad"), "--model", "lenet", "--epochs", "1", *data,
+            "--dump-logits", d + "/x.f32", expect=2)
+    assert "--dump-logits" in p.stderr, p.stderr
+    assert not os.path.exists(d + "/x.f32")
 
 
 # --- GPU scenarios (label gpu): skip with a reason (exit 77) without a CUDA build or a GPU ---------

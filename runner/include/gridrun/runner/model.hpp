@@ -72,11 +72,18 @@ class Model : public torch::nn::Module {
   // Bytes of parameters (weights read once per forward; a lower bound of memory traffic).
   std::int64_t parameter_bytes() const;
 
+  // What quantize_linear_int8 did, read back from the packed weights forward() will use (so a
+  // quantizer that kept fp32 weights shows as weights_changed 0; tests/runner/scenarios.py).
+  struct Int8Summary {
+    std::int64_t layers = 0;           // linear layers quantized
+    std::int64_t weights = 0;          // weight elements in them
+    std::int64_t weights_changed = 0;  // of those, how many differ from fp32 once dequantized
+  };
   // Inference with quantize=int8: from now on the linear layers that forward() runs through
   // linear() use dynamically quantized int8 weights (per-tensor symmetric; activations quantized
-  // per batch by LibTorch's quantized::linear_dynamic, CPU). Returns the number of layers
-  // quantized. Throws BadInput when this LibTorch has no quantized engine.
-  std::int64_t quantize_linear_int8();
+  // per batch by LibTorch's quantized::linear_dynamic, CPU). Throws BadInput when this LibTorch
+  // has no quantized engine.
+  Int8Summary quantize_linear_int8();
 
  protected:
   // Every model calls its own nn::Linear layers through this, so quantization can swap them.

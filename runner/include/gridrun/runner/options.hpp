@@ -25,6 +25,7 @@ struct RunnerOptions {
   double util_hz = 10.0;        // --util-hz: utilisation sampling rate (0 = off)
   std::string dump_params;      // --dump-params FILE: final parameters as raw float32 (rank 0)
   std::string init_out;         // --init-out FILE.h5: initial weights by name (rank 0)
+  std::string dump_logits;      // --dump-logits FILE: inference's per-sample logits, raw float32
   bool quiet = false;           // --quiet: no progress lines
   // Peak for MFU in /summary (hardware facts, not job parameters, so they do not change ids):
   double peak_tflops = 0;  // --peak-tflops: overrides the built-in GPU table and the probe
