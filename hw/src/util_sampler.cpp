@@ -10,8 +10,10 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <string_view>
 #include <type_traits>
 
+#include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/hw/util_sampler.hpp"
 
@@ -69,8 +71,19 @@ struct nvmlUtilization_t {
 struct nvmlMemory_t {
   unsigned long long total, free, used;
 };
+// nvmlProcessInfo_t of nvmlDeviceGetComputeRunningProcesses_v2/_v3 (v1 has pid and memory only).
+struct nvmlProcessInfo_v2 {
+  unsigned pid;
+  unsigned long long usedGpuMemory;
+  unsigned gpuInstanceId, computeInstanceId;
+};
+struct nvmlProcessInfo_v1 {
+  unsigned pid;
+  unsigned long long usedGpuMemory;
+};
 constexpr int kNvmlTemperatureGpu = 0;
 constexpr int kNvmlClockSm = 1;
+constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
 
 }  // namespace
 
@@ -90,6 +103,12 @@ struct UtilReader::Nvml {
   nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  // nvmlDeviceGetCurrentClocksEventReasons (NVML 12.2+), else ...ThrottleReasons: same bits.
+  nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+  // nvmlDeviceGetComputeRunningProcesses_v3 or _v2 (procs_v2), else the v1 entry point (procs_v1).
+  nvmlReturn_t (*procs_v2)(nvmlDevice_t, unsigned*, nvmlProcessInfo_v2*) = nullptr;
+  nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned*, nvmlProcessInfo_v1*) = nullptr;
   std::vector<nvmlDevice_t> devices;
 
   ~Nvml() {
@@ -101,6 +120,30 @@ struct UtilReader::Nvml {
   bool bind(F& fn, const char* sym) {
     fn = reinterpret_cast<F>(dlsym(lib, sym));
     return fn != nullptr;
+  }
+
+  // The PIDs of the compute processes on `d`; false when NVML cannot say.
+  template <class Info>
+  static bool list(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*, Info*), nvmlDevice_t d,
+                   std::vector<unsigned>& out) {
+    std::vector<Info> infos(16);
+    for (int tries = 0; tries < 3; ++tries) {  // processes may start between the two calls
+      unsigned n = static_cast<unsigned>(infos.size());
+      const nvmlReturn_t r = fn(d, &n, infos.data());
+      if (r == kNvmlInsufficientSize) {
+        infos.resize(n + 8);
+        continue;
+      }
+      if (r != 0) return false;
+      for (unsigned k = 0; k < n && k < infos.size(); ++k) out.push_back(infos[k].pid);
+      return true;
+    }
+    return false;
+  }
+  bool processes(nvmlDevice_t d, std::vector<unsigned>& out) const {
+    if (procs_v2) return list(procs_v2, d, out);
+    if (procs_v1) return list(procs_v1, d, out);
+    return false;
   }
 
   // Opens the library and initializes NVML; returns "" or why GPUs cannot be sampled.
@@ -118,13 +161,20 @@ struct UtilReader::Nvml {
     bind(energy, "nvmlDeviceGetTotalEnergyConsumption");
     bind(temperature, "nvmlDeviceGetTemperature");
     bind(clock, "nvmlDeviceGetClockInfo");
+    bind(max_clock, "nvmlDeviceGetMaxClockInfo");
+    if (!bind(reasons, "nvmlDeviceGetCurrentClocksEventReasons"))
+      bind(reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    if (!bind(procs_v2, "nvmlDeviceGetComputeRunningProcesses_v3") &&
+        !bind(procs_v2, "nvmlDeviceGetComputeRunningProcesses_v2"))
+      bind(procs_v1, "nvmlDeviceGetComputeRunningProcesses");
     if (nvmlReturn_t r = init(); r != 0) return "nvmlInit failed (code " + std::to_string(r) + ")";
     initialized = true;
     return "";
   }
 };
 
-UtilReader::UtilReader(const UtilReaderOptions& opts) : pids_(opts.pids), t0_(opts.t0) {
+UtilReader::UtilReader(const UtilReaderOptions& opts)
+    : pids_(opts.pids), t0_(opts.t0), same_run_env_(opts.same_run_env) {
   if (pids_.empty()) pids_.push_back(getpid());
   clock_ticks_ = sysconf(_SC_CLK_TCK);
   page_size_ = sysconf(_SC_PAGESIZE);
@@ -213,6 +263,56 @@ UtilReader::UtilReader(const UtilReaderOptions& opts) : pids_(opts.pids), t0_(op
     gpu_absent_reason_ = n == 0 ? "NVML found no GPU" : "no GPU selected by CUDA_VISIBLE_DEVICES";
     nvml_.reset();
   }
+  max_sm_mhz_.assign(gpus_.size(), 0);
+}
+
+// Whether `pid` carries one of the same-run environment entries (/proc/PID/environ: readable for
+// this user's processes; another user's is never of the same run). Read once per PID.
+bool UtilReader::same_run(pid_t pid) {
+  if (same_run_env_.empty()) return false;
+  if (auto it = same_run_seen_.find(pid); it != same_run_seen_.end()) return it->second;
+  const std::string env =
+      base::try_read_file("/proc/" + std::to_string(pid) + "/environ").value_or(std::string());
+  bool found = false;
+  std::size_t start = 0;
+  while (!found && start < env.size()) {
+    std::size_t end = env.find('\0', start);
+    if (end == std::string::npos) end = env.size();
+    const std::string_view entry(env.data() + start, end - start);
+    for (const auto& e : same_run_env_) found = found || entry == e;
+    start = end + 1;
+  }
+  return same_run_seen_[pid] = found;
+}
+
+// Foreign processes, SM clock share and throttle reasons over the job's GPUs (gpu_conditions.hpp).
+GpuReading UtilReader::read_conditions() {
+  GpuReading r;
+  std::vector<unsigned> listed;
+  bool listed_all = true;
+  double clock_sum = 0;
+  std::size_t clocks = 0;
+  unsigned long long reasons = 0;
+  bool reasons_all = true;
+  for (std::size_t k = 0; k < nvml_->devices.size(); ++k) {
+    nvmlDevice_t d = nvml_->devices[k];
+    listed_all = nvml_->processes(d, listed) && listed_all;
+    unsigned mhz = 0;
+    if (max_sm_mhz_[k] == 0 && nvml_->max_clock) nvml_->max_clock(d, kNvmlClockSm, &max_sm_mhz_[k]);
+    if (max_sm_mhz_[k] > 0 && nvml_->clock && nvml_->clock(d, kNvmlClockSm, &mhz) == 0) {
+      clock_sum += static_cast<double>(mhz) / max_sm_mhz_[k];
+      ++clocks;
+    }
+    unsigned long long bits = 0;
+    if (nvml_->reasons && nvml_->reasons(d, &bits) == 0)
+      reasons |= bits;
+    else
+      reasons_all = false;
+  }
+  if (listed_all) r.foreign = count_foreign(listed, pids_, [this](pid_t p) { return same_run(p); });
+  if (clocks > 0) r.sm_clock_share = clock_sum / static_cast<double>(clocks);
+  if (reasons_all) r.reasons = static_cast<long long>(reasons);
+  return r;
 }
 
 UtilReader::~UtilReader() = default;
@@ -265,6 +365,7 @@ UtilSample UtilReader::sample() {
       unsigned mhz = 0;
       if (nvml_->clock && nvml_->clock(d, kNvmlClockSm, &mhz) == 0) row.gpu_sm_mhz[k] = mhz;
     }
+    conditions_.add(read_conditions());
   }
   return row;
 }

@@ -63,6 +63,21 @@ struct JobSums {
   double util_mean() const { return util_n > 0 ? util_sum / util_n : kNaN; }
 };
 
+// The GPU conditions of a phase from its jobs' /summary (phases.hpp: the worst job's figure).
+void gpu_conditions(PhaseFigures& p, const std::vector<const JobData*>& members) {
+  auto worst = [](double& into, double v, bool lowest) {
+    into = std::isnan(into) ? v : lowest ? std::min(into, v) : std::max(into, v);
+  };
+  for (const JobData* d : members) {
+    if (auto v = figure(*d, "gpu_foreign_share")) worst(p.gpu_foreign_share, *v, false);
+    if (auto v = figure(*d, "gpu_foreign_procs_max")) worst(p.gpu_foreign_procs, *v, false);
+    if (auto v = figure(*d, "gpu_throttled_share")) worst(p.gpu_throttled_share, *v, false);
+    if (auto v = figure(*d, "gpu_sm_clock_share")) worst(p.gpu_sm_clock_share, *v, true);
+    if (auto v = figure(*d, "gpu_throttle_reasons"); v && *v >= 0 && *v < 1e15)
+      p.gpu_throttle_reasons |= static_cast<unsigned long long>(*v);
+  }
+}
+
 double first_start(const std::vector<const JobData*>& members) {
   double first = std::numeric_limits<double>::infinity();
   for (const JobData* d : members)
@@ -221,6 +236,7 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
     p.time_to_target_s = time_to_target(members);
     p.seed_noise = seed_noise(members);
     p.side_by_side = overlapped(members);
+    gpu_conditions(p, members);
     const auto sittings = sittings_of(members);
     p.sittings = static_cast<int>(sittings.size());
     if (sittings.size() == 1) p.sitting = *sittings.begin();

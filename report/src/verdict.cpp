@@ -8,6 +8,7 @@
 
 #include "gridrun/base/stats.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/hw/gpu_conditions.hpp"
 #include "gridrun/run/prepare.hpp"
 
 namespace gridrun::report {
@@ -17,8 +18,98 @@ namespace {
 std::string fixed(double v, int prec) { return base::format_fixed(v, prec); }
 std::string pct(double share) { return fixed(100 * share, 0) + " %"; }
 
-bool disturbed(const PhaseFigures& p) {
+// The conditions that make a phase "disturbed" (verdict.hpp's thresholds): its machine's CPU
+// taken by other processes, its GPUs shared with a stranger's process or throttled.
+bool cpu_disturbed(const PhaseFigures& p) {
   return std::isfinite(p.other_cpu_share) && p.other_cpu_share > kDisturbedShare;
+}
+bool gpu_shared(const PhaseFigures& p) {
+  return std::isfinite(p.gpu_foreign_share) && p.gpu_foreign_share > kGpuSharedShare;
+}
+bool throttled(const PhaseFigures& p) {
+  return std::isfinite(p.gpu_throttled_share) && p.gpu_throttled_share > kThrottledShare;
+}
+bool disturbed(const PhaseFigures& p) { return cpu_disturbed(p) || gpu_shared(p) || throttled(p); }
+
+std::string throttle_names(const PhaseFigures& p) {
+  const std::string names = hw::throttle_reason_names(p.gpu_throttle_reasons);
+  return names.empty() ? "" : " (" + names + ")";
+}
+
+// What disturbed a phase, in a few words each ("26 % of the CPU to other processes").
+std::string disturbance(const PhaseFigures& p) {
+  std::vector<std::string> what;
+  if (cpu_disturbed(p)) what.push_back(pct(p.other_cpu_share) + " of the CPU to other processes");
+  if (gpu_shared(p))
+    what.push_back("its GPUs shared with other processes in " + pct(p.gpu_foreign_share) + " of the samples");
+  if (throttled(p))
+    what.push_back("its GPUs throttled" + throttle_names(p) + " in " + pct(p.gpu_throttled_share) +
+                   " of the samples");
+  std::string out;
+  for (const auto& w : what) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
+// One sentence per condition that disturbed `p`, each with the command that measures it again.
+void disturbed_lines(const PhaseFigures& p, const VerdictOptions& opts, std::vector<std::string>& out) {
+  const std::string rerun = opts.rerun_prefix + " --rerun phase=" + p.name;
+  if (cpu_disturbed(p))
+    out.push_back(p.label + " was measured while " + pct(p.other_cpu_share) +
+                  " of the machine's CPU went to other processes (more than " + pct(kDisturbedShare) +
+                  "): not comparable. Rerun it on a quiet machine: " + rerun);
+  if (gpu_shared(p)) {
+    const double n = std::isfinite(p.gpu_foreign_procs) ? p.gpu_foreign_procs : 1;
+    out.push_back(p.label + " was measured while its GPUs ran " + (n > 1 ? "up to " + fixed(n, 0) : "a") +
+                  " compute process" + (n > 1 ? "es" : "") + " of no job of this run beside its own, in " +
+                  pct(p.gpu_foreign_share) + " of the samples (more than " + pct(kGpuSharedShare) +
+                  "): not comparable. Rerun it when its GPUs are free: " + rerun);
+  }
+  if (throttled(p))
+    out.push_back(p.label + " was measured while its GPUs were throttled" + throttle_names(p) + " in " +
+                  pct(p.gpu_throttled_share) + " of the samples (more than " + pct(kThrottledShare) + ")" +
+                  (std::isfinite(p.gpu_sm_clock_share)
+                       ? ", at " + pct(p.gpu_sm_clock_share) + " of their highest SM clock on average"
+                       : "") +
+                  ": not comparable. Rerun it once the GPUs are cool and under their power limit: " + rerun);
+}
+
+// The likely cause of a phase far off its prediction: what disturbed it, else a stale calibration.
+std::string prediction_cause(const PhaseFigures& p) {
+  if (cpu_disturbed(p)) return "other processes took " + pct(p.other_cpu_share) + " of the CPU while it ran";
+  if (gpu_shared(p))
+    return "other processes shared its GPUs in " + pct(p.gpu_foreign_share) + " of the samples";
+  if (throttled(p))
+    return "its GPUs were throttled" + throttle_names(p) + " in " + pct(p.gpu_throttled_share) +
+           " of the samples";
+  if (std::isfinite(p.other_cpu_share))
+    return "the machine was quiet (" + pct(p.other_cpu_share) +
+           " to other processes), so the calibration may be stale: gridrun calibrate again";
+  return "if the machine, the code or the load changed since, gridrun calibrate again";
+}
+
+// The spread of one condition over phases measured apart: alike when every phase says and they
+// differ by at most kApartLoadDifference, or when none says (a CPU run has no GPU figures).
+struct Spread {
+  double lo = 1, hi = 0;
+  int known = 0, unknown = 0;
+  void add(double v) {
+    if (!std::isfinite(v)) {
+      ++unknown;
+      return;
+    }
+    ++known;
+    lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  bool alike() const { return known == 0 || (unknown == 0 && hi - lo <= kApartLoadDifference); }
+};
+
+// ", its GPUs throttled in 3 % and shared in 0 % of the samples" for a phase measured apart.
+std::string gpu_conditions_text(const PhaseFigures& p) {
+  std::string out;
+  if (std::isfinite(p.gpu_throttled_share)) out += ", its GPUs throttled in " + pct(p.gpu_throttled_share);
+  if (std::isfinite(p.gpu_foreign_share))
+    out += (out.empty() ? ", its GPUs shared in " : " and shared in ") + pct(p.gpu_foreign_share);
+  return out.empty() ? out : out + " of the samples";
 }
 
 // The classic question's words, only when they are true: with two phases, one that ran its jobs
@@ -133,7 +224,7 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
       Repeated& r = repeated[v];
       for (const PhaseFigures* p : r.all)
         if (disturbed(*p))
-          left_out.push_back(p->label + " (" + pct(p->other_cpu_share) + " of the CPU to other processes)");
+          left_out.push_back(p->label + " (" + disturbance(*p) + ")");
         else
           r.used.push_back(p);
       const auto& from = r.counted();
@@ -151,6 +242,11 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
       r.summary.predicted_makespan_s = med([](const PhaseFigures& p) { return p.predicted_makespan_s; });
       r.summary.time_to_target_s = med([](const PhaseFigures& p) { return p.time_to_target_s; });
       r.summary.other_cpu_share = med([](const PhaseFigures& p) { return p.other_cpu_share; });
+      r.summary.gpu_foreign_share = med([](const PhaseFigures& p) { return p.gpu_foreign_share; });
+      r.summary.gpu_foreign_procs = med([](const PhaseFigures& p) { return p.gpu_foreign_procs; });
+      r.summary.gpu_throttled_share = med([](const PhaseFigures& p) { return p.gpu_throttled_share; });
+      r.summary.gpu_sm_clock_share = med([](const PhaseFigures& p) { return p.gpu_sm_clock_share; });
+      for (const PhaseFigures* p : from) r.summary.gpu_throttle_reasons |= p->gpu_throttle_reasons;
       r.summary.time.launch_share = med([](const PhaseFigures& p) { return p.time.launch_share; });
       stand_ins.push_back(&r.summary);
     }
@@ -210,26 +306,25 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
   for (const PhaseFigures* p : measured)
     if (disturbed(*p)) {
       reasons.push_back(p->label + " was disturbed");
-      caveats.push_back(p->label + " was measured while " + pct(p->other_cpu_share) +
-                        " of the machine's CPU went to other processes (more than " + pct(kDisturbedShare) +
-                        "): not comparable. Rerun it on a quiet machine: " + opts.rerun_prefix +
-                        " --rerun phase=" + p->name);
+      disturbed_lines(*p, opts, caveats);
     }
   std::set<std::string> sittings;
   for (const PhaseFigures* p : measured)
     if (!p->sitting.empty()) sittings.insert(p->sitting);
   if (sittings.size() > 1) {
-    double lo = 1, hi = 0;
-    bool known = true;
+    Spread cpu, throttle, shared;
     std::string each;
     for (const PhaseFigures* p : measured) {
-      known = known && std::isfinite(p->other_cpu_share);
-      if (std::isfinite(p->other_cpu_share))
-        lo = std::min(lo, p->other_cpu_share), hi = std::max(hi, p->other_cpu_share);
+      cpu.add(p->other_cpu_share);
+      throttle.add(p->gpu_throttled_share);
+      shared.add(p->gpu_foreign_share);
       each += std::string(each.empty() ? "" : "; ") + p->label + " " + when(p->start_unix) + ", " +
-              load_text(p->other_cpu_share);
+              load_text(p->other_cpu_share) + gpu_conditions_text(*p);
     }
-    const bool alike = known && hi - lo <= kApartLoadDifference && hi <= kDisturbedShare;
+    const bool known = cpu.known > 0 && cpu.unknown == 0;
+    const bool alike =
+        known && cpu.alike() && cpu.hi <= kDisturbedShare && throttle.alike() && shared.alike() &&
+        std::none_of(measured.begin(), measured.end(), [](const PhaseFigures* p) { return disturbed(*p); });
     if (alike) {
       caveats.push_back("The phases were measured apart (" + each +
                         "), under alike load: compared as they are.");
@@ -300,12 +395,7 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
     if (!(p->predicted_makespan_s > 0)) continue;
     const double off = p->makespan_s / p->predicted_makespan_s - 1;
     if (std::fabs(off) <= kPredictionOff) continue;
-    std::string cause =
-        disturbed(*p) ? "other processes took " + pct(p->other_cpu_share) + " of the CPU while it ran"
-        : std::isfinite(p->other_cpu_share)
-            ? "the machine was quiet (" + pct(p->other_cpu_share) +
-                  " to other processes), so the calibration may be stale: gridrun calibrate again"
-            : "if the machine, the code or the load changed since, gridrun calibrate again";
+    const std::string cause = prediction_cause(*p);
     out.push_back(p->label + " took " + fixed(100 * std::fabs(off), 0) + (off > 0 ? " % longer" : " % less") +
                   " than predicted (" + fixed(p->makespan_s, 1) + " s, predicted " +
                   fixed(p->predicted_makespan_s, 1) + " s): " + cause + ".");

@@ -21,6 +21,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/hw/peak_probe.hpp"
 #include "gridrun/hw/peaks.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/init_export.hpp"
@@ -287,6 +288,10 @@ void JobHarness::open_results(const ResultsStart& start) {
   for (int r = 0; r < world_; ++r)
     po.pids.push_back(hosts[r] == hosts[0] ? static_cast<pid_t>(pids[r]) : pid_t{-1});
   po.gpus = gpu();
+  // Processes of the same run on its GPUs (jobs_per_gpu neighbours) are not foreign: those that
+  // carry this run's launch token (gridrun run) or this allocation's id (a Slurm task's steps).
+  for (const char* name : {run::kLaunchTokenEnv, "SLURM_JOB_ID"})
+    if (const char* v = std::getenv(name); v && *v) po.same_run_env.push_back(std::string(name) + "=" + v);
   auto probe = std::make_unique<hw::UtilReader>(po);
   if (!probe->gpus().empty()) gpu_name_ = probe->gpus().front().name;
   fs::create_directories(o_.out_dir);
@@ -318,7 +323,11 @@ void JobHarness::finish(results::Status status, const std::string& reason, resul
   summary["model_params"] = static_cast<double>(model_->parameter_count());
   summary["peak_rss_bytes"] = peak_rss;
   add_mfu(summary, o_, gpu_name_);
-  if (util_) util_->stop();
+  if (util_) {
+    util_->stop();
+    // The GPU conditions it ran under (gpu_foreign_*, gpu_sm_clock_share, gpu_throttle*).
+    for (const auto& [k, v] : util_->reader().gpu_conditions().summary()) summary[k] = v;
+  }
   writer_->finish(status, reason, summary);
   finished_ = true;
 }

@@ -1,7 +1,11 @@
 /* Test double of libnvidia-ml.so.1 with two fixed devices, used beside the real-NVML test
  * (Sampler.RealNvmlWhenPresent) to exercise the dlopen binding and CUDA_VISIBLE_DEVICES
- * resolution on machines without a GPU. Values are fixed so tests can assert them. */
+ * resolution on machines without a GPU. Values are fixed so tests can assert them, except the GPU
+ * conditions, which a test sets through the environment: FAKE_NVML_PIDS (the compute processes of
+ * every device, comma-separated; unset: none), FAKE_NVML_REASONS (the clocks event reasons, a
+ * number; unset: 0x1, idle) and FAKE_NVML_SM_MHZ (the SM clock; unset: 1410, of a 1980 maximum). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct nvmlDevice_st* nvmlDevice_t;
@@ -29,4 +33,33 @@ int nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* m) { m->total = 8ULL <
 int nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned* mw) { (void)d; *mw = 100000; return 0; }
 int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long* mj) { (void)d; *mj = 5000000; return 0; }
 int nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned* t) { (void)d; (void)sensor; *t = 55; return 0; }
-int nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned* mhz) { (void)d; return type == 1 ? (*mhz = 1410, 0) : 3; }
+int nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned* mhz) {
+  const char* v = getenv("FAKE_NVML_SM_MHZ");
+  (void)d;
+  return type == 1 ? (*mhz = v ? (unsigned)strtoul(v, NULL, 10) : 1410, 0) : 3;
+}
+int nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, unsigned* mhz) { (void)d; return type == 1 ? (*mhz = 1980, 0) : 3; }
+int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long* reasons) {
+  const char* v = getenv("FAKE_NVML_REASONS");
+  (void)d;
+  *reasons = v ? strtoull(v, NULL, 0) : 0x1;
+  return 0;
+}
+
+typedef struct { unsigned pid; unsigned long long usedGpuMemory; unsigned gpuInstanceId, computeInstanceId; } nvmlProcessInfo_t;
+
+/* NVML's contract: too small a buffer gives NVML_ERROR_INSUFFICIENT_SIZE (7) and the count needed. */
+int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned* count, nvmlProcessInfo_t* infos) {
+  const char* v = getenv("FAKE_NVML_PIDS");
+  unsigned n = 0, pids[64];
+  (void)d;
+  while (v && *v && n < 64) {
+    char* end = NULL;
+    pids[n++] = (unsigned)strtoul(v, &end, 10);
+    v = *end == ',' ? end + 1 : end;
+  }
+  if (*count < n) { *count = n; return 7; }
+  for (unsigned k = 0; k < n; ++k) { infos[k].pid = pids[k]; infos[k].usedGpuMemory = 1 << 20; }
+  *count = n;
+  return 0;
+}

@@ -312,3 +312,143 @@ TEST(Phases, ArrangementDivergedAndConditions) {
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines[0].rfind("Left out: ranks=2 (1 job x 2 ranks)", 0), 0u) << lines[0];
 }
+
+// GPU conditions (issue 44 point 2): complete_phases takes the worst job's figures from /summary,
+// the verdict flags a phase whose GPUs were shared with a stranger's process or throttled as it
+// flags a CPU-disturbed one, and phases measured apart are alike only under alike GPU conditions.
+TEST(Phases, GpuConditionsFromTheJobs) {
+  JobData a = job("a", "1", 100, 110, {"run-1"}), b = job("b", "1", 100, 111, {"run-1"});
+  JobData c = job("c", "2", 120, 130, {"run-1"});  // a file without the figures: unknown
+  a.summary["gpu_foreign_share"] = 0.05;
+  a.summary["gpu_foreign_procs_max"] = 1;
+  a.summary["gpu_throttled_share"] = 0.5;
+  a.summary["gpu_throttle_reasons"] = 0x4;
+  a.summary["gpu_sm_clock_share"] = 0.9;
+  b.summary["gpu_foreign_share"] = 0.4;
+  b.summary["gpu_foreign_procs_max"] = 2;
+  b.summary["gpu_throttled_share"] = 0.1;
+  b.summary["gpu_throttle_reasons"] = 0x40;
+  b.summary["gpu_sm_clock_share"] = 0.7;
+  PhaseInput in;
+  in.compare_by = "ranks";
+  const auto phases = complete_phases(in, {&a, &b, &c});
+  ASSERT_EQ(phases.size(), 2u);
+  EXPECT_DOUBLE_EQ(phases[0].gpu_foreign_share, 0.4);
+  EXPECT_DOUBLE_EQ(phases[0].gpu_foreign_procs, 2);
+  EXPECT_DOUBLE_EQ(phases[0].gpu_throttled_share, 0.5);
+  EXPECT_DOUBLE_EQ(phases[0].gpu_sm_clock_share, 0.7);
+  EXPECT_EQ(phases[0].gpu_throttle_reasons, 0x44u);
+  EXPECT_TRUE(std::isnan(phases[1].gpu_foreign_share));
+  EXPECT_TRUE(std::isnan(phases[1].gpu_throttled_share));
+}
+
+namespace {
+std::string joined(const std::vector<PhaseFigures>& phases) {
+  std::string out;
+  for (const auto& l :
+       verdict_lines(phases, VerdictOptions{"ranks", "gridrun run runs/x/grid.yaml --out runs"}))
+    out += l + "\n";
+  return out;
+}
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+}  // namespace
+
+TEST(Verdict, GpuSharedOrThrottledIsDisturbed) {
+  auto large = phase("2", 14.2, 2, false), small = phase("1", 10.6, 2, true);
+  large.seed_noise = small.seed_noise = 0.02;
+  large.other_cpu_share = small.other_cpu_share = 0.02;
+  for (auto* p : {&large, &small}) {
+    p->gpu = true;
+    p->gpu_foreign_share = 0;
+    p->gpu_throttled_share = 0.01;
+    p->gpu_sm_clock_share = 0.98;
+  }
+  // Quiet GPUs: a verdict, no caveat.
+  std::string text = joined({large, small});
+  EXPECT_TRUE(has(text, "several small side by side win, 1.34x faster")) << text;
+  EXPECT_FALSE(has(text, "GPUs")) << text;
+  // At the threshold is not above it.
+  small.gpu_foreign_share = kGpuSharedShare;
+  small.gpu_throttled_share = kThrottledShare;
+  EXPECT_FALSE(has(joined({large, small}), "inconclusive"));
+  // A stranger's process beside the phase's own in 40 % of the samples.
+  small.gpu_foreign_share = 0.4;
+  small.gpu_foreign_procs = 2;
+  text = joined({large, small});
+  EXPECT_TRUE(has(text, "inconclusive, ranks=1 was disturbed. As measured, ranks=1 was 1.34x faster"))
+      << text;
+  EXPECT_TRUE(has(text,
+                  "ranks=1 was measured while its GPUs ran up to 2 compute processes of no job of this "
+                  "run beside its own, in 40 % of the samples (more than 10 %): not comparable. Rerun "
+                  "it when its GPUs are free: gridrun run runs/x/grid.yaml --out runs --rerun phase=1"))
+      << text;
+  // Throttled by heat or power in 60 % of the samples (the idle bit is no throttling).
+  small.gpu_foreign_share = 0;
+  large.gpu_throttled_share = 0.6;
+  large.gpu_throttle_reasons = 0x1 | 0x4 | 0x20;
+  large.gpu_sm_clock_share = 0.71;
+  text = joined({large, small});
+  EXPECT_TRUE(has(text, "inconclusive, ranks=2 was disturbed")) << text;
+  EXPECT_TRUE(has(text,
+                  "ranks=2 was measured while its GPUs were throttled (power cap, thermal (software)) in "
+                  "60 % of the samples (more than 20 %), at 71 % of their highest SM clock on average: "
+                  "not comparable. Rerun it once the GPUs are cool and under their power limit: gridrun "
+                  "run runs/x/grid.yaml --out runs --rerun phase=2"))
+      << text;
+  // The likely cause beside a missed prediction.
+  large.predicted_makespan_s = 9.0;
+  EXPECT_TRUE(has(joined({large, small}),
+                  "its GPUs were throttled (power cap, thermal (software)) in 60 % of "
+                  "the samples."));
+}
+
+TEST(Verdict, GpuConditionsOfPhasesMeasuredApart) {
+  auto large = phase("2", 14.2, 2, false), small = phase("1", 10.6, 2, true);
+  large.seed_noise = small.seed_noise = 0.02;
+  large.sitting = "run-1";
+  small.sitting = "run-2";
+  large.start_unix = 1795000000;
+  small.start_unix = 1795002400;
+  large.other_cpu_share = small.other_cpu_share = 0.02;
+  large.gpu_throttled_share = 0.0;
+  small.gpu_throttled_share = 0.05;
+  large.gpu_foreign_share = small.gpu_foreign_share = 0;
+  std::string text = joined({large, small});
+  EXPECT_TRUE(has(text, "under alike load: compared as they are")) << text;
+  EXPECT_TRUE(has(text, "its GPUs throttled in 5 % and shared in 0 % of the samples")) << text;
+  // Same CPU load, but one sitting's GPUs throttled in 18 % of the samples and the other's in 0 %:
+  // under the disturbed threshold, yet not alike.
+  small.gpu_throttled_share = 0.18;
+  text = joined({large, small});
+  EXPECT_TRUE(has(text, "measured apart under different load")) << text;
+  EXPECT_TRUE(has(text, "--rerun compare")) << text;
+  // One sitting's files without the figures (an older gridrun): not known alike.
+  small.gpu_throttled_share = std::nan("");
+  EXPECT_TRUE(has(joined({large, small}), "measured apart under different load"));
+}
+
+TEST(Verdict, RepeatWithSharedGpuLeftOut) {
+  auto rep = [](const std::string& v, int r, double makespan, bool sbs) {
+    PhaseFigures p = phase(v, makespan, 2, sbs);
+    p.repeat = r;
+    p.value = v;
+    if (r > 0) {
+      p.name = v + "#" + std::to_string(r + 1);
+      p.label += " #" + std::to_string(r + 1);
+    }
+    p.sitting = "run-1";
+    p.other_cpu_share = 0.02;
+    p.gpu_foreign_share = 0;
+    return p;
+  };
+  std::vector<PhaseFigures> ph = {rep("2", 0, 14.2, false), rep("1", 0, 10.9, true),
+                                  rep("1", 1, 11.0, true),  rep("2", 1, 14.6, false),
+                                  rep("2", 2, 14.0, false), rep("1", 2, 10.6, true)};
+  ph[2].gpu_foreign_share = 0.9;
+  const std::string text = joined(ph);
+  EXPECT_TRUE(has(text,
+                  "Left out of the ratio, disturbed: ranks=1 #2 (its GPUs shared with other processes in "
+                  "90 % of the samples)."))
+      << text;
+  EXPECT_TRUE(has(text, "2 interleaved repeats")) << text;
+}

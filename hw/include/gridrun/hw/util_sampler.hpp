@@ -5,6 +5,10 @@
 // GPU driver; libnvidia-ml.so.1 is looked up at run time and, when missing, GPU columns are absent
 // and gpu_absent_reason() says why (it goes into the file as /util's `gpu_absent_reason`).
 //
+// GPU jobs also record the conditions they ran under (gpu_conditions.hpp): other compute processes
+// on their GPUs, the SM clock against its maximum and the clocks' throttle reasons, summed over the
+// samples in gpu_conditions() for the results file's /summary.
+//
 // Two objects: UtilReader takes one sample when asked (the runner creates it first, because the
 // JobWriter needs gpu_count() before the file exists), UtilSampler owns a reader and a thread that
 // calls a sink at a fixed rate until destroyed (RAII: the destructor stops and joins).
@@ -15,12 +19,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "gridrun/hw/gpu_conditions.hpp"
 #include "gridrun/hw/util_sample.hpp"
 
 namespace gridrun::hw {
@@ -32,6 +38,10 @@ struct UtilReaderOptions {
   // empty = read the CUDA_VISIBLE_DEVICES environment variable; unset there too = all devices.
   std::string visible_devices;
   std::string nvml_library = "libnvidia-ml.so.1";  // tests point this at a missing file
+  // Environment entries ("NAME=value") that mark a process of the same run (the launch token of
+  // `gridrun run`, SLURM_JOB_ID of a Slurm allocation): a GPU process that is not one of `pids` but
+  // carries one of them is a neighbour of the run (jobs_per_gpu), not a foreign one.
+  std::vector<std::string> same_run_env;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();  // time_s origin
 };
 
@@ -55,9 +65,14 @@ class UtilReader {
   int gpu_count() const { return static_cast<int>(gpus_.size()); }
   const std::vector<GpuInfo>& gpus() const { return gpus_; }
   const std::string& gpu_absent_reason() const { return gpu_absent_reason_; }
+  // The conditions over every sample so far (GPU jobs; empty figures otherwise). Not synchronised:
+  // read it after the sampler that owns this reader has stopped.
+  const GpuConditions& gpu_conditions() const { return conditions_; }
 
  private:
   struct Nvml;
+  GpuReading read_conditions();
+  bool same_run(pid_t pid);
   std::vector<pid_t> pids_;
   std::vector<double> prev_proc_s_;  // utime+stime seconds per pid at the previous sample
   double prev_node_busy_ = 0, prev_node_total_ = 0;
@@ -65,6 +80,10 @@ class UtilReader {
   std::unique_ptr<Nvml> nvml_;
   std::vector<GpuInfo> gpus_;
   std::string gpu_absent_reason_;
+  std::vector<std::string> same_run_env_;
+  std::map<pid_t, bool> same_run_seen_;  // pid -> carries a same-run entry (read once per pid)
+  std::vector<unsigned> max_sm_mhz_;     // per device, 0 until read
+  GpuConditions conditions_;
   long clock_ticks_ = 100;
   long page_size_ = 4096;
 };

@@ -80,6 +80,15 @@ struct PhaseFigures {
   double other_cpu_share = std::nan("");
   std::string sitting;
   double start_unix = std::nan("");
+  // GPU jobs: the conditions of its jobs' GPUs (their /summary gpu_* figures, hw/gpu_conditions.hpp;
+  // NaN when no job says: CPU jobs, files from before them, NVML without the answer): the largest
+  // share of samples a job's GPUs had a compute process of no job of the run beside it, and the
+  // most such processes in one sample; the largest share of samples a job's GPUs were throttled
+  // (power, thermal, hardware slowdown) and the reasons seen (NVML's bits, OR'ed); the lowest mean
+  // SM clock as a share of its maximum. A job's figure counts for the phase: one slowed job slows it.
+  double gpu_foreign_share = std::nan(""), gpu_foreign_procs = std::nan("");
+  double gpu_throttled_share = std::nan(""), gpu_sm_clock_share = std::nan("");
+  unsigned long long gpu_throttle_reasons = 0;
   // Where its jobs' time went (means per job, wait from the phase's start) and the share of it
   // spent before the first step: what makes several small jobs slower than their step times say.
   TimeSummary time;

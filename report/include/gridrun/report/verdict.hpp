@@ -1,9 +1,9 @@
 // The answer a compare-by run exists for, in a few sentences, first in every report: which
 // arrangement finished its jobs sooner, by how much, and how far to trust it: whether the margin is
-// inside the noise of the seeds, whether a phase was disturbed by other work on the machine or
-// measured apart from the others under different load, whether the answer is about start-up
-// rather than training, whether a phase missed its prediction; and, when a phase is not a
-// measurement, why and the command that measures it again.
+// inside the noise of the seeds, whether a phase was disturbed by other work on the machine (its
+// CPU, its GPUs shared or throttled) or measured apart from the others under different load,
+// whether the answer is about start-up rather than training, whether a phase missed its
+// prediction; and, when a phase is not a measurement, why and the command that measures it again.
 //
 // Why text built here and not by each output: the text, CSV/JSON and HTML reports say the same
 // thing, and golden tests pin the wording (tests/report). docs/report.md "Reading the verdict"
@@ -21,8 +21,15 @@ namespace gridrun::report {
 // run is "disturbed": its time is not comparable. A quiet 2-core VM measures 0-3 % (the runner's
 // own sampler thread and the kernel); one CPU hog on 2 cores takes 33-50 % (docs/report.md).
 inline constexpr double kDisturbedShare = 0.20;
+// A GPU phase whose GPUs had a compute process of no job of the run beside its own in more than
+// this share of the samples was shared: the GPU time-slices between contexts, so a stranger's
+// kernels take turns with the phase's own (docs/report.md: why 10 %).
+inline constexpr double kGpuSharedShare = 0.10;
+// A GPU phase whose GPUs were throttled (power cap, thermal, hardware slowdown; hw/gpu_conditions.hpp)
+// in more than this share of the samples ran slower than its hardware does: not comparable.
+inline constexpr double kThrottledShare = 0.20;
 // Phases measured in different sittings are compared only when their outside loads differ by at
-// most this much (and neither is disturbed).
+// most this much (and neither is disturbed); so are their GPUs' throttled and shared shares.
 inline constexpr double kApartLoadDifference = 0.10;
 // When launch is more than this share of a phase's core- or GPU-seconds, the answer is about
 // start-up, and the training-only comparison is given beside it.
