@@ -1,4 +1,10 @@
-
+// The report page's renderer: draws the chart specs of the JSON block <script id="gridrun-data">
+// (written by report/src/html_report.cpp, which decides what each chart shows, the ranges of its
+// log axes and which axes count things) with Chart.js, and reports on itself in <body data-*>
+// for tests. A spec with a note has no data: it gets no card (the page names it in its
+// "not shown" lines). Ticks are placed here because Chart.js's own do not read: on a log axis it
+// labels only the powers of ten that fall inside the data (none for 13-23), and on an axis of
+// ranks 1 and 2 it puts ticks at 1.1, 1.2, ...
 (function () {
   'use strict';
   var palette = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1',
@@ -23,12 +29,37 @@
       if (Math.abs(v) >= units[i][0]) return +(v / units[i][0]).toPrecision(3) + ' ' + units[i][1];
     return String(+v.toPrecision(3));
   }
-  function axis(title, log) {
-    var a = { type: log ? 'logarithmic' : 'linear', title: { display: !!title, text: title } };
-    if (log) a.ticks = { callback: function (v) {  // powers of ten only, with SI prefixes
-      var l = Math.log10(v);
-      return Math.abs(l - Math.round(l)) < 1e-6 ? si(v) : '';
-    } };
+  // A log axis' ticks, replacing Chart.js's: 1, 2 and 5 x 10^n when the axis spans at most about
+  // a decade and a half, else the powers of ten (every k-th one beyond 8 decades), all labelled.
+  function logTicks(scale) {
+    var lo = scale.min, hi = scale.max;
+    if (!(lo > 0 && hi > lo)) return;
+    var e0 = Math.floor(Math.log10(lo) + 1e-9), e1 = Math.ceil(Math.log10(hi) - 1e-9);
+    var mants = Math.log10(hi / lo) <= 1.5 ? [1, 2, 5] : [1];
+    var every = Math.max(1, Math.ceil((e1 - e0) / 8));
+    var ticks = [];
+    for (var e = e0; e <= e1; e++) {
+      if (((e % every) + every) % every) continue;
+      mants.forEach(function (m) {
+        var v = m * Math.pow(10, e);
+        if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) ticks.push({ value: v });
+      });
+    }
+    if (ticks.length >= 2) scale.ticks = ticks;
+  }
+  // opts: log (logarithmic), min/max (null: Chart.js chooses), integer (counts: integer ticks only).
+  function axis(title, opts) {
+    opts = opts || {};
+    var a = { type: opts.log ? 'logarithmic' : 'linear', title: { display: !!title, text: title } };
+    if (opts.min !== null && opts.min !== undefined) a.min = opts.min;
+    if (opts.max !== null && opts.max !== undefined) a.max = opts.max;
+    if (opts.log) {
+      a.afterBuildTicks = logTicks;
+      a.ticks = { callback: function (v) { return si(v); } };
+    } else if (opts.integer) {
+      a.ticks = { precision: 0,
+                  callback: function (v) { return Number.isInteger(v) ? si(v) : ''; } };
+    }
     return a;
   }
   function xyConfig(c) {
@@ -42,7 +73,9 @@
                pointRadius: s.points ? 4 : 0, pointHoverRadius: 5, borderWidth: s.dash ? 1.5 : 2 };
     });
     return { type: 'scatter', data: { datasets: sets },
-             options: { scales: { x: axis(c.xlabel, c.logx), y: axis(c.ylabel, c.logy) },
+             options: { scales: { x: axis(c.xlabel, { log: c.logx, min: c.xmin, max: c.xmax,
+                                                      integer: c.xinteger }),
+                                  y: axis(c.ylabel, { log: c.logy, min: c.ymin, max: c.ymax }) },
                         plugins: { legend: { display: !many, position: 'bottom',
                                              labels: { boxWidth: 12 } } } } };
   }
@@ -54,11 +87,11 @@
     });
     var scales;
     if (c.horizontal) {
-      scales = { x: axis(c.ylabel, false), y: { ticks: { autoSkip: false } } };
+      scales = { x: axis(c.ylabel), y: { ticks: { autoSkip: false } } };
     } else {
-      scales = { x: { ticks: { autoSkip: false } }, y: axis(c.ylabel, false) };
+      scales = { x: { ticks: { autoSkip: false } }, y: axis(c.ylabel) };
       if (right) {
-        scales.y1 = axis(c.y1label, false);
+        scales.y1 = axis(c.y1label);
         scales.y1.position = 'right';
         scales.y1.grid = { drawOnChartArea: false };
       }
@@ -68,16 +101,14 @@
                         plugins: { legend: { display: sets.length > 1, position: 'bottom' } } } };
   }
   data.charts.forEach(function (c) {
+    if (c.note) {  // no data: named in the page's "not shown" lines instead of an empty card
+      notes++;
+      return;
+    }
     var card = el('div', 'card');
     card.id = 'card-' + c.id;
     card.appendChild(el('h2', null, c.title));
     root.appendChild(card);
-    if (c.note) {
-      card.appendChild(el('p', 'note', c.note));
-      card.setAttribute('data-note', '1');
-      notes++;
-      return;
-    }
     var box = el('div', 'box');
     if (c.kind === 'bar' && c.horizontal) box.style.height = Math.max(220, 28 * c.labels.length + 60) + 'px';
     var canvas = el('canvas');

@@ -1,8 +1,10 @@
-// The HTML report (see html_report.hpp). C++ decides what each chart shows (or the note that
-// replaces it) and writes it as a JSON block of chart specs; the page's small script only renders
-// two kinds of spec with Chart.js: "xy" (lines and/or points on linear or log axes) and "bar".
+// The HTML report (see html_report.hpp). C++ decides what each chart shows (or why it is left
+// out) and writes it as a JSON block of chart specs; the page's small script only renders two
+// kinds of spec with Chart.js: "xy" (lines and/or points on linear or log axes) and "bar".
 // Keeping the decisions here means the chart counts are known to the CLI and tests, and the
-// script has no data logic of its own.
+// script has no data logic of its own: the ranges of log axes (whole decades around the data, so
+// that two close points stay close) and which axes count things (integer ticks only) are decided
+// here too; the script only places and labels the ticks.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -105,11 +107,19 @@ struct BarSet {
   bool right_axis = false;
 };
 
+// An axis range; NaN ends: Chart.js chooses.
+struct Range {
+  double lo = kNaN, hi = kNaN;
+};
+
 struct Chart {
   std::string id, title, kind = "xy";  // "xy" | "bar"
-  std::string note;                    // non-empty: no chart, this note instead
+  std::string name;                    // short, for the "not shown" line when it has no data
+  std::string note;                    // non-empty: no data, left out for this reason (a phrase)
   std::string xlabel, ylabel, y1label;
   bool logx = false, logy = false, horizontal = false;
+  bool xinteger = false;  // the x axis counts things (ranks): integer ticks only
+  Range xrange, yrange;   // set for log axes (log_ranges)
   std::vector<Series> series;
   std::vector<std::string> labels;  // bar categories
   std::vector<BarSet> bars;
@@ -128,6 +138,7 @@ struct Chart {
     for (const BarSet& b : bars)
       all_bars.push_back(
           {{"label", b.label}, {"values", numbers(b.values)}, {"color", b.color}, {"right", b.right_axis}});
+    auto end = [](double v) { return std::isfinite(v) ? base::json_number(v, 6) : base::Json(nullptr); };
     return script_json({{"id", id},
                         {"title", title},
                         {"kind", kind},
@@ -137,6 +148,11 @@ struct Chart {
                         {"y1label", y1label},
                         {"logx", logx},
                         {"logy", logy},
+                        {"xinteger", xinteger},
+                        {"xmin", end(xrange.lo)},
+                        {"xmax", end(xrange.hi)},
+                        {"ymin", end(yrange.lo)},
+                        {"ymax", end(yrange.hi)},
                         {"horizontal", horizontal},
                         {"notes", notes},
                         {"labels", labels},
@@ -145,16 +161,47 @@ struct Chart {
   }
 };
 
-// A chart with its header fields set (kind "xy" unless given).
-Chart make_chart(const std::string& id, const std::string& title, const std::string& xlabel,
-                 const std::string& ylabel, const std::string& kind = "xy") {
+// A chart with its header fields set (kind "xy" unless given); `name` is what the "not shown" line
+// calls it.
+Chart make_chart(const std::string& id, const std::string& name, const std::string& title,
+                 const std::string& xlabel, const std::string& ylabel, const std::string& kind = "xy") {
   Chart c;
   c.id = id;
+  c.name = name;
   c.title = title;
   c.xlabel = xlabel;
   c.ylabel = ylabel;
   c.kind = kind;
   return c;
+}
+
+// A log axis' range: whole decades around the positive values, at least one. A point within a
+// 50th of a decade of a power of ten gets the next decade too, so that no point sits on the frame.
+// Decades rather than the data's own range: on a range of 13-23 FLOP/byte (four jobs of one
+// model) Chart.js puts the points at both ends of the axis, between powers of ten, with no label.
+Range decade_range(const std::vector<double>& values) {
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (double v : values)
+    if (std::isfinite(v) && v > 0) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  if (!(hi > 0)) return {};
+  constexpr double kMargin = 0.02;  // decades
+  const double e0 = std::floor(std::log10(lo) - kMargin);
+  const double e1 = std::max(e0 + 1, std::ceil(std::log10(hi) + kMargin));
+  return {std::pow(10.0, e0), std::pow(10.0, e1)};
+}
+
+// Sets the range of every log axis not set yet from the chart's series.
+void log_ranges(Chart& c) {
+  std::vector<double> xs, ys;
+  for (const Series& s : c.series) {
+    xs.insert(xs.end(), s.x.begin(), s.x.end());
+    ys.insert(ys.end(), s.y.begin(), s.y.end());
+  }
+  if (c.logx && !std::isfinite(c.xrange.lo)) c.xrange = decade_range(xs);
+  if (c.logy && !std::isfinite(c.yrange.lo)) c.yrange = decade_range(ys);
 }
 
 bool any_finite(const std::vector<double>& v) {
@@ -263,18 +310,19 @@ bool add_job_series(Chart& c, const JobView& j, const std::vector<double>& x, co
 // ---- the charts ------------------------------------------------------------------------------
 
 Chart loss_chart(const std::vector<JobView>& jobs, int max) {
-  Chart c = make_chart("loss", "Training loss vs wall time", "wall time (s)", "loss");
+  Chart c = make_chart("loss", "Training loss", "Training loss vs wall time", "wall time (s)", "loss");
   for (const auto& j : jobs) {
     const auto* t = j.data.steps.column("wall_s");
     const auto* l = j.data.steps.column("loss");
     if (t && l) add_job_series(c, j, *t, *l, max);
   }
-  if (c.series.empty()) c.note = "No step rows in the job files.";
+  if (c.series.empty()) c.note = "no step rows in the job files";
   return c;
 }
 
 Chart accuracy_chart(const std::vector<JobView>& jobs, int max) {
-  Chart c = make_chart("accuracy", "Test accuracy vs wall time", "wall time (s)", "accuracy");
+  Chart c =
+      make_chart("accuracy", "Test accuracy", "Test accuracy vs wall time", "wall time (s)", "accuracy");
   bool used_train = false;
   for (const auto& j : jobs) {
     const auto* t = j.data.epochs.column("wall_s");
@@ -287,7 +335,7 @@ Chart accuracy_chart(const std::vector<JobView>& jobs, int max) {
     if (a) add_job_series(c, j, *t, *a, max, true);
   }
   if (used_train) c.notes.push_back("Jobs without test evaluations show their training accuracy.");
-  if (c.series.empty()) c.note = "No epoch rows with an accuracy (inference jobs, or no epoch finished).";
+  if (c.series.empty()) c.note = "no epoch rows with an accuracy (inference jobs, or no epoch finished)";
   return c;
 }
 
@@ -309,7 +357,9 @@ std::string join_cells(const Table& t, const std::vector<Cell>& row, int from, i
 }
 
 Chart scaling_chart(const std::vector<Table>& tables) {
-  Chart c = make_chart("scaling", "Throughput vs ranks (dashed: ideal linear scaling)", "ranks", "samples/s");
+  Chart c = make_chart("scaling", "Throughput vs ranks", "Throughput vs ranks (dashed: ideal linear scaling)",
+                       "ranks", "samples/s");
+  c.xinteger = true;
   int color = 0;
   for (const auto& t : tables) {
     if (t.title.rfind("Scaling over ranks", 0) != 0) continue;
@@ -343,13 +393,13 @@ Chart scaling_chart(const std::vector<Table>& tables) {
       c.series.push_back(ideal);
     }
   }
-  if (c.series.empty()) c.note = "No finished jobs that differ only in ranks.";
+  if (c.series.empty()) c.note = "no finished jobs that differ only in ranks";
   return c;
 }
 
 Chart speedup_chart(const std::vector<Table>& tables) {
-  Chart c =
-      make_chart("speedup", "GPU vs CPU speed-up (GPU samples/s / CPU samples/s)", "", "speed-up (x)", "bar");
+  Chart c = make_chart("speedup", "GPU vs CPU speed-up",
+                       "GPU vs CPU speed-up (GPU samples/s / CPU samples/s)", "", "speed-up (x)", "bar");
   BarSet b;
   b.label = "speed-up";
   for (const auto& t : tables) {
@@ -365,12 +415,13 @@ Chart speedup_chart(const std::vector<Table>& tables) {
   if (any_finite(b.values))
     c.bars.push_back(b);
   else
-    c.note = "No finished jobs that differ only in device (cpu vs gpu).";
+    c.note = "no finished jobs that differ only in device (cpu vs gpu)";
   return c;
 }
 
 Chart util_chart(const std::vector<JobView>& jobs, int max) {
-  Chart c = make_chart("util", "Utilization timeline", "time since job start (s)", "%");
+  Chart c =
+      make_chart("util", "Utilization timeline", "Utilization timeline", "time since job start (s)", "%");
   bool any_gpu = false, any_cpu = false;
   for (const auto& j : jobs) {
     const auto* t = j.data.util.column("time_s");
@@ -391,13 +442,13 @@ Chart util_chart(const std::vector<JobView>& jobs, int max) {
   }
   if (any_gpu) c.notes.push_back("GPU jobs: GPU utilization, mean over the job's devices (NVML).");
   if (any_cpu) c.notes.push_back("CPU jobs: process CPU % (100 = one core busy), mean over ranks.");
-  if (c.series.empty()) c.note = "No utilization samples in the job files (sampler off?).";
+  if (c.series.empty()) c.note = "no utilization samples in the job files (sampler off?)";
   return c;
 }
 
 Chart power_chart(const std::vector<JobView>& jobs, int max) {
-  Chart c =
-      make_chart("power", "GPU power timeline (sum over the job's devices)", "time since job start (s)", "W");
+  Chart c = make_chart("power", "GPU power timeline", "GPU power timeline (sum over the job's devices)",
+                       "time since job start (s)", "W");
   std::set<std::string> reasons;
   for (const auto& j : jobs) {
     const auto* t = j.data.util.column("time_s");
@@ -411,7 +462,7 @@ Chart power_chart(const std::vector<JobView>& jobs, int max) {
   if (c.series.empty()) {
     std::string why;
     for (const auto& r : reasons) why += (why.empty() ? "" : "; ") + r;
-    c.note = "No GPU power samples" + (why.empty() ? std::string(".") : " (" + why + ").");
+    c.note = "this run has no GPU power samples" + (why.empty() ? std::string() : " (" + why + ")");
   }
   return c;
 }
@@ -419,9 +470,10 @@ Chart power_chart(const std::vector<JobView>& jobs, int max) {
 // One chart per quantity of the phases (makespan: lower is better; aggregate samples/s: higher is
 // better; time to target: lower is better), one bar per arrangement, both axes titled. A phase
 // that is not a measurement has no bar (its reason is in the verdict above the charts).
-Chart phase_chart(const std::vector<PhaseFigures>& phases, const std::string& id, const std::string& title,
-                  const std::string& ylabel, double PhaseFigures::*field, int color) {
-  Chart c = make_chart(id, title, "arrangement (compare-by phase)", ylabel, "bar");
+Chart phase_chart(const std::vector<PhaseFigures>& phases, const std::string& id, const std::string& name,
+                  const std::string& title, const std::string& ylabel, double PhaseFigures::*field,
+                  int color) {
+  Chart c = make_chart(id, name, title, "arrangement (compare-by phase)", ylabel, "bar");
   BarSet b{ylabel, {}, color, false};
   for (const auto& p : phases) {
     c.labels.push_back(phase_title(p) + (p.unmeasured.empty() ? "" : " (not measured)"));
@@ -438,44 +490,45 @@ Chart phase_chart(const std::vector<PhaseFigures>& phases, const std::string& id
     }
   }
   if (c.bars.empty())
-    c.note = phases.empty() ? "No phases (not a compare-by run)."
-                            : "No phase has this figure (see the verdict and the phase table).";
+    c.note = phases.empty() ? "not a compare-by run (these charts compare its arrangements)"
+                            : "no phase has this figure (see the verdict and the phase table)";
   return c;
 }
 
 Chart roofline_chart(const Roofline& r) {
-  Chart c = make_chart("roofline", "Roofline (per GPU for GPU jobs, per job for CPU jobs)",
+  Chart c = make_chart("roofline", "Roofline", "Roofline (per GPU for GPU jobs, per job for CPU jobs)",
                        "arithmetic intensity (FLOP/byte)", "FLOP/s");
   c.logx = c.logy = true;
   c.notes = r.notes;
   if (r.points.empty()) {
-    c.note = "No roofline points.";
-    for (const auto& n : r.notes)
-      c.note += " " + std::string(1, static_cast<char>(std::toupper(n[0]))) + n.substr(1) + ".";
+    c.note = "no job has FLOP and byte figures";
+    for (const auto& n : r.notes) c.note += "; " + n;
     return c;
   }
-  double lo = 1e300, hi = 0;
+  // x: the points and the roofs' ridge points; y: the points and the roofs' peaks (a memory roof
+  // runs off the bottom at low intensity, as in the usual drawings). The roofs span the x axis.
+  std::vector<double> xs, ys;
   for (const auto& p : r.points) {
-    lo = std::min(lo, p.intensity);
-    hi = std::max(hi, p.intensity);
+    xs.push_back(p.intensity);
+    ys.push_back(p.flops_per_s);
   }
-  for (const auto& roof : r.roofs)
-    if (roof.bandwidth > 0) {
-      lo = std::min(lo, roof.peak_flops / roof.bandwidth);
-      hi = std::max(hi, roof.peak_flops / roof.bandwidth);
-    }
-  lo /= 4;
-  hi *= 4;
+  for (const auto& roof : r.roofs) {
+    if (roof.bandwidth > 0) xs.push_back(roof.peak_flops / roof.bandwidth);
+    ys.push_back(roof.peak_flops);
+  }
+  c.xrange = decade_range(xs);
+  c.yrange = decade_range(ys);
+  const double lo = c.xrange.lo, hi = c.xrange.hi;
   int color = 0;
   for (const auto& roof : r.roofs) {
     Series s;
     s.label = "roof: " + roof.label;
     s.color = color++;
     s.dash = true;
-    std::vector<double> xs = {lo};
-    if (roof.bandwidth > 0) xs.push_back(roof.peak_flops / roof.bandwidth);
-    xs.push_back(hi);
-    for (double x : xs) {
+    std::vector<double> at = {lo};
+    if (roof.bandwidth > 0) at.push_back(roof.peak_flops / roof.bandwidth);
+    at.push_back(hi);
+    for (double x : at) {
       s.x.push_back(x);
       s.y.push_back(roof.bandwidth > 0 ? std::min(roof.peak_flops, roof.bandwidth * x) : roof.peak_flops);
     }
@@ -508,7 +561,7 @@ std::vector<Chart> operator_charts(const std::vector<JobView>& jobs, int max_job
     });
     if (ops.size() > 10) ops.resize(10);
     Chart c =
-        make_chart("ops-" + j.rec->id,
+        make_chart("ops-" + j.rec->id, "Top operators of " + j.label,
                    "Top operators by self " + std::string(device ? "device" : "CPU") + " time: " + j.label,
                    "", "ms (summed over the profiled steps)", "bar");
     c.horizontal = true;
@@ -523,15 +576,16 @@ std::vector<Chart> operator_charts(const std::vector<JobView>& jobs, int max_job
     out.push_back(c);
   }
   if (profiled > max_jobs) {
-    Chart note = make_chart("ops-more", "Top operators: more jobs", "", "");
-    note.note = std::to_string(profiled - max_jobs) +
-                " more profiled job(s) not charted; "
-                "`gridrun report --profile` lists them all.";
+    Chart note = make_chart(
+        "ops-more", "Top operators of " + std::to_string(profiled - max_jobs) + " more profiled job(s)",
+        "Top operators: more jobs", "", "");
+    note.note = "the page charts the first " + std::to_string(max_jobs) +
+                "; `gridrun report --profile` lists them all";
     out.push_back(note);
   }
   if (out.empty()) {
-    Chart note = make_chart("ops", "Top operators", "", "");
-    note.note = "No job recorded an operator profile (/profile): set profile_steps in the grid.";
+    Chart note = make_chart("ops", "Top operators", "Top operators", "", "");
+    note.note = "no job recorded an operator profile (/profile): set profile_steps in the grid";
     out.push_back(note);
   }
   return out;
@@ -551,6 +605,39 @@ Table roofline_table(const Roofline& r) {
 }
 
 // ---- page ------------------------------------------------------------------------------------
+
+// The charts left out for want of data, one line per reason: "GPU power timeline: not shown, this
+// run has no GPU power samples (cpu job)." (several charts with one reason share a line). Each
+// line carries the ids of its charts (data-ids) for tests and tools.
+std::string not_shown_html(const std::vector<Chart>& charts) {
+  std::vector<std::string> reasons;
+  std::map<std::string, std::vector<const Chart*>> by_reason;
+  for (const auto& c : charts) {
+    if (c.note.empty()) continue;
+    if (!by_reason.count(c.note)) reasons.push_back(c.note);
+    by_reason[c.note].push_back(&c);
+  }
+  if (reasons.empty()) return "";
+  std::ostringstream o;
+  o << "<section id=\"not-shown\">\n";
+  for (const auto& why : reasons) {
+    const auto& group = by_reason[why];
+    std::string ids, names;
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      std::string n = group[k]->name;
+      // "Makespan, aggregate throughput and time to target": later names in lower case unless
+      // they start with an acronym (GPU).
+      if (k > 0 && n.size() > 1 && !std::isupper(static_cast<unsigned char>(n[1])))
+        n[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(n[0])));
+      names += (k == 0 ? "" : k + 1 == group.size() ? " and " : ", ") + n;
+      ids += (k ? " " : "") + group[k]->id;
+    }
+    o << "<p class=\"not-shown\" data-ids=\"" << html(ids) << "\">" << html(names) << ": not shown, "
+      << html(why) << ".</p>\n";
+  }
+  o << "</section>\n";
+  return o.str();
+}
 
 std::string table_html(const Table& t) {
   std::ostringstream o;
@@ -626,14 +713,17 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
       speedup_chart(tables),
       util_chart(jobs, opts.max_points),
       power_chart(jobs, opts.max_points),
-      phase_chart(run.phases, "phase_makespan", "Makespan per arrangement (lower is better)", "makespan (s)",
-                  &PhaseFigures::makespan_s, 0),
-      phase_chart(run.phases, "phase_throughput", "Aggregate throughput per arrangement (higher is better)",
-                  "aggregate samples/s", &PhaseFigures::samples_per_s, 1),
-      phase_chart(run.phases, "phase_target", "Time to target accuracy per arrangement (lower is better)",
-                  "time to target (s)", &PhaseFigures::time_to_target_s, 2),
+      phase_chart(run.phases, "phase_makespan", "Makespan", "Makespan per arrangement (lower is better)",
+                  "makespan (s)", &PhaseFigures::makespan_s, 0),
+      phase_chart(run.phases, "phase_throughput", "Aggregate throughput",
+                  "Aggregate throughput per arrangement (higher is better)", "aggregate samples/s",
+                  &PhaseFigures::samples_per_s, 1),
+      phase_chart(run.phases, "phase_target", "Time to target",
+                  "Time to target accuracy per arrangement (lower is better)", "time to target (s)",
+                  &PhaseFigures::time_to_target_s, 2),
       roofline_chart(roof)};
   for (auto& c : operator_charts(jobs, opts.max_profiled_jobs)) charts.push_back(c);
+  for (auto& c : charts) log_ranges(c);
   if (!roof.points.empty()) tables.push_back(roofline_table(roof));
 
   HtmlReportResult result;
@@ -680,6 +770,7 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
     for (std::size_t k = 0; k < unreadable.size(); ++k) page << (k ? ", " : "") << html(unreadable[k]);
     page << "</p>\n";
   }
+  page << not_shown_html(charts);
   page << "<section id=\"charts\"></section>\n<section id=\"tables\">\n<h2 "
           "style=\"margin-top:24px\">Tables</h2>\n";
   for (const auto& t : tables) page << table_html(t);

@@ -9,10 +9,18 @@ Builds `gridrun report RUN --html` for
 Each page is loaded in Chromium with no network: the page must run with no script error and no
 console.error, every chart must have drawn elements (the page counts them into <body data-*>),
 and a screenshot is written next to the test's build folder (report-<name>.png).
+The axes are read from the rendered Chart.js objects by a probe script the test appends to a copy
+of the page (so it checks what the browser drew, whatever the page's own script does): every log
+axis has at least 2 tick labels, at 1, 2 or 5 x 10^n, and spans at least a decade (two jobs at
+13.2 and 14.1 FLOP/byte must not land at opposite ends); an integer axis (ranks) has no
+fractional tick label; one canvas per chart with data and no card without one; the charts
+without data are named, each once, in the page's "not shown" lines (a CPU run: GPU power).
 Also checks bad input (exit 2, nothing written) and the embedded data (roofline, peaks).
 """
+import html as htmllib
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -53,17 +61,77 @@ def embedded_data(html):
     return json.loads(m.group(1)) if m else None
 
 
-def check_page(args, tmp, name, html_path, min_charts, expect_notes=None):
-    """Loads the page in Chromium; checks errors, drawn charts; takes a screenshot."""
+# Appended to a copy of the page after its own scripts: writes every chart's scales as the browser
+# rendered them (type, range, title, the ticks left after Chart.js's auto-skip: value and label)
+# into <pre id="gridrun-test-probe">, which --dump-dom then shows.
+PROBE_JS = """
+(function () {
+  var out = [];
+  document.querySelectorAll('canvas').forEach(function (cv) {
+    var ch = window.Chart && Chart.getChart(cv);
+    if (!ch) return;
+    var scales = {};
+    Object.keys(ch.scales).forEach(function (k) {
+      var s = ch.scales[k];
+      scales[k] = { type: s.type, min: s.min, max: s.max,
+                    title: (s.options.title && s.options.title.display) ? String(s.options.title.text) : '',
+                    ticks: s.ticks.map(function (t) {
+                      var l = Array.isArray(t.label) ? t.label.join(' ') : t.label;
+                      return { value: t.value, label: l === undefined || l === null ? '' : String(l) };
+                    }) };
+    });
+    out.push({ id: cv.id, scales: scales });
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'gridrun-test-probe';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+"""
+
+INTEGER_AXES = ("ranks", "gpus", "nodes", "epoch", "epochs")  # axis titles that count things
+
+
+def check_axes(name, probe):
+    """Log axes labelled and a decade wide at least; integer axes without fractional labels."""
+    logs = ints = 0
+    for chart in probe:
+        for sid, s in chart["scales"].items():
+            where = f"{name}: {chart['id']} axis {sid} ({s['title'] or 'untitled'})"
+            labelled = [t for t in s["ticks"] if t["label"].strip()]
+            if s["type"] == "logarithmic":
+                logs += 1
+                check(len(labelled) >= 2, f"{where}: log axis with {len(labelled)} tick label(s): {s['ticks'][:12]}")
+                for t in labelled:
+                    mant = t["value"] / 10 ** math.floor(math.log10(t["value"]) + 1e-9)
+                    check(any(abs(mant - m) < 1e-6 for m in (1, 2, 5)),
+                          f"{where}: log tick label {t['label']!r} at {t['value']}, not 1, 2 or 5 x 10^n")
+                check(s["min"] > 0 and s["max"] / s["min"] >= 10 * (1 - 1e-9),
+                      f"{where}: log axis spans {s['min']}..{s['max']}, under a decade")
+            if s["title"].strip().lower() in INTEGER_AXES:
+                ints += 1
+                frac = [t["label"] for t in labelled if not re.fullmatch(r"-?\d+", t["label"].strip())]
+                check(len(labelled) >= 2 and not frac,
+                      f"{where}: integer axis with tick labels {[t['label'] for t in labelled]}")
+    return logs, ints
+
+
+def check_page(args, tmp, name, html_path, min_charts, expect_notes=None, expect_axes=(0, 0)):
+    """Loads the page in Chromium; checks errors, drawn charts, axes, the not-shown lines; takes a
+    screenshot. expect_axes: at least this many (log, integer) axes must be drawn."""
     with open(html_path, encoding="utf-8") as f:
         html = f.read()
+    probed = os.path.join(tmp, f"{name}-probe.html")
+    with open(probed, "w", encoding="utf-8") as f:
+        head, _, tail = html.rpartition("</body>")
+        f.write(head + "<script>" + PROBE_JS + "</script>\n</body>" + tail)
     # Self-contained: nothing is fetched (no src/href to other resources).
     check(not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)=", html, re.I),
           f"{name}: page references an external resource")
     check("Chart.js v4" in html and "MIT License" in html, f"{name}: Chart.js and its license embedded")
     profile = os.path.join(tmp, f"chromium-{name}")
     dump = run(chromium_cmd(args, profile) + ["--enable-logging=stderr", "--v=0", "--dump-dom",
-                                               "file://" + os.path.abspath(html_path)], timeout=120)
+                                               "file://" + os.path.abspath(probed)], timeout=120)
     check(dump.returncode == 0, f"{name}: chromium --dump-dom exit {dump.returncode}: {dump.stderr[-500:]}")
     attrs = body_attrs(dump.stdout)
     print(f"{name}: body attributes {attrs}")
@@ -80,9 +148,28 @@ def check_page(args, tmp, name, html_path, min_charts, expect_notes=None):
     console_errors = [l for l in dump.stderr.splitlines()
                       if "CONSOLE" in l and ("Uncaught" in l or "Error" in l)]
     check(not console_errors, f"{name}: console errors: {console_errors[:3]}")
-    # Every chart card has either a canvas or a note.
+    # One card with one canvas per chart with data; the charts without data have no card, only a
+    # "not shown" line each (several charts with the same reason share one line).
+    data = embedded_data(html) or {"charts": []}
+    with_data = [c["id"] for c in data["charts"] if not c["note"]]
+    without = sorted(c["id"] for c in data["charts"] if c["note"])
     cards = re.findall(r'<div class="card" id="card-([^"]+)"', dump.stdout)
-    check(len(cards) == charts + notes, f"{name}: {len(cards)} cards for {charts} charts + {notes} notes")
+    canvases = re.findall(r'<canvas[^>]* id="chart-([^"]+)"', dump.stdout)
+    check(cards == with_data and canvases == with_data and charts == len(with_data),
+          f"{name}: cards {cards} and canvases {canvases}, expected one each for the charts with data {with_data}")
+    check(notes == len(without), f"{name}: data-notes {notes}, {len(without)} charts without data")
+    lines = re.findall(r'<p class="not-shown" data-ids="([^"]*)">(.*?)</p>', dump.stdout, re.S)
+    named = sorted(i for ids, _ in lines for i in ids.split())
+    check(named == without, f"{name}: not-shown lines name {named}, charts without data {without}")
+    for ids, text in lines:
+        check("not shown" in text, f"{name}: not-shown line for {ids}: {text!r}")
+    probe = re.search(r'<pre id="gridrun-test-probe">(.*?)</pre>', dump.stdout, re.S)
+    check(probe is not None, f"{name}: the axis probe did not run")
+    if probe:
+        logs, ints = check_axes(name, json.loads(htmllib.unescape(probe.group(1))))
+        print(f"{name}: {logs} log axes, {ints} integer axes checked")
+        check(logs >= expect_axes[0] and ints >= expect_axes[1],
+              f"{name}: {logs} log and {ints} integer axes drawn, expected >= {expect_axes}")
     shot = os.path.join(args.shots, f"report-{name}.png")
     if os.path.exists(shot):
         os.remove(shot)
@@ -147,7 +234,7 @@ def main():
         html_path = os.path.join(tmp, "synthetic.html")
         r = run([args.gridrun, "report", syn, "--html", html_path])
         check(r.returncode == 0, f"report --html (synthetic): {r.stderr}")
-        html = check_page(args, tmp, "synthetic", html_path, min_charts=12, expect_notes=0)
+        html = check_page(args, tmp, "synthetic", html_path, min_charts=12, expect_notes=0, expect_axes=(2, 1))
         data = embedded_data(html)
         check(data is not None, "synthetic: embedded JSON block")
         charts = {c["id"]: c for c in data["charts"]}
@@ -208,14 +295,29 @@ def main():
             r = run([args.gridrun, "run", args.grid, "--out", runs, "--train-bin", train, "--no-report"])
             check(r.returncode == 0, f"gridrun run quickstart: exit {r.returncode}: {r.stderr[-800:]}")
             rundir = os.path.join(runs, "quickstart")
+            # Before the probe there are no CPU roofs: the roofline holds only the four jobs' points,
+            # all between 13 and 23 FLOP/byte (the axes must still be labelled and a decade wide).
+            html_path = os.path.join(tmp, "quickstart-noroofs.html")
+            r = run([args.gridrun, "report", rundir, "--html", html_path])
+            check(r.returncode == 0, f"report --html (quickstart, no probe): {r.stderr}")
+            html = check_page(args, tmp, "quickstart-noroofs", html_path, min_charts=4, expect_axes=(2, 1))
+            roof = {c["id"]: c for c in embedded_data(html)["charts"]}["roofline"]
+            xs = [s["x"][0] for s in roof["series"]]
+            check(not roof["note"] and len(xs) == 4 and max(xs) / min(xs) < 10,
+                  f"quickstart-noroofs: 4 roofline points within a decade, no roofs: {xs}")
             r = run([args.gridrun, "probe", "--seconds", "0.4", "--out", os.path.join(rundir, "probe.json")])
             check(r.returncode == 0, f"probe into the run dir: {r.stderr}")
             html_path = os.path.join(tmp, "quickstart.html")
             r = run([args.gridrun, "report", rundir, "--html", html_path])
             check(r.returncode == 0, f"report --html (quickstart): {r.stderr}")
-            html = check_page(args, tmp, "quickstart", html_path, min_charts=4)
+            html = check_page(args, tmp, "quickstart", html_path, min_charts=4, expect_axes=(2, 1))
             data = embedded_data(html)
             charts = {c["id"]: c for c in data["charts"]}
+            # A CPU run: the GPU power chart is left out, and a line at the top says so.
+            lines = re.findall(r'<p class="not-shown" data-ids="([^"]*)">(.*?)</p>', html, re.S)
+            power = [text for ids, text in lines if "power" in ids.split()]
+            check(len(power) == 1 and "GPU power" in power[0] and "not shown" in power[0],
+                  f"quickstart: one not-shown line for the GPU power chart: {lines}")
             loss = charts["loss"]
             check(not loss["note"] and len(loss["series"]) == 4, "quickstart: 4 loss curves")
             check(not charts["scaling"]["note"], "quickstart: throughput vs ranks drawn (1 vs 2 ranks)")

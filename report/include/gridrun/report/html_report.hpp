@@ -4,10 +4,11 @@
 // Why this shape: the page must open offline, weeks later, on a laptop, so Chart.js (MIT) and its
 // license are embedded in the gridrun binary at build time and written into the page, and the
 // data goes in as one JSON block that the page's script turns into charts. A chart without data
-// becomes a short note, never an empty or broken canvas. The page reports on itself for tests:
-// when its script is done, <body> carries data-charts (charts drawn), data-charts-ok (charts with
-// at least one drawn element), data-notes (charts replaced by a note) and data-errors (script
-// errors and console.error calls, texts in data-error-text).
+// is left out, never an empty or broken canvas, and named with the reason in one line per reason
+// at the top (<section id="not-shown">). The page reports on itself for tests: when its script is
+// done, <body> carries data-charts (charts drawn), data-charts-ok (charts with at least one drawn
+// element), data-notes (charts left out for want of data) and data-errors (script errors and
+// console.error calls, texts in data-error-text).
 #pragma once
 
 #include <ostream>
@@ -19,7 +20,7 @@
 namespace gridrun::report {
 
 struct HtmlReportResult {
-  int jobs = 0, charts = 0, notes = 0;  // charts with data; charts replaced by a note
+  int jobs = 0, charts = 0, notes = 0;  // charts with data; charts left out for want of data
 };
 
 // Throws std::invalid_argument for a missing output folder (before anything is read).
