@@ -92,6 +92,24 @@ void add_select_flags(po::options_description& opts, std::vector<std::string>& o
                                                                        kSetHelp);
 }
 
+void add_only_flag(po::options_description& opts, std::vector<std::string>& only) {
+  opts.add_options()("only", po::value(&only)->composing(), kOnlyReadHelp);
+}
+
+std::vector<jobs::Selector> parse_only(const std::vector<std::string>& only, const std::string& flag) {
+  return jobs::parse_selectors(only, flag, {"id", "status"});
+}
+
+std::vector<std::pair<std::string, std::string>> only_filters(const std::vector<jobs::Selector>& only) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& s : only) {
+    std::string values;
+    for (const auto& v : s.values) values += (values.empty() ? "" : ",") + v;
+    out.emplace_back(s.key, values);
+  }
+  return out;
+}
+
 void add_table_flags(po::options_description& opts, std::string& format, int& width,
                      const std::string& formats) {
   opts.add_options()("format,f", po::value(&format)->default_value(format), formats.c_str())(

@@ -8,9 +8,11 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.hpp"
+#include "gridrun/jobs/select.hpp"
 
 namespace gridrun::app {
 
@@ -65,13 +67,29 @@ boost::program_options::options_description command_options();
 inline constexpr const char* kOnlyHelp =
     "KEY=VALUE[,VALUE...]: only the jobs whose parameter (or id) KEY is one of the values, compared as "
     "the grid's typed values (lr=0.1 matches 0.10); repeatable, a job must match every --only; the "
-    "jobs keep their ids (the selector of `report --filter`)";
+    "jobs keep their ids (the selector of status, report and export --only)";
 inline constexpr const char* kSetHelp =
     "KEY=VALUE: every job takes this parameter value over the grid file's, checked as in the grid "
     "file; part of each job's id (so new jobs); repeatable";
 // Adds --only and --set (composing, as given; jobs::parse_selectors/parse_overrides read them).
 void add_select_flags(boost::program_options::options_description& opts, std::vector<std::string>& only,
                       std::vector<std::string>& set);
+
+// --only of the commands that read a run (status, report, export): the same selector as `run
+// --only` (jobs::parse_selectors), over the run's jobs, with two more keys: id and status (the
+// job's outcome: completed, failed, running, ...). One flag, one parser and one message for all
+// three, so that a selector typed for `run` works unchanged when reading its results.
+inline constexpr const char* kOnlyReadHelp =
+    "KEY=VALUE[,VALUE...]: only the jobs whose parameter, id or status is one of the values, compared "
+    "as the grid's typed values (lr=0.1 matches 0.10); repeatable, a job must match every --only (the "
+    "selector of `run --only`)";
+void add_only_flag(boost::program_options::options_description& opts, std::vector<std::string>& only);
+// The --only values parsed and checked: std::invalid_argument "FLAG TEXT: ..." (exit 2) for a
+// malformed selector, an unknown key (with did-you-mean) or a value of the wrong type.
+std::vector<jobs::Selector> parse_only(const std::vector<std::string>& only,
+                                       const std::string& flag = "--only");
+// The same selectors as report::ReportOptions::filters (KEY, VALUE[,VALUE...]) for the reader.
+std::vector<std::pair<std::string, std::string>> only_filters(const std::vector<jobs::Selector>& only);
 
 // --format,-f and --width,-w of a command that prints tables. `formats`: "table | csv | json" as
 // the command has them (its help text; the command checks the value).

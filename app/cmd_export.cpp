@@ -30,6 +30,7 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/report/run_model.hpp"
+#include "gridrun/report/tables.hpp"
 #include "gridrun/results/reader.hpp"
 
 namespace gridrun::app {
@@ -41,11 +42,12 @@ namespace {
 using base::Json;
 
 struct ExportCli {
-  std::string input;           // positional RUN_DIR (or its results.h5)
-  std::string what;            // steps | epochs | jobs | phases
-  std::string format = "csv";  // csv | json
-  std::string output;          // --out FILE; "" or "-": stdout
-  bool all = false;            // also the jobs of earlier grids of the run directory
+  std::string input;              // positional RUN_DIR (or its results.h5)
+  std::string what;               // steps | epochs | jobs | phases
+  std::string format = "csv";     // csv | json
+  std::string output;             // --out FILE; "" or "-": stdout
+  bool all = false;               // also the jobs of earlier grids of the run directory
+  std::vector<std::string> only;  // --only selectors (cli.hpp: the same as status and report)
   bool help = false;
 };
 
@@ -60,6 +62,7 @@ void add_export_options(po::options_description& d, ExportCli& o) {
       "out,o", po::value(&o.output), "FILE: write the table there (atomically); none or -: stdout")(
       "all", po::bool_switch(&o.all),
       "also the jobs of earlier grids in the run directory (left out by default)");
+  add_only_flag(d, o.only);
 }
 
 // Right after parsing: every value is checked before the run is read (exit 2 naming the flag).
@@ -72,6 +75,11 @@ void check_export_options(const ExportCli& o) {
     throw std::invalid_argument("--what " + o.what + ": expected steps, epochs, jobs or phases");
   if (o.format != "csv" && o.format != "json")
     throw std::invalid_argument("--format " + o.format + ": expected csv or json");
+  // A phase's figures come from all of its jobs: a part of them is no phase measurement.
+  if (!o.only.empty() && o.what == "phases")
+    throw std::invalid_argument(
+        "--only selects jobs; --what phases has a row per phase, each made of "
+        "all its jobs (use --what jobs, epochs or steps)");
   const std::filesystem::path out = o.output;
   std::error_code ec;
   if (o.output != "-" && out.has_parent_path() && !std::filesystem::is_directory(out.parent_path(), ec))
@@ -323,6 +331,20 @@ void write_phases(const report::LoadedRun& run, TidyWriter& w) {
   w.end();
 }
 
+// --only: the run's records and job files narrowed to the matching jobs, with the report's own
+// selection (report::select_jobs), so that export and report pick the same jobs.
+void select_only(report::LoadedRun& run, const std::vector<jobs::Selector>& only) {
+  report::ReportOptions ro;
+  ro.filters = only_filters(only);
+  run.jobs = report::select_jobs(run.jobs, ro);
+  std::set<std::string> kept;
+  for (const auto& j : run.jobs) kept.insert(j.id);
+  run.data.erase(
+      std::remove_if(run.data.begin(), run.data.end(), [&](const auto& d) { return !kept.count(d.id); }),
+      run.data.end());
+  if (run.jobs.empty()) std::cerr << "export: --only matches none of the run's jobs\n";
+}
+
 }  // namespace
 
 int cmd_export(const Args& args) {
@@ -337,7 +359,8 @@ int cmd_export(const Args& args) {
                       "row per step, epoch, job or phase; the job id and the parameters that differ between\n"
                       "the jobs (as `gridrun plan` shows them) come first, then the measured values.\n"
                       "pandas reads it as is: pandas.read_csv(\"steps.csv\"). Only the jobs of the run's\n"
-                      "current grid unless --all; unreadable job files are named on stderr and skipped.\n"
+                      "current grid unless --all; --only keeps the matching jobs (as report --only);\n"
+                      "unreadable job files are named on stderr and skipped.\n"
                       "Columns: docs/results.md, \"Export\".",
                       "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n"};
   if (!parse_command(args, opts,
@@ -350,7 +373,9 @@ int cmd_export(const Args& args) {
   report::LoadOptions lo;
   lo.all = o.all;
   lo.depth = o.what == "steps" || o.what == "epochs" ? results::Depth::Full : results::Depth::Summary;
-  const report::LoadedRun run = report::load_run(o.input, std::cerr, lo);
+  const std::vector<jobs::Selector> only = parse_only(o.only);
+  report::LoadedRun run = report::load_run(o.input, std::cerr, lo);
+  if (!only.empty()) select_only(run, only);
   if (o.what == "phases" && run.phases.empty())
     std::cerr << "export: " << o.input << " has no phases (its grid has no `compare: {by: ...}`)\n";
 

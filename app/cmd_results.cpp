@@ -35,13 +35,14 @@ struct ReportCli {
   std::vector<std::string> inputs;  // one run: its report; two or more: the runs compared
   std::string format = "table";
   std::string group_by;
-  std::vector<std::string> filters;
-  int width = 0;           // 0: the terminal's (table_width)
-  bool all = false;        // also the jobs of earlier grids of the run directory
-  std::string html;        // write the HTML report here instead of printing tables
-  int profile_top = 0;     // > 0: print the top operators of each profiled job instead
-  double peak_tflops = 0;  // 0: built-in GPU table and the CPU probe
-  std::string probe;       // probe.json for CPU roofs ("" = RUN_DIR/probe.json, else the cache)
+  std::vector<std::string> only;     // --only (and --filter, its older name)
+  std::vector<std::string> filters;  // --filter: deprecated, the same selectors as --only
+  int width = 0;                     // 0: the terminal's (table_width)
+  bool all = false;                  // also the jobs of earlier grids of the run directory
+  std::string html;                  // write the HTML report here instead of printing tables
+  int profile_top = 0;               // > 0: print the top operators of each profiled job instead
+  double peak_tflops = 0;            // 0: built-in GPU table and the CPU probe
+  std::string probe;                 // probe.json for CPU roofs ("" = RUN_DIR/probe.json, else the cache)
   bool help = false;
 };
 
@@ -119,10 +120,10 @@ int cmd_report(const Args& args) {
   opts.add_options()("help,h", po::bool_switch(&o.help), "show this help");
   add_table_flags(opts, o.format, o.width, "table | markdown | csv | json");
   opts.add_options()("group-by,g", po::value(&o.group_by),
-                     "print the tables once per value of this parameter (one run)")(
-      "filter", po::value(&o.filters)->composing(),
-      "KEY=VALUE[,VALUE...]: keep jobs whose parameter (or id, status) is one of the values, compared "
-      "as typed values (lr=0.1 matches 0.10; the selector of run --only); repeatable, all must match")(
+                     "print the tables once per value of this parameter (one run)");
+  add_only_flag(opts, o.only);
+  opts.add_options()("filter", po::value(&o.filters)->composing(),
+                     "deprecated: the older name of --only (still read, same meaning)")(
       "all", po::bool_switch(&o.all),
       "also report the jobs of earlier grids in the run directory (left out by default)")(
       "profile", po::value(&o.profile_top)->implicit_value(15),
@@ -148,7 +149,7 @@ int cmd_report(const Args& args) {
       "or with two builds): a row per job id in at least two runs (same parameters = same\n"
       "id), each run's samples/s, step p50, test accuracy and status, and the ratios of each\n"
       "run to the first (B/A). Runs are named A, B, ... in a Runs table with their folders.\n"
-      "--filter, --all, --format and --width apply; --group-by, --html and --profile do not.\n"
+      "--only, --all, --format and --width apply; --group-by, --html and --profile do not.\n"
       "See docs/report.md, \"Comparing runs\".",
       "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n"};
   if (!parse_command(optional_number(args, "--profile", "15"), opts,
@@ -168,12 +169,10 @@ int cmd_report(const Args& args) {
   ro.group_by = o.group_by;
   ro.width = table_width(o.width);
   ro.all = o.all;
-  for (const auto& f : o.filters) {
-    auto eq = f.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw std::invalid_argument("--filter " + f + ": expected KEY=VALUE");
-    ro.filters.emplace_back(f.substr(0, eq), f.substr(eq + 1));
-  }
+  // --filter is --only's older name: the same selectors (a message names the flag as typed).
+  std::vector<jobs::Selector> only = parse_only(o.only);
+  for (auto& f : parse_only(o.filters, "--filter")) only.push_back(std::move(f));
+  ro.filters = only_filters(only);
   if (o.inputs.size() > 1) {
     // The comparison is one table of configurations; the single-run outputs do not line runs up.
     for (const char* flag : {"--html", "--profile", "--peak-tflops", "--probe", "--group-by", "-g"})

@@ -55,6 +55,7 @@ struct StatusCli {
   int width = 0;       // 0: the terminal's (table_width)
   bool watch = false;  // print again every interval_s until the run is over
   double interval_s = 2;
+  std::vector<std::string> only;  // --only selectors (cli.hpp: the same as report and export)
   bool help = false;
 };
 
@@ -72,6 +73,31 @@ bool run_over(bool held, const scheduler::RunStatus& st) {
   return std::none_of(st.jobs.begin(), st.jobs.end(), [](const scheduler::JobStatusRow& r) {
     return !r.slurm_id.empty() && run::is_queued(r.state);
   });
+}
+
+// status --only: the rows of the matching jobs, counted again. A parameter key is answered from the
+// job's parameters as the run resolved them (RunStatus::job_params), id and status from the row
+// (status: the outcome status shows, "completed", "running", ...).
+void keep_only(scheduler::RunStatus& st, const std::vector<jobs::Selector>& only) {
+  if (only.empty()) return;
+  std::vector<scheduler::JobStatusRow> rows;
+  std::vector<jobs::JobParams> params;
+  for (std::size_t i = 0; i < st.jobs.size(); ++i) {
+    const scheduler::JobStatusRow& row = st.jobs[i];
+    const bool known = i < st.job_params.size();
+    auto matches = [&](const jobs::Selector& s) {
+      if (s.key == "id") return s.matches(row.id);
+      if (s.key == "status") return s.matches(run::to_string(row.state));
+      return known && s.matches(jobs::get_param(st.job_params[i], s.key));
+    };
+    if (!std::all_of(only.begin(), only.end(), matches)) continue;
+    rows.push_back(row);
+    if (known) params.push_back(st.job_params[i]);
+  }
+  st.jobs = std::move(rows);
+  st.job_params = std::move(params);
+  st.counts.clear();
+  for (const auto& row : st.jobs) st.counts[row.state] += 1;
 }
 
 // One status as text: what --watch redraws.
@@ -240,6 +266,7 @@ int cmd_status(const Args& args) {
                      "gridrun runs the run any more (Slurm: none of its jobs is queued or running)")(
       "interval", po::value<double>(&c.interval_s)->default_value(2.0, "2"),
       "SECONDS between two prints of --watch (> 0)");
+  add_only_flag(desc, c.only);
   const HelpText help{"gridrun status RUN_DIR [options]",
                       "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
                       "when accounting answers) merged with state.json and the results files on disk.\n"
@@ -249,7 +276,8 @@ int cmd_status(const Args& args) {
                       "(\"~\") from the run's prediction.json. A failed job's `reason` is the runner's own\n"
                       "message (its results file's exit_reason, else its line in logs/<id>.err); the table\n"
                       "cuts it to the terminal width with \"…\" and leaves out columns to fit (named under\n"
-                      "it); csv and json have every field (step, epoch, elapsed_s, eta_s, ...).",
+                      "it); csv and json have every field (step, epoch, elapsed_s, eta_s, ...). --only\n"
+                      "shows the matching jobs (as report --only) and counts those.",
                       "\nExit codes: 0 ok, 1 runtime failure, 2 bad input (flags, not a run directory).\n"};
   if (!parse_run_dir(args, desc, "status", c.help, c.run_dir, help)) return 0;
   scheduler::StatusFormat fmt;
@@ -264,10 +292,16 @@ int cmd_status(const Args& args) {
   if (!(c.interval_s > 0) || !std::isfinite(c.interval_s))
     throw std::invalid_argument("--interval: must be > 0 seconds");
   const int width = table_width(c.width);
+  const std::vector<jobs::Selector> only = parse_only(c.only);
   // A run with Slurm ids gets Slurm's view overlaid; a local run is its state and results files.
   slurm::SlurmCli cli;
   if (!c.watch) {
-    scheduler::print_status(slurm::run_status(c.run_dir, &cli), fmt, std::cout, width);
+    scheduler::RunStatus st = slurm::run_status(c.run_dir, &cli);
+    const std::size_t all = st.jobs.size();
+    keep_only(st, only);
+    if (!only.empty() && st.jobs.empty() && all > 0)
+      std::cerr << "status: --only matches none of the run's " << all << " jobs\n";
+    scheduler::print_status(st, fmt, std::cout, width);
     return 0;
   }
   // On a terminal the screen is redrawn in place; into a pipe or file each status is printed in
@@ -278,8 +312,9 @@ int cmd_status(const Args& args) {
   const auto interval = std::chrono::duration<double>(std::max(c.interval_s, 0.1));
   for (;;) {
     const bool held = run::lock_holder(dir).has_value();
-    const scheduler::RunStatus st = slurm::run_status(c.run_dir, &cli);
-    const bool over = run_over(held, st);
+    scheduler::RunStatus st = slurm::run_status(c.run_dir, &cli);
+    const bool over = run_over(held, st);  // judged on every job, not only the selected ones
+    keep_only(st, only);
     const std::string text = status_text(st, fmt, width);
     if (tty)
       std::cout << "\033[H\033[2J" << text;  // home, clear screen

@@ -27,5 +27,6 @@ int cmd_collect(const Args& args);
 int cmd_report(const Args& args);
 int cmd_export(const Args& args);  // in cmd_export.cpp
 int cmd_probe(const Args& args);   // in cmd_results.cpp
+int cmd_ls(const Args& args);      // in cmd_ls.cpp
 
 }  // namespace gridrun::app

@@ -30,6 +30,7 @@ const Command kCommands[] = {
     {"cancel", gridrun::app::cmd_cancel, "stop a local run, or cancel a run's Slurm jobs"},
     {"collect", gridrun::app::cmd_collect, "build RUN_DIR/results.h5 from the per-job files"},
     {"report", gridrun::app::cmd_report, "print scaling, speed-up, convergence and utilization tables"},
+    {"ls", gridrun::app::cmd_ls, "list the runs in a folder: jobs done/failed/running, last change, verdict"},
     {"export", gridrun::app::cmd_export, "write a run's steps, epochs, jobs or phases as one CSV/JSON table"},
     {"probe", gridrun::app::cmd_probe, "measure this CPU's GEMM and memory-bandwidth roofs (roofline)"},
 };

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <map>
@@ -179,8 +180,15 @@ const std::string& ResultsFolder::folder() const { return impl_->folder; }
 
 std::string ResultsFolder::index_path() const { return impl_->index_path(); }
 
+namespace {
+std::atomic<int> index_writes_off{0};  // IndexWritesOff objects alive
+}  // namespace
+
+IndexWritesOff::IndexWritesOff() { ++index_writes_off; }
+IndexWritesOff::~IndexWritesOff() { --index_writes_off; }
+
 void ResultsFolder::flush() noexcept {
-  if (!impl_ || !impl_->use_index || !impl_->dirty) return;
+  if (!impl_ || !impl_->use_index || !impl_->dirty || index_writes_off.load() > 0) return;
   try {
     base::write_file_atomic(impl_->index_path(), render_index(impl_->entries));
     impl_->dirty = false;

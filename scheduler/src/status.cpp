@@ -235,7 +235,7 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   const std::string& root = dir.root();
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw std::invalid_argument("RUN_DIR: '" + root + "' is not a directory");
-  if (!fs::exists(dir.state_file(), ec) && !fs::exists(dir.jobs_dir(), ec))
+  if (!dir.holds_run())
     throw std::invalid_argument("RUN_DIR: '" + root +
                                 "' has no state.json and no jobs/ (not a run directory)");
   RunStatus st;
@@ -281,6 +281,7 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
     }
   }
   st.has_prediction = prediction.has_value();
+  st.job_params = params;
   for (std::size_t i = 0; i < st.jobs.size(); ++i) {
     auto it = disk.find(st.jobs[i].id);
     add_progress(st.jobs[i], params[i], it == disk.end() ? nullptr : &it->second,

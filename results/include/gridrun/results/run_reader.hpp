@@ -82,6 +82,20 @@ class ResultsFolder {
   std::unique_ptr<Impl> impl_;
 };
 
+// A command that promises to only read the runs it looks at (`gridrun ls`) holds one of these for
+// its whole work: while any exists in the process, no index is written (flush() does nothing); an
+// index that is there and current is still read, a stale one is ignored for what changed. Why a
+// process-wide switch rather than a FolderReadOptions field: the readers such a command calls
+// (status, load_run) open their folders several layers down, and "this process writes nothing into
+// the runs" is a property of the command, not of one read.
+class IndexWritesOff {
+ public:
+  IndexWritesOff();
+  ~IndexWritesOff();
+  IndexWritesOff(const IndexWritesOff&) = delete;
+  IndexWritesOff& operator=(const IndexWritesOff&) = delete;
+};
+
 // Reads `names` (e.g. "<id>.h5", "<id>.h5.partial") of `folder`, in order. Never throws for a
 // file's sake: a missing, unreadable or damaged file is reported in its JobFileRead.
 std::vector<JobFileRead> read_job_files(const std::string& folder, const std::vector<std::string>& names,

@@ -4,6 +4,7 @@
 //   runs/<name>/grid.yaml             copy of the grid as given
 //   runs/<name>/jobs/<id>.json        one file per job (gridrun::jobs::write_job_file)
 //   runs/<name>/logs/<id>.out|.err    launcher stdout/stderr, appended per attempt
+//   runs/<name>/logs/<id>.others      Slurm: the other jobs on its nodes at its task's start and end
 //   runs/<name>/results/<id>.h5       per-job results (<id>.h5.partial while running)
 //   runs/<name>/results/.gridrun-index  cache of what commands read of those (results/run_reader.hpp)
 //   runs/<name>/checkpoints/<id>/     runner checkpoints
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -47,6 +49,7 @@ class RunDir {
   std::string log_err(const std::string& id) const;         // logs/<id>.err
   std::string log_file(const std::string& name) const;      // logs/<name> (Slurm's patterns)
   std::string heartbeat_file(const std::string& id) const;  // logs/<id>.out.heartbeat
+  std::string others_file(const std::string& id) const;     // logs/<id>.others (Slurm's other jobs)
   std::string results_dir() const;                          // results/ (its files: results/run_reader.hpp)
   std::string result_file(const std::string& id) const;     // .../results/<id>.h5
   std::string partial_file(const std::string& id) const;    // .../results/<id>.h5.partial
@@ -70,6 +73,13 @@ class RunDir {
   std::string launch_token_file() const;              // launch-token
   std::string rankfile(const std::string& id) const;  // jobs/<id>.rankfile (Open MPI binding)
   void create_layout() const;                         // mkdir -p of all folders but slurm/
+  // Whether root() holds a run: a state.json or a jobs/ folder (a crashed `gridrun submit` may have
+  // written only the job files). What `gridrun status` and `gridrun ls` take for a run directory.
+  bool holds_run() const {
+    std::error_code ec;
+    return std::filesystem::is_regular_file(state_file(), ec) ||
+           std::filesystem::is_directory(jobs_dir(), ec);
+  }
 
   RunState load_state() const;               // empty state if no file; throws
                                              // std::runtime_error naming a corrupt file

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/jobs/params.hpp"
 #include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::scheduler {
@@ -59,6 +60,9 @@ struct RunStatus {
   // The parameters whose value differs between the run's jobs (as `gridrun plan` shows them),
   // from the job files; a column each in the table, csv and json.
   std::vector<std::string> varying;
+  // Every parameter of each job as the run resolved them (aligned with `jobs`): what `status
+  // --only` selects on, as `run --only` did.
+  std::vector<jobs::JobParams> job_params;
   bool has_prediction = false;  // prediction.json was read
 };
 
