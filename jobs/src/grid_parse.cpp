@@ -71,7 +71,9 @@ class Parser {
 
   void compare(const YAML::Node& n);
 
+  // The whole file; throws every error found (throw_recorded).
   void document(const YAML::Node& root);
+  void sections(const YAML::Node& root);
 
   // Without `name:`, the run is named after the file ("sweep.yaml" -> "sweep").
   void default_name();
@@ -80,6 +82,15 @@ class Parser {
   void cross_checks();
 
  private:
+  // Every error of the file at once, as a compiler reports them (issue 49): each_key records the
+  // error of one key and goes on with the next; document() throws them together, the first one's
+  // location first. At most kMaxErrors: later ones are often consequences of earlier ones.
+  static constexpr std::size_t kMaxErrors = 20;
+  struct TooMany {};  // unwinds past every each_key once kMaxErrors are recorded
+  void record(const GridError& e);
+  [[noreturn]] void throw_recorded() const;
+  std::vector<GridError> errors_;
+
   GridSpec& s_;
   std::vector<Axis> grid_axes_;
   Axis zip_axis_;
@@ -98,15 +109,34 @@ void Parser::fail(const YAML::Node& n, const std::string& path, const std::strin
   s_.fail(loc(n, path), msg);
 }
 
+void Parser::record(const GridError& e) {
+  errors_.push_back(e);
+  if (errors_.size() >= kMaxErrors) throw TooMany{};
+}
+
+void Parser::throw_recorded() const {
+  const GridError& first = errors_.front();
+  if (errors_.size() == 1) throw first;
+  std::string msg = first.message();
+  for (std::size_t i = 1; i < errors_.size(); ++i) msg += std::string("\n") + errors_[i].what();
+  msg += "\n" + std::to_string(errors_.size()) + " errors in " + s_.file +
+         (errors_.size() >= kMaxErrors ? " (stopped there; fix these first)" : "");
+  throw GridError(first.file(), first.line(), first.col(), first.key_path(), msg);
+}
+
 template <typename Fn>
 void Parser::each_key(const YAML::Node& map, const std::string& path, Fn fn) {
   std::set<std::string> seen;
   for (const auto& kv : map) {
-    const std::string where = path.empty() ? "" : path + ".";
-    if (!kv.first.IsScalar()) fail(kv.first, path, "keys must be plain names");
-    const std::string key = kv.first.Scalar();
-    if (!seen.insert(key).second) fail(kv.first, where + key, "duplicate key");
-    fn(key, kv.first, kv.second);
+    try {
+      const std::string where = path.empty() ? "" : path + ".";
+      if (!kv.first.IsScalar()) fail(kv.first, path, "keys must be plain names");
+      const std::string key = kv.first.Scalar();
+      if (!seen.insert(key).second) fail(kv.first, where + key, "duplicate key");
+      fn(key, kv.first, kv.second);
+    } catch (const GridError& e) {
+      record(e);  // and on with the next key
+    }
   }
 }
 
@@ -281,6 +311,7 @@ void Parser::include(const YAML::Node& n) {
 
 void Parser::compare(const YAML::Node& n) {
   need(n, YAML::NodeType::Map, "compare", "a map such as {by: device}");
+  const std::size_t errors_before = errors_.size();
   each_key(n, "compare", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
     if (key == "repeats") {
       long long r = 0;
@@ -314,11 +345,22 @@ void Parser::compare(const YAML::Node& n) {
     param(v.Scalar(), v, "compare.by");
     s_.compare_by = v.Scalar();
   });
-  if (s_.compare_by.empty())
+  // A bad `by:` was reported already; "expected by" would only repeat it.
+  if (s_.compare_by.empty() && errors_.size() == errors_before)
     fail(n, "compare", "expected 'by: KEY' (the parameter whose values are compared)");
 }
 
 void Parser::document(const YAML::Node& root) {
+  try {
+    sections(root);
+  } catch (const TooMany&) {
+  } catch (const GridError& e) {
+    errors_.push_back(e);
+  }
+  if (!errors_.empty()) throw_recorded();
+}
+
+void Parser::sections(const YAML::Node& root) {
   if (!root.IsMap())
     fail(root, "",
          std::string("expected a map with name, defaults, grid, ... at the top, got ") + kind(root));

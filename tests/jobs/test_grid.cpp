@@ -545,12 +545,31 @@ TEST(JobsGridErrorType, FieldsAndExitCodeCategory) {
   }
 }
 
-TEST(JobsGridErrorType, FirstErrorInFileOrder) {
-  // Two bad values; the earlier one in the file is reported.
+TEST(JobsGridErrorType, EveryErrorInFileOrder) {
+  // Two bad values: both are reported, in file order, as a compiler does (issue 49); the first
+  // one's location is the error's.
   EXPECT_EQ(error_of("name: x\ndefaults: {lr: 0}\ngrid: {ranks: [0]}\n"),
-            "grid.yaml:2:16: defaults.lr: 0.0 is out of range (must be > 0)");
+            "grid.yaml:2:16: defaults.lr: 0.0 is out of range (must be > 0)\n"
+            "grid.yaml:3:16: grid.ranks[0]: 0 is out of range (must be >= 1)\n2 errors in grid.yaml");
   EXPECT_EQ(error_of("name: x\ngrid: {ranks: [0]}\ndefaults: {lr: 0}\n"),
-            "grid.yaml:2:16: grid.ranks[0]: 0 is out of range (must be >= 1)");
+            "grid.yaml:2:16: grid.ranks[0]: 0 is out of range (must be >= 1)\n"
+            "grid.yaml:3:16: defaults.lr: 0.0 is out of range (must be > 0)\n2 errors in grid.yaml");
+  // Every key of every section, including other tools' names, up to 20.
+  EXPECT_EQ(
+      error_of("name: x\ndefaults: {batch_size: 8, learning_rate: 0.1, lr: 0.1}\ngrid: {rank: [1]}\n"
+               "epocs: 2\n"),
+      "grid.yaml:2:12: defaults.batch_size: unknown parameter 'batch_size': "
+      "gridrun sets 'batch_per_rank' (samples per rank and step) or 'global_batch' (all ranks together)\n"
+      "grid.yaml:2:27: defaults.learning_rate: unknown parameter 'learning_rate': gridrun calls it 'lr'\n"
+      "grid.yaml:3:8: grid.rank: unknown parameter 'rank'; did you mean 'ranks'?\n"
+      "grid.yaml:4:1: epocs: unknown key 'epocs'; expected one of name, defaults, grid, zip, exclude, "
+      "include, seeds, compare\n"
+      "4 errors in grid.yaml");
+  std::string many = "name: x\ndefaults:\n";
+  for (int i = 0; i < 30; ++i) many += "  bad" + std::to_string(i) + ": 1\n";
+  const std::string e = error_of(many);
+  EXPECT_EQ(std::count(e.begin(), e.end(), '\n'), 20) << e;
+  EXPECT_NE(e.find("20 errors in grid.yaml (stopped there; fix these first)"), std::string::npos) << e;
 }
 
 // on_job (what `gridrun plan` uses) hands out exactly the jobs a stored expansion holds: same
