@@ -1,12 +1,20 @@
 // See sha256.hpp. The algorithm as FIPS 180-4 section 6.2 writes it: big-endian words, 64 rounds
 // per 64-byte block, padding with 0x80, zeros and the length in bits. POSIX read() for files: we
-// need the errno of a failure for the message.
+// need the errno of a failure for the message. The stat-keyed cache of sha256_file_cached is a JSON
+// file written atomically (base/fs.hpp), so concurrent planners at worst lose an entry.
 #include "gridrun/base/sha256.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <optional>
 
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/json.hpp"
 
 namespace gridrun::base {
 
@@ -120,6 +128,75 @@ std::string sha256_file(const std::string& path) {
   Sha256 h;
   read_file_blocks(path, kFileBlock, [&](const unsigned char* data, std::size_t n) { h.update(data, n); });
   return h.hex_digest();
+}
+
+namespace {
+
+constexpr std::size_t kMaxCached = 4096;
+constexpr std::int64_t kRacyNs = 2'000'000'000;
+
+std::int64_t ns(const timespec& t) { return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec; }
+
+// What identifies one version of a file, as the cache stores it.
+std::optional<Json> stat_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return Json::array({static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                      static_cast<std::int64_t>(st.st_size), ns(st.st_mtim), ns(st.st_ctim)});
+}
+
+bool is_hex64(const Json& v) {
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+}  // namespace
+
+std::string sha256_file_cached(const std::string& path, const std::string& cache_file) {
+  if (cache_file.empty()) return sha256_file(path);
+  const std::optional<Json> before = stat_of(path);
+  Json cache = Json::object();
+  try {
+    if (auto text = try_read_file(cache_file)) cache = parse_json(*text, cache_file);
+  } catch (const std::exception&) {
+  }
+  if (!cache.is_object() || !cache.contains("files") || !cache["files"].is_object())
+    cache = Json{{"format", 1}, {"files", Json::object()}};
+  Json& files = cache["files"];
+  if (before && files.contains(path)) {
+    const Json& e = files[path];
+    if (e.is_object() && e.contains("stat") && e["stat"] == *before && e.contains("sha256") &&
+        is_hex64(e["sha256"]))
+      return e["sha256"].get<std::string>();
+  }
+  const std::string sha = sha256_file(path);
+  const std::optional<Json> after = stat_of(path);
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  if (!before || after != before ||
+      ns(now) - std::max((*before)[3].get<std::int64_t>(), (*before)[4].get<std::int64_t>()) < kRacyNs)
+    return sha;
+  files.erase(path);
+  while (files.size() >= kMaxCached) files.erase(files.begin());
+  files[path] = Json{{"stat", *before}, {"sha256", sha}};
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(cache_file).parent_path(), ec);
+    write_file_atomic(cache_file, cache.dump() + "\n");
+  } catch (const std::exception&) {
+  }
+  return sha;
+}
+
+std::string default_sha256_cache() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg == '/') return std::string(xdg) + "/gridrun/sha256.json";
+  const char* home = std::getenv("HOME");
+  if (home && *home == '/') return std::string(home) + "/.cache/gridrun/sha256.json";
+  return "";
 }
 
 }  // namespace gridrun::base

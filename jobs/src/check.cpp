@@ -186,6 +186,8 @@ void Rules::data_rules() {
   if (!hdf5 && !p_.data_file.empty())
     add("data_file", "data_file is read by dataset=hdf5 only", "dataset",
         "this job has dataset " + p_.dataset);
+  if (p_.data_file.empty() && !p_.data_sha256.empty())
+    add("data_sha256", "data_sha256 belongs to data_file (the planner fills it in)", "data_file");
   own_model_rules();
   // An HDF5 file says itself whether it holds images or token ids: gridrun-train checks it
   // against the model when it opens the file (and the planner, where the file is visible).

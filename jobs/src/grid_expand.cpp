@@ -72,7 +72,7 @@ class Expander {
   const GridSpec& s_;
   const LoadOptions& opts_;
   const std::vector<ParamSpec>& table_;
-  int bpr_, gb_, seed_, model_file_, model_sha_, data_file_, lr_, model_, task_;
+  int bpr_, gb_, seed_, model_file_, model_sha_, data_file_, data_sha_, lr_, model_, task_;
   std::map<double, std::string> lr_json_;  // rendered `"lr":x` per model default (stable pointers)
   // Files a job names (issue 33): the grid's folder that relative paths start from, and per path
   // what was found (absolute path, content hash or problem, each rendered once).
@@ -106,6 +106,7 @@ Expander::Expander(const GridSpec& s, const LoadOptions& o) : s_(s), opts_(o), t
   model_file_ = param_index("model_file");
   model_sha_ = param_index("model_sha256");
   data_file_ = param_index("data_file");
+  data_sha_ = param_index("data_sha256");
   lr_ = param_index("lr");
   model_ = param_index("model");
   task_ = param_index("task");
@@ -151,6 +152,7 @@ Expansion Expander::run() {
   add_repeats();
   // model_sha256 follows model_file: shown only where one path held two contents.
   if (vary_[static_cast<std::size_t>(model_file_)]) vary_[static_cast<std::size_t>(model_sha_)] = false;
+  if (vary_[static_cast<std::size_t>(data_file_)]) vary_[static_cast<std::size_t>(data_sha_)] = false;
   for (std::size_t i = 0; i < table_.size(); ++i)
     if (vary_[i]) ex_.varying.push_back(table_[i].name);
   return std::move(ex_);
@@ -280,15 +282,17 @@ std::optional<Problem> Expander::derive_batch(Draft& d, JobParams& jp) {
 }
 
 // model_file and data_file as absolute paths (relative ones start at the grid file's folder, so a
-// grid and its files move together), model_sha256 = the model file's content hash (two different
-// files at one path are two jobs), and the data file checked by LoadOptions::check_data_file.
+// grid and its files move together), model_sha256 and data_sha256 = the files' content hashes
+// (the id holds them, not the paths: two different files at one path are two jobs, one file at
+// two paths is one; base::sha256_file_cached remembers them by stat), and the data file checked by
+// LoadOptions::check_data_file.
 std::optional<Problem> Expander::derive_files(Draft& d, JobParams& jp) {
   namespace fs = std::filesystem;
   const auto mf = static_cast<std::size_t>(model_file_), ms = static_cast<std::size_t>(model_sha_),
              df = static_cast<std::size_t>(data_file_);
-  auto facts = [&](std::size_t i, bool hash) -> FileFacts& {
+  auto facts = [&](std::size_t i, std::size_t sha) -> FileFacts& {
     const std::string& given = std::get<std::string>(d.v[i]);
-    auto [it, fresh] = files_.try_emplace(given);
+    auto [it, fresh] = files_.try_emplace(std::to_string(i) + "|" + given);
     FileFacts& f = it->second;
     if (!fresh) return f;
     std::error_code ec;
@@ -301,13 +305,12 @@ std::optional<Problem> Expander::derive_files(Draft& d, JobParams& jp) {
           "'" + given + "' is not a readable file" + (given == f.abs ? "" : " (looked for " + f.abs + ")");
       return f;
     }
-    if (!hash) return f;
     try {
-      f.sha = base::sha256_file(f.abs);
+      f.sha = base::sha256_file_cached(f.abs, base::default_sha256_cache());
     } catch (const std::exception& e) {
       f.problem = e.what();
     }
-    append_member(f.sha_json, table_[ms].name, Value{f.sha});
+    append_member(f.sha_json, table_[sha].name, Value{f.sha});
     return f;
   };
   // model_sha256 is filled in here. A grid may pin it (a grid gridrun wrote from planned jobs, e.g.
@@ -317,7 +320,7 @@ std::optional<Problem> Expander::derive_files(Draft& d, JobParams& jp) {
   const bool has_model = !jp.model_file.empty();
   if (has_model) {
     // Relative paths are resolved for every job; a later job may meet a value already resolved.
-    FileFacts& f = facts(mf, true);
+    FileFacts& f = facts(mf, ms);
     if (!f.problem.empty()) return Problem{"model_file", f.problem, {}, {}};
     if (pinned && std::get<std::string>(d.v[ms]) != f.sha)
       return Problem{"model_sha256",
@@ -341,12 +344,37 @@ std::optional<Problem> Expander::derive_files(Draft& d, JobParams& jp) {
     d.json[ms] = &default_json_[ms];
     jp.model_sha256.clear();
   }
-  if (jp.data_file.empty()) return std::nullopt;
-  FileFacts& f = facts(df, false);
+  // data_sha256 the same way (issue 45: a data file was identified by its path only).
+  const auto dsh = static_cast<std::size_t>(data_sha_);
+  const bool data_pinned = d.json[dsh] != &default_json_[dsh] && derived_sha_.count(d.json[dsh]) == 0 &&
+                           !std::get<std::string>(d.v[dsh]).empty();
+  if (jp.data_file.empty()) {
+    if (!data_pinned) {
+      d.v[dsh] = table_[dsh].default_value;
+      d.json[dsh] = &default_json_[dsh];
+      jp.data_sha256.clear();
+    }
+    return std::nullopt;
+  }
+  FileFacts& f = facts(df, dsh);
   if (!f.problem.empty()) return Problem{"data_file", f.problem, {}, {}};
+  if (data_pinned && std::get<std::string>(d.v[dsh]) != f.sha)
+    return Problem{"data_sha256",
+                   "data_sha256 " + std::get<std::string>(d.v[dsh]) + " is not the SHA-256 of " + f.abs +
+                       " (" + f.sha +
+                       "): the file changed since; leave data_sha256 out (the planner fills it in)",
+                   {},
+                   {}};
   d.v[df] = f.abs;
   d.json[df] = &f.abs_json;
+  if (!data_pinned) {
+    d.v[dsh] = f.sha;
+    d.json[dsh] = &f.sha_json;
+    derived_sha_.insert(&f.sha_json);
+    d.loc[dsh] = d.loc[df];
+  }
   jp.data_file = f.abs;
+  jp.data_sha256 = f.sha;
   if (!opts_.check_data_file || jp.dataset != "hdf5") return std::nullopt;
   auto [it, fresh] = data_checked_.try_emplace(f.abs + "|" + jp.model);
   if (fresh) it->second = opts_.check_data_file(jp);
@@ -385,7 +413,7 @@ std::uint64_t Expander::hash_id_text(const Draft& d) {
   bool first_member = true;
   for (int k : order_) {
     const auto i = static_cast<std::size_t>(k);
-    if (table_[i].id_omits_default && d.v[i] == table_[i].default_value) continue;
+    if (table_[i].not_in_id || (table_[i].id_omits_default && d.v[i] == table_[i].default_value)) continue;
     if (!first_member) canon_.push_back(',');
     first_member = false;
     canon_ += *d.json[i];

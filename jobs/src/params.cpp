@@ -46,6 +46,7 @@ ParamSpec row(std::string name, Type t, Value def, std::string help, std::vector
   ParamSpec p{std::move(name), t, std::move(def), std::move(help), std::move(choices), min, max};
   p.min_exclusive = (flags & kMinExclusive) != 0;
   p.id_omits_default = (flags & kIdOmitsDefault) != 0;
+  p.not_in_id = (flags & kNotInId) != 0;
   return p;
 }
 
@@ -312,7 +313,7 @@ std::string id_json(const Params& p) {
   Params kept;
   for (const auto& [k, v] : p) {
     const ParamSpec* spec = find_param(k);
-    if (spec && spec->id_omits_default && v == spec->default_value) continue;
+    if (spec && (spec->not_in_id || (spec->id_omits_default && v == spec->default_value))) continue;
     kept.emplace_hint(kept.end(), k, v);
   }
   return canonical_json(kept);

@@ -77,6 +77,8 @@ std::vector<std::string> varying_params(const std::vector<const RecordedParams*>
   // says nothing the path does not; it stays where one path held two contents.
   if (std::find(out.begin(), out.end(), "model_file") != out.end())
     out.erase(std::remove(out.begin(), out.end(), "model_sha256"), out.end());
+  if (std::find(out.begin(), out.end(), "data_file") != out.end())  // data_sha256 likewise (issue 45)
+    out.erase(std::remove(out.begin(), out.end(), "data_sha256"), out.end());
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -120,4 +123,60 @@ TEST(Sha256, UnreadableFileErrorNamesPath) {
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), d.path.string() + ": cannot read: Is a directory");
   }
+}
+
+// sha256_file_cached (issue 45: a data file's hash is in its jobs' ids, planned again on every
+// `plan` and `run`): an entry is used only while the file's stat matches it, anything unusable in
+// the cache is a miss, and a file changed in the last 2 s is never remembered.
+namespace {
+std::string read_all(const std::string& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string stat_json(const std::string& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return "";
+  auto ns = [](const timespec& t) { return std::to_string(t.tv_sec * 1000000000LL + t.tv_nsec); };
+  return "[" + std::to_string(st.st_dev) + "," + std::to_string(st.st_ino) + "," +
+         std::to_string(st.st_size) + "," + ns(st.st_mtim) + "," + ns(st.st_ctim) + "]";
+}
+}  // namespace
+
+TEST(Sha256, CachedByStatOnlyWhileTheFileIsUnchanged) {
+  TempDir d;
+  const std::string f = (d.path / "data.h5").string(), cache = (d.path / "c" / "sha256.json").string();
+  write(f, "abc");
+  const std::string abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  // Just written: hashed, not remembered (its timestamps may not yet tell two writes apart).
+  EXPECT_EQ(sha256_file_cached(f, cache), abc);
+  EXPECT_FALSE(fs::exists(cache));
+  // An entry whose stat matches is used as is (a planted hash shows it was not recomputed) ...
+  const std::string planted(64, 'e');
+  fs::create_directories(fs::path(cache).parent_path());
+  write(cache, "{\"format\":1,\"files\":{\"" + f + "\":{\"stat\":" + stat_json(f) + ",\"sha256\":\"" +
+                   planted + "\"}}}");
+  EXPECT_EQ(sha256_file_cached(f, cache), planted);
+  EXPECT_EQ(sha256_file_cached(f, ""), abc);  // no cache: always read
+  // ... and a file written since (size, times, inode) is read again.
+  write(f, "abd");
+  EXPECT_EQ(sha256_file_cached(f, cache), sha256_file(f));
+  // Not a hash, not JSON, not an object: a miss, never an error.
+  for (const std::string& bad :
+       {"{\"format\":1,\"files\":{\"" + f + "\":{\"stat\":" + stat_json(f) + ",\"sha256\":\"xyz\"}}}",
+        std::string("{\"files\":"), std::string("[1,2]")}) {
+    write(cache, bad);
+    EXPECT_EQ(sha256_file_cached(f, cache), sha256_file(f)) << bad;
+  }
+  // A file last changed over 2 s ago is remembered (a system file: no sleep in the test).
+  const std::string old = "/etc/os-release";
+  struct stat st {};
+  if (::stat(old.c_str(), &st) != 0 || st.st_ctim.tv_sec > ::time(nullptr) - 10)
+    GTEST_SKIP() << "no old file to remember";
+  fs::remove(cache);
+  EXPECT_EQ(sha256_file_cached(old, cache), sha256_file(old));
+  const std::string text = read_all(cache);
+  EXPECT_NE(text.find("\"" + old + "\":{\"stat\":" + stat_json(old) + ",\"sha256\":\"" + sha256_file(old)),
+            std::string::npos)
+      << text;
 }

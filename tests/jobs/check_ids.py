@@ -33,8 +33,10 @@ def murmur64a(data: bytes) -> int:
 # (docs/grid.md, "Job ids").
 ID_OMITS_DEFAULT = {"cudnn_benchmark": True, "tf32": True, "cuda_graph": False,
                     "memory_format": "auto", "jobs_per_gpu": 1, "augment": "none",
-                    "mlp_hidden": "256,128", "nodes": 1, "model_file": "", "model_sha256": "",
-                    "data_file": "", "input": "auto", "repeat": 0}
+                    "mlp_hidden": "256,128", "nodes": 1, "model_sha256": "",
+                    "input": "auto", "repeat": 0, "data_sha256": ""}
+# A file's path is never hashed: its content hash (model_sha256, data_sha256) stands for it.
+NOT_IN_ID = {"model_file", "data_file"}
 
 
 def main() -> int:
@@ -42,7 +44,7 @@ def main() -> int:
     bad = 0
     for job in plan["jobs"]:
         params = {k: v for k, v in job["params"].items()
-                  if not (k in ID_OMITS_DEFAULT and v == ID_OMITS_DEFAULT[k])}
+                  if k not in NOT_IN_ID and not (k in ID_OMITS_DEFAULT and v == ID_OMITS_DEFAULT[k])}
         canonical = json.dumps(params, sort_keys=True, separators=(",", ":"))
         want = "%016x" % murmur64a(canonical.encode())
         if job["id"] != want[:12]:

@@ -661,6 +661,48 @@ TEST(JobsGridFiles, ModelFileIsResolvedAtTheGridAndHashedIntoTheId) {
   EXPECT_EQ(load("name: x\n").jobs[0].id, gj::job_id(gj::JobParams{}));
 }
 
+// Issue 45, finding 7: a data file's content, not its path, is in the job id (data_sha256, like
+// model_sha256), and neither file's path is: new data under one name is a new job, and the same
+// files in another folder (another checkout) keep their ids.
+TEST(JobsGridFiles, DataAndModelContentNotPathsAreInTheId) {
+  FilesDir d;
+  d.write("a/d.h5", "abc");
+  d.write("a/m.pt", "model");
+  const std::string grid = d.write("a/g.yaml",
+                                   "name: x\ndefaults: {dataset: hdf5, data_file: d.h5, model: torchscript, "
+                                   "model_file: m.pt}\n");
+  const auto ex = gj::load_grid(grid);
+  ASSERT_EQ(ex.jobs.size(), 1u);
+  EXPECT_EQ(str(ex.jobs[0], "data_file"), (d.dir / "a/d.h5").string());
+  EXPECT_EQ(str(ex.jobs[0], "data_sha256"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(ex.jobs[0].id, gj::job_id(ex.jobs[0].params));
+  EXPECT_EQ(gj::id_json(ex.jobs[0].params).find("d.h5"), std::string::npos);
+  EXPECT_EQ(gj::id_json(ex.jobs[0].params).find("m.pt"), std::string::npos);
+  const std::string id = ex.jobs[0].id;
+  // The folder moved elsewhere (another checkout): same files, same id.
+  std::filesystem::rename(d.dir / "a", d.dir / "b");
+  EXPECT_EQ(gj::load_grid((d.dir / "b/g.yaml").string()).jobs[0].id, id);
+  // Other data under the same name: another job; the old bytes back: the old id.
+  d.write("b/d.h5", "abd");
+  EXPECT_NE(gj::load_grid((d.dir / "b/g.yaml").string()).jobs[0].id, id);
+  d.write("b/d.h5", "abc");
+  EXPECT_EQ(gj::load_grid((d.dir / "b/g.yaml").string()).jobs[0].id, id);
+  // One content at two paths is one job (the second a duplicate); two contents are two jobs, and
+  // the hash gets no column of its own beside the path that varies.
+  d.write("b/copy.h5", "abc");
+  d.write("b/other.h5", "xyz");
+  const auto two = gj::load_grid(d.write("b/g2.yaml",
+                                         "name: x\ndefaults: {dataset: hdf5}\n"
+                                         "grid:\n  data_file: [d.h5, copy.h5, other.h5]\n"));
+  ASSERT_EQ(two.jobs.size(), 2u);
+  EXPECT_EQ(two.duplicates, 1u);
+  EXPECT_NE(std::find(two.varying.begin(), two.varying.end(), "data_file"), two.varying.end());
+  EXPECT_EQ(std::find(two.varying.begin(), two.varying.end(), "data_sha256"), two.varying.end());
+  // Jobs without a data file keep the ids they had before data_sha256 existed.
+  EXPECT_EQ(load("name: x\n").jobs[0].id, gj::job_id(gj::JobParams{}));
+}
+
 TEST(JobsGridFiles, MissingFilesHashesAndDataChecksAreLocated) {
   FilesDir d;
   d.write("m.pt", "x");
@@ -694,6 +736,15 @@ TEST(JobsGridFiles, MissingFilesHashesAndDataChecksAreLocated) {
                      "}\ngrid:\n  seed: [1, 2]\n"),
             "no error");
   EXPECT_EQ(error_in("name: x\ndefaults: {model_sha256: \"\"}\n"), "no error");
+  const std::string sha_y = "a1fce4363854ff888cff4b8e7875d600c2682390412a8cf79b37d0b11148b0fa";
+  EXPECT_EQ(error_in("name: x\ndefaults: {dataset: hdf5, data_file: d.h5, data_sha256: abc}\n"),
+            ":2:57: defaults.data_sha256: data_sha256 abc is not the SHA-256 of " +
+                (d.dir / "d.h5").string() + " (" + sha_y +
+                "): the file changed since; leave data_sha256 out (the planner fills it in)");
+  EXPECT_EQ(error_in("name: x\ndefaults: {dataset: hdf5, data_file: d.h5, data_sha256: " + sha_y + "}\n"),
+            "no error");
+  EXPECT_EQ(error_in("name: x\ndefaults: {data_sha256: " + sha_y + "}\n"),
+            ":2:25: defaults.data_sha256: data_sha256 belongs to data_file (the planner fills it in)");
   EXPECT_EQ(
       error_in("name: x\ndefaults: {dataset: hdf5}\n"),
       ":2:21: defaults.dataset: dataset=hdf5 needs data_file (the HDF5 file with /train/x and /train/y)");

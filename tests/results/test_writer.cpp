@@ -346,10 +346,12 @@ TEST(Reader, VaryingParamsAreThoseThatDiffer) {
   EXPECT_EQ(param_text(none, "ranks"), "");
   EXPECT_EQ(varying_params({&none, &none}), std::vector<std::string>{});
   // A job without parameters (failed before reading them) differs in every parameter, but
-  // model_sha256 is not shown beside a differing model_file (it is derived from the file).
+  // model_sha256 and data_sha256 are not shown beside a differing model_file and data_file (each
+  // is derived from its file).
   const auto all = varying_params({&pa, &none});
-  EXPECT_EQ(all.size(), gridrun::jobs::param_table().size() - 1);
+  EXPECT_EQ(all.size(), gridrun::jobs::param_table().size() - 2);
   EXPECT_EQ(std::count(all.begin(), all.end(), "model_sha256"), 0);
+  EXPECT_EQ(std::count(all.begin(), all.end(), "data_sha256"), 0);
   gridrun::jobs::JobParams c = a, d = a;
   c.model_sha256 = "ab";
   d.model_sha256 = "cd";

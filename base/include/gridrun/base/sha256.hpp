@@ -38,4 +38,16 @@ std::string sha256_hex(const void* data, std::size_t size);
 // held whole). Throws std::runtime_error "PATH: cannot read: CAUSE".
 std::string sha256_file(const std::string& path);
 
+// sha256_file, remembered by the file's stat (device, inode, size, mtime and ctime in ns) in
+// `cache_file`, a small JSON file (at most 4096 files, the oldest dropped first), so that a data
+// file of gigabytes is read once and then planned in the time of a stat (issue 45: its hash is in
+// the job id). ctime changes with every write and cannot be set back, so a file rewritten in place
+// misses. Like git's index, a file changed within 2 s of hashing (a timestamp may not tell two
+// writes of the same size apart) or during it is not remembered. The cache is an optimisation
+// only: a missing, damaged or unwritable one is read as empty and rewritten, never an error.
+// `cache_file` "" = no cache.
+std::string sha256_file_cached(const std::string& path, const std::string& cache_file);
+// $XDG_CACHE_HOME/gridrun/sha256.json, else $HOME/.cache/gridrun/sha256.json, else "".
+std::string default_sha256_cache();
+
 }  // namespace gridrun::base

@@ -27,6 +27,7 @@ enum ParamFlag : unsigned {
   kPlain = 0,
   kMinExclusive = 1,    // the range is (min, max]: lr and comm_timeout_s must be > 0
   kIdOmitsDefault = 2,  // left out of the id's text while at its default (see ParamSpec)
+  kNotInId = 4,         // never in the id's text (see ParamSpec)
 };
 
 // One row of the parameter table.
@@ -42,6 +43,10 @@ struct ParamSpec {
   // Parameters added after ids were first published: left out of the id's canonical text while
   // they hold their default, so every job planned before they existed keeps its id.
   bool id_omits_default = false;
+  // A file's path (model_file, data_file): never in the id's text, where the file's content hash
+  // (model_sha256, data_sha256) stands for it, so that the id does not depend on where the file
+  // or the checkout lies and changes when the content does (issue 45).
+  bool not_in_id = false;
 };
 
 // The table, in documentation order.
@@ -89,8 +94,9 @@ std::vector<Value> param_values(const JobParams& p);
 // Canonical JSON of the resolved parameters: keys sorted, no whitespace, integers as integers,
 // floats in shortest round-trip form (always with '.' or 'e'), strings JSON-escaped.
 std::string canonical_json(const Params& p);
-// The text the job id hashes: canonical_json without the id_omits_default parameters that hold
-// their default value (equal to canonical_json for every job that does not set one of them).
+// The text the job id hashes: canonical_json without the not_in_id parameters and without the
+// id_omits_default parameters that hold their default value (equal to canonical_json for every
+// job that sets none of them).
 std::string id_json(const Params& p);
 // 12 lowercase hex characters of a 64-bit hash of id_json(p).
 std::string job_id(const Params& p);
