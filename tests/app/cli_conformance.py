@@ -5,7 +5,8 @@ conformance: walks every command `gridrun --help` lists: `CMD --help` and `-h` e
   text on stdout, name the positional arguments in the usage line and under "arguments:" and never
   as a flag; a bad flag exits 2 with the message on stderr and nothing on stdout; `-V/--version`
   of both binaries; `gridrun` alone is a usage error; every command with --format has --width
-  and takes them; `status --watch RUN_DIR`; `calibrate --only/--set`; `report --profile RUN_DIR`.
+  and takes them; `status --watch RUN_DIR`; `calibrate --only/--set`; `report --profile RUN_DIR`;
+  `ls` of a runs folder and of a run; `--only` of status and report (and report's older --filter).
 docs: every flag (long and short) of every command's --help is the list in docs/cli.md, and
   gridrun-train's parameter flags are the grid parameters of `gridrun plan --list-params`.
 
@@ -173,13 +174,17 @@ def conformance(a):
                      ["simulate", grid, "--cores", "2", "-o", out, "-f", "json", "-w", "80"],
                      ["simulate", grid, "--cores", "2", "-o", out, "--width", "60"],
                      ["run", grid, "--cores", "2", "-o", out, "-n", "-w", "80", "-f", "table"],
-                     ["submit", grid, "--slurm", "-o", out, "-n", "-t", "10"]):
+                     ["submit", grid, "--slurm", "-o", out, "-n", "-t", "10"],
+                     ["ls", out, "-f", "csv", "-w", "80"], ["ls", out, "--width", "60", "--depth", "2"]):
             p = run(g, *argv)
             check(p.returncode == 0, f"{' '.join(argv[:1] + argv[2:])}: exit {p.returncode}: {p.stderr[:300]}")
         for argv, needle in ((["plan", grid, "-w", "39"], "--width"), (["run", grid, "-f", "xml"], "--format"),
                              (["run", grid, "-n", "-f", "csv"], "--format"),
                              (["simulate", grid, "-f", "csv"], "--format"),
-                             (["status", os.path.join(out, "cli"), "-w", "500"], "--width")):
+                             (["status", os.path.join(out, "cli"), "-w", "500"], "--width"),
+                             (["ls", out, "-w", "39"], "--width"), (["ls", out, "-f", "markdown"], "--format"),
+                             (["status", os.path.join(out, "cli"), "--only", "rnaks=1"], "--only rnaks=1"),
+                             (["status", os.path.join(out, "cli"), "--only", "ranks"], "--only ranks")):
             p = run(g, *argv)
             check(p.returncode == 2 and p.stdout == "" and needle in p.stderr,
                   f"{' '.join(argv)}: exit {p.returncode}, stderr {p.stderr[:200]!r}")
@@ -191,6 +196,14 @@ def conformance(a):
             p = run(g, *argv, timeout=30)
             check(p.returncode == 0 and "2 pending" in p.stdout,
                   f"{' '.join(argv)}: exit {p.returncode} {p.stderr[:200]}")
+        # ls: the submit dry run is a run of 2 pending jobs; `ls RUN_DIR` lists the run itself.
+        for where in (out, rd):
+            p = run(g, "ls", where, "-f", "json")
+            rows = json.loads(p.stdout or "[]") if p.returncode == 0 else []
+            check([(r["name"], r["pending"]) for r in rows] == [("cli", 2)],
+                  f"ls {where} -f json: exit {p.returncode}, {p.stdout[:200]!r} {p.stderr[:200]!r}")
+        p = run(g, "status", rd, "--only", "ranks=2", "-f", "csv")
+        check(p.returncode == 0 and len(p.stdout.splitlines()) == 2, f"status --only ranks=2: {p.stdout[:300]!r}")
         p = run(g, "status", "--watch=2", rd)
         check(p.returncode == 2 and "--watch" in p.stderr, "status --watch=2 (a switch) is refused")
         p = run(g, "status", rd, "--interval", "0")
@@ -202,6 +215,11 @@ def conformance(a):
         p = run(g, "report", results, "-f", "json", "-w", "120")
         check(p.returncode == 0 and "tables" in json.loads(p.stdout or "{}"),
               f"report -f json -w 120: {p.stderr[:200]}")
+        # report --only and its older name --filter: one selector, checked before anything is read.
+        for flag in ("--only", "--filter"):
+            p = run(g, "report", results, flag, "rank=1")
+            check(p.returncode == 2 and p.stdout == "" and "did you mean 'ranks'?" in p.stderr,
+                  f"report {flag} rank=1: exit {p.returncode}, stderr {p.stderr[:200]!r}")
         p = run(g, "report", "--profile", results)
         check(p.returncode == 0, f"report --profile RUN_DIR (RUN_DIR is no N): exit {p.returncode} {p.stderr[:200]}")
         p = run(g, "report", results, "--profile", "3")
