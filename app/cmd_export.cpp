@@ -31,6 +31,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/report/run_model.hpp"
 #include "gridrun/report/tables.hpp"
+#include "gridrun/report/tensorboard.hpp"
 #include "gridrun/results/reader.hpp"
 
 namespace gridrun::app {
@@ -54,12 +55,15 @@ struct ExportCli {
 void add_export_options(po::options_description& d, ExportCli& o) {
   d.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
       "what", po::value(&o.what),
-      "the table (required): steps (a row per training step of each job, /steps), epochs (a row per "
-      "epoch, /epochs), jobs (a row per job: status, exit_reason and the /summary figures) or phases "
-      "(a row per compare-by phase: the report's phase figures)")(
+      "the table (required but with --format tensorboard): steps (a row per training step of each "
+      "job, /steps), epochs (a row per epoch, /epochs), jobs (a row per job: status, exit_reason and "
+      "the /summary figures) or phases (a row per compare-by phase: the report's phase figures)")(
       "format,f", po::value(&o.format)->default_value("csv"),
-      "csv (one header line, then the rows) or json (an array of objects with the same keys)")(
-      "out,o", po::value(&o.output), "FILE: write the table there (atomically); none or -: stdout")(
+      "csv (one header line, then the rows), json (an array of objects with the same keys) or "
+      "tensorboard (a TensorBoard log folder: --out DIR, no --what; one TensorBoard run per job with "
+      "its steps, epochs, utilization and summary as scalars and its parameters as hparams)")(
+      "out,o", po::value(&o.output),
+      "FILE: write the table there (atomically); none or -: stdout; --format tensorboard: the folder DIR")(
       "all", po::bool_switch(&o.all),
       "also the jobs of earlier grids in the run directory (left out by default)");
   add_only_flag(d, o.only);
@@ -68,13 +72,29 @@ void add_export_options(po::options_description& d, ExportCli& o) {
 // Right after parsing: every value is checked before the run is read (exit 2 naming the flag).
 void check_export_options(const ExportCli& o) {
   if (o.input.empty()) throw std::invalid_argument("missing RUN_DIR (see gridrun export --help)");
+  if (o.format == "tensorboard") {
+    if (!o.what.empty())
+      throw std::invalid_argument("--what " + o.what +
+                                  ": not used with --format tensorboard (each job's steps, epochs, "
+                                  "utilization and summary are written)");
+    if (o.output.empty() || o.output == "-")
+      throw std::invalid_argument("--out: required with --format tensorboard (the folder to write into)");
+    std::filesystem::path dir = o.output;
+    if (!dir.has_filename()) dir = dir.parent_path();  // "tb/"
+    std::error_code ec;
+    if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+      throw std::invalid_argument("--out " + o.output + ": not a folder");
+    if (dir.has_parent_path() && !std::filesystem::is_directory(dir.parent_path(), ec))
+      throw std::invalid_argument("--out " + o.output + ": no such folder " + dir.parent_path().string());
+    return;
+  }
   if (o.what.empty())
     throw std::invalid_argument(
         "--what: required, one of steps, epochs, jobs, phases (see gridrun export --help)");
   if (o.what != "steps" && o.what != "epochs" && o.what != "jobs" && o.what != "phases")
     throw std::invalid_argument("--what " + o.what + ": expected steps, epochs, jobs or phases");
   if (o.format != "csv" && o.format != "json")
-    throw std::invalid_argument("--format " + o.format + ": expected csv or json");
+    throw std::invalid_argument("--format " + o.format + ": expected csv, json or tensorboard");
   // A phase's figures come from all of its jobs: a part of them is no phase measurement.
   if (!o.only.empty() && o.what == "phases")
     throw std::invalid_argument(
@@ -354,15 +374,18 @@ int cmd_export(const Args& args) {
   // The flag's name before -o meant --out everywhere (docs/cli.md); still read, not listed.
   po::options_description older;
   older.add_options()("output", po::value(&o.output), "the older name of --out");
-  const HelpText help{"gridrun export RUN_DIR --what steps|epochs|jobs|phases [options]",
-                      "Writes one tidy table of a run's numbers: one header line of snake_case names, one\n"
-                      "row per step, epoch, job or phase; the job id and the parameters that differ between\n"
-                      "the jobs (as `gridrun plan` shows them) come first, then the measured values.\n"
-                      "pandas reads it as is: pandas.read_csv(\"steps.csv\"). Only the jobs of the run's\n"
-                      "current grid unless --all; --only keeps the matching jobs (as report --only);\n"
-                      "unreadable job files are named on stderr and skipped.\n"
-                      "Columns: docs/results.md, \"Export\".",
-                      "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n"};
+  const HelpText help{
+      "gridrun export RUN_DIR --what steps|epochs|jobs|phases [options]\n"
+      "       gridrun export RUN_DIR --format tensorboard --out DIR [options]",
+      "Writes one tidy table of a run's numbers: one header line of snake_case names, one\n"
+      "row per step, epoch, job or phase; the job id and the parameters that differ between\n"
+      "the jobs (as `gridrun plan` shows them) come first, then the measured values.\n"
+      "pandas reads it as is: pandas.read_csv(\"steps.csv\"). Only the jobs of the run's\n"
+      "current grid unless --all; --only keeps the matching jobs (as report --only);\n"
+      "unreadable job files are named on stderr and skipped.\n"
+      "Columns: docs/results.md, \"Export\". --format tensorboard writes a TensorBoard\n"
+      "log folder instead (tensorboard --logdir DIR): docs/results.md, \"TensorBoard\".",
+      "\nExit codes: 0 ok, 1 runtime failure, 2 bad input.\n"};
   if (!parse_command(args, opts,
                      {{"input", "RUN_DIR",
                        "the run directory (`gridrun run/submit --out OUT`: OUT/NAME),\nor its results.h5", 1,
@@ -372,13 +395,21 @@ int cmd_export(const Args& args) {
   check_export_options(o);
   report::LoadOptions lo;
   lo.all = o.all;
-  lo.depth = o.what == "steps" || o.what == "epochs" ? results::Depth::Full : results::Depth::Summary;
+  const bool tensorboard = o.format == "tensorboard";
+  lo.depth =
+      tensorboard || o.what == "steps" || o.what == "epochs" ? results::Depth::Full : results::Depth::Summary;
   const std::vector<jobs::Selector> only = parse_only(o.only);
   report::LoadedRun run = report::load_run(o.input, std::cerr, lo);
   if (!only.empty()) select_only(run, only);
   if (o.what == "phases" && run.phases.empty())
     std::cerr << "export: " << o.input << " has no phases (its grid has no `compare: {by: ...}`)\n";
 
+  if (tensorboard) {
+    report::TensorboardOptions to;
+    to.out_dir = o.output;
+    report::write_tensorboard(run, to, std::cerr);
+    return 0;
+  }
   const bool to_stdout = o.output.empty() || o.output == "-";
   std::ostringstream buffer;
   std::ostream& out = to_stdout ? std::cout : buffer;
