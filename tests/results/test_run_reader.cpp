@@ -102,6 +102,37 @@ TEST_F(RunReader, SecondReadComesFromTheIndex) {
   }
 }
 
+// `gridrun ls` reads runs without writing into them: while an IndexWritesOff lives, no index is
+// written, an existing one is still used and left as it was; afterwards writing resumes.
+TEST_F(RunReader, NoIndexWrittenWhileWritesAreOff) {
+  const std::string index = folder_ + "/" + kIndexName;
+  {
+    const IndexWritesOff off;
+    FolderReadStats st;
+    const auto got = read(Depth::Summary, &st);
+    EXPECT_EQ(st.read, names_.size());
+    EXPECT_FALSE(fs::exists(index));
+    EXPECT_EQ(got.size(), names_.size());
+  }
+  FolderReadStats st;
+  read(Depth::Summary, &st);
+  ASSERT_TRUE(fs::exists(index));
+  const auto before = fs::last_write_time(index);
+  const auto size = fs::file_size(index);
+  {
+    const IndexWritesOff off;
+    fs::remove(folder_ + "/" + names_.front());  // a change that would rewrite the index (pruned entry)
+    FolderReadOptions o;
+    o.prune_index = true;
+    FolderReadStats again;
+    read_job_files(folder_, {names_.begin() + 1, names_.end()}, o, &again);
+    EXPECT_EQ(again.from_index + again.read, names_.size() - 1);
+    EXPECT_GT(again.from_index, 0u);  // the index is still read
+  }
+  EXPECT_EQ(fs::last_write_time(index), before);
+  EXPECT_EQ(fs::file_size(index), size);
+}
+
 TEST_F(RunReader, ChangedFileIsReadAgain) {
   read(Depth::Summary, nullptr);
   // A changed file (here: rewritten with the same bytes, as a copy back would) has a new ctime.
