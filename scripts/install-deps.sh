@@ -3,7 +3,9 @@
 # everything is left untouched and no package index is fetched. Run as root or with sudo.
 #   scripts/install-deps.sh          build + run dependencies
 #   scripts/install-deps.sh --test   also what the test suite needs (h5py, Slurm, munge, chromium,
-#                                    clang-format/clang-tidy/shellcheck for scripts/lint.sh)
+#                                    clang-format/clang-tidy/shellcheck for scripts/lint.sh), and
+#                                    .venv-test/: PyPI's tensorboard (scripts/test-requirements.txt)
+#                                    beside Debian's h5py, for the TensorBoard export's read-back test
 #   scripts/install-deps.sh --wheel  also the pinned PyTorch wheel environment .venv-wheel/ (torch
 #                                    2.15 CUDA wheel + numpy + h5py, scripts/wheel-requirements.txt):
 #                                    what scripts/device-build.sh builds build-cuda/ against
@@ -25,6 +27,7 @@ done
 pkgs=(build-essential cmake ninja-build git pkg-config
       libtorch-dev libopenblas0-openmp libopenmpi-dev openmpi-bin openssh-client zlib1g-dev
       libhdf5-dev hdf5-tools libboost-program-options-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev
+      libprotobuf-dev protobuf-compiler
       python3 python3-h5py python3-numpy dataset-fashion-mnist)
 if ((test_pkgs)); then
   # iproute2 + util-linux: the multi-host Slurm tests' hosts are network/UTS namespaces (ip, nsenter).
@@ -33,6 +36,7 @@ if ((test_pkgs)); then
   pkgs+=(python3-torchvision)
   # Lint (scripts/lint.sh) and the fuzz targets' clang build (bench/fuzz/run.sh).
   pkgs+=(clang-format-14 clang-tidy-14 shellcheck clang-14 libclang-rt-14-dev)
+  pkgs+=(python3-venv)  # .venv-test/ (below)
 fi
 if ((wheel)); then
   pkgs+=(python3-venv)  # Debian's python3 makes the venv; ensurepip lives in this package
@@ -54,6 +58,25 @@ else
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   echo "install-deps: done"
+fi
+
+# The test venv: Debian packages no tensorboard, so the TensorBoard read-back test
+# (tests/report/e2e_tensorboard.py, need `tensorboard` in tests/needs.sh) runs in .venv-test/, made
+# with --system-site-packages so that it uses Debian's h5py and numpy, with the pinned tensorboard
+# from PyPI. Idempotent like the wheel venv: left alone while it holds what the requirements name.
+if ((test_pkgs)); then
+  tvenv=$PWD/.venv-test
+  treq=scripts/test-requirements.txt
+  if [[ -x $tvenv/bin/python3 ]] && cmp -s "$treq" "$tvenv/gridrun-requirements.txt" &&
+     "$tvenv/bin/python3" -c "import tensorboard, h5py" 2>/dev/null; then
+    echo "install-deps --test: $tvenv up to date"
+  else
+    rm -rf "$tvenv"
+    /usr/bin/python3 -m venv --system-site-packages "$tvenv"
+    "$tvenv/bin/pip" install --quiet --disable-pip-version-check -r "$treq"
+    cp "$treq" "$tvenv/gridrun-requirements.txt"
+    echo "install-deps --test: $tvenv made ($("$tvenv/bin/python3" -c 'import tensorboard; print("tensorboard", tensorboard.__version__)'))"
+  fi
 fi
 ((wheel)) || exit 0
 

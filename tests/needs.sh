@@ -6,7 +6,9 @@
 #   needs.sh REQ...                       check only (for scripts: `needs.sh python3 || exit $?`)
 #
 # REQ is a Debian package name from the table below (what provides the tool), `root`, or
-# `wheel-venv` (the pinned PyTorch wheel in .venv-wheel/, scripts/install-deps.sh --wheel).
+# `wheel-venv` (the pinned PyTorch wheel in .venv-wheel/, scripts/install-deps.sh --wheel), or
+# `tensorboard` (PyPI's tensorboard in .venv-test/, scripts/install-deps.sh --test; a test that needs
+# it runs .venv-test/bin/python3, which also sees Debian's h5py and numpy).
 # When one is missing: prints "SKIP: <reason>" and exits 77 (the tests' SKIP_RETURN_CODE). Under
 # CI=true it prints "FAIL: ..." and exits 1 instead when `scripts/install-deps.sh --test` installs
 # that package (CI runs that script first, so a missing tool there is a broken CI, not a reason to
@@ -39,6 +41,10 @@ check() {
       if ! "$here/../.venv-wheel/bin/python3" -c "import torch, h5py" >/dev/null 2>&1; then
         echo "no .venv-wheel with torch and h5py"; return 1
       fi ;;
+    tensorboard)
+      if ! "$here/../.venv-test/bin/python3" -c "import tensorboard, h5py" >/dev/null 2>&1; then
+        echo "no .venv-test with tensorboard and h5py"; return 1
+      fi ;;
     root) [[ $(id -u) -eq 0 ]] || { echo "not root (the test starts its own Slurm daemons)"; return 1; } ;;
     *) echo "needs.sh: unknown requirement '$1'" >&2; exit 2 ;;
   esac
@@ -46,6 +52,7 @@ check() {
 
 ci_provides() {
   [[ "$1" == root || "$1" == wheel-venv ]] && return 0  # scripts/test.sh runs install-deps.sh --wheel
+  [[ "$1" == tensorboard ]] && return 0  # install-deps.sh --test makes .venv-test/
   bash "$here/../scripts/install-deps.sh" --test --list | grep -qx -- "$1"
 }
 
