@@ -138,16 +138,28 @@ RunRow read_run(const std::string& path) {
   } catch (const std::exception& e) {
     row.problems.push_back("status: " + base::printable_line(e.what()));
   }
-  // The verdict is the report's, read as `gridrun report` reads the run (its skipped-file lines
-  // are the report's to print, not a listing's).
+  // The verdict is the report's, read as `gridrun report` reads the run. What the report would say
+  // it skipped (an unreadable job file, a grid copy that no longer loads) is the row's problem; a
+  // job without a results file yet is not one (it is pending).
   std::error_code rec;
   if (fs::is_directory(rd.results_dir(), rec)) {
     try {
-      std::ostringstream quiet;
-      const report::LoadedRun lr = report::load_run(path, quiet);
+      std::ostringstream log;
+      const report::LoadedRun lr = report::load_run(path, log);
       const auto lines =
           report::verdict_lines(lr.phases, report::VerdictOptions{lr.compare_by, lr.rerun_prefix});
       if (!lines.empty()) row.verdict = base::printable_line(lines.front());
+      std::istringstream said(log.str());
+      std::vector<std::string> skipped;
+      for (std::string line; std::getline(said, line);)
+        if (!line.empty() && line.find(": missing (job has no results file)") == std::string::npos)
+          skipped.push_back(base::printable_line(line));
+      if (skipped.size() > 3) {
+        const std::size_t n = skipped.size();
+        skipped.resize(2);
+        skipped.push_back("... " + std::to_string(n - 2) + " more (gridrun report names them)");
+      }
+      row.problems.insert(row.problems.end(), skipped.begin(), skipped.end());
     } catch (const std::exception& e) {
       row.problems.push_back("report: " + base::printable_line(e.what()));
     }

@@ -13,7 +13,8 @@ ls: one row per run with the counts status gives, in table, csv and json (read b
 json modules, the same values), the verdict line `gridrun report` prints first, last change as ISO
 time; nothing written into the runs (every file's size and mtime, the results index included, are
 the same after ls); a damaged state.json gives that run a row naming the problem, the other rows
-unchanged and exit 0; DIR itself as a run, --depth, bad flags (exit 2).
+unchanged and exit 0, and so does an unreadable results file (named); DIR itself as a run,
+--depth, bad flags (exit 2).
 --only: status, report and export keep the matching jobs (by parameter, typed: lr=0.10 is 0.1; by id;
 by status), report --filter is still read, a bad key exits 2 with a did-you-mean, export --what
 phases refuses it.
@@ -261,6 +262,19 @@ def check_damaged(tmp, rows):
     p = gridrun("ls", "runs", cwd=tmp)
     line = next((l for l in p.stdout.splitlines() if l.startswith("runs/done4 ")), "")
     check(p.returncode == 0 and "problem" in line, f"ls table, damaged run: {line!r}")
+
+    # A results file that cannot be read: the report's skipped line is the row's problem; the file
+    # is neither moved nor quarantined (that is `gridrun run`'s).
+    results = os.path.join(tmp, "runs/deeper/deep4/results")
+    victim = sorted(f for f in os.listdir(results) if f.endswith(".h5"))[0]
+    with open(os.path.join(results, victim), "r+b") as f:
+        f.truncate(100)
+    before = tree(os.path.join(tmp, "runs/deeper"))
+    deep = ls_json(tmp, "runs", "--depth", "2")
+    problem = deep.get("runs/deeper/deep4", {}).get("problem") or ""
+    check(victim in problem, f"unreadable {victim}: deep4's problem {problem!r}")
+    check(sorted(deep) == sorted(RUNS + ["runs/deeper/deep4"]), f"ls --depth 2 with an unreadable file: {sorted(deep)}")
+    check(tree(os.path.join(tmp, "runs/deeper")) == before, "ls changed runs/deeper (quarantine or index)")
 
 
 def main():
