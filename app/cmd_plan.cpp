@@ -31,7 +31,9 @@
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
 #include "gridrun/results/data_file.hpp"
+#include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/resources.hpp"
+#include "gridrun/scheduler/run.hpp"
 
 namespace gridrun::app {
 
@@ -458,6 +460,9 @@ int cmd_plan(const Args& args) {
   // then reported it: the ASan lane, issue 24).
   [[maybe_unused]] static const gj::Expansion* volatile kept = nullptr;
   lo.check_data_file = gridrun::results::check_job_data_file;
+  // A model=torchscript job's model built by gridrun-train in a memory-limited child (exit 2 at
+  // the grid's model_file line when it cannot be): what run and submit check before launching.
+  lo.check_model_file = gridrun::scheduler::model_checker(gridrun::scheduler::default_train_bin()).callback();
   const auto* expansion = new gj::Expansion(gj::load_grid(o.grid, lo));  // GridError -> exit 2 in main
   kept = expansion;
   const gj::Expansion& ex = *expansion;

@@ -26,6 +26,7 @@
 #include "gridrun/results/data_file.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/cancel.hpp"
+#include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/run.hpp"
 #include "gridrun/scheduler/status.hpp"
 #include "gridrun/slurm/submit.hpp"
@@ -237,6 +238,9 @@ int cmd_submit(const Args& args) {
     if (vm.count("node-cores")) s.node_cores = c.node_cores;
   }
   s.check_data_file = results::check_job_data_file;
+  // The model is built here by the gridrun-train next to this gridrun (--train-bin is the compute
+  // nodes' path), before anything is written or queued.
+  s.check_model_file = scheduler::model_checker(scheduler::default_train_bin()).callback();
   auto res = slurm::submit(s, cli, std::cout);
   if (s.dry_run) {
     for (const auto& a : res.scripts.arrays)

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -185,33 +187,126 @@ Child spawn(const SpawnOptions& o) {
   return Child(pid, o.new_process_group);
 }
 
+namespace {
+
+// argv[0] as execve needs it: as given when it holds a '/', else the first executable of that
+// name in PATH (looked up here, before fork: the child may only call async-signal-safe functions).
+std::string exec_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t at = 0; at <= dirs.size();) {
+    std::size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end > at ? dirs.substr(at, end - at) : ".";
+    const std::string cand = dir + "/" + name;
+    if (::access(cand.c_str(), X_OK) == 0) return cand;
+    at = end + 1;
+  }
+  return name;
+}
+
+// fork + setrlimit + execve: posix_spawn has no way to set a limit in the child. Returns the
+// child's pid, or -1 with `err` set to exec's errno (reported through a close-on-exec pipe).
+pid_t fork_exec_limited(const std::vector<std::string>& argv_s, const std::vector<std::string>& env_s,
+                        std::uint64_t max_as, int out_fd, int err_fd, int& err) {
+  const std::string path = exec_path(argv_s[0]);
+  const auto argv = c_strings(argv_s);
+  const auto envp = c_strings(env_s);
+  Fd fail_r, fail_w;
+  make_pipe(fail_r, fail_w);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    err = errno;
+    return -1;
+  }
+  if (pid == 0) {
+    rlimit cur{};
+    ::getrlimit(RLIMIT_AS, &cur);
+    rlimit lim{};
+    lim.rlim_cur = lim.rlim_max = std::min<rlim_t>(cur.rlim_max, static_cast<rlim_t>(max_as));
+    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (::setrlimit(RLIMIT_AS, &lim) != 0 || devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out_fd, 1) < 0 ||
+        ::dup2(err_fd, 2) < 0) {
+      const int e = errno;
+      (void)!::write(fail_w.get(), &e, sizeof e);
+      ::_exit(127);
+    }
+    ::execve(path.c_str(), argv.data(), envp.data());
+    const int e = errno;
+    (void)!::write(fail_w.get(), &e, sizeof e);
+    ::_exit(127);
+  }
+  fail_w.reset();
+  int e = 0;
+  ssize_t n;
+  while ((n = ::read(fail_r.get(), &e, sizeof e)) < 0 && errno == EINTR) {
+  }
+  if (n == static_cast<ssize_t>(sizeof e)) {  // exec failed: reap the child, report why
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    err = e;
+    return -1;
+  }
+  return pid;
+}
+
+}  // namespace
+
 CapturedRun run_captured(const std::vector<std::string>& argv_s) {
+  return run_captured(argv_s, CaptureOptions{});
+}
+
+CapturedRun run_captured(const std::vector<std::string>& argv_s, const CaptureOptions& opts) {
   if (argv_s.empty()) throw std::invalid_argument("run_captured: empty command");
   Fd out_r, out_w, err_r, err_w;
   make_pipe(out_r, out_w);
   make_pipe(err_r, err_w);
-  SpawnFiles fa;
-  posix_spawn_file_actions_addopen(&fa.v, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa.v, out_w.get(), 1);
-  posix_spawn_file_actions_adddup2(&fa.v, err_w.get(), 2);
-  const auto argv = c_strings(argv_s);
+  const auto env_s = merged_env(opts.env_set);
   pid_t pid = -1;
-  CapturedRun res;
-  const int rc = ::posix_spawnp(&pid, argv[0], &fa.v, nullptr, argv.data(), environ);
+  int rc = 0;
+  if (opts.max_address_space > 0) {
+    pid = fork_exec_limited(argv_s, env_s, opts.max_address_space, out_w.get(), err_w.get(), rc);
+  } else {
+    SpawnFiles fa;
+    posix_spawn_file_actions_addopen(&fa.v, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa.v, out_w.get(), 1);
+    posix_spawn_file_actions_adddup2(&fa.v, err_w.get(), 2);
+    const auto argv = c_strings(argv_s);
+    const auto envp = c_strings(env_s);
+    rc = ::posix_spawnp(&pid, argv[0], &fa.v, nullptr, argv.data(), envp.data());
+  }
   out_w.reset();
   err_w.reset();
-  if (rc != 0) {
+  CapturedRun res;
+  if (rc != 0 || pid <= 0) {
     res.err = argv_s[0] + ": " + errno_text(rc);
     return res;
   }
   res.started = true;
   Child child(pid, false);  // reaped (or killed and reaped) on every path out of here
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(std::max(opts.timeout_s, 0.0)));
   pollfd fds[2] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}};
   std::string* sinks[2] = {&res.out, &res.err};
   int open = 2;
   char buf[65536];
   while (open > 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    int wait_ms = -1;
+    if (opts.timeout_s > 0) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) {
+        res.timed_out = true;
+        child.signal(SIGKILL);
+        break;
+      }
+      wait_ms = static_cast<int>(std::min<long long>(left, 60'000));
+    }
+    const int ready = ::poll(fds, 2, wait_ms);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }

@@ -58,6 +58,7 @@ class Expander {
   std::optional<Problem> derive_batch(Draft& d, JobParams& jp);
   std::optional<Problem> derive_files(Draft& d, JobParams& jp);
   void check_job(const Draft& d, const JobParams& jp, std::optional<Problem> batch, int origin) const;
+  void check_model(const Draft& d, const JobParams& jp, int origin);
   void note_varying(const Draft& d);
   std::uint64_t hash_id_text(const Draft& d);
   bool drop_duplicate(std::uint64_t hash, int origin);
@@ -82,6 +83,7 @@ class Expander {
   };
   std::unordered_map<std::string, FileFacts> files_;
   std::unordered_map<std::string, std::string> data_checked_;
+  std::unordered_map<std::string, std::string> model_checked_;  // model content|input -> problem ("" = fine)
   std::unordered_set<const std::string*>
       derived_sha_;         // FileFacts::sha_json members in drafts  // path|model -> problem ("" = fine)
   std::vector<int> order_;  // parameter indices sorted by name (the canonical key order)
@@ -244,6 +246,7 @@ void Expander::finish(Draft& d, int origin, bool apply_excludes) {
     return;
   }
   check_job(d, jp, std::move(batch), origin);
+  check_model(d, jp, origin);
   note_varying(d);
   const std::uint64_t hash = hash_id_text(d);
   if (drop_duplicate(hash, origin)) return;
@@ -389,6 +392,17 @@ void Expander::check_job(const Draft& d, const JobParams& jp, std::optional<Prob
   if (!batch && problems.empty()) return;
   if (batch) problems.insert(problems.begin(), std::move(*batch));
   report(d, problems, origin);
+}
+
+// A TorchScript job's model checked by LoadOptions::check_model_file (archive, load and a trial
+// forward on the job's input, in a child process: the command's side), after the job passed every
+// other check and its excludes, once per model content and input; reported at model_file.
+void Expander::check_model(const Draft& d, const JobParams& jp, int origin) {
+  if (!opts_.check_model_file || jp.model != "torchscript" || jp.model_file.empty()) return;
+  auto [it, fresh] = model_checked_.try_emplace(jp.model_sha256 + "|" + jp.dataset + "|" + jp.data_dir + "|" +
+                                                jp.data_file + "|" + jp.input);
+  if (fresh) it->second = opts_.check_model_file(jp);
+  if (!it->second.empty()) report(d, {Problem{"model_file", it->second, {}, {}}}, origin);
 }
 
 void Expander::note_varying(const Draft& d) {

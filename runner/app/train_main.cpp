@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
       std::printf("flops_per_sample %.17g\nmodel_params %lld\n", c.flops_per_sample,
                   static_cast<long long>(c.params));
       return 0;
+    } catch (const c10::Error& e) {  // what LibTorch throws outside the model's own checks (memory)
+      std::cerr << "gridrun-train: runtime failure: " << one_line(e.what_without_backtrace()) << "\n";
+      return kExitFailure;
     } catch (const BadInput& e) {
       std::string why = e.what();
       if (why.rfind("gridrun-train: ", 0) == 0) why = why.substr(15);

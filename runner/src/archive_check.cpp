@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -20,6 +21,12 @@ namespace {
 
 [[noreturn]] void damaged(const std::string& what, const std::string& why, std::uint64_t at) {
   throw std::runtime_error(what + ": damaged: " + why + " at byte " + std::to_string(at));
+}
+
+std::string mib(std::uint64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return b;
 }
 
 std::uint64_t le(const unsigned char* p, int n) {
@@ -178,6 +185,8 @@ void check_crc(std::ifstream& f, std::uint64_t data, const Entry& en, const std:
       if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) damaged(what, "bad compressed data", data);
       const std::uint64_t got = out.size() - z.avail_out;
       produced += got;
+      // Never past the declared size, which the directory walk held within the archive's limit:
+      // a bomb that lies about its size stops here, after one buffer.
       if (produced > en.uncomp) damaged(what, "a compressed record longer than it says", data);
       crc = crc32(crc, out.data(), static_cast<uInt>(got));
     } while (z.avail_out == 0 && zr != Z_STREAM_END);
@@ -261,6 +270,12 @@ void check_pickle(const unsigned char* d, std::size_t n, const std::string& what
   damaged(what, "a pickle without its STOP opcode", n);
 }
 
+std::uint64_t archive_decompressed_limit(std::uint64_t file_size) {
+  const std::uint64_t cap = file_size + kMaxArchiveExpansion;
+  if (file_size > (cap - kArchiveExpansionSlack) / kArchiveExpansionRatio) return cap;
+  return std::min(cap, kArchiveExpansionRatio * file_size + kArchiveExpansionSlack);
+}
+
 void check_torch_archive(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error(path + ": cannot open");
@@ -297,6 +312,12 @@ void check_torch_archive(const std::string& path) {
   if (cd_at > eocd || cd_size > eocd - cd_at) damaged(path, "a central directory outside the file", eocd);
   if (count > cd_size / 46)
     damaged(path, std::to_string(count) + " entries in a central directory that cannot hold them", eocd);
+  if (count > kMaxArchiveRecords)
+    throw std::runtime_error(path + ": " + std::to_string(count) + " records, more than the limit of " +
+                             std::to_string(kMaxArchiveRecords) +
+                             " records of a model or checkpoint archive");
+  const std::uint64_t limit = archive_decompressed_limit(end);
+  std::uint64_t total = 0;  // declared decompressed bytes of the records so far
   const auto cd = read_at(f, cd_at, cd_size, path);
   std::set<std::string> names;
   std::uint64_t p = 0;
@@ -358,6 +379,13 @@ void check_torch_archive(const std::string& path) {
               at);
     if (en.method != 0 && en.method != 8)
       damaged(what, "compression method " + std::to_string(en.method), at);
+    // Before a byte is inflated: LibTorch would hold the whole record in memory.
+    if (en.uncomp > limit - total)
+      throw std::runtime_error(what + ": decompresses to " + mib(total + en.uncomp) +
+                               " with the records before it, past the limit of " + mib(limit) +
+                               " for an archive of " + mib(end) +
+                               " (16 x its size + 64 MiB, at most its size + 4 GiB: a deflate bomb?)");
+    total += en.uncomp;
     // data.pkl, constants.pkl and code/*.debug_pkl are pickles LibTorch reads.
     const bool pkl = en.name.size() >= 3 && en.name.compare(en.name.size() - 3, 3, "pkl") == 0;
     if (pkl && en.method == 0) {

@@ -204,7 +204,18 @@ ModelSpec model_spec(const jobs::JobParams& j, const InputInfo& in) {
 
 ModelCost model_cost(const jobs::JobParams& j) {
   torch::manual_seed(static_cast<std::uint64_t>(j.seed));
-  const DataSplits data = make_dataset(dataset_options(j));
+  // Only the input's shape is needed: an HDF5 set stays on disk (read per batch), so the model
+  // check that plan runs in a memory-limited child does not hold the user's data in memory.
+  DatasetOptions dopts = dataset_options(j);
+  dopts.resident_max_bytes = 0;
+  DataSplits data;
+  try {
+    data = make_dataset(dopts);
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    if (why.rfind("gridrun-train: ", 0) == 0) why = why.substr(15);
+    throw DataUnreadable(kDataUnreadable + why);
+  }
   const auto model = make_model(model_spec(j, data.input));
   return {model->flops_per_sample(), model->parameter_count()};
 }

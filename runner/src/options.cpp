@@ -160,9 +160,11 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "only read the checkpoint folder DIR (ckpt-<step>) and exit: 0 readable, 1 damaged; what "
       "--resume runs first in a process of its own, so a file that crashes the reader cannot")(
       "count-flops", po::bool_switch(&o.count_flops),
-      "only build the job's model on its data set's input and print `flops_per_sample F` and "
-      "`model_params N` (forward FLOPs per sample, counted from the model), then exit; what "
-      "`gridrun simulate` asks for model=torchscript, whose cost no table knows")(
+      "the model check: only build the job's model on its data set's input (a TorchScript file: "
+      "the archive check, the load and one trial forward) and print `flops_per_sample F` and "
+      "`model_params N` (forward FLOPs per sample, counted from the model), then exit 0; a model "
+      "that cannot be built is one line naming the file and why, exit 2. `gridrun plan`, `run`, "
+      "`submit` and `calibrate` run it once per model file and input before anything is queued")(
       "then-job", po::value<std::vector<std::string>>(&o.then_jobs)->composing(),
       "after the job completes, train this job file too in the same process (repeatable; same "
       "device, ranks and threads): `gridrun calibrate` measures several configurations per launch");

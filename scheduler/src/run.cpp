@@ -25,6 +25,7 @@
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/executor.hpp"
+#include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "predict.hpp"
 #include "run_loop.hpp"
@@ -75,45 +76,15 @@ int gpu_slots(const jobs::Expansion& ex, std::vector<int>& share) {
   return slots;
 }
 
-// model=torchscript: no table knows a user's model, so gridrun-train counts its forward FLOPs from
-// the model itself (--count-flops), once per file and input; the cost model (simulate, and the
-// order of an uncalibrated run) then uses them. A model it cannot build keeps the cost model's
-// default and a warning: the job itself fails with the reason when it runs.
-void count_script_flops(GridPlan& plan, const std::string& train_bin, std::ostream& out) {
-  std::map<std::string, const jobs::Job*> todo;
+// model=torchscript: no table knows a user's model, so the cost model (simulate, and the order of
+// an uncalibrated run) takes its forward FLOPs from the model check that loading the grid ran
+// (ModelChecker: gridrun-train --count-flops, once per model content and input). A model that
+// cannot be built never gets here: the grid was refused at its model_file line.
+void count_script_flops(GridPlan& plan, const ModelChecker& checker) {
   for (const auto& j : plan.ex.jobs)
-    if (j.params.model == "torchscript") todo.emplace(script_cost_key(j.params), &j);
-  if (todo.empty()) return;
-  std::string dir = (std::filesystem::temp_directory_path() / "gridrun-flops-XXXXXX").string();
-  if (!::mkdtemp(dir.data())) {
-    out << "warning: model=torchscript FLOPs not counted (no temporary folder); estimated as a mid-sized "
-           "CNN\n";
-    return;
-  }
-  struct Remove {
-    std::string path;
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } remove{dir};
-  int k = 0;
-  for (const auto& [key, job] : todo) {
-    const std::string file = dir + "/" + std::to_string(k++) + ".json";
-    jobs::write_job_file(file, *job);
-    const base::CapturedRun r = base::run_captured({train_bin, "--job", file, "--count-flops"});
-    double flops = 0;
-    const auto at = r.out.find("flops_per_sample ");
-    if (r.exit_code == 0 && at != std::string::npos) flops = std::strtod(r.out.c_str() + at + 17, nullptr);
-    if (flops > 0) {
-      plan.cost.script_flops[key] = flops;
-      continue;
-    }
-    std::string why =
-        r.started ? base::printable_line(r.err.substr(0, r.err.find('\n'))) : train_bin + " cannot start";
-    out << "warning: " << job->params.model_file << ": FLOPs not counted (" << why
-        << "); its jobs are estimated as a mid-sized CNN\n";
-  }
+    if (j.params.model == "torchscript")
+      if (const double f = checker.flops(j.params); f > 0)
+        plan.cost.script_flops[script_cost_key(j.params)] = f;
 }
 
 // The command that repeats this one (grid, --set, --only), for "... --only device=cpu runs the rest".
@@ -130,6 +101,8 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   GridPlan plan;
   jobs::LoadOptions lo;
   lo.check_data_file = results::check_job_data_file;  // where this machine sees the file
+  ModelChecker& checker = model_checker(o.train_bin.empty() ? default_train_bin() : o.train_bin);
+  lo.check_model_file = checker.callback();  // before anything is written or launched
   lo.overrides = o.overrides;
   lo.repeats = o.repeats;
   plan.ex = jobs::load_grid(o.grid, lo);
@@ -166,7 +139,7 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
     plan.req.push_back(r);
   }
   plan.cost = o.cost;
-  count_script_flops(plan, o.train_bin.empty() ? default_train_bin() : o.train_bin, out);
+  count_script_flops(plan, checker);
   if (o.repeats > 0 && ex.compare_by.empty())
     throw std::invalid_argument("--repeats: the grid has no compare: {by: KEY}, so no phases to repeat");
   if (o.rerun == "compare" && ex.compare_by.empty())

@@ -311,6 +311,7 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   check_script_options(with_hint_args(opts));
   jobs::LoadOptions lo;
   lo.check_data_file = opts.check_data_file;
+  lo.check_model_file = opts.check_model_file;
   lo.overrides = opts.overrides;
   lo.repeats = opts.repeats;
   const jobs::Expansion exp = jobs::load_grid(opts.grid_file, lo);

@@ -275,6 +275,26 @@ TEST(Spawn, CapturesOutputsAndExitCodeSeparately) {
   EXPECT_FALSE(missing.started);
 }
 
+TEST(Spawn, CapturedChildGetsItsLimitsEnvironmentAndTimeout) {
+  // The model check's bounds (CaptureOptions): RLIMIT_AS set in the child before exec (`ulimit -v`
+  // reads it, in KiB), the environment entries, and a child killed past its timeout (a 300 s sleep
+  // against 0.2 s: no machine is that slow).
+  CaptureOptions o;
+  o.max_address_space = std::uint64_t{256} << 20;
+  o.env_set = {"GRIDRUN_SPAWN_TEST=yes"};
+  auto r = run_captured({"sh", "-c", "ulimit -v; echo $GRIDRUN_SPAWN_TEST"}, o);
+  EXPECT_TRUE(r.started);
+  EXPECT_EQ(r.out, "262144\nyes\n");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_FALSE(run_captured({"/nonexistent/program"}, o).started);  // exec's error, reported
+  CaptureOptions t;
+  t.timeout_s = 0.2;
+  r = run_captured({"sleep", "300"}, t);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+}
+
 TEST(Spawn, ChildInItsOwnGroupIsKilledWithItsChildrenOnDestruction) {
   TempDir d;
   const std::string pidfile = (d.path / "grandchild").string();

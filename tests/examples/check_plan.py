@@ -294,8 +294,12 @@ def check(args, grid, out, stderr):
     warnings = [w.replace(grid, "GRID") for w in out["warnings"]]
     if warnings != exp["warnings"]:
         errors.append(f"warnings {warnings}, expected {exp['warnings']}")
+    # The model check's note that a model could not be built where the data set's files are absent
+    # (image-and-text: CIFAR-10 and the text set live on the machines that train) is not one of
+    # the grid's warnings: it says what this machine could not check (docs/own-model.md).
     printed = [line.split("warning: ", 1)[1].replace(grid, "GRID")
-               for line in stderr.splitlines() if "warning: " in line]
+               for line in stderr.splitlines()
+               if "warning: " in line and "model not checked before launch" not in line]
     if printed != exp["warnings"]:
         errors.append(f"warnings on stderr {printed}, expected {exp['warnings']}")
     ids = [j["id"] for j in out["jobs"]]

@@ -268,6 +268,16 @@ TEST(ArchiveCheck, PickleWalk) {
   EXPECT_NE(check_pickle_error("\x80"s).find("an argument of 1 bytes where 0"), std::string::npos);
 }
 
+TEST(ArchiveCheck, DecompressedLimit) {
+  // 16 x the file's size + 64 MiB, never more than the file's size + 4 GiB (archive_check.hpp).
+  constexpr std::uint64_t MiB = 1 << 20, GiB = std::uint64_t{1} << 30;
+  EXPECT_EQ(archive_decompressed_limit(0), 64 * MiB);
+  EXPECT_EQ(archive_decompressed_limit(1 * MiB), 80 * MiB);  // the 1 MB file: not 1 GiB
+  EXPECT_EQ(archive_decompressed_limit(100 * MiB), 1664 * MiB);
+  EXPECT_EQ(archive_decompressed_limit(1 * GiB), 5 * GiB);
+  EXPECT_EQ(archive_decompressed_limit(~std::uint64_t{0} / 2), ~std::uint64_t{0} / 2 + 4 * GiB);
+}
+
 TEST(ArchiveCheck, NotAZip) {
   const auto f = std::filesystem::temp_directory_path() / ("gridrun-notzip-" + std::to_string(::getpid()));
   { std::ofstream(f) << std::string(100, 'x'); }

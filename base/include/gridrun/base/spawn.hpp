@@ -6,6 +6,7 @@
 // that no fd or zombie is left on any path, exceptions included.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -53,10 +54,23 @@ Child spawn(const SpawnOptions& opts);
 struct CapturedRun {
   int exit_code = -1;  // exit status, or 128 + signal number
   std::string out, err;
-  bool started = false;  // false when the program could not be executed (e.g. not installed)
+  bool started = false;    // false when the program could not be executed (e.g. not installed)
+  bool timed_out = false;  // killed (SIGKILL) for running past CaptureOptions::timeout_s
 };
 // Runs argv with stdin from /dev/null, captures stdout and stderr separately, waits.
 CapturedRun run_captured(const std::vector<std::string>& argv);
+
+// Bounds for a child that reads input gridrun does not control (the planner's model check: a
+// model file could ask LibTorch for any amount of memory, or a forward could never end).
+struct CaptureOptions {
+  std::vector<std::string> env_set;  // "NAME=value" entries that replace or add to environ
+  double timeout_s = 0;              // > 0: SIGKILL the child past this many seconds
+  // > 0: the child's RLIMIT_AS (soft and hard; never above the caller's own hard limit), set in
+  // the child between fork and exec, so no allocation of the program escapes it. An allocation
+  // past it fails in the child (std::bad_alloc, a failed mmap), never in the caller.
+  std::uint64_t max_address_space = 0;
+};
+CapturedRun run_captured(const std::vector<std::string>& argv, const CaptureOptions& opts);
 
 // Runs `fn` in a forked copy of this process and reports how it ended, so that code which may
 // crash on hostile input (libhdf5 1.10 on a bit-flipped file: SIGSEGV, abort in free()) takes only

@@ -65,6 +65,13 @@ struct LoadOptions {
   // see it: "" when it is usable, else one line naming the file and what is wrong, reported at the
   // grid's data_file key. Called once per file and model. Set by the command (jobs/ reads no HDF5).
   std::function<std::string(const JobParams& job)> check_data_file;
+  // Checks a model=torchscript job's model where the planner can see it (model_file absolute,
+  // model_sha256 filled in): "" when it builds on the job's input, else one line saying why,
+  // reported at the grid's model_file key. Called once per model content and input (model_sha256,
+  // dataset, data_dir, data_file, input), for jobs that passed every other check and are not
+  // excluded. Set by the command (scheduler::ModelChecker: gridrun-train --count-flops in a
+  // memory-limited child; jobs/ links no LibTorch); unset, models are only hashed.
+  std::function<std::string(const JobParams& job)> check_model_file;
   // Where relative model_file and data_file paths start; empty = the grid file's folder (the
   // current directory for a grid given as a string). A run's grid.yaml copy is loaded with the
   // folder of the grid it was copied from (run::RunState::grid_dir).

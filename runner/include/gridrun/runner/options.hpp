@@ -51,6 +51,8 @@ struct RunnerOptions {
   // checkpoint, so one that crashes LibTorch's reader takes only that process down.
   std::string check_checkpoint;
   // --count-flops: print the job's model cost (model_cost) and exit; needs the job, not --out.
+  // It is also the model check the planner runs before anything launches (archive check, load,
+  // trial forward): a model that cannot be built is one line and exit 2.
   bool count_flops = false;
   // Hidden test hooks (documented in docs/runner.md, not in --help):
   std::int64_t stop_after_step = 0;  // raise SIGTERM in-process after this global step

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gridrun/runner/communicator.hpp"
+#include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/options.hpp"
 
 namespace gridrun::runner {
@@ -27,5 +28,13 @@ struct ModelCost {
   std::int64_t params = 0;
 };
 ModelCost model_cost(const jobs::JobParams& job);
+
+// model_cost could not read the job's data set, so it built no model: --count-flops says so with
+// kDataUnreadable before the reason, and the planner's model check leaves the model unchecked
+// with a warning instead of refusing it (a built-in set's files may exist only where jobs run).
+struct DataUnreadable : BadInput {
+  using BadInput::BadInput;
+};
+inline constexpr const char* kDataUnreadable = "the data set cannot be read here, so no model was built: ";
 
 }  // namespace gridrun::runner

@@ -31,6 +31,9 @@ struct SubmitOptions {
   // Checks a job's HDF5 data file where the submit host sees it (jobs::LoadOptions::
   // check_data_file); set by the command (results::check_job_data_file), unset in unit tests.
   std::function<std::string(const jobs::JobParams&)> check_data_file;
+  // Builds a model=torchscript job's model where the submit host can (jobs::LoadOptions::
+  // check_model_file); set by the command (scheduler::ModelChecker), unset in unit tests.
+  std::function<std::string(const jobs::JobParams&)> check_model_file;
   std::string out_dir = "runs";
   ScriptOptions script;                  // run_dir/run_name/grid_file/out_dir/submission are filled in
   std::optional<std::size_t> max_array;  // unset: MaxArraySize from scontrol, else 1000
