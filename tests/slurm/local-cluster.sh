@@ -16,10 +16,13 @@
 #   tests/slurm/local-cluster.sh leftovers [DIR]    after stop: lists any namespace, link, mount
 #                                                   or process of this cluster still there; exit 1
 #                                                   if there is one (the multi-host fixture's check)
+#   tests/slurm/local-cluster.sh ports  [DIR]   prints the SlurmctldPort a start would take now
+#                                               (SlurmdPort is the next); exit 1 if none is free
 #
 # DIR defaults to /tmp/gridrun-slurm-<uid>. Clients find the cluster through SLURM_CONF=DIR/slurm.conf,
 # so the machine's own /etc/slurm (if any) is never touched. Ports are derived from DIR, so two build
-# trees can each run their own cluster. Why these settings (found on Debian 12 in a container):
+# trees can each run their own cluster, and checked: a pair that another program holds is skipped
+# for the next free one (issue 49). Why these settings (found on Debian 12 in a container):
 #   - munged must run as user munge on a socket dir it owns; we run a private munged + key.
 #   - GRES gpu needs File= devices or slurmd reports a lower count than configured: four char
 #     devices (mknod c 1 3, i.e. /dev/null's numbers) stand in; Slurm then sets CUDA_VISIBLE_DEVICES.
@@ -73,6 +76,33 @@ log() { echo "local-cluster: $*"; }
 
 # Ports from a checksum of DIR: stable per dir, different between build trees.
 port_base() { local h; h=$(printf '%s' "$DIR" | cksum | cut -d' ' -f1); echo $((20000 + (h % 400) * 20)); }
+
+# Is TCP port $1 taken in this network namespace (the root one, where slurmctld and a single-node
+# slurmd listen)? Read from /proc/net/tcp and tcp6, which list every socket of the namespace: no
+# tool needed and no packet sent. TIME_WAIT (state 06) does not count: Slurm binds with
+# SO_REUSEADDR, so a cluster restarted on the same DIR keeps its ports.
+port_busy() {
+  local hex
+  hex=$(printf ':%04X' "$1")
+  awk -v h="$hex" 'FNR > 1 && substr($2, length($2) - 4) == h && $4 != "06" {busy = 1} END {exit !busy}' \
+    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# SlurmctldPort (SlurmdPort is the next one): the checksum's pair if both are free, else the next
+# free pair, up to 200 pairs on (wrapping within 20000-27999, below Linux's ephemeral ports).
+pick_ports() {
+  local first i p
+  first=$(port_base)
+  for ((i = 0; i < 200; i++)); do
+    p=$((20000 + (first - 20000 + 2 * i) % 8000))
+    if ! port_busy "$p" && ! port_busy $((p + 1)); then
+      ((i == 0)) || echo "local-cluster: port $first or $((first + 1)) is taken; using $p and $((p + 1))" >&2
+      echo "$p"
+      return 0
+    fi
+  done
+  die "no two free TCP ports among the 200 pairs from $first on (20000-27999, see ss -ltn)"
+}
 
 # Multi-host names, also from DIR: two build trees get different namespaces, bridge and subnet.
 TAG=$(($(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 250 + 1))
@@ -129,7 +159,13 @@ ctld_up() { SLURM_CONF="$CONF" scontrol ping 2>/dev/null | grep -q UP; }
 
 write_config() {
   local pb node gpus=4 md
-  pb=$(port_base); md=$(munge_dir)
+  if [[ -f $CONF ]] && { pid_alive "$DIR/slurmctld.pid" || pid_alive "$DIR/slurmd.pid"; }; then
+    # Our own daemons of an earlier start still hold the ports: keep them.
+    pb=$(awk -F= '$1 == "SlurmctldPort" {print $2}' "$CONF")
+  else
+    pb=$(pick_ports)
+  fi
+  md=$(munge_dir)
   # The node line as slurmd itself detects it (sockets/cores/threads/memory), so it never drains
   # the node for a topology mismatch; the GPUs are ours.
   node=$(slurmd -C | head -1)
@@ -402,5 +438,6 @@ case "$cmd" in
   crash) crash ;;
   revive) revive ;;
   leftovers) leftovers ;;
-  *) echo "usage: $0 start [--nodes N]|stop|status|env|hosts|crash NODE|revive NODE|leftovers [STATE_DIR]" >&2; exit 2 ;;
+  ports) pick_ports ;;
+  *) echo "usage: $0 start [--nodes N]|stop|status|env|hosts|crash NODE|revive NODE|leftovers|ports [STATE_DIR]" >&2; exit 2 ;;
 esac
