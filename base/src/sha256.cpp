@@ -172,7 +172,7 @@ std::string sha256_file_cached(const std::string& path, const std::string& cache
         is_hex64(e["sha256"]))
       return e["sha256"].get<std::string>();
   }
-  const std::string sha = sha256_file(path);
+  std::string sha = sha256_file(path);
   const std::optional<Json> after = stat_of(path);
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
