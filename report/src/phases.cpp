@@ -78,6 +78,18 @@ void gpu_conditions(PhaseFigures& p, const std::vector<const JobData*>& members)
   }
 }
 
+// The other Slurm jobs its jobs' tasks saw (PhaseInput::slurm_others), distinct.
+void slurm_conditions(PhaseFigures& p, const PhaseInput& in, const std::vector<const JobData*>& members) {
+  std::set<std::string> seen;
+  for (const JobData* d : members) {
+    const auto it = in.slurm_others.find(d->id);
+    if (it == in.slurm_others.end()) continue;
+    p.slurm_others_known = p.slurm_others_known || it->second.known;
+    seen.insert(it->second.others.begin(), it->second.others.end());
+  }
+  p.slurm_others.assign(seen.begin(), seen.end());
+}
+
 double first_start(const std::vector<const JobData*>& members) {
   double first = std::numeric_limits<double>::infinity();
   for (const JobData* d : members)
@@ -160,6 +172,32 @@ void withhold(PhaseFigures& p, std::string why) {
 
 }  // namespace
 
+std::map<std::string, SlurmOthers> read_slurm_others(const run::RunDir& rd,
+                                                     const std::vector<std::string>& ids) {
+  std::map<std::string, SlurmOthers> out;
+  for (const std::string& id : ids) {
+    const auto text = base::try_read_file(rd.others_file(id));
+    if (!text) continue;
+    SlurmOthers& o = out[id];
+    // "start|end UNIX task ID" opens a listing; "job ID USER NAME" lines follow; a listing whose
+    // squeue failed holds "unknown ..." instead.
+    bool listing_ok = false;
+    for (const std::string& line : base::split(*text, '\n')) {
+      if (line.rfind("start ", 0) == 0 || line.rfind("end ", 0) == 0) {
+        if (listing_ok) o.known = true;
+        listing_ok = true;
+      } else if (line.rfind("unknown", 0) == 0) {
+        listing_ok = false;
+      } else if (line.rfind("job ", 0) == 0 && line.size() > 4) {
+        const std::string job = base::printable_line(line.substr(4));
+        if (std::find(o.others.begin(), o.others.end(), job) == o.others.end()) o.others.push_back(job);
+      }
+    }
+    if (listing_ok) o.known = true;
+  }
+  return out;
+}
+
 TimeSplit time_split(const JobData& d) {
   TimeSplit t;
   const auto launched = figure(d, "launched_unix"), proc = figure(d, "process_start_unix");
@@ -237,6 +275,7 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
     p.seed_noise = seed_noise(members);
     p.side_by_side = overlapped(members);
     gpu_conditions(p, members);
+    slurm_conditions(p, in, members);
     const auto sittings = sittings_of(members);
     p.sittings = static_cast<int>(sittings.size());
     if (sittings.size() == 1) p.sitting = *sittings.begin();

@@ -158,6 +158,12 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
           std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return grid->ids.count(id) > 0; });
       it = now ? std::next(it) : phases.recorded.erase(it);
     }
+  // What Slurm tasks recorded of the other jobs on their nodes (logs/<id>.others; local runs have none).
+  if (!grid || !grid->compare_by.empty()) {
+    std::vector<std::string> ids;
+    for (const JobData* d : read) ids.push_back(d->id);
+    phases.slurm_others = read_slurm_others(rd, ids);
+  }
   run.phases = complete_phases(phases, read);
   // A calibrated prediction made before the run (run/prediction.hpp); one from the cost model
   // alone is not worth printing beside a measurement.

@@ -29,7 +29,13 @@ bool gpu_shared(const PhaseFigures& p) {
 bool throttled(const PhaseFigures& p) {
   return std::isfinite(p.gpu_throttled_share) && p.gpu_throttled_share > kThrottledShare;
 }
-bool disturbed(const PhaseFigures& p) { return cpu_disturbed(p) || gpu_shared(p) || throttled(p); }
+// Slurm: any other job on its nodes (Slurm says that a job ran there, not how much it used).
+bool nodes_shared(const PhaseFigures& p) { return !p.slurm_others.empty(); }
+bool disturbed(const PhaseFigures& p) {
+  return cpu_disturbed(p) || gpu_shared(p) || throttled(p) || nodes_shared(p);
+}
+
+std::string slurm_jobs(std::size_t n) { return std::to_string(n) + " other Slurm job" + (n == 1 ? "" : "s"); }
 
 std::string throttle_names(const PhaseFigures& p) {
   const std::string names = hw::throttle_reason_names(p.gpu_throttle_reasons);
@@ -45,6 +51,7 @@ std::string disturbance(const PhaseFigures& p) {
   if (throttled(p))
     what.push_back("its GPUs throttled" + throttle_names(p) + " in " + pct(p.gpu_throttled_share) +
                    " of the samples");
+  if (nodes_shared(p)) what.push_back("its nodes shared with " + slurm_jobs(p.slurm_others.size()));
   std::string out;
   for (const auto& w : what) out += (out.empty() ? "" : ", ") + w;
   return out;
@@ -71,6 +78,15 @@ void disturbed_lines(const PhaseFigures& p, const VerdictOptions& opts, std::vec
                        ? ", at " + pct(p.gpu_sm_clock_share) + " of their highest SM clock on average"
                        : "") +
                   ": not comparable. Rerun it once the GPUs are cool and under their power limit: " + rerun);
+  if (nodes_shared(p)) {
+    std::string jobs;
+    for (std::size_t k = 0; k < p.slurm_others.size() && k < 3; ++k)
+      jobs += (k ? "; " : "") + p.slurm_others[k];
+    if (p.slurm_others.size() > 3) jobs += "; ...";
+    out.push_back(
+        p.label + " shared its nodes with " + slurm_jobs(p.slurm_others.size()) + " while it ran (" + jobs +
+        "): not comparable. Rerun it when its nodes are free (or with --sbatch-arg=--exclusive): " + rerun);
+  }
 }
 
 // The likely cause of a phase far off its prediction: what disturbed it, else a stale calibration.
@@ -81,6 +97,7 @@ std::string prediction_cause(const PhaseFigures& p) {
   if (throttled(p))
     return "its GPUs were throttled" + throttle_names(p) + " in " + pct(p.gpu_throttled_share) +
            " of the samples";
+  if (nodes_shared(p)) return "it shared its nodes with " + slurm_jobs(p.slurm_others.size());
   if (std::isfinite(p.other_cpu_share))
     return "the machine was quiet (" + pct(p.other_cpu_share) +
            " to other processes), so the calibration may be stale: gridrun calibrate again";
@@ -109,7 +126,11 @@ std::string gpu_conditions_text(const PhaseFigures& p) {
   if (std::isfinite(p.gpu_throttled_share)) out += ", its GPUs throttled in " + pct(p.gpu_throttled_share);
   if (std::isfinite(p.gpu_foreign_share))
     out += (out.empty() ? ", its GPUs shared in " : " and shared in ") + pct(p.gpu_foreign_share);
-  return out.empty() ? out : out + " of the samples";
+  out = out.empty() ? out : out + " of the samples";
+  if (p.slurm_others_known)
+    out += p.slurm_others.empty() ? ", no other Slurm job on its nodes"
+                                  : ", its nodes shared with " + slurm_jobs(p.slurm_others.size());
+  return out;
 }
 
 // The classic question's words, only when they are true: with two phases, one that ran its jobs
@@ -246,7 +267,13 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
       r.summary.gpu_foreign_procs = med([](const PhaseFigures& p) { return p.gpu_foreign_procs; });
       r.summary.gpu_throttled_share = med([](const PhaseFigures& p) { return p.gpu_throttled_share; });
       r.summary.gpu_sm_clock_share = med([](const PhaseFigures& p) { return p.gpu_sm_clock_share; });
-      for (const PhaseFigures* p : from) r.summary.gpu_throttle_reasons |= p->gpu_throttle_reasons;
+      std::set<std::string> others;
+      for (const PhaseFigures* p : from) {
+        r.summary.gpu_throttle_reasons |= p->gpu_throttle_reasons;
+        r.summary.slurm_others_known = r.summary.slurm_others_known || p->slurm_others_known;
+        others.insert(p->slurm_others.begin(), p->slurm_others.end());
+      }
+      r.summary.slurm_others.assign(others.begin(), others.end());
       r.summary.time.launch_share = med([](const PhaseFigures& p) { return p.time.launch_share; });
       stand_ins.push_back(&r.summary);
     }

@@ -50,6 +50,7 @@ std::string RunDir::log_out(const std::string& id) const { return logs_dir() + "
 std::string RunDir::log_err(const std::string& id) const { return logs_dir() + "/" + id + ".err"; }
 std::string RunDir::log_file(const std::string& name) const { return logs_dir() + "/" + name; }
 std::string RunDir::heartbeat_file(const std::string& id) const { return log_out(id) + ".heartbeat"; }
+std::string RunDir::others_file(const std::string& id) const { return logs_dir() + "/" + id + ".others"; }
 std::string RunDir::results_dir() const { return root_ + "/results"; }
 std::string RunDir::result_file_name(const std::string& id) { return id + ".h5"; }
 std::string RunDir::partial_file_name(const std::string& id) { return result_file_name(id) + ".partial"; }

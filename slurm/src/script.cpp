@@ -160,7 +160,7 @@ std::string around_job_id(const run::RunDir& rd, PathOf path_of) {
 
 // Run-directory paths for the script's variables: every path comes from run::RunDir.
 struct ScriptPaths {
-  std::string results, ended, job_file, log_out, log_err, checkpoints, logs;
+  std::string results, ended, job_file, log_out, log_err, checkpoints, logs, others;
 };
 
 ScriptPaths script_paths(const std::string& run_dir) {
@@ -171,7 +171,8 @@ ScriptPaths script_paths(const std::string& run_dir) {
           around_job_id(rd, &run::RunDir::log_out),
           around_job_id(rd, &run::RunDir::log_err),
           around_job_id(rd, &run::RunDir::checkpoint_dir),
-          shell_quote(rd.logs_dir())};
+          shell_quote(rd.logs_dir()),
+          around_job_id(rd, &run::RunDir::others_file)};
 }
 
 // Partition, account and QoS: the site's choice for every script (arrays and the collect job).
@@ -243,6 +244,10 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
   s += "JOB_LOG_OUT=" + p.log_out + "\n";
   s += "JOB_LOG_ERR=" + p.log_err + "\n";
   s += "JOB_CHECKPOINTS=" + p.checkpoints + "\n";
+  // The other Slurm jobs on the task's nodes (the report's conditions of a phase): this run's own
+  // arrays and collect job are those named gridrun-<run>-*.
+  s += "JOB_OTHERS=" + p.others + "\n";
+  s += "RUN_JOB_PREFIX=" + shell_quote("gridrun-" + o.run_name + "-") + "\n";
 }
 
 void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {

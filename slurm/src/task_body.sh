@@ -1,8 +1,9 @@
 # The body of every gridrun array script (slurm/src/script.cpp puts it after the #SBATCH block and
 # the variables it reads: LIST, LAUNCHER, RANKS, THREADS, NODES (multi-node arrays only), STEP_FLAGS,
 # TRAIN, RESULTS_DIR, ENDED_DIR, EXIT_INTERRUPTED (run/exit_codes.hpp)
-# and the per-job paths JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS, each an array of the
-# path before and after the job id, all from the run directory's RunDir). Kept as a file so that it reads, and can be checked, as the bash it is.
+# and the per-job paths JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS, JOB_OTHERS, each an array
+# of the path before and after the job id, all from the run directory's RunDir; RUN_JOB_PREFIX, the
+# name every Slurm job of this run starts with). Kept as a file so that it reads, and can be checked, as the bash it is.
 # These comment lines above the marker are not copied into the scripts.
 # ---- 8< ----
 # ---- task body (generated; same for every task of this array) ----
@@ -34,6 +35,28 @@ forward() {
 }
 trap 'forward USR1' USR1
 trap 'forward TERM' TERM
+# The other Slurm jobs running on this task's nodes (not this task, not this run's: RUN_JOB_PREFIX),
+# as squeue lists them now; appended to each job's JOB_OTHERS file at the task's start and end, so
+# that the report can say a phase shared its nodes (docs/slurm.md). "unknown" when squeue fails.
+OTHERS=""
+others_now() {
+  local listing jobid task user name
+  if ! listing=$(timeout 30 squeue -h -t R -w "${SLURM_JOB_NODELIST:-${SLURMD_NODENAME:-localhost}}" \
+      -o '%A %i %u %j' 2>&1); then
+    OTHERS="unknown squeue: ${listing//$'\n'/ }"$'\n'
+    return
+  fi
+  OTHERS=""
+  while read -r jobid task user name; do
+    [[ -z "$jobid" || "$jobid" == "${SLURM_JOB_ID:-}" || "$name" == "$RUN_JOB_PREFIX"* ]] && continue
+    OTHERS+="job $task $user $name"$'\n'
+  done <<<"$listing"
+}
+others_append() {  # others_append start|end JOB
+  printf '%s %s task %s\n%s' "$1" "$(date +%s)" "${SLURM_ARRAY_JOB_ID:-}_${SLURM_ARRAY_TASK_ID:-}" \
+    "$OTHERS" >>"${JOB_OTHERS[0]}$2${JOB_OTHERS[1]}"
+}
+others_now
 
 for STEP in $LINE; do
   IFS=: read -r JOB R T GPUS CORES <<<"$STEP"
@@ -68,6 +91,7 @@ for STEP in $LINE; do
       ENVS+=("CUDA_VISIBLE_DEVICES=$CVD")
     fi
   fi
+  others_append start "$JOB"
   echo "gridrun: $(date -Is) task ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} restart $RESTART:" \
        "job $JOB ($R x $T${GPUS:+, gpus $GPUS}${CORES:+, cores $CORES}) ${RESUME[*]}"
   case "$LAUNCHER" in
@@ -100,6 +124,9 @@ for I in "${!PIDS[@]}"; do
     if [[ $S -ne 0 ]]; then RC=$S; fi
   fi
 done
+# The task's end: who else runs on its nodes now that its jobs have exited.
+others_now
+for J in "${JOBS[@]}"; do others_append end "$J"; done
 if [[ $REQUEUE -eq 1 ]]; then
   # Checkpointed: requeue this task; it restarts with SLURM_RESTART_COUNT > 0 and --resume.
   echo "gridrun: $(date -Is) requeueing $SLURM_JOB_ID"

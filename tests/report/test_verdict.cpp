@@ -3,6 +3,7 @@
 // sittings in the jobs' /attempts. On mismatch the text is written to verdict.txt.actual here.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -451,4 +452,52 @@ TEST(Verdict, RepeatWithSharedGpuLeftOut) {
                   "90 % of the samples)."))
       << text;
   EXPECT_TRUE(has(text, "2 interleaved repeats")) << text;
+}
+
+// Slurm conditions: a task's logs/<id>.others (slurm/src/task_body.sh) read back, carried to the
+// phase, and a phase whose nodes ran another Slurm job flagged like a disturbed one.
+TEST(Phases, SlurmOthersFromTheTaskFiles) {
+  const std::string dir = testing::TempDir() + "verdict-slurm-others";
+  std::filesystem::remove_all(dir);
+  const gridrun::run::RunDir rd(dir);
+  std::filesystem::create_directories(rd.logs_dir());
+  std::ofstream(rd.others_file("a"))
+      << "start 1795000000 task 40_0\njob 39 alice sleeper\n"
+      << "end 1795000010 task 40_0\njob 39 alice sleeper\njob 41 bob two words\n";
+  std::ofstream(rd.others_file("b")) << "start 1795000000 task 40_1\nend 1795000010 task 40_1\n";
+  std::ofstream(rd.others_file("c")) << "start 1795000000 task 42_0\nunknown squeue: slurm_load_jobs error\n";
+  const auto others = read_slurm_others(rd, {"a", "b", "c", "d"});
+  ASSERT_EQ(others.size(), 3u) << "no file, no entry";
+  EXPECT_TRUE(others.at("a").known);
+  EXPECT_EQ(others.at("a").others, (std::vector<std::string>{"39 alice sleeper", "41 bob two words"}));
+  EXPECT_TRUE(others.at("b").known);
+  EXPECT_TRUE(others.at("b").others.empty());
+  EXPECT_FALSE(others.at("c").known) << "squeue failed: not known to be alone";
+
+  JobData a = job("a", "1", 100, 110, {"s1"}), b = job("b", "2", 120, 130, {"s1"});
+  PhaseInput in;
+  in.compare_by = "ranks";
+  in.slurm_others = others;
+  const auto phases = complete_phases(in, {&a, &b});
+  ASSERT_EQ(phases.size(), 2u);
+  EXPECT_EQ(phases[0].slurm_others.size(), 2u);
+  EXPECT_TRUE(phases[1].slurm_others_known);
+  EXPECT_TRUE(phases[1].slurm_others.empty());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Verdict, NodesSharedWithOtherSlurmJobs) {
+  auto large = phase("2", 14.2, 2, false), small = phase("1", 10.6, 2, true);
+  large.seed_noise = small.seed_noise = 0.02;
+  large.slurm_others_known = small.slurm_others_known = true;
+  std::string text = joined({large, small});
+  EXPECT_TRUE(has(text, "several small side by side win, 1.34x faster")) << text;
+  small.slurm_others = {"39 alice sleeper"};
+  text = joined({large, small});
+  EXPECT_TRUE(has(text, "inconclusive, ranks=1 was disturbed")) << text;
+  EXPECT_TRUE(has(text,
+                  "ranks=1 shared its nodes with 1 other Slurm job while it ran (39 alice sleeper): not "
+                  "comparable. Rerun it when its nodes are free (or with --sbatch-arg=--exclusive): gridrun "
+                  "run runs/x/grid.yaml --out runs --rerun phase=1"))
+      << text;
 }

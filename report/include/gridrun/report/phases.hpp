@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gridrun/results/reader.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/run/state.hpp"
 
 namespace gridrun::report {
@@ -89,6 +90,11 @@ struct PhaseFigures {
   double gpu_foreign_share = std::nan(""), gpu_foreign_procs = std::nan("");
   double gpu_throttled_share = std::nan(""), gpu_sm_clock_share = std::nan("");
   unsigned long long gpu_throttle_reasons = 0;
+  // Slurm runs: the other Slurm jobs (of no job of this run) its jobs' tasks saw running on their
+  // nodes at their start or end ("1234 alice sleeper", distinct, in id order), and whether any of
+  // its jobs recorded a listing at all (false: local runs, older runs, squeue failed).
+  std::vector<std::string> slurm_others;
+  bool slurm_others_known = false;
   // Where its jobs' time went (means per job, wait from the phase's start) and the share of it
   // spent before the first step: what makes several small jobs slower than their step times say.
   TimeSummary time;
@@ -98,9 +104,21 @@ struct PhaseFigures {
   std::vector<std::string> jobs;      // the phase's jobs with a readable file
 };
 
+// What a Slurm task recorded of the other jobs on its nodes (logs/<id>.others, slurm/src/task_body.sh):
+// `known` when it holds a listing squeue answered, `others` the jobs it listed ("1234 alice sleeper").
+struct SlurmOthers {
+  bool known = false;
+  std::vector<std::string> others;
+};
+// Reads logs/<id>.others of each of `ids` that has one (a missing file is not an entry; unreadable
+// lines are skipped: the file is advice, written by a bash task).
+std::map<std::string, SlurmOthers> read_slurm_others(const run::RunDir& rd,
+                                                     const std::vector<std::string>& ids);
+
 struct PhaseInput {
   std::map<std::string, run::PhaseRecord> recorded;  // state.json "phases" (empty for Slurm runs)
   std::string compare_by;                            // the grid's compare-by key ("" if unknown)
+  std::map<std::string, SlurmOthers> slurm_others;   // by job id (read_slurm_others; Slurm runs)
 };
 
 // The phases of a run, in the order they ran (a recorded phase's start, else its first job's).
