@@ -20,6 +20,7 @@
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/failure.hpp"
 #include "gridrun/run/prediction.hpp"
+#include "gridrun/run/progress.hpp"
 
 namespace fs = std::filesystem;
 
@@ -174,20 +175,44 @@ std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunSt
 }
 
 // Step, epoch and ETA of a job whose results file is live (running, or left by an interrupted
-// attempt: its progress so far). The ETA of a job that is not running is not shown.
+// attempt: its progress so far), and of its progress file (run/progress.hpp), which rank 0
+// rewrites every second: the results file is flushed only at epoch ends and every 30 s, so the
+// file alone lagged (issue 49). The ETA of a job that is not running is not shown.
 void add_progress(JobStatusRow& row, const jobs::JobParams& p, const DiskGlance* g,
-                  const run::Prediction* prediction) {
+                  const std::optional<run::Progress>& live, const run::Prediction* prediction) {
   const bool running = row.state == run::JobOutcome::Running;
+  std::vector<double> steps, wall_s;
+  std::int64_t resumed = 0;
   if (g && !g->steps.empty()) {
     row.step = std::llround(g->steps.back());
     row.epoch = g->epoch;
     row.total_steps = planned_steps(p.max_steps, p.epochs, g->steps_per_epoch);
     row.epochs = p.epochs;
-    if (running) {
-      const std::int64_t resumed = g->attempts.empty() ? 0 : g->attempts.back().resumed_from_step;
-      row.eta_s = progress_eta_s(g->steps, g->wall_s, row.total_steps, resumed);
-      if (std::isfinite(row.eta_s)) row.eta_source = "progress";
+    steps = g->steps;
+    wall_s = g->wall_s;
+    resumed = g->attempts.empty() ? 0 : g->attempts.back().resumed_from_step;
+  }
+  if (live && live->step > row.step) {
+    row.step = live->step;
+    if (live->epoch > 0) row.epoch = live->epoch;
+    if (live->total_steps > 0) row.total_steps = live->total_steps;
+    if (live->epochs > 0) row.epochs = live->epochs;
+    if (running && row.total_steps > 0) {
+      // The rate of this attempt: from where it started (the last row at or before the step it
+      // resumed from, else step 0 at wall time 0; the progress file's wall time is the rows').
+      double base_step = 0, base_wall = 0;
+      for (std::size_t k = 0; k < std::min(steps.size(), wall_s.size()); ++k)
+        if (steps[k] <= static_cast<double>(resumed)) base_step = steps[k], base_wall = wall_s[k];
+      const double ds = static_cast<double>(live->step) - base_step, dt = live->wall_s - base_wall;
+      if (ds > 0 && dt > 0) {
+        row.eta_s = static_cast<double>(std::max<std::int64_t>(row.total_steps - live->step, 0)) * dt / ds;
+        row.eta_source = "progress";
+      }
     }
+  }
+  if (running && row.eta_source.empty() && !steps.empty()) {
+    row.eta_s = progress_eta_s(steps, wall_s, row.total_steps, resumed);
+    if (std::isfinite(row.eta_s)) row.eta_source = "progress";
   }
   if (!running || !prediction) return;
   auto it = prediction->job_seconds.find(row.id);
@@ -284,7 +309,13 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   st.job_params = params;
   for (std::size_t i = 0; i < st.jobs.size(); ++i) {
     auto it = disk.find(st.jobs[i].id);
-    add_progress(st.jobs[i], params[i], it == disk.end() ? nullptr : &it->second,
+    // A completed job's file is the whole truth; for every other job (running, interrupted,
+    // failed) its progress file says how far it got, also where its results file was read only
+    // at a glance (a finished attempt's file) or not flushed yet.
+    const std::optional<run::Progress> live = st.jobs[i].state == run::JobOutcome::Completed
+                                                  ? std::nullopt
+                                                  : run::read_progress(dir.heartbeat_file(st.jobs[i].id));
+    add_progress(st.jobs[i], params[i], it == disk.end() ? nullptr : &it->second, live,
                  prediction ? &*prediction : nullptr);
   }
   for (auto& row : st.jobs) {

@@ -6,7 +6,11 @@ json` at two step counts shows the step growing, a finite ETA and the varying pa
 cancel` stops the run within its time limit (exit 0, the jobs recorded interrupted, no gridrun,
 mpirun or gridrun-train process of the run left), and the next `gridrun run` resumes both to
 completion. Then a lock held on another host (exit 2) and a holder that does not stop (exit 1 at
-the time limit). Synchronisation is by polling the files and commands for a condition with a
+the time limit).
+live_progress: one job in one long epoch (its results file is flushed at epoch ends and every 30 s):
+`gridrun status` shows steps beyond the rows its results file holds, read from the job's progress
+file (run/progress.hpp), with a finite ETA; after `gridrun cancel` the interrupted job shows the
+step where it stopped, as its progress file and results file say. Synchronisation is by polling the files and commands for a condition with a
 deadline, never by sleeping for a fixed time.
 """
 import csv
@@ -189,6 +193,61 @@ def case_status_cancel():
         h.wait()
 
 
+def rows_in_file(run_dir, jid):
+    """The steps the job's results file shows a reader now (its live .partial, SWMR)."""
+    import h5py
+    for name in (jid + ".h5.partial", jid + ".h5"):
+        path = os.path.join(run_dir, "results", name)
+        if not os.path.exists(path):
+            continue
+        try:
+            with h5py.File(path, "r", libver="latest", swmr=True) as f:
+                return int(f["steps/step"][-1]) if f["steps/step"].shape[0] else 0
+        except (OSError, KeyError):
+            return 0
+    return 0
+
+
+def case_live_progress():
+    g = os.path.join(WORK, "live.yaml")
+    with open(g, "w") as f:
+        # One epoch of 400 resnet18 steps: minutes on a CPU core, and no epoch end to flush rows.
+        f.write(GRID.replace("name: watched", "name: live").replace("epochs: %d" % EPOCHS, "epochs: 1")
+                .replace("model: mlp", "model: resnet18").replace("train_samples: 512", "train_samples: 12800")
+                .replace("grid:\n  lr: [0.05, 0.02]\n", ""))
+    run_dir = os.path.join(OUT, "live")
+    p = subprocess.Popen([GRIDRUN, "run", g, "--out", OUT, "--train-bin", TRAIN, "--no-report"], text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        def ahead_of_file():
+            assert p.poll() is None, "gridrun run ended early:\n" + p.stdout.read()
+            if not os.path.exists(os.path.join(run_dir, "state.json")):
+                return None
+            (j,) = status_json(run_dir)["jobs"]
+            if j["state"] != "running" or not j["step"]:
+                return None
+            # Read after status: a file flushed in between can only hold more rows, not fewer.
+            return j if j["step"] > rows_in_file(run_dir, j["id"]) else None
+
+        j = poll("status to show a step beyond the results file's rows", ahead_of_file, deadline_s=120)
+        assert j["total_steps"] == 400 and j["epoch"] == 1 and j["total_epochs"] == 1, j
+        assert math.isfinite(j["eta_s"]) and j["eta_s"] > 0 and j["eta_source"] == "progress", j
+        c = gridrun("cancel", run_dir, "--timeout", "120", timeout=200)
+        assert c.returncode == 0, c.stdout + c.stderr
+        p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    (after,) = status_json(run_dir)["jobs"]
+    assert after["state"] == "interrupted", after
+    with open(os.path.join(run_dir, "logs", after["id"] + ".out.heartbeat")) as f:
+        live = json.load(f)
+    assert after["step"] == live["step"] >= j["step"], (after, live, j)
+    assert after["step"] >= rows_in_file(run_dir, after["id"]), after
+    assert after["eta_s"] is None, after  # not running: no ETA
+
+
 if __name__ == "__main__":
-    {"status_cancel": case_status_cancel}[CASE]()
+    {"status_cancel": case_status_cancel, "live_progress": case_live_progress}[CASE]()
     print("ok", CASE)
