@@ -199,7 +199,7 @@ std::string exec_path(const std::string& name) {
     std::size_t end = dirs.find(':', at);
     if (end == std::string::npos) end = dirs.size();
     const std::string dir = end > at ? dirs.substr(at, end - at) : ".";
-    const std::string cand = dir + "/" + name;
+    std::string cand = dir + "/" + name;
     if (::access(cand.c_str(), X_OK) == 0) return cand;
     at = end + 1;
   }
@@ -221,6 +221,8 @@ pid_t fork_exec_limited(const std::vector<std::string>& argv_s, const std::vecto
     return -1;
   }
   if (pid == 0) {
+    // As the isolated copies: the check ends with its owner, even one killed with SIGKILL.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     rlimit cur{};
     ::getrlimit(RLIMIT_AS, &cur);
     rlimit lim{};
