@@ -10,7 +10,9 @@ models made in the test by own_files.py).
                  bytes, then zeros): a 1 MB file. `gridrun plan` under `prlimit --as=2GiB` exits 2
                  at the grid's model_file line, naming the record and the archive's decompressed
                  limit; the largest resident set of gridrun and its child stays under 512 MiB, half
-                 the record's size (so the record was never inflated into memory).
+                 the record's size (so the record was never inflated into memory). cnn.pt with
+                 100,000 empty records added: plan exits 2 at the model_file line naming the
+                 record limit.
     wrong_shape  wrong_output.pt (forward returns [N, 4, 2]): plan, submit --slurm --dry-run and run
                  each exit 2 at the model_file line with gridrun-train's reason ("forward returned
                  [2, 4, 2] ..."), and neither submit nor run leaves a run directory; cnn.pt in the
@@ -35,6 +37,7 @@ import own_files  # noqa: E402
 
 ARGS = None
 BOMB_BYTES = 1 << 30
+MAX_RECORDS = 100_000  # runner::kMaxArchiveRecords
 AS_LIMIT = 2 << 30
 
 
@@ -97,6 +100,17 @@ def bomb_archive(src, dst):
     return name
 
 
+def many_records(src, dst, extra):
+    """src with `extra` empty stored records added (zipfile writes the zip64 directory needed)."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        prefix = zin.namelist()[0].split("/", 1)[0]
+        for info in zin.infolist():
+            zout.writestr(zipfile.ZipInfo(info.filename), zin.read(info.filename),
+                          compress_type=zipfile.ZIP_STORED)
+        for k in range(extra):
+            zout.writestr(zipfile.ZipInfo(f"{prefix}/extra/{k}"), b"", compress_type=zipfile.ZIP_STORED)
+
+
 def scenario_bomb(work, files):
     bomb = os.path.join(work, "bomb.pt")
     record = bomb_archive(files["cnn.pt"], bomb)
@@ -116,6 +130,14 @@ def scenario_bomb(work, files):
           f"under 512 MiB for a 1 GiB record")
     print(f"bomb: {size} bytes on disk, {record} 1 GiB inflated: plan exit 2, peak RSS "
           f"{peak_kib // 1024} MiB under prlimit --as={AS_LIMIT >> 30}GiB")
+    print("   ", (p.stderr.strip().splitlines() or [""])[-1])
+    many = os.path.join(work, "many.pt")
+    many_records(files["cnn.pt"], many, MAX_RECORDS)
+    grid = os.path.join(work, "many.yaml")
+    line = write_grid(grid, "many", many, files["images.h5"])
+    p = gridrun("plan", grid)
+    expect_refused(p, "plan of an archive with too many records", grid, line,
+                   f"more than the limit of {MAX_RECORDS} records")
     print("   ", (p.stderr.strip().splitlines() or [""])[-1])
 
 
