@@ -67,7 +67,6 @@ class JobHarness {
   torch::Device device() const { return dev_; }
   Model& model() { return *model_; }
   // The splits, moved onto the device when training on a GPU and they fit (indexing there).
-  const Dataset& train_set() const { return *train_set_; }
   std::shared_ptr<const Dataset> train_set_ptr() const { return train_set_; }
   const Dataset& test_set() const { return *test_set_; }
   std::int64_t train_size() const { return data_.train->size(); }

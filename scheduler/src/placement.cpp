@@ -149,8 +149,6 @@ Allocation ClusterState::allocate(int node, const Request& r, std::size_t key, d
     }
   free_cores_[node] -= r.cores;
   free_gpus_[node] -= r.gpus;
-  busy_cores_ += r.cores;
-  busy_gpus_ += r.gpus;
   running_[node].push_back({end, r.gpus, r.cores, key});
   by_end_.emplace(end, key, node);
   ++version_[node];
@@ -173,8 +171,6 @@ void ClusterState::release(const Allocation& a, std::size_t key) {
   for (int g : a.gpus) gpu_used_[node][g] = 0;
   free_cores_[node] += static_cast<int>(a.cores.size());
   free_gpus_[node] += static_cast<int>(a.gpus.size());
-  busy_cores_ -= static_cast<int>(a.cores.size());
-  busy_gpus_ -= static_cast<int>(a.gpus.size());
   auto& run = running_[node];
   for (std::size_t i = 0; i < run.size(); ++i)
     if (run[i].key == key) {

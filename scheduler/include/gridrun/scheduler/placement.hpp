@@ -76,8 +76,6 @@ class ClusterState {
   std::uint64_t version(int node) const { return version_[node]; }
   // All running jobs ordered by estimated end: (end, key, node).
   const std::set<std::tuple<double, std::size_t, int>>& by_end() const { return by_end_; }
-  int busy_gpus() const { return busy_gpus_; }
-  int busy_cores() const { return busy_cores_; }
 
  private:
   void update(int node);
@@ -93,7 +91,6 @@ class ClusterState {
   std::size_t leaves_ = 1;
   std::vector<int> tree_gpus_, tree_cores_;  // max of (capped) free over each subtree
   std::set<std::tuple<double, std::size_t, int>> by_end_;
-  int busy_gpus_ = 0, busy_cores_ = 0;
 };
 
 // The longest duration the engine works with, in seconds (about 31.7 years): an estimate beyond
