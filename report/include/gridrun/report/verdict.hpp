@@ -1,9 +1,10 @@
 // The answer a compare-by run exists for, in a few sentences, first in every report: which
 // arrangement finished its jobs sooner, by how much, and how far to trust it: whether the margin is
 // inside the noise of the seeds, whether a phase was disturbed by other work on the machine (its
-// CPU, its GPUs shared or throttled) or measured apart from the others under different load,
-// whether the answer is about start-up rather than training, whether a phase missed its
-// prediction; and, when a phase is not a measurement, why and the command that measures it again.
+// CPU, its GPUs shared or throttled, its Slurm nodes shared with another job) or measured apart
+// from the others under different load, whether the answer is about start-up rather than
+// training, whether a phase missed its prediction; and, when a phase is not a measurement, why and
+// the command that measures it again.
 //
 // Why text built here and not by each output: the text, CSV/JSON and HTML reports say the same
 // thing, and golden tests pin the wording (tests/report). docs/report.md "Reading the verdict"
