@@ -772,6 +772,44 @@ TEST(JobsGridFiles, MissingFilesHashesAndDataChecksAreLocated) {
   EXPECT_EQ(calls, 1);  // once per file and model
 }
 
+// The model check is the command's (gridrun-train in a child, scheduler::ModelChecker): reported
+// at model_file, once per model content and input, never for an excluded job (issues 45 and 49).
+TEST(JobsGridFiles, ModelCheckIsLocatedAndRunOncePerContentAndInput) {
+  FilesDir d;
+  d.write("m.pt", "x");
+  d.write("n.pt", "y");
+  gj::LoadOptions lo;
+  std::vector<std::string> seen;
+  lo.check_model_file = [&](const gj::JobParams& j) {
+    seen.push_back(j.model_file + " " + j.input);
+    EXPECT_EQ(j.model_sha256.size(), 64u);  // the planner's hash is there for the checker's cache
+    return j.model_file == (d.dir / "n.pt").string() ? j.model_file + ": forward returned [2]" : "";
+  };
+  const std::string good = d.write("g.yaml",
+                                   "name: x\ndefaults: {model: torchscript, model_file: m.pt}\ngrid:\n  "
+                                   "seed: [1, 2, 3]\n  input: [auto, image]\n");
+  EXPECT_EQ(gj::load_grid(good, lo).jobs.size(), 6u);
+  EXPECT_EQ(seen, (std::vector<std::string>{(d.dir / "m.pt").string() + " auto",
+                                            (d.dir / "m.pt").string() + " image"}));
+  seen.clear();
+  const std::string bad =
+      d.write("b.yaml",
+              "name: x\ndefaults: {model: torchscript}\ngrid:\n  model_file: [m.pt, n.pt]\n"
+              "exclude:\n  - {model_file: " +
+                  (d.dir / "n.pt").string() + "}\n");
+  EXPECT_EQ(gj::load_grid(bad, lo).jobs.size(), 1u);  // n.pt's only job is excluded: not checked
+  EXPECT_EQ(seen.size(), 1u);
+  const std::string bad2 =
+      d.write("c.yaml", "name: x\ndefaults: {model: torchscript}\ngrid:\n  model_file: [m.pt, n.pt]\n");
+  try {
+    gj::load_grid(bad2, lo);
+    ADD_FAILURE() << "n.pt's failed check did not refuse the grid";
+  } catch (const gj::GridError& e) {
+    EXPECT_EQ(std::string(e.what()).substr(bad2.size()),
+              ":4:22: grid.model_file[1]: " + (d.dir / "n.pt").string() + ": forward returned [2]");
+  }
+}
+
 // ---- compare.repeats ---------------------------------------------------------------------------
 
 // Repeats: the first measurement keeps its id; the others are copies with `repeat` set, in blocks
