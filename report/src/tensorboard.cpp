@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -167,7 +168,8 @@ std::map<std::string, std::vector<double>> util_series(const results::TableData&
   std::map<std::string, std::vector<double>> out;
   for (const auto& [name, col] : util.columns)
     if (name != "time_s")
-      out[name] = std::vector<double>(col.begin(), col.begin() + std::min(col.size(), util.rows));
+      out[name].assign(col.begin(),
+                       col.begin() + static_cast<std::ptrdiff_t>(std::min(col.size(), util.rows)));
   for (const auto& [name, m] : util.matrices) {
     auto& s = out[name];
     for (std::size_t r = 0; r < m.rows; ++r)
