@@ -16,6 +16,8 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "gridrun/scheduler/model_check.hpp"
+#include "gridrun/scheduler/run.hpp"
 #include "gridrun/slurm/submit.hpp"
 
 namespace fs = std::filesystem;
@@ -74,7 +76,11 @@ std::vector<std::string> submit_and_wait(const std::string& root, const std::str
 scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, const SlurmCli& cli,
                                                std::ostream& out) {
   if (o.steps < 3 || o.steps > 100000) throw std::invalid_argument("--steps: must be in [3, 100000]");
-  const jobs::Expansion ex = jobs::load_grid(o.grid_file);
+  // A model that cannot be built is refused here, as by `gridrun calibrate` and `submit`, before
+  // anything is queued (built by the gridrun-train next to this gridrun; model_check.hpp).
+  jobs::LoadOptions lo;
+  lo.check_model_file = scheduler::model_checker(scheduler::default_train_bin()).callback();
+  const jobs::Expansion ex = jobs::load_grid(o.grid_file, lo);
   for (const auto& j : ex.jobs)
     if (j.params.task != "train")
       throw std::invalid_argument(o.grid_file + ": job " + j.id + " is task=" + j.params.task +
