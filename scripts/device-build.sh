@@ -28,7 +28,8 @@ py=""
 # Debian 12 packages that GPU images commonly lack. Boost.Program_options is the one the lent H100
 # image lacks (its Boost has headers only); nlohmann-json is header-only.
 deb_pkgs=(libboost-program-options1.74.0 libboost-program-options1.74-dev libboost1.74-dev
-          libboost-program-options-dev nlohmann-json3-dev)
+          libboost-program-options-dev nlohmann-json3-dev
+          libprotobuf-dev libprotobuf32 libprotobuf-lite32 libprotoc32 protobuf-compiler)
 while (($#)); do
   case $1 in
     --download)
@@ -92,6 +93,16 @@ if ! compgen -G "/usr/lib/x86_64-linux-gnu/libboost_program_options.so*" >/dev/n
                "-Dboost_headers_DIR=$prefix/usr/lib/x86_64-linux-gnu/cmake/boost_headers-1.74.0"
                "-Dboost_program_options_DIR=$prefix/usr/lib/x86_64-linux-gnu/cmake/boost_program_options-1.74.0"
                "-Dnlohmann_json_DIR=$prefix/usr/share/cmake/nlohmann_json")
+  export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+# protobuf (the TensorBoard export, report/) from the carried .debs when the system has no protoc.
+if ! command -v protoc >/dev/null; then
+  ls "$debs"/protobuf-compiler*.deb >/dev/null 2>&1 || {
+    echo "device-build: no protoc here and no .debs in $debs (run --download on a Debian 12 machine)" >&2; exit 2; }
+  mkdir -p "$prefix"
+  for f in "$debs"/*protobuf*.deb "$debs"/libprotoc*.deb; do dpkg -x "$f" "$prefix"; done
+  cmake_args+=("-DProtobuf_PROTOC_EXECUTABLE=$prefix/usr/bin/protoc" "-DProtobuf_INCLUDE_DIR=$prefix/usr/include"
+               "-DProtobuf_LIBRARY=$prefix/usr/lib/x86_64-linux-gnu/libprotobuf.so")
   export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 export LD_LIBRARY_PATH=$torch_lib${nccl_root:+:$nccl_root/lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
