@@ -89,6 +89,14 @@ std::int64_t attr_int(hid_t file, const std::string& name, const std::string& pa
   return static_cast<std::int64_t>(v[0]);
 }
 
+// A name the file holds (a link's target, another file's name), fit for a one-line message: at
+// most 200 characters, control characters as '?' (a hostile file could hold a newline).
+std::string printable(const char* s) {
+  std::string out;
+  for (; s && *s && out.size() < 200; ++s) out.push_back(static_cast<unsigned char>(*s) < 0x20 ? '?' : *s);
+  return out;
+}
+
 constexpr const char* kOnlyThisFile =
     "expected the data stored in this file: gridrun reads nothing but the named file, whose bytes make "
     "the job id; see docs/own-model.md";
@@ -110,11 +118,11 @@ void check_links(hid_t file, const std::string& name, const std::string& path) {
       std::string what = "a user-defined link";
       if (li.type == H5L_TYPE_SOFT || li.type == H5L_TYPE_EXTERNAL)
         H5_CHECK(H5Lget_val(file, at.c_str(), val.data(), val.size(), H5P_DEFAULT));
-      if (li.type == H5L_TYPE_SOFT) what = "a soft link to " + std::string(val.data());
+      if (li.type == H5L_TYPE_SOFT) what = "a soft link to " + printable(val.data());
       const char *target_file = nullptr, *target_obj = nullptr;
       if (li.type == H5L_TYPE_EXTERNAL &&
-          H5Lunpack_elink_val(val.data(), val.size(), nullptr, &target_file, &target_obj) >= 0)
-        what = "an external link to '" + std::string(target_file) + "':" + target_obj;
+          H5Lunpack_elink_val(val.data(), li.u.val_size, nullptr, &target_file, &target_obj) >= 0)
+        what = "an external link to '" + printable(target_file) + "':" + printable(target_obj);
       throw DataFileError(path + ": " + at + " is " + what + " (" + kOnlyThisFile + ")");
     }
     if (slash == std::string::npos) return;
@@ -134,7 +142,7 @@ void check_stored_here(hid_t ds, const std::string& name, const std::string& pat
       if (len >= 0) {
         std::vector<char> buf(static_cast<std::size_t>(len) + 1, '\0');
         H5Pget_virtual_filename(dcpl, 0, buf.data(), buf.size());
-        src = buf.data();
+        src = printable(buf.data());
       }
     }
     throw DataFileError(path + ": " + name + " is a virtual data set whose rows come from '" + src + "'" +
@@ -146,8 +154,8 @@ void check_stored_here(hid_t ds, const std::string& name, const std::string& pat
     off_t offset = 0;
     hsize_t size = 0;
     H5_CHECK(H5Pget_external(dcpl, 0, sizeof ext, ext, &offset, &size));
-    throw DataFileError(path + ": " + name + " keeps its values in the external file '" + ext + "' (" +
-                        kOnlyThisFile + ")");
+    throw DataFileError(path + ": " + name + " keeps its values in the external file '" + printable(ext) +
+                        "' (" + kOnlyThisFile + ")");
   }
 }
 

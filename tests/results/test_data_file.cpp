@@ -229,6 +229,11 @@ TEST(DataFile, ReadsOnlyItsOwnStoredBytes) {
        }},
       {"elink_group.h5", "/train is an external link to 'other.h5':/train" + here,
        [](DataFileWriter& w) { w.external_link("/train", "other.h5", "/train"); }},
+      {"elink_newline.h5", "/train/x is an external link to 'a?b.h5':/x" + here,  // still one line
+       [](DataFileWriter& w) {
+         w.external_link("/train/x", "a\nb.h5", "/x");
+         w.i64("/train/y", {2}, {0, 1});
+       }},
       {"soft.h5", "/test is a soft link to /train" + here,
        [](DataFileWriter& w) {
          w.f32("/train/x", {2, 3}, std::vector<float>(6));
