@@ -93,6 +93,25 @@ def permutation(n, seed, epoch):
     return p
 
 
+def sgd_replay(model, dtype, x_u8, y, n, epochs, max_steps):
+    """The reference: torch.optim.SGD over gridrun's global batches of the first n samples (its
+    sampler, epoch by epoch) in `dtype`; the per-step training losses (max_steps 0: all)."""
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
+    losses = []
+    for epoch in range(epochs):
+        perm = permutation(n, SEED, epoch)
+        for s in range(n // GLOBAL_BATCH):
+            if max_steps and len(losses) == max_steps:
+                return losses
+            xb, yb = batch(x_u8, y, perm[s * GLOBAL_BATCH:(s + 1) * GLOBAL_BATCH])
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(xb.to(dtype)), yb)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    return losses
+
+
 def agree(g_loss, t_loss, t_loss64, label):
     """Step-by-step agreement of gridrun's losses with the float32 reference's.
 
@@ -186,23 +205,12 @@ def torchscript_mode(tmp):
         sys.exit(f"FAIL: the --init-out weights differ from the archive's: {moved}")
     state.update({k: t.to(state[k].dtype).view_as(state[k]) for k, t in weights.items()})
     model.load_state_dict(state)
-    perm = permutation(train_n, SEED, 0)
 
     def replay(dtype):
         m = torch.jit.load(model_file)
         m.train()
         m.load_state_dict(state)
-        m.to(dtype)
-        opt = torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
-        losses = []
-        for s in range(args.steps):
-            xb, yb = batch(x_u8, y, perm[s * GLOBAL_BATCH:(s + 1) * GLOBAL_BATCH])
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(m(xb.to(dtype)), yb)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        return losses
+        return sgd_replay(m.to(dtype), dtype, x_u8, y, train_n, 1, args.steps)
 
     t_loss, t_loss64 = replay(torch.float32), replay(torch.float64)
     fail = agree(g_loss, t_loss, t_loss64, f"torchscript cnn ({'with' if bn else 'no'} BatchNorm, "
@@ -251,28 +259,10 @@ def mlp(dtype):
     return m.to(dtype)
 
 
-def replay(model, dtype, epochs, max_steps):
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
-    losses = []
-    for epoch in range(epochs):
-        perm = permutation(train_n, SEED, epoch)
-        for s in range(steps_per_epoch):
-            if max_steps and len(losses) == max_steps:
-                return losses
-            xb, yb = batch(x_u8, y, perm[s * GLOBAL_BATCH:(s + 1) * GLOBAL_BATCH])
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(xb.to(dtype)), yb)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-    return losses
-
-
 x_u8, y = idx("train-images-idx3-ubyte.gz", train_n, True), idx("train-labels-idx1-ubyte.gz", train_n, False)
-steps_per_epoch = train_n // GLOBAL_BATCH
 model = mlp(torch.float32)
-t_loss = replay(model, torch.float32, max(args.epochs, 1), 0 if full else args.steps)
-t_loss64 = replay(mlp(torch.float64), torch.float64, 1, args.steps)
+t_loss = sgd_replay(model, torch.float32, x_u8, y, train_n, max(args.epochs, 1), 0 if full else args.steps)
+t_loss64 = sgd_replay(mlp(torch.float64), torch.float64, x_u8, y, train_n, 1, args.steps)
 fail = agree(g_loss[:args.steps], t_loss[:args.steps], t_loss64, f"mlp, {args.ranks} rank(s)")
 if full:
     xt, yt = idx("t10k-images-idx3-ubyte.gz", test_n, True), idx("t10k-labels-idx1-ubyte.gz", test_n, False)
