@@ -14,7 +14,7 @@
 
 #include "gridrun/base/checked.hpp"
 #include "gridrun/jobs/params.hpp"
-#include "values.hpp"
+#include "params.hpp"
 
 namespace gridrun::jobs {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "grid_spec.hpp"
-#include "values.hpp"
+#include "params.hpp"
 
 namespace gridrun::jobs {
 

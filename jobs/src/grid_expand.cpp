@@ -23,7 +23,8 @@
 
 #include "grid_spec.hpp"
 #include "gridrun/base/sha256.hpp"
-#include "values.hpp"
+#include "gridrun/jobs/grid.hpp"
+#include "params.hpp"
 
 namespace gridrun::jobs::detail {
 

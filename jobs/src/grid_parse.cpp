@@ -8,8 +8,9 @@
 #include <set>
 
 #include "grid_spec.hpp"
+#include "gridrun/jobs/grid.hpp"
+#include "params.hpp"
 #include "text.hpp"
-#include "values.hpp"
 
 namespace gridrun::jobs::detail {
 

@@ -10,8 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
+
+namespace gridrun::jobs {
+// Declared only: grid.hpp includes nothing of this file's, and this file must not include grid.hpp
+// (grid.cpp includes this one; an include each way would be a cycle inside jobs/).
+struct LoadOptions;
+struct Expansion;
+}  // namespace gridrun::jobs
 
 namespace gridrun::jobs::detail {
 

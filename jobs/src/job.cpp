@@ -11,8 +11,8 @@
 #include "gridrun/base/checked.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
+#include "params.hpp"
 #include "text.hpp"
-#include "values.hpp"
 
 namespace gridrun::jobs {
 

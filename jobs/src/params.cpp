@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "params.hpp"
 #include "text.hpp"
-#include "values.hpp"
 
 namespace gridrun::jobs {
 

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "params.hpp"
 #include "text.hpp"
-#include "values.hpp"
 
 namespace gridrun::jobs {
 

@@ -4,7 +4,7 @@
 // Why here, in jobs/: the planner, the scheduler, Slurm submission and the report all select jobs
 // by parameter, and a selector must mean the same everywhere (same syntax, same did-you-mean, same
 // typed comparison: `lr=0.1` matches a job with lr 0.10); jobs/ is the lowest folder all of them
-// use. Overrides are validated with the grid file's own value checks (values.hpp) and applied by
+// use. Overrides are validated with the grid file's own value checks (src/params.hpp) and applied by
 // the expander (jobs::LoadOptions::overrides), so an overridden value is part of each job's id.
 #pragma once
 

@@ -1,6 +1,9 @@
 // Conversions between scalar text and typed parameter values, shared by the grid loader, the job
 // file reader and CLI overrides (not installed). Why shared: a value must be accepted or refused
 // identically whether it comes from a grid, a job file or `gridrun-train --lr`.
+// The private half of gridrun/jobs/params.hpp: everything here is defined in params.cpp, so it
+// carries that component's name (a header of another name would make params.cpp and it include
+// each other, a cycle that tests/arch/check_layers.py refuses).
 #pragma once
 
 #include <cstdint>
