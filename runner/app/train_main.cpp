@@ -22,6 +22,8 @@
 #include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/communicator.hpp"
 #include "gridrun/runner/errors.hpp"
+#include "gridrun/runner/inference.hpp"
+#include "gridrun/runner/model_cost.hpp"
 #include "gridrun/runner/options.hpp"
 #include "gridrun/runner/signals.hpp"
 #include "gridrun/runner/trainer.hpp"

@@ -1,4 +1,4 @@
-// Inference jobs (`task: inference`, see trainer.hpp and docs/runner.md): only the loop; the
+// Inference jobs (`task: inference`, see inference.hpp and docs/runner.md): only the loop; the
 // set-up (checkpoint or random weights), results file and failure path are the JobHarness's.
 //
 // Batches of batch_per_rank test samples are run forward under c10::InferenceMode (no autograd
@@ -36,9 +36,9 @@
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
+#include "gridrun/runner/inference.hpp"
 #include "gridrun/runner/model.hpp"
 #include "gridrun/runner/signals.hpp"
-#include "gridrun/runner/trainer.hpp"
 #include "job_harness.hpp"
 
 namespace gridrun::runner {
