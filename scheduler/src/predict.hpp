@@ -5,9 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "grid_plan.hpp"
 #include "gridrun/run/prediction.hpp"
-#include "gridrun/scheduler/calibrate.hpp"
-#include "run_loop.hpp"
+#include "gridrun/scheduler/calibration.hpp"
+#include "gridrun/scheduler/simulate.hpp"
 
 namespace gridrun::scheduler {
 
