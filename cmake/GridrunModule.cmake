@@ -2,10 +2,28 @@
 # gridrun::<NAME>, public headers in <folder>/include, private ones in <folder>/src, position-
 # independent code (the test and bench executables link it too) and warnings on.
 # Why a function: every module's target has this same shape; writing it once keeps them equal.
-# gridrun_warnings(TARGET): the one set of warning flags, for module libraries (below) and for the
-# two programs (app/ `gridrun`, runner/ `gridrun-train`), so no target builds with fewer.
+# gridrun_warnings(TARGET): the one set of warning flags, for module libraries (below), the two
+# programs (app/ `gridrun`, runner/ `gridrun-train`) and, through gridrun_warnings_under, every
+# compiled target of tests/ and bench/, so no target builds with fewer.
 function(gridrun_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra)
+endfunction()
+
+# gridrun_warnings_under(DIR): gridrun_warnings on every executable and library defined in DIR and
+# the folders below it. Called once at the end of tests/ and bench/: a test or benchmark added
+# later gets the warnings without its folder having to remember them.
+function(gridrun_warnings_under dir)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(t IN LISTS targets)
+    get_target_property(type ${t} TYPE)
+    if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
+      gridrun_warnings(${t})
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(d IN LISTS subdirs)
+    gridrun_warnings_under(${d})
+  endforeach()
 endfunction()
 
 function(gridrun_module name)

@@ -25,13 +25,14 @@ int main(int argc, char** argv) {
   DatasetOptions dopt;
   dopt.tokens = is_text_model(name);
   auto data = make_dataset(dopt);
-  ModelSpec spec{name,
-                 data.input.channels,
-                 data.input.height,
-                 data.input.width,
-                 data.input.num_classes,
-                 data.input.vocab,
-                 data.input.seq_len};
+  ModelSpec spec;
+  spec.name = name;
+  spec.channels = data.input.channels;
+  spec.height = data.input.height;
+  spec.width = data.input.width;
+  spec.num_classes = data.input.num_classes;
+  spec.vocab = data.input.vocab;
+  spec.seq_len = data.input.seq_len;
   auto model = make_model(spec);
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   EpochSampler sampler(data.train->size(), batch, 0, 1, 0);

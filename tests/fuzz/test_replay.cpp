@@ -64,9 +64,10 @@ TEST_P(Replay, CorpusKeepsTheContract) {
         continue;
       }
       EXPECT_EQ(gridrun::fuzz::to_string(v.outcome), want->second.first) << e.path() << ": " << v.message;
-      if (!want->second.second.empty())
+      if (!want->second.second.empty()) {
         EXPECT_NE(v.message.find(want->second.second), std::string::npos)
             << e.path() << ": expected an error with '" << want->second.second << "', got: " << v.message;
+      }
     } catch (const std::exception& ex) {
       ADD_FAILURE() << e.path() << ": " << ex.what();
     }

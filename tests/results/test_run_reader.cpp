@@ -143,8 +143,11 @@ TEST_F(RunReader, ChangedFileIsReadAgain) {
   FolderReadStats st;
   auto got = read(Depth::Glance, &st);
   EXPECT_EQ(st.read, 2u);  // the changed file and the .partial
-  for (const auto& r : got)
-    if (r.name == "cpu-r1-s0.h5") EXPECT_FALSE(r.from_index);
+  for (const auto& r : got) {
+    if (r.name == "cpu-r1-s0.h5") {
+      EXPECT_FALSE(r.from_index);
+    }
+  }
 }
 
 TEST_F(RunReader, DamagedOrForeignIndexIsRebuilt) {
@@ -184,8 +187,12 @@ TEST_F(RunReader, OneVerdictAtEveryDepth) {
         } else {
           EXPECT_TRUE(r.ok) << r.error;
         }
-        if (r.ok && d == Depth::Full) EXPECT_GT(r.data.steps.rows, 0u) << r.name;
-        if (r.ok && d == Depth::Glance) EXPECT_TRUE(r.data.summary.empty());
+        if (r.ok && d == Depth::Full) {
+          EXPECT_GT(r.data.steps.rows, 0u) << r.name;
+        }
+        if (r.ok && d == Depth::Glance) {
+          EXPECT_TRUE(r.data.summary.empty());
+        }
       }
     }
 }

@@ -69,7 +69,9 @@ TEST(GradSync, AveragesAcrossRanksInSeveralBuckets) {
       flat.push_back(-1);
     }
     auto all = c.gather(flat, 0);
-    if (c.rank() == 0) EXPECT_TRUE(std::equal(flat.begin(), flat.end(), all.begin() + flat.size()));
+    if (c.rank() == 0) {
+      EXPECT_TRUE(std::equal(flat.begin(), flat.end(), all.begin() + flat.size()));
+    }
     EXPECT_EQ(layout.front().front(), net->parameters().size() - 1);  // reverse order
 
     // Each rank sees different data; the reference is the gradient of the mean over both halves.

@@ -70,7 +70,9 @@ TEST(Models, DeepModelsShapesAndKnownCounts) {
   for (const Case& c : {Case{"resnet50", 23520842, 0}, Case{"vgg11", 9231114, 0}, Case{"vgg16", 14728266, 0},
                         Case{"densenet121", 6956298, 0}, Case{"alexnet", 0, 0}}) {
     auto m = make_model(image(c.name));
-    if (c.params) EXPECT_EQ(m->parameter_count(), c.params) << c.name;
+    if (c.params) {
+      EXPECT_EQ(m->parameter_count(), c.params) << c.name;
+    }
     EXPECT_GT(m->flops_per_sample(), 1e6) << c.name;
     m->eval();
     torch::NoGradGuard ng;

@@ -80,7 +80,9 @@ int main(int argc, char** argv) {
       for (int k = 0; k < rewrite && k < static_cast<int>(ex.jobs.size()); ++k)
         write_job(rd.results_dir(), ex.jobs[k], ex.name, 1);
     } else {
-      run::PreparedRun prep = run::prepare_run(rd, ex, run::PrepareOptions{grid, false, false}, std::cerr);
+      run::PrepareOptions popt;
+      popt.grid_file = grid;
+      run::PreparedRun prep = run::prepare_run(rd, ex, popt, std::cerr);
       const double now = base::unix_now();
       for (const auto& job : ex.jobs) {
         write_job(rd.results_dir(), job, ex.name, 0);

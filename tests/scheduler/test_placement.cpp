@@ -217,8 +217,9 @@ TEST(Placement, ExclusiveRunsOneJobPerNode) {
                        for (std::size_t b = a + 1; b < jobs.size(); ++b) {
                          const auto& pa = r.placements[a];
                          const auto& pb = r.placements[b];
-                         if (pa.alloc.node == pb.alloc.node)
+                         if (pa.alloc.node == pb.alloc.node) {
                            EXPECT_FALSE(pa.start_s < pb.end_s && pb.start_s < pa.end_s) << "seed " << seed;
+                         }
                        }
                    });
 }
