@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "gridrun/results/reader.hpp"
+#include "gridrun/results/format.hpp"
 
 namespace gridrun::results::detail {
 

@@ -18,7 +18,7 @@
 #include <variant>
 #include <vector>
 
-#include "gridrun/results/writer.hpp"
+#include "gridrun/results/format.hpp"
 #include "h5.hpp"
 
 namespace gridrun::results::detail {

@@ -228,6 +228,14 @@ struct DataFile::Impl {
     if (name == "test" && test.x.valid()) return test;
     throw std::invalid_argument("DataFile: no split '" + name + "'");
   }
+
+  // The steps of DataFile::open, in order; each throws DataFileError naming the file.
+  void open_sets(const std::string& path);  // the four data sets; links and outside storage refused
+  void check_inputs(DataFileInfo& info, const std::string& path);  // /train/x: kind and sample shape
+  // A split's x and y against /train/x: rows, type, sample shape, one integer label per row.
+  std::int64_t check_pair(const Split& s, const std::string& g, const std::string& path) const;
+  void model_shapes(DataFileInfo& info, const std::string& path) const;  // what the model sees
+  void check_labels(const DataFile& df, DataFileInfo& info, const std::string& path) const;
 };
 
 std::int64_t DataFileInfo::sample_bytes() const {
@@ -239,6 +247,176 @@ std::int64_t DataFileInfo::sample_bytes() const {
 DataFile::~DataFile() = default;
 DataFile::DataFile(DataFile&&) noexcept = default;
 DataFile& DataFile::operator=(DataFile&&) noexcept = default;
+
+void DataFile::Impl::open_sets(const std::string& path) {
+  file = H5_OWN(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  // Room for a few chunks of a data set per read (HDF5's default cache is 1 MiB).
+  h5::Id dapl = H5_OWN(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+  H5_CHECK(H5Pset_chunk_cache(dapl, 12421, std::size_t{64} << 20, 1.0));
+  // check_links refuses every link but a hard one; this refuses an external link's traversal in
+  // HDF5 itself too, should one be reached some other way.
+  H5_CHECK(H5Pset_elink_cb(
+      dapl,
+      [](const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) -> herr_t {
+        return -1;
+      },
+      nullptr));
+  auto need = [&](const std::string& name) -> h5::Id {
+    check_links(file, name, path);
+    const hid_t ds = H5Dopen2(file, name.c_str(), dapl);
+    if (ds < 0) throw DataFileError(path + ": " + name + " is not a data set (expected an array)");
+    h5::Id id(ds, H5Dclose);
+    check_stored_here(id, name, path);
+    return id;
+  };
+  train.x = need("/train/x");
+  train.y = need("/train/y");
+  if (H5_CHECK(H5Lexists(file, "/test", H5P_DEFAULT)) > 0) {
+    test.x = need("/test/x");
+    test.y = need("/test/y");
+  }
+}
+
+void DataFile::Impl::check_inputs(DataFileInfo& info, const std::string& path) {
+  // x: its type decides what the model gets.
+  const TypeFacts xt = type_of(train.x);
+  const std::vector<hsize_t> xd = dims_of(train.x);
+  if (xt.cls == H5T_INTEGER && xt.size == 1 && !xt.is_signed)
+    info.kind = DataKind::UInt8;
+  else if (xt.cls == H5T_FLOAT && xt.size == 4)
+    info.kind = DataKind::Float32;
+  else if (xt.cls == H5T_INTEGER && (xt.size == 4 || xt.size == 8))
+    info.kind = DataKind::Tokens;
+  else
+    throw DataFileError(path + ": /train/x is " + xt.name() +
+                        " (expected float32 or uint8 inputs, or int32/int64 token ids)");
+  if (info.kind == DataKind::Tokens ? xd.size() != 2 : (xd.size() < 2 || xd.size() > 4))
+    throw DataFileError(path + ": /train/x has shape " + dims_text(xd) + " (expected " +
+                        (info.kind == DataKind::Tokens ? "[N, L] for token ids"
+                                                       : "[N, C, H, W], [N, H, W] or [N, F] for inputs") +
+                        ")");
+  sample_dims.assign(xd.begin() + 1, xd.end());
+  for (auto d : sample_dims) {
+    if (d == 0)
+      throw DataFileError(path + ": /train/x has shape " + dims_text(xd) + " (a sample has no elements)");
+    sample_elems = base::saturating_mul<std::size_t>(sample_elems, d);
+    info.sample_shape.push_back(static_cast<std::int64_t>(d));
+  }
+  if (sample_elems > static_cast<std::size_t>(kMaxSampleElements))
+    throw DataFileError(path + ": /train/x has shape " + dims_text(xd) + " (expected at most " +
+                        std::to_string(kMaxSampleElements) + " elements per sample)");
+  xtype = mem_type(info.kind);
+  info.train = {"train", static_cast<std::int64_t>(xd[0])};
+  if (info.train.rows == 0) throw DataFileError(path + ": /train/x has no samples");
+}
+
+std::int64_t DataFile::Impl::check_pair(const Split& s, const std::string& g, const std::string& path) const {
+  const TypeFacts xt = type_of(train.x);
+  const std::vector<hsize_t> xd = dims_of(train.x);
+  const std::vector<hsize_t> d = dims_of(s.x);
+  if (d.empty() || d[0] > static_cast<hsize_t>(kMaxRows))
+    throw DataFileError(path + ": /" + g + "/x has shape " + dims_text(d) + " (expected at most " +
+                        std::to_string(kMaxRows) + " rows)");
+  const TypeFacts t = type_of(s.x);
+  if (t.cls != xt.cls || t.size != xt.size || t.is_signed != xt.is_signed)
+    throw DataFileError(path + ": /" + g + "/x is " + t.name() + " but /train/x is " + xt.name() +
+                        " (expected the same type)");
+  if (d.size() != xd.size() || !std::equal(d.begin() + 1, d.end(), xd.begin() + 1))
+    throw DataFileError(path + ": /" + g + "/x has shape " + dims_text(d) + " (expected [N" +
+                        dims_text(sample_dims).replace(0, 1, sample_dims.empty() ? "" : ", ") + ")");
+  const std::vector<hsize_t> yd = dims_of(s.y);
+  const TypeFacts yt = type_of(s.y);
+  if (yt.cls != H5T_INTEGER)
+    throw DataFileError(path + ": /" + g + "/y is " + yt.name() + " (expected integer class labels)");
+  if (yd.size() != 1 || yd[0] != d[0])
+    throw DataFileError(path + ": /" + g + "/y has shape " + dims_text(yd) + " (expected [" +
+                        std::to_string(d[0]) + "], one label per row of /" + g + "/x)");
+  return static_cast<std::int64_t>(d[0]);
+}
+
+void DataFile::Impl::model_shapes(DataFileInfo& info, const std::string& path) const {
+  // Shapes the model sees.
+  if (info.kind == DataKind::Tokens) {
+    info.seq_len = info.sample_shape[0];
+    info.vocab = attr_int(file, "vocab", path);
+    if (info.vocab < 2)
+      throw DataFileError(path +
+                          ": token ids need the attribute 'vocab' (an integer >= 2: ids are in [0, vocab))");
+    if (info.vocab > kMaxVocab)
+      throw DataFileError(path + ": attribute 'vocab' is " + std::to_string(info.vocab) + " (expected 2 to " +
+                          std::to_string(kMaxVocab) + ")");
+  } else {
+    const auto& s = info.sample_shape;
+    info.channels = s.size() == 3 ? s[0] : 1;
+    info.height = s.size() == 3 ? s[1] : s.size() == 2 ? s[0] : 1;
+    info.width = s.back();
+    auto per_channel = [&](const char* name, double dflt) {
+      std::vector<double> v = attr_numbers(file, name, path);
+      if (v.empty()) v = {dflt};
+      if (v.size() == 1) v.assign(static_cast<std::size_t>(info.channels), v[0]);
+      if (static_cast<std::int64_t>(v.size()) != info.channels)
+        throw DataFileError(path + ": attribute '" + name + "' has " + std::to_string(v.size()) +
+                            " values for " + std::to_string(info.channels) + " channels (expected 1 or " +
+                            std::to_string(info.channels) + ")");
+      return std::vector<float>(v.begin(), v.end());
+    };
+    info.mean = per_channel("mean", 0.0);
+    info.stdev = per_channel("std", 1.0);
+    for (float sd : info.stdev)
+      if (!(sd > 0) || !std::isfinite(sd))
+        throw DataFileError(path + ": attribute 'std' must be > 0 and finite");
+    for (float m : info.mean)
+      if (!std::isfinite(m)) throw DataFileError(path + ": attribute 'mean' must be finite");
+  }
+}
+
+// Labels: every one in range, read in blocks (a file larger than memory has small labels).
+void DataFile::Impl::check_labels(const DataFile& df, DataFileInfo& info, const std::string& path) const {
+  const std::int64_t given = attr_int(file, "classes", path);
+  std::int64_t lo = 0, hi = 0, lo_row = 0, hi_row = 0;
+  std::string lo_split = "train", hi_split = "train";
+  bool first = true;
+  std::vector<std::int64_t> buf;
+  for (const Impl::Split* s : {&train, &test}) {
+    if (!s->x.valid()) continue;
+    const std::string g = s == &train ? "train" : "test";
+    const std::int64_t rows = g == "train" ? info.train.rows : info.test.rows;
+    for (std::int64_t at = 0; at < rows; at += std::int64_t{1} << 20) {
+      const std::int64_t n = std::min<std::int64_t>(rows - at, std::int64_t{1} << 20);
+      buf.resize(static_cast<std::size_t>(n));
+      df.read_block(g, at, n, nullptr, buf.data());
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t v = buf[static_cast<std::size_t>(i)];
+        if (first || v < lo) lo = v, lo_row = at + i, lo_split = g;
+        if (first || v > hi) hi = v, hi_row = at + i, hi_split = g;
+        first = false;
+      }
+    }
+  }
+  // Labels are class indices: int32 (what a 2^31+5 label asked 128 GiB of) and in [0, classes),
+  // where classes is at most kMaxClasses (each is one output of the model's last layer).
+  auto label = [&](const std::string& g, std::int64_t row, std::int64_t v) {
+    return path + ": /" + g + "/y[" + std::to_string(row) + "] is " + std::to_string(v);
+  };
+  if (lo < 0) throw DataFileError(label(lo_split, lo_row, lo) + " (expected labels in [0, classes))");
+  if (hi > std::numeric_limits<std::int32_t>::max())
+    throw DataFileError(label(hi_split, hi_row, hi) +
+                        " (expected labels in [0, classes) that fit int32, i.e. at most 2147483647)");
+  if (given < 0 || given > kMaxClasses)
+    throw DataFileError(path + ": attribute 'classes' is " + std::to_string(given) + " (expected 2 to " +
+                        std::to_string(kMaxClasses) + ")");
+  if (given > 0 && hi >= given)
+    throw DataFileError(label(hi_split, hi_row, hi) + " (expected labels in [0, " + std::to_string(given) +
+                        "): the attribute 'classes' is " + std::to_string(given) + ")");
+  if (given == 0 && hi >= kMaxClasses)
+    throw DataFileError(label(hi_split, hi_row, hi) + " (expected labels in [0, " +
+                        std::to_string(kMaxClasses) + "): a label names a class, at most " +
+                        std::to_string(kMaxClasses) + " of them)");
+  info.classes = given > 0 ? given : hi + 1;
+  if (info.classes < 2)
+    throw DataFileError(path + ": the labels name " + std::to_string(info.classes) +
+                        " class (expected 2 or more; set the attribute 'classes')");
+}
 
 DataFile DataFile::open(const std::string& path) {
   h5::Quiet quiet;
@@ -253,90 +431,11 @@ DataFile DataFile::open(const std::string& path) {
       const std::string why = h5::last_error_message();
       throw DataFileError(path + ": not a readable HDF5 file" + (why.empty() ? "" : " (" + why + ")"));
     }
-    im.file = H5_OWN(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-    // Room for a few chunks of a data set per read (HDF5's default cache is 1 MiB).
-    h5::Id dapl = H5_OWN(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
-    H5_CHECK(H5Pset_chunk_cache(dapl, 12421, std::size_t{64} << 20, 1.0));
-    // check_links refuses every link but a hard one; this refuses an external link's traversal in
-    // HDF5 itself too, should one be reached some other way.
-    H5_CHECK(H5Pset_elink_cb(
-        dapl,
-        [](const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) -> herr_t {
-          return -1;
-        },
-        nullptr));
-    auto need = [&](const std::string& name) -> h5::Id {
-      check_links(im.file, name, path);
-      const hid_t ds = H5Dopen2(im.file, name.c_str(), dapl);
-      if (ds < 0) throw DataFileError(path + ": " + name + " is not a data set (expected an array)");
-      h5::Id id(ds, H5Dclose);
-      check_stored_here(id, name, path);
-      return id;
-    };
-    im.train.x = need("/train/x");
-    im.train.y = need("/train/y");
-    const bool has_test = H5_CHECK(H5Lexists(im.file, "/test", H5P_DEFAULT)) > 0;
-    if (has_test) {
-      im.test.x = need("/test/x");
-      im.test.y = need("/test/y");
-    }
-
-    // x: its type decides what the model gets.
-    const TypeFacts xt = type_of(im.train.x);
-    const std::vector<hsize_t> xd = dims_of(im.train.x);
-    if (xt.cls == H5T_INTEGER && xt.size == 1 && !xt.is_signed)
-      info.kind = DataKind::UInt8;
-    else if (xt.cls == H5T_FLOAT && xt.size == 4)
-      info.kind = DataKind::Float32;
-    else if (xt.cls == H5T_INTEGER && (xt.size == 4 || xt.size == 8))
-      info.kind = DataKind::Tokens;
-    else
-      throw DataFileError(path + ": /train/x is " + xt.name() +
-                          " (expected float32 or uint8 inputs, or int32/int64 token ids)");
-    if (info.kind == DataKind::Tokens ? xd.size() != 2 : (xd.size() < 2 || xd.size() > 4))
-      throw DataFileError(path + ": /train/x has shape " + dims_text(xd) + " (expected " +
-                          (info.kind == DataKind::Tokens ? "[N, L] for token ids"
-                                                         : "[N, C, H, W], [N, H, W] or [N, F] for inputs") +
-                          ")");
-    im.sample_dims.assign(xd.begin() + 1, xd.end());
-    for (auto d : im.sample_dims) {
-      if (d == 0)
-        throw DataFileError(path + ": /train/x has shape " + dims_text(xd) + " (a sample has no elements)");
-      im.sample_elems = base::saturating_mul<std::size_t>(im.sample_elems, d);
-      info.sample_shape.push_back(static_cast<std::int64_t>(d));
-    }
-    if (im.sample_elems > static_cast<std::size_t>(kMaxSampleElements))
-      throw DataFileError(path + ": /train/x has shape " + dims_text(xd) + " (expected at most " +
-                          std::to_string(kMaxSampleElements) + " elements per sample)");
-    im.xtype = mem_type(info.kind);
-    info.train = {"train", static_cast<std::int64_t>(xd[0])};
-    if (info.train.rows == 0) throw DataFileError(path + ": /train/x has no samples");
-
-    auto check_pair = [&](const Impl::Split& s, const std::string& g) -> std::int64_t {
-      const std::vector<hsize_t> d = dims_of(s.x);
-      if (d.empty() || d[0] > static_cast<hsize_t>(kMaxRows))
-        throw DataFileError(path + ": /" + g + "/x has shape " + dims_text(d) + " (expected at most " +
-                            std::to_string(kMaxRows) + " rows)");
-      const TypeFacts t = type_of(s.x);
-      if (t.cls != xt.cls || t.size != xt.size || t.is_signed != xt.is_signed)
-        throw DataFileError(path + ": /" + g + "/x is " + t.name() + " but /train/x is " + xt.name() +
-                            " (expected the same type)");
-      if (d.size() != xd.size() || !std::equal(d.begin() + 1, d.end(), xd.begin() + 1))
-        throw DataFileError(path + ": /" + g + "/x has shape " + dims_text(d) + " (expected [N" +
-                            dims_text(im.sample_dims).replace(0, 1, im.sample_dims.empty() ? "" : ", ") +
-                            ")");
-      const std::vector<hsize_t> yd = dims_of(s.y);
-      const TypeFacts yt = type_of(s.y);
-      if (yt.cls != H5T_INTEGER)
-        throw DataFileError(path + ": /" + g + "/y is " + yt.name() + " (expected integer class labels)");
-      if (yd.size() != 1 || yd[0] != d[0])
-        throw DataFileError(path + ": /" + g + "/y has shape " + dims_text(yd) + " (expected [" +
-                            std::to_string(d[0]) + "], one label per row of /" + g + "/x)");
-      return static_cast<std::int64_t>(d[0]);
-    };
-    check_pair(im.train, "train");
-    if (has_test) {
-      info.test = {"test", check_pair(im.test, "test")};
+    im.open_sets(path);
+    im.check_inputs(info, path);
+    im.check_pair(im.train, "train", path);
+    if (im.test.x.valid()) {
+      info.test = {"test", im.check_pair(im.test, "test", path)};
       if (info.test.rows == 0)
         throw DataFileError(path + ": /test/x has no samples (leave /test out instead)");
     }
@@ -347,86 +446,8 @@ DataFile DataFile::open(const std::string& path) {
       check_storage(im.file, s->x, g + "/x", path);
       check_storage(im.file, s->y, g + "/y", path);
     }
-
-    // Shapes the model sees.
-    if (info.kind == DataKind::Tokens) {
-      info.seq_len = info.sample_shape[0];
-      info.vocab = attr_int(im.file, "vocab", path);
-      if (info.vocab < 2)
-        throw DataFileError(
-            path + ": token ids need the attribute 'vocab' (an integer >= 2: ids are in [0, vocab))");
-      if (info.vocab > kMaxVocab)
-        throw DataFileError(path + ": attribute 'vocab' is " + std::to_string(info.vocab) +
-                            " (expected 2 to " + std::to_string(kMaxVocab) + ")");
-    } else {
-      const auto& s = info.sample_shape;
-      info.channels = s.size() == 3 ? s[0] : 1;
-      info.height = s.size() == 3 ? s[1] : s.size() == 2 ? s[0] : 1;
-      info.width = s.back();
-      auto per_channel = [&](const char* name, double dflt) {
-        std::vector<double> v = attr_numbers(im.file, name, path);
-        if (v.empty()) v = {dflt};
-        if (v.size() == 1) v.assign(static_cast<std::size_t>(info.channels), v[0]);
-        if (static_cast<std::int64_t>(v.size()) != info.channels)
-          throw DataFileError(path + ": attribute '" + name + "' has " + std::to_string(v.size()) +
-                              " values for " + std::to_string(info.channels) + " channels (expected 1 or " +
-                              std::to_string(info.channels) + ")");
-        return std::vector<float>(v.begin(), v.end());
-      };
-      info.mean = per_channel("mean", 0.0);
-      info.stdev = per_channel("std", 1.0);
-      for (float sd : info.stdev)
-        if (!(sd > 0) || !std::isfinite(sd))
-          throw DataFileError(path + ": attribute 'std' must be > 0 and finite");
-      for (float m : info.mean)
-        if (!std::isfinite(m)) throw DataFileError(path + ": attribute 'mean' must be finite");
-    }
-
-    // Labels: every one in range, read in blocks (a file larger than memory has small labels).
-    const std::int64_t given = attr_int(im.file, "classes", path);
-    std::int64_t lo = 0, hi = 0, lo_row = 0, hi_row = 0;
-    std::string lo_split = "train", hi_split = "train";
-    bool first = true;
-    std::vector<std::int64_t> buf;
-    for (const Impl::Split* s : {&im.train, &im.test}) {
-      if (!s->x.valid()) continue;
-      const std::string g = s == &im.train ? "train" : "test";
-      const std::int64_t rows = g == "train" ? info.train.rows : info.test.rows;
-      for (std::int64_t at = 0; at < rows; at += std::int64_t{1} << 20) {
-        const std::int64_t n = std::min<std::int64_t>(rows - at, std::int64_t{1} << 20);
-        buf.resize(static_cast<std::size_t>(n));
-        df.read_block(g, at, n, nullptr, buf.data());
-        for (std::int64_t i = 0; i < n; ++i) {
-          const std::int64_t v = buf[static_cast<std::size_t>(i)];
-          if (first || v < lo) lo = v, lo_row = at + i, lo_split = g;
-          if (first || v > hi) hi = v, hi_row = at + i, hi_split = g;
-          first = false;
-        }
-      }
-    }
-    // Labels are class indices: int32 (what a 2^31+5 label asked 128 GiB of) and in [0, classes),
-    // where classes is at most kMaxClasses (each is one output of the model's last layer).
-    auto label = [&](const std::string& g, std::int64_t row, std::int64_t v) {
-      return path + ": /" + g + "/y[" + std::to_string(row) + "] is " + std::to_string(v);
-    };
-    if (lo < 0) throw DataFileError(label(lo_split, lo_row, lo) + " (expected labels in [0, classes))");
-    if (hi > std::numeric_limits<std::int32_t>::max())
-      throw DataFileError(label(hi_split, hi_row, hi) +
-                          " (expected labels in [0, classes) that fit int32, i.e. at most 2147483647)");
-    if (given < 0 || given > kMaxClasses)
-      throw DataFileError(path + ": attribute 'classes' is " + std::to_string(given) + " (expected 2 to " +
-                          std::to_string(kMaxClasses) + ")");
-    if (given > 0 && hi >= given)
-      throw DataFileError(label(hi_split, hi_row, hi) + " (expected labels in [0, " + std::to_string(given) +
-                          "): the attribute 'classes' is " + std::to_string(given) + ")");
-    if (given == 0 && hi >= kMaxClasses)
-      throw DataFileError(label(hi_split, hi_row, hi) + " (expected labels in [0, " +
-                          std::to_string(kMaxClasses) + "): a label names a class, at most " +
-                          std::to_string(kMaxClasses) + " of them)");
-    info.classes = given > 0 ? given : hi + 1;
-    if (info.classes < 2)
-      throw DataFileError(path + ": the labels name " + std::to_string(info.classes) +
-                          " class (expected 2 or more; set the attribute 'classes')");
+    im.model_shapes(info, path);
+    im.check_labels(df, info, path);
   } catch (const DataFileError&) {
     throw;
   } catch (const std::exception& e) {

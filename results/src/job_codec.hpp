@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "gridrun/results/reader.hpp"
+#include "gridrun/results/format.hpp"
 
 namespace gridrun::results::detail {
 

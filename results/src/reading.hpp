@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gridrun/base/spawn.hpp"
-#include "gridrun/results/reader.hpp"
+#include "gridrun/results/format.hpp"
 
 namespace gridrun::results::detail {
 

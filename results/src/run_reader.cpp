@@ -15,6 +15,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/results/summary.hpp"
 #include "job_codec.hpp"
 #include "reading.hpp"
 
@@ -132,17 +133,6 @@ std::string render_index(const std::unordered_map<std::string, Entry>& entries) 
 }
 
 }  // namespace
-
-std::string detail::guarded_read_failure(const base::IsolatedRun& got) {
-  if (got.no_answer) return "damaged: reading it " + got.message + " inside libhdf5";
-  std::string s = got.message;
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  // A chunk whose Fletcher32 checksum fails (h5.hpp): stored numbers changed since written.
-  if (s.find("Fletcher32 checksum") != std::string::npos)
-    return "damaged: a stored number fails its checksum (" + s + ")";
-  return s;
-}
 
 struct ResultsFolder::Impl {
   std::string folder;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "gridrun/results/reader.hpp"
+#include "gridrun/results/summary.hpp"
 
 namespace gridrun::results {
 

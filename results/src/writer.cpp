@@ -21,7 +21,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/text.hpp"
-#include "gridrun/results/reader.hpp"
+#include "gridrun/results/summary.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "h5.hpp"
@@ -30,18 +30,6 @@
 namespace gridrun::results {
 
 namespace fs = std::filesystem;
-
-std::string to_string(Status s) {
-  switch (s) {
-    case Status::Running: return "running";
-    case Status::Completed: return "completed";
-    case Status::Failed: return "failed";
-    case Status::Interrupted: return "interrupted";
-    case Status::TargetReached: return "target_reached";
-    case Status::Diverged: return "diverged";
-  }
-  return "unknown";
-}
 
 namespace {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "gridrun/results/reader.hpp"
+#include "gridrun/results/format.hpp"
 
 namespace gridrun::results {
 

@@ -9,8 +9,9 @@
 // `<id>.h5.partial` to `<id>.h5`.
 //
 // Only rank 0 writes; other ranks send their per-step figures over the runner's communicator.
-// The full schema is in docs/results.md. Thread-safety: every method may be called from any thread
-// (one internal mutex), so a UtilSampler's sink may call append_util while training appends steps.
+// The full schema is in docs/results.md; its vocabulary (rows, status, summary) is format.hpp. Thread-safety:
+// every method may be called from any thread (one internal mutex), so a UtilSampler's sink may call
+// append_util while training appends steps.
 #pragma once
 
 #include <cstdint>
@@ -20,15 +21,10 @@
 #include <variant>
 #include <vector>
 
-#include "gridrun/hw/util_sample.hpp"
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/results/format.hpp"
 
 namespace gridrun::results {
-
-inline constexpr int kSchemaVersion = 1;
-
-// A parameter value by name (jobs::get_param), e.g. for report columns.
-using ParamValue = jobs::Value;
 
 // Everything known at job start; written as root attributes before SWMR starts.
 struct JobFileInfo {
@@ -54,36 +50,6 @@ struct JobFileInfo {
   double flush_interval_s = 30.0;
 };
 
-struct StepRow {
-  std::int64_t step = 0, epoch = 0;
-  double wall_s = 0, loss = 0, samples_per_s = 0, step_s = 0, data_s = 0, forward_s = 0, backward_s = 0,
-         optimizer_s = 0, comm_s = 0, exposed_comm_s = 0;
-  std::vector<double> rank_step_s;  // size == ranks
-};
-
-struct EpochRow {
-  std::int64_t epoch = 0;
-  double train_loss = 0, train_acc = 0, test_loss = 0, test_acc = 0, epoch_s = 0, wall_s = 0;
-};
-
-// A row of /util is one sample of the hardware (hw/util_sampler.hpp takes them).
-using UtilRow = hw::UtilSample;
-
-// Final figures; names become fields of the one-row /summary datasets.
-using Summary = std::map<std::string, double>;
-
-// One operator of the profiler's table (`/profile`, written at finish when set): times summed over
-// the profiled steps, in microseconds; device times are 0 for CPU jobs.
-struct OpProfile {
-  std::string name;  // e.g. "aten::addmm"
-  std::int64_t calls = 0;
-  double self_cpu_us = 0, total_cpu_us = 0, self_device_us = 0, total_device_us = 0;
-};
-
-enum class Status { Running, Completed, Failed, Interrupted, TargetReached, Diverged };
-std::string to_string(
-    Status s);  // "running", "completed", "failed", "interrupted", "target_reached", "diverged"
-
 class JobWriter {
  public:
   // Creates `<dir>/<id>.h5.partial` (replacing a stale one unless info.resume_from_step > 0, in
@@ -106,7 +72,7 @@ class JobWriter {
   virtual void set_profile(const std::vector<OpProfile>& ops) = 0;
   // Ends the file: final status, exit reason, end time, summary; renames to `<id>.h5`.
   // `/summary` holds the figures the writer derives from the file's own rows (derive_summary in
-  // reader.hpp: step_s_p50/p95 after param.timing_warmup_steps, samples_per_s, comm_share, ...)
+  // summary.hpp: step_s_p50/p95 after param.timing_warmup_steps, samples_per_s, comm_share, ...)
   // merged with `summary`, whose entries win (the runner adds e.g. flops_per_s, mfu).
   // Later calls to any method throw std::logic_error.
   virtual void finish(Status status, const std::string& exit_reason, const Summary& summary) = 0;

@@ -1,0 +1,83 @@
+// The vocabulary's few functions (see format.hpp): status and parameter values as text, a job
+// record's attributes and parameters by name.
+#include "gridrun/results/format.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace gridrun::results {
+
+std::string to_string(Status s) {
+  switch (s) {
+    case Status::Running: return "running";
+    case Status::Completed: return "completed";
+    case Status::Failed: return "failed";
+    case Status::Interrupted: return "interrupted";
+    case Status::TargetReached: return "target_reached";
+    case Status::Diverged: return "diverged";
+  }
+  return "unknown";
+}
+
+std::string to_string(const ParamValue& v) {
+  if (auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (auto* d = std::get_if<double>(&v)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.10g", *d);
+    return buf;
+  }
+  return std::get<std::string>(v);
+}
+
+const std::vector<double>* TableData::column(const std::string& name) const {
+  auto it = columns.find(name);
+  return it == columns.end() ? nullptr : &it->second;
+}
+
+std::string JobData::attr_string(const std::string& name, const std::string& fallback) const {
+  auto it = attrs.find(name);
+  if (it == attrs.end()) return fallback;
+  if (auto* s = std::get_if<std::string>(&it->second)) return *s;
+  if (auto* i = std::get_if<std::int64_t>(&it->second)) return std::to_string(*i);
+  return to_string(ParamValue(std::get<double>(it->second)));
+}
+
+double JobData::attr_number(const std::string& name, double fallback) const {
+  auto it = attrs.find(name);
+  if (it == attrs.end()) return fallback;
+  if (auto* i = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&it->second)) return *d;
+  return fallback;
+}
+
+std::optional<ParamValue> param_value(const RecordedParams& p, const std::string& name) {
+  if (!p || !jobs::find_param(name)) return std::nullopt;
+  return jobs::get_param(*p, name);
+}
+
+std::string param_text(const RecordedParams& p, const std::string& name) {
+  auto v = param_value(p, name);
+  return v ? to_string(*v) : "";
+}
+
+std::vector<std::string> varying_params(const std::vector<const RecordedParams*>& params) {
+  std::vector<std::string> out;
+  if (std::none_of(params.begin(), params.end(), [](const auto* p) { return p->has_value(); })) return out;
+  for (const auto& spec : jobs::param_table()) {
+    std::set<std::string> values;
+    for (const auto* p : params) values.insert(*p ? param_text(*p, spec.name) : "\x01none");
+    if (values.size() > 1) out.push_back(spec.name);
+  }
+  // model_sha256 is derived from model_file (issue 33): where the files differ, the 64-digit hash
+  // says nothing the path does not; it stays where one path held two contents.
+  if (std::find(out.begin(), out.end(), "model_file") != out.end())
+    out.erase(std::remove(out.begin(), out.end(), "model_sha256"), out.end());
+  if (std::find(out.begin(), out.end(), "data_file") != out.end())  // data_sha256 likewise (issue 45)
+    out.erase(std::remove(out.begin(), out.end(), "data_sha256"), out.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace gridrun::results
