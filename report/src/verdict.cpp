@@ -209,9 +209,143 @@ std::string phase_title(const PhaseFigures& p) {
   return p.arrangement.empty() ? p.label : p.label + " (" + p.arrangement + ")";
 }
 
-std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, const VerdictOptions& opts) {
-  std::vector<std::string> out;
-  if (phases.size() < 2) return out;
+namespace {
+
+// The stand-in of one compared value's repeats: its undisturbed repeats' medians (every repeat's
+// when all were disturbed); the disturbed ones are named in `left_out`.
+void summarize_repeats(Repeated& r, const std::string& v, const VerdictOptions& opts,
+                       std::vector<std::string>& left_out) {
+  for (const PhaseFigures* p : r.all)
+    if (disturbed(*p))
+      left_out.push_back(p->label + " (" + disturbance(*p) + ")");
+    else
+      r.used.push_back(p);
+  const auto& from = r.counted();
+  r.summary = *from.front();
+  r.summary.label = run::phase_label(opts.compare_by, v);
+  r.summary.name = v;
+  auto med = [&](auto figure) {
+    std::vector<double> xs;
+    for (const PhaseFigures* p : from)
+      if (std::isfinite(figure(*p))) xs.push_back(figure(*p));
+    return base::median(xs);
+  };
+  r.summary.makespan_s = med([](const PhaseFigures& p) { return p.makespan_s; });
+  r.summary.train_resource_s = med([](const PhaseFigures& p) { return p.train_resource_s; });
+  r.summary.predicted_makespan_s = med([](const PhaseFigures& p) { return p.predicted_makespan_s; });
+  r.summary.time_to_target_s = med([](const PhaseFigures& p) { return p.time_to_target_s; });
+  r.summary.other_cpu_share = med([](const PhaseFigures& p) { return p.other_cpu_share; });
+  r.summary.gpu_foreign_share = med([](const PhaseFigures& p) { return p.gpu_foreign_share; });
+  r.summary.gpu_foreign_procs = med([](const PhaseFigures& p) { return p.gpu_foreign_procs; });
+  r.summary.gpu_throttled_share = med([](const PhaseFigures& p) { return p.gpu_throttled_share; });
+  r.summary.gpu_sm_clock_share = med([](const PhaseFigures& p) { return p.gpu_sm_clock_share; });
+  std::set<std::string> others;
+  for (const PhaseFigures* p : from) {
+    r.summary.gpu_throttle_reasons |= p->gpu_throttle_reasons;
+    r.summary.slurm_others_known = r.summary.slurm_others_known || p->slurm_others_known;
+    others.insert(p->slurm_others.begin(), p->slurm_others.end());
+  }
+  r.summary.slurm_others.assign(others.begin(), others.end());
+  r.summary.time.launch_share = med([](const PhaseFigures& p) { return p.time.launch_share; });
+}
+
+// Phases measured in different sittings: compared as they are under alike load, else a reason
+// for "inconclusive" and the command that measures them together.
+void sitting_caveats(const std::vector<const PhaseFigures*>& measured, const VerdictOptions& opts,
+                     std::vector<std::string>& reasons, std::vector<std::string>& caveats) {
+  std::set<std::string> sittings;
+  for (const PhaseFigures* p : measured)
+    if (!p->sitting.empty()) sittings.insert(p->sitting);
+  if (sittings.size() > 1) {
+    Spread cpu, throttle, shared;
+    std::string each;
+    for (const PhaseFigures* p : measured) {
+      cpu.add(p->other_cpu_share);
+      throttle.add(p->gpu_throttled_share);
+      shared.add(p->gpu_foreign_share);
+      each += std::string(each.empty() ? "" : "; ") + p->label + " " + when(p->start_unix) + ", " +
+              load_text(p->other_cpu_share) + gpu_conditions_text(*p);
+    }
+    const bool known = cpu.known > 0 && cpu.unknown == 0;
+    const bool alike =
+        known && cpu.alike() && cpu.hi <= kDisturbedShare && throttle.alike() && shared.alike() &&
+        std::none_of(measured.begin(), measured.end(), [](const PhaseFigures* p) { return disturbed(*p); });
+    if (alike) {
+      caveats.push_back("The phases were measured apart (" + each +
+                        "), under alike load: compared as they are.");
+    } else {
+      reasons.push_back("the phases were measured apart under different load");
+      caveats.push_back("The phases were measured apart (" + each + (known ? "): their load differs" : ")") +
+                        ", so their times are not comparable. Measure them again together: " +
+                        opts.rerun_prefix + " --rerun compare");
+    }
+  }
+}
+
+// When launch is more than half of every phase's resource-seconds: the line that says so, with the
+// training-only comparison when both phases' training seconds are known; "" otherwise.
+std::string launch_line(const std::vector<const PhaseFigures*>& measured, const PhaseFigures& best,
+                        const PhaseFigures& next) {
+  const bool launch_bound = std::any_of(measured.begin(), measured.end(), [](const PhaseFigures* p) {
+    return std::isfinite(p->time.launch_share) && p->time.launch_share > kLaunchBoundShare;
+  });
+  if (!launch_bound) return "";
+  const char* unit = best.gpu ? "GPU" : "core";
+  std::string shares;
+  for (const PhaseFigures* p : measured)
+    if (std::isfinite(p->time.launch_share))
+      shares += std::string(shares.empty() ? "" : ", ") + p->label + " " + pct(p->time.launch_share);
+  std::string line = "Launch is more than half of the " + std::string(unit) + "-seconds (" + shares +
+                     "): this answer is about start-up, not training.";
+  if (std::isfinite(best.train_resource_s) && std::isfinite(next.train_resource_s) &&
+      best.train_resource_s > 0 && next.train_resource_s > 0) {
+    const bool same = best.train_resource_s <= next.train_resource_s;
+    const PhaseFigures& lo = same ? best : next;
+    const PhaseFigures& hi = same ? next : best;
+    line += " Training alone: " + lo.label + " " + fixed(lo.train_resource_s, 1) + " " + unit + "-s, " +
+            hi.label + " " + fixed(hi.train_resource_s, 1) + " " + unit + "-s: by training, " + lo.label +
+            " wins, " + fixed(hi.train_resource_s / lo.train_resource_s, 2) + "x fewer " + unit + "-seconds" +
+            (same ? "" : " (the makespan says the other way)") +
+            ". For an answer about training, give the jobs more steps.";
+  }
+  return line;
+}
+
+// A phase far off its calibrated prediction, with the likely cause; then, when every phase
+// reached the target, which reached it first.
+void prediction_and_target_lines(const std::vector<const PhaseFigures*>& measured,
+                                 const std::vector<std::size_t>& order, std::vector<std::string>& out) {
+  // Prediction as a cross-check: a phase far off its calibrated prediction, with the likely cause.
+  for (const PhaseFigures* p : measured) {
+    if (!(p->predicted_makespan_s > 0)) continue;
+    const double off = p->makespan_s / p->predicted_makespan_s - 1;
+    if (std::fabs(off) <= kPredictionOff) continue;
+    const std::string cause = prediction_cause(*p);
+    out.push_back(p->label + " took " + fixed(100 * std::fabs(off), 0) + (off > 0 ? " % longer" : " % less") +
+                  " than predicted (" + fixed(p->makespan_s, 1) + " s, predicted " +
+                  fixed(p->predicted_makespan_s, 1) + " s): " + cause + ".");
+  }
+
+  bool all_ttt = true;
+  for (const PhaseFigures* p : measured) all_ttt = all_ttt && std::isfinite(p->time_to_target_s);
+  if (all_ttt) {
+    std::vector<std::size_t> by_ttt = order;
+    std::stable_sort(by_ttt.begin(), by_ttt.end(), [&](std::size_t a, std::size_t b) {
+      return measured[a]->time_to_target_s < measured[b]->time_to_target_s;
+    });
+    std::string line = "First to reach the target: " + measured[by_ttt[0]]->label + " (" +
+                       fixed(measured[by_ttt[0]]->time_to_target_s, 1) + " s";
+    for (std::size_t k = 1; k < by_ttt.size(); ++k)
+      line +=
+          "; " + measured[by_ttt[k]]->label + " " + fixed(measured[by_ttt[k]]->time_to_target_s, 1) + " s";
+    out.push_back(line + ").");
+  }
+}
+
+// The phases with a makespan; the others each get their line in `out` (diverged, or unmeasured
+// with the command that measures them again).
+std::vector<const PhaseFigures*> measured_phases(const std::vector<PhaseFigures>& phases,
+                                                 const VerdictOptions& opts, std::vector<std::string>& out) {
   std::vector<const PhaseFigures*> measured;
   for (const auto& p : phases) {
     if (!p.diverged.empty()) {
@@ -224,6 +358,37 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
       measured.push_back(&p);
     }
   }
+  return measured;
+}
+
+// " (predicted 1.30x)": what the calibrated prediction said before the compute was spent
+// (prediction.json); "" without one for both phases.
+std::string predicted_text(const PhaseFigures& best, const PhaseFigures& next) {
+  std::string predicted;
+  if (std::isfinite(best.predicted_makespan_s) && std::isfinite(next.predicted_makespan_s) &&
+      best.predicted_makespan_s > 0 && next.predicted_makespan_s > 0) {
+    const double pm = next.predicted_makespan_s / best.predicted_makespan_s;
+    predicted = pm >= 1 ? " (predicted " + fixed(pm, 2) + "x)"
+                        : " (predicted the other way: " + next.label + " " + fixed(1 / pm, 2) + "x faster)";
+  }
+  return predicted;
+}
+
+// The largest seed-to-seed throughput spread of the phases, NaN when none is known.
+double seed_noise(const std::vector<const PhaseFigures*>& measured) {
+  double noise = std::nan("");
+  for (const PhaseFigures* p : measured)
+    if (std::isfinite(p->seed_noise))
+      noise = std::isnan(noise) ? p->seed_noise : std::max(noise, p->seed_noise);
+  return noise;
+}
+
+}  // namespace
+
+std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, const VerdictOptions& opts) {
+  std::vector<std::string> out;
+  if (phases.size() < 2) return out;
+  std::vector<const PhaseFigures*> measured = measured_phases(phases, opts, out);
   if (measured.size() < 2) {
     if (out.empty()) out.push_back("No verdict: fewer than two phases have a makespan.");
     return out;
@@ -243,38 +408,7 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
     std::vector<const PhaseFigures*> stand_ins;
     for (const std::string& v : values) {
       Repeated& r = repeated[v];
-      for (const PhaseFigures* p : r.all)
-        if (disturbed(*p))
-          left_out.push_back(p->label + " (" + disturbance(*p) + ")");
-        else
-          r.used.push_back(p);
-      const auto& from = r.counted();
-      r.summary = *from.front();
-      r.summary.label = run::phase_label(opts.compare_by, v);
-      r.summary.name = v;
-      auto med = [&](auto figure) {
-        std::vector<double> xs;
-        for (const PhaseFigures* p : from)
-          if (std::isfinite(figure(*p))) xs.push_back(figure(*p));
-        return base::median(xs);
-      };
-      r.summary.makespan_s = med([](const PhaseFigures& p) { return p.makespan_s; });
-      r.summary.train_resource_s = med([](const PhaseFigures& p) { return p.train_resource_s; });
-      r.summary.predicted_makespan_s = med([](const PhaseFigures& p) { return p.predicted_makespan_s; });
-      r.summary.time_to_target_s = med([](const PhaseFigures& p) { return p.time_to_target_s; });
-      r.summary.other_cpu_share = med([](const PhaseFigures& p) { return p.other_cpu_share; });
-      r.summary.gpu_foreign_share = med([](const PhaseFigures& p) { return p.gpu_foreign_share; });
-      r.summary.gpu_foreign_procs = med([](const PhaseFigures& p) { return p.gpu_foreign_procs; });
-      r.summary.gpu_throttled_share = med([](const PhaseFigures& p) { return p.gpu_throttled_share; });
-      r.summary.gpu_sm_clock_share = med([](const PhaseFigures& p) { return p.gpu_sm_clock_share; });
-      std::set<std::string> others;
-      for (const PhaseFigures* p : from) {
-        r.summary.gpu_throttle_reasons |= p->gpu_throttle_reasons;
-        r.summary.slurm_others_known = r.summary.slurm_others_known || p->slurm_others_known;
-        others.insert(p->slurm_others.begin(), p->slurm_others.end());
-      }
-      r.summary.slurm_others.assign(others.begin(), others.end());
-      r.summary.time.launch_share = med([](const PhaseFigures& p) { return p.time.launch_share; });
+      summarize_repeats(r, v, opts, left_out);
       stand_ins.push_back(&r.summary);
     }
     measured = stand_ins;
@@ -308,13 +442,7 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
   const std::string& winner = role[order[0]].empty() ? best.label : role[order[0]];
   const bool plural = role[order[0]].rfind("several", 0) == 0;
   // What the calibrated prediction said before the compute was spent (prediction.json).
-  std::string predicted;
-  if (std::isfinite(best.predicted_makespan_s) && std::isfinite(next.predicted_makespan_s) &&
-      best.predicted_makespan_s > 0 && next.predicted_makespan_s > 0) {
-    const double pm = next.predicted_makespan_s / best.predicted_makespan_s;
-    predicted = pm >= 1 ? " (predicted " + fixed(pm, 2) + "x)"
-                        : " (predicted the other way: " + next.label + " " + fixed(1 / pm, 2) + "x faster)";
-  }
+  const std::string predicted = predicted_text(best, next);
   const std::string than = measured.size() > 2 ? " than the next (" + next.label + ")" : "";
 
   // Why the margin may not be the arrangements' own: each reason is a sentence of its own below,
@@ -335,37 +463,8 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
       reasons.push_back(p->label + " was disturbed");
       disturbed_lines(*p, opts, caveats);
     }
-  std::set<std::string> sittings;
-  for (const PhaseFigures* p : measured)
-    if (!p->sitting.empty()) sittings.insert(p->sitting);
-  if (sittings.size() > 1) {
-    Spread cpu, throttle, shared;
-    std::string each;
-    for (const PhaseFigures* p : measured) {
-      cpu.add(p->other_cpu_share);
-      throttle.add(p->gpu_throttled_share);
-      shared.add(p->gpu_foreign_share);
-      each += std::string(each.empty() ? "" : "; ") + p->label + " " + when(p->start_unix) + ", " +
-              load_text(p->other_cpu_share) + gpu_conditions_text(*p);
-    }
-    const bool known = cpu.known > 0 && cpu.unknown == 0;
-    const bool alike =
-        known && cpu.alike() && cpu.hi <= kDisturbedShare && throttle.alike() && shared.alike() &&
-        std::none_of(measured.begin(), measured.end(), [](const PhaseFigures* p) { return disturbed(*p); });
-    if (alike) {
-      caveats.push_back("The phases were measured apart (" + each +
-                        "), under alike load: compared as they are.");
-    } else {
-      reasons.push_back("the phases were measured apart under different load");
-      caveats.push_back("The phases were measured apart (" + each + (known ? "): their load differs" : ")") +
-                        ", so their times are not comparable. Measure them again together: " +
-                        opts.rerun_prefix + " --rerun compare");
-    }
-  }
-  double noise = std::nan("");
-  for (const PhaseFigures* p : measured)
-    if (std::isfinite(p->seed_noise))
-      noise = std::isnan(noise) ? p->seed_noise : std::max(noise, p->seed_noise);
+  sitting_caveats(measured, opts, reasons, caveats);
+  const double noise = seed_noise(measured);
   // Two phases differ by more than their noise when the margin exceeds twice the throughput spread
   // of one seed to the next (a rough 95% band for a difference of two noisy figures).
   const bool in_noise = std::isfinite(noise) && margin - 1 <= 2 * noise;
@@ -392,56 +491,9 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
         "(seeds: [0, 1, 2]) to learn how much a phase's time varies before trusting a margin under 10 %.");
 
   // Launch set apart: when start-up dominates, the makespan answers "which starts faster".
-  const bool launch_bound = std::any_of(measured.begin(), measured.end(), [](const PhaseFigures* p) {
-    return std::isfinite(p->time.launch_share) && p->time.launch_share > kLaunchBoundShare;
-  });
-  if (launch_bound) {
-    const char* unit = best.gpu ? "GPU" : "core";
-    std::string shares;
-    for (const PhaseFigures* p : measured)
-      if (std::isfinite(p->time.launch_share))
-        shares += std::string(shares.empty() ? "" : ", ") + p->label + " " + pct(p->time.launch_share);
-    std::string line = "Launch is more than half of the " + std::string(unit) + "-seconds (" + shares +
-                       "): this answer is about start-up, not training.";
-    if (std::isfinite(best.train_resource_s) && std::isfinite(next.train_resource_s) &&
-        best.train_resource_s > 0 && next.train_resource_s > 0) {
-      const bool same = best.train_resource_s <= next.train_resource_s;
-      const PhaseFigures& lo = same ? best : next;
-      const PhaseFigures& hi = same ? next : best;
-      line += " Training alone: " + lo.label + " " + fixed(lo.train_resource_s, 1) + " " + unit + "-s, " +
-              hi.label + " " + fixed(hi.train_resource_s, 1) + " " + unit + "-s: by training, " + lo.label +
-              " wins, " + fixed(hi.train_resource_s / lo.train_resource_s, 2) + "x fewer " + unit +
-              "-seconds" + (same ? "" : " (the makespan says the other way)") +
-              ". For an answer about training, give the jobs more steps.";
-    }
-    out.push_back(line);
-  }
+  if (std::string line = launch_line(measured, best, next); !line.empty()) out.push_back(std::move(line));
 
-  // Prediction as a cross-check: a phase far off its calibrated prediction, with the likely cause.
-  for (const PhaseFigures* p : measured) {
-    if (!(p->predicted_makespan_s > 0)) continue;
-    const double off = p->makespan_s / p->predicted_makespan_s - 1;
-    if (std::fabs(off) <= kPredictionOff) continue;
-    const std::string cause = prediction_cause(*p);
-    out.push_back(p->label + " took " + fixed(100 * std::fabs(off), 0) + (off > 0 ? " % longer" : " % less") +
-                  " than predicted (" + fixed(p->makespan_s, 1) + " s, predicted " +
-                  fixed(p->predicted_makespan_s, 1) + " s): " + cause + ".");
-  }
-
-  bool all_ttt = true;
-  for (const PhaseFigures* p : measured) all_ttt = all_ttt && std::isfinite(p->time_to_target_s);
-  if (all_ttt) {
-    std::vector<std::size_t> by_ttt = order;
-    std::stable_sort(by_ttt.begin(), by_ttt.end(), [&](std::size_t a, std::size_t b) {
-      return measured[a]->time_to_target_s < measured[b]->time_to_target_s;
-    });
-    std::string line = "First to reach the target: " + measured[by_ttt[0]]->label + " (" +
-                       fixed(measured[by_ttt[0]]->time_to_target_s, 1) + " s";
-    for (std::size_t k = 1; k < by_ttt.size(); ++k)
-      line +=
-          "; " + measured[by_ttt[k]]->label + " " + fixed(measured[by_ttt[k]]->time_to_target_s, 1) + " s";
-    out.push_back(line + ").");
-  }
+  prediction_and_target_lines(measured, order, out);
   return out;
 }
 
