@@ -7,13 +7,25 @@ every source file of every module, and fails on:
     up or sideways), or a module folder missing from the table;
   - LibTorch headers outside runner/, MPI or NCCL headers outside runner/comm/;
   - a CMake module (gridrun_module) whose target_link_libraries names a gridrun:: module that the
-    table does not allow.
-Usage: check_layers.py SOURCE_DIR    (--self-test: first checks that a planted violation is found)
+    table does not allow;
+  - an arrow back up inside a module (issue 46): its files are components by stem (X.hpp, X.cpp,
+    src/X.hpp are component X); A depends on B when a file of A includes B's header
+    ("gridrun/<m>/B.hpp" or a local "B.hpp"); any cycle of components is named with its members
+    and one include line per edge;
+  - a function in a module's .cpp longer than MAX_FUNCTION_LINES (docs/architecture.md, "Function
+    size"), found by a brace scan of the definitions at the outer level (long_functions says what
+    it cannot see).
+Usage: check_layers.py SOURCE_DIR    (--self-test: first checks that each planted kind of violation
+       is found)
 """
 import pathlib
 import re
 import sys
 import tempfile
+
+# The longest function body a module's .cpp may hold, in lines (docs/architecture.md, "Function
+# size", says the same number).
+MAX_FUNCTION_LINES = 120
 
 
 def check(root):
@@ -28,6 +40,182 @@ def check(root):
     return check_tree(root, allowed)
 
 
+MODULE_SUFFIXES = (".cpp", ".hpp", ".h", ".in")
+INCLUDE = re.compile(r'#\s*include\s*[<"]([^">]+)[">]')
+
+
+def module_files(root, m):
+    """A module's source files (vendored code is not ours)."""
+    return [f for f in sorted((root / m).rglob("*"))
+            if f.suffix in MODULE_SUFFIXES and "vendor" not in f.parts and f.is_file()]
+
+
+def component_cycles(root, m):
+    """Back-arrows inside module `m`: its files grouped into components by stem (X.hpp and X.cpp
+    are component X, wherever they lie in the folder); A depends on B when a file of A includes B's
+    header ("gridrun/<m>/B.hpp" or a local "B.hpp"). Every strongly connected set of two or more
+    components is a cycle; it is returned as (members, [one include line per edge inside it])."""
+    files = [f for f in module_files(root, m) if f.suffix in (".cpp", ".hpp", ".h")]
+    stems = {f.stem for f in files}
+    edges = {}  # (a, b) -> "file:line: #include ..." (the first such line)
+    for f in files:
+        a = f.stem
+        for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+            inc = INCLUDE.match(line.strip())
+            if not inc or '"' not in line:  # <...> headers are never ours
+                continue
+            path = inc.group(1)
+            g = re.fullmatch(r"gridrun/" + m + r"/([A-Za-z0-9_]+)\.(hpp|h)", path)
+            local = re.fullmatch(r"([A-Za-z0-9_]+)\.(hpp|h)", path)
+            b = g.group(1) if g else (local.group(1) if local else None)
+            if b and b != a and b in stems:
+                edges.setdefault((a, b), f"{f.relative_to(root)}:{n}: #include \"{path}\"")
+    graph = {s: sorted(b for (a, b) in edges if a == s) for s in stems}
+    cycles = []
+    for scc in strongly_connected(graph):
+        if len(scc) > 1:
+            members = set(scc)
+            lines = [edges[(a, b)] for (a, b) in sorted(edges) if a in members and b in members]
+            cycles.append((sorted(scc), lines))
+    return sorted(cycles)
+
+
+def strongly_connected(graph):
+    """Tarjan's algorithm, iterative (no recursion limit on a large module)."""
+    index, low, on_stack, stack, out, counter = {}, {}, set(), [], [], [0]
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(graph[start]))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(graph[w])))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                scc = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    scc.append(w)
+                    if w == v:
+                        break
+                out.append(scc)
+    return out
+
+
+def blank_code(text):
+    """`text` with comments, string and character literals replaced by spaces (newlines kept), so
+    that braces inside them are not counted."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            delim = text[i + 2:text.find("(", i + 2)]
+            j = text.find(")" + delim + '"', i)
+            j = n if j < 0 else j + len(delim) + 2
+        elif c in "\"'":
+            if c == "'" and i > 0 and text[i - 1].isalnum() and i + 1 < n and text[i + 1].isalnum():
+                out.append(" ")  # a digit separator: 1'000'000
+                i += 1
+                continue
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+        else:
+            out.append(c)
+            i += 1
+            continue
+        out.append(re.sub(r"[^\n]", " ", text[i:j]))
+        i = j
+    return "".join(out)
+
+
+def long_functions(path, limit):
+    """Function bodies in one .cpp longer than `limit` lines, as (name, first line, lines).
+
+    A simple brace scan: comments and literals are blanked, `namespace ... {` and `extern "C" {`
+    are see-through, and every other block opened at the outer level is a definition; it is a
+    function when the text before its `{` (since the last `;` or `}`) holds a `(` and is not a
+    class, struct, union or enum head or an initializer (`= {`). Its length runs from the line of
+    its name to the line of its closing brace. Limits: a method defined inside a class body is
+    not measured on its own (the class is skipped; docs/architecture.md says classes stay small),
+    lambdas count in the function that holds them, and a macro that opens or closes braces would
+    confuse it (none does in our modules)."""
+    code = blank_code(path.read_text(errors="replace"))
+    found, depth, see_through, head_start, i = [], 0, [], 0, 0
+    while i < len(code):
+        c = code[i]
+        if c == "{" and depth == len(see_through):
+            head = code[head_start:i]
+            head_clean = re.sub(r"#[^\n]*", "", head).strip()
+            # `extern "C" {` reads `extern {` once its string is blanked
+            if re.match(r"^(inline\s+)?namespace\b[^(]*$", head_clean) or head_clean == "extern":
+                see_through.append(depth)
+                depth += 1
+                head_start = i + 1
+                i += 1
+                continue
+            # the block's end, by brace matching
+            d, j = 0, i
+            while j < len(code):
+                if code[j] == "{":
+                    d += 1
+                elif code[j] == "}":
+                    d -= 1
+                    if d == 0:
+                        break
+                j += 1
+            after = code[j + 1:].lstrip()[:1]
+            if after in (",", "{") and re.search(r"\)[^(){}]*:(?!:)", head_clean):
+                i = j + 1  # a brace initializer in a constructor's member list: the body follows
+                continue
+            is_type = re.search(r"\b(class|struct|union|enum)\b[^(]*$", head_clean)
+            is_init = re.search(r"=\s*$", head_clean)
+            if "(" in head_clean and not is_type and not is_init:
+                name_line = code.count("\n", 0, head_start + len(head) - len(head.lstrip()))
+                name = re.search(r"([~A-Za-z_][\w:~<>]*(operator\W+)?)\s*\([^()]*", head_clean)
+                first = name_line + 1
+                last = code.count("\n", 0, j) + 1
+                if last - first + 1 > limit:
+                    found.append((name.group(1) if name else head_clean[:40], first, last - first + 1))
+            i = j + 1
+            head_start = i
+            continue
+        if c == "}" and see_through and depth == see_through[-1] + 1:
+            see_through.pop()
+            depth -= 1
+            head_start = i + 1
+        elif c == ";" and depth == len(see_through):
+            head_start = i + 1
+        elif c == "\n" and depth == len(see_through) and code[head_start:i].strip().startswith("#"):
+            head_start = i + 1  # a preprocessor line is not part of the next definition's head
+        i += 1
+    return found
+
+
 def check_tree(root, allowed):
     modules = sorted(p.parent.name for p in root.glob("*/CMakeLists.txt")
                      if p.parent.name not in ("tests", "bench", "cmake", "build", "examples", "docs"))
@@ -35,15 +223,12 @@ def check_tree(root, allowed):
     for m in modules:
         if m not in allowed:
             problems.append(f"docs/architecture.md: folder {m}/ is missing from the folder table")
-    include = re.compile(r'#\s*include\s*[<"]([^">]+)[">]')
     for m in modules:
         may = allowed.get(m, set()) | {m}
-        for f in sorted((root / m).rglob("*")):
-            if f.suffix not in (".cpp", ".hpp", ".h", ".in") or "vendor" in f.parts:
-                continue
+        for f in module_files(root, m):
             rel = f.relative_to(root)
             for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
-                inc = include.match(line.strip())
+                inc = INCLUDE.match(line.strip())
                 if not inc:
                     continue
                 path = inc.group(1)
@@ -59,11 +244,23 @@ def check_tree(root, allowed):
             for dep in re.findall(r"gridrun::([a-z_]+)", link):
                 if dep not in may and dep != "cxx_runtime_first":
                     problems.append(f"{m}/CMakeLists.txt: gridrun_{m} links gridrun::{dep}, not allowed by the table")
+        for members, lines in component_cycles(root, m):
+            problems.append(f"{m}/: a cycle of components {{{', '.join(members)}}} (an arrow back up inside "
+                            "the module; split a header or move a declaration to where it is defined):")
+            problems.extend("    " + line for line in lines)
+        for f in module_files(root, m):
+            if f.suffix == ".cpp":
+                for name, first, n in long_functions(f, MAX_FUNCTION_LINES):
+                    problems.append(f"{f.relative_to(root)}:{first}: {name} is {n} lines "
+                                    f"(at most {MAX_FUNCTION_LINES}: split it into named steps)")
     return problems
 
 
 def self_test():
-    """A planted upward include and a LibTorch header outside runner/ must both be found."""
+    """Each kind of violation, planted, must be found, and nothing else: an upward include and a
+    LibTorch header outside runner/, a cycle of two components inside a module, and a function one
+    line over the limit (one exactly at it, a long class body, a long initializer and braces inside
+    strings and comments are not functions over the limit)."""
     with tempfile.TemporaryDirectory() as t:
         r = pathlib.Path(t)
         (r / "docs").mkdir()
@@ -71,15 +268,31 @@ def self_test():
             "| `base/` | x | nlohmann-json |\n| `jobs/` | y | base (not jobs) |\n")
         for m in ("base", "jobs"):
             (r / m / "src").mkdir(parents=True)
+            (r / m / "include/gridrun" / m).mkdir(parents=True)
             (r / m / "CMakeLists.txt").write_text(f"target_link_libraries(gridrun_{m} PUBLIC gridrun::base)\n")
         (r / "base/src/a.cpp").write_text('#include "gridrun/jobs/job.hpp"\n#include <torch/torch.h>\n')
         (r / "jobs/src/b.cpp").write_text('#include "gridrun/base/json.hpp"\n')
-        found = check(r)
-        want = ["base/src/a.cpp:1", "base/src/a.cpp:2"]
-        if len(found) != 2 or not all(any(w in f for f in found) for w in want):
-            print("check_layers: self-test failed, found:", found)
-            sys.exit(1)
+        # jobs: grid.cpp -> spec.hpp -> gridrun/jobs/grid.hpp is a cycle {grid, spec}; job -> grid is not
+        (r / "jobs/include/gridrun/jobs/grid.hpp").write_text("#pragma once\n")
+        (r / "jobs/src/grid.cpp").write_text('#include "gridrun/jobs/grid.hpp"\n#include "spec.hpp"\n')
+        (r / "jobs/src/spec.hpp").write_text('#pragma once\n#include "gridrun/jobs/grid.hpp"\n')
+        (r / "jobs/src/job.cpp").write_text('#include "gridrun/jobs/grid.hpp"\n')
 
+        def body(n):  # a definition of exactly n lines, braces in a string and a comment inside
+            return ["  const char* s = \"{{\";  // }"] * (n - 2)
+
+        over = ["namespace gridrun::jobs {", "namespace {", "int at_limit(int a) {"] + body(MAX_FUNCTION_LINES) + [
+            "}", "}  // namespace", "struct Big {"] + ["  int f() { return 1; }"] * 200 + [
+            "};", "const int kTable[] = {"] + ["  1,"] * 200 + ["};",
+            "Big::Big(int a)", "    : x_{a},", "      y_(a) {"] + body(MAX_FUNCTION_LINES - 2) + ["}",
+            "int over_limit(int a) {"] + body(MAX_FUNCTION_LINES + 1) + ["}", "}  // namespace gridrun::jobs"]
+        (r / "jobs/src/long.cpp").write_text("\n".join(over) + "\n")
+        found = check(r)
+        want = ["base/src/a.cpp:1", "base/src/a.cpp:2", "{grid, spec}", "jobs/src/grid.cpp:2",
+                "jobs/src/spec.hpp:2", "over_limit is 121 lines"]
+        if len(found) != 6 or not all(any(w in f for f in found) for w in want):
+            print("check_layers: self-test failed, found:", *found, sep="\n  ")
+            sys.exit(1)
 
 if "--self-test" in sys.argv:
     self_test()
