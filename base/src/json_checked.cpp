@@ -13,6 +13,7 @@ namespace {
 constexpr std::string_view kChecksumKey = "\"checksum\": \"sha256:";
 constexpr std::string_view kChecksumEnd = "\"\n}\n";
 constexpr std::size_t kHexDigits = 64;
+constexpr std::string_view kHandEdit = " (edited by hand? delete its \"checksum\" line to accept the edit)";
 }  // namespace
 
 std::string checked_json_text(const Json& object, int indent) {
@@ -43,15 +44,15 @@ CheckedJson parse_checked_json(std::string_view text, const std::string& origin)
     // (its key, its prefix or the file's end flipped) leaves a trace in the file's last bytes.
     const std::string_view tail = text.substr(text.size() > 160 ? text.size() - 160 : 0);
     if (tail.find("checksum") != std::string_view::npos || tail.find("sha256:") != std::string_view::npos)
-      throw std::runtime_error(origin + ": damaged: its checksum line is not intact");
+      throw std::runtime_error(origin + ": damaged: its checksum line is not intact" +
+                               std::string(kHandEdit));
     out.value = parse_json(text, origin);
     return out;
   }
   const std::string_view hex = text.substr(at + kChecksumKey.size(), kHexDigits);
   if (sha256_hex(text.data(), at) != hex)
-    throw std::runtime_error(origin +
-                             ": damaged: its bytes do not match their SHA-256 checksum (edited by hand? "
-                             "delete its \"checksum\" line to accept the edit)");
+    throw std::runtime_error(origin + ": damaged: its bytes do not match their SHA-256 checksum" +
+                             std::string(kHandEdit));
   out.value = parse_json(text, origin);
   if (out.value.is_object()) out.value.erase("checksum");
   out.checked = true;

@@ -276,6 +276,20 @@ TEST(Calibrate, DamagedEntriesAreLeftOutWithOneWarningEach) {
   const std::string path = (d.path / "calibration.json").string();
   write_calibration(path, c);
   base::Json j = base::read_json_file(path);
+  {
+    // An edit that keeps the file's checksum is a damaged file as a whole (base/json_checked.hpp);
+    // the message says to delete the checksum line, which the edits below then do.
+    base::Json edited = j;
+    edited["cost_s"] = 2;
+    std::ofstream(path) << edited.dump(1);
+    try {
+      read_calibration(path);
+      ADD_FAILURE() << "an edited calibration.json with its old checksum was read";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("delete its \"checksum\" line"), std::string::npos) << e.what();
+    }
+  }
+  j.erase("checksum");
   j["configs"]["no_step"].erase("step_s");
   j["configs"]["text_step"]["step_s"] = "0.004";
   j["configs"]["negative_step"]["step_s"] = -1;
@@ -367,6 +381,7 @@ TEST(Calibrate, SimulateWithADamagedCalibrationWarnsAndEnds) {
   const std::string path = run::RunDir(out + "/g").calibration_file();
   write_calibration(path, c);
   base::Json j = base::read_json_file(path);
+  j.erase("checksum");  // edited by hand, as docs/architecture.md says: without its checksum
   const std::string damaged = config_key(ex.jobs[1].params);
   j["configs"][damaged].erase("step_s");
   std::ofstream(path) << j.dump(1);
@@ -405,6 +420,7 @@ TEST(Calibrate, DamagedPredictionEntriesAreLeftOutWithOneWarningEach) {
   const std::string path = (d.path / "prediction.json").string();
   run::write_prediction(path, p);
   base::Json j = base::read_json_file(path);
+  j.erase("checksum");  // edited by hand: without its checksum, or the whole file is damaged
   j["phases"]["1"]["makespan"] = j["phases"]["1"]["makespan_s"];  // renamed
   j["phases"]["1"].erase("makespan_s");
   j["phases"]["2"]["makespan_s"] = -3;
