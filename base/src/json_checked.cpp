@@ -33,8 +33,8 @@ std::string checked_json_text(const Json& object, int indent) {
   return text;
 }
 
-CheckedJson parse_checked_json(std::string_view text, const std::string& origin) {
-  CheckedJson out;
+Json parse_checked_json(std::string_view text, const std::string& origin, bool* checked) {
+  if (checked) *checked = false;
   const std::size_t at = text.rfind(kChecksumKey);
   const bool whole = at != std::string_view::npos &&
                      text.size() == at + kChecksumKey.size() + kHexDigits + kChecksumEnd.size() &&
@@ -46,21 +46,18 @@ CheckedJson parse_checked_json(std::string_view text, const std::string& origin)
     if (tail.find("checksum") != std::string_view::npos || tail.find("sha256:") != std::string_view::npos)
       throw std::runtime_error(origin + ": damaged: its checksum line is not intact" +
                                std::string(kHandEdit));
-    out.value = parse_json(text, origin);
-    return out;
+    return parse_json(text, origin);
   }
   const std::string_view hex = text.substr(at + kChecksumKey.size(), kHexDigits);
   if (sha256_hex(text.data(), at) != hex)
     throw std::runtime_error(origin + ": damaged: its bytes do not match their SHA-256 checksum" +
                              std::string(kHandEdit));
-  out.value = parse_json(text, origin);
-  if (out.value.is_object()) out.value.erase("checksum");
-  out.checked = true;
-  return out;
+  Json value = parse_json(text, origin);
+  if (value.is_object()) value.erase("checksum");
+  if (checked) *checked = true;
+  return value;
 }
 
-Json read_checked_json_file(const std::string& path) {
-  return parse_checked_json(read_file(path), path).value;
-}
+Json read_checked_json_file(const std::string& path) { return parse_checked_json(read_file(path), path); }
 
 }  // namespace gridrun::base

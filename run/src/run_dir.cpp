@@ -121,7 +121,7 @@ RunState RunDir::load_state() const {
   RunState st;
   const auto text = base::try_read_file(state_file());
   if (!text) return st;
-  const base::Json root = base::parse_checked_json(*text, state_file()).value;
+  const base::Json root = base::parse_checked_json(*text, state_file());
   st.name = base::get_string(root, "name");
   st.grid_dir = base::get_string(root, "grid_dir");
   {

@@ -21,14 +21,11 @@ std::string checked_json_text(const Json& object, int indent);
 // Parses `text` and checks its checksum; the "checksum" member is removed from the result.
 // Throws std::runtime_error "ORIGIN: damaged: ..." when the bytes do not match their checksum or
 // the checksum member itself is damaged, and as parse_json on malformed JSON. A file without any
-// checksum (written before gridrun had them, or edited by hand) is accepted: `checked` says which.
-struct CheckedJson {
-  Json value;
-  bool checked = false;
-};
-CheckedJson parse_checked_json(std::string_view text, const std::string& origin);
+// checksum (written before gridrun had them, or edited by hand) is accepted: `*checked` (when
+// given) says which it was.
+Json parse_checked_json(std::string_view text, const std::string& origin, bool* checked = nullptr);
 
-// read_file + parse_checked_json(..., path).value.
+// read_file + parse_checked_json(..., path).
 Json read_checked_json_file(const std::string& path);
 
 }  // namespace gridrun::base

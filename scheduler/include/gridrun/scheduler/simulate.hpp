@@ -24,7 +24,8 @@ struct CostModel {
   double gpu_gflops = 8000.0;         // --gpu-rate, per GPU
   double startup_s = 3.0;             // mpirun + process start + data set load
   // model=torchscript: forward FLOPs per sample as gridrun-train counted them from the model
-  // (`gridrun-train --count-flops`, run by ModelChecker when the grid is loaded, model_check.hpp), by script_cost_key.
+  // (`gridrun-train --count-flops`, run by ModelChecker when the grid is loaded, model_check.hpp), by
+  // script_cost_key.
   std::map<std::string, double> script_flops;
 };
 // The key of script_flops: the model file's hash and what decides its input (the data set).
