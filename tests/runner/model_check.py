@@ -7,7 +7,7 @@ models made in the test by own_files.py).
     model_check.py GRIDRUN GRIDRUN_TRAIN SCENARIO [--work DIR]
 
     bomb         cnn.pt repacked with its largest tensor record deflated from 1 GiB (the original
-                 bytes, then zeros): a 1 MB file. `gridrun plan` under `prlimit --as=2GiB` exits 2
+                 bytes, then zeros): a 1 MB file. `gridrun plan` under `prlimit --data=2GiB` exits 2
                  at the grid's model_file line, naming the record and the archive's decompressed
                  limit; the largest resident set of gridrun and its child stays under 512 MiB, half
                  the record's size (so the record was never inflated into memory). cnn.pt with
@@ -38,7 +38,7 @@ import own_files  # noqa: E402
 ARGS = None
 BOMB_BYTES = 1 << 30
 MAX_RECORDS = 100_000  # runner::kMaxArchiveRecords
-AS_LIMIT = 2 << 30
+DATA_LIMIT = 2 << 30
 
 
 class Fail(AssertionError):
@@ -121,7 +121,10 @@ def scenario_bomb(work, files):
     grid = os.path.join(work, "bomb.yaml")
     line = write_grid(grid, "bomb", bomb, files["images.h5"])
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    p = gridrun("plan", grid, prefix=("prlimit", f"--as={AS_LIMIT}"))
+    # RLIMIT_DATA (heap and private writable mappings), not RLIMIT_AS: the CUDA build's gridrun-train
+    # maps over 2 GiB of shared libraries (read-only code) before it reads a byte, and could not
+    # start under --as=2GiB ("failed to map segment"); an inflated record would be private data.
+    p = gridrun("plan", grid, prefix=("prlimit", f"--data={DATA_LIMIT}"))
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     expect_refused(p, "plan of the deflate bomb", grid, line, record, "limit", "MiB")
     # ru_maxrss of RUSAGE_CHILDREN: the largest of every waited-for descendant (gridrun, and the
@@ -129,7 +132,7 @@ def scenario_bomb(work, files):
     check(peak_kib < 512 << 10, f"peak resident set {peak_kib} KiB (before: {before} KiB), expected "
           f"under 512 MiB for a 1 GiB record")
     print(f"bomb: {size} bytes on disk, {record} 1 GiB inflated: plan exit 2, peak RSS "
-          f"{peak_kib // 1024} MiB under prlimit --as={AS_LIMIT >> 30}GiB")
+          f"{peak_kib // 1024} MiB under prlimit --data={DATA_LIMIT >> 30}GiB")
     print("   ", (p.stderr.strip().splitlines() or [""])[-1])
     many = os.path.join(work, "many.pt")
     many_records(files["cnn.pt"], many, MAX_RECORDS)
