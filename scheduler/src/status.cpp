@@ -181,16 +181,16 @@ std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunSt
 void add_progress(JobStatusRow& row, const jobs::JobParams& p, const DiskGlance* g,
                   const std::optional<run::Progress>& live, const run::Prediction* prediction) {
   const bool running = row.state == run::JobOutcome::Running;
-  std::vector<double> steps, wall_s;
-  std::int64_t resumed = 0;
-  if (g && !g->steps.empty()) {
-    row.step = std::llround(g->steps.back());
+  // The rows are read where they are (a live file may hold thousands), not copied per job.
+  static const std::vector<double> kNoRows;
+  const std::vector<double>& steps = g ? g->steps : kNoRows;
+  const std::vector<double>& wall_s = g ? g->wall_s : kNoRows;
+  const std::int64_t resumed = g && !g->attempts.empty() ? g->attempts.back().resumed_from_step : 0;
+  if (!steps.empty()) {
+    row.step = std::llround(steps.back());
     row.epoch = g->epoch;
     row.total_steps = planned_steps(p.max_steps, p.epochs, g->steps_per_epoch);
     row.epochs = p.epochs;
-    steps = g->steps;
-    wall_s = g->wall_s;
-    resumed = g->attempts.empty() ? 0 : g->attempts.back().resumed_from_step;
   }
   if (live && live->step > row.step) {
     row.step = live->step;
