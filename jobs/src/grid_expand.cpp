@@ -317,70 +317,48 @@ std::optional<Problem> Expander::derive_files(Draft& d, JobParams& jp) {
     append_member(f.sha_json, table_[sha].name, Value{f.sha});
     return f;
   };
-  // model_sha256 is filled in here. A grid may pin it (a grid gridrun wrote from planned jobs, e.g.
-  // a calibration's, carries it): a pin must match the file, or the file changed since.
-  const bool pinned = d.json[ms] != &default_json_[ms] && derived_sha_.count(d.json[ms]) == 0 &&
-                      !std::get<std::string>(d.v[ms]).empty();
-  const bool has_model = !jp.model_file.empty();
-  if (has_model) {
+  // model_sha256 and data_sha256 are filled in here (issue 45: a data file was identified by its
+  // path only). A grid may pin one (a grid gridrun wrote from planned jobs, e.g. a calibration's,
+  // carries it): a pin must match the file, or the file changed since.
+  auto derive = [&](std::size_t fi, std::size_t si, std::string& file,
+                    std::string& sha) -> std::optional<Problem> {
+    const std::string sha_name = table_[si].name;
+    const bool pinned = d.json[si] != &default_json_[si] && derived_sha_.count(d.json[si]) == 0 &&
+                        !std::get<std::string>(d.v[si]).empty();
+    if (file.empty()) {
+      if (!pinned) {
+        d.v[si] = table_[si].default_value;
+        d.json[si] = &default_json_[si];
+        sha.clear();
+      }
+      return std::nullopt;
+    }
     // Relative paths are resolved for every job; a later job may meet a value already resolved.
-    FileFacts& f = facts(mf, ms);
-    if (!f.problem.empty()) return Problem{"model_file", f.problem, {}, {}};
-    if (pinned && std::get<std::string>(d.v[ms]) != f.sha)
-      return Problem{"model_sha256",
-                     "model_sha256 " + std::get<std::string>(d.v[ms]) + " is not the SHA-256 of " + f.abs +
-                         " (" + f.sha +
-                         "): the file changed since; leave model_sha256 out (the planner fills it in)",
+    FileFacts& f = facts(fi, si);
+    if (!f.problem.empty()) return Problem{table_[fi].name, f.problem, {}, {}};
+    if (pinned && std::get<std::string>(d.v[si]) != f.sha)
+      return Problem{sha_name,
+                     sha_name + " " + std::get<std::string>(d.v[si]) + " is not the SHA-256 of " + f.abs +
+                         " (" + f.sha + "): the file changed since; leave " + sha_name +
+                         " out (the planner fills it in)",
                      {},
                      {}};
-    d.v[mf] = f.abs;
-    d.json[mf] = &f.abs_json;
+    d.v[fi] = f.abs;
+    d.json[fi] = &f.abs_json;
     if (!pinned) {
-      d.v[ms] = f.sha;
-      d.json[ms] = &f.sha_json;
+      d.v[si] = f.sha;
+      d.json[si] = &f.sha_json;
       derived_sha_.insert(&f.sha_json);
-      d.loc[ms] = d.loc[mf];
+      d.loc[si] = d.loc[fi];
     }
-    jp.model_file = f.abs;
-    jp.model_sha256 = f.sha;
-  } else if (!pinned) {
-    d.v[ms] = table_[ms].default_value;
-    d.json[ms] = &default_json_[ms];
-    jp.model_sha256.clear();
-  }
-  // data_sha256 the same way (issue 45: a data file was identified by its path only).
-  const auto dsh = static_cast<std::size_t>(data_sha_);
-  const bool data_pinned = d.json[dsh] != &default_json_[dsh] && derived_sha_.count(d.json[dsh]) == 0 &&
-                           !std::get<std::string>(d.v[dsh]).empty();
-  if (jp.data_file.empty()) {
-    if (!data_pinned) {
-      d.v[dsh] = table_[dsh].default_value;
-      d.json[dsh] = &default_json_[dsh];
-      jp.data_sha256.clear();
-    }
+    file = f.abs;
+    sha = f.sha;
     return std::nullopt;
-  }
-  FileFacts& f = facts(df, dsh);
-  if (!f.problem.empty()) return Problem{"data_file", f.problem, {}, {}};
-  if (data_pinned && std::get<std::string>(d.v[dsh]) != f.sha)
-    return Problem{"data_sha256",
-                   "data_sha256 " + std::get<std::string>(d.v[dsh]) + " is not the SHA-256 of " + f.abs +
-                       " (" + f.sha +
-                       "): the file changed since; leave data_sha256 out (the planner fills it in)",
-                   {},
-                   {}};
-  d.v[df] = f.abs;
-  d.json[df] = &f.abs_json;
-  if (!data_pinned) {
-    d.v[dsh] = f.sha;
-    d.json[dsh] = &f.sha_json;
-    derived_sha_.insert(&f.sha_json);
-    d.loc[dsh] = d.loc[df];
-  }
-  jp.data_file = f.abs;
-  jp.data_sha256 = f.sha;
-  if (!opts_.check_data_file || jp.dataset != "hdf5") return std::nullopt;
-  auto [it, fresh] = data_checked_.try_emplace(f.abs + "|" + jp.model);
+  };
+  if (auto p = derive(mf, ms, jp.model_file, jp.model_sha256)) return p;
+  if (auto p = derive(df, static_cast<std::size_t>(data_sha_), jp.data_file, jp.data_sha256)) return p;
+  if (jp.data_file.empty() || !opts_.check_data_file || jp.dataset != "hdf5") return std::nullopt;
+  auto [it, fresh] = data_checked_.try_emplace(jp.data_file + "|" + jp.model);
   if (fresh) it->second = opts_.check_data_file(jp);
   if (!it->second.empty()) return Problem{"data_file", it->second, {}, {}};
   return std::nullopt;
