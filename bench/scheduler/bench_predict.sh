@@ -48,14 +48,14 @@ while [[ $# -gt 0 ]]; do
     *) echo "bench_predict.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-GRIDRUN=$BUILD/bin/gridrun
-TRAIN=$BUILD/bin/gridrun-train
-[[ -x $GRIDRUN && -x $TRAIN ]] || { echo "bench_predict.sh: build first ($GRIDRUN)" >&2; exit 2; }
-WORK=$(mktemp -d /tmp/gridrun-bench-predict-XXXXXX)
+# shellcheck source=bench/scheduler/lib.sh
+source "$HERE/lib.sh"
+bench_binaries bench_predict.sh "$BUILD"
+bench_work predict
 STARTED_CLUSTER=""
 cleanup() {
   if [[ -n $STARTED_CLUSTER ]]; then bash "$HERE/../../tests/slurm/local-cluster.sh" stop "$STARTED_CLUSTER" >/dev/null || true; fi
-  if ((KEEP)); then echo "bench_predict.sh: work folder kept: $WORK" >&2; else rm -rf "$WORK"; fi
+  bench_drop_work bench_predict.sh "$KEEP"
 }
 trap cleanup EXIT
 OUT=${OUT:-$WORK/out}

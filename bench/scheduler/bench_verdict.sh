@@ -36,12 +36,12 @@ while [[ $# -gt 0 ]]; do
     *) echo "bench_verdict.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-GRIDRUN=$BUILD/bin/gridrun
-TRAIN=$BUILD/bin/gridrun-train
-[[ -x $GRIDRUN && -x $TRAIN ]] || { echo "bench_verdict.sh: build first ($GRIDRUN)" >&2; exit 2; }
-WORK=$(mktemp -d /tmp/gridrun-bench-verdict-XXXXXX)
+# shellcheck source=bench/scheduler/lib.sh
+source "$HERE/lib.sh"
+bench_binaries bench_verdict.sh "$BUILD"
+bench_work verdict
 cleanup() {
-  if ((KEEP)); then echo "bench_verdict.sh: work folder kept: $WORK" >&2; else rm -rf "$WORK"; fi
+  bench_drop_work bench_verdict.sh "$KEEP"
 }
 trap cleanup EXIT
 python3 "$HERE/verdict/bench_verdict.py" --gridrun "$GRIDRUN" --train "$TRAIN" --work "$WORK" \
