@@ -1,9 +1,8 @@
 // UtilReader and UtilSampler (see util_sampler.hpp). /proc parsing is hand-written and allocation-light
-// because it runs 10 times a second beside training; NVML is bound with dlopen/dlsym so that no
-// NVIDIA package is needed to build or run.
-#include <dlfcn.h>
+// because it runs 10 times a second beside training; NVML comes from the one loader, hw/nvml.hpp.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +15,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/hw/util_sampler.hpp"
+#include "gridrun/hw/visible_devices.hpp"
 
 namespace gridrun::hw {
 
@@ -62,116 +62,62 @@ double proc_rss_bytes(pid_t pid, long page_size) {
   return static_cast<double>(resident) * static_cast<double>(page_size);
 }
 
-// NVML's C types, declared here so that no NVIDIA header is needed.
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-struct nvmlUtilization_t {
-  unsigned gpu, memory;
+// NVML's devices in its own (PCI bus) order, with their UUIDs and names.
+struct NvmlDevices {
+  std::vector<GpuInfo> info;
+  std::vector<nvml::Device> handles;
 };
-struct nvmlMemory_t {
-  unsigned long long total, free, used;
-};
-// nvmlProcessInfo_t of nvmlDeviceGetComputeRunningProcesses_v2/_v3 (v1 has pid and memory only).
-struct nvmlProcessInfo_v2 {
-  unsigned pid;
-  unsigned long long usedGpuMemory;
-  unsigned gpuInstanceId, computeInstanceId;
-};
-struct nvmlProcessInfo_v1 {
-  unsigned pid;
-  unsigned long long usedGpuMemory;
-};
-constexpr int kNvmlTemperatureGpu = 0;
-constexpr int kNvmlClockSm = 1;
-constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
-
-}  // namespace
-
-struct UtilReader::Nvml {
-  void* lib = nullptr;
-  bool initialized = false;
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
-  nvmlReturn_t (*count)(unsigned*) = nullptr;
-  nvmlReturn_t (*by_index)(unsigned, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*by_uuid)(const char*, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
-  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
-  nvmlReturn_t (*power)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;
-  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
-  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
-  nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned*) = nullptr;
-  // nvmlDeviceGetCurrentClocksEventReasons (NVML 12.2+), else ...ThrottleReasons: same bits.
-  nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
-  // nvmlDeviceGetComputeRunningProcesses_v3 or _v2 (procs_v2), else the v1 entry point (procs_v1).
-  nvmlReturn_t (*procs_v2)(nvmlDevice_t, unsigned*, nvmlProcessInfo_v2*) = nullptr;
-  nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned*, nvmlProcessInfo_v1*) = nullptr;
-  std::vector<nvmlDevice_t> devices;
-
-  ~Nvml() {
-    if (initialized && shutdown) shutdown();
-    if (lib) dlclose(lib);
+NvmlDevices list_devices(const Nvml& lib, unsigned n) {
+  NvmlDevices all;
+  for (unsigned i = 0; i < n; ++i) {
+    nvml::Device d = nullptr;
+    if (lib.by_index(i, &d) != 0) continue;
+    GpuInfo g;
+    g.nvml_index = i;
+    char buf[96] = {0};
+    if (lib.uuid(d, buf, sizeof buf) == 0) g.uuid = buf;
+    char nbuf[96] = {0};
+    if (lib.name(d, nbuf, sizeof nbuf) == 0) g.name = nbuf;
+    all.info.push_back(g);
+    all.handles.push_back(d);
   }
+  return all;
+}
 
-  template <class F>
-  bool bind(F& fn, const char* sym) {
-    fn = reinterpret_cast<F>(dlsym(lib, sym));
-    return fn != nullptr;
-  }
-
-  // The PIDs of the compute processes on `d`; false when NVML cannot say.
-  template <class Info>
-  static bool list(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*, Info*), nvmlDevice_t d,
-                   std::vector<unsigned>& out) {
-    std::vector<Info> infos(16);
-    for (int tries = 0; tries < 3; ++tries) {  // processes may start between the two calls
-      unsigned n = static_cast<unsigned>(infos.size());
-      const nvmlReturn_t r = fn(d, &n, infos.data());
-      if (r == kNvmlInsufficientSize) {
-        infos.resize(n + 8);
-        continue;
+// Appends the device(s) one CUDA_VISIBLE_DEVICES entry names (an index, a UUID prefix, or a MIG
+// instance NVML finds by its UUID) to `out`; false when it names none.
+bool select_entry(const Nvml& lib, const NvmlDevices& all, const std::string& item, NvmlDevices& out) {
+  bool found = false;
+  if (item.find_first_not_of("0123456789") == std::string::npos) {
+    errno = 0;
+    const unsigned long long idx = std::strtoull(item.c_str(), nullptr, 10);
+    if (errno == ERANGE) return false;  // beyond any device index
+    for (std::size_t k = 0; k < all.info.size(); ++k)
+      if (all.info[k].nvml_index == idx) {
+        out.info.push_back(all.info[k]);
+        out.handles.push_back(all.handles[k]);
+        found = true;
       }
-      if (r != 0) return false;
-      for (unsigned k = 0; k < n && k < infos.size(); ++k) out.push_back(infos[k].pid);
+    return found;
+  }
+  for (std::size_t k = 0; k < all.info.size(); ++k)
+    if (all.info[k].uuid.rfind(item, 0) == 0) {
+      out.info.push_back(all.info[k]);
+      out.handles.push_back(all.handles[k]);
       return true;
     }
-    return false;
-  }
-  bool processes(nvmlDevice_t d, std::vector<unsigned>& out) const {
-    if (procs_v2) return list(procs_v2, d, out);
-    if (procs_v1) return list(procs_v1, d, out);
-    return false;
-  }
+  nvml::Device d = nullptr;
+  if (!lib.by_uuid || lib.by_uuid(item.c_str(), &d) != 0) return false;
+  GpuInfo g;
+  g.nvml_index = std::numeric_limits<unsigned>::max();
+  g.uuid = item;
+  g.name = "MIG device";
+  out.info.push_back(g);
+  out.handles.push_back(d);
+  return true;
+}
 
-  // Opens the library and initializes NVML; returns "" or why GPUs cannot be sampled.
-  std::string open(const std::string& path) {
-    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return "NVML not available (" + path + " not loadable)";
-    if (!bind(init, "nvmlInit_v2") || !bind(shutdown, "nvmlShutdown") ||
-        !bind(count, "nvmlDeviceGetCount_v2") || !bind(by_index, "nvmlDeviceGetHandleByIndex_v2") ||
-        !bind(uuid, "nvmlDeviceGetUUID") || !bind(name, "nvmlDeviceGetName"))
-      return "NVML library lacks required symbols";
-    bind(by_uuid, "nvmlDeviceGetHandleByUUID");
-    bind(util, "nvmlDeviceGetUtilizationRates");
-    bind(memory, "nvmlDeviceGetMemoryInfo");
-    bind(power, "nvmlDeviceGetPowerUsage");
-    bind(energy, "nvmlDeviceGetTotalEnergyConsumption");
-    bind(temperature, "nvmlDeviceGetTemperature");
-    bind(clock, "nvmlDeviceGetClockInfo");
-    bind(max_clock, "nvmlDeviceGetMaxClockInfo");
-    if (!bind(reasons, "nvmlDeviceGetCurrentClocksEventReasons"))
-      bind(reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
-    if (!bind(procs_v2, "nvmlDeviceGetComputeRunningProcesses_v3") &&
-        !bind(procs_v2, "nvmlDeviceGetComputeRunningProcesses_v2"))
-      bind(procs_v1, "nvmlDeviceGetComputeRunningProcesses");
-    if (nvmlReturn_t r = init(); r != 0) return "nvmlInit failed (code " + std::to_string(r) + ")";
-    initialized = true;
-    return "";
-  }
-};
+}  // namespace
 
 UtilReader::UtilReader(const UtilReaderOptions& opts)
     : pids_(opts.pids), t0_(opts.t0), same_run_env_(opts.same_run_env) {
@@ -185,83 +131,32 @@ UtilReader::UtilReader(const UtilReaderOptions& opts)
     gpu_absent_reason_ = "cpu job";
     return;
   }
-  nvml_ = std::make_unique<Nvml>();
-  gpu_absent_reason_ = nvml_->open(opts.nvml_library);
+  nvml_ = std::make_unique<Nvml>(opts.nvml_library);
+  gpu_absent_reason_ = nvml_->error();
+  if (gpu_absent_reason_.empty() && (!nvml_->by_index || !nvml_->uuid || !nvml_->name))
+    gpu_absent_reason_ = "NVML library lacks required symbols";
   if (!gpu_absent_reason_.empty()) {
     nvml_.reset();
     return;
   }
-  unsigned n = 0;
-  nvml_->count(&n);
-  std::vector<GpuInfo> all;
-  std::vector<nvmlDevice_t> handles;
-  for (unsigned i = 0; i < n; ++i) {
-    nvmlDevice_t d = nullptr;
-    if (nvml_->by_index(i, &d) != 0) continue;
-    GpuInfo g;
-    g.nvml_index = i;
-    char buf[96] = {0};
-    if (nvml_->uuid(d, buf, sizeof buf) == 0) g.uuid = buf;
-    char nbuf[96] = {0};
-    if (nvml_->name(d, nbuf, sizeof nbuf) == 0) g.name = nbuf;
-    all.push_back(g);
-    handles.push_back(d);
-  }
-  std::string visible = opts.visible_devices;
-  if (visible.empty()) {
-    const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
-    if (env) visible = env;
-  }
-  if (visible.empty() && !std::getenv("CUDA_VISIBLE_DEVICES")) {
-    gpus_ = all;
-    nvml_->devices = handles;
+  const unsigned n = nvml_->device_count().value_or(0);
+  NvmlDevices all = list_devices(*nvml_, n);
+  const std::optional<std::vector<std::string>> visible =
+      opts.visible_devices.empty() ? visible_devices_from_env() : parse_visible_devices(opts.visible_devices);
+  NvmlDevices chosen;
+  if (!visible) {
+    chosen = std::move(all);
   } else {
-    // CUDA_VISIBLE_DEVICES: comma-separated indices (NVML enumerates in PCI bus order, as CUDA
-    // does with CUDA_DEVICE_ORDER=PCI_BUS_ID) or UUID prefixes ("GPU-8f3a...", "MIG-...").
-    std::size_t start = 0;
-    while (start <= visible.size()) {
-      std::size_t comma = visible.find(',', start);
-      std::string item =
-          visible.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      start = comma == std::string::npos ? visible.size() + 1 : comma + 1;
-      if (item.empty()) continue;
-      bool found = false;
-      if (item.find_first_not_of("0123456789") == std::string::npos) {
-        unsigned idx = static_cast<unsigned>(std::stoul(item));
-        for (std::size_t k = 0; k < all.size(); ++k)
-          if (all[k].nvml_index == idx) {
-            gpus_.push_back(all[k]);
-            nvml_->devices.push_back(handles[k]);
-            found = true;
-          }
-      } else {
-        for (std::size_t k = 0; k < all.size(); ++k)
-          if (all[k].uuid.rfind(item, 0) == 0) {
-            gpus_.push_back(all[k]);
-            nvml_->devices.push_back(handles[k]);
-            found = true;
-            break;
-          }
-        if (!found && nvml_->by_uuid) {
-          nvmlDevice_t d = nullptr;
-          if (nvml_->by_uuid(item.c_str(), &d) == 0) {
-            GpuInfo g;
-            g.nvml_index = std::numeric_limits<unsigned>::max();
-            g.uuid = item;
-            g.name = "MIG device";
-            gpus_.push_back(g);
-            nvml_->devices.push_back(d);
-            found = true;
-          }
-        }
-      }
-      // An entry CUDA cannot resolve ends CUDA's device list: do the same.
-      if (!found) break;
-    }
+    // An entry CUDA cannot resolve ends CUDA's device list: do the same.
+    for (const auto& item : *visible)
+      if (!select_entry(*nvml_, all, item, chosen)) break;
   }
+  gpus_ = std::move(chosen.info);
+  devices_ = std::move(chosen.handles);
   if (gpus_.empty()) {
     gpu_absent_reason_ = n == 0 ? "NVML found no GPU" : "no GPU selected by CUDA_VISIBLE_DEVICES";
     nvml_.reset();
+    devices_.clear();
   }
   max_sm_mhz_.assign(gpus_.size(), 0);
 }
@@ -294,12 +189,12 @@ GpuReading UtilReader::read_conditions() {
   std::size_t clocks = 0;
   unsigned long long reasons = 0;
   bool reasons_all = true;
-  for (std::size_t k = 0; k < nvml_->devices.size(); ++k) {
-    nvmlDevice_t d = nvml_->devices[k];
+  for (std::size_t k = 0; k < devices_.size(); ++k) {
+    nvml::Device d = devices_[k];
     listed_all = nvml_->processes(d, listed) && listed_all;
     unsigned mhz = 0;
-    if (max_sm_mhz_[k] == 0 && nvml_->max_clock) nvml_->max_clock(d, kNvmlClockSm, &max_sm_mhz_[k]);
-    if (max_sm_mhz_[k] > 0 && nvml_->clock && nvml_->clock(d, kNvmlClockSm, &mhz) == 0) {
+    if (max_sm_mhz_[k] == 0 && nvml_->max_clock) nvml_->max_clock(d, nvml::kClockSm, &max_sm_mhz_[k]);
+    if (max_sm_mhz_[k] > 0 && nvml_->clock && nvml_->clock(d, nvml::kClockSm, &mhz) == 0) {
       clock_sum += static_cast<double>(mhz) / max_sm_mhz_[k];
       ++clocks;
     }
@@ -343,7 +238,7 @@ UtilSample UtilReader::sample() {
     row.node_cpu_pct = kNaN;
   }
   if (nvml_) {
-    std::size_t n = nvml_->devices.size();
+    std::size_t n = devices_.size();
     row.gpu_util_pct.assign(n, kNaN);
     row.gpu_mem_bytes.assign(n, kNaN);
     row.gpu_power_w.assign(n, kNaN);
@@ -351,19 +246,19 @@ UtilSample UtilReader::sample() {
     row.gpu_temp_c.assign(n, kNaN);
     row.gpu_sm_mhz.assign(n, kNaN);
     for (std::size_t k = 0; k < n; ++k) {
-      nvmlDevice_t d = nvml_->devices[k];
-      nvmlUtilization_t u{};
+      nvml::Device d = devices_[k];
+      nvml::Utilization u{};
       if (nvml_->util && nvml_->util(d, &u) == 0) row.gpu_util_pct[k] = u.gpu;
-      nvmlMemory_t m{};
+      nvml::Memory m{};
       if (nvml_->memory && nvml_->memory(d, &m) == 0) row.gpu_mem_bytes[k] = static_cast<double>(m.used);
       unsigned mw = 0;
       if (nvml_->power && nvml_->power(d, &mw) == 0) row.gpu_power_w[k] = mw / 1000.0;
       unsigned long long mj = 0;
       if (nvml_->energy && nvml_->energy(d, &mj) == 0) row.gpu_energy_j[k] = static_cast<double>(mj) / 1000.0;
       unsigned t = 0;
-      if (nvml_->temperature && nvml_->temperature(d, kNvmlTemperatureGpu, &t) == 0) row.gpu_temp_c[k] = t;
+      if (nvml_->temperature && nvml_->temperature(d, nvml::kTemperatureGpu, &t) == 0) row.gpu_temp_c[k] = t;
       unsigned mhz = 0;
-      if (nvml_->clock && nvml_->clock(d, kNvmlClockSm, &mhz) == 0) row.gpu_sm_mhz[k] = mhz;
+      if (nvml_->clock && nvml_->clock(d, nvml::kClockSm, &mhz) == 0) row.gpu_sm_mhz[k] = mhz;
     }
     conditions_.add(read_conditions());
   }

@@ -1,7 +1,6 @@
 // Resource detection, cluster files and feasibility. See resources.hpp for why ids, not counts.
 #include "gridrun/scheduler/resources.hpp"
 
-#include <dlfcn.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -21,6 +21,8 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/hw/nvml.hpp"
+#include "gridrun/hw/visible_devices.hpp"
 
 namespace gridrun::scheduler {
 
@@ -94,27 +96,12 @@ std::vector<int> affinity_cores() {
   return ids;
 }
 
-// NVML through dlopen so that `gridrun` needs no CUDA at build or run time. Returns -1 when NVML is
-// not there (then `nvidia-smi -L` is asked).
+// NVML (hw's loader: `gridrun` needs no CUDA at build or run time). Returns -1 when NVML is not
+// there (then `nvidia-smi -L` is asked).
 int nvml_device_count() {
-  struct Lib {
-    void* h = nullptr;
-    ~Lib() {
-      if (h) dlclose(h);
-    }
-  } lib;
-  lib.h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib.h) return -1;
-  using InitFn = int (*)();
-  using CountFn = int (*)(unsigned*);
-  auto init = reinterpret_cast<InitFn>(dlsym(lib.h, "nvmlInit_v2"));
-  auto count = reinterpret_cast<CountFn>(dlsym(lib.h, "nvmlDeviceGetCount_v2"));
-  auto shutdown = reinterpret_cast<InitFn>(dlsym(lib.h, "nvmlShutdown"));
-  if (!init || !count || !shutdown || init() != 0) return -1;
-  unsigned n = 0;
-  int rc = count(&n);
-  shutdown();
-  return rc == 0 ? static_cast<int>(n) : -1;
+  const hw::Nvml nvml;
+  const std::optional<unsigned> n = nvml.device_count();
+  return n ? static_cast<int>(std::min<unsigned>(*n, std::numeric_limits<int>::max())) : -1;
 }
 
 int nvidia_smi_count() {
@@ -126,28 +113,14 @@ int nvidia_smi_count() {
   return n;
 }
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  std::istringstream is(s);
-  while (std::getline(is, cur, ',')) {
-    cur.erase(0, cur.find_first_not_of(" \t"));
-    cur.erase(cur.find_last_not_of(" \t") + 1);
-    if (!cur.empty()) out.push_back(cur);
-  }
-  return out;
-}
-
 std::vector<std::string> detect_gpus() {
   int n = nvml_device_count();
   if (n < 0) n = nvidia_smi_count();
   std::vector<std::string> ids;
-  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (cvd) {
+  if (const auto visible = hw::visible_devices_from_env()) {
     // CUDA stops at the first invalid entry; we keep the listed entries up to the device count.
-    for (const auto& e : split_commas(cvd)) {
+    for (const auto& e : *visible) {
       if (static_cast<int>(ids.size()) >= n) break;
-      if (e == "-1") break;
       ids.push_back(e);
     }
     return ids;

@@ -1,9 +1,10 @@
 // Utilization sampling for a results file's /util (results/ only stores the samples): per-rank
 // process CPU % and RSS from /proc, node CPU % from /proc/stat, and per-GPU figures from NVML.
 //
-// Why NVML through dlopen: `gridrun` and `gridrun-train` must build and run on machines without a
-// GPU driver; libnvidia-ml.so.1 is looked up at run time and, when missing, GPU columns are absent
-// and gpu_absent_reason() says why (it goes into the file as /util's `gpu_absent_reason`).
+// NVML comes from hw/nvml.hpp (dlopen: `gridrun` and `gridrun-train` must build and run on machines
+// without a GPU driver); when it is missing, GPU columns are absent and gpu_absent_reason() says
+// why (it goes into the file as /util's `gpu_absent_reason`). Which GPUs are sampled follows
+// CUDA_VISIBLE_DEVICES as visible_devices.hpp parses it.
 //
 // GPU jobs also record the conditions they ran under (gpu_conditions.hpp): other compute processes
 // on their GPUs, the SM clock against its maximum and the clocks' throttle reasons, summed over the
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "gridrun/hw/gpu_conditions.hpp"
+#include "gridrun/hw/nvml.hpp"
 #include "gridrun/hw/util_sample.hpp"
 
 namespace gridrun::hw {
@@ -37,7 +39,7 @@ struct UtilReaderOptions {
   // Devices to sample, as CUDA_VISIBLE_DEVICES spells them (indices or GPU-/MIG- UUID prefixes);
   // empty = read the CUDA_VISIBLE_DEVICES environment variable; unset there too = all devices.
   std::string visible_devices;
-  std::string nvml_library = "libnvidia-ml.so.1";  // tests point this at a missing file
+  std::string nvml_library = nvml::kLibrary;  // tests point this at a missing file or a test double
   // Environment entries ("NAME=value") that mark a process of the same run (the launch token of
   // `gridrun run`, SLURM_JOB_ID of a Slurm allocation): a GPU process that is not one of `pids` but
   // carries one of them is a neighbour of the run (jobs_per_gpu), not a foreign one.
@@ -50,7 +52,7 @@ struct GpuInfo {
   std::string name, uuid;
 };
 
-// Not copyable: it owns the dlopen'ed NVML library (a unique_ptr member, closed by ~UtilReader).
+// Not copyable: it owns the loaded NVML library (hw::Nvml, closed by ~UtilReader).
 class UtilReader {
  public:
   explicit UtilReader(const UtilReaderOptions& opts);
@@ -70,14 +72,14 @@ class UtilReader {
   const GpuConditions& gpu_conditions() const { return conditions_; }
 
  private:
-  struct Nvml;
   GpuReading read_conditions();
   bool same_run(pid_t pid);
   std::vector<pid_t> pids_;
   std::vector<double> prev_proc_s_;  // utime+stime seconds per pid at the previous sample
   double prev_node_busy_ = 0, prev_node_total_ = 0;
   std::chrono::steady_clock::time_point t0_, prev_t_;
-  std::unique_ptr<Nvml> nvml_;
+  std::unique_ptr<Nvml> nvml_;         // null: no GPU sampled (gpu_absent_reason_ says why)
+  std::vector<nvml::Device> devices_;  // the sampled GPUs' handles, in gpus_'s order
   std::vector<GpuInfo> gpus_;
   std::string gpu_absent_reason_;
   std::vector<std::string> same_run_env_;

@@ -64,8 +64,8 @@ struct ResourceOptions {
   int jobs_per_gpu = 1;
 };
 
-// This machine: cores from sched_getaffinity, GPUs from NVML (dlopen) or `nvidia-smi -L`,
-// restricted to CUDA_VISIBLE_DEVICES when that is set.
+// This machine: cores from sched_getaffinity, GPUs from NVML (hw/nvml.hpp) or `nvidia-smi -L`,
+// restricted to CUDA_VISIBLE_DEVICES (hw/visible_devices.hpp) when that is set.
 Cluster detect_local();
 // Detected machine with overrides, or the cluster file. Throws std::invalid_argument (exit 2) on a
 // bad file or flag, naming file:line:col and key.
