@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -23,15 +24,15 @@ ScannedRun scan_results(const std::string& run_dir, Depth depth) {
   const fs::path relative = fs::path(results).lexically_relative(rd.root());
   const std::vector<std::string> names = results::list_job_files(results);
   std::set<std::string> have;
-  for (const auto& n : names) have.insert(n.substr(0, n.find(".h5")));
+  for (const auto& n : names) have.insert(run::RunDir::job_id_of_results_file(n).value_or(n));
   // Jobs planned in jobs/*.json but without any results file: named, not fatal.
   std::error_code ec;
   if (fs::is_directory(rd.jobs_dir(), ec)) {
     std::vector<std::string> missing;
     for (const auto& e : fs::directory_iterator(rd.jobs_dir())) {
-      if (e.path().extension() != ".json") continue;
-      std::string id = e.path().stem().string();
-      if (!have.count(id)) missing.push_back(rd.result_file(id) + ": missing (job has no results file)");
+      const std::optional<std::string> id = run::RunDir::job_id_of_job_file(e.path().string());
+      if (id && !have.count(*id))
+        missing.push_back(rd.result_file(*id) + ": missing (job has no results file)");
     }
     std::sort(missing.begin(), missing.end());
     out.skipped = std::move(missing);

@@ -10,12 +10,14 @@
 #include <cerrno>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/summary.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "job_codec.hpp"
 #include "reading.hpp"
 
@@ -28,8 +30,6 @@ using detail::ByteWriter;
 namespace {
 
 constexpr std::string_view kMagic = "GRIDRUN-INDEX-4\n";
-
-using base::ends_with;
 
 // What identifies one version of a file: a rewrite (the writer renames .partial over it), a copy
 // or a changed byte with a touch back to the old mtime all change at least the ctime or inode.
@@ -209,7 +209,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
       r.error = r.path + ": " + (r.missing ? "no such file" : base::errno_text(err));
       continue;
     }
-    const bool final_file = !ends_with(r.name, ".partial");
+    const bool final_file = !run::RunDir::is_partial_file(r.name);
     auto it = im.use_index && final_file ? im.entries.find(r.name) : im.entries.end();
     const bool hit = it != im.entries.end() && it->second.key == *keys[k];
     if (hit && it->second.verdict != Verdict::Ok) {
@@ -280,7 +280,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
       r.damaged = got.no_answer;
     }
     if (!r.ok) r.error = r.path + ": " + e.reason;
-    if (im.use_index && !ends_with(r.name, ".partial")) {
+    if (im.use_index && !run::RunDir::is_partial_file(r.name)) {
       im.entries[r.name] = std::move(e);
       im.dirty = true;
     }
@@ -318,15 +318,10 @@ std::vector<std::string> list_job_files(const std::string& folder) {
   std::error_code ec;
   for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    std::string id;
-    if (ends_with(name, ".h5.partial"))
-      id = name.substr(0, name.size() - 11);
-    else if (ends_with(name, ".h5"))
-      id = name.substr(0, name.size() - 3);
-    else
-      continue;
-    auto found = by_id.find(id);
-    if (found == by_id.end() || ends_with(found->second, ".partial")) by_id[id] = name;
+    const std::optional<std::string> id = run::RunDir::job_id_of_results_file(name);
+    if (!id) continue;
+    auto found = by_id.find(*id);
+    if (found == by_id.end() || run::RunDir::is_partial_file(found->second)) by_id[*id] = name;
   }
   std::vector<std::string> out;
   out.reserve(by_id.size());

@@ -12,8 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
+#include <string_view>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
@@ -24,6 +26,32 @@
 namespace fs = std::filesystem;
 
 namespace gridrun::run {
+
+namespace {
+
+// The suffixes of a job's files: spelled here only, in both directions (the names below and their
+// inverses, RunDir::job_id_of_*).
+constexpr std::string_view kJobFileSuffix = ".json";
+constexpr std::string_view kRankfileSuffix = ".rankfile";
+constexpr std::string_view kLogOutSuffix = ".out";
+constexpr std::string_view kLogErrSuffix = ".err";
+constexpr std::string_view kHeartbeatSuffix = ".heartbeat";
+constexpr std::string_view kOthersSuffix = ".others";
+constexpr std::string_view kResultSuffix = ".h5";
+constexpr std::string_view kPartialSuffix = ".partial";
+constexpr std::string_view kProfileTraceSuffix = ".profile.json";
+
+std::string with(const std::string& id, std::string_view suffix) { return id + std::string(suffix); }
+
+// The id of the file `name` (its last component when it is a path) that ends in `suffix`; nullopt
+// for another name or an empty id.
+std::optional<std::string> id_before(const std::string& name, std::string_view suffix) {
+  const std::string file = fs::path(name).filename().string();
+  if (file.size() <= suffix.size() || !base::ends_with(file, suffix)) return std::nullopt;
+  return file.substr(0, file.size() - suffix.size());
+}
+
+}  // namespace
 
 RunDir::RunDir(std::string root) : root_(std::move(root)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
@@ -43,18 +71,42 @@ RunDir RunDir::of_results_dir(const std::string& results_dir) {
   return RunDir(parent.empty() ? std::string(".") : parent);
 }
 std::string RunDir::jobs_dir() const { return root_ + "/jobs"; }
-std::string RunDir::job_file(const std::string& id) const { return jobs_dir() + "/" + id + ".json"; }
-std::string RunDir::rankfile(const std::string& id) const { return jobs_dir() + "/" + id + ".rankfile"; }
+std::string RunDir::job_file(const std::string& id) const {
+  return jobs_dir() + "/" + with(id, kJobFileSuffix);
+}
+std::string RunDir::rankfile(const std::string& id) const {
+  return jobs_dir() + "/" + with(id, kRankfileSuffix);
+}
 std::string RunDir::logs_dir() const { return root_ + "/logs"; }
-std::string RunDir::log_out(const std::string& id) const { return logs_dir() + "/" + id + ".out"; }
-std::string RunDir::log_err(const std::string& id) const { return logs_dir() + "/" + id + ".err"; }
+std::string RunDir::log_out(const std::string& id) const {
+  return logs_dir() + "/" + with(id, kLogOutSuffix);
+}
+std::string RunDir::log_err(const std::string& id) const {
+  return logs_dir() + "/" + with(id, kLogErrSuffix);
+}
 std::string RunDir::log_file(const std::string& name) const { return logs_dir() + "/" + name; }
-std::string RunDir::heartbeat_file(const std::string& id) const { return log_out(id) + ".heartbeat"; }
-std::string RunDir::others_file(const std::string& id) const { return logs_dir() + "/" + id + ".others"; }
+std::string RunDir::heartbeat_file(const std::string& id) const {
+  return with(log_out(id), kHeartbeatSuffix);
+}
+std::string RunDir::others_file(const std::string& id) const {
+  return logs_dir() + "/" + with(id, kOthersSuffix);
+}
 std::string RunDir::results_dir() const { return root_ + "/results"; }
-std::string RunDir::result_file_name(const std::string& id) { return id + ".h5"; }
-std::string RunDir::partial_file_name(const std::string& id) { return result_file_name(id) + ".partial"; }
-std::string RunDir::profile_trace_name(const std::string& id) { return id + ".profile.json"; }
+std::string RunDir::result_file_name(const std::string& id) { return with(id, kResultSuffix); }
+std::string RunDir::partial_file_name(const std::string& id) {
+  return with(result_file_name(id), kPartialSuffix);
+}
+std::string RunDir::profile_trace_name(const std::string& id) { return with(id, kProfileTraceSuffix); }
+std::optional<std::string> RunDir::job_id_of_job_file(const std::string& name) {
+  return id_before(name, kJobFileSuffix);
+}
+std::optional<std::string> RunDir::job_id_of_results_file(const std::string& name) {
+  if (auto id = id_before(name, with(std::string(kResultSuffix), kPartialSuffix))) return id;
+  return id_before(name, kResultSuffix);
+}
+bool RunDir::is_partial_file(const std::string& name) {
+  return id_before(name, with(std::string(kResultSuffix), kPartialSuffix)).has_value();
+}
 std::string RunDir::result_file(const std::string& id) const {
   return results_dir() + "/" + result_file_name(id);
 }

@@ -61,7 +61,8 @@ void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& 
     auto w = gridrun::results::JobWriter::create(tmp.string(), info);
     w->finish(gridrun::results::Status::Failed, why, gridrun::results::Summary{});
     w.reset();
-    gridrun::base::rename_durable((tmp / (o.id + ".h5")).string(), final_file.string());
+    gridrun::base::rename_durable((tmp / gridrun::run::RunDir::result_file_name(o.id)).string(),
+                                  final_file.string());
   } catch (const std::exception& e) {
     std::cerr << "gridrun-train: cannot record the failure in " << final_file.string() << ": "
               << one_line(e.what()) << "\n";

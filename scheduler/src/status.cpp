@@ -71,9 +71,9 @@ std::map<std::string, DiskGlance> glance_results(const run::RunDir& dir) {
   results::ResultsFolder rf(folder);
   std::vector<std::string> finals, partials;
   for (auto& name : results::list_job_files(folder))
-    (base::ends_with(name, ".partial") ? partials : finals).push_back(std::move(name));
+    (run::RunDir::is_partial_file(name) ? partials : finals).push_back(std::move(name));
   for (const auto& r : rf.read(finals, glance)) {
-    const std::string id = r.name.substr(0, r.name.find(".h5"));
+    const std::string id = run::RunDir::job_id_of_results_file(r.name).value_or(r.name);
     if (!r.ok) {
       // An unreadable final file with a live .partial beside it: the .partial tells the state.
       std::error_code ec;
@@ -87,7 +87,7 @@ std::map<std::string, DiskGlance> glance_results(const run::RunDir& dir) {
   }
   for (const auto& r : rf.read(partials, full)) {
     if (!r.ok) continue;
-    DiskGlance& g = out[r.name.substr(0, r.name.find(".h5"))];
+    DiskGlance& g = out[run::RunDir::job_id_of_results_file(r.name).value_or(r.name)];
     g.status = "partial";
     g.exit_reason = r.data.exit_reason;
     g.attempts = r.data.attempts;
@@ -278,9 +278,8 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   // Jobs known from state.json and from job files (a crashed submit may have written only those).
   std::map<std::string, run::JobRecord> recs = state.jobs;
   for (const auto& e : fs::directory_iterator(dir.jobs_dir(), ec)) {
-    if (e.path().extension() != ".json") continue;
-    const std::string id = e.path().stem().string();
-    if (!recs.count(id)) recs[id].id = id;
+    const std::optional<std::string> id = run::RunDir::job_id_of_job_file(e.path().string());
+    if (id && !recs.count(*id)) recs[*id].id = *id;
   }
   const std::map<std::string, DiskGlance> disk = glance_results(dir);
   for (const auto& [id, r] : recs) {

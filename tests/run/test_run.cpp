@@ -50,6 +50,23 @@ TEST(RunDir, PathsComeFromTheRoot) {
   EXPECT_EQ(run::RunDir::for_grid("runs", "g").root(), "runs/g");
 }
 
+TEST(RunDir, FileNamesParseBackToTheirJobIds) {
+  using run::RunDir;
+  const RunDir rd("/r/x");
+  EXPECT_EQ(RunDir::job_id_of_job_file(rd.job_file("a1")), "a1");
+  EXPECT_EQ(RunDir::job_id_of_job_file("a1.json"), "a1");
+  EXPECT_EQ(RunDir::job_id_of_job_file("a1.rankfile"), std::nullopt);
+  EXPECT_EQ(RunDir::job_id_of_job_file(".json"), std::nullopt);
+  EXPECT_EQ(RunDir::job_id_of_results_file(rd.result_file("a1")), "a1");
+  EXPECT_EQ(RunDir::job_id_of_results_file(RunDir::partial_file_name("a1")), "a1");
+  EXPECT_EQ(RunDir::job_id_of_results_file(RunDir::profile_trace_name("a1")), std::nullopt);
+  EXPECT_EQ(RunDir::job_id_of_results_file(".gridrun-index"), std::nullopt);
+  EXPECT_EQ(RunDir::job_id_of_results_file(".h5"), std::nullopt);
+  EXPECT_TRUE(RunDir::is_partial_file(rd.partial_file("a1")));
+  EXPECT_FALSE(RunDir::is_partial_file(RunDir::result_file_name("a1")));
+  EXPECT_FALSE(RunDir::is_partial_file("notes.partial"));
+}
+
 TEST(RunDir, OfResultsDirIsItsParent) {
   EXPECT_EQ(run::RunDir::of_results_dir("/r/x/results").root(), "/r/x");
   EXPECT_EQ(run::RunDir::of_results_dir("/r/x/results/").root(), "/r/x");

@@ -73,6 +73,12 @@ class RunDir {
   std::string launch_token_file() const;              // launch-token
   std::string rankfile(const std::string& id) const;  // jobs/<id>.rankfile (Open MPI binding)
   void create_layout() const;                         // mkdir -p of all folders but slurm/
+  // The inverses of the job file names: the id a name stands for (of a path, its last component),
+  // nullopt for a name that is not such a file. Readers of a folder use these, never a suffix.
+  static std::optional<std::string> job_id_of_job_file(const std::string& name);  // <id>.json
+  // <id>.h5 or <id>.h5.partial
+  static std::optional<std::string> job_id_of_results_file(const std::string& name);
+  static bool is_partial_file(const std::string& name);  // <id>.h5.partial
   // Whether root() holds a run: a state.json or a jobs/ folder (a crashed `gridrun submit` may have
   // written only the job files). What `gridrun status` and `gridrun ls` take for a run directory.
   bool holds_run() const {
