@@ -27,6 +27,7 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
@@ -216,20 +217,19 @@ class Plan {
     return cols_[c].member(table_[c].name, code(j, c));
   }
 
-  // Resources of job j, by the one rule in jobs::job_resources (cached per distinct triple).
-  gj::Resources resources(std::size_t j) {
+  // What job j occupies (its GPUs, cores and ranks in all), by the one rule in jobs::footprint,
+  // cached per distinct (device, ranks, threads_per_rank).
+  const gj::Footprint& footprint(std::size_t j) const {
     const auto key = std::make_tuple(code(j, device_), code(j, ranks_), code(j, threads_));
     auto it = res_.find(key);
     if (it != res_.end()) return it->second;
     gj::JobParams jp;
-    jp.device = std::get<std::string>(value(j, device_));
+    gj::set_param(jp, "device", value(j, device_));
     jp.ranks = std::get<std::int64_t>(value(j, ranks_));
     jp.threads_per_rank = std::get<std::int64_t>(value(j, threads_));
-    return res_[key] = gj::job_resources(jp);
+    return res_[key] = gj::footprint(jp);
   }
-  bool gpu(std::size_t j) const { return std::get<std::string>(value(j, device_)) == "gpu"; }
   const std::string& time_limit(std::size_t j) const { return std::get<std::string>(value(j, time_limit_)); }
-  std::int64_t ranks(std::size_t j) const { return std::get<std::int64_t>(value(j, ranks_)); }
 
  private:
   struct Column {
@@ -277,7 +277,7 @@ class Plan {
   std::vector<std::size_t> index_;
   std::vector<std::string> ids_;
   std::vector<std::uint32_t> codes_;
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, gj::Resources> res_;
+  mutable std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, gj::Footprint> res_;
 };
 
 // One line per job through the shared table writer (base/table.hpp), fitted to the terminal
@@ -300,7 +300,7 @@ void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std:
     r.push_back(gr::number_cell(static_cast<double>(plan.index(j)), 0));
     r.push_back(gr::text_cell(plan.id(j)));
     for (std::size_t c : param_cols) r.push_back(gr::text_cell(plan.text(j, c)));
-    const auto res = plan.resources(j);
+    const auto& res = plan.footprint(j);
     for (auto v : {res.gpus, res.cores, res.ranks}) r.push_back(gr::number_cell(static_cast<double>(v), 0));
   };
   const std::size_t n = t.columns.size();
@@ -372,7 +372,7 @@ void print_csv(Plan& plan, Out& out) {
       b += ',';
       b += plan.csv(j, c);
     }
-    const auto res = plan.resources(j);
+    const auto& res = plan.footprint(j);
     b += ',';
     b += std::to_string(res.gpus);
     b += ',';
@@ -400,11 +400,12 @@ std::string summary(const gj::Expansion& ex, const Plan& plan) {
   std::size_t gpu_jobs = 0, timed = 0;
   double gpu_hours = 0;
   for (std::size_t j = 0; j < plan.size(); ++j) {
-    if (!plan.gpu(j)) continue;
+    const gj::Footprint& fp = plan.footprint(j);
+    if (!fp.gpu()) continue;
     ++gpu_jobs;
     if (plan.time_limit(j).empty()) continue;
     ++timed;
-    gpu_hours += static_cast<double>(plan.ranks(j)) *
+    gpu_hours += static_cast<double>(fp.gpus) *
                  static_cast<double>(gj::time_limit_seconds(plan.time_limit(j))) / 3600.0;
   }
   if (timed) {

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   Cluster c;
   for (int i = 0; i < n_nodes; ++i) {
     Node n;
-    n.name = "gpu" + std::to_string(i);
+    n.name = "node" + std::to_string(i);  // a host name
     for (int k = 0; k < 32; ++k) n.cores.push_back(k);
     for (int k = 0; k < 4; ++k) n.gpus.push_back(std::to_string(k));
     c.nodes.push_back(std::move(n));

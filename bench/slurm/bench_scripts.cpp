@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   js.reserve(n);
   for (int i = 0; i < n; ++i) {
     jobs::JobParams p;
-    p.device = i % 4 < 2 ? "cpu" : "gpu";
+    p.device = i % 4 < 2 ? jobs::Device::cpu : jobs::Device::gpu;
     p.ranks = 1 + i % 2;
     p.global_batch = p.batch_per_rank * p.ranks;
     p.seed = i;

@@ -43,7 +43,7 @@ const GpuPeak* find_gpu_peak(const std::string& device_name) {
 Roof roof_for(const RoofQuery& q, const RoofOptions& opts) {
   Roof roof;
   const bool override_peak = std::isfinite(opts.peak_tflops) && opts.peak_tflops > 0;
-  if (q.device == "gpu") {
+  if (q.device == base::Device::gpu) {
     const GpuPeak* g = find_gpu_peak(q.gpu_name);
     if (override_peak) {
       roof.label = "--peak-tflops " + g3(opts.peak_tflops) + (g ? " (" + g->name + " memory)" : "");

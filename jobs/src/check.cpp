@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gridrun/base/checked.hpp"
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "params.hpp"
 
@@ -135,16 +136,17 @@ void Rules::limits() {
         "ranks=" + std::to_string(p_.ranks) + " cannot be spread evenly over nodes=" +
             std::to_string(p_.nodes) + " (ranks must be a multiple of nodes)",
         "ranks");
-  // A GPU rank owns one GPU and a node has at most 4: the limit is per node.
-  else if (p_.device == "gpu" && p_.ranks / p_.nodes > 4)
+  // A node has at most 4 GPUs (a GPU rank owns one: jobs::footprint): the limit is per node.
+  else if (footprint(p_).per_node.gpus > 4)
     add("ranks",
         std::to_string(p_.ranks) + " is out of range for device gpu (1-4" +
             (p_.nodes > 1 ? " per node, here " + std::to_string(p_.ranks / p_.nodes) + " on each of " +
                                 std::to_string(p_.nodes) + " nodes)"
                           : ")"),
         "device");
-  if (p_.device != "gpu" && p_.precision != "fp32")
-    add("precision", p_.precision + " needs device gpu", "device", "this job has device " + p_.device);
+  if (p_.device != Device::gpu && p_.precision != "fp32")
+    add("precision", p_.precision + " needs device gpu", "device",
+        "this job has device " + to_string(p_.device));
   if (train_ && p_.epochs == 0 && p_.max_steps == 0)
     add("epochs", "epochs and max_steps are both 0, so the job would never stop; set one", "max_steps");
 }
@@ -165,7 +167,7 @@ void Rules::task_rules() {
 
 void Rules::quantize_rules() {
   if (p_.quantize != "int8") return;
-  if (p_.device != "cpu")
+  if (p_.device != Device::cpu)
     add("quantize", "quantize=int8 needs device=cpu (dynamic int8 linear layers are a CPU feature)",
         "device");
   if (p_.model == "transformer")
@@ -243,7 +245,8 @@ void Rules::cuda_graph_rules() {
   if (!p_.cuda_graph) return;
   const std::string c = "cuda_graph=true needs ";
   if (!train_) add("cuda_graph", c + "task=train", "task", "this job has task " + p_.task);
-  if (p_.device != "gpu") add("cuda_graph", c + "device=gpu", "device", "this job has device " + p_.device);
+  if (p_.device != Device::gpu)
+    add("cuda_graph", c + "device=gpu", "device", "this job has device " + to_string(p_.device));
   if (p_.ranks != 1) add("cuda_graph", c + "ranks=1 (the gradient allreduce is not captured)", "ranks");
   if (p_.optimizer != "sgd")
     add("cuda_graph", c + "optimizer=sgd (only the foreach SGD step is captured)", "optimizer");
@@ -254,9 +257,9 @@ void Rules::cuda_graph_rules() {
 
 void Rules::jobs_per_gpu_rules() {
   if (p_.jobs_per_gpu == 1) return;
-  if (p_.device != "gpu")
+  if (p_.device != Device::gpu)
     add("jobs_per_gpu", "jobs_per_gpu=" + std::to_string(p_.jobs_per_gpu) + " needs device=gpu", "device",
-        "this job has device " + p_.device);
+        "this job has device " + to_string(p_.device));
   if (p_.ranks != 1)
     add("jobs_per_gpu",
         "jobs_per_gpu=" + std::to_string(p_.jobs_per_gpu) +

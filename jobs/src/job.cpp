@@ -8,7 +8,6 @@
 #include <optional>
 #include <stdexcept>
 
-#include "gridrun/base/checked.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
 #include "params.hpp"
@@ -120,16 +119,6 @@ Job read_job_file(const std::string& path) {
   auto text = base::try_read_file(path);
   if (!text) throw std::runtime_error(path + ": cannot open job file");
   return job_from_json(*text, path);
-}
-
-Resources job_resources(const JobParams& p) {
-  Resources r;
-  r.ranks = p.ranks;
-  r.gpus = p.device == "gpu" ? p.ranks : 0;
-  // Saturating: jobs::check refuses a product beyond int (issue 45), but a job that never went
-  // through it (a hand-edited job file) must not wrap to 0 cores on the way to the scheduler.
-  r.cores = base::saturating_mul(p.ranks, p.threads_per_rank);
-  return r;
 }
 
 }  // namespace gridrun::jobs

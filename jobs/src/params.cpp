@@ -40,6 +40,51 @@ template <>
 constexpr Type type_of<std::string>() {
   return Type::String;
 }
+// The device parameter is a name in a grid, a job file and an attribute (a String with the enum's
+// names as its choices), and the enum in JobParams: these helpers are the one place the two meet.
+template <>
+constexpr Type type_of<Device>() {
+  return Type::String;
+}
+
+template <typename T>
+Value to_value(const T& v) {
+  return Value{v};
+}
+Value to_value(Device d) { return Value{std::string(base::device_name(d))}; }
+
+// The field of a Value of its own type (a name of a device for Device); false for another type.
+template <typename T>
+bool from_value(const Value& v, T& out) {
+  if (const T* x = std::get_if<T>(&v)) {
+    out = *x;
+    return true;
+  }
+  return false;
+}
+bool from_value(const Value& v, Device& out) {
+  const auto* s = std::get_if<std::string>(&v);
+  const auto d = s ? base::parse_device(*s) : std::nullopt;
+  if (d) out = *d;
+  return d.has_value();
+}
+
+// A value of the expander's vector, which the table's checks already made valid.
+template <typename T>
+T value_as(const Value& v) {
+  T out{};
+  if (!from_value(v, out)) throw std::invalid_argument("job parameter value of the wrong type");
+  return out;
+}
+
+template <typename T>
+std::vector<std::string> choices_of(std::vector<std::string> listed) {
+  if constexpr (std::is_same_v<T, Device>) {
+    listed.clear();
+    for (Device d : base::kDevices) listed.emplace_back(base::device_name(d));
+  }
+  return listed;
+}
 
 ParamSpec row(std::string name, Type t, Value def, std::string help, std::vector<std::string> choices,
               std::optional<double> min, std::optional<double> max, unsigned flags) {
@@ -58,9 +103,9 @@ ParamSpec row(std::string name, Type t, Value def, std::string help, std::vector
 
 std::vector<ParamSpec> build_table() {
   return {
-#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags)                         \
-  row(#name, type_of<type>(), Value{type(def)}, help, GRIDRUN_LIST choices, GRIDRUN_BOUND min, \
-      GRIDRUN_BOUND max, flags),
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags)                           \
+  row(#name, type_of<type>(), to_value(type(def)), help, choices_of<type>(GRIDRUN_LIST choices), \
+      GRIDRUN_BOUND min, GRIDRUN_BOUND max, flags),
 #include "gridrun/jobs/params.def"
 #undef GRIDRUN_PARAM
   };
@@ -96,10 +141,7 @@ template <typename T>
 void get_field(const Params& p, const char* name, T& out) {
   auto it = p.find(name);
   if (it == p.end()) throw std::invalid_argument(std::string("job parameters lack '") + name + "'");
-  if (const T* v = std::get_if<T>(&it->second)) {
-    out = *v;
-    return;
-  }
+  if (from_value(it->second, out)) return;
   throw std::invalid_argument(std::string("job parameter '") + name + "' has the wrong type");
 }
 
@@ -170,7 +212,7 @@ JobParams to_struct(const Params& p) {
 
 Params from_struct(const JobParams& jp) {
   Params p;
-#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) p.emplace(#name, Value{jp.name});
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) p.emplace(#name, to_value(jp.name));
 #include "gridrun/jobs/params.def"
 #undef GRIDRUN_PARAM
   return p;
@@ -182,7 +224,7 @@ Value get_param(const JobParams& p, const std::string& name) {
   using Getter = Value (*)(const JobParams&);
   static const Getter getters[] = {
 #define GRIDRUN_PARAM(n, type, def, help, choices, min, max, flags) \
-  [](const JobParams& q) { return Value{q.n}; },
+  [](const JobParams& q) { return to_value(q.n); },
 #include "gridrun/jobs/params.def"
 #undef GRIDRUN_PARAM
   };
@@ -194,10 +236,7 @@ Value get_param(const JobParams& p, const std::string& name) {
 namespace {
 template <typename T>
 bool assign(T& field, const Value& v) {
-  if (const T* x = std::get_if<T>(&v)) {
-    field = *x;
-    return true;
-  }
+  if (from_value(v, field)) return true;
   if constexpr (std::is_same_v<T, double>) {
     if (const auto* i = std::get_if<std::int64_t>(&v)) {
       field = static_cast<double>(*i);
@@ -235,7 +274,7 @@ namespace detail {
 JobParams struct_of_values(const std::vector<Value>& v) {
   JobParams jp;
   std::size_t i = 0;
-#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) jp.name = std::get<type>(v[i++]);
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) jp.name = value_as<type>(v[i++]);
 #include "gridrun/jobs/params.def"
 #undef GRIDRUN_PARAM
   return jp;
@@ -244,7 +283,7 @@ JobParams struct_of_values(const std::vector<Value>& v) {
 void values_of_struct(const JobParams& jp, std::vector<Value>& v) {
   v.resize(param_table().size());
   std::size_t i = 0;
-#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) v[i++] = jp.name;
+#define GRIDRUN_PARAM(name, type, def, help, choices, min, max, flags) v[i++] = to_value(jp.name);
 #include "gridrun/jobs/params.def"
 #undef GRIDRUN_PARAM
 }

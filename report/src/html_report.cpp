@@ -293,7 +293,7 @@ void label_jobs(std::vector<JobView>& jobs) {
     if (seen[j.label] > 1) j.label += " (" + j.rec->id.substr(0, 6) + ")";
 }
 
-bool is_gpu(const JobView& j) { return param_text(j.rec->params, "device") == "gpu"; }
+bool is_gpu(const JobView& j) { return device_of(j.rec->params) == jobs::Device::gpu; }
 
 // Adds one job's series (thinned to `max` points, non-finite points dropped) in the job's color;
 // a series left without points is not added. Returns whether it was.

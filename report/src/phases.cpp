@@ -12,6 +12,7 @@
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/run/prepare.hpp"
@@ -54,7 +55,7 @@ struct JobSums {
   int util_n = 0;
   void add(const JobData& d) {
     if (auto v = figure(d, "samples")) samples += *v;
-    const bool gpu = d.params && d.params->device == "gpu";
+    const bool gpu = results::device_of(d.params) == jobs::Device::gpu;
     if (auto u = figure(d, gpu ? "gpu_util_pct_mean" : "cpu_util_pct_mean")) {
       util_sum += *u / 100.0;
       ++util_n;
@@ -209,10 +210,7 @@ TimeSplit time_split(const JobData& d) {
   if (auto v = figure(d, "time_eval_s")) t.eval_s = *v;
   if (auto v = figure(d, "time_checkpoint_s")) t.checkpoint_s = *v;
   if (d.params) {
-    const auto& p = *d.params;
-    t.resources =
-        static_cast<double>(std::max<std::int64_t>(p.ranks, 1)) *
-        (p.device == "gpu" ? 1.0 : static_cast<double>(std::max<std::int64_t>(p.threads_per_rank, 1)));
+    t.resources = static_cast<double>(std::max<std::int64_t>(jobs::footprint(*d.params).units(), 1));
   }
   return t;
 }
@@ -280,7 +278,7 @@ std::vector<PhaseFigures> complete_phases(const PhaseInput& in, const std::vecto
     p.sittings = static_cast<int>(sittings.size());
     if (sittings.size() == 1) p.sitting = *sittings.begin();
     for (const JobData* d : members) {
-      p.gpu = p.gpu || (d->params && d->params->device == "gpu");
+      p.gpu = p.gpu || results::device_of(d->params) == jobs::Device::gpu;
       if (d->status == "diverged") {
         std::string why = d->exit_reason;
         if (why.rfind("diverged: ", 0) == 0) why.erase(0, 10);

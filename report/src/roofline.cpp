@@ -8,6 +8,8 @@
 
 #include "gridrun/report/roofline.hpp"
 
+#include "gridrun/jobs/footprint.hpp"
+
 namespace gridrun::report {
 
 // Reports render results' records and job files; their vocabulary is used unqualified here.
@@ -78,23 +80,24 @@ Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vect
     p.label = labels[k];
     p.intensity = fwd / bytes;
     RoofQuery q;
-    q.device = param(j, "device");
+    q.device = device_of(j.params).value_or(jobs::Device::cpu);
     q.precision = param(j, "precision", "fp32");
-    if (q.device == "gpu" && q.precision == "fp32") {
+    if (q.device == jobs::Device::gpu && q.precision == "fp32") {
       // Results written before the parameter existed keep the fp32 roof they were reported with.
       const std::string tf = param(j, "tf32", "false");
       if (tf != "false" && tf != "0") q.precision = "tf32";
     }
     q.ranks = std::max(1.0, param_num(j, "ranks", 1));
     q.threads_per_rank = param_num(j, "threads_per_rank", 1);
-    if (q.device == "gpu") {
-      p.flops_per_s = flops / q.ranks;
+    // Per device: the job's FLOP/s over its GPUs (jobs::Footprint::compute_devices; one CPU on cpu).
+    p.flops_per_s = j.params ? flops / static_cast<double>(std::max<std::int64_t>(
+                                           1, jobs::footprint(*j.params).compute_devices()))
+                             : flops;
+    if (q.device == jobs::Device::gpu) {
       q.gpu_name = j.attr_string("gpu_names");
       q.gpu_name = q.gpu_name.substr(0, q.gpu_name.find(','));
       if (!find_gpu_peak(q.gpu_name))
         unknown_gpus.insert(q.gpu_name.empty() ? "(no gpu_names attribute)" : q.gpu_name);
-    } else {
-      p.flops_per_s = flops;
     }
     const Roof roof = roof_for(q, opts);
     if (!roof.label.empty()) {

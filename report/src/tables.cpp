@@ -297,9 +297,9 @@ Table device_table(const std::vector<JobRecord>& jobs, const std::vector<std::st
   for (const auto& [gkey, members] : group_except(jobs, cols)) {
     std::vector<double> thr[2], acc[2];
     for (const JobRecord* j : members) {
-      std::string d = value_of(*j, "device");
-      int k = d == "gpu" ? 1 : d == "cpu" ? 0 : -1;
-      if (k < 0) continue;
+      const auto d = device_of(j->params);
+      if (!d) continue;
+      const int k = *d == gj::Device::gpu ? 1 : 0;
       thr[k].push_back(fig(*j, "samples_per_s"));
       acc[k].push_back(fig(*j, "final_test_acc"));
     }

@@ -70,7 +70,7 @@ std::string arrangement_text(const std::vector<const jobs::JobParams*>& jobs, bo
     if (!p) continue;
     const std::int64_t r = std::max<std::int64_t>(p->ranks, 1);
     const std::int64_t t = std::max<std::int64_t>(p->threads_per_rank, 1);
-    gpu = gpu || p->device == "gpu";
+    gpu = gpu || p->device == jobs::Device::gpu;
     r_lo = r_lo ? std::min(r_lo, r) : r, r_hi = std::max(r_hi, r);
     t_lo = t_lo ? std::min(t_lo, t) : t, t_hi = std::max(t_hi, t);
   }

@@ -16,6 +16,7 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/run/run_dir.hpp"
@@ -56,7 +57,7 @@ void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& 
     info.run = o.run;
     info.params = o.job;
     info.ranks = static_cast<int>(o.job.ranks);
-    info.gpus = o.job.device == "gpu" ? static_cast<int>(o.job.ranks) : 0;
+    info.gpus = static_cast<int>(gridrun::jobs::footprint(o.job).gpus);
     info.gpu_absent_reason = "the job failed before it started";
     auto w = gridrun::results::JobWriter::create(tmp.string(), info);
     w->finish(gridrun::results::Status::Failed, why, gridrun::results::Summary{});
@@ -137,7 +138,8 @@ int main(int argc, char** argv) {
       throw BadInput("gridrun-train: --then-job: only training jobs are chained");
     chain.reserve(opts.then_jobs.size());
     for (const auto& file : opts.then_jobs) chain.push_back(chained_options(argc, argv, file, opts));
-    comm = make_communicator(opts.job.device == "gpu" ? "nccl" : "mpi", CommOptions{opts.job.comm_timeout_s});
+    const bool gpu = opts.job.device == gridrun::jobs::Device::gpu;
+    comm = make_communicator(gpu ? "nccl" : "mpi", CommOptions{opts.job.comm_timeout_s});
     const double comm_ready = gridrun::base::unix_now();
     int done = opts.job.task == "inference" ? infer(opts, *comm) : train(opts, *comm);
     for (auto& next : chain) {
@@ -149,7 +151,7 @@ int main(int argc, char** argv) {
       current = &next;
       done = train(next, *comm);
     }
-    if (opts.job.device != "gpu") return done;
+    if (!gpu) return done;
     // GPU teardown guard: the results file is final and closed; destroy the communicator (NCCL
     // comm, then MPI_Finalize, which mpirun needs) and leave without static destructors. Why:
     // on the H100 a finished trainer twice never exited (gridrun run then waited for ever);

@@ -21,6 +21,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/hw/peak_probe.hpp"
 #include "gridrun/hw/peaks.hpp"
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/errors.hpp"
@@ -39,7 +40,7 @@ namespace fs = std::filesystem;
 // honoured). device=gpu without a visible device, or on a build without CUDA/NCCL, is bad input.
 torch::Device select_device(const jobs::JobParams& j, Communicator& comm) {
   torch::Device dev(torch::kCPU);
-  const bool gpu = j.device == "gpu";
+  const bool gpu = j.device == jobs::Device::gpu;
 #ifdef GRIDRUN_HAVE_NCCL
   if (gpu) {
     const auto n = torch::cuda::device_count();
@@ -71,7 +72,7 @@ bool conv_model(const std::string& m) {
 // channels_last for convolution nets in half precision on the GPU (tensor-core kernels want NHWC);
 // fp32 and the CPU stay NCHW unless asked.
 bool use_channels_last(const jobs::JobParams& j) {
-  if (j.device != "gpu" || !conv_model(j.model)) return false;
+  if (j.device != jobs::Device::gpu || !conv_model(j.model)) return false;
   if (j.memory_format == "channels_last") return true;
   return j.memory_format == "auto" && j.precision != "fp32";
 }
@@ -148,7 +149,7 @@ void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu
   hw::RoofOptions ro;
   if (o.peak_tflops > 0) ro.peak_tflops = o.peak_tflops;
   const std::string probe_file = !o.probe_file.empty() ? o.probe_file : hw::default_probe_path();
-  if (j.device == "cpu" && !probe_file.empty() && fs::exists(probe_file)) {
+  if (j.device == jobs::Device::cpu && !probe_file.empty() && fs::exists(probe_file)) {
     try {
       ro.probe = hw::read_probe(probe_file);
     } catch (const std::exception& e) {
@@ -159,13 +160,13 @@ void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu
   hw::RoofQuery q;
   q.device = j.device;
   q.precision = j.task == "inference" ? "fp32" : j.precision;
-  if (j.device == "gpu" && q.precision == "fp32" && j.tf32) q.precision = "tf32";
+  if (j.device == jobs::Device::gpu && q.precision == "fp32" && j.tf32) q.precision = "tf32";
   q.ranks = static_cast<double>(j.ranks);
   q.threads_per_rank = static_cast<double>(j.threads_per_rank);
   q.gpu_name = gpu_name;
   const hw::Roof roof = hw::roof_for(q, ro);
   if (roof.label.empty() || roof.peak_flops <= 0) return;
-  const double devices = j.device == "gpu" ? static_cast<double>(j.ranks) : 1.0;
+  const double devices = static_cast<double>(jobs::footprint(j).compute_devices());
   s["peak_flops"] = roof.peak_flops * devices;
   s["mfu"] = fl->second / (roof.peak_flops * devices);
 }

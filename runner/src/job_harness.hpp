@@ -63,7 +63,7 @@ class JobHarness {
   int rank() const { return rank_; }
   int world() const { return world_; }
   bool lead() const { return rank_ == 0; }
-  bool gpu() const { return o_.job.device == "gpu"; }
+  bool gpu() const { return o_.job.device == jobs::Device::gpu; }
   torch::Device device() const { return dev_; }
   Model& model() { return *model_; }
   // The splits, moved onto the device when training on a GPU and they fit (indexing there).

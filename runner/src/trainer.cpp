@@ -149,7 +149,7 @@ void dump_params(const std::string& path, Model& model) {
 // built.
 void check_cuda_graph(const jobs::JobParams& j, int world) {
   if (!j.cuda_graph) return;
-  if (j.device != "gpu" || world != 1)
+  if (j.device != jobs::Device::gpu || world != 1)
     throw BadInput(
         "gridrun-train: cuda_graph=true needs device=gpu and ranks=1 (the gradient "
         "allreduce is not captured)");

@@ -65,7 +65,7 @@ std::string config_key(const jobs::JobParams& in) {
 }
 
 std::string config_label(const jobs::JobParams& p) {
-  std::string s = p.model + " " + p.device + " ranks=" + std::to_string(p.ranks) +
+  std::string s = p.model + " " + to_string(p.device) + " ranks=" + std::to_string(p.ranks) +
                   " bpr=" + std::to_string(p.batch_per_rank);
   if (p.threads_per_rank > 1) s += " threads=" + std::to_string(p.threads_per_rank);
   if (p.nodes > 1) s += " nodes=" + std::to_string(p.nodes);
@@ -137,8 +137,8 @@ jobs::JobParams calibration_params(const jobs::JobParams& in, std::int64_t steps
 }
 
 std::string launch_key(const jobs::JobParams& p) {
-  return p.device + "|" + std::to_string(p.ranks) + "|" + std::to_string(p.threads_per_rank) + "|" +
-         std::to_string(p.nodes);
+  return to_string(p.device) + "|" + std::to_string(p.ranks) + "|" + std::to_string(p.threads_per_rank) +
+         "|" + std::to_string(p.nodes);
 }
 
 std::vector<std::vector<std::size_t>> plan_alone_processes(const std::vector<jobs::JobParams>& configs) {

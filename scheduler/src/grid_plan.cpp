@@ -25,14 +25,15 @@ void check_options(const RunOptions& o) {
   make_placement(o.policy);  // throws on an unknown name
 }
 
-// GPU sharing: each GPU becomes `slots` slots, the lcm of the jobs' jobs_per_gpu values; a job
-// sharing a GPU by k needs slots/k of them.
+// GPU sharing: each GPU becomes `slots` slots, the lcm of the GPU jobs' shares (jobs_per_gpu); a
+// job sharing a GPU by k needs slots/k of them (jobs::Footprint::gpu_slots_per_node).
 int gpu_slots(const jobs::Expansion& ex, std::vector<int>& share) {
   share.assign(ex.jobs.size(), 1);
   int slots = 1;
   for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
-    share[i] = static_cast<int>(ex.jobs[i].params.jobs_per_gpu);
-    if (request_for(ex.jobs[i]).gpus > 0) slots = std::lcm(slots, share[i]);
+    const jobs::Footprint fp = jobs::footprint(ex.jobs[i].params);
+    share[i] = static_cast<int>(fp.gpu_share);
+    if (fp.gpus > 0) slots = std::lcm(slots, share[i]);
     if (slots > 64)
       throw std::invalid_argument("jobs_per_gpu: the grid's values need " + std::to_string(slots) +
                                   " slots per GPU (at most 64; use values that divide each other)");
@@ -105,9 +106,8 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
     plan.phase.push_back(run::phase_of(ex, i));
     if (std::find(plan.phase_order.begin(), plan.phase_order.end(), plan.phase[i]) == plan.phase_order.end())
       plan.phase_order.push_back(plan.phase[i]);
-    Request r = request_for(ex.jobs[i]);
-    r.gpus *= slots / plan.share[i];  // a whole GPU is `slots` slots
-    plan.req.push_back(r);
+    // A whole GPU is `slots` slots.
+    plan.req.push_back(request_for(jobs::footprint(ex.jobs[i].params), slots));
   }
   plan.cost = o.cost;
   count_script_flops(plan, checker);

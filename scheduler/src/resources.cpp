@@ -44,25 +44,21 @@ std::string Cluster::gpus_text() const {
   return s;
 }
 
-Request request_for(const jobs::JobParams& p) {
-  // jobs::job_resources is the one definition of what a job occupies; we add the rank layout.
-  const jobs::Resources res = jobs::job_resources(p);
-  // A multi-node job asks each of its nodes for an equal share (jobs::check made ranks a multiple
-  // of nodes).
-  const std::int64_t nodes = std::max<std::int64_t>(1, p.nodes);
+Request request_for(const jobs::Footprint& f, int slots_per_gpu) {
   // int counts: jobs::check refuses a job beyond them; one that skipped it (a hand-written job
   // file) is clamped to a size that fits on no node rather than wrapped to a small one (issue 45).
   const auto count = [](std::int64_t v) {
     return static_cast<int>(std::clamp<std::int64_t>(v, 0, std::numeric_limits<int>::max()));
   };
   Request r;
-  r.nodes = count(nodes);
-  r.ranks = count(std::max<std::int64_t>(1, res.ranks / nodes));
-  r.threads_per_rank = count(std::max<std::int64_t>(1, p.threads_per_rank));
-  r.gpus = count(res.gpus / nodes);
-  r.cores = count(std::max<std::int64_t>(1, res.cores / nodes));
+  r.nodes = count(f.nodes);
+  r.ranks = count(f.per_node.ranks);
+  r.threads_per_rank = count(f.threads_per_rank);
+  r.gpus = count(f.gpu_slots_per_node(std::max(1, slots_per_gpu)));
+  r.cores = count(f.per_node.cores);
   return r;
 }
+Request request_for(const jobs::JobParams& p) { return request_for(jobs::footprint(p)); }
 Request request_for(const jobs::Job& job) { return request_for(job.params); }
 
 std::string describe(const Request& r) {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/footprint.hpp"
 
 namespace gridrun::scheduler {
 
@@ -62,11 +63,10 @@ double estimate_seconds(const jobs::JobParams& p, const CostModel& m) {
                      ? std::max(1.0, std::floor(std::max(epochs, 1.0) / static_cast<double>(p.eval_every)))
                      : 0;
   double flops = p.task == "inference" ? fwd * test : fwd * samples * 3.0 + fwd * test * evals;
-  const double ranks = static_cast<double>(std::max<std::int64_t>(p.ranks, 1));
-  const double rate = p.device == "gpu"
-                          ? m.gpu_gflops * ranks
-                          : m.cpu_gflops_per_core * ranks *
-                                static_cast<double>(std::max<std::int64_t>(p.threads_per_rank, 1));
+  const jobs::Footprint fp = jobs::footprint(p);
+  const double rate = fp.gpu()
+                          ? m.gpu_gflops * static_cast<double>(std::max<std::int64_t>(fp.gpus, 1))
+                          : m.cpu_gflops_per_core * static_cast<double>(std::max<std::int64_t>(fp.cores, 1));
   // Finite and > 0 whatever the inputs (the command line checks the rates > 0; a model's own FLOPs
   // count comes from gridrun-train's output): engine_seconds clamps, and takes NaN as its longest.
   return std::max(engine_seconds(m.startup_s + flops / (std::max(rate, 1e-3) * 1e9)), 1e-3);

@@ -25,11 +25,13 @@ namespace {
 using base::shell_quote;
 
 constexpr std::size_t kHeaderJobs = 12;  // job ids listed in a script's comment header
+// A generic resource request of Slurm's (--gres=gpu:N per node), not a device's name.
+const std::string kGresGpu = "--gres=gpu:";
 
 std::string shape_tag(const Shape& s) {
   if (s.packed) return "gpu-packed";
-  return s.device + "-r" + std::to_string(s.ranks) + "-t" + std::to_string(s.threads) +
-         (s.nodes > 1 ? "-n" + std::to_string(s.nodes) : "");
+  return to_string(s.fp.device) + "-r" + std::to_string(s.fp.ranks) + "-t" +
+         std::to_string(s.fp.threads_per_rank) + (s.fp.nodes > 1 ? "-n" + std::to_string(s.fp.nodes) : "");
 }
 
 std::string describe(const Shape& s, const ScriptOptions& o) {
@@ -38,10 +40,12 @@ std::string describe(const Shape& s, const ScriptOptions& o) {
     d = "gpu jobs packed into whole-node allocations (" + std::to_string(o.node_gpus) +
         " GPUs), one job step each";
   } else {
-    d = s.device + ", " + std::to_string(s.ranks) + " rank(s) x " + std::to_string(s.threads) + " thread(s)";
-    if (s.device == "gpu") d += ", 1 GPU per rank";
-    if (s.nodes > 1)
-      d += ", over " + std::to_string(s.nodes) + " nodes (" + std::to_string(s.ranks / s.nodes) + " each)";
+    d = to_string(s.fp.device) + ", " + std::to_string(s.fp.ranks) + " rank(s) x " +
+        std::to_string(s.fp.threads_per_rank) + " thread(s)";
+    if (s.fp.gpus > 0) d += ", 1 GPU per rank";
+    if (s.fp.nodes > 1)
+      d += ", over " + std::to_string(s.fp.nodes) + " nodes (" + std::to_string(s.fp.per_node.ranks) +
+           " each)";
   }
   d += ", time limit " + (s.time_s > 0 ? format_time(s.time_s) : std::string("partition default"));
   return d;
@@ -220,9 +224,9 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
     s += "RANKS=   # packed: ranks, threads, GPUs and cores of each step come from its list entry\n";
     s += "THREADS=\n";
   } else {
-    s += "RANKS=" + std::to_string(a.shape.ranks) + "\n";
-    if (a.shape.nodes > 1) s += "NODES=" + std::to_string(a.shape.nodes) + "\n";
-    s += "THREADS=" + std::to_string(a.shape.threads) + "\n";
+    s += "RANKS=" + std::to_string(a.shape.fp.ranks) + "\n";
+    if (a.shape.fp.nodes > 1) s += "NODES=" + std::to_string(a.shape.fp.nodes) + "\n";
+    s += "THREADS=" + std::to_string(a.shape.fp.threads_per_rank) + "\n";
   }
   // Packed steps share one allocation: --exact gives each only the cores it asks for.
   s += a.shape.packed ? "STEP_FLAGS=(--exact)\n" : "STEP_FLAGS=()\n";
@@ -258,17 +262,17 @@ void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
   std::string range = "--array=0-" + std::to_string(a.tasks.size() - 1);
   if (o.throttle > 0) range += "%" + std::to_string(o.throttle);
   sbatch_line(s, range);
-  sbatch_line(s, "--nodes=" + std::to_string(a.shape.nodes));
+  sbatch_line(s, "--nodes=" + std::to_string(a.shape.fp.nodes));
   if (a.shape.packed) {
     sbatch_line(s, "--exclusive");
-    sbatch_line(s, "--gres=gpu:" + std::to_string(o.node_gpus));
+    sbatch_line(s, kGresGpu + std::to_string(o.node_gpus));
   } else {
-    // --gres is per node: each host of a multi-node job gives its own ranks one GPU each.
-    const std::int64_t per_node = a.shape.ranks / a.shape.nodes;
-    sbatch_line(s, "--ntasks=" + std::to_string(a.shape.ranks));
-    if (a.shape.nodes > 1) sbatch_line(s, "--ntasks-per-node=" + std::to_string(per_node));
-    if (a.shape.device == "gpu") sbatch_line(s, "--gres=gpu:" + std::to_string(per_node));
-    sbatch_line(s, "--cpus-per-task=" + std::to_string(a.shape.threads));
+    // --ntasks-per-node and --gres are per node: the footprint's share of each host.
+    const jobs::Footprint& fp = a.shape.fp;
+    sbatch_line(s, "--ntasks=" + std::to_string(fp.ranks));
+    if (fp.nodes > 1) sbatch_line(s, "--ntasks-per-node=" + std::to_string(fp.per_node.ranks));
+    if (fp.per_node.gpus > 0) sbatch_line(s, kGresGpu + std::to_string(fp.per_node.gpus));
+    sbatch_line(s, "--cpus-per-task=" + std::to_string(fp.threads_per_rank));
   }
   if (a.shape.time_s > 0) sbatch_line(s, "--time=" + format_time(a.shape.time_s));
   if (!o.signal.empty()) sbatch_line(s, "--signal=" + signal_for(o.signal, a.shape.time_s));
@@ -432,10 +436,7 @@ std::string format_time(std::int64_t sec) {
 
 Shape job_shape(const jobs::Job& job, const ScriptOptions& o) {
   Shape s;
-  s.device = job.params.device;
-  s.ranks = job.params.ranks;
-  s.threads = job.params.threads_per_rank;
-  s.nodes = job.params.nodes;
+  s.fp = jobs::footprint(job.params);
   if (auto it = job.meta.find("phase"); it != job.meta.end()) s.phase = it->second;
   std::string tl = job.params.time_limit;
   if (tl.empty()) tl = o.default_time;
@@ -504,11 +505,9 @@ void packed_arrays(const std::vector<Bundle>& bundles, const ScriptOptions& o, s
     if (!b.empty()) groups.add(t, b);
   }
   groups.for_each_chunk(o.max_array, [&](std::int64_t limit, const std::vector<const Bundle*>& chunk) {
-    Shape shape;
-    shape.device = "gpu";
+    Shape shape;  // its steps' footprints are in the list file, one entry each
+    shape.fp.device = jobs::Device::gpu;
     shape.packed = true;
-    shape.ranks = 0;
-    shape.threads = 0;
     shape.time_s = limit;
     ArrayScript a = new_array(shape, o, counter);
     std::size_t n_jobs = 0;

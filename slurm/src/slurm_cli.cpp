@@ -319,8 +319,9 @@ std::optional<std::string> sinfo_field(const std::string& partition, const char*
 std::optional<int> SlurmCli::node_gpus(const std::string& partition) const {
   auto g = sinfo_field(partition, "%G");  // "gpu:4" or "gpu:a100:4(S:0-1)"
   if (!g) return std::nullopt;
+  static const std::string kGresGpu = "gpu";  // Slurm's generic resource name, not a device's
   for (const auto& item : split(*g, ',')) {
-    if (item.rfind("gpu", 0) != 0) continue;
+    if (item.rfind(kGresGpu, 0) != 0) continue;
     auto f = split(item.substr(0, item.find('(')), ':');
     try {
       return std::stoi(f.back());

@@ -122,7 +122,8 @@ Packing pack_jobs(const std::vector<jobs::Job>& all, int node_gpus, int node_cor
   std::vector<Shape> shapes;
   for (const auto& j : all) {
     Shape s = job_shape(j, opts);
-    if (s.device == "gpu" && s.nodes == 1 && s.ranks < node_gpus && s.ranks * s.threads <= node_cores) {
+    // A GPU job on one node that leaves some of the node's GPUs free and fits its cores.
+    if (s.fp.gpus > 0 && s.fp.nodes == 1 && s.fp.gpus < node_gpus && s.fp.cores <= node_cores) {
       small.push_back(&j);
       shapes.push_back(s);
     } else {
@@ -147,7 +148,7 @@ Packing pack_jobs(const std::vector<jobs::Job>& all, int node_gpus, int node_cor
     scheduler::QueuedJob q;
     q.key = i;
     q.order = i;
-    q.req = scheduler::request_for(*small[i]);
+    q.req = scheduler::request_for(shapes[i].fp);
     q.est_s = std::max<double>(1.0, static_cast<double>(shapes[i].time_s));
     engine.submit(q);
   }
@@ -167,8 +168,8 @@ Packing pack_jobs(const std::vector<jobs::Job>& all, int node_gpus, int node_cor
     }
     PackedStep step;
     step.job_id = small[st.key]->id;
-    step.ranks = shapes[st.key].ranks;
-    step.threads = shapes[st.key].threads;
+    step.ranks = shapes[st.key].fp.ranks;
+    step.threads = shapes[st.key].fp.threads_per_rank;
     step.time_s = shapes[st.key].time_s;
     step.gpus = scheduler::gpus_string(cluster, st.alloc);
     step.cores = scheduler::cores_string(cluster, st.alloc);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/jobs/params.hpp"
 
@@ -23,7 +24,7 @@ std::vector<std::string> problems(const gj::JobParams& p) {
 
 gj::JobParams gpu() {
   gj::JobParams p;
-  p.device = "gpu";
+  p.device = gj::Device::gpu;
   return p;
 }
 
@@ -97,7 +98,7 @@ TEST(JobsCheck, TrainOrInferenceOnly) {
 TEST(JobsCheck, Quantize) {
   gj::JobParams p = inference();
   p.quantize = "int8";
-  p.device = "gpu";
+  p.device = gj::Device::gpu;
   EXPECT_EQ(problems(p), V{"quantize: quantize=int8 needs device=cpu (dynamic int8 linear layers "
                            "are a CPU feature)"});
   p = inference();
@@ -326,9 +327,9 @@ TEST(JobsCheck, DerivedCountsThatOverflowAreProblems) {
 }
 
 // What a job occupies never wraps either (a job that skipped check: a hand-written job file).
-TEST(JobsCheck, JobResourcesSaturate) {
+TEST(JobsCheck, FootprintSaturates) {
   gj::JobParams p;
   p.ranks = std::int64_t{1} << 62;
   p.threads_per_rank = 4;
-  EXPECT_EQ(gj::job_resources(p).cores, std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(gj::footprint(p).cores, std::numeric_limits<std::int64_t>::max());
 }

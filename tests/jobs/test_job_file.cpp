@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "gridrun/base/json.hpp"
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
 
@@ -127,19 +128,51 @@ TEST_F(JobsJobFile, ReadErrorsNameFileAndKey) {
   }
 }
 
-TEST_F(JobsJobFile, Resources) {
+TEST_F(JobsJobFile, Footprint) {
   gj::JobParams p;
-  p.device = "gpu";
+  p.device = gj::Device::gpu;
   p.ranks = 4;
   p.threads_per_rank = 2;
-  auto r = gj::job_resources(p);
+  auto r = gj::footprint(p);
   EXPECT_EQ(r.gpus, 4);
   EXPECT_EQ(r.cores, 8);
   EXPECT_EQ(r.ranks, 4);
-  p.device = "cpu";
-  r = gj::job_resources(p);
+  EXPECT_EQ(r.per_node.gpus, 4);
+  EXPECT_EQ(r.gpu_slots_per_node(1), 4);
+  p.nodes = 2;
+  r = gj::footprint(p);
+  EXPECT_EQ(r.per_node.ranks, 2);
+  EXPECT_EQ(r.per_node.cores, 4);
+  EXPECT_EQ(r.per_node.gpus, 2);
+  p.nodes = 1;
+  p.ranks = 1;
+  p.jobs_per_gpu = 4;  // four such jobs share a GPU: of a GPU in 4 slots, one slot each
+  r = gj::footprint(p);
+  EXPECT_EQ(r.gpu_share, 4);
+  EXPECT_EQ(r.gpu_slots_per_node(4), 1);
+  EXPECT_EQ(r.gpu_slots_per_node(8), 2);
+  EXPECT_EQ(r.gpu_slots_per_node(1), 1);  // GPUs not shared: a whole one
+  p.device = gj::Device::cpu;
+  p.ranks = 4;
+  r = gj::footprint(p);
   EXPECT_EQ(r.gpus, 0);
   EXPECT_EQ(r.cores, 8);
+  EXPECT_EQ(r.gpu_share, 1);
+  EXPECT_EQ(r.gpu_slots_per_node(4), 0);
+}
+
+// The device is typed in JobParams and its name everywhere else: a job file, get_param, --set.
+TEST_F(JobsJobFile, DeviceIsItsName) {
+  gj::JobParams p;
+  EXPECT_EQ(p.device, gj::Device::cpu);
+  EXPECT_EQ(gj::get_param(p, "device"), gj::Value{std::string("cpu")});
+  EXPECT_TRUE(gj::set_param(p, "device", gj::Value{std::string("gpu")}));
+  EXPECT_EQ(p.device, gj::Device::gpu);
+  EXPECT_FALSE(gj::set_param(p, "device", gj::Value{std::string("tpu")}));
+  EXPECT_EQ(p.device, gj::Device::gpu);
+  EXPECT_NE(gj::canonical_json(p).find("\"device\":\"gpu\""), std::string::npos);
+  EXPECT_EQ(gj::find_param("device")->choices, (std::vector<std::string>{"cpu", "gpu"}));
+  EXPECT_EQ(gj::to_struct(gj::from_struct(p)), p);
 }
 
 // The one JSON escaper behind every hand-built JSON file (job files, state, Slurm status, traces).

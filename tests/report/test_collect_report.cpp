@@ -70,7 +70,7 @@ TEST_F(SyntheticRun, CollectIndexesAndSkipsCorruptByName) {
   EXPECT_EQ(jobs[0].status, "completed");
   EXPECT_EQ(jobs[0].file, "results/cpu-r1-s0.h5");
   ASSERT_TRUE(jobs[0].params.has_value());  // typed, as the job file holds them
-  EXPECT_EQ(jobs[0].params->device, "cpu");
+  EXPECT_EQ(jobs[0].params->device, gridrun::jobs::Device::cpu);
   EXPECT_EQ(jobs[0].params->ranks, 1);
   EXPECT_EQ(jobs[0].params->overlap, true);
   EXPECT_DOUBLE_EQ(jobs[0].summary.at("flops_per_s"), 1e9);

@@ -22,7 +22,7 @@ JobData job(const std::string& device, int ranks, const std::string& precision =
   JobData j;
   j.id = device + std::to_string(ranks);
   gridrun::jobs::JobParams p;
-  p.device = device;
+  p.device = *gridrun::base::parse_device(device);
   p.ranks = ranks;
   p.precision = precision;
   p.tf32 = false;  // the table's default is true; these cases start from plain fp32

@@ -22,7 +22,7 @@ void write_synthetic_job(const std::string& run_dir, const SyntheticJob& j) {
   info.id = j.id;
   info.run = fs::path(run_dir).filename().string();
   gridrun::jobs::JobParams& p = info.params;  // the rest at their defaults (mlp, lr 0.1)
-  p.device = j.device;
+  p.device = *gridrun::base::parse_device(j.device);
   p.ranks = j.ranks;
   p.batch_per_rank = 32;
   p.global_batch = gbatch;

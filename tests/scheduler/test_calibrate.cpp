@@ -475,7 +475,7 @@ TEST(Calibrate, AloneConfigurationsShareOneLaunchPerLaunchKey) {
   // Threads, device or nodes make another launch key.
   jobs::JobParams a = configs[0], b = a, c = a, e = a;
   b.threads_per_rank = 2;
-  c.device = "gpu";
+  c.device = jobs::Device::gpu;
   e.nodes = 2;
   EXPECT_EQ(plan_alone_processes({a, b, c, e, a}).size(), 4u);
   EXPECT_EQ(plan_alone_processes({a, b, c, e, a})[0], (std::vector<std::size_t>{0, 4}));

@@ -34,7 +34,7 @@ jobs::Job make_job(const std::string& id, std::size_t index, const std::string& 
   j.run = "golden";
   j.index = index;
   jobs::JobParams p;
-  p.device = device;
+  p.device = *base::parse_device(device);
   p.ranks = ranks;
   p.threads_per_rank = threads;
   p.global_batch = p.batch_per_rank * ranks;

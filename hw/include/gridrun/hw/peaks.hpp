@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/base/device.hpp"
 #include "gridrun/hw/peak_probe.hpp"
 
 namespace gridrun::hw {
@@ -40,8 +41,8 @@ struct RoofOptions {
 
 // What a job ran on, for choosing its compute roof.
 struct RoofQuery {
-  std::string device = "cpu";  // cpu | gpu
-  std::string gpu_name;        // first device's name (gpu jobs), as NVML reports it
+  base::Device device = base::Device::cpu;
+  std::string gpu_name;  // first device's name (gpu jobs), as NVML reports it
   std::string precision = "fp32";
   double ranks = 1, threads_per_rank = 1;
 };

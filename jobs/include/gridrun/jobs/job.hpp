@@ -38,13 +38,4 @@ Job read_job_file(const std::string& path);
 // Parses job_to_json's text; `origin` names the source in error messages.
 Job job_from_json(const std::string& json, const std::string& origin);
 
-// What a job occupies while it runs: one GPU per rank on gpu, threads_per_rank cores per rank on
-// either device (a GPU rank still needs cores for its host thread and data loading).
-struct Resources {
-  std::int64_t gpus = 0;
-  std::int64_t cores = 0;
-  std::int64_t ranks = 0;
-};
-Resources job_resources(const JobParams& p);
-
 }  // namespace gridrun::jobs

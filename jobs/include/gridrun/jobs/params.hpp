@@ -15,7 +15,13 @@
 #include <variant>
 #include <vector>
 
+#include "gridrun/base/device.hpp"
+
 namespace gridrun::jobs {
+
+// The device parameter's type (base/device.hpp): `JobParams::device` is typed, its text "cpu" /
+// "gpu" exists only at the edges (grid, job file, HDF5 attribute, --set), as every Value does.
+using base::Device;
 
 // A parameter value as written in a grid: YAML scalars map onto these four types.
 using Value = std::variant<bool, std::int64_t, double, std::string>;

@@ -72,6 +72,11 @@ using RecordedParams = std::optional<jobs::JobParams>;
 std::optional<ParamValue> param_value(const RecordedParams& p, const std::string& name);
 // The same as text, "" when there is none (table cells, legends, group keys).
 std::string param_text(const RecordedParams& p, const std::string& name);
+// The job's device, typed (never its text compared: base/device.hpp); std::nullopt when there are
+// no parameters.
+inline std::optional<jobs::Device> device_of(const RecordedParams& p) {
+  return p ? std::optional<jobs::Device>(p->device) : std::nullopt;
+}
 // The parameter names, alphabetical, whose text is not the same for every one of `params` (the
 // columns of a report, the words of a legend). A job without parameters differs from every job
 // with them; none when no job has parameters.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/job.hpp"
 
 namespace gridrun::scheduler {
@@ -38,16 +39,20 @@ struct Cluster {
   std::string gpus_text() const;  // "0 GPUs", "2 GPUs", "1 GPU (4 slots each)"
 };
 
-// What one job needs. Most jobs sit on one node; a job with `nodes` > 1 (Slurm only) needs the
+// What one job needs: its jobs::Footprint (the one rule of what a job occupies) per node, in the
+// placement's int counts. Most jobs sit on one node; a job with `nodes` > 1 (Slurm only) needs the
 // same share on each of that many distinct nodes, so gpus and cores are per node.
 struct Request {
   int ranks = 1;  // on each node
   int threads_per_rank = 1;
-  int gpus = 0;   // per node; gpu jobs: one GPU per rank
+  int gpus = 0;   // per node: the footprint's GPUs, or its GPU slots when GPUs are shared
   int cores = 1;  // per node: ranks * threads_per_rank
   int nodes = 1;
   bool operator==(const Request& o) const { return gpus == o.gpus && cores == o.cores && nodes == o.nodes; }
 };
+// The footprint's per-node share; with `slots_per_gpu` > 1 (Cluster::slots_per_gpu: GPUs shared by
+// jobs_per_gpu) gpus counts slots, Footprint::gpu_slots_per_node.
+Request request_for(const jobs::Footprint& f, int slots_per_gpu = 1);
 Request request_for(const jobs::JobParams& p);
 Request request_for(const jobs::Job& job);
 std::string describe(const Request& r);  // "2 ranks x 1 thread, 2 GPUs, 2 cores"

@@ -20,22 +20,23 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/job.hpp"
 
 namespace gridrun::slurm {
 
-// What an array's tasks all ask Slurm for.
+// What an array's tasks all ask Slurm for: their jobs' footprint (device, ranks over `nodes` hosts,
+// threads_per_rank cores per rank, per node: --ntasks-per-node, --gres), time limit and phase.
+// Slurm gives a job whole GPUs: gpu_share (jobs_per_gpu) is not part of a shape.
 struct Shape {
-  std::string device = "cpu";  // cpu | gpu
-  std::int64_t ranks = 1;      // in all, over `nodes` hosts
-  std::int64_t threads = 1;    // cores per rank
-  std::int64_t nodes = 1;      // hosts, ranks / nodes on each (--nodes, --ntasks-per-node)
-  std::int64_t time_s = 0;     // 0 = no --time line (partition default)
-  bool packed = false;         // whole-node allocation running several job steps
-  std::string phase;           // compare-by value: phases are submitted one after another
+  jobs::Footprint fp;       // jobs::footprint of the array's jobs
+  std::int64_t time_s = 0;  // 0 = no --time line (partition default)
+  bool packed = false;      // whole-node allocation running several job steps
+  std::string phase;        // compare-by value: phases are submitted one after another
   bool operator==(const Shape& o) const {
-    return device == o.device && ranks == o.ranks && threads == o.threads && nodes == o.nodes &&
-           time_s == o.time_s && packed == o.packed && phase == o.phase;
+    return fp.device == o.fp.device && fp.ranks == o.fp.ranks &&
+           fp.threads_per_rank == o.fp.threads_per_rank && fp.nodes == o.fp.nodes && time_s == o.time_s &&
+           packed == o.packed && phase == o.phase;
   }
 };
 
