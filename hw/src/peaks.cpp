@@ -40,6 +40,17 @@ const GpuPeak* find_gpu_peak(const std::string& device_name) {
   return nullptr;
 }
 
+RoofQuery roof_query(const JobRoofFacts& job) {
+  RoofQuery q;
+  q.device = job.gpu ? base::Device::gpu : base::Device::cpu;
+  q.precision = job.inference ? "fp32" : job.precision;
+  if (job.gpu && !job.inference && q.precision == "fp32" && job.tf32) q.precision = "tf32";
+  q.ranks = std::max(1.0, job.ranks);
+  q.threads_per_rank = job.threads_per_rank;
+  if (job.gpu) q.gpu_name = job.gpu_names.substr(0, job.gpu_names.find(','));
+  return q;
+}
+
 Roof roof_for(const RoofQuery& q, const RoofOptions& opts) {
   Roof roof;
   const bool override_peak = std::isfinite(opts.peak_tflops) && opts.peak_tflops > 0;

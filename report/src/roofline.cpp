@@ -79,23 +79,22 @@ Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vect
     p.id = j.id;
     p.label = labels[k];
     p.intensity = fwd / bytes;
-    RoofQuery q;
-    q.device = device_of(j.params).value_or(jobs::Device::cpu);
-    q.precision = param(j, "precision", "fp32");
-    if (q.device == jobs::Device::gpu && q.precision == "fp32") {
-      // Results written before the parameter existed keep the fp32 roof they were reported with.
-      const std::string tf = param(j, "tf32", "false");
-      if (tf != "false" && tf != "0") q.precision = "tf32";
-    }
-    q.ranks = std::max(1.0, param_num(j, "ranks", 1));
-    q.threads_per_rank = param_num(j, "threads_per_rank", 1);
+    hw::JobRoofFacts f;
+    f.gpu = device_of(j.params) == jobs::Device::gpu;
+    f.inference = param(j, "task") == "inference";
+    f.precision = param(j, "precision", "fp32");
+    // Results written before the parameter existed keep the fp32 roof they were reported with.
+    const std::string tf = param(j, "tf32", "false");
+    f.tf32 = tf != "false" && tf != "0";
+    f.ranks = param_num(j, "ranks", 1);
+    f.threads_per_rank = param_num(j, "threads_per_rank", 1);
+    f.gpu_names = j.attr_string("gpu_names");
+    const RoofQuery q = hw::roof_query(f);
     // Per device: the job's FLOP/s over its GPUs (jobs::Footprint::compute_devices; one CPU on cpu).
     p.flops_per_s = j.params ? flops / static_cast<double>(std::max<std::int64_t>(
                                            1, jobs::footprint(*j.params).compute_devices()))
                              : flops;
-    if (q.device == jobs::Device::gpu) {
-      q.gpu_name = j.attr_string("gpu_names");
-      q.gpu_name = q.gpu_name.substr(0, q.gpu_name.find(','));
+    if (f.gpu) {
       if (!find_gpu_peak(q.gpu_name))
         unknown_gpus.insert(q.gpu_name.empty() ? "(no gpu_names attribute)" : q.gpu_name);
     }

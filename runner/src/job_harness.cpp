@@ -140,7 +140,7 @@ results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
 }
 
 // Adds peak_flops and mfu (= flops_per_s / peak of all the job's devices) to a summary that has
-// flops_per_s, with the peak chosen as the report's roofline does (hw::roof_for). No peak
+// flops_per_s, with the peak chosen as the report's roofline does (hw::roof_query, hw::roof_for). No peak
 // known (CPU without a probe file, unknown GPU): nothing is added.
 void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu_name) {
   const auto fl = s.find("flops_per_s");
@@ -157,14 +157,15 @@ void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu
       std::fprintf(stderr, "gridrun-train: warning: ignoring probe %s: %s\n", probe_file.c_str(), e.what());
     }
   }
-  hw::RoofQuery q;
-  q.device = j.device;
-  q.precision = j.task == "inference" ? "fp32" : j.precision;
-  if (j.device == jobs::Device::gpu && q.precision == "fp32" && j.tf32) q.precision = "tf32";
-  q.ranks = static_cast<double>(j.ranks);
-  q.threads_per_rank = static_cast<double>(j.threads_per_rank);
-  q.gpu_name = gpu_name;
-  const hw::Roof roof = hw::roof_for(q, ro);
+  hw::JobRoofFacts f;
+  f.gpu = j.device == jobs::Device::gpu;
+  f.inference = j.task == "inference";
+  f.precision = j.precision;
+  f.tf32 = j.tf32;
+  f.ranks = static_cast<double>(j.ranks);
+  f.threads_per_rank = static_cast<double>(j.threads_per_rank);
+  f.gpu_names = gpu_name;
+  const hw::Roof roof = hw::roof_for(hw::roof_query(f), ro);
   if (roof.label.empty() || roof.peak_flops <= 0) return;
   const double devices = static_cast<double>(jobs::footprint(j).compute_devices());
   s["peak_flops"] = roof.peak_flops * devices;

@@ -100,6 +100,41 @@ TEST(Roofline, Fp32GpuJobsWithTf32UseTheTensorCoreRoof) {
   EXPECT_EQ(r.roofs[0].label, "H100 fp32");
 }
 
+TEST(Roofline, InferenceJobsUseTheFp32RoofTheyRanAt) {
+  // Inference runs the fp32 model forward without autocast, and the runner applies the TF32 policy
+  // to training only: the roof is plain fp32 whatever `tf32` and `precision` say (issue 46: the
+  // runner's MFU and the report's roofline share hw::roof_query).
+  JobData g = job("gpu", 1, "fp32");
+  g.attrs["gpu_names"] = std::string("NVIDIA H100 80GB HBM3");
+  g.params->task = "inference";
+  g.params->tf32 = true;
+  Roofline r = build_roofline({&g}, {"g"}, {});
+  ASSERT_EQ(r.roofs.size(), 1u);
+  EXPECT_EQ(r.roofs[0].label, "H100 fp32");
+  EXPECT_DOUBLE_EQ(r.points[0].peak_flops, 67e12);
+  g.params->precision = "bf16";  // a job file jobs::check would refuse
+  r = build_roofline({&g}, {"g"}, {});
+  EXPECT_EQ(r.roofs[0].label, "H100 fp32");
+  // The shared rule itself: training keeps its precision, and TF32 only on a GPU.
+  JobRoofFacts f;
+  f.gpu = true;
+  f.precision = "fp32";
+  f.tf32 = true;
+  f.ranks = 0;
+  f.gpu_names = "NVIDIA H100 80GB HBM3,NVIDIA H100 80GB HBM3";
+  RoofQuery q = roof_query(f);
+  EXPECT_EQ(q.precision, "tf32");
+  EXPECT_EQ(q.gpu_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(q.ranks, 1);
+  f.inference = true;
+  EXPECT_EQ(roof_query(f).precision, "fp32");
+  f.inference = false;
+  f.gpu = false;
+  q = roof_query(f);
+  EXPECT_EQ(q.precision, "fp32");
+  EXPECT_TRUE(q.gpu_name.empty());
+}
+
 TEST(Roofline, CpuRoofScalesWithCoresUsedAndNeedsTheProbe) {
   JobData one = job("cpu", 1), four = job("cpu", 4), many = job("cpu", 16);
   Roofline r = build_roofline({&one}, {"one"}, {});

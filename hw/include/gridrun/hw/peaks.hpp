@@ -46,6 +46,24 @@ struct RoofQuery {
   std::string precision = "fp32";
   double ranks = 1, threads_per_rank = 1;
 };
+// What a job was, as the roof needs it: plain fields, because jobs/ (JobParams) sits beside hw/ on
+// floor 1. The runner fills it from its JobParams, the report from a results file's parameters.
+struct JobRoofFacts {
+  bool gpu = false;
+  bool inference = false;  // task: inference
+  std::string precision = "fp32";
+  bool tf32 = false;  // the job's `tf32` parameter
+  double ranks = 1, threads_per_rank = 1;
+  std::string gpu_names;  // the devices' names, comma-separated (`gpu_names`): the first counts
+};
+// The one rule from a job to its roof query, shared by the runner's MFU and the report's roofline
+// (issue 46: each built its own): the precision the job's math ran at. Training: its `precision`,
+// and "tf32" for fp32 on a GPU with `tf32: true` (the runner applies the TF32 policy to training).
+// Inference: always "fp32": it runs the fp32 model forward without autocast (jobs::check refuses
+// another precision) and the runner does not apply the TF32 policy to it, so its matmuls run in full
+// fp32 whatever `tf32` says. ranks is at least 1.
+RoofQuery roof_query(const JobRoofFacts& job);
+
 // The roof of ONE device (gpu) or of the cores the job used (cpu): --peak-tflops, else the
 // built-in GPU table, else the probe. label is empty when no peak is known. Shared by the report's
 // roofline and the runner's MFU in /summary, so both divide by the same peak.
