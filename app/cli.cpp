@@ -84,7 +84,11 @@ Args optional_number(Args args, const std::string& flag, const std::string& impl
   return args;
 }
 
-po::options_description command_options() { return po::options_description("options", 100); }
+po::options_description command_options(bool& help) {
+  po::options_description opts("options", 100);
+  opts.add_options()("help,h", po::bool_switch(&help), "show this help");
+  return opts;
+}
 
 void add_select_flags(po::options_description& opts, std::vector<std::string>& only,
                       std::vector<std::string>& set) {
@@ -115,6 +119,16 @@ void add_table_flags(po::options_description& opts, std::string& format, int& wi
   opts.add_options()("format,f", po::value(&format)->default_value(format), formats.c_str())(
       "width,w", po::value(&width)->default_value(0),
       "wrap tables at N columns, 40-400 (0: the terminal's width, at most 100)");
+}
+
+void add_site_flags(po::options_description& opts, slurm::ScriptOptions& so, const std::string& help_prefix) {
+  for (const auto& row : slurm::site_options()) {
+    std::string& field = so.*row.field;
+    auto* value = po::value<std::string>(&field);
+    if (!field.empty()) value->default_value(field);
+    const std::string name = std::string(row.flag) + (*row.alias ? std::string(",") + row.alias : "");
+    opts.add_options()(name.c_str(), value, (help_prefix + row.help).c_str());
+  }
 }
 
 void add_repeats_flag(po::options_description& opts, int& repeats) {

@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "gridrun/jobs/select.hpp"
+#include "gridrun/slurm/script.hpp"
 
 namespace gridrun::app {
 
@@ -59,8 +60,9 @@ std::optional<boost::program_options::variables_map> parse_command(
 // `--FLAG=IMPLICIT`, so that argument stays what it is; `--FLAG 20` keeps meaning N = 20.
 Args optional_number(Args args, const std::string& flag, const std::string& implicit);
 
-// The options list every command prints: caption "options", wrapped at 100 columns.
-boost::program_options::options_description command_options();
+// The options list every command prints: caption "options", wrapped at 100 columns, starting with
+// -h/--help (bound to `help`).
+boost::program_options::options_description command_options(bool& help);
 
 // The help of --only and --set, the same for run, simulate, plan, calibrate and submit
 // (jobs/select.hpp).
@@ -99,6 +101,11 @@ void add_table_flags(boost::program_options::options_description& opts, std::str
 // `--repeats N` of run, simulate, calibrate and submit: every compare-by phase measured N times,
 // interleaved (docs/grid.md "compare"). check_repeats validates a given value (1 to
 // jobs::kMaxRepeats) and returns it, 0 when the flag was not given (the grid's compare.repeats).
+// The Slurm site flags, one per row of slurm::site_options() (partition, account, qos, constraint,
+// time, network), bound to their fields of `so`; a field already set is the flag's default.
+// `help_prefix` goes before each description ("--slurm: " for calibrate).
+void add_site_flags(boost::program_options::options_description& opts, slurm::ScriptOptions& so,
+                    const std::string& help_prefix);
 void add_repeats_flag(boost::program_options::options_description& opts, int& repeats);
 int check_repeats(int repeats, bool given);
 int table_width(int flag);

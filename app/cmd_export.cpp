@@ -53,7 +53,7 @@ struct ExportCli {
 };
 
 void add_export_options(po::options_description& d, ExportCli& o) {
-  d.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
+  d.add_options()(
       "what", po::value(&o.what),
       "the table (required but with --format tensorboard): steps (a row per training step of each "
       "job, /steps), epochs (a row per epoch, /epochs), jobs (a row per job: status, exit_reason and "
@@ -369,7 +369,7 @@ void select_only(report::LoadedRun& run, const std::vector<jobs::Selector>& only
 
 int cmd_export(const Args& args) {
   ExportCli o;
-  po::options_description opts = command_options();
+  po::options_description opts = command_options(o.help);
   add_export_options(opts, o);
   // The flag's name before -o meant --out everywhere (docs/cli.md); still read, not listed.
   po::options_description older;

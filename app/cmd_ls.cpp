@@ -254,8 +254,7 @@ void write_table(const std::vector<RunRow>& rows, double now, int width, const s
 
 int cmd_ls(const Args& args) {
   LsCli o;
-  po::options_description opts = command_options();
-  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help");
+  po::options_description opts = command_options(o.help);
   add_table_flags(opts, o.format, o.width, "table | csv | json");
   opts.add_options()("depth", po::value(&o.depth)->default_value(1),
                      "N: look for runs down to N folder levels below DIR (0: DIR itself only; 0-20)");

@@ -34,7 +34,7 @@
 #include "gridrun/results/data_file.hpp"
 #include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/resources.hpp"
-#include "gridrun/scheduler/run.hpp"
+#include "gridrun/scheduler/run_grid.hpp"
 
 namespace gridrun::app {
 
@@ -68,7 +68,6 @@ struct PlanOptions {
 };
 
 void add_plan_options(po::options_description& desc, PlanOptions& o) {
-  desc.add_options()("help,h", po::bool_switch(&o.help), "show this help and exit");
   add_table_flags(desc, o.format, o.width,
                   "output: table (aligned; the parameters that vary, resources), json (every job with all "
                   "parameters, as in job files) or csv (one row per job, all parameters)");
@@ -425,7 +424,7 @@ std::string summary(const gj::Expansion& ex, const Plan& plan) {
 
 int cmd_plan(const Args& args) {
   PlanOptions o;
-  po::options_description desc = command_options();
+  po::options_description desc = command_options(o.help);
   add_plan_options(desc, o);
   const HelpText help{"gridrun plan GRID.yaml [options]\n       gridrun plan --list-params [options]",
                       "Validates a grid file and prints the jobs it expands to, in launch order: the\n"

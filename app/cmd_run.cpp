@@ -15,7 +15,7 @@
 #include "gridrun/jobs/select.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/calibrate.hpp"
-#include "gridrun/scheduler/run.hpp"
+#include "gridrun/scheduler/run_grid.hpp"
 #include "gridrun/slurm/calibrate.hpp"
 
 namespace po = boost::program_options;
@@ -38,8 +38,8 @@ struct RunCli {
 // The flags run and simulate share: where the run goes, how jobs are placed, which jobs, what the
 // schedule is computed on (simulate is run --simulate: the same planning, nothing launched).
 void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd) {
-  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
-      "out,o", po::value(&o.out)->default_value("runs"), "parent folder of the run directory OUT/<name>")(
+  opts.add_options()("out,o", po::value(&o.out)->default_value("runs"),
+                     "parent folder of the run directory OUT/<name>")(
       "policy,p", po::value(&o.policy)->default_value("packed"), "placement: packed | fifo | exclusive")(
       "max-parallel,j", po::value(&o.max_parallel)->default_value(0),
       "at most N jobs at once (0: as many as fit)")("gpus", po::value(&o.gpus),
@@ -124,7 +124,7 @@ void check_format(const RunCli& o, bool simulating) {
 int run_impl(const Args& args, bool simulate_cmd) {
   const char* cmd = simulate_cmd ? "simulate" : "run";
   RunCli o;
-  po::options_description opts = command_options();
+  po::options_description opts = command_options(o.help);
   add_plan_flags(opts, o, simulate_cmd);
   if (!simulate_cmd) add_run_flags(opts, o);
   const auto vm = parse_command(
@@ -171,7 +171,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
   ro.against = o.against;
   const scheduler::RunOutcome r = scheduler::run_grid(ro, std::cout);
   if (!r.launched || r.interrupted || o.no_report) return r.exit_code;
-  // The results side owns collect and report; they live in this binary (app/cmd_results.cpp).
+  // The results side owns collect and report; they live in this binary (app/cmd_report.cpp).
   int rc = r.index_stale ? cmd_collect({r.run_dir, "--quiet"}) : 0;
   if (rc == 0) rc = cmd_report({r.run_dir, "--format", o.format, "--width", std::to_string(width)});
   if (rc != 0)
@@ -183,7 +183,8 @@ int run_impl(const Args& args, bool simulate_cmd) {
 struct CalibrateCli {
   bool help = false, slurm = false;
   std::string grid, out = "runs", policy = "packed", train_bin, cluster;
-  std::string partition, time = "10", network, launcher = "srun";
+  std::string launcher = "srun";
+  slurm::ScriptOptions site;  // --partition, --account, ... (slurm::site_options())
   int max_parallel = 0, gpus = -1, cores = -1, repeats = 0;
   long long steps = 20;
   double budget_share = 20, min_budget = 120;
@@ -202,15 +203,8 @@ int calibrate_on_slurm(const CalibrateCli& o) {
   // The Slurm groups keep their 2-minute floor unless told: each is a submission of its own (queue,
   // squeue polling), and the pairs of 2-host jobs run 2-5x slower together than alone.
   so.group_budget_s = o.min_budget_given ? o.min_budget : 120;
-  so.script.partition = o.partition;
-  so.script.network = o.network;
+  for (const auto& row : slurm::site_options()) so.script.*row.field = o.site.*row.field;
   so.script.launcher = o.launcher;
-  try {
-    jobs::time_limit_seconds(o.time);
-  } catch (const std::exception& e) {
-    throw std::invalid_argument("--time: '" + o.time + "' is not a Slurm time limit (" + e.what() + ")");
-  }
-  so.script.default_time = o.time;
   const std::string self = base::self_exe();
   so.script.gridrun_bin = self.empty() ? std::string("gridrun") : self;
   so.script.train_bin = o.train_bin.empty() ? scheduler::default_train_bin() : o.train_bin;
@@ -229,9 +223,9 @@ int calibrate_on_slurm(const CalibrateCli& o) {
 
 int cmd_calibrate(const Args& args) {
   CalibrateCli o;
-  po::options_description opts = command_options();
-  opts.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
-      "out,o", po::value(&o.out)->default_value("runs"), "parent folder of the run directory OUT/<name>")(
+  po::options_description opts = command_options(o.help);
+  opts.add_options()("out,o", po::value(&o.out)->default_value("runs"),
+                     "parent folder of the run directory OUT/<name>")(
       "policy,p", po::value(&o.policy)->default_value("packed"),
       "placement the run will use: packed | fifo | exclusive (decides which jobs run side by side)")(
       "max-parallel,j", po::value(&o.max_parallel)->default_value(0), "at most N jobs at once, as for run")(
@@ -251,11 +245,10 @@ int cmd_calibrate(const Args& args) {
       "slurm", po::bool_switch(&o.slurm),
       "calibrate on the Slurm cluster's nodes through sbatch/srun, one configuration at a time "
       "(for `gridrun simulate --cluster FILE` of a grid to `gridrun submit`)")(
-      "partition", po::value(&o.partition), "--slurm: sbatch --partition")(
-      "time,t", po::value(&o.time)->default_value("10"), "--slurm: time limit of each calibration job")(
-      "network", po::value(&o.network), "--slurm: as `gridrun submit --network` (jobs across hosts)")(
       "launcher", po::value(&o.launcher)->default_value("srun"), "--slurm: srun | mpirun, as for submit")(
       "train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)");
+  o.site.default_time = "10";  // a calibration job is a few steps
+  add_site_flags(opts, o.site, "--slurm: ");
   add_select_flags(opts, o.only, o.set);
   add_repeats_flag(opts, o.repeats);
   const HelpText help{

@@ -16,17 +16,20 @@ using Args = std::vector<std::string>;  // arguments after the subcommand name
 inline constexpr int kNoGuessing = boost::program_options::command_line_style::unix_style ^
                                    boost::program_options::command_line_style::allow_guessing;
 
+// One file per command (cmd_<name>.cpp), but for run, simulate and calibrate (cmd_run.cpp: they
+// share the planning flags), status and cancel (cmd_status.cpp), collect and report
+// (cmd_report.cpp).
 int cmd_plan(const Args& args);
 int cmd_run(const Args& args);  // also `simulate` (= run --simulate)
 int cmd_simulate(const Args& args);
-int cmd_calibrate(const Args& args);  // in cmd_run.cpp
+int cmd_calibrate(const Args& args);
 int cmd_submit(const Args& args);
 int cmd_status(const Args& args);
 int cmd_cancel(const Args& args);
 int cmd_collect(const Args& args);
 int cmd_report(const Args& args);
-int cmd_export(const Args& args);  // in cmd_export.cpp
-int cmd_probe(const Args& args);   // in cmd_results.cpp
-int cmd_ls(const Args& args);      // in cmd_ls.cpp
+int cmd_export(const Args& args);
+int cmd_probe(const Args& args);
+int cmd_ls(const Args& args);
 
 }  // namespace gridrun::app

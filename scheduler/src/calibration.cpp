@@ -75,14 +75,9 @@ std::string config_label(const jobs::JobParams& p) {
 
 std::string learn_key(const jobs::JobParams& p) {
   jobs::JobParams k;  // defaults everywhere but what decides the learning
-  k.optimizer = p.optimizer;
-  k.lr = p.lr;
-  k.lr_schedule = p.lr_schedule;
-  k.warmup_steps = p.warmup_steps;
-  k.scale_lr = p.scale_lr;
-  k.momentum = p.momentum;
-  k.nesterov = p.nesterov;
-  k.weight_decay = p.weight_decay;
+  for (const char* name :
+       {"optimizer", "lr", "lr_schedule", "warmup_steps", "scale_lr", "momentum", "nesterov", "weight_decay"})
+    jobs::set_param(k, name, jobs::get_param(p, name));
   return jobs::job_id(k);
 }
 

@@ -1,6 +1,6 @@
 // The plan of a grid, private to the scheduler: what `gridrun run`, `simulate`, `calibrate` and
 // the prediction all start from (grid_plan.cpp). Its own component so that the run loop and the
-// prediction take a plan without including the command (run.cpp) that makes one.
+// prediction take a plan without including the command (run_grid.cpp) that makes one.
 #pragma once
 
 #include <ostream>

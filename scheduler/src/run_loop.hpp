@@ -1,4 +1,4 @@
-// The run loop of `gridrun run`, private to the scheduler (run.hpp is the public call).
+// The run loop of `gridrun run`, private to the scheduler (run_grid.hpp is the public call).
 //
 // Why a class: the loop's steps (reconcile the run directory, launch what the placement engine
 // starts, record an exit, react to a signal, close a phase) share the run's state, the progress

@@ -17,7 +17,7 @@
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/model_check.hpp"
-#include "gridrun/scheduler/run.hpp"
+#include "gridrun/scheduler/run_grid.hpp"
 #include "gridrun/slurm/submit.hpp"
 
 namespace fs = std::filesystem;

@@ -67,12 +67,7 @@ std::string resubmit_flags(const ScriptOptions& o) {
   auto add = [&](const char* flag, const std::string& v) {
     if (!v.empty()) f += std::string(" ") + flag + " " + shell_quote(v);
   };
-  add("--partition", o.partition);
-  add("--account", o.account);
-  add("--qos", o.qos);
-  add("--constraint", o.constraint);
-  add("--time", o.default_time);
-  add("--network", o.network);
+  for (const auto& so : site_options()) add(("--" + std::string(so.flag)).c_str(), o.*so.field);
   if (o.launcher != "srun") add("--launcher", o.launcher);
   if (o.throttle > 0) add("--throttle", std::to_string(o.throttle));
   if (o.signal != ScriptOptions{}.signal) add("--signal", o.signal);
@@ -180,10 +175,11 @@ ScriptPaths script_paths(const std::string& run_dir) {
 }
 
 // Partition, account and QoS: the site's choice for every script (arrays and the collect job).
-void site_lines(std::string& s, const ScriptOptions& o) {
-  if (!o.partition.empty()) sbatch_line(s, "--partition=" + o.partition);
-  if (!o.account.empty()) sbatch_line(s, "--account=" + o.account);
-  if (!o.qos.empty()) sbatch_line(s, "--qos=" + o.qos);
+// Constraint too in the array scripts (`line`: which rows of site_options()).
+void site_lines(std::string& s, const ScriptOptions& o, SiteLine line) {
+  for (const auto& so : site_options())
+    if (so.line == line && !(o.*so.field).empty())
+      sbatch_line(s, "--" + std::string(so.flag) + "=" + o.*so.field);
 }
 
 // The comment header: what the array runs and how to resubmit, watch or stop it.
@@ -279,8 +275,8 @@ void render_array(ArrayScript& a, const ScriptOptions& o, std::size_t n_jobs) {
   sbatch_line(s, "--requeue");
   sbatch_line(s, "--open-mode=append");
   sbatch_line(s, "--output=" + sbatch_output(o.run_dir, "slurm-%A_%a.out"));
-  site_lines(s, o);
-  if (!o.constraint.empty()) sbatch_line(s, "--constraint=" + o.constraint);
+  site_lines(s, o, SiteLine::every_script);
+  site_lines(s, o, SiteLine::arrays);
   // The template's directives join the header; its commands wait until every #SBATCH line is out
   // (sbatch reads none after the first command; check_script_options put them in that order).
   const auto [directives, commands] = split_template(o.template_text);
@@ -382,20 +378,44 @@ void check_template(const ScriptOptions& o) {
 
 }  // namespace
 
+const std::vector<SiteOption>& site_options() {
+  // Interface names (eth0, ib0.8001, enp1s0f0) and subnets (10.1.0.0/16), comma separated, for
+  // network; --partition also takes a comma-separated list.
+  static const std::vector<SiteOption> kRows{
+      {"partition", "", &ScriptOptions::partition, ",", "a Slurm partition name or comma-separated list",
+       "sbatch --partition (not -p: that is --policy)", SiteLine::every_script},
+      {"account", "A", &ScriptOptions::account, "", "a Slurm account name", "sbatch --account",
+       SiteLine::every_script},
+      {"qos", "", &ScriptOptions::qos, "", "a Slurm QoS name", "sbatch --qos", SiteLine::every_script},
+      {"constraint", "C", &ScriptOptions::constraint, "&|,*[]():=+",
+       "a Slurm constraint (features, & | , [ ] ( ) *N)", "sbatch --constraint", SiteLine::arrays},
+      {"time", "t", &ScriptOptions::default_time, ":", "a Slurm time limit",
+       "time limit for jobs whose grid sets no time_limit (MM, HH:MM:SS, D-HH:MM:SS)", SiteLine::apart},
+      {"network", "", &ScriptOptions::network,
+       ",/:", "a list of network interfaces or subnets (eth0,ib0 or 10.1.0.0/16)",
+       "interfaces (eth0,ib0) or subnets (10.1.0.0/16) the ranks of a multi-host job talk over: "
+       "exported as Open MPI's btl/oob_tcp_if_include and NCCL_SOCKET_IFNAME (names only)",
+       SiteLine::apart},
+  };
+  return kRows;
+}
+
 void check_script_options(const ScriptOptions& o) {
   if (o.max_array < 1 || o.max_array > kMaxArrayTasks)
     throw std::invalid_argument("--max-array: must be 1.." + std::to_string(kMaxArrayTasks));
   if (o.launcher != "srun" && o.launcher != "mpirun")
     throw std::invalid_argument("--launcher: '" + o.launcher + "' is not one of srun, mpirun");
   if (o.node_gpus < 1) throw std::invalid_argument("--node-gpus: must be >= 1");
-  slurm_name("--partition", o.partition, ",", "a Slurm partition name or comma-separated list");
-  slurm_name("--account", o.account, "", "a Slurm account name");
-  slurm_name("--qos", o.qos, "", "a Slurm QoS name");
-  slurm_name("--constraint", o.constraint, "&|,*[]():=+", "a Slurm constraint (features, & | , [ ] ( ) *N)");
-  slurm_name("--time", o.default_time, ":", "a Slurm time limit");
-  // Interface names (eth0, ib0.8001, enp1s0f0) and subnets (10.1.0.0/16), comma separated.
-  slurm_name("--network", o.network,
-             ",/:", "a list of network interfaces or subnets (eth0,ib0 or 10.1.0.0/16)");
+  if (!o.default_time.empty()) {
+    try {
+      jobs::time_limit_seconds(o.default_time);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("--time: '" + o.default_time + "' is not a Slurm time limit (" + e.what() +
+                                  ")");
+    }
+  }
+  for (const auto& so : site_options())
+    slurm_name(("--" + std::string(so.flag)).c_str(), o.*so.field, so.allowed, so.what);
   no_control("--signal", o.signal);
   no_control("--train-bin", o.train_bin);
   no_control("--gridrun-bin", o.gridrun_bin);
@@ -548,7 +568,7 @@ void collect_script(const ScriptOptions& o, ScriptSet& set) {
   sbatch_line(c, "--kill-on-invalid-dep=no");
   sbatch_line(c, "--open-mode=append");
   sbatch_line(c, "--output=" + sbatch_output(o.run_dir, "collect-%j.out"));
-  site_lines(c, o);
+  site_lines(c, o, SiteLine::every_script);
   c += "\nexec " + shell_quote(o.gridrun_bin) + " collect " + shell_quote(o.run_dir) + "\n";
 }
 

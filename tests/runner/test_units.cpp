@@ -15,8 +15,8 @@
 #include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/foreach_sgd.hpp"
+#include "gridrun/runner/lr_schedule.hpp"
 #include "gridrun/runner/options.hpp"
-#include "gridrun/runner/schedule.hpp"
 
 using namespace gridrun::runner;
 

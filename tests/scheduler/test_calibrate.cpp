@@ -23,7 +23,7 @@
 #include "gridrun/scheduler/calibrate.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
-#include "gridrun/scheduler/run.hpp"
+#include "gridrun/scheduler/run_grid.hpp"
 
 namespace fs = std::filesystem;
 using namespace gridrun;

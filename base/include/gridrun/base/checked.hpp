@@ -16,22 +16,18 @@
 
 namespace gridrun::base {
 
-// a * b, or nullopt when the exact product does not fit in T.
+// a * b (a + b), or nullopt when the exact product (sum) does not fit in T.
 template <class T>
 std::optional<T> checked_mul(T a, T b) {
   static_assert(std::is_integral_v<T>, "checked arithmetic is for integers");
   T r{};
-  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-  return r;
+  return __builtin_mul_overflow(a, b, &r) ? std::nullopt : std::optional<T>(r);
 }
-
-// a + b, or nullopt when the exact sum does not fit in T.
 template <class T>
 std::optional<T> checked_add(T a, T b) {
   static_assert(std::is_integral_v<T>, "checked arithmetic is for integers");
   T r{};
-  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
-  return r;
+  return __builtin_add_overflow(a, b, &r) ? std::nullopt : std::optional<T>(r);
 }
 
 // a * b, or T's largest (smallest, when the exact product is negative) value when it does not fit.

@@ -1,7 +1,7 @@
 // Executors: how a placed job is started and stopped. `local` runs `mpirun` on this machine;
 // the Slurm executor lives in slurm/ (it submits instead of forking).
 //
-// Why an interface: the run loop (run.hpp) only needs "start this job with these resources",
+// Why an interface: the run loop (run_grid.hpp) only needs "start this job with these resources",
 // "has it ended, with what code", "ask it to stop (checkpoint)" and "kill it", whatever launches it.
 #pragma once
 

@@ -1,4 +1,4 @@
-// What `gridrun run` (run.hpp), `simulate` and `calibrate` are asked to do: the options struct the
+// What `gridrun run` (run_grid.hpp), `simulate` and `calibrate` are asked to do: the options struct the
 // command line fills, and what a run came to. A header of its own because the steps of a run (the plan, the
 // run loop, the calibration) take it and run.hpp's run_grid calls those steps: with RunOptions in run.hpp,
 // each step would include the header of the command that includes it (a cycle inside scheduler/).

@@ -83,6 +83,26 @@ struct ScriptOptions {
   std::string network;
 };
 
+// The site's Slurm options, one row each (issue 46: each was spelled in five places). The flags of
+// `submit` and `calibrate --slurm` (app/), their validation (check_script_options), the #SBATCH
+// lines and the resubmit hint in every script's header all come from this table; a new site
+// option is one row here (and a field in ScriptOptions).
+enum class SiteLine {
+  every_script,  // #SBATCH --FLAG=VALUE in the array scripts and the collect job
+  arrays,        // ... in the array scripts only
+  apart,         // not an #SBATCH line of its own (time: per array; network: exported variables)
+};
+struct SiteOption {
+  const char* flag;   // "partition": the flag --partition (and sbatch's option of that name)
+  const char* alias;  // a one-letter flag ("A": -A), or ""
+  std::string ScriptOptions::*field;
+  const char* allowed;  // characters allowed beside letters, digits, '_', '-', '.' (Slurm's sets)
+  const char* what;     // for the error message: "'x' is not <what>"
+  const char* help;     // the flag's description
+  SiteLine line;
+};
+const std::vector<SiteOption>& site_options();
+
 struct ArrayScript {
   std::string name;  // "s1-a0-cpu-r2-t1"
   Shape shape;

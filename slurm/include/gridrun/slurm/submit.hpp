@@ -1,5 +1,5 @@
-// `gridrun submit`, `gridrun status` and `gridrun cancel` as library calls (app/cmd_slurm.cpp only
-// parses flags and prints).
+// `gridrun submit`, `gridrun status` and `gridrun cancel` as library calls (app/cmd_submit.cpp and
+// app/cmd_status.cpp only parse flags and print).
 //
 // Why the run directory is the only state: a submission may be repeated, interrupted half-way, or
 // looked at from another login node days later. Per-job Slurm ids live in state.json (run::JobRecord::

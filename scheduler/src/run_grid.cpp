@@ -1,7 +1,7 @@
 // `gridrun run` as a library call: validation, the plan (--dry-run, --simulate) and the real run
-// through RunLoop (run_loop.hpp). See run.hpp for the sequence and docs/scheduler.md for the
+// through RunLoop (run_loop.hpp). See run_grid.hpp for the sequence and docs/scheduler.md for the
 // user-facing behaviour.
-#include "gridrun/scheduler/run.hpp"
+#include "gridrun/scheduler/run_grid.hpp"
 
 #include <unistd.h>
 
