@@ -41,13 +41,14 @@ const GpuPeak* find_gpu_peak(const std::string& device_name) {
 }
 
 RoofQuery roof_query(const JobRoofFacts& job) {
+  const bool gpu = job.device == base::Device::gpu;
   RoofQuery q;
-  q.device = job.gpu ? base::Device::gpu : base::Device::cpu;
+  q.device = job.device;
   q.precision = job.inference ? "fp32" : job.precision;
-  if (job.gpu && !job.inference && q.precision == "fp32" && job.tf32) q.precision = "tf32";
+  if (gpu && !job.inference && q.precision == "fp32" && job.tf32) q.precision = "tf32";
   q.ranks = std::max(1.0, job.ranks);
   q.threads_per_rank = job.threads_per_rank;
-  if (job.gpu) q.gpu_name = job.gpu_names.substr(0, job.gpu_names.find(','));
+  if (gpu) q.gpu_name = job.gpu_names.substr(0, job.gpu_names.find(','));
   return q;
 }
 

@@ -80,7 +80,7 @@ Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vect
     p.label = labels[k];
     p.intensity = fwd / bytes;
     hw::JobRoofFacts f;
-    f.gpu = device_of(j.params) == jobs::Device::gpu;
+    f.device = device_of(j.params).value_or(jobs::Device::cpu);
     f.inference = param(j, "task") == "inference";
     f.precision = param(j, "precision", "fp32");
     // Results written before the parameter existed keep the fp32 roof they were reported with.
@@ -94,10 +94,8 @@ Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vect
     p.flops_per_s = j.params ? flops / static_cast<double>(std::max<std::int64_t>(
                                            1, jobs::footprint(*j.params).compute_devices()))
                              : flops;
-    if (f.gpu) {
-      if (!find_gpu_peak(q.gpu_name))
-        unknown_gpus.insert(q.gpu_name.empty() ? "(no gpu_names attribute)" : q.gpu_name);
-    }
+    if (f.device == jobs::Device::gpu && !find_gpu_peak(q.gpu_name))
+      unknown_gpus.insert(q.gpu_name.empty() ? "(no gpu_names attribute)" : q.gpu_name);
     const Roof roof = roof_for(q, opts);
     if (!roof.label.empty()) {
       p.roof = roof.label;

@@ -158,7 +158,7 @@ void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu
     }
   }
   hw::JobRoofFacts f;
-  f.gpu = j.device == jobs::Device::gpu;
+  f.device = j.device;
   f.inference = j.task == "inference";
   f.precision = j.precision;
   f.tf32 = j.tf32;

@@ -117,7 +117,7 @@ TEST(Roofline, InferenceJobsUseTheFp32RoofTheyRanAt) {
   EXPECT_EQ(r.roofs[0].label, "H100 fp32");
   // The shared rule itself: training keeps its precision, and TF32 only on a GPU.
   JobRoofFacts f;
-  f.gpu = true;
+  f.device = gridrun::base::Device::gpu;
   f.precision = "fp32";
   f.tf32 = true;
   f.ranks = 0;
@@ -129,7 +129,7 @@ TEST(Roofline, InferenceJobsUseTheFp32RoofTheyRanAt) {
   f.inference = true;
   EXPECT_EQ(roof_query(f).precision, "fp32");
   f.inference = false;
-  f.gpu = false;
+  f.device = gridrun::base::Device::cpu;
   q = roof_query(f);
   EXPECT_EQ(q.precision, "fp32");
   EXPECT_TRUE(q.gpu_name.empty());

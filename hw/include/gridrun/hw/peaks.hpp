@@ -49,7 +49,7 @@ struct RoofQuery {
 // What a job was, as the roof needs it: plain fields, because jobs/ (JobParams) sits beside hw/ on
 // floor 1. The runner fills it from its JobParams, the report from a results file's parameters.
 struct JobRoofFacts {
-  bool gpu = false;
+  base::Device device = base::Device::cpu;
   bool inference = false;  // task: inference
   std::string precision = "fp32";
   bool tf32 = false;  // the job's `tf32` parameter
