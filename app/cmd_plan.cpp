@@ -27,11 +27,11 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/dataset/data_file.hpp"
 #include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
-#include "gridrun/results/data_file.hpp"
 #include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/resources.hpp"
 #include "gridrun/scheduler/run_grid.hpp"
@@ -459,7 +459,7 @@ int cmd_plan(const Args& args) {
   // count it; volatile, or the optimizer drops the store to a static nothing reads (LeakSanitizer
   // then reported it: the ASan lane, issue 24).
   [[maybe_unused]] static const gj::Expansion* volatile kept = nullptr;
-  lo.check_data_file = gridrun::results::check_job_data_file;
+  lo.check_data_file = gridrun::dataset::check_job_data_file;
   // A model=torchscript job's model built by gridrun-train in a memory-limited child (exit 2 at
   // the grid's model_file line when it cannot be): what run and submit check before launching.
   lo.check_model_file = gridrun::scheduler::model_checker(gridrun::scheduler::default_train_bin()).callback();

@@ -9,10 +9,8 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -23,11 +21,8 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
-#include "gridrun/results/data_file.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/cancel.hpp"
-#include "gridrun/scheduler/model_check.hpp"
-#include "gridrun/scheduler/run_grid.hpp"
 #include "gridrun/scheduler/status.hpp"
 #include "gridrun/slurm/submit.hpp"
 

@@ -7,27 +7,22 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
-#include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 #include "cli.hpp"
 #include "commands.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
+#include "gridrun/dataset/data_file.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
-#include "gridrun/results/data_file.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/scheduler/cancel.hpp"
 #include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/run_grid.hpp"
-#include "gridrun/scheduler/status.hpp"
 #include "gridrun/slurm/submit.hpp"
 
 namespace po = boost::program_options;
@@ -151,7 +146,7 @@ int cmd_submit(const Args& args) {
       so.node_gpus = *g;
     if (vm.count("node-cores")) s.node_cores = c.node_cores;
   }
-  s.check_data_file = results::check_job_data_file;
+  s.check_data_file = dataset::check_job_data_file;
   // The model is built here by the gridrun-train next to this gridrun (--train-bin is the compute
   // nodes' path), before anything is written or queued.
   s.check_model_file = scheduler::model_checker(scheduler::default_train_bin()).callback();

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "attempts.hpp"
-#include "h5.hpp"
+#include "gridrun/h5/h5.hpp"
 
 namespace gridrun::results::detail {
 

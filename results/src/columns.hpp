@@ -18,8 +18,8 @@
 #include <variant>
 #include <vector>
 
+#include "gridrun/h5/h5.hpp"
 #include "gridrun/results/format.hpp"
-#include "h5.hpp"
 
 namespace gridrun::results::detail {
 

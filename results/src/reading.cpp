@@ -16,7 +16,7 @@
 #include "columns.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
-#include "h5.hpp"
+#include "gridrun/h5/h5.hpp"
 
 namespace gridrun::results {
 

@@ -12,8 +12,8 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/h5/h5.hpp"
 #include "gridrun/results/run_index.hpp"
-#include "h5.hpp"
 #include "job_codec.hpp"
 #include "reading.hpp"
 

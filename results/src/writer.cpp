@@ -21,10 +21,10 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/h5/h5.hpp"
 #include "gridrun/results/summary.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "h5.hpp"
 #include "reading.hpp"
 
 namespace gridrun::results {

@@ -1,5 +1,5 @@
-// dataset=hdf5 (issue 33): the user's own data set in one HDF5 file (results::DataFile reads and
-// checks it; the layout is in results/data_file.hpp).
+// dataset=hdf5 (issue 33): the user's own data set in one HDF5 file (dataset::DataFile reads and
+// checks it; the layout is in dataset/data_file.hpp).
 //
 // Why two ways to hold it: timing studies must not measure the disk, so a file that fits
 // (DatasetOptions::resident_max_bytes) is loaded whole into the same in-memory split the built-in
@@ -14,15 +14,15 @@
 #include <memory>
 
 #include "datasets_internal.hpp"
-#include "gridrun/results/data_file.hpp"
+#include "gridrun/dataset/data_file.hpp"
 #include "gridrun/runner/errors.hpp"
 
 namespace gridrun::runner::detail {
 
 namespace {
 
-using results::DataFile;
-using results::DataKind;
+using dataset::DataFile;
+using dataset::DataKind;
 
 std::int64_t default_resident_max() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
@@ -37,12 +37,12 @@ struct Part {
   std::int64_t offset = 0, rows = 0;
 };
 
-std::vector<std::int64_t> model_shape(const results::DataFileInfo& i, std::int64_t n) {
+std::vector<std::int64_t> model_shape(const dataset::DataFileInfo& i, std::int64_t n) {
   if (i.kind == DataKind::Tokens) return {n, i.seq_len};
   return {n, i.channels, i.height, i.width};
 }
 
-void check_tokens(const at::Tensor& x, const results::DataFileInfo& i) {
+void check_tokens(const at::Tensor& x, const dataset::DataFileInfo& i) {
   if (x.numel() == 0) return;
   const std::int64_t lo = x.min().item<std::int64_t>(), hi = x.max().item<std::int64_t>();
   if (lo < 0 || hi >= i.vocab)
@@ -51,7 +51,7 @@ void check_tokens(const at::Tensor& x, const results::DataFileInfo& i) {
 }
 
 // Inputs as the model takes them: uint8 -> float / 255, then (x - mean[c]) / std[c].
-at::Tensor normalise(at::Tensor x, const results::DataFileInfo& i) {
+at::Tensor normalise(at::Tensor x, const dataset::DataFileInfo& i) {
   if (i.kind == DataKind::Tokens) return x;
   if (i.kind == DataKind::UInt8) x = x.to(at::kFloat).div_(255.0f);
   const auto c = i.channels;
@@ -118,7 +118,7 @@ DataSplits make_hdf5(const DatasetOptions& o) {
   std::shared_ptr<const DataFile> f;
   try {
     f = std::make_shared<const DataFile>(DataFile::open(o.data_file));
-  } catch (const results::DataFileError& e) {
+  } catch (const dataset::DataFileError& e) {
     throw BadInput("gridrun-train: data_file " + std::string(e.what()));
   }
   const auto& i = f->info();

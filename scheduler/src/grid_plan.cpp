@@ -6,8 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "gridrun/dataset/data_file.hpp"
 #include "gridrun/jobs/job.hpp"
-#include "gridrun/results/data_file.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/placement.hpp"
@@ -72,7 +72,7 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   check_options(o);
   GridPlan plan;
   jobs::LoadOptions lo;
-  lo.check_data_file = results::check_job_data_file;  // where this machine sees the file
+  lo.check_data_file = dataset::check_job_data_file;  // where this machine sees the file
   ModelChecker& checker = model_checker(o.train_bin.empty() ? default_train_bin() : o.train_bin);
   lo.check_model_file = checker.callback();  // before anything is written or launched
   lo.overrides = o.overrides;

@@ -33,10 +33,10 @@ def check(root):
     doc = (root / "docs/architecture.md").read_text()
     allowed = {}
     for line in doc.splitlines():
-        m = re.match(r"\| `([a-z]+)/` \|.*\| ([^|]*) \|$", line)
+        m = re.match(r"\| `([a-z][a-z0-9]*)/` \|.*\| ([^|]*) \|$", line)
         if m:
             deps = re.sub(r"\([^)]*\)", "", m.group(2))  # parentheses explain, they allow nothing
-            allowed[m.group(1)] = {d.strip() for d in re.findall(r"\b([a-z]+)\b", deps)}
+            allowed[m.group(1)] = {d.strip() for d in re.findall(r"\b([a-z][a-z0-9]*)\b", deps)}
     return check_tree(root, allowed)
 
 
@@ -232,7 +232,7 @@ def check_tree(root, allowed):
                 if not inc:
                     continue
                 path = inc.group(1)
-                g = re.match(r"gridrun/([a-z]+)/", path)
+                g = re.match(r"gridrun/([a-z][a-z0-9]*)/", path)
                 if g and g.group(1) not in may:
                     problems.append(f"{rel}:{n}: includes {path}, but {m}/ may not depend on {g.group(1)}/")
                 if re.match(r"(torch|ATen|c10|caffe2)/", path) and m != "runner":
@@ -241,7 +241,7 @@ def check_tree(root, allowed):
                     problems.append(f"{rel}:{n}: MPI/NCCL header {path} outside runner/comm/")
         cmake = (root / m / "CMakeLists.txt").read_text()
         for link in re.findall(r"target_link_libraries\(gridrun_" + m + r"\b([^)]*)\)", cmake):
-            for dep in re.findall(r"gridrun::([a-z_]+)", link):
+            for dep in re.findall(r"gridrun::([a-z0-9_]+)", link):
                 if dep not in may and dep != "cxx_runtime_first":
                     problems.append(f"{m}/CMakeLists.txt: gridrun_{m} links gridrun::{dep}, not allowed by the table")
         for members, lines in component_cycles(root, m):

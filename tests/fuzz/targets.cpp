@@ -11,9 +11,9 @@
 #include <limits>
 #include <stdexcept>
 
+#include "gridrun/dataset/data_file.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/job.hpp"
-#include "gridrun/results/data_file.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/run/prediction.hpp"
 #include "gridrun/run/run_dir.hpp"
@@ -135,7 +135,7 @@ Verdict data_file(const std::uint8_t* d, std::size_t n, const TargetOptions& opt
   j.model = "torchscript";
   return judge("data.h5", [&] {
     const std::string why =
-        opts.isolate ? results::check_job_data_file(j) : results::check_data_file(j.data_file, -1);
+        opts.isolate ? dataset::check_job_data_file(j) : dataset::check_data_file(j.data_file, -1);
     if (!why.empty()) throw std::runtime_error(why);
   });
 }

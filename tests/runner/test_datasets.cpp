@@ -261,7 +261,7 @@ TEST(Datasets, Hdf5ResidentAndStreamedGiveTheSameBatches) {
   std::vector<std::int64_t> y(n);
   for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<std::int64_t>(i % 3);
   {
-    gridrun::results::testing::DataFileWriter w(f);
+    gridrun::dataset::testing::DataFileWriter w(f);
     w.u8("/train/x", {n, 3, 4, 4}, x, 7);
     w.i64("/train/y", {n}, y);
     w.attr("mean", std::vector<float>{0.5f, 0.25f, 0.125f});

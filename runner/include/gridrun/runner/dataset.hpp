@@ -8,7 +8,7 @@
 //   cifar10    official binary version: data_batch_1..5.bin, test_batch.bin (1 label + 3072 bytes)
 //   mnist      idx files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-* (raw or .gz)
 //   text       train.tsv, test.tsv: one `label<TAB>text` per line; byte tokenizer (docs/runner.md)
-//   hdf5       the user's own set: one HDF5 file, layout in results/data_file.hpp (docs/own-model.md);
+//   hdf5       the user's own set: one HDF5 file, layout in dataset/data_file.hpp (docs/own-model.md);
 //              loaded whole up to DatasetOptions::resident_max_bytes, else read by rows per batch
 #pragma once
 

@@ -29,7 +29,7 @@ namespace gridrun::slurm {
 struct SubmitOptions {
   std::string grid_file;
   // Checks a job's HDF5 data file where the submit host sees it (jobs::LoadOptions::
-  // check_data_file); set by the command (results::check_job_data_file), unset in unit tests.
+  // check_data_file); set by the command (dataset::check_job_data_file), unset in unit tests.
   std::function<std::string(const jobs::JobParams&)> check_data_file;
   // Builds a model=torchscript job's model where the submit host can (jobs::LoadOptions::
   // check_model_file); set by the command (scheduler::ModelChecker), unset in unit tests.

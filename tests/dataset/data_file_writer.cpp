@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-namespace gridrun::results::testing {
+namespace gridrun::dataset::testing {
 
 namespace {
 void ok(herr_t r, const char* what) {
@@ -168,4 +168,4 @@ void DataFileWriter::u8_partial(const std::string& name, const std::vector<std::
   H5Sclose(space);
 }
 
-}  // namespace gridrun::results::testing
+}  // namespace gridrun::dataset::testing

@@ -16,9 +16,9 @@
 // its bytes, chunked data every chunk), so that the content hash in the job id (data_sha256) covers
 // all the job reads and a small file cannot declare terabytes of fill values.
 //
-// Why here and not in runner/: the planner checks a data file where it can see it (gridrun plan,
-// run and submit, which link no LibTorch) with the same code gridrun-train reads it with, and
-// results/ is the folder that owns HDF5. Why rows are read on demand: a data set may be larger
+// Why a folder of its own and not runner/: the planner checks a data file where it can see it
+// (gridrun plan, run and submit, which link no LibTorch) with the same code gridrun-train reads it
+// with; and not results/, which holds what gridrun writes, not what the user gives it. Why rows are read on demand: a data set may be larger
 // than memory; DataFile reads any set of rows of a split with one hyperslab selection, and the
 // runner decides what to keep resident.
 #pragma once
@@ -31,7 +31,7 @@
 
 #include "gridrun/jobs/params.hpp"
 
-namespace gridrun::results {
+namespace gridrun::dataset {
 
 // Bounds on what a data file may declare (docs/own-model.md), each refused at `plan` with the
 // value found: rows per split (a row index is an int32 elsewhere), elements per sample (2^26: a
@@ -109,4 +109,4 @@ std::string check_data_file(const std::string& path, int tokens);
 // libhdf5 fails the plan with a message naming it instead of taking gridrun down.
 std::string check_job_data_file(const jobs::JobParams& job);
 
-}  // namespace gridrun::results
+}  // namespace gridrun::dataset

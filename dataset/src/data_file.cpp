@@ -9,7 +9,7 @@
 // or external storage: each would read another file, or the fill value for a missing one), and a
 // small file must not declare more than it stores (2^34 rows in 729 KB kept `plan` busy for 223 s
 // reading fill-value labels). Both are decided from HDF5's metadata before any value is read.
-#include "gridrun/results/data_file.hpp"
+#include "gridrun/dataset/data_file.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,9 +19,9 @@
 
 #include "gridrun/base/checked.hpp"
 #include "gridrun/base/spawn.hpp"
-#include "h5.hpp"
+#include "gridrun/h5/h5.hpp"
 
-namespace gridrun::results {
+namespace gridrun::dataset {
 
 namespace {
 
@@ -555,4 +555,4 @@ std::string check_job_data_file(const jobs::JobParams& job) {
          " (expected the layout in docs/own-model.md)";
 }
 
-}  // namespace gridrun::results
+}  // namespace gridrun::dataset

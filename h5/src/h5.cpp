@@ -1,5 +1,5 @@
 // Implementation of the RAII/checked-call layer over HDF5 (see h5.hpp for why it exists).
-#include "h5.hpp"
+#include "gridrun/h5/h5.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 // In libhdf5 since 1.8.7 (H5private.h, not installed): the Jenkins lookup3 hash of its metadata.
 extern "C" uint32_t H5_checksum_metadata(const void* data, size_t len, uint32_t initval);
 
-namespace gridrun::results::h5 {
+namespace gridrun::h5 {
 
 namespace {
 
@@ -420,4 +420,4 @@ void WriteFile::discard() noexcept {
   H5Eclear2(H5E_DEFAULT);
 }
 
-}  // namespace gridrun::results::h5
+}  // namespace gridrun::h5

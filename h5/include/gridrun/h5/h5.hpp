@@ -1,4 +1,5 @@
-// Thin RAII layer over the HDF5 C API, private to the results library.
+// Thin RAII layer over the HDF5 C API, shared by the results files (results/) and the user's data
+// files (dataset/): the one place gridrun calls HDF5.
 //
 // Why: every hid_t must be closed exactly once even when an exception unwinds (a leaked file id
 // keeps the file open and its lock held), and every failing call must say where it failed and
@@ -15,7 +16,7 @@
 #include <variant>
 #include <vector>
 
-namespace gridrun::results::h5 {
+namespace gridrun::h5 {
 
 // Thrown by H5_CHECK: "<file>:<line>: <call> failed: <innermost HDF5 message>".
 class Error : public std::runtime_error {
@@ -32,7 +33,7 @@ T check(T v, const char* expr, const char* file, int line) {
   if (v < 0) fail(expr, file, line);
   return v;
 }
-#define H5_CHECK(expr) ::gridrun::results::h5::check((expr), #expr, __FILE__, __LINE__)
+#define H5_CHECK(expr) ::gridrun::h5::check((expr), #expr, __FILE__, __LINE__)
 
 // Silences HDF5's automatic error printing on this thread while alive (we report errors ourselves).
 class Quiet {
@@ -82,7 +83,7 @@ class Id {
 };
 
 #define H5_OWN(expr, closer) \
-  ::gridrun::results::h5::Id(::gridrun::results::h5::check((expr), #expr, __FILE__, __LINE__), closer)
+  ::gridrun::h5::Id(::gridrun::h5::check((expr), #expr, __FILE__, __LINE__), closer)
 
 // --- attributes --------------------------------------------------------------------------------
 using AttrValue = std::variant<std::int64_t, double, std::string>;
@@ -170,4 +171,4 @@ class WriteFile {
   Id id_;
 };
 
-}  // namespace gridrun::results::h5
+}  // namespace gridrun::h5

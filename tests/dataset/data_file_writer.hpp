@@ -1,4 +1,4 @@
-// Writes HDF5 data set files (results/data_file.hpp's layout, and broken variants of it) for the
+// Writes HDF5 data set files (dataset/data_file.hpp's layout, and broken variants of it) for the
 // tests of DataFile and of dataset=hdf5, with the HDF5 C API: what h5py writes for a user.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace gridrun::results::testing {
+namespace gridrun::dataset::testing {
 
 class DataFileWriter {
  public:
@@ -49,4 +49,4 @@ class DataFileWriter {
   long file_ = -1;
 };
 
-}  // namespace gridrun::results::testing
+}  // namespace gridrun::dataset::testing

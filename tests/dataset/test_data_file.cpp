@@ -1,4 +1,4 @@
-// DataFile (results/data_file.hpp): the layout checks of a user's HDF5 data set, with one line per
+// DataFile (dataset/data_file.hpp): the layout checks of a user's HDF5 data set, with one line per
 // problem that names the file and what was expected, and row reads in any order.
 #include <gtest/gtest.h>
 
@@ -8,13 +8,13 @@
 #include <numeric>
 
 #include "data_file_writer.hpp"
-#include "gridrun/results/data_file.hpp"
+#include "gridrun/dataset/data_file.hpp"
 #include "test_util.hpp"
 
-using gridrun::results::check_data_file;
-using gridrun::results::DataFile;
-using gridrun::results::DataKind;
-using gridrun::results::testing::DataFileWriter;
+using gridrun::dataset::check_data_file;
+using gridrun::dataset::DataFile;
+using gridrun::dataset::DataKind;
+using gridrun::dataset::testing::DataFileWriter;
 using gridrun::results::testing::TempDir;
 
 namespace {
@@ -201,10 +201,10 @@ TEST(DataFile, PlannerCheckRunsInACopyAndNamesTheModelKind) {
   j.data_file = f;
   j.model = "transformer";
   EXPECT_EQ(
-      gridrun::results::check_job_data_file(j),
+      gridrun::dataset::check_job_data_file(j),
       f + ": /train/x holds inputs (uint8), but the model takes token ids (expected int32/int64 [N, L])");
   j.model = "torchscript";
-  EXPECT_EQ(gridrun::results::check_job_data_file(j), "");
+  EXPECT_EQ(gridrun::dataset::check_job_data_file(j), "");
 }
 
 // Issue 45, finding 7: a data file is read only from its own stored bytes (what its content hash in
