@@ -29,14 +29,6 @@ std::string param(const JobData& j, const std::string& k, const std::string& fal
   return v.empty() ? fallback : v;
 }
 
-double param_num(const JobData& j, const std::string& k, double fallback) {
-  std::string v = param(j, k);
-  if (v.empty()) return fallback;
-  char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  return *end ? fallback : x;
-}
-
 double figure(const JobData& j, const std::string& k) {
   auto it = j.summary.find(k);
   if (it != j.summary.end() && std::isfinite(it->second)) return it->second;
@@ -86,8 +78,8 @@ Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vect
     // Results written before the parameter existed keep the fp32 roof they were reported with.
     const std::string tf = param(j, "tf32", "false");
     f.tf32 = tf != "false" && tf != "0";
-    f.ranks = param_num(j, "ranks", 1);
-    f.threads_per_rank = param_num(j, "threads_per_rank", 1);
+    f.ranks = j.params ? static_cast<double>(j.params->ranks) : 1.0;
+    f.threads_per_rank = j.params ? static_cast<double>(j.params->threads_per_rank) : 1.0;
     f.gpu_names = j.attr_string("gpu_names");
     const RoofQuery q = hw::roof_query(f);
     // Per device: the job's FLOP/s over its GPUs (jobs::Footprint::compute_devices; one CPU on cpu).
