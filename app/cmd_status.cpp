@@ -17,9 +17,6 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "gridrun/base/fs.hpp"
-#include "gridrun/base/host.hpp"
-#include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/cancel.hpp"

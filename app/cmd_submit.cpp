@@ -20,7 +20,6 @@
 #include "gridrun/dataset/data_file.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
-#include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/run_grid.hpp"
 #include "gridrun/slurm/submit.hpp"
