@@ -24,43 +24,45 @@ namespace gridrun::app {
 
 namespace {
 
+// The flags bind to the fields of scheduler::RunOptions they set (no copy field by field); what
+// the command line holds in another form (--max-parallel signed, --width 0, --only and --set as
+// text, --format of the report) stays here and is converted once in run_impl.
 struct RunCli {
   bool help = false;
-  std::string grid, out = "runs", policy = "packed", rerun, cluster, train_bin;
-  int max_parallel = 0, retries = 1, gpus = -1, cores = -1, rows = 40, width = 0, repeats = 0;
-  double exit_grace = 60, heartbeat_timeout = 900;
-  bool dry_run = false, simulate = false, no_report = false;
-  double cpu_rate = 20.0, gpu_rate = 8000.0;
-  std::string format = "table", against;
+  scheduler::RunOptions ro;
+  int max_parallel = 0, width = 0, repeats = 0;
+  bool no_report = false;
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
 };
 
 // The flags run and simulate share: where the run goes, how jobs are placed, which jobs, what the
 // schedule is computed on (simulate is run --simulate: the same planning, nothing launched).
 void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd) {
-  opts.add_options()("out,o", po::value(&o.out)->default_value("runs"),
+  opts.add_options()("out,o", po::value(&o.ro.out)->default_value("runs"),
                      "parent folder of the run directory OUT/<name>")(
-      "policy,p", po::value(&o.policy)->default_value("packed"), "placement: packed | fifo | exclusive")(
+      "policy,p", po::value(&o.ro.policy)->default_value("packed"), "placement: packed | fifo | exclusive")(
       "max-parallel,j", po::value(&o.max_parallel)->default_value(0),
-      "at most N jobs at once (0: as many as fit)")("gpus", po::value(&o.gpus),
+      "at most N jobs at once (0: as many as fit)")("gpus", po::value(&o.ro.resources.gpus),
                                                     "use N GPUs instead of the detected ones")(
-      "cores", po::value(&o.cores), "use N cores instead of the detected ones")(
-      "cluster", po::value(&o.cluster),
+      "cores", po::value(&o.ro.resources.cores), "use N cores instead of the detected ones")(
+      "cluster", po::value(&o.ro.resources.cluster_file),
       simulate_cmd ? "cluster YAML (nodes: cores, gpus, count) to schedule on instead of this machine"
                    : "cluster YAML (nodes: cores, gpus, count) for --simulate/--dry-run")(
-      "train-bin", po::value(&o.train_bin),
+      "train-bin", po::value(&o.ro.train_bin),
       simulate_cmd ? "gridrun-train that counts a TorchScript model's FLOPs (default: next to gridrun)"
                    : "gridrun-train to launch (default: next to gridrun)")(
-      "cpu-rate", po::value(&o.cpu_rate)->default_value(20.0), "cost model: sustained GFLOP/s per CPU core")(
-      "gpu-rate", po::value(&o.gpu_rate)->default_value(8000.0), "cost model: sustained GFLOP/s per GPU")(
-      "rows", po::value(&o.rows)->default_value(40),
+      "cpu-rate", po::value(&o.ro.cost.cpu_gflops_per_core)->default_value(20.0),
+      "cost model: sustained GFLOP/s per CPU core")("gpu-rate",
+                                                    po::value(&o.ro.cost.gpu_gflops)->default_value(8000.0),
+                                                    "cost model: sustained GFLOP/s per GPU")(
+      "rows", po::value(&o.ro.timeline_rows)->default_value(40),
       simulate_cmd ? "timeline rows to print" : "timeline rows to print (--simulate/--dry-run)")(
-      "against", po::value(&o.against),
+      "against", po::value(&o.ro.against),
       simulate_cmd ? "RUN_DIR: put the prediction beside the measured run in RUN_DIR (its state.json): per "
                      "phase and per job, with the error"
                    : "RUN_DIR (with --simulate): put the prediction beside the measured run in RUN_DIR, "
                      "as `gridrun simulate --against`");
-  add_table_flags(opts, o.format, o.width,
+  add_table_flags(opts, o.ro.format, o.width,
                   simulate_cmd ? "table | json (makespan_s, phases {NAME: {makespan_s, jobs, max_running, "
                                  "arrangement}}, jobs)"
                                : "of the report printed at the end: table | markdown | csv | json (as "
@@ -71,19 +73,19 @@ void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd)
 }
 
 void add_run_flags(po::options_description& opts, RunCli& o) {
-  opts.add_options()("retries", po::value(&o.retries)->default_value(1),
+  opts.add_options()("retries", po::value(&o.ro.retries)->default_value(1),
                      "extra attempts per failed job (0-100)")(
-      "rerun", po::value(&o.rerun),
+      "rerun", po::value(&o.ro.rerun),
       "failed: rerun failed jobs from scratch; all: rerun everything; compare: rerun every compare-by "
       "phase from scratch in this one sitting (phases measured apart, under different load); phase=VALUE: "
       "rerun that compare-by phase's jobs from scratch, together (a phase the report could not measure in "
-      "one sitting)")("dry-run,n", po::bool_switch(&o.dry_run),
+      "one sitting)")("dry-run,n", po::bool_switch(&o.ro.dry_run),
                       "print the placement plan and commands; launch nothing")(
-      "simulate", po::bool_switch(&o.simulate),
+      "simulate", po::bool_switch(&o.ro.simulate),
       "print the simulated schedule; launch nothing (= gridrun simulate)")(
-      "exit-grace", po::value(&o.exit_grace)->default_value(60.0),
+      "exit-grace", po::value(&o.ro.exit_grace_s)->default_value(60.0),
       "seconds a job's processes may linger after its results are final before they are ended")(
-      "heartbeat-timeout", po::value(&o.heartbeat_timeout)->default_value(900.0),
+      "heartbeat-timeout", po::value(&o.ro.heartbeat_timeout_s)->default_value(900.0),
       "end and fail a job whose rank 0 has not heartbeat for this many seconds (0: never)")(
       "no-report", po::bool_switch(&o.no_report), "skip collect and report at the end");
 }
@@ -109,15 +111,15 @@ const HelpText kSimulateHelp{
 // --format: what the command prints decides which formats make sense (docs/cli.md).
 void check_format(const RunCli& o, bool simulating) {
   if (simulating) {
-    if (o.format != "table" && o.format != "json")
-      throw std::invalid_argument("--format: expected table or json, got '" + o.format + "'");
-  } else if (o.dry_run) {
-    if (o.format != "table")
+    if (o.ro.format != "table" && o.ro.format != "json")
+      throw std::invalid_argument("--format: expected table or json, got '" + o.ro.format + "'");
+  } else if (o.ro.dry_run) {
+    if (o.ro.format != "table")
       throw std::invalid_argument("--format: --dry-run prints its plan as text (table only)");
-  } else if (!base::is_table_format(o.format)) {
-    throw std::invalid_argument("--format: expected table, markdown, csv or json, got '" + o.format + "'");
+  } else if (!base::is_table_format(o.ro.format)) {
+    throw std::invalid_argument("--format: expected table, markdown, csv or json, got '" + o.ro.format + "'");
   }
-  if (!o.against.empty() && !simulating)
+  if (!o.ro.against.empty() && !simulating)
     throw std::invalid_argument("--against: only with `gridrun simulate` (or --simulate)");
 }
 
@@ -127,95 +129,78 @@ int run_impl(const Args& args, bool simulate_cmd) {
   po::options_description opts = command_options(o.help);
   add_plan_flags(opts, o, simulate_cmd);
   if (!simulate_cmd) add_run_flags(opts, o);
+  scheduler::RunOptions& ro = o.ro;
   const auto vm = parse_command(
-      args, opts, {{"grid", "GRID.yaml", "the grid file (docs/grid.md)", 1, po::value(&o.grid)}}, cmd, o.help,
-      simulate_cmd ? kSimulateHelp : kRunHelp, std::cout);
+      args, opts, {{"grid", "GRID.yaml", "the grid file (docs/grid.md)", 1, po::value(&ro.grid)}}, cmd,
+      o.help, simulate_cmd ? kSimulateHelp : kRunHelp, std::cout);
   if (!vm) return 0;
-  if (o.grid.empty())
+  if (ro.grid.empty())
     throw std::invalid_argument(std::string("missing GRID.yaml (see gridrun ") + cmd + " --help)");
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
-  if (o.rows < 1) throw std::invalid_argument("--rows: must be >= 1");
-  if (!(o.cpu_rate > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
-  if (!(o.gpu_rate > 0)) throw std::invalid_argument("--gpu-rate: must be > 0");
-  const bool simulating = o.simulate || simulate_cmd;
-  check_format(o, simulating);
+  if (ro.timeline_rows < 1) throw std::invalid_argument("--rows: must be >= 1");
+  if (!(ro.cost.cpu_gflops_per_core > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
+  if (!(ro.cost.gpu_gflops > 0)) throw std::invalid_argument("--gpu-rate: must be > 0");
+  ro.simulate = ro.simulate || simulate_cmd;
+  check_format(o, ro.simulate);
   const int width = table_width(o.width);
-  if (vm->count("gpus") && o.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
-  if (vm->count("cores") && o.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
+  if (vm->count("gpus") && ro.resources.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
+  if (vm->count("cores") && ro.resources.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
 
-  scheduler::RunOptions ro;
-  ro.grid = o.grid;
   ro.overrides = jobs::parse_overrides(o.set, "--set");
   ro.only = jobs::parse_selectors(o.only, "--only", {"id"});
-  ro.out = o.out;
-  ro.policy = o.policy;
   ro.max_parallel = static_cast<std::size_t>(o.max_parallel);
-  ro.retries = o.retries;
-  ro.rerun = o.rerun;
   ro.repeats = check_repeats(o.repeats, vm->count("repeats") > 0);
-  ro.dry_run = o.dry_run;
-  ro.simulate = simulating;
-  ro.resources.cluster_file = o.cluster;
-  ro.resources.gpus = o.gpus;
-  ro.resources.cores = o.cores;
-  ro.exit_grace_s = o.exit_grace;
-  ro.heartbeat_timeout_s = o.heartbeat_timeout;
-  ro.train_bin = o.train_bin;
-  ro.cost.cpu_gflops_per_core = o.cpu_rate;
-  ro.cost.gpu_gflops = o.gpu_rate;
   ro.tty = ::isatty(STDOUT_FILENO) != 0;
   ro.width = width;
-  ro.timeline_rows = o.rows;
   // The run's own output is progress lines; --format is the report's (below), --simulate's here.
-  ro.format = simulating ? o.format : "table";
-  ro.against = o.against;
+  const std::string report_format = ro.format;
+  if (!ro.simulate) ro.format = "table";
   const scheduler::RunOutcome r = scheduler::run_grid(ro, std::cout);
   if (!r.launched || r.interrupted || o.no_report) return r.exit_code;
   // The results side owns collect and report; they live in this binary (app/cmd_report.cpp).
   int rc = r.index_stale ? cmd_collect({r.run_dir, "--quiet"}) : 0;
-  if (rc == 0) rc = cmd_report({r.run_dir, "--format", o.format, "--width", std::to_string(width)});
+  if (rc == 0) rc = cmd_report({r.run_dir, "--format", report_format, "--width", std::to_string(width)});
   if (rc != 0)
     std::cerr << "gridrun run: collect/report failed (exit " << rc << "); results are in " << r.run_dir
               << "\n";
   return r.exit_code != 0 ? r.exit_code : (rc != 0 ? 1 : 0);
 }
 
+// As RunCli: the flags bind to the fields of scheduler::CalibrateOptions they set; the Slurm site
+// flags to the script options of `calibrate --slurm` (slurm::SlurmCalibrateOptions::script).
 struct CalibrateCli {
   bool help = false, slurm = false;
-  std::string grid, out = "runs", policy = "packed", train_bin, cluster;
-  std::string launcher = "srun";
-  slurm::ScriptOptions site;  // --partition, --account, ... (slurm::site_options())
-  int max_parallel = 0, gpus = -1, cores = -1, repeats = 0;
-  long long steps = 20;
-  double budget_share = 20, min_budget = 120;
-  bool min_budget_given = false;
+  scheduler::CalibrateOptions co;
+  slurm::ScriptOptions script;  // --launcher, --partition, --account, ... (slurm::site_options())
+  int max_parallel = 0, repeats = 0;
+  double budget_percent = 20;          // --budget, in % (co.budget_share is the fraction)
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
 };
 
 // `calibrate --slurm`: one configuration at a time through sbatch/srun (slurm/calibrate.hpp).
-int calibrate_on_slurm(const CalibrateCli& o) {
+int calibrate_on_slurm(const CalibrateCli& o, bool min_budget_given) {
+  const scheduler::RunOptions& ro = o.co.run;
   slurm::SlurmCalibrateOptions so;
-  so.grid_file = o.grid;
-  so.out_dir = o.out;
-  so.steps = o.steps;
-  so.cluster_file = o.cluster;
-  so.policy = o.policy;
+  so.grid_file = ro.grid;
+  so.out_dir = ro.out;
+  so.steps = o.co.steps;
+  so.cluster_file = ro.resources.cluster_file;
+  so.policy = ro.policy;
   // The Slurm groups keep their 2-minute floor unless told: each is a submission of its own (queue,
   // squeue polling), and the pairs of 2-host jobs run 2-5x slower together than alone.
-  so.group_budget_s = o.min_budget_given ? o.min_budget : 120;
-  for (const auto& row : slurm::site_options()) so.script.*row.field = o.site.*row.field;
-  so.script.launcher = o.launcher;
+  so.group_budget_s = min_budget_given ? o.co.min_budget_s : 120;
+  so.script = o.script;
   const std::string self = base::self_exe();
   so.script.gridrun_bin = self.empty() ? std::string("gridrun") : self;
-  so.script.train_bin = o.train_bin.empty() ? scheduler::default_train_bin() : o.train_bin;
-  so.script.out_dir = o.out;
-  so.script.grid_file = o.grid;
+  so.script.train_bin = ro.train_bin.empty() ? scheduler::default_train_bin() : ro.train_bin;
+  so.script.out_dir = ro.out;
+  so.script.grid_file = ro.grid;
   slurm::check_script_options(so.script);
   const slurm::SlurmCli cli;
   const scheduler::CalibrateOutcome r = slurm::calibrate_on_slurm(so, cli, std::cout);
   std::cout << "calibration took " << base::format_duration(r.cal.cost_s) << "; wrote " << r.file
-            << "; `gridrun simulate " << o.grid << " --cluster CLUSTER.yaml"
-            << (o.out != "runs" ? " --out " + o.out : "") << "` predicts from it\n";
+            << "; `gridrun simulate " << ro.grid << " --cluster CLUSTER.yaml"
+            << (ro.out != "runs" ? " --out " + ro.out : "") << "` predicts from it\n";
   return r.failed > 0 ? 1 : 0;
 }
 
@@ -224,31 +209,32 @@ int calibrate_on_slurm(const CalibrateCli& o) {
 int cmd_calibrate(const Args& args) {
   CalibrateCli o;
   po::options_description opts = command_options(o.help);
-  opts.add_options()("out,o", po::value(&o.out)->default_value("runs"),
+  opts.add_options()("out,o", po::value(&o.co.run.out)->default_value("runs"),
                      "parent folder of the run directory OUT/<name>")(
-      "policy,p", po::value(&o.policy)->default_value("packed"),
+      "policy,p", po::value(&o.co.run.policy)->default_value("packed"),
       "placement the run will use: packed | fifo | exclusive (decides which jobs run side by side)")(
       "max-parallel,j", po::value(&o.max_parallel)->default_value(0), "at most N jobs at once, as for run")(
-      "steps", po::value(&o.steps)->default_value(20),
+      "steps", po::value(&o.co.steps)->default_value(20),
       "timed steps per configuration after its warm-up (3-100000)")(
-      "budget", po::value(&o.budget_share)->default_value(20.0),
+      "budget", po::value(&o.budget_percent)->default_value(20.0),
       "the whole calibration at most this % of the grid's predicted time: side-by-side groups "
       "only while it stays within")(
-      "min-budget", po::value(&o.min_budget)->default_value(120.0),
+      "min-budget", po::value(&o.co.min_budget_s)->default_value(120.0),
       "... or this many seconds, whichever is more; for a grid of a minute or more at most 25 % of "
-      "it (--slurm: the groups' seconds)")("gpus", po::value(&o.gpus),
+      "it (--slurm: the groups' seconds)")("gpus", po::value(&o.co.run.resources.gpus),
                                            "use N GPUs instead of the detected ones")(
-      "cores", po::value(&o.cores), "use N cores instead of the detected ones")(
-      "cluster", po::value(&o.cluster),
+      "cores", po::value(&o.co.run.resources.cores), "use N cores instead of the detected ones")(
+      "cluster", po::value(&o.co.run.resources.cluster_file),
       "with --slurm: the cluster's nodes (as for simulate), to co-run the groups the policy would "
       "place side by side; without --slurm refused (calibration measures this machine)")(
       "slurm", po::bool_switch(&o.slurm),
       "calibrate on the Slurm cluster's nodes through sbatch/srun, one configuration at a time "
       "(for `gridrun simulate --cluster FILE` of a grid to `gridrun submit`)")(
-      "launcher", po::value(&o.launcher)->default_value("srun"), "--slurm: srun | mpirun, as for submit")(
-      "train-bin", po::value(&o.train_bin), "gridrun-train to launch (default: next to gridrun)");
-  o.site.default_time = "10";  // a calibration job is a few steps
-  add_site_flags(opts, o.site, "--slurm: ");
+      "launcher", po::value(&o.script.launcher)->default_value("srun"),
+      "--slurm: srun | mpirun, as for submit")("train-bin", po::value(&o.co.run.train_bin),
+                                               "gridrun-train to launch (default: next to gridrun)");
+  o.script.default_time = "10";  // a calibration job is a few steps
+  add_site_flags(opts, o.script, "--slurm: ");
   add_select_flags(opts, o.only, o.set);
   add_repeats_flag(opts, o.repeats);
   const HelpText help{
@@ -266,55 +252,44 @@ int cmd_calibrate(const Args& args) {
       "simulate the same ones).",
       "\nExit codes: 0 calibrated, 1 a calibration run failed, 2 bad input.\n"};
   const auto vm = parse_command(
-      args, opts, {{"grid", "GRID.yaml", "the grid file (docs/grid.md)", 1, po::value(&o.grid)}}, "calibrate",
-      o.help, help, std::cout);
+      args, opts, {{"grid", "GRID.yaml", "the grid file (docs/grid.md)", 1, po::value(&o.co.run.grid)}},
+      "calibrate", o.help, help, std::cout);
   if (!vm) return 0;
-  if (o.grid.empty()) throw std::invalid_argument("missing GRID.yaml (see gridrun calibrate --help)");
+  scheduler::CalibrateOptions& co = o.co;
+  if (co.run.grid.empty()) throw std::invalid_argument("missing GRID.yaml (see gridrun calibrate --help)");
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
-  if (!(o.budget_share > 0 && o.budget_share <= 100))
+  if (!(o.budget_percent > 0 && o.budget_percent <= 100))
     throw std::invalid_argument("--budget: must be in (0, 100]");
-  if (!(o.min_budget >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
-  if (vm->count("gpus") && o.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
-  if (vm->count("cores") && o.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
-  const auto overrides = jobs::parse_overrides(o.set, "--set");
-  const auto only = jobs::parse_selectors(o.only, "--only", {"id"});
-  o.min_budget_given = vm->count("min-budget") > 0 && !(*vm)["min-budget"].defaulted();
+  if (!(co.min_budget_s >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
+  if (vm->count("gpus") && co.run.resources.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
+  if (vm->count("cores") && co.run.resources.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
+  co.run.overrides = jobs::parse_overrides(o.set, "--set");
+  co.run.only = jobs::parse_selectors(o.only, "--only", {"id"});
   if (o.slurm) {
     // The Slurm calibration reads the grid itself (slurm/src/calibrate.cpp) and knows no selection.
-    if (!overrides.empty() || !only.empty())
+    if (!co.run.overrides.empty() || !co.run.only.empty())
       throw std::invalid_argument(
           "--only/--set: not with --slurm (the Slurm calibration measures the whole grid)");
-    return calibrate_on_slurm(o);
+    return calibrate_on_slurm(o, vm->count("min-budget") > 0 && !(*vm)["min-budget"].defaulted());
   }
-  scheduler::CalibrateOptions co;
-  co.run.grid = o.grid;
-  co.run.overrides = overrides;
-  co.run.only = only;
   co.run.repeats = check_repeats(o.repeats, vm->count("repeats") > 0);
-  co.run.out = o.out;
-  co.run.policy = o.policy;
   co.run.max_parallel = static_cast<std::size_t>(o.max_parallel);
-  co.run.resources.cluster_file = o.cluster;
-  co.run.resources.gpus = o.gpus;
-  co.run.resources.cores = o.cores;
-  co.run.train_bin = o.train_bin;
-  co.steps = o.steps;
-  co.budget_share = o.budget_share / 100.0;
-  co.min_budget_s = o.min_budget;
+  co.budget_share = o.budget_percent / 100.0;
   const scheduler::CalibrateOutcome r = scheduler::calibrate_grid(co, std::cout);
   std::cout << "calibration took " << base::format_duration(r.cal.cost_s) << " (" << r.launches
             << " launch(es)), " << base::format_fixed(100.0 * r.cal.cost_s / std::max(r.predicted_s, 1e-9), 1)
             << " % of the grid's predicted " << base::format_duration(r.predicted_s) << " (budget "
-            << base::format_duration(r.budget_s) << ": " << base::format_fixed(o.budget_share, 0) << " % or "
-            << base::format_duration(o.min_budget)
+            << base::format_duration(r.budget_s) << ": " << base::format_fixed(o.budget_percent, 0)
+            << " % or " << base::format_duration(co.min_budget_s)
             << " (at most 25 % of a grid of a minute or more), whichever is more)\n";
   for (const auto& s : r.skipped) std::cout << "not measured side by side (over the budget): " << s << "\n";
-  if (const std::string note = scheduler::short_grid_note(r.cal.cost_s, r.predicted_s, o.grid); !note.empty())
+  if (const std::string note = scheduler::short_grid_note(r.cal.cost_s, r.predicted_s, co.run.grid);
+      !note.empty())
     std::cout << note << "\n";
   // The same selection, or simulate predicts other jobs than the ones measured.
-  std::cout << "wrote " << r.file << "; `gridrun simulate " << o.grid
-            << (o.out != "runs" ? " --out " + o.out : "") << run::selection_flags(overrides, only)
-            << "` predicts from it\n";
+  std::cout << "wrote " << r.file << "; `gridrun simulate " << co.run.grid
+            << (co.run.out != "runs" ? " --out " + co.run.out : "")
+            << run::selection_flags(co.run.overrides, co.run.only) << "` predicts from it\n";
   return r.failed > 0 ? 1 : 0;
 }
 
