@@ -18,9 +18,9 @@
 //
 // Why a folder of its own and not runner/: the planner checks a data file where it can see it
 // (gridrun plan, run and submit, which link no LibTorch) with the same code gridrun-train reads it
-// with; and not results/, which holds what gridrun writes, not what the user gives it. Why rows are read on
-// demand: a data set may be larger than memory; DataFile reads any set of rows of a split with one hyperslab
-// selection, and the runner decides what to keep resident.
+// with; and not results/, which holds what gridrun writes, not what the user gives it.
+// Why rows are read on demand: a data set may be larger than memory; DataFile reads any set of
+// rows of a split with one hyperslab selection, and the runner decides what to keep resident.
 #pragma once
 
 #include <cstdint>
