@@ -204,6 +204,16 @@ JobKeys job_keys(const report::LoadedRun& run, const std::set<std::string>& meas
   return k;
 }
 
+// A table's header: the job keys (job_id and the parameters that vary), then the measured columns;
+// returns the keys each row starts with.
+JobKeys start_table(const report::LoadedRun& run, const std::vector<std::string>& measured, TidyWriter& w) {
+  JobKeys keys = job_keys(run, {measured.begin(), measured.end()});
+  std::vector<std::string> columns = keys.columns;
+  columns.insert(columns.end(), measured.begin(), measured.end());
+  w.columns(columns);
+  return keys;
+}
+
 void key_values(const JobKeys& k, const results::JobRecord& job, std::vector<Json>& row) {
   row.emplace_back(job.id);
   for (const auto& p : k.params) row.push_back(param_json(job.params, p));
@@ -232,10 +242,7 @@ void write_table_rows(const report::LoadedRun& run, results::TableData results::
   for (const auto& s : order) measured.push_back(snake_case(s));
   for (const auto& [name, width] : matrices)
     for (std::size_t c = 0; c < width; ++c) measured.push_back(snake_case(name) + "_" + std::to_string(c));
-  const JobKeys keys = job_keys(run, {measured.begin(), measured.end()});
-  std::vector<std::string> columns = keys.columns;
-  columns.insert(columns.end(), measured.begin(), measured.end());
-  w.columns(columns);
+  const JobKeys keys = start_table(run, measured, w);
   std::vector<Json> row;
   for (const auto& job : run.jobs) {
     const auto it = by_id.find(job.id);
@@ -268,10 +275,7 @@ void write_jobs(const report::LoadedRun& run, TidyWriter& w) {
     for (const auto& [name, v] : j.summary) figures.insert(name);
   std::vector<std::string> measured = {"status", "exit_reason"};
   for (const auto& f : figures) measured.push_back(snake_case(f));
-  const JobKeys keys = job_keys(run, {measured.begin(), measured.end()});
-  std::vector<std::string> columns = keys.columns;
-  columns.insert(columns.end(), measured.begin(), measured.end());
-  w.columns(columns);
+  const JobKeys keys = start_table(run, measured, w);
   std::vector<Json> row;
   for (const auto& j : run.jobs) {
     row.clear();
