@@ -41,20 +41,24 @@ std::vector<double> get_doubles(ByteReader& r) {
   return v;
 }
 
+// A map keyed by name: its size, then each name and its value (put_value).
+template <class Map, class PutValue>
+void put_map(ByteWriter& w, const Map& map, PutValue put_value) {
+  w.u64(map.size());
+  for (const auto& [name, value] : map) {
+    w.str(name);
+    put_value(value);
+  }
+}
+
 void put_table(ByteWriter& w, const TableData& t) {
   w.u64(t.rows);
-  w.u64(t.columns.size());
-  for (const auto& [name, col] : t.columns) {
-    w.str(name);
-    put_doubles(w, col);
-  }
-  w.u64(t.matrices.size());
-  for (const auto& [name, m] : t.matrices) {
-    w.str(name);
+  put_map(w, t.columns, [&](const std::vector<double>& col) { put_doubles(w, col); });
+  put_map(w, t.matrices, [&](const Matrix& m) {
     w.u64(m.rows);
     w.u64(m.cols);
     put_doubles(w, m.data);
-  }
+  });
 }
 
 TableData get_table(ByteReader& r) {
@@ -105,16 +109,8 @@ void put_summary(ByteWriter& w, const JobData& j) {
   w.u64(j.partial ? 1 : 0);
   w.i64(j.schema_version);
   for (const auto* s : {&j.run, &j.start_time, &j.end_time, &j.gpu_absent_reason}) w.str(*s);
-  w.u64(j.attrs.size());
-  for (const auto& [k, v] : j.attrs) {
-    w.str(k);
-    put_attr(w, v);
-  }
-  w.u64(j.summary.size());
-  for (const auto& [k, v] : j.summary) {
-    w.str(k);
-    w.f64(v);
-  }
+  put_map(w, j.attrs, [&](const auto& v) { put_attr(w, v); });
+  put_map(w, j.summary, [&](double v) { w.f64(v); });
   // The typed parameters as values in table order: decoding them is a tenth of parsing the
   // `params` JSON again for every record (most of a 10,000-job report's read of the index).
   w.u64(j.params ? 1 : 0);
