@@ -57,8 +57,7 @@ n_first=$(grep -n '^run quickstart' "$tmp/out.txt" | head -1 | cut -d: -f1)
 "$build/bin/gridrun" ls "$tmp/runs" --format json >"$tmp/ls.json"
 python3 - "$tmp/ls.json" <<'EOF'
 import json, sys
-rows = json.load(open(sys.argv[1]))
-rows = rows if isinstance(rows, list) else rows.get("runs", rows)
+rows = json.load(open(sys.argv[1]))  # one object per run (docs/cli.md, gridrun ls)
 assert len(rows) == 1, f"expected one run, got {rows}"
 r = rows[0]
 assert r["name"] == "quickstart", r
