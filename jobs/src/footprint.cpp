@@ -10,12 +10,12 @@ namespace gridrun::jobs {
 Footprint footprint(const JobParams& p) {
   Footprint f;
   f.device = p.device;
-  f.ranks = p.ranks;
+  f.ranks = std::max<std::int64_t>(1, p.ranks);
   f.nodes = std::max<std::int64_t>(1, p.nodes);
   f.threads_per_rank = std::max<std::int64_t>(1, p.threads_per_rank);
-  f.cores = base::saturating_mul(p.ranks, p.threads_per_rank);
+  f.cores = base::saturating_mul(f.ranks, f.threads_per_rank);
   // A GPU rank owns one GPU (jobs_per_gpu: a share of one, for one-rank jobs).
-  f.gpus = f.gpu() ? p.ranks : 0;
+  f.gpus = f.gpu() ? f.ranks : 0;
   f.gpu_share = f.gpu() ? std::max<std::int64_t>(1, p.jobs_per_gpu) : 1;
   // jobs::check made ranks a multiple of nodes: each node runs an equal share.
   f.per_node.ranks = std::max<std::int64_t>(1, f.ranks / f.nodes);
