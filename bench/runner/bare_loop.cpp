@@ -11,6 +11,7 @@
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/model.hpp"
+#include "gridrun/runner/model_cost.hpp"
 
 int main(int argc, char** argv) {
   using namespace gridrun::runner;
@@ -25,15 +26,9 @@ int main(int argc, char** argv) {
   DatasetOptions dopt;
   dopt.tokens = is_text_model(name);
   auto data = make_dataset(dopt);
-  ModelSpec spec;
-  spec.name = name;
-  spec.channels = data.input.channels;
-  spec.height = data.input.height;
-  spec.width = data.input.width;
-  spec.num_classes = data.input.num_classes;
-  spec.vocab = data.input.vocab;
-  spec.seq_len = data.input.seq_len;
-  auto model = make_model(spec);
+  gridrun::jobs::JobParams job;  // the model a default job of this name builds
+  job.model = name;
+  auto model = make_model(model_spec(job, data.input));
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   EpochSampler sampler(data.train->size(), batch, 0, 1, 0);
   std::chrono::steady_clock::time_point t0;

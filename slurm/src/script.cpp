@@ -64,10 +64,10 @@ std::string signal_for(const std::string& signal, std::int64_t time_s) {
 // The flags that shaped these scripts, for the header's resubmit command.
 std::string resubmit_flags(const ScriptOptions& o) {
   std::string f = o.pack_nodes ? " --pack-nodes" : "";
-  auto add = [&](const char* flag, const std::string& v) {
-    if (!v.empty()) f += std::string(" ") + flag + " " + shell_quote(v);
+  auto add = [&](const std::string& flag, const std::string& v) {
+    if (!v.empty()) f += " " + flag + " " + shell_quote(v);
   };
-  for (const auto& so : site_options()) add(("--" + std::string(so.flag)).c_str(), o.*so.field);
+  for (const auto& so : site_options()) add(std::string("--") + so.flag, o.*so.field);
   if (o.launcher != "srun") add("--launcher", o.launcher);
   if (o.throttle > 0) add("--throttle", std::to_string(o.throttle));
   if (o.signal != ScriptOptions{}.signal) add("--signal", o.signal);

@@ -26,6 +26,7 @@
 #include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/loader.hpp"
 #include "gridrun/runner/model.hpp"
+#include "gridrun/runner/model_cost.hpp"
 
 using namespace gridrun::runner;
 
@@ -67,16 +68,10 @@ Outcome train(const Case& c, std::int64_t test_samples) {
   d.tokens = is_text_model(c.model);
   d.synthetic_side = c.side;
   const DataSplits data = make_dataset(d);
-  torch::manual_seed(c.seed);  // as gridrun-train seeds before building
-  ModelSpec s;
-  s.name = c.model;
-  s.channels = data.input.channels;
-  s.height = data.input.height;
-  s.width = data.input.width;
-  s.num_classes = data.input.num_classes;
-  s.vocab = data.input.vocab;
-  s.seq_len = data.input.seq_len;
-  auto model = make_model(s);
+  torch::manual_seed(c.seed);    // as gridrun-train seeds before building
+  gridrun::jobs::JobParams job;  // the model a default job of this name builds
+  job.model = c.model;
+  auto model = make_model(model_spec(job, data.input));
   model->train();
   const double lr = gridrun::jobs::default_lr(c.model, "train");
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(lr).momentum(0.9));
