@@ -7,8 +7,8 @@
 // a session_end_info); DIR itself holds the hparams experiment: the parameters that vary and the
 // metrics, so `tensorboard --logdir DIR` shows the grid as a table. docs/results.md, "TensorBoard".
 //
-// The bytes are protobuf messages (report/proto/: TensorFlow's and TensorBoard's own message
-// definitions, encoded by libprotobuf) framed as TFRecords (length, masked CRC-32C, payload,
+// The bytes are protobuf messages (report/vendor/tensorboard/: TensorFlow's and TensorBoard's own
+// message definitions, encoded by libprotobuf) framed as TFRecords (length, masked CRC-32C, payload,
 // masked CRC-32C: base/crc32c.hpp). Each event file is made in memory and written atomically
 // (base::write_file_atomic), so TensorBoard never sees half an export; an earlier export's event
 // files in the same run folder are removed after the new one is in place.
