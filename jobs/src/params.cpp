@@ -22,29 +22,21 @@ namespace gridrun::jobs {
 
 namespace {
 
+// The parameter type of a JobParams field's C++ type. The device parameter is a name in a grid, a
+// job file and an attribute (a String with the enum's names as its choices), and the enum in
+// JobParams: these helpers are the one place the two meet.
 template <typename T>
-constexpr Type type_of();
-template <>
-constexpr Type type_of<bool>() {
-  return Type::Bool;
-}
-template <>
-constexpr Type type_of<std::int64_t>() {
-  return Type::Int;
-}
-template <>
-constexpr Type type_of<double>() {
-  return Type::Float;
-}
-template <>
-constexpr Type type_of<std::string>() {
-  return Type::String;
-}
-// The device parameter is a name in a grid, a job file and an attribute (a String with the enum's
-// names as its choices), and the enum in JobParams: these helpers are the one place the two meet.
-template <>
-constexpr Type type_of<Device>() {
-  return Type::String;
+constexpr Type type_of() {
+  if constexpr (std::is_same_v<T, bool>) {
+    return Type::Bool;
+  } else if constexpr (std::is_same_v<T, std::int64_t>) {
+    return Type::Int;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return Type::Float;
+  } else {
+    static_assert(std::is_same_v<T, std::string> || std::is_same_v<T, Device>, "not a parameter type");
+    return Type::String;
+  }
 }
 
 template <typename T>
