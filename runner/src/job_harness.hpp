@@ -112,8 +112,8 @@ class JobHarness {
   bool finished_ = false;
 };
 
-// Base of the job loops (TrainLoop, InferLoop): the harness and what every loop reads from it,
-// bound once.
+// Base of the job loops (TrainLoop, InferLoop) and of the StepRecorder the training loop writes
+// through: the harness and what each of them reads from it, bound once.
 class LoopBase {
  protected:
   explicit LoopBase(JobHarness& h)

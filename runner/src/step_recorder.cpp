@@ -19,14 +19,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
 StepRecorder::StepRecorder(JobHarness& h, const RecorderOptions& ro)
-    : h_(h),
-      o_(h.options()),
-      j_(h.job()),
-      comm_(h.comm()),
-      world_(h.world()),
-      lead_(h.lead()),
-      ro_(ro),
-      timer_(h.gpu()) {}
+    : LoopBase(h), ro_(ro), timer_(h.gpu()) {}
 
 StepTimer& StepRecorder::begin_step() {
   timer_.start(pending_.size());

@@ -39,7 +39,7 @@ struct StepRecord {
   double comm_s = 0;         // the step's gradient reductions (GradSyncStats::comm_s)
 };
 
-class StepRecorder {
+class StepRecorder : private LoopBase {
  public:
   StepRecorder(JobHarness& h, const RecorderOptions& ro);
 
@@ -85,12 +85,6 @@ class StepRecorder {
                   const std::vector<double>& all);
   void check_divergence(const std::vector<double>& red, std::int64_t first_step);
 
-  JobHarness& h_;
-  const RunnerOptions& o_;
-  const jobs::JobParams& j_;
-  Communicator& comm_;
-  const int world_;
-  const bool lead_;
   const RecorderOptions ro_;
   StepTimer timer_;
   PendingRows pending_;
