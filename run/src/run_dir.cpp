@@ -16,6 +16,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
@@ -138,15 +139,27 @@ void RunDir::create_layout() const {
 
 namespace {
 
+// state.json's number and text fields of a phase and of a job, by key, in the order they are
+// written: save_state and load_state both go through these tables, so each key is named once.
+constexpr std::pair<const char*, double PhaseRecord::*> kPhaseNumbers[] = {
+    {"start_unix", &PhaseRecord::start_unix},           {"makespan_s", &PhaseRecord::makespan_s},
+    {"busy_resource_s", &PhaseRecord::busy_resource_s}, {"capacity", &PhaseRecord::capacity},
+    {"max_running", &PhaseRecord::max_running},         {"other_cpu_share", &PhaseRecord::other_cpu_share}};
+constexpr std::pair<const char*, double JobRecord::*> kJobNumbers[] = {{"start_unix", &JobRecord::start_unix},
+                                                                       {"end_unix", &JobRecord::end_unix}};
+constexpr std::pair<const char*, std::string JobRecord::*> kJobTexts[] = {
+    {"cores", &JobRecord::cores},
+    {"gpus", &JobRecord::gpus},
+    {"host", &JobRecord::host},
+    {"phase", &JobRecord::phase},
+    {"slurm_job_id", &JobRecord::slurm_job_id}};
+
 base::Json phase_to_json(const PhaseRecord& p) {
-  return base::Json{{"start_unix", p.start_unix},
-                    {"makespan_s", p.makespan_s},
-                    {"busy_resource_s", p.busy_resource_s},
-                    {"capacity", p.capacity},
-                    {"max_running", p.max_running},
-                    {"other_cpu_share", p.other_cpu_share},
-                    {"sitting", p.sitting},
-                    {"jobs", p.jobs}};
+  base::Json j = base::Json::object();
+  for (const auto& [key, field] : kPhaseNumbers) j[key] = p.*field;
+  j["sitting"] = p.sitting;
+  j["jobs"] = p.jobs;
+  return j;
 }
 
 // Missing facts are NaN, never an exception (state.json of older versions held figures instead).
@@ -154,12 +167,7 @@ PhaseRecord phase_from_json(const std::string& name, const base::Json& v) {
   PhaseRecord p;
   p.name = name;
   if (!v.is_object()) return p;
-  p.start_unix = base::get_number(v, "start_unix", p.start_unix);
-  p.makespan_s = base::get_number(v, "makespan_s", p.makespan_s);
-  p.busy_resource_s = base::get_number(v, "busy_resource_s", p.busy_resource_s);
-  p.capacity = base::get_number(v, "capacity", p.capacity);
-  p.max_running = base::get_number(v, "max_running", p.max_running);
-  p.other_cpu_share = base::get_number(v, "other_cpu_share", p.other_cpu_share);
+  for (const auto& [key, field] : kPhaseNumbers) p.*field = base::get_number(v, key, p.*field);
   p.sitting = base::get_string(v, "sitting");
   if (auto jobs = v.find("jobs"); jobs != v.end() && jobs->is_array())
     for (const auto& id : *jobs)
@@ -199,13 +207,8 @@ RunState RunDir::load_state() const {
         for (const auto& e : *ec)
           if (e.is_number_integer() && e.get<double>() >= -2147483648.0 && e.get<double>() <= 2147483647.0)
             r.exit_codes.push_back(static_cast<int>(e.get<long long>()));
-      r.start_unix = base::get_number(j, "start_unix");
-      r.end_unix = base::get_number(j, "end_unix");
-      r.cores = base::get_string(j, "cores");
-      r.gpus = base::get_string(j, "gpus");
-      r.host = base::get_string(j, "host");
-      r.phase = base::get_string(j, "phase");
-      r.slurm_job_id = base::get_string(j, "slurm_job_id");
+      for (const auto& [key, field] : kJobNumbers) r.*field = base::get_number(j, key);
+      for (const auto& [key, field] : kJobTexts) r.*field = base::get_string(j, key);
       st.jobs.emplace(r.id, std::move(r));
     }
   }
@@ -217,17 +220,10 @@ RunState RunDir::load_state() const {
 void RunDir::save_state(const RunState& s) const {
   base::Json jobs = base::Json::object();
   for (const auto& [id, r] : s.jobs) {
-    base::append_new_member(jobs, id,
-                            {{"state", to_string(r.state)},
-                             {"attempts", r.attempts},
-                             {"exit_codes", r.exit_codes},
-                             {"start_unix", r.start_unix},
-                             {"end_unix", r.end_unix},
-                             {"cores", r.cores},
-                             {"gpus", r.gpus},
-                             {"host", r.host},
-                             {"phase", r.phase},
-                             {"slurm_job_id", r.slurm_job_id}});
+    base::Json job = {{"state", to_string(r.state)}, {"attempts", r.attempts}, {"exit_codes", r.exit_codes}};
+    for (const auto& [key, field] : kJobNumbers) job[key] = r.*field;
+    for (const auto& [key, field] : kJobTexts) job[key] = r.*field;
+    base::append_new_member(jobs, id, std::move(job));
   }
   base::Json phases = base::Json::object();
   for (const auto& [value, p] : s.phases) phases[value] = phase_to_json(p);
