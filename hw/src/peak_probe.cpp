@@ -21,6 +21,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gridrun/base/host.hpp"
@@ -219,19 +220,30 @@ ProbeResult run_probe(const MachineProbeOptions& o, const std::function<void(con
   return r;
 }
 
+namespace {
+
+// The probe file's text fields and measured figures, by key, in the order they are written:
+// probe_to_json and read_probe both go through these tables, so each key is named once.
+constexpr std::pair<const char*, std::string ProbeResult::*> kProbeTexts[] = {
+    {"created", &ProbeResult::created},
+    {"hostname", &ProbeResult::hostname},
+    {"cpu_model", &ProbeResult::cpu_model}};
+constexpr std::pair<const char*, double ProbeResult::*> kProbeFigures[] = {
+    {"gemm_gflops_1t", &ProbeResult::gemm_gflops_1t},
+    {"gemm_gflops_all", &ProbeResult::gemm_gflops_all},
+    {"triad_gbs_1t", &ProbeResult::triad_gbs_1t},
+    {"triad_gbs_all", &ProbeResult::triad_gbs_all}};
+
+}  // namespace
+
 std::string probe_to_json(const ProbeResult& r) {
-  const base::Json j = {
-      {"created", r.created},
-      {"hostname", r.hostname},
-      {"cpu_model", r.cpu_model},
-      {"threads", r.threads},
-      {"gemm_n", r.gemm_n},
-      {"triad_elems", r.triad_elems},
-      {"gemm_gflops_1t", base::json_number(r.gemm_gflops_1t, 6)},
-      {"gemm_gflops_all", base::json_number(r.gemm_gflops_all, 6)},
-      {"triad_gbs_1t", base::json_number(r.triad_gbs_1t, 6)},
-      {"triad_gbs_all", base::json_number(r.triad_gbs_all, 6)},
-      {"note", "fp32 GEMM is gridrun's own blocked kernel: a lower bound of what MKL/OpenBLAS reach"}};
+  base::Json j = base::Json::object();
+  for (const auto& [key, field] : kProbeTexts) j[key] = r.*field;
+  j["threads"] = r.threads;
+  j["gemm_n"] = r.gemm_n;
+  j["triad_elems"] = r.triad_elems;
+  for (const auto& [key, field] : kProbeFigures) j[key] = base::json_number(r.*field, 6);
+  j["note"] = "fp32 GEMM is gridrun's own blocked kernel: a lower bound of what MKL/OpenBLAS reach";
   return j.dump(2, ' ', false, base::Json::error_handler_t::replace) + "\n";
 }
 
@@ -245,18 +257,12 @@ ProbeResult read_probe(const std::string& path) {
       throw std::runtime_error(path + ": key '" + k + "' missing or not a number");
     return it->get<double>();
   };
-  auto text = [&](const char* k) { return base::get_string(j, k); };
   ProbeResult r;
-  r.created = text("created");
-  r.hostname = text("hostname");
-  r.cpu_model = text("cpu_model");
+  for (const auto& [key, field] : kProbeTexts) r.*field = base::get_string(j, key);
   r.threads = static_cast<int>(number("threads"));
   r.gemm_n = static_cast<int>(number("gemm_n"));
   r.triad_elems = static_cast<long long>(number("triad_elems"));
-  r.gemm_gflops_1t = number("gemm_gflops_1t");
-  r.gemm_gflops_all = number("gemm_gflops_all");
-  r.triad_gbs_1t = number("triad_gbs_1t");
-  r.triad_gbs_all = number("triad_gbs_all");
+  for (const auto& [key, field] : kProbeFigures) r.*field = number(key);
   return r;
 }
 
