@@ -87,6 +87,12 @@ void add_run_flags(po::options_description& opts, RunCli& o) {
       "seconds a job's processes may linger after its results are final before they are ended")(
       "heartbeat-timeout", po::value(&o.ro.heartbeat_timeout_s)->default_value(900.0),
       "end and fail a job whose rank 0 has not heartbeat for this many seconds (0: never)")(
+      "launch", po::value(&o.ro.launch)->default_value("cold"),
+      "cold: one mpirun per job; warm: the ranks of a finished job take the next job of the same "
+      "command (host, cores, GPUs, ranks, threads) instead of exiting, saving the library load and "
+      "set-up of each launch; a job that fails in a warm worker is retried cold (docs/scheduler.md)")(
+      "worker-idle", po::value(&o.ro.worker_idle_s)->default_value(10.0),
+      "with --launch warm: seconds an idle warm worker waits for its next job before it exits")(
       "no-report", po::bool_switch(&o.no_report), "skip collect and report at the end");
 }
 
@@ -138,6 +144,9 @@ int run_impl(const Args& args, bool simulate_cmd) {
     throw std::invalid_argument(std::string("missing GRID.yaml (see gridrun ") + cmd + " --help)");
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   if (ro.timeline_rows < 1) throw std::invalid_argument("--rows: must be >= 1");
+  if (ro.launch != "cold" && ro.launch != "warm")
+    throw std::invalid_argument("--launch: expected cold or warm, got '" + ro.launch + "'");
+  if (!(ro.worker_idle_s >= 0)) throw std::invalid_argument("--worker-idle: must be >= 0");
   if (!(ro.cost.cpu_gflops_per_core > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
   if (!(ro.cost.gpu_gflops > 0)) throw std::invalid_argument("--gpu-rate: must be > 0");
   ro.simulate = ro.simulate || simulate_cmd;

@@ -28,6 +28,7 @@
 #include "gridrun/runner/options.hpp"
 #include "gridrun/runner/signals.hpp"
 #include "gridrun/runner/trainer.hpp"
+#include "gridrun/runner/worker.hpp"
 
 namespace {
 // "One line naming the file and the cause": LibTorch messages carry a backtrace on further lines.
@@ -78,6 +79,8 @@ int main(int argc, char** argv) {
   // A file that reaches RLIMIT_FSIZE would otherwise kill the process with SIGXFSZ before any
   // message; ignored, the write fails with EFBIG and is reported like any other write error.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A warm worker whose launcher is gone gets EPIPE from its done pipe, not a silent death.
+  std::signal(SIGPIPE, SIG_IGN);
   const double main_unix = gridrun::base::unix_now();
   RunnerOptions opts;
   try {
@@ -141,7 +144,10 @@ int main(int argc, char** argv) {
     const bool gpu = opts.job.device == gridrun::jobs::Device::gpu;
     comm = make_communicator(gpu ? "nccl" : "mpi", CommOptions{opts.job.comm_timeout_s});
     const double comm_ready = gridrun::base::unix_now();
-    int done = opts.job.task == "inference" ? infer(opts, *comm) : train(opts, *comm);
+    auto run_job = [&](const RunnerOptions& o) {
+      return o.job.task == "inference" ? infer(o, *comm) : train(o, *comm);
+    };
+    int done = run_job(opts);
     for (auto& next : chain) {
       if (done != kExitCompleted) break;
       // Its launch is this process's (launcher to communicator) plus its own set-up: launched_at
@@ -150,6 +156,17 @@ int main(int argc, char** argv) {
       if (opts.launched_at > 0) next.launched_at = opts.launched_at + (next.main_unix - comm_ready);
       current = &next;
       done = train(next, *comm);
+    }
+    if (!opts.worker_dir.empty()) {
+      // A warm worker: the next jobs come from the launcher until it has none (worker.hpp). A job
+      // that does not complete ends the process with its code, as in a cold launch.
+      WarmWorker worker(argc, argv, opts, *comm);
+      while (done == kExitCompleted) {
+        const RunnerOptions* next = worker.next(*current);
+        if (!next) break;
+        current = next;
+        done = run_job(*next);
+      }
     }
     if (!gpu) return done;
     // GPU teardown guard: the results file is final and closed; destroy the communicator (NCCL

@@ -8,6 +8,9 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
+#include <iomanip>
+
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -167,7 +170,14 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "`submit` and `calibrate` run it once per model file and input before anything is queued")(
       "then-job", po::value<std::vector<std::string>>(&o.then_jobs)->composing(),
       "after the job completes, train this job file too in the same process (repeatable; same "
-      "device, ranks and threads): `gridrun calibrate` measures several configurations per launch");
+      "device, ranks and threads): `gridrun calibrate` measures several configurations per launch")(
+      "worker", po::value<std::string>(&o.worker_dir),
+      "warm worker: after each job that completes, report it on DIR/done (rank 0) and wait on "
+      "DIR/task.<rank> for the next job of the same device, ranks and threads; leave when the "
+      "launcher closes DIR's pipes (`gridrun run --launch warm` makes them; docs/scheduler.md)")(
+      "worker-rss-growth", po::value<double>(&o.worker_rss_growth)->default_value(1.5),
+      "with --worker: leave after a job that leaves resident memory above this many times its "
+      "size after the first job, plus 256 MiB");
   po::options_description hidden("hidden test hooks");
   hidden.add_options()("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(0), "")(
       "fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(0), "")(
@@ -227,6 +237,9 @@ ParseResult parse_options(int argc, const char* const* argv) {
   if (o.launched_at < 0)
     throw BadInput("gridrun-train: --launched-at must be >= 0 (seconds since the epoch)");
   if (o.owner_pid < 0) throw BadInput("gridrun-train: --owner-pid must be >= 0");
+  if (!(o.worker_rss_growth >= 1)) throw BadInput("gridrun-train: --worker-rss-growth must be >= 1");
+  if (!o.worker_dir.empty() && !std::filesystem::is_directory(o.worker_dir))
+    throw BadInput("gridrun-train: --worker: no such folder '" + o.worker_dir + "'");
   if (o.gpu_memory_fraction < 0 || o.gpu_memory_fraction > 1)
     throw BadInput("gridrun-train: --gpu-memory-fraction must be in [0, 1]");
   if (o.checkpoint_dir.empty())
@@ -235,35 +248,65 @@ ParseResult parse_options(int argc, const char* const* argv) {
   return res;
 }
 
-RunnerOptions chained_options(int argc, const char* const* argv, const std::string& job_file,
-                              const RunnerOptions& first) {
-  // argv again with FILE as the job: the flags (--out, --owner-pid, overrides) apply to every job
-  // of the chain alike, and the id, checkpoint folder and checks follow from FILE as for --job.
+namespace {
+// argv again with `job_file` as the job and the flags in `drop` (with their values) left out, then
+// `extra` appended: the flags (--out, --owner-pid, overrides) apply to every job of a chain or a
+// worker alike, and the id, checkpoint folder and checks follow from the job file as for --job.
+// Throws BadInput when the job cannot follow `first` on its ranks.
+RunnerOptions reparse_for(int argc, const char* const* argv, const std::string& job_file,
+                          const std::vector<std::string>& drop, const std::vector<std::string>& extra,
+                          const RunnerOptions& first, const std::string& what) {
   std::vector<std::string> args;
   bool had_job = false;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
-    const bool job = a == "--job", then = a == "--then-job";
-    if ((job || then) && i + 1 < argc) {
-      if (job) args.insert(args.end(), {"--job", job_file});
-      had_job = had_job || job;
-      ++i;
-    } else if (a.rfind("--job=", 0) == 0) {
-      args.push_back("--job=" + job_file);
-      had_job = true;
-    } else if (a.rfind("--then-job=", 0) != 0) {
+    const std::string name = a.substr(0, a.find('='));
+    const bool job = name == "--job";
+    const bool dropped = std::find(drop.begin(), drop.end(), name) != drop.end();
+    if (!job && !dropped) {
       args.push_back(a);
+      continue;
     }
+    had_job = had_job || job;
+    if (job) args.push_back("--job=" + job_file);
+    // The flag's value is the next word unless it came as --flag=value; --resume has none.
+    if (name == a && name != "--resume" && i + 1 < argc) ++i;
   }
-  if (!had_job) throw BadInput("gridrun-train: --then-job needs --job (a chain of job files)");
+  if (!had_job) throw BadInput("gridrun-train: " + what + " needs --job (the first job of the process)");
+  args.insert(args.end(), extra.begin(), extra.end());
   std::vector<const char*> ptrs;
   for (const auto& a : args) ptrs.push_back(a.c_str());
   RunnerOptions o = parse_options(static_cast<int>(ptrs.size()), ptrs.data()).options;
   const jobs::JobParams &p = o.job, &q = first.job;
-  if (p.task != "train" || p.device != q.device || p.ranks != q.ranks ||
-      p.threads_per_rank != q.threads_per_rank || p.nodes != q.nodes)
-    throw BadInput("gridrun-train: --then-job " + job_file +
-                   ": a chained job must train on the first job's device, ranks, threads and nodes");
+  if (p.device != q.device || p.ranks != q.ranks || p.threads_per_rank != q.threads_per_rank ||
+      p.nodes != q.nodes)
+    throw BadInput(
+        "gridrun-train: " + what + " " + job_file +
+        ": a job in the same process must run on the first job's device, ranks, threads and nodes");
+  return o;
+}
+}  // namespace
+
+RunnerOptions chained_options(int argc, const char* const* argv, const std::string& job_file,
+                              const RunnerOptions& first) {
+  RunnerOptions o = reparse_for(argc, argv, job_file, {"--then-job"}, {}, first, "--then-job");
+  if (o.job.task != "train")
+    throw BadInput("gridrun-train: --then-job " + job_file + ": only training jobs are chained");
+  return o;
+}
+
+RunnerOptions next_job_options(int argc, const char* const* argv, const run::WorkerTask& task,
+                               const RunnerOptions& first) {
+  std::vector<std::string> extra;
+  if (task.resume) extra.emplace_back("--resume");
+  if (!task.heartbeat_file.empty()) extra.push_back("--heartbeat=" + task.heartbeat_file);
+  std::ostringstream at;
+  at << std::fixed << std::setprecision(6) << task.launched_at;
+  extra.push_back("--launched-at=" + at.str());
+  RunnerOptions o =
+      reparse_for(argc, argv, task.job_file, {"--then-job", "--resume", "--heartbeat", "--launched-at"},
+                  extra, first, "--worker");
+  o.warm = true;
   return o;
 }
 

@@ -439,8 +439,11 @@ void TrainLoop::finish(results::Status status, const std::string& reason) {
     s["process_start_unix"] = proc;
     s["first_step_unix"] = first_step_unix_;
     s["finished_unix"] = now;
-    s["time_launch_s"] = proc - launched;
-    s["time_load_s"] = o_.main_unix > 0 ? o_.main_unix - proc : kNaN;
+    // A warm job (issue 48) loads nothing: its launch is the launcher's message reaching the
+    // worker (main_unix is when it arrived), so launch + load + set-up is still launched -> first step.
+    s["launch_warm"] = o_.warm ? 1.0 : 0.0;
+    s["time_launch_s"] = (o_.warm ? o_.main_unix : proc) - launched;
+    s["time_load_s"] = o_.warm ? 0.0 : o_.main_unix > 0 ? o_.main_unix - proc : kNaN;
     s["time_setup_s"] = o_.main_unix > 0 ? first_step_unix_ - o_.main_unix : kNaN;
     s["time_eval_s"] = eval_s_;
     s["time_checkpoint_s"] = ckpt_s_;

@@ -1,4 +1,6 @@
-// The local executor: one `mpirun` per job, bound to the job's cores with a rankfile.
+// The local executor: one `mpirun` per job, bound to the job's cores with a rankfile; or, with
+// LaunchSpec::warm, one `mpirun` per warm worker whose ranks run job after job of the same command
+// (runner/worker.hpp), handed over on the worker's pipes (run/worker_channel.hpp).
 //
 // Findings with Open MPI 4.1.4 (documented in docs/scheduler.md) that shaped this file:
 // - `--cpu-set 0,1 --bind-to core` with -np 2 leaves each rank on both cores ("not bound"), and
@@ -21,7 +23,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iomanip>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -29,10 +33,94 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/run/worker_channel.hpp"
 
 namespace gridrun::scheduler {
 
 namespace {
+
+// SIGTERM (checkpoint and exit 75) or SIGKILL to the ranks of the mpirun `child`; an mpirun that
+// has no ranks yet has nothing to checkpoint and is killed.
+void signal_ranks(base::Child& child, int sig) {
+  if (!child.running()) return;
+  const auto kids = base::children_of(child.pid());
+  for (int k : kids) ::kill(k, sig);
+  if (kids.empty() || sig == SIGKILL) child.signal(SIGKILL);
+}
+
+std::string now_text() {
+  std::ostringstream at;
+  at << std::fixed << std::setprecision(3) << base::unix_now();
+  return at.str();
+}
+
+// A warm worker: one mpirun whose ranks take job after job. Shared by the pool (LocalExecutor) and
+// the handle of the job it runs (WarmJob).
+struct Worker {
+  base::Child proc;
+  run::WorkerPipes pipes;
+  std::string dir;
+  std::string key;  // the launch command without what is the job's own (worker_key)
+  std::string host;
+  std::set<int> cores;
+  std::set<std::string> gpus;
+  std::string job_id;  // the job it runs; "" when idle
+  bool retiring = false;
+  double idle_since = 0;
+
+  bool idle() const { return job_id.empty() && !retiring && proc.running(); }
+  // Closing the task pipes is the worker's signal to leave: every rank reads end-of-file.
+  void retire() {
+    retiring = true;
+    pipes.tasks.clear();
+  }
+  // Its job's message, when the job ended and the worker went on (runner/worker.hpp).
+  std::optional<int> done_message() {
+    while (auto line = pipes.done.read_line(0, nullptr)) {
+      run::WorkerDone d;
+      try {
+        d = run::decode_done(*line);
+      } catch (const std::exception&) {
+        continue;  // not from our ranks; the job's end then shows as the worker's exit
+      }
+      if (d.job_id != job_id) continue;
+      job_id.clear();
+      idle_since = base::unix_now();
+      if (d.retiring) retire();
+      return d.code;
+    }
+    return std::nullopt;
+  }
+};
+
+// The job a warm worker runs. Its end is the worker's message, or the worker's exit (a job that
+// does not complete ends its worker). Destroyed while its job still runs, it kills the worker.
+class WarmJob : public RunningJob {
+ public:
+  WarmJob(std::shared_ptr<Worker> w, bool warm) : w_(std::move(w)), warm_(warm) {}
+  ~WarmJob() override {
+    if (!w_->job_id.empty()) kill();
+  }
+  int pid() const override { return w_->proc.pid(); }
+  bool warm() const override { return warm_; }
+  std::optional<int> try_wait() override {
+    if (auto code = w_->done_message()) return code;
+    if (auto code = w_->proc.try_wait()) {
+      w_->job_id.clear();
+      return code;
+    }
+    return std::nullopt;
+  }
+  void interrupt() override { signal_ranks(w_->proc, SIGTERM); }
+  void kill() override {
+    w_->retire();
+    signal_ranks(w_->proc, SIGKILL);
+  }
+
+ private:
+  std::shared_ptr<Worker> w_;
+  bool warm_;
+};
 
 // One mpirun, leading its own process group; base::Child reaps it exactly once and kills it if it
 // is still running when this object goes away (no orphans on unwinding).
@@ -43,20 +131,8 @@ class Process : public RunningJob {
   ~Process() override { kill(); }
   int pid() const override { return child_.pid(); }
   std::optional<int> try_wait() override { return child_.try_wait(); }
-  void interrupt() override {
-    if (!child_.running()) return;
-    const auto kids = base::children_of(child_.pid());
-    if (kids.empty()) {
-      child_.signal(SIGKILL);  // ranks not started yet: nothing to checkpoint
-      return;
-    }
-    for (int k : kids) ::kill(k, SIGTERM);
-  }
-  void kill() override {
-    if (!child_.running()) return;
-    for (int k : base::children_of(child_.pid())) ::kill(k, SIGKILL);
-    child_.signal(SIGKILL);
-  }
+  void interrupt() override { signal_ranks(child_, SIGTERM); }
+  void kill() override { signal_ranks(child_, SIGKILL); }
 
  private:
   base::Child child_;
@@ -90,14 +166,121 @@ class LocalExecutor : public Executor {
     return a;
   }
 
+  ~LocalExecutor() override {
+    // Idle workers leave on end-of-file; whatever is still there after a short wait is killed.
+    for (auto& w : pool_) w->retire();
+    for (auto& w : pool_)
+      if (auto p = base::PinnedProcess::open(w->proc.pid()); p && w->proc.running()) p->wait_exit(5.0);
+    for (auto& w : pool_) {
+      signal_ranks(w->proc, SIGKILL);
+      w->proc = base::Child();
+      remove_dir(*w);
+    }
+  }
+
   std::unique_ptr<RunningJob> launch(const LaunchSpec& s) override {
+    retire_idle(-1);  // reap ended workers only
+    if (s.warm) {
+      const std::string key = worker_key(s);
+      for (auto& w : pool_)
+        if (w->idle() && w->key == key) {
+          run::WorkerTask t{s.job_file, s.resume, base::unix_now(), s.heartbeat_file, s.log_out, s.log_err};
+          const std::string line = run::encode(t);
+          bool sent = true;
+          for (auto& p : w->pipes.tasks) sent = p.write_line(line) && sent;
+          if (!sent) {
+            w->retire();
+            continue;
+          }
+          w->job_id = s.job_id;
+          return std::make_unique<WarmJob>(w, true);
+        }
+    }
+    // Idle workers on this job's cores or GPUs leave: the job would share them.
+    std::set<std::string> gpus;
+    for (const auto& g : base::split(s.gpus, ','))
+      if (!g.empty()) gpus.insert(g);
+    for (auto& w : pool_)
+      if (w->idle() && w->host == s.host &&
+          (std::any_of(s.core_ids.begin(), s.core_ids.end(), [&](int c) { return w->cores.count(c) > 0; }) ||
+           std::any_of(gpus.begin(), gpus.end(),
+                       [&](const std::string& g) { return w->gpus.count(g) > 0; }) ||
+           s.core_ids.empty() || w->cores.empty()))
+        w->retire();
+    if (!s.warm) return std::make_unique<Process>(spawn(s, {}));
+    auto w = std::make_shared<Worker>();
+    w->dir = (std::filesystem::path(s.workers_dir) / ("w" + std::to_string(++workers_started_))).string();
+    w->pipes = run::make_worker_pipes(w->dir, s.req.ranks);
+    w->key = worker_key(s);
+    w->host = s.host;
+    w->cores.insert(s.core_ids.begin(), s.core_ids.end());
+    w->gpus = gpus;
+    w->job_id = s.job_id;
+    w->proc = spawn(s, {"--worker", w->dir});
+    pool_.push_back(w);
+    return std::make_unique<WarmJob>(w, false);
+  }
+
+  std::vector<int> event_fds() const override {
+    std::vector<int> fds;
+    for (const auto& w : pool_)
+      if (!w->job_id.empty() && w->pipes.done.open()) fds.push_back(w->pipes.done.fd());
+    return fds;
+  }
+
+  std::string warm_worker_for(const LaunchSpec& s) const override {
+    if (!s.warm) return "";
+    const std::string key = worker_key(s);
+    for (const auto& w : pool_)
+      if (w->idle() && w->key == key)
+        return "warm worker " + std::filesystem::path(w->dir).filename().string() + " (mpirun pid " +
+               std::to_string(w->proc.pid()) + ")";
+    return "";
+  }
+
+  std::size_t retire_idle(double idle_s) override {
+    const double now = base::unix_now();
+    for (auto& w : pool_)
+      if (idle_s >= 0 && w->idle() && now - w->idle_since >= idle_s) w->retire();
+    // Reap the ended ones (a worker with a job is reaped by its job's try_wait).
+    std::vector<std::shared_ptr<Worker>> alive;
+    for (auto& w : pool_) {
+      if (w->job_id.empty() && w->proc.try_wait()) {
+        remove_dir(*w);
+        continue;
+      }
+      alive.push_back(w);
+    }
+    pool_.swap(alive);
+    return pool_.size();
+  }
+
+ private:
+  // The worker's command without what is the job's own: workers with the same key run the same
+  // processes, bound the same way.
+  std::string worker_key(const LaunchSpec& s) const {
+    LaunchSpec k = s;
+    k.job_id = k.job_file = k.rankfile = k.heartbeat_file = k.log_out = k.log_err = "";
+    k.resume = false;
+    k.then_job_files.clear();
+    std::string key = s.host + "|" + s.gpus + "|";
+    for (int c : s.core_ids) key += std::to_string(c) + ",";
+    for (const auto& a : command(k)) key += "|" + a;
+    return key;
+  }
+
+  static void remove_dir(const Worker& w) {
+    std::error_code ec;
+    std::filesystem::remove_all(w.dir, ec);
+  }
+
+  base::Child spawn(const LaunchSpec& s, const std::vector<std::string>& extra) {
     if (!s.core_ids.empty()) write_rankfile(s);
     base::SpawnOptions so;
     so.argv = command(s);
+    so.argv.insert(so.argv.end(), extra.begin(), extra.end());
     // When the launcher starts (the runner splits the time before its first step from it).
-    std::ostringstream at;
-    at << std::fixed << std::setprecision(3) << base::unix_now();
-    so.argv.insert(so.argv.end(), {"--launched-at", at.str()});
+    so.argv.insert(so.argv.end(), {"--launched-at", now_text()});
     // cpu jobs see no GPU at all; gpu jobs see exactly their own.
     so.env_set = {"CUDA_VISIBLE_DEVICES=" + s.gpus,
                   "OMP_NUM_THREADS=" + std::to_string(s.req.threads_per_rank)};
@@ -109,13 +292,12 @@ class LocalExecutor : public Executor {
     so.new_process_group = true;
     so.reset_signals = true;
     try {
-      return std::make_unique<Process>(base::spawn(so));
+      return base::spawn(so);
     } catch (const std::exception& e) {
       throw std::runtime_error("job " + s.job_id + ": " + e.what());
     }
   }
 
- private:
   static void write_rankfile(const LaunchSpec& s) {
     // rank i gets threads_per_rank consecutive entries of the job's core list.
     std::ostringstream os;
@@ -130,6 +312,9 @@ class LocalExecutor : public Executor {
     }
     base::write_file_atomic(s.rankfile, os.str());
   }
+
+  std::vector<std::shared_ptr<Worker>> pool_;
+  int workers_started_ = 0;
 };
 
 }  // namespace

@@ -57,10 +57,12 @@ class SignalWaiter {
   }
   SignalWaiter(const SignalWaiter&) = delete;
   SignalWaiter& operator=(const SignalWaiter&) = delete;
-  // Waits up to timeout_ms (-1: forever); returns the signals received (may be empty on timeout).
-  std::vector<int> wait(int timeout_ms) {
-    pollfd p{fd_, POLLIN, 0};
-    const int r = ::poll(&p, 1, timeout_ms);
+  // Waits up to timeout_ms (-1: forever) for a signal or for one of `fds` to become readable;
+  // returns the signals received (may be empty on timeout or when only an fd woke it).
+  std::vector<int> wait(int timeout_ms, const std::vector<int>& fds = {}) {
+    std::vector<pollfd> ps{{fd_, POLLIN, 0}};
+    for (int f : fds) ps.push_back({f, POLLIN, 0});
+    const int r = ::poll(ps.data(), ps.size(), timeout_ms);
     std::vector<int> sigs;
     if (r <= 0) return sigs;
     signalfd_siginfo si;
@@ -123,6 +125,7 @@ struct RunLoop::Live {
   double start = 0;
   double final_seen = -1;  // when its results file was first seen final (watchdog)
   int forced_code = -1;    // the watchdog ended it: the exit code to record instead
+  bool warm = false;       // it ran in a warm worker that ran another job before
 };
 
 // One phase (all jobs when there is no compare-by): its own engine, so that phases never overlap.
@@ -156,7 +159,8 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
                                  out)),
       state_(prepared_.state),
       to_run_(plan.ex.jobs.size(), 0),
-      resume_(plan.ex.jobs.size(), 0) {}
+      resume_(plan.ex.jobs.size(), 0),
+      cold_(plan.ex.jobs.size(), 0) {}
 
 RunLoop::~RunLoop() = default;
 
@@ -179,8 +183,8 @@ RunOutcome RunLoop::run() {
     if (stopping_) break;
     if (!open_phase(value)) continue;
     launch_ready();
-    while (!phase_->live.empty()) {          // feasible jobs always start on an idle machine
-      const auto sigs = signals.wait(1000);  // the watchdog below needs a tick
+    while (!phase_->live.empty()) {  // feasible jobs always start on an idle machine
+      const auto sigs = signals.wait(1000, exec_->event_fds());  // the watchdog below needs a tick
       for (int sig : sigs)
         if (sig != SIGCHLD) on_signal();
       std::vector<std::pair<std::size_t, int>> ended;
@@ -191,12 +195,14 @@ RunOutcome RunLoop::run() {
       if (!killing_) watchdog(ended);
       for (const auto& [i, code] : ended) on_exit(i, code);
       launch_ready();
+      exec_->retire_idle(o_.worker_idle_s);
       progress_->redraw();
     }
     if (stopping_) break;
     if (!ex_.compare_by.empty()) close_phase(value);
   }
   progress_->clear();
+  exec_->retire_idle(0);  // warm workers leave now, not at their idle time
   folder_->flush();
   return summary();
 }
@@ -375,9 +381,14 @@ void RunLoop::launch(const Start& s) {
   const int share = plan_.share[i];
   if (spec.req.gpus > 0 && share > 1) spec.gpu_memory_fraction = 1.0 / share;
   spec.owner_pid = static_cast<int>(::getpid());
+  spec.warm = o_.launch == "warm" && !cold_[i];
+  spec.workers_dir = ard_.workers_dir();
   // One header per attempt in both logs, so appended attempts can be told apart.
-  std::string cmd;
-  for (const auto& a : exec_->command(spec)) cmd += a + " ";
+  std::string cmd = exec_->warm_worker_for(spec);
+  if (!cmd.empty())
+    cmd += ": " + spec.job_file + (spec.resume ? " --resume " : " ");
+  else
+    for (const auto& a : exec_->command(spec)) cmd += a + " ";
   const std::string hdr = "=== gridrun attempt " + std::to_string(rec.attempts) + " at " +
                           std::to_string(static_cast<long long>(rec.start_unix)) + ": " + cmd + "\n";
   append_line(spec.log_out, hdr);
@@ -388,6 +399,7 @@ void RunLoop::launch(const Start& s) {
   phase_->peak = std::max(phase_->peak, phase_->live.size());
   try {
     phase_->live[i].proc = exec_->launch(spec);
+    phase_->live[i].warm = phase_->live[i].proc->warm();
   } catch (const std::exception& e) {
     append_line(spec.log_err, std::string("gridrun: ") + e.what() + "\n");
     on_exit(i, 127);
@@ -399,6 +411,7 @@ void RunLoop::launch(const Start& s) {
        << rec.host << " cores " << rec.cores;
   if (!rec.gpus.empty()) what << " gpus " << rec.gpus;
   if (spec.resume) what << " (--resume)";
+  if (phase_->live[i].warm) what << " (warm)";
   progress_->event(what.str());
 }
 
@@ -410,6 +423,7 @@ void RunLoop::on_exit(std::size_t i, int code) {
   ProgressCounts& counts = progress_->counts();
   PhaseRun& ph = *phase_;
   const double dur = progress_->elapsed() - ph.live[i].start;
+  const bool warm = ph.live[i].warm;
   const Request& req = plan_.req[i];
   ph.busy += dur * (plan_.cluster.total_gpus() > 0 ? req.gpus : req.cores);
   ph.live.erase(i);
@@ -450,14 +464,24 @@ void RunLoop::on_exit(std::size_t i, int code) {
     rec.state = interrupted ? run::JobOutcome::Interrupted : run::JobOutcome::Failed;
     const int used = ph.tries[i];
     // Bad input (flags, job file, data files, an unsupported device) fails the same way every time.
-    if (!stopping_ && code != run::kExitBadInput && used <= o_.retries) {
+    // A job lost in a warm worker is tried again cold once more, whatever --retries says: what
+    // failed may have been the worker, not the job (issue 48).
+    const bool warm_loss = warm && !interrupted && !cold_[i];
+    if (!stopping_ && code != run::kExitBadInput && (used <= o_.retries || warm_loss)) {
+      if (warm_loss) {
+        cold_[i] = 1;
+        --ph.tries[i];
+      }
       resume_[i] = static_cast<char>(has_checkpoint(rd_.checkpoint_dir(job.id)));
       ph.engine.submit(QueuedJob{i, i, req, ph.est[i]});
       ++counts.pending;
       what << "retry   " << job.id << " exit " << code
-           << (code == 0 ? " without a finished results file" : reason()) << ", attempt " << used + 1
-           << " of " << o_.retries + 1 << (resume_[i] ? " (--resume)" : "") << "; see "
-           << rd_.log_err(job.id);
+           << (code == 0 ? " without a finished results file" : reason());
+      if (warm_loss)
+        what << ", in a warm worker; again cold";
+      else
+        what << ", attempt " << used + 1 << " of " << o_.retries + 1;
+      what << (resume_[i] ? " (--resume)" : "") << "; see " << rd_.log_err(job.id);
     } else {
       if (!interrupted || !stopping_) ++counts.failed;
       what << (interrupted ? "stopped " : "failed  ") << job.id << " exit " << code

@@ -74,6 +74,7 @@ class RunLoop {
   run::PreparedRun prepared_;
   run::RunState& state_;
   std::vector<char> to_run_, resume_;
+  std::vector<char> cold_;  // lost in a warm worker: its next attempt is cold
   // The results folder with its index, read once at reconcile and once per ended job; the index is
   // written with state.json, so a `status` after the run reads no job file.
   std::unique_ptr<results::ResultsFolder> folder_;

@@ -72,7 +72,9 @@ class RunDir {
   std::string lock_file() const;                      // lock
   std::string launch_token_file() const;              // launch-token
   std::string rankfile(const std::string& id) const;  // jobs/<id>.rankfile (Open MPI binding)
-  void create_layout() const;                         // mkdir -p of all folders but slurm/
+  // workers/: one folder of pipes per warm worker (run/worker_channel.hpp), while it lives
+  std::string workers_dir() const { return root_ + "/workers"; }
+  void create_layout() const;  // mkdir -p of all folders but slurm/
   // The inverses of the job file names: the id a name stands for (of a path, its last component),
   // nullopt for a name that is not such a file. Readers of a folder use these, never a suffix.
   static std::optional<std::string> job_id_of_job_file(const std::string& name);  // <id>.json

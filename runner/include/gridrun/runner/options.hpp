@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gridrun/jobs/params.hpp"
+#include "gridrun/run/worker_channel.hpp"
 
 namespace gridrun::runner {
 
@@ -46,6 +47,15 @@ struct RunnerOptions {
   // job's device, ranks and threads. A chained job's launched_at is shifted by the time the
   // earlier jobs took, so its /summary launch is this process's launch plus its own set-up.
   std::vector<std::string> then_jobs;
+  // --worker DIR: a warm worker (docs/scheduler.md, "Warm launches"). After each job that
+  // completes, rank 0 reports it on DIR's done pipe and every rank waits on its own task pipe for
+  // the next job of the same device, ranks and threads, until the launcher closes the pipes or
+  // the process's memory grew past `worker_rss_growth`.
+  std::string worker_dir;
+  // --worker-rss-growth F: a worker retires after a job that leaves its resident memory above
+  // F times what it was after its first job (plus 256 MiB of slack).
+  double worker_rss_growth = 1.5;
+  bool warm = false;  // this job runs in a process that ran another job before (not a flag)
   // --check-checkpoint DIR: only read that checkpoint folder (state.pt, every rng-*.pt) and exit
   // 0 (readable) or 1; run by Checkpointer::load in a process of its own before it trusts a
   // checkpoint, so one that crashes LibTorch's reader takes only that process down.
@@ -79,6 +89,12 @@ ParseResult parse_options(int argc, const char* const* argv);
 // (jobs::check, the same rules `gridrun plan` applies to a grid, e.g. epochs=0 needs max_steps,
 // half precision needs a GPU). Throws BadInput naming the parameter.
 void validate(const RunnerOptions& o);
+
+// The options of the next job of a warm worker: `argv` parsed again with the task's job file as
+// --job, its --resume, --launched-at and --heartbeat instead of argv's, and without --then-job.
+// Throws BadInput when the job cannot run on these ranks (as chained_options).
+RunnerOptions next_job_options(int argc, const char* const* argv, const run::WorkerTask& task,
+                               const RunnerOptions& first);
 
 // The options of one --then-job FILE of `argv`: argv parsed again with FILE as --job and without
 // --then-job. Throws BadInput when FILE cannot follow `first` in its process (another device,

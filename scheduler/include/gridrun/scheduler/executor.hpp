@@ -5,6 +5,7 @@
 // "has it ended, with what code", "ask it to stop (checkpoint)" and "kill it", whatever launches it.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,11 @@ struct LaunchSpec {
   // --then-job FILE each: jobs of the same device, ranks and threads trained after job_file in the
   // same process (`gridrun calibrate`, scheduler::plan_alone_processes); absolute paths.
   std::vector<std::string> then_job_files;
+  // Warm launches (docs/scheduler.md): an idle warm worker started with the same command (same
+  // host, cores, GPUs, ranks, threads) takes the job; else a new worker is started, its pipes in a
+  // new folder under `workers_dir`. false: one process for this job only (cold).
+  bool warm = false;
+  std::string workers_dir;
 };
 
 // A launched job. The destructor kills what is still running (no orphans on unwinding).
@@ -48,6 +54,8 @@ class RunningJob {
   virtual void interrupt() = 0;
   // Stop it now: SIGKILL to ranks and launcher.
   virtual void kill() = 0;
+  // Whether it runs in a warm worker's processes, which ran another job before it.
+  virtual bool warm() const { return false; }
 };
 
 class Executor {
@@ -60,6 +68,21 @@ class Executor {
   // everything those start: the run's launch token (run_loop.cpp, stop_leftovers), by which the
   // next `gridrun run` tells what this one left running from any other process.
   void set_launch_env(std::vector<std::string> env) { launch_env_ = std::move(env); }
+  // Warm workers idle for more than `idle_s` leave (the run loop calls it each tick; 0: all idle
+  // ones). Ended workers are reaped. Returns how many workers are alive.
+  virtual std::size_t retire_idle(double idle_s) {
+    (void)idle_s;
+    return 0;
+  }
+  // Descriptors that become readable when a job may have ended without a process exiting (warm
+  // workers' done pipes): the run loop waits on them beside its signals.
+  virtual std::vector<int> event_fds() const { return {}; }
+  // When an idle warm worker would take this job: what it is, for the job's log ("warm worker w2
+  // (mpirun pid 1234)"); "" when launch() would start processes.
+  virtual std::string warm_worker_for(const LaunchSpec& spec) const {
+    (void)spec;
+    return "";
+  }
 
  protected:
   std::vector<std::string> launch_env_;

@@ -51,6 +51,11 @@ struct RunOptions {
   // heartbeat for heartbeat_timeout_s (0 = never checked) is ended and fails with that reason.
   double exit_grace_s = 60;
   double heartbeat_timeout_s = 900;
+  // --launch (docs/scheduler.md, "Warm launches"): "cold" starts one process per job; "warm" lets
+  // the ranks of a finished job take the next job of the same command, and a warm worker idle for
+  // worker_idle_s leaves. A job that fails in a warm worker is retried cold once, not counted.
+  std::string launch = "cold";
+  double worker_idle_s = 10;
 };
 
 // What a run came to (run_grid, and the run loop that makes it).

@@ -1,0 +1,91 @@
+// The warm worker's loop between jobs (worker.hpp).
+#include "gridrun/runner/worker.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#ifdef GRIDRUN_HAVE_NCCL
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/cuda.h>
+#endif
+
+#include "gridrun/base/text.hpp"
+#include "gridrun/runner/errors.hpp"
+#include "gridrun/runner/signals.hpp"
+#include "gridrun/runner/system_info.hpp"
+
+namespace gridrun::runner {
+
+namespace {
+constexpr double kRssSlackBytes = 256.0 * 1024 * 1024;
+
+// This rank's stdout or stderr appends to `path` from now on (the job's own log).
+void redirect(int fd, const std::string& path) {
+  if (path.empty()) return;
+  const int f = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (f < 0) throw std::runtime_error(path + ": cannot open: " + base::errno_text(errno));
+  ::dup2(f, fd);
+  ::close(f);
+}
+}  // namespace
+
+void release_job_caches() {
+#ifdef GRIDRUN_HAVE_NCCL
+  if (torch::cuda::is_available()) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
+WarmWorker::WarmWorker(int argc, const char* const* argv, const RunnerOptions& first, Communicator& comm)
+    : argc_(argc),
+      argv_(argv),
+      first_(first),
+      comm_(comm),
+      inbox_(run::open_worker_inbox(first.worker_dir, comm.rank())) {}
+
+const RunnerOptions* WarmWorker::next(const RunnerOptions& finished) {
+  release_job_caches();
+  const auto rss = static_cast<double>(current_rss_bytes());
+  if (base_rss_ < 0) base_rss_ = static_cast<std::int64_t>(rss);
+  // Every rank's own bound; the worker leaves as a whole when any rank is past it.
+  const bool past = rss > first_.worker_rss_growth * static_cast<double>(base_rss_) + kRssSlackBytes;
+  const bool retiring = comm_.allreduce_max({past ? 1.0 : 0.0})[0] > 0;
+  bool reported = true;
+  if (comm_.rank() == 0)
+    reported = inbox_.done.write_line(run::encode(run::WorkerDone{finished.id, 0, rss, retiring}));
+  if (!reported || retiring) return nullptr;  // (a launcher that is gone has closed the task pipes too)
+  for (;;) {
+    bool eof = false;
+    std::optional<std::string> line = inbox_.task.read_line(1.0, &eof);
+    if (line) {
+      const double received = base::unix_now();
+      run::WorkerTask task;
+      try {
+        task = run::decode_task(*line);
+      } catch (const std::exception& e) {
+        throw BadInput(std::string("gridrun-train: --worker: ") + e.what());
+      }
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
+      redirect(STDOUT_FILENO, task.log_out);
+      redirect(STDERR_FILENO, task.log_err);
+      job_ = next_job_options(argc_, argv_, task, first_);
+      job_.main_unix = received;
+      // Each rank read its own pipe: they must all have been given the same job.
+      for (const std::string& id : comm_.allgather_strings(job_.id))
+        if (id != job_.id)
+          throw std::runtime_error("--worker: ranks were given different jobs (" + id + " and " + job_.id +
+                                   ")");
+      reset_peak_rss();
+      return &job_;
+    }
+    if (eof || StopSignal::received() != 0) return nullptr;
+  }
+}
+
+}  // namespace gridrun::runner

@@ -1,0 +1,146 @@
+"""Warm launches (`gridrun run --launch warm`, issue 48) with real mpirun and gridrun-train.
+
+equal: a grid of mixed models (mlp and lenet, 1 and 2 ranks, two seeds) run cold and run warm gives
+       bitwise the same per-step losses and epoch figures (read back with h5py); the warm run did
+       reuse workers (start lines say "(warm)", /summary launch_warm is 1 for those jobs and they
+       loaded no library); nothing of either run is left running, and no worker folder is left.
+kill:  a kill -9 of a warm worker's rank in the middle of its second job: that job is retried cold
+       from its checkpoint (not counted against --retries 0), completes with the losses of an
+       undisturbed cold run, and nothing is left running.
+
+Usage: e2e_warm.py GRIDRUN GRIDRUN_TRAIN CASE
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+from e2e_proc import poll, processes
+
+GRIDRUN, TRAIN, CASE = sys.argv[1:4]
+WORK = tempfile.mkdtemp(prefix="gridrun-e2e-warm-")
+SMALL = """defaults:
+  dataset: synthetic
+  device: cpu
+  threads_per_rank: 1
+  train_samples: 256
+  test_samples: 64
+  batch_per_rank: 32
+  lr: 0.05
+"""
+
+
+def grid(name, body):
+    path = os.path.join(WORK, name + ".yaml")
+    with open(path, "w") as f:
+        f.write("name: %s\n%s%s" % (name, SMALL, body))
+    return path
+
+
+def command(g, out, launch, extra=()):
+    return [GRIDRUN, "run", g, "--out", out, "--train-bin", TRAIN, "--no-report", "--launch", launch,
+            "--max-parallel", "1"] + list(extra)
+
+
+def run(g, out, launch, extra=()):
+    r = subprocess.run(command(g, out, launch, extra), text=True, capture_output=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def job_ids(run_dir):
+    with open(os.path.join(run_dir, "state.json")) as f:
+        return sorted(json.load(f)["jobs"])
+
+
+def read(run_dir, jid):
+    with h5py.File(os.path.join(run_dir, "results", jid + ".h5"), "r") as f:
+        a = f.attrs["status"]
+        status = a.decode() if isinstance(a, bytes) else str(a)
+        summary = {k: float(f["summary"][k][0]) for k in f["summary"] if k != "rows"}
+        return (status, np.asarray(f["steps/loss"][:]), np.asarray(f["epochs/train_loss"][:]),
+                np.asarray(f["epochs/test_loss"][:]), summary)
+
+
+def trainers_of(run_dir):
+    """Live gridrun-train processes (and their mpirun) that work for `run_dir`."""
+    return [p for p, comm, cmd in processes()
+            if comm in ("gridrun-train", "mpirun") and run_dir.encode() in cmd]
+
+
+def assert_nothing_left(run_dir):
+    left = trainers_of(run_dir)
+    assert not left, "left running: %s" % left
+    workers = os.path.join(run_dir, "workers")
+    assert not os.path.isdir(workers) or not os.listdir(workers), os.listdir(workers)
+
+
+def assert_same(cold_dir, warm_dir, jid):
+    c, w = read(cold_dir, jid), read(warm_dir, jid)
+    assert c[0] == w[0] == "completed", (jid, c[0], w[0])
+    for a, b, what in zip(c[1:4], w[1:4], ("steps/loss", "epochs/train_loss", "epochs/test_loss")):
+        assert a.shape == b.shape and a.size > 0 and np.array_equal(a, b), (jid, what, a, b)
+    return c[4], w[4]
+
+
+def case_equal():
+    g = grid("mixed", "  epochs: 2\ngrid:\n  model: [mlp, lenet]\n  ranks: [1, 2]\n  seed: [1, 2]\n")
+    cold, warm = os.path.join(WORK, "cold"), os.path.join(WORK, "warm")
+    run(g, cold, "cold")
+    r = run(g, warm, "warm")
+    ids = job_ids(os.path.join(cold, "mixed"))
+    assert len(ids) == 8 and ids == job_ids(os.path.join(warm, "mixed")), ids
+    warm_jobs = 0
+    for jid in ids:
+        sc, sw = assert_same(os.path.join(cold, "mixed"), os.path.join(warm, "mixed"), jid)
+        assert sc.get("launch_warm") == 0.0, (jid, sc)
+        if sw.get("launch_warm") == 1.0:
+            warm_jobs += 1
+            assert sw["time_load_s"] == 0.0, (jid, sw)
+    # Two seeds of each (model, ranks): the second of each pair can run in the first one's worker.
+    assert warm_jobs >= 1, r.stdout
+    assert r.stdout.count("(warm)") == warm_jobs, r.stdout
+    for d in (cold, warm):
+        assert_nothing_left(os.path.join(d, "mixed"))
+
+
+def case_kill():
+    g = grid("killwarm", "  model: mlp\ngrid:\n  epochs: [1, 100]\n")
+    ref = os.path.join(WORK, "ref")
+    run(g, ref, "cold")
+    out = os.path.join(WORK, "runs")
+    run_dir = os.path.join(out, "killwarm")
+    p = subprocess.Popen(command(g, out, "warm", ["--retries", "0"]),
+                         text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1)
+    seen = []
+    long_id = None
+    for line in p.stdout:
+        seen.append(line)
+        if line.startswith("[") and " start " in line and "(warm)" in line:
+            long_id = line.split(" start ", 1)[1].split()[0]
+            break
+    assert long_id, "no job started warm:\n" + "".join(seen)
+    ckpt = os.path.join(run_dir, "checkpoints", long_id)
+    poll("a checkpoint of " + long_id,
+         lambda: os.path.isdir(ckpt) and [c for c in os.listdir(ckpt) if "." not in c])
+    ranks = [q for q, comm, cmd in processes()
+             if comm == "gridrun-train" and b"--worker" in cmd and run_dir.encode() in cmd]
+    assert ranks, "no warm worker rank found"
+    os.kill(ranks[0], signal.SIGKILL)
+    rest, err = p.communicate(timeout=300)
+    text = "".join(seen) + rest
+    assert p.returncode == 0, text + err
+    assert "retry   " + long_id in text and "in a warm worker; again cold (--resume)" in text, text
+    ref_dir = os.path.join(ref, "killwarm")
+    for jid in job_ids(ref_dir):
+        assert_same(ref_dir, run_dir, jid)
+    assert_nothing_left(run_dir)
+
+
+{"equal": case_equal, "kill": case_kill}[CASE]()
+print("ok", CASE)
