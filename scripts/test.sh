@@ -3,7 +3,8 @@
 # build, and run the whole test suite with ctest, in four lanes:
 #   1. build/       Debian's LibTorch 1.13, CPU only: every test.
 #   2. lint         scripts/lint.sh on that build: clang-format, clang-tidy, shellcheck, 0 findings.
-#   3. build-asan/  the same sources with -fsanitize=address,undefined: the unit tests and the fuzz
+#   3. build-asan/  the same sources with -fsanitize=address,undefined: the unit tests (and the
+#                   scenarios labelled asan_lane: the warm worker loop) and the fuzz
 #                   corpus replay (label unit), zero sanitizer reports (docs/architecture.md).
 #   4. build-cuda/  the CUDA configuration (CUDA, NCCL, NVML ON) against the wheel's LibTorch 2.15,
 #                   built on this machine whether or not it has a GPU: the unit tests, the GPU tests
@@ -70,7 +71,7 @@ if [[ $lane == all || $lane == asan ]]; then
     echo "test.sh: lane asan built in $(($(date +%s) - t0)) s"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0 \
-      run_ctest build-asan asan -L unit
+      run_ctest build-asan asan -L 'unit|asan_lane'
   else
     echo "test.sh: FAIL: lane asan did not build (log above)" >&2
     rc=1

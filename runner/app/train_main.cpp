@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
       // that does not complete ends the process with its code, as in a cold launch.
       WarmWorker worker(argc, argv, opts, *comm);
       while (done == kExitCompleted) {
-        const RunnerOptions* next = worker.next(*current);
+        const RunnerOptions* next = worker.next();
         if (!next) break;
         current = next;
         done = run_job(*next);

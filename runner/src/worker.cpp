@@ -47,7 +47,8 @@ WarmWorker::WarmWorker(int argc, const char* const* argv, const RunnerOptions& f
       comm_(comm),
       inbox_(run::open_worker_inbox(first.worker_dir, comm.rank())) {}
 
-const RunnerOptions* WarmWorker::next(const RunnerOptions& finished) {
+const RunnerOptions* WarmWorker::next() {
+  const std::string finished = served_ ? job_.id : first_.id;
   release_job_caches();
   const auto rss = static_cast<double>(current_rss_bytes());
   if (base_rss_ < 0) base_rss_ = static_cast<std::int64_t>(rss);
@@ -56,7 +57,7 @@ const RunnerOptions* WarmWorker::next(const RunnerOptions& finished) {
   const bool retiring = comm_.allreduce_max({past ? 1.0 : 0.0})[0] > 0;
   bool reported = true;
   if (comm_.rank() == 0)
-    reported = inbox_.done.write_line(run::encode(run::WorkerDone{finished.id, 0, rss, retiring}));
+    reported = inbox_.done.write_line(run::encode(run::WorkerDone{finished, 0, rss, retiring}));
   if (!reported || retiring) return nullptr;  // (a launcher that is gone has closed the task pipes too)
   for (;;) {
     bool eof = false;
@@ -82,6 +83,7 @@ const RunnerOptions* WarmWorker::next(const RunnerOptions& finished) {
           throw std::runtime_error("--worker: ranks were given different jobs (" + id + " and " + job_.id +
                                    ")");
       reset_peak_rss();
+      served_ = true;
       return &job_;
     }
     if (eof || StopSignal::received() != 0) return nullptr;

@@ -23,11 +23,12 @@ class WarmWorker {
   // Opens this rank's pipes in first.worker_dir. Throws std::runtime_error naming a missing pipe.
   WarmWorker(int argc, const char* const* argv, const RunnerOptions& first, Communicator& comm);
 
-  // Collective. After `finished` completed: release its caches, report it (rank 0), wait for the
+  // Collective. After the job it was given last completed (the launched one first: with --then-job,
+  // its chain): release its caches, report it by the id the launcher knows (rank 0), wait for the
   // next job. Returns that job's options (valid until the next call), or nullptr when the worker
   // leaves: the launcher closed the pipes or is gone, a stop signal came while idle, or memory grew
   // past the bound. Throws BadInput for a job that cannot run on these ranks.
-  const RunnerOptions* next(const RunnerOptions& finished);
+  const RunnerOptions* next();
 
  private:
   int argc_;
@@ -37,6 +38,7 @@ class WarmWorker {
   run::WorkerInbox inbox_;
   std::int64_t base_rss_ = -1;  // after the first job
   RunnerOptions job_;
+  bool served_ = false;  // job_ holds a job it was given (else the launched one is the last)
 };
 
 // What one job left in the process that the next must not inherit: on a GPU build, the CUDA
