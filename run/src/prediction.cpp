@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
@@ -14,14 +15,16 @@ namespace gridrun::run {
 
 namespace {
 constexpr const char* kFormat = "gridrun-prediction-1";
-}
+// What says where the prediction came from, by key, in the order it is written: write_prediction
+// and read_prediction both go through this table, so each key is named once.
+constexpr std::pair<const char*, std::string Prediction::*> kTexts[] = {
+    {"source", &Prediction::source}, {"created", &Prediction::created}, {"policy", &Prediction::policy}};
+}  // namespace
 
 void write_prediction(const std::string& path, const Prediction& p) {
   base::Json j = base::Json::object();
   j["format"] = kFormat;
-  j["source"] = p.source;
-  j["created"] = p.created;
-  j["policy"] = p.policy;
+  for (const auto& [key, field] : kTexts) j[key] = p.*field;
   j["makespan_s"] = base::json_number(p.makespan_s, 6);
   base::Json phases = base::Json::object();
   for (const auto& name : p.phase_order) {
@@ -88,9 +91,7 @@ Prediction read_prediction(const std::string& path) {
     return base::printable_line(path + ": " + key + ": " + what + "; " + consequence);
   };
   Prediction p;
-  p.source = text("source");
-  p.created = text("created");
-  p.policy = text("policy");
+  for (const auto& [key, field] : kTexts) p.*field = text(key);
   if (const std::string bad = bad_seconds(j, "makespan_s", p.makespan_s); !bad.empty())
     p.warnings.push_back(warn("makespan_s", bad, "no predicted makespan"));
   for (const char* key : {"phases", "jobs"})
