@@ -11,15 +11,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$HERE/../../build
 COPIES=500
 SEED=53
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build) BUILD=$2; shift 2 ;;
-    --copies) COPIES=$2; shift 2 ;;
-    --seed) SEED=$2; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
-    *) echo "bench_bitflip: unknown option $1" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=bench/scheduler/lib.sh
+source "$HERE/lib.sh"
+bench_flags bench_bitflip 2,8 "$@" <<'FLAGS'
+--build BUILD
+--copies COPIES
+--seed SEED
+FLAGS
 start=$(date +%s)
 /usr/bin/python3 "$HERE/../../tests/scheduler/e2e_bitflip.py" "$BUILD/bin/gridrun" "$BUILD/bin/gridrun-train" \
   --copies "$COPIES" --seed "$SEED"

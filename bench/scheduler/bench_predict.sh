@@ -34,22 +34,18 @@ SLURM=0
 KEEP=0
 LOCAL=1
 YIELD=1
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build) BUILD=$2; shift 2 ;;
-    --out) OUT=$2; shift 2 ;;
-    --repeats) REPEATS=$2; shift 2 ;;
-    --only) ONLY=$2; shift 2 ;;
-    --slurm) SLURM=1; shift ;;
-    --keep) KEEP=1; shift ;;
-    --slurm-only) SLURM=1; LOCAL=0; shift ;;
-    --no-yield) YIELD=0; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
-    *) echo "bench_predict.sh: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
 # shellcheck source=bench/scheduler/lib.sh
 source "$HERE/lib.sh"
+bench_flags bench_predict.sh 2,24 "$@" <<'FLAGS'
+--build BUILD
+--out OUT
+--repeats REPEATS
+--only ONLY
+--slurm SLURM=1
+--keep KEEP=1
+--slurm-only SLURM=1 LOCAL=0
+--no-yield YIELD=0
+FLAGS
 bench_binaries bench_predict.sh "$BUILD"
 bench_work predict
 STARTED_CLUSTER=""

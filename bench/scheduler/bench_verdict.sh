@@ -24,20 +24,16 @@ REPEATS=3
 SEED=1
 ONLY=""
 KEEP=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build) BUILD=$2; shift 2 ;;
-    --trials) TRIALS=$2; shift 2 ;;
-    --repeats) REPEATS=$2; shift 2 ;;
-    --seed) SEED=$2; shift 2 ;;
-    --only) ONLY=$2; shift 2 ;;
-    --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
-    *) echo "bench_verdict.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
 # shellcheck source=bench/scheduler/lib.sh
 source "$HERE/lib.sh"
+bench_flags bench_verdict.sh 2,18 "$@" <<'FLAGS'
+--build BUILD
+--trials TRIALS
+--repeats REPEATS
+--seed SEED
+--only ONLY
+--keep KEEP=1
+FLAGS
 bench_binaries bench_verdict.sh "$BUILD"
 bench_work verdict
 cleanup() {
