@@ -37,6 +37,24 @@ struct RunCli {
 
 // The flags run and simulate share: where the run goes, how jobs are placed, which jobs, what the
 // schedule is computed on (simulate is run --simulate: the same planning, nothing launched).
+// --launch and --worker-idle: run, simulate (which predicts what they make) and calibrate.
+void add_launch_flags(po::options_description& opts, scheduler::RunOptions& ro) {
+  opts.add_options()("launch", po::value(&ro.launch)->default_value("cold"),
+                     "cold: one mpirun per job; warm: the ranks of a finished job take the next job of "
+                     "the same command (host, cores, GPUs, ranks, threads) instead of exiting, saving "
+                     "the library load and set-up of each launch; a job that fails in a warm worker "
+                     "is retried cold (docs/scheduler.md). simulate predicts it; calibrate measures "
+                     "both launches")(
+      "worker-idle", po::value(&ro.worker_idle_s)->default_value(10.0),
+      "with --launch warm: seconds an idle warm worker waits for its next job before it exits");
+}
+
+void check_launch_flags(const scheduler::RunOptions& ro) {
+  if (ro.launch != "cold" && ro.launch != "warm")
+    throw std::invalid_argument("--launch: expected cold or warm, got '" + ro.launch + "'");
+  if (!(ro.worker_idle_s >= 0)) throw std::invalid_argument("--worker-idle: must be >= 0");
+}
+
 void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd) {
   opts.add_options()("out,o", po::value(&o.ro.out)->default_value("runs"),
                      "parent folder of the run directory OUT/<name>")(
@@ -70,6 +88,7 @@ void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd)
                                  "--dry-run: table");
   add_select_flags(opts, o.only, o.set);
   add_repeats_flag(opts, o.repeats);
+  add_launch_flags(opts, o.ro);
 }
 
 void add_run_flags(po::options_description& opts, RunCli& o) {
@@ -87,12 +106,7 @@ void add_run_flags(po::options_description& opts, RunCli& o) {
       "seconds a job's processes may linger after its results are final before they are ended")(
       "heartbeat-timeout", po::value(&o.ro.heartbeat_timeout_s)->default_value(900.0),
       "end and fail a job whose rank 0 has not heartbeat for this many seconds (0: never)")(
-      "launch", po::value(&o.ro.launch)->default_value("cold"),
-      "cold: one mpirun per job; warm: the ranks of a finished job take the next job of the same "
-      "command (host, cores, GPUs, ranks, threads) instead of exiting, saving the library load and "
-      "set-up of each launch; a job that fails in a warm worker is retried cold (docs/scheduler.md)")(
-      "worker-idle", po::value(&o.ro.worker_idle_s)->default_value(10.0),
-      "with --launch warm: seconds an idle warm worker waits for its next job before it exits")(
+
       "no-report", po::bool_switch(&o.no_report), "skip collect and report at the end");
 }
 
@@ -144,9 +158,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
     throw std::invalid_argument(std::string("missing GRID.yaml (see gridrun ") + cmd + " --help)");
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   if (ro.timeline_rows < 1) throw std::invalid_argument("--rows: must be >= 1");
-  if (ro.launch != "cold" && ro.launch != "warm")
-    throw std::invalid_argument("--launch: expected cold or warm, got '" + ro.launch + "'");
-  if (!(ro.worker_idle_s >= 0)) throw std::invalid_argument("--worker-idle: must be >= 0");
+  check_launch_flags(ro);
   if (!(ro.cost.cpu_gflops_per_core > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
   if (!(ro.cost.gpu_gflops > 0)) throw std::invalid_argument("--gpu-rate: must be > 0");
   ro.simulate = ro.simulate || simulate_cmd;
@@ -242,6 +254,7 @@ int cmd_calibrate(const Args& args) {
       "launcher", po::value(&o.script.launcher)->default_value("srun"),
       "--slurm: srun | mpirun, as for submit")("train-bin", po::value(&o.co.run.train_bin),
                                                "gridrun-train to launch (default: next to gridrun)");
+  add_launch_flags(opts, o.co.run);
   o.script.default_time = "10";  // a calibration job is a few steps
   add_site_flags(opts, o.script, "--slurm: ");
   add_select_flags(opts, o.only, o.set);
@@ -267,6 +280,7 @@ int cmd_calibrate(const Args& args) {
   scheduler::CalibrateOptions& co = o.co;
   if (co.run.grid.empty()) throw std::invalid_argument("missing GRID.yaml (see gridrun calibrate --help)");
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
+  check_launch_flags(co.run);
   if (!(o.budget_percent > 0 && o.budget_percent <= 100))
     throw std::invalid_argument("--budget: must be in (0, 100]");
   if (!(co.min_budget_s >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
@@ -274,6 +288,8 @@ int cmd_calibrate(const Args& args) {
   if (vm->count("cores") && co.run.resources.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
   co.run.overrides = jobs::parse_overrides(o.set, "--set");
   co.run.only = jobs::parse_selectors(o.only, "--only", {"id"});
+  if (o.slurm && co.run.launch == "warm")
+    throw std::invalid_argument("--launch warm: not with --slurm (a Slurm task launches each job cold)");
   if (o.slurm) {
     // The Slurm calibration reads the grid itself (slurm/src/calibrate.cpp) and knows no selection.
     if (!co.run.overrides.empty() || !co.run.only.empty())

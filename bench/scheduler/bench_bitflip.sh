@@ -8,13 +8,11 @@
 #   bash bench/scheduler/bench_bitflip.sh [--build DIR] [--copies N] [--seed S]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-BUILD=$HERE/../../build
 COPIES=500
 SEED=53
 # shellcheck source=bench/scheduler/lib.sh
 source "$HERE/lib.sh"
 bench_flags bench_bitflip 2,8 "$@" <<'FLAGS'
---build BUILD
 --copies COPIES
 --seed SEED
 FLAGS

@@ -26,7 +26,6 @@
 # cluster's hosts do not share cores.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-BUILD=$HERE/../../build
 OUT=""
 REPEATS=1
 ONLY=""
@@ -37,7 +36,6 @@ YIELD=1
 # shellcheck source=bench/scheduler/lib.sh
 source "$HERE/lib.sh"
 bench_flags bench_predict.sh 2,24 "$@" <<'FLAGS'
---build BUILD
 --out OUT
 --repeats REPEATS
 --only ONLY

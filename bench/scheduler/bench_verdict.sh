@@ -18,7 +18,6 @@
 # work folder.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-BUILD=$HERE/../../build
 TRIALS=10
 REPEATS=3
 SEED=1
@@ -27,7 +26,6 @@ KEEP=0
 # shellcheck source=bench/scheduler/lib.sh
 source "$HERE/lib.sh"
 bench_flags bench_verdict.sh 2,18 "$@" <<'FLAGS'
---build BUILD
 --trials TRIALS
 --repeats REPEATS
 --seed SEED

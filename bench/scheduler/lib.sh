@@ -2,6 +2,10 @@
 # What the scheduler benchmarks share (sourced): their command line read by one flag table, a
 # build's two binaries, checked, and a work folder under /tmp that goes on exit unless --keep.
 
+# The build the benchmarks measure: the repository's build/ unless --build DIR (bench_flags).
+# shellcheck disable=SC2034  # read by the scripts that source this file
+BUILD=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build
+
 # bench_binaries NAME BUILD: sets GRIDRUN and TRAIN; exits 2 when the build has not made them.
 bench_binaries() {
   GRIDRUN=$2/bin/gridrun
@@ -19,13 +23,15 @@ bench_drop_work() {
 
 # bench_flags NAME HELP ARG...: reads the script's command line (ARG...) by the flag table on stdin,
 # one flag a line: "--flag VAR" takes a value into VAR; "--flag VAR=VALUE ..." is a switch that sets
-# each VAR to its VALUE. -h/--help prints lines HELP (a sed range, e.g. 2,8) of the script; an
+# each VAR to its VALUE; every benchmark also takes --build DIR (into BUILD). -h/--help prints
+# lines HELP (a sed range, e.g. 2,8) of the script; an
 # unknown argument, or a flag without its value, exits 2 naming it.
 bench_flags() {
   local name=$1 help=$2 flag rest
   local -A takes=() switches=()
   local -a sets=()
   shift 2
+  takes[--build]=BUILD
   while read -r flag rest; do
     if [[ $rest == *=* ]]; then switches[$flag]=$rest; else takes[$flag]=$rest; fi
   done

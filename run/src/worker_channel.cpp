@@ -11,6 +11,8 @@
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
+#include <type_traits>
+#include <variant>
 
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
@@ -42,48 +44,62 @@ T field(const base::Json& j, const char* key, const char* what) {
 
 }  // namespace
 
-std::string encode(const WorkerTask& t) {
-  base::Json j{{"job", t.job_file},
-               {"resume", t.resume},
-               {"launched_at", base::json_number(t.launched_at)},
-               {"heartbeat", t.heartbeat_file},
-               {"log_out", t.log_out},
-               {"log_err", t.log_err}};
+namespace {
+
+// One field of a message: its key and the member it is. One table per message serves both
+// directions, so no field is written under one key and read under another.
+template <typename M>
+struct Field {
+  const char* key;
+  std::variant<std::string M::*, bool M::*, double M::*, int M::*> member;
+};
+const Field<WorkerTask> kTaskFields[] = {{"job", &WorkerTask::job_file},
+                                         {"resume", &WorkerTask::resume},
+                                         {"launched_at", &WorkerTask::launched_at},
+                                         {"heartbeat", &WorkerTask::heartbeat_file},
+                                         {"log_out", &WorkerTask::log_out},
+                                         {"log_err", &WorkerTask::log_err}};
+const Field<WorkerDone> kDoneFields[] = {{"job", &WorkerDone::job_id},
+                                         {"code", &WorkerDone::code},
+                                         {"rss_bytes", &WorkerDone::rss_bytes},
+                                         {"retiring", &WorkerDone::retiring}};
+
+base::Json json_of(double v) { return base::json_number(v); }
+template <typename T>
+base::Json json_of(const T& v) {
+  return v;
+}
+
+template <typename M, std::size_t N>
+std::string encode_fields(const M& m, const Field<M> (&fields)[N]) {
+  base::Json j = base::Json::object();
+  for (const auto& f : fields) std::visit([&](auto p) { j[f.key] = json_of(m.*p); }, f.member);
   return base::dump_line(j) + "\n";
 }
 
-std::string encode(const WorkerDone& d) {
-  base::Json j{{"job", d.job_id},
-               {"code", d.code},
-               {"rss_bytes", base::json_number(d.rss_bytes)},
-               {"retiring", d.retiring}};
-  return base::dump_line(j) + "\n";
+template <typename M, std::size_t N>
+M decode_fields(const std::string& line, const Field<M> (&fields)[N], const char* what) {
+  const base::Json j = parse_message(line, what);
+  M m;
+  for (const auto& f : fields)
+    std::visit([&](auto p) { m.*p = field<std::decay_t<decltype(m.*p)>>(j, f.key, what); }, f.member);
+  return m;
 }
+
+}  // namespace
+
+std::string encode(const WorkerTask& t) { return encode_fields(t, kTaskFields); }
+std::string encode(const WorkerDone& d) { return encode_fields(d, kDoneFields); }
 
 WorkerTask decode_task(const std::string& line) {
-  const base::Json j = parse_message(line, "task");
-  WorkerTask t;
-  t.job_file = field<std::string>(j, "job", "task");
-  t.resume = field<bool>(j, "resume", "task");
-  t.launched_at = field<double>(j, "launched_at", "task");
-  t.heartbeat_file = field<std::string>(j, "heartbeat", "task");
-  t.log_out = field<std::string>(j, "log_out", "task");
-  t.log_err = field<std::string>(j, "log_err", "task");
+  WorkerTask t = decode_fields(line, kTaskFields, "task");
   if (t.job_file.empty()) throw std::runtime_error("worker task message: 'job' is empty");
   if (!std::isfinite(t.launched_at) || t.launched_at < 0)
     throw std::runtime_error("worker task message: 'launched_at' must be >= 0");
   return t;
 }
 
-WorkerDone decode_done(const std::string& line) {
-  const base::Json j = parse_message(line, "done");
-  WorkerDone d;
-  d.job_id = field<std::string>(j, "job", "done");
-  d.code = field<int>(j, "code", "done");
-  d.rss_bytes = field<double>(j, "rss_bytes", "done");
-  d.retiring = field<bool>(j, "retiring", "done");
-  return d;
-}
+WorkerDone decode_done(const std::string& line) { return decode_fields(line, kDoneFields, "done"); }
 
 std::string worker_task_pipe(const std::string& dir, int rank) {
   return (std::filesystem::path(dir) / ("task." + std::to_string(rank))).string();

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "gridrun/base/fs.hpp"
@@ -70,6 +71,28 @@ void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& 
               << one_line(e.what()) << "\n";
   }
   fs::remove_all(tmp, ec);
+}
+
+int run_job(const gridrun::runner::RunnerOptions& o, gridrun::runner::Communicator& comm) {
+  return o.job.task == "inference" ? gridrun::runner::infer(o, comm) : gridrun::runner::train(o, comm);
+}
+
+// The launched job, then its --then-job chain while each completes; `current` follows the job that
+// runs (main records a failure in that job's file). A chained job's launch is this process's
+// (launcher to communicator) plus its own set-up: launched_at moves forward by what the earlier
+// jobs took, so first_step - launched_at says just that.
+int run_launched(gridrun::runner::RunnerOptions& opts, std::vector<gridrun::runner::RunnerOptions>& chain,
+                 gridrun::runner::Communicator& comm, double comm_ready,
+                 const gridrun::runner::RunnerOptions*& current) {
+  int done = run_job(opts, comm);
+  for (auto& next : chain) {
+    if (done != gridrun::runner::kExitCompleted) break;
+    next.main_unix = gridrun::base::unix_now();
+    if (opts.launched_at > 0) next.launched_at = opts.launched_at + (next.main_unix - comm_ready);
+    current = &next;
+    done = gridrun::runner::train(next, comm);
+  }
+  return done;
 }
 
 }  // namespace
@@ -135,6 +158,7 @@ int main(int argc, char** argv) {
   // --then-job: the jobs chained after this one, parsed and checked before anything starts; the
   // failure of the job that is running is recorded in that job's own file.
   std::vector<RunnerOptions> chain;
+  std::optional<WarmWorker> worker;  // outlives the try: `current` may point into it
   const RunnerOptions* current = &opts;
   try {
     if (!opts.then_jobs.empty() && opts.job.task != "train")
@@ -144,28 +168,17 @@ int main(int argc, char** argv) {
     const bool gpu = opts.job.device == gridrun::jobs::Device::gpu;
     comm = make_communicator(gpu ? "nccl" : "mpi", CommOptions{opts.job.comm_timeout_s});
     const double comm_ready = gridrun::base::unix_now();
-    auto run_job = [&](const RunnerOptions& o) {
-      return o.job.task == "inference" ? infer(o, *comm) : train(o, *comm);
-    };
-    int done = run_job(opts);
-    for (auto& next : chain) {
-      if (done != kExitCompleted) break;
-      // Its launch is this process's (launcher to communicator) plus its own set-up: launched_at
-      // moves forward by what the earlier jobs took, so first_step - launched_at says just that.
-      next.main_unix = gridrun::base::unix_now();
-      if (opts.launched_at > 0) next.launched_at = opts.launched_at + (next.main_unix - comm_ready);
-      current = &next;
-      done = train(next, *comm);
-    }
+    opts.comm_s = comm_ready - opts.main_unix;
+    int done = run_launched(opts, chain, *comm, comm_ready, current);
     if (!opts.worker_dir.empty()) {
       // A warm worker: the next jobs come from the launcher until it has none (worker.hpp). A job
       // that does not complete ends the process with its code, as in a cold launch.
-      WarmWorker worker(argc, argv, opts, *comm);
+      worker.emplace(argc, argv, opts, *comm);
       while (done == kExitCompleted) {
-        const RunnerOptions* next = worker.next();
+        const RunnerOptions* next = worker->next();
         if (!next) break;
         current = next;
-        done = run_job(*next);
+        done = run_job(*next, *comm);
       }
     }
     if (!gpu) return done;

@@ -117,6 +117,27 @@ void print_help(const po::options_description& general, const po::options_descri
      << params << "\nExit codes: 0 done, 1 runtime failure, 2 bad input, 75 interrupted after checkpoint.\n";
 }
 
+// The launcher-facing flags' values, right after parsing (the job's own: validate).
+void check_flags(const RunnerOptions& o) {
+  if (o.out_dir.empty()) throw BadInput("gridrun-train: --out DIR is required (results directory)");
+  if (o.log_every < 1) throw BadInput("gridrun-train: --log-every must be >= 1");
+  if (!o.dump_logits.empty() && o.job.task != "inference")
+    throw BadInput("gridrun-train: --dump-logits is for task=inference (this job has task=" + o.job.task +
+                   ")");
+  if (o.peak_tflops < 0) throw BadInput("gridrun-train: --peak-tflops must be >= 0");
+  if (!o.probe_file.empty() && !std::filesystem::exists(o.probe_file))
+    throw BadInput("gridrun-train: --probe: no such file '" + o.probe_file + "'");
+  if (o.util_hz < 0 || o.util_hz > 1000) throw BadInput("gridrun-train: --util-hz must be in [0, 1000]");
+  if (o.launched_at < 0)
+    throw BadInput("gridrun-train: --launched-at must be >= 0 (seconds since the epoch)");
+  if (o.owner_pid < 0) throw BadInput("gridrun-train: --owner-pid must be >= 0");
+  if (!(o.worker_rss_growth >= 1)) throw BadInput("gridrun-train: --worker-rss-growth must be >= 1");
+  if (!o.worker_dir.empty() && !std::filesystem::is_directory(o.worker_dir))
+    throw BadInput("gridrun-train: --worker: no such folder '" + o.worker_dir + "'");
+  if (o.gpu_memory_fraction < 0 || o.gpu_memory_fraction > 1)
+    throw BadInput("gridrun-train: --gpu-memory-fraction must be in [0, 1]");
+}
+
 }  // namespace
 
 ParseResult parse_options(int argc, const char* const* argv) {
@@ -225,23 +246,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
     validate(o);
     return res;
   }
-  if (o.out_dir.empty()) throw BadInput("gridrun-train: --out DIR is required (results directory)");
-  if (o.log_every < 1) throw BadInput("gridrun-train: --log-every must be >= 1");
-  if (!o.dump_logits.empty() && o.job.task != "inference")
-    throw BadInput("gridrun-train: --dump-logits is for task=inference (this job has task=" + o.job.task +
-                   ")");
-  if (o.peak_tflops < 0) throw BadInput("gridrun-train: --peak-tflops must be >= 0");
-  if (!o.probe_file.empty() && !std::filesystem::exists(o.probe_file))
-    throw BadInput("gridrun-train: --probe: no such file '" + o.probe_file + "'");
-  if (o.util_hz < 0 || o.util_hz > 1000) throw BadInput("gridrun-train: --util-hz must be in [0, 1000]");
-  if (o.launched_at < 0)
-    throw BadInput("gridrun-train: --launched-at must be >= 0 (seconds since the epoch)");
-  if (o.owner_pid < 0) throw BadInput("gridrun-train: --owner-pid must be >= 0");
-  if (!(o.worker_rss_growth >= 1)) throw BadInput("gridrun-train: --worker-rss-growth must be >= 1");
-  if (!o.worker_dir.empty() && !std::filesystem::is_directory(o.worker_dir))
-    throw BadInput("gridrun-train: --worker: no such folder '" + o.worker_dir + "'");
-  if (o.gpu_memory_fraction < 0 || o.gpu_memory_fraction > 1)
-    throw BadInput("gridrun-train: --gpu-memory-fraction must be in [0, 1]");
+  check_flags(o);
   if (o.checkpoint_dir.empty())
     o.checkpoint_dir = run::RunDir::of_results_dir(o.out_dir).checkpoint_dir(o.id);
   validate(o);

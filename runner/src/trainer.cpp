@@ -445,6 +445,7 @@ void TrainLoop::finish(results::Status status, const std::string& reason) {
     s["time_launch_s"] = (o_.warm ? o_.main_unix : proc) - launched;
     s["time_load_s"] = o_.warm ? 0.0 : o_.main_unix > 0 ? o_.main_unix - proc : kNaN;
     s["time_setup_s"] = o_.main_unix > 0 ? first_step_unix_ - o_.main_unix : kNaN;
+    s["time_comm_s"] = o_.comm_s;
     s["time_eval_s"] = eval_s_;
     s["time_checkpoint_s"] = ckpt_s_;
     s["time_train_s"] = std::max(0.0, now - first_step_unix_ - eval_s_ - ckpt_s_);

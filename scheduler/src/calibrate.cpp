@@ -197,6 +197,10 @@ class Calibrator {
     spec.gpus = p.job.meta["gpus"];
     spec.train_bin = train_;
     spec.owner_pid = static_cast<int>(::getpid());
+    // --launch warm: a group's members take the workers the configurations alone left on their
+    // cores (measure_groups keeps the cold launch of each from its alone figures).
+    spec.warm = o_.run.launch == "warm";
+    spec.workers_dir = fs::absolute(crd_.workers_dir()).string();
     for (auto& j : p.then) {
       j.meta = p.job.meta;
       jobs::write_job_file(crd_.job_file(j.id), j);
@@ -231,8 +235,7 @@ std::vector<std::vector<std::size_t>> predicted_groups(const RunOptions& ro, con
   const GridPlan plan = plan_grid(o, log);
   std::map<std::string, std::size_t> rep_of;
   for (std::size_t i = 0; i < plan.ex.jobs.size(); ++i) rep_of.emplace(config_key(plan.ex.jobs[i].params), i);
-  const PredictedGrid first =
-      predict_grid(plan, cal, plan.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, ""});
+  const PredictedGrid first = predict_grid(plan, cal, plan.cost, PredictOptions{sim_options_of(o), ""});
   std::vector<std::vector<std::size_t>> out;
   for (const auto& g : side_by_side_groups(plan, first.result)) {
     std::vector<std::size_t> members;
@@ -335,7 +338,14 @@ void measure_groups(Calibrator& cal, const GridPlan& plan, const CalibrateOption
     CalibrationGroup cg;
     cg.members = g;
     for (std::size_t k = 0; k < g.size(); ++k)
-      if (figs[k] && !cg.figures.count(g[k])) cg.figures[g[k]] = *figs[k];
+      if (figs[k] && !cg.figures.count(g[k])) {
+        StepFigures f = *figs[k];
+        if (f.launched_warm) {  // a cold launch is what the figures keep; the warm one is warm_launch_s
+          f.launch_s = c.alone.at(g[k]).launch_s;
+          f.tail_s = c.alone.at(g[k]).tail_s;
+        }
+        cg.figures[g[k]] = f;
+      }
     if (cg.figures.size() < std::set<std::string>(g.begin(), g.end()).size()) continue;
     out << "  side by side: " << run->label << ": " << describe_group(c, cg) << "\n";
     c.groups.push_back(std::move(cg));
@@ -384,7 +394,7 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   const Representatives reps = choose_representatives(plan, o.steps);
   measure_alone(cal, plan, o, reps, c, out);
   // The groups the policy makes, from the schedule predicted with the alone figures.
-  PredictOptions po{SimOptions{o.run.policy, o.run.max_parallel}, c.created};
+  PredictOptions po{sim_options_of(o.run), c.created};
   const PredictedGrid first = predict_grid(plan, c, plan.cost, po);
   // The floor keeps a short grid's prediction whole (its side-by-side groups measured: predicted
   // from alone figures they were 20-46 % off); from a minute of grid it may not lift the

@@ -194,6 +194,7 @@ namespace {
 base::Json figures_json(const StepFigures& f) {
   base::Json j = base::Json::object();
   j["launch_s"] = base::json_number(f.launch_s, 6);
+  if (std::isfinite(f.warm_launch_s)) j["warm_launch_s"] = base::json_number(f.warm_launch_s, 6);
   j["warm_s"] = base::json_number(f.warm_s, 6);
   j["warm_steps"] = f.warm_steps;
   j["step_s"] = base::json_number(f.step_s, 6);
@@ -258,6 +259,8 @@ std::optional<BadFigure> figures_of(const base::Json& j, StepFigures& f) {
   if (!j.is_object()) return BadFigure{"", "not a JSON object"};
   std::optional<BadFigure> bad;
   if ((bad = read_seconds(j, "launch_s", kNaN, f.launch_s))) return bad;
+  // Optional (files from before warm launches have none): absent stays NaN, a warm launch unknown.
+  if (j.contains("warm_launch_s") && (bad = read_seconds(j, "warm_launch_s", 0, f.warm_launch_s))) return bad;
   if ((bad = read_seconds(j, "step_s", kNaN, f.step_s))) return bad;
   if ((bad = read_seconds(j, "warm_s", 0, f.warm_s))) return bad;
   if ((bad = read_seconds(j, "eval_s", 0, f.eval_s))) return bad;
@@ -484,6 +487,13 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, con
   // Never below 0: a first step stamped before the launch is the clocks of two hosts disagreeing
   // (and the reader refuses a negative duration).
   f.launch_s = std::max(0.0, first - launched);
+  // A warm launch is the job's own set-up without creating a communicator (the first job of a
+  // process has one to create; files from before time_comm_s count it, slightly long).
+  if (const double setup = sum("time_setup_s"); std::isfinite(setup)) {
+    const double comm = sum("time_comm_s");
+    f.warm_launch_s = std::max(0.0, setup - (std::isfinite(comm) ? comm : 0.0));
+  }
+  f.launched_warm = sum("launch_warm") == 1.0;
   std::int64_t evals = 0;
   if (const auto* acc = d.epochs.column("test_acc"))
     for (double a : *acc) evals += std::isfinite(a) ? 1 : 0;

@@ -2,6 +2,7 @@
 #include "predict.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace gridrun::scheduler {
@@ -62,6 +63,12 @@ int max_running(const std::vector<std::size_t>& members, const SimResult& r) {
   return most;
 }
 
+// What a job saves when it starts in a warm worker: its cold launch and exit tail, less a warm
+// job's set-up; 0 when the calibration did not measure the latter (as cold).
+double warm_saving(const StepFigures& f) {
+  return std::isfinite(f.warm_launch_s) ? std::max(0.0, f.launch_s + f.tail_s - f.warm_launch_s) : 0.0;
+}
+
 }  // namespace
 
 std::vector<std::vector<std::string>> side_by_side_groups(const GridPlan& plan, const SimResult& r) {
@@ -93,6 +100,8 @@ PredictedGrid predict_grid(const GridPlan& plan, const Calibration& cal, const C
     const auto it = cal.alone.find(keys[i]);
     s.duration_s = it != cal.alone.end() ? predict_seconds(jobs[i].params, it->second)
                                          : estimate_seconds(jobs[i].params, cost);
+    s.launch_key = launch_key(jobs[i].params);
+    if (it != cal.alone.end()) s.warm_saving_s = warm_saving(it->second);
   }
   const SimResult first = simulate(plan.cluster, g.jobs, opts.sim);
   const auto at_start = running_at_start(keys, first);
@@ -112,6 +121,7 @@ PredictedGrid predict_grid(const GridPlan& plan, const Calibration& cal, const C
       side.acc_steps = alone.acc_steps;
       side.learn_key = alone.learn_key;
       g.jobs[i].duration_s = predict_seconds(jobs[i].params, side);
+      g.jobs[i].warm_saving_s = warm_saving(side);
       ++g.grouped;
     } else {
       ++g.alone;

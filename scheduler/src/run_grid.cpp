@@ -221,8 +221,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
   run::Prediction record;
   std::string durations;
   if (cal) {
-    PredictedGrid g = predict_grid(plan, *cal, plan.cost,
-                                   PredictOptions{SimOptions{o.policy, o.max_parallel}, base::iso_now()});
+    PredictedGrid g = predict_grid(plan, *cal, plan.cost, PredictOptions{sim_options_of(o), base::iso_now()});
     sims = std::move(g.jobs);
     sim = std::move(g.result);
     record = std::move(g.record);
@@ -255,7 +254,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
       sims[i].phase = plan.phase[i];
       from_results += fr;
     }
-    sim = simulate(cluster, sims, SimOptions{o.policy, o.max_parallel});
+    sim = simulate(cluster, sims, sim_options_of(o));
     durations = std::to_string(from_results) + " from previous results, " +
                 std::to_string(ex.jobs.size() - from_results) + " from the cost model (uncalibrated)";
     record = prediction_record(sims, sim, RecordInfo{"cost model", o.policy, ""});
@@ -336,8 +335,8 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
   const run::RunDir rd = run::RunDir::for_grid(o.out, plan.ex.name);
   if (const auto cal = usable_calibration(rd.root(), train, false, why)) {
     for (const auto& w : cal->warnings) out << "warning: " << w << "\n";
-    const PredictedGrid g = predict_grid(
-        plan, *cal, plan.cost, PredictOptions{SimOptions{o.policy, o.max_parallel}, base::iso_now()});
+    const PredictedGrid g =
+        predict_grid(plan, *cal, plan.cost, PredictOptions{sim_options_of(o), base::iso_now()});
     run::write_prediction(rd.prediction_file(), g.record);
   }
   RunLoop loop(plan, o, train, out);

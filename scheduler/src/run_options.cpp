@@ -20,4 +20,13 @@ std::string default_train_bin() {
   return "gridrun-train";
 }
 
+SimOptions sim_options_of(const RunOptions& o) {
+  SimOptions so;
+  so.policy = o.policy;
+  so.max_parallel = o.max_parallel;
+  so.warm = o.launch == "warm";
+  so.worker_idle_s = o.worker_idle_s;
+  return so;
+}
+
 }  // namespace gridrun::scheduler

@@ -609,3 +609,51 @@ TEST(Engine, HugeMakespansPrintAsDurations) {
   EXPECT_EQ(gridrun::base::format_duration(std::numeric_limits<double>::infinity()), "?");
   EXPECT_EQ(gridrun::base::format_duration(86400.0 * 3 + 3600 * 4 + 5), "3d04h");
 }
+
+namespace {
+// Four 1-core jobs of 10 s on a 2-core node: two at a time. `key` per job; each saves 4 s warm.
+std::vector<SimJob> warm_jobs(const std::vector<std::string>& keys) {
+  std::vector<SimJob> jobs;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    SimJob j;
+    j.id = "job" + std::to_string(i);
+    j.req.ranks = j.req.threads_per_rank = j.req.cores = 1;
+    j.duration_s = 10;
+    j.launch_key = keys[i];
+    j.warm_saving_s = 4;
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+}  // namespace
+
+// --launch warm in the simulation (docs/scheduler.md, "Warm launches"): a job started on the cores
+// where a job of its launch key ended takes its worker and saves its launch; cold, nothing changes.
+TEST(WarmLaunches, AJobOnTheCoresOfAnEndedJobOfItsKeyStartsWarm) {
+  Cluster c;
+  c.nodes.push_back(make_node("n0", 2, 0));
+  const auto jobs = warm_jobs({"k", "k", "k", "k"});
+  SimOptions cold;
+  EXPECT_DOUBLE_EQ(simulate(c, jobs, cold).makespan_s, 20.0);
+  SimOptions warm;
+  warm.warm = true;
+  const SimResult r = simulate(c, jobs, warm);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 16.0);
+  int started_warm = 0;
+  for (const auto& p : r.placements) started_warm += p.warm ? 1 : 0;
+  EXPECT_EQ(started_warm, 2);
+}
+
+TEST(WarmLaunches, AnotherKeyOnTheCoresOrAnIdleTimeRetiresTheWorker) {
+  Cluster c;
+  c.nodes.push_back(make_node("n0", 1, 0));
+  SimOptions warm;
+  warm.warm = true;
+  // One core: k, then j (retires k's worker), then k again: all cold.
+  EXPECT_DOUBLE_EQ(simulate(c, warm_jobs({"k", "j", "k"}), warm).makespan_s, 30.0);
+  // k, k: the second is warm (10 + 6); the worker waited 0 s, within --worker-idle.
+  EXPECT_DOUBLE_EQ(simulate(c, warm_jobs({"k", "k"}), warm).makespan_s, 16.0);
+  // A worker that has left before the next job starts (idle time below 0: gone at once) saves nothing.
+  warm.worker_idle_s = -1;
+  EXPECT_DOUBLE_EQ(simulate(c, warm_jobs({"k", "k"}), warm).makespan_s, 20.0);
+}

@@ -41,6 +41,10 @@ struct RunnerOptions {
   // the first step into launch, library load and set-up (/summary time_*_s, docs/results.md).
   double launched_at = 0;
   double main_unix = 0;  // when main() began (set by main, not a flag)
+  // Seconds of the set-up spent creating the communicator (MPI init, NCCL comm): the process's
+  // first job only; a chained or warm job has none. What separates a warm job's set-up from a
+  // cold one's (/summary time_comm_s; calibration's warm launch). Set by main, not a flag.
+  double comm_s = 0;
   // --then-job FILE (repeatable): after this job completes, train each of these job files in the
   // same process, on the same ranks and communicator, one after another (`gridrun calibrate`: the
   // step times of several configurations for one launch; docs/scheduler.md). Each must have this

@@ -21,7 +21,12 @@ namespace gridrun::scheduler {
 // /epochs, and its exit as the launcher saw it).
 struct StepFigures {
   double launch_s = std::nan("");  // launcher start to the first step
-  double warm_s = 0;               // the first `warm_steps` steps together (one-time costs)
+  // The job's own set-up, from `main` (or, chained or warm, from its turn) to its first step: what
+  // a launch costs in a warm worker (docs/scheduler.md, "Warm launches"). NaN: not measured.
+  double warm_launch_s = std::nan("");
+  bool launched_warm =
+      false;          // it ran in a warm worker: launch_s and tail_s are not a cold launch's (not stored)
+  double warm_s = 0;  // the first `warm_steps` steps together (one-time costs)
   std::int64_t warm_steps = 0;
   // One steady step (alone the median, side by side the mean: FigureOptions), plus the loop's own share.
   double step_s = std::nan("");

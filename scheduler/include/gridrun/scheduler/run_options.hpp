@@ -71,6 +71,9 @@ struct RunOutcome {
   int exit_code = 0;  // 0 all completed, 1 otherwise
 };
 
+// The simulation's options for a run with these options (policy, parallelism, warm launches).
+SimOptions sim_options_of(const RunOptions& o);
+
 // gridrun-train next to the running binary (/proc/self/exe's folder), else "gridrun-train" on PATH.
 std::string default_train_bin();
 

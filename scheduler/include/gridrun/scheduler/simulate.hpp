@@ -42,11 +42,17 @@ struct SimJob {
   double duration_s = 1.0;  // what the job really takes in the simulation
   double est_s = -1.0;      // what the scheduler believes (-1: same as duration_s)
   std::string phase;        // compare-by value; phases run one after another in first-seen order
+  // Warm launches (SimOptions::warm): a job started on the very cores and GPUs where a job of the
+  // same launch key ended takes that job's warm worker, and `warm_saving_s` less (its cold launch
+  // and exit tail minus a warm job's set-up; 0 = unknown, as cold).
+  std::string launch_key;
+  double warm_saving_s = 0;
 };
 
 struct SimPlacement {
   double start_s = -1, end_s = -1;
   Allocation alloc;
+  bool warm = false;  // started in a warm worker
 };
 
 struct PhaseFigures {
@@ -66,6 +72,11 @@ struct SimResult {
 struct SimOptions {
   std::string policy = "packed";
   std::size_t max_parallel = 0;
+  // `gridrun run --launch warm` (docs/scheduler.md, "Warm launches"): a job's warm worker waits
+  // `worker_idle_s` for the next job of its launch key on its cores; one of another key placed on
+  // any of them retires it, as the local executor does.
+  bool warm = false;
+  double worker_idle_s = 10;
 };
 
 // All jobs must be feasible (check_feasible first); throws std::invalid_argument otherwise.
