@@ -12,7 +12,11 @@
 # and the measured phases from `gridrun report` (the job files).
 #
 #   bash bench/scheduler/bench_predict.sh [--build DIR] [--out DIR] [--repeats N] [--only NAME]
-#                                         [--slurm | --slurm-only] [--no-yield] [--keep]
+#                                         [--launch cold|warm|cold,warm] [--slurm | --slurm-only]
+#                                         [--no-yield] [--keep]
+# --launch: the local panel's calibrate, simulate and run with `--launch MODE`, each mode in turn
+# per grid (cold,warm: both in one sitting; the rows and the summary per mode, then the
+# calibrations' cold/warm ratio; docs/scheduler.md, "Warm launches");
 # --keep leaves the grids, calibrations and run directories in the printed work folder;
 # --slurm-only skips the local panel; --no-yield runs the Slurm panel without Open MPI's
 # yield-when-idle (see below).
@@ -29,6 +33,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=""
 REPEATS=1
 ONLY=""
+LAUNCHES=cold
 SLURM=0
 KEEP=0
 LOCAL=1
@@ -39,6 +44,7 @@ bench_flags bench_predict.sh 2,24 "$@" <<'FLAGS'
 --out OUT
 --repeats REPEATS
 --only ONLY
+--launch LAUNCHES
 --slurm SLURM=1
 --keep KEEP=1
 --slurm-only SLURM=1 LOCAL=0
@@ -71,18 +77,21 @@ for rep in $(seq 1 $((LOCAL ? REPEATS : 0))); do
     split_entry "$entry" || continue
     grid=$WORK/$name.yaml
     printf 'name: %s\n%s\n' "$name" "$body" >"$grid"
-    runs=$WORK/runs-$rep
-    rm -rf "${runs:?}/$name"
-    echo "== $name (repeat $rep) $flags" >&2
-    # shellcheck disable=SC2086  # flags are words
-    "$GRIDRUN" calibrate "$grid" --out "$runs" --train-bin "$TRAIN" $flags >"$WORK/cal.txt"
-    # shellcheck disable=SC2086
-    "$GRIDRUN" simulate "$grid" --out "$runs" --train-bin "$TRAIN" --format json $flags >"$WORK/pred.json"
-    start=$(date +%s.%N)
-    # shellcheck disable=SC2086
-    "$GRIDRUN" run "$grid" --out "$runs" --train-bin "$TRAIN" --no-report $flags >/dev/null
-    end=$(date +%s.%N)
-    /usr/bin/python3 - "$WORK/pred.json" "$runs/$name" "$name" "$rep" "$start" "$end" "$WORK/cal.txt" >>"$ROWS" <<'PY'
+    for launch in ${LAUNCHES//,/ }; do
+      runs=$WORK/runs-$rep-$launch
+      rm -rf "${runs:?}/$name"
+      echo "== $name (repeat $rep, $launch launches) $flags" >&2
+      # shellcheck disable=SC2086  # flags are words
+      "$GRIDRUN" calibrate "$grid" --out "$runs" --train-bin "$TRAIN" --launch "$launch" $flags >"$WORK/cal.txt"
+      # shellcheck disable=SC2086
+      "$GRIDRUN" simulate "$grid" --out "$runs" --train-bin "$TRAIN" --format json --launch "$launch" $flags >"$WORK/pred.json"
+      start=$(date +%s.%N)
+      # shellcheck disable=SC2086
+      "$GRIDRUN" run "$grid" --out "$runs" --train-bin "$TRAIN" --no-report --launch "$launch" $flags >/dev/null
+      end=$(date +%s.%N)
+      label=$name
+      [[ $LAUNCHES == cold ]] || label="$name ($launch)"
+      /usr/bin/python3 - "$WORK/pred.json" "$runs/$name" "$label" "$rep" "$start" "$end" "$WORK/cal.txt" >>"$ROWS" <<'PY'
 import json, re, sys
 pred_file, run_dir, name, rep, start, end, cal_txt = sys.argv[1:]
 pred = json.load(open(pred_file))
@@ -98,6 +107,7 @@ print(json.dumps({"grid": name, "repeat": int(rep), "key": pred["compare_by"],
                   "measured": meas, "calibration_s": cal["cost_s"],
                   "run_s": float(end) - float(start), "launches": launches}))
 PY
+    done
   done
 done
 if [[ $SLURM -eq 1 ]]; then
@@ -199,4 +209,15 @@ if long:
           % (len(long), 100 * s, g))
 else:
     print("calibration / run: no grid ran a minute or more")
+# --launch cold,warm: the same grids' calibrations and runs both ways, in one sitting.
+cold = {g: rs for g, rs in by.items() if g.endswith(" (cold)")}
+pairs = [(g, g[:-len(" (cold)")] + " (warm)") for g in cold if g[:-len(" (cold)")] + " (warm)" in by]
+if pairs:
+    med = lambda g, k: statistics.median(r[k] for r in by[g])
+    cal_c = sum(med(c, "calibration_s") for c, w in pairs)
+    cal_w = sum(med(w, "calibration_s") for c, w in pairs)
+    run_c = sum(med(c, "run_s") for c, w in pairs)
+    run_w = sum(med(w, "run_s") for c, w in pairs)
+    print("cold vs warm over %d grid(s): calibration %.1f s vs %.1f s (%.2fx), runs %.1f s vs %.1f s (%.2fx)"
+          % (len(pairs), cal_c, cal_w, cal_c / cal_w, run_c, run_w, run_c / run_w))
 PY

@@ -7,6 +7,9 @@ equal: a grid of mixed models (mlp and lenet, 1 and 2 ranks, two seeds) run cold
 kill:  a kill -9 of a warm worker's rank in the middle of its second job: that job is retried cold
        from its checkpoint (not counted against --retries 0), completes with the losses of an
        undisturbed cold run, and nothing is left running.
+resume: two long jobs side by side are stopped (Ctrl-C) after a checkpoint each; the rerun with
+       --launch warm resumes the first in a new worker and the second in that warm worker
+       (--resume through the control channel); both end with an undisturbed cold run's losses.
 
 Usage: e2e_warm.py GRIDRUN GRIDRUN_TRAIN CASE
 """
@@ -142,5 +145,34 @@ def case_kill():
     assert_nothing_left(run_dir)
 
 
-{"equal": case_equal, "kill": case_kill}[CASE]()
+def case_resume():
+    g = grid("resumewarm", "  model: mlp\n  epochs: 100\ngrid:\n  seed: [1, 2]\n")
+    ref = os.path.join(WORK, "ref")
+    run(g, ref, "cold")
+    out = os.path.join(WORK, "runs")
+    run_dir = os.path.join(out, "resumewarm")
+    cmd = command(g, out, "cold")
+    cmd[cmd.index("--max-parallel") + 1] = "2"
+    p = subprocess.Popen(cmd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    ids = job_ids(os.path.join(ref, "resumewarm"))
+
+    def both_checkpointed():
+        dirs = [os.path.join(run_dir, "checkpoints", j) for j in ids]
+        return all(os.path.isdir(d) and [c for c in os.listdir(d) if "." not in c] for d in dirs)
+
+    poll("a checkpoint of both jobs", both_checkpointed)
+    p.send_signal(signal.SIGINT)
+    text, err = p.communicate(timeout=300)
+    assert p.returncode == 1 and "interrupted" in text, text + err
+    r = run(g, out, "warm")
+    starts = [l for l in r.stdout.splitlines() if " start " in l]
+    assert len(starts) == 2 and all("(--resume)" in l for l in starts), r.stdout
+    assert "(warm)" not in starts[0] and "(warm)" in starts[1], r.stdout
+    ref_dir = os.path.join(ref, "resumewarm")
+    for jid in ids:
+        assert_same(ref_dir, run_dir, jid)
+    assert_nothing_left(run_dir)
+
+
+{"equal": case_equal, "kill": case_kill, "resume": case_resume}[CASE]()
 print("ok", CASE)
