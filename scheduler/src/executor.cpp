@@ -99,7 +99,9 @@ class WarmJob : public RunningJob {
  public:
   WarmJob(std::shared_ptr<Worker> w, bool warm) : w_(std::move(w)), warm_(warm) {}
   ~WarmJob() override {
-    if (!w_->job_id.empty()) kill();
+    if (w_->job_id.empty()) return;
+    kill();
+    w_->job_id.clear();  // the pool reaps it now (retire_idle), as any ended worker
   }
   int pid() const override { return w_->proc.pid(); }
   bool warm() const override { return warm_; }
