@@ -83,6 +83,12 @@ def assert_nothing_left(run_dir):
     assert not os.path.isdir(workers) or not os.listdir(workers), os.listdir(workers)
 
 
+def checkpoints(run_dir, jid):
+    """The job's complete checkpoint folders (ckpt-<step>; a folder being written has a dot)."""
+    d = os.path.join(run_dir, "checkpoints", jid)
+    return [c for c in os.listdir(d) if "." not in c] if os.path.isdir(d) else []
+
+
 def assert_same(cold_dir, warm_dir, jid):
     c, w = read(cold_dir, jid), read(warm_dir, jid)
     assert c[0] == w[0] == "completed", (jid, c[0], w[0])
@@ -128,9 +134,7 @@ def case_kill():
             long_id = line.split(" start ", 1)[1].split()[0]
             break
     assert long_id, "no job started warm:\n" + "".join(seen)
-    ckpt = os.path.join(run_dir, "checkpoints", long_id)
-    poll("a checkpoint of " + long_id,
-         lambda: os.path.isdir(ckpt) and [c for c in os.listdir(ckpt) if "." not in c])
+    poll("a checkpoint of " + long_id, lambda: checkpoints(run_dir, long_id))
     ranks = [q for q, comm, cmd in processes()
              if comm == "gridrun-train" and b"--worker" in cmd and run_dir.encode() in cmd]
     assert ranks, "no warm worker rank found"
@@ -156,11 +160,7 @@ def case_resume():
     p = subprocess.Popen(cmd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     ids = job_ids(os.path.join(ref, "resumewarm"))
 
-    def both_checkpointed():
-        dirs = [os.path.join(run_dir, "checkpoints", j) for j in ids]
-        return all(os.path.isdir(d) and [c for c in os.listdir(d) if "." not in c] for d in dirs)
-
-    poll("a checkpoint of both jobs", both_checkpointed)
+    poll("a checkpoint of both jobs", lambda: all(checkpoints(run_dir, j) for j in ids))
     p.send_signal(signal.SIGINT)
     text, err = p.communicate(timeout=300)
     assert p.returncode == 1 and "interrupted" in text, text + err
