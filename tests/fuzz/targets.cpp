@@ -168,15 +168,27 @@ Verdict calibration(const std::uint8_t* d, std::size_t n, const TargetOptions&) 
         if (!(s >= 0 && s <= scheduler::kMaxEngineSeconds))
           throw std::logic_error("calibration: a prediction of " + std::to_string(s) +
                                  " s from figures read");
-        if (sims.size() < 64)
-          sims.push_back(scheduler::SimJob{"j" + std::to_string(sims.size()), {}, s, -1, ""});
+        if (sims.size() < 64) {
+          scheduler::SimJob j;
+          j.id = "j" + std::to_string(sims.size());
+          j.duration_s = s;
+          // Warm launches too (SimOptions::warm below): what a figures file says a warm job saves.
+          j.launch_key = "k";
+          j.warm_saving_s =
+              std::isfinite(f->warm_launch_s) ? f->launch_s + f->tail_s - f->warm_launch_s : 0.0;
+          sims.push_back(j);
+        }
       }
     scheduler::Cluster cluster;
     cluster.nodes.push_back(scheduler::Node{});
     cluster.nodes.back().name = "n";
     cluster.nodes.back().cores = {0, 1};
-    const auto r = scheduler::simulate(cluster, sims, scheduler::SimOptions{});
-    if (!std::isfinite(r.makespan_s)) throw std::logic_error("calibration: a makespan that is not finite");
+    for (const bool warm : {false, true}) {
+      scheduler::SimOptions so;
+      so.warm = warm;
+      const auto r = scheduler::simulate(cluster, sims, so);
+      if (!std::isfinite(r.makespan_s)) throw std::logic_error("calibration: a makespan that is not finite");
+    }
     reject_on_warnings(c.warnings);
   });
 }
