@@ -170,10 +170,11 @@ Verdict calibration(const std::uint8_t* d, std::size_t n, const TargetOptions&) 
                                  " s from figures read");
         if (sims.size() < 64) {
           scheduler::SimJob j;
-          j.id = "j" + std::to_string(sims.size());
+          j.id = "j";
+          j.id += std::to_string(sims.size());
           j.duration_s = s;
           // Warm launches too (SimOptions::warm below): what a figures file says a warm job saves.
-          j.launch_key = "k";
+          j.launch_key = j.id.substr(0, 1);  // one key for all: each may take another's worker
           j.warm_saving_s =
               std::isfinite(f->warm_launch_s) ? f->launch_s + f->tail_s - f->warm_launch_s : 0.0;
           sims.push_back(j);
