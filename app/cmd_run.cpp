@@ -35,8 +35,6 @@ struct RunCli {
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
 };
 
-// The flags run and simulate share: where the run goes, how jobs are placed, which jobs, what the
-// schedule is computed on (simulate is run --simulate: the same planning, nothing launched).
 // --launch and --worker-idle: run, simulate (which predicts what they make) and calibrate.
 void add_launch_flags(po::options_description& opts, scheduler::RunOptions& ro) {
   opts.add_options()("launch", po::value(&ro.launch)->default_value("cold"),
@@ -55,6 +53,8 @@ void check_launch_flags(const scheduler::RunOptions& ro) {
   if (!(ro.worker_idle_s >= 0)) throw std::invalid_argument("--worker-idle: must be >= 0");
 }
 
+// The flags run and simulate share: where the run goes, how jobs are placed, which jobs, what the
+// schedule is computed on (simulate is run --simulate: the same planning, nothing launched).
 void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd) {
   opts.add_options()("out,o", po::value(&o.ro.out)->default_value("runs"),
                      "parent folder of the run directory OUT/<name>")(
@@ -106,7 +106,6 @@ void add_run_flags(po::options_description& opts, RunCli& o) {
       "seconds a job's processes may linger after its results are final before they are ended")(
       "heartbeat-timeout", po::value(&o.ro.heartbeat_timeout_s)->default_value(900.0),
       "end and fail a job whose rank 0 has not heartbeat for this many seconds (0: never)")(
-
       "no-report", po::bool_switch(&o.no_report), "skip collect and report at the end");
 }
 

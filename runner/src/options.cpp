@@ -9,7 +9,6 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
-#include <iomanip>
 
 #include <filesystem>
 #include <iostream>
@@ -18,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/base/text.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/jobs/suggest.hpp"
 #include "gridrun/run/run_dir.hpp"
@@ -305,9 +305,7 @@ RunnerOptions next_job_options(int argc, const char* const* argv, const run::Wor
   std::vector<std::string> extra;
   if (task.resume) extra.emplace_back("--resume");
   if (!task.heartbeat_file.empty()) extra.push_back("--heartbeat=" + task.heartbeat_file);
-  std::ostringstream at;
-  at << std::fixed << std::setprecision(6) << task.launched_at;
-  extra.push_back("--launched-at=" + at.str());
+  extra.push_back("--launched-at=" + base::format_fixed(task.launched_at, 6));
   RunnerOptions o =
       reparse_for(argc, argv, task.job_file, {"--then-job", "--resume", "--heartbeat", "--launched-at"},
                   extra, first, "--worker");

@@ -48,12 +48,6 @@ void signal_ranks(base::Child& child, int sig) {
   if (kids.empty() || sig == SIGKILL) child.signal(SIGKILL);
 }
 
-std::string now_text() {
-  std::ostringstream at;
-  at << std::fixed << std::setprecision(3) << base::unix_now();
-  return at.str();
-}
-
 // A warm worker: one mpirun whose ranks take job after job. Shared by the pool (LocalExecutor) and
 // the handle of the job it runs (WarmJob).
 struct Worker {
@@ -182,21 +176,19 @@ class LocalExecutor : public Executor {
 
   std::unique_ptr<RunningJob> launch(const LaunchSpec& s) override {
     retire_idle(-1);  // reap ended workers only
-    if (s.warm) {
-      const std::string key = worker_key(s);
-      for (auto& w : pool_)
-        if (w->idle() && w->key == key) {
-          run::WorkerTask t{s.job_file, s.resume, base::unix_now(), s.heartbeat_file, s.log_out, s.log_err};
-          const std::string line = run::encode(t);
-          bool sent = true;
-          for (auto& p : w->pipes.tasks) sent = p.write_line(line) && sent;
-          if (!sent) {
-            w->retire();
-            continue;
-          }
-          w->job_id = s.job_id;
-          return std::make_unique<WarmJob>(w, true);
-        }
+    const std::string key = s.warm ? worker_key(s) : "";
+    // An idle worker of this command takes the job; one whose pipes no longer take it retires.
+    while (auto w = s.warm ? idle_worker(key) : nullptr) {
+      const std::string line = run::encode(
+          run::WorkerTask{s.job_file, s.resume, base::unix_now(), s.heartbeat_file, s.log_out, s.log_err});
+      bool sent = true;
+      for (auto& p : w->pipes.tasks) sent = p.write_line(line) && sent;
+      if (!sent) {
+        w->retire();
+        continue;
+      }
+      w->job_id = s.job_id;
+      return std::make_unique<WarmJob>(w, true);
     }
     // Idle workers on this job's cores or GPUs leave: the job would share them.
     std::set<std::string> gpus;
@@ -213,7 +205,7 @@ class LocalExecutor : public Executor {
     auto w = std::make_shared<Worker>();
     w->dir = (std::filesystem::path(s.workers_dir) / ("w" + std::to_string(++workers_started_))).string();
     w->pipes = run::make_worker_pipes(w->dir, s.req.ranks);
-    w->key = worker_key(s);
+    w->key = key;
     w->host = s.host;
     w->cores.insert(s.core_ids.begin(), s.core_ids.end());
     w->gpus = gpus;
@@ -231,13 +223,10 @@ class LocalExecutor : public Executor {
   }
 
   std::string warm_worker_for(const LaunchSpec& s) const override {
-    if (!s.warm) return "";
-    const std::string key = worker_key(s);
-    for (const auto& w : pool_)
-      if (w->idle() && w->key == key)
-        return "warm worker " + std::filesystem::path(w->dir).filename().string() + " (mpirun pid " +
-               std::to_string(w->proc.pid()) + ")";
-    return "";
+    const auto w = s.warm ? idle_worker(worker_key(s)) : nullptr;
+    return w ? "warm worker " + std::filesystem::path(w->dir).filename().string() + " (mpirun pid " +
+                   std::to_string(w->proc.pid()) + ")"
+             : "";
   }
 
   std::size_t retire_idle(double idle_s) override {
@@ -271,6 +260,13 @@ class LocalExecutor : public Executor {
     return key;
   }
 
+  // The first idle worker started with the command `key` (worker_key), or none.
+  std::shared_ptr<Worker> idle_worker(const std::string& key) const {
+    for (const auto& w : pool_)
+      if (w->idle() && w->key == key) return w;
+    return nullptr;
+  }
+
   static void remove_dir(const Worker& w) {
     std::error_code ec;
     std::filesystem::remove_all(w.dir, ec);
@@ -282,7 +278,7 @@ class LocalExecutor : public Executor {
     so.argv = command(s);
     so.argv.insert(so.argv.end(), extra.begin(), extra.end());
     // When the launcher starts (the runner splits the time before its first step from it).
-    so.argv.insert(so.argv.end(), {"--launched-at", now_text()});
+    so.argv.insert(so.argv.end(), {"--launched-at", base::format_fixed(base::unix_now(), 3)});
     // cpu jobs see no GPU at all; gpu jobs see exactly their own.
     so.env_set = {"CUDA_VISIBLE_DEVICES=" + s.gpus,
                   "OMP_NUM_THREADS=" + std::to_string(s.req.threads_per_rank)};

@@ -97,6 +97,20 @@ def assert_same(cold_dir, warm_dir, jid):
     return c[4], w[4]
 
 
+def with_reference(name, body):
+    """The grid `name`, run undisturbed and cold into WORK/ref; returns the grid file, that run's
+    directory, and the folder and run directory the case runs into."""
+    g = grid(name, body)
+    run(g, os.path.join(WORK, "ref"), "cold")
+    out = os.path.join(WORK, "runs")
+    return g, os.path.join(WORK, "ref", name), out, os.path.join(out, name)
+
+
+def assert_as_reference(ref_dir, run_dir):
+    for jid in job_ids(ref_dir):
+        assert_same(ref_dir, run_dir, jid)
+
+
 def case_equal():
     g = grid("mixed", "  epochs: 2\ngrid:\n  model: [mlp, lenet]\n  ranks: [1, 2]\n  seed: [1, 2]\n")
     cold, warm = os.path.join(WORK, "cold"), os.path.join(WORK, "warm")
@@ -119,11 +133,7 @@ def case_equal():
 
 
 def case_kill():
-    g = grid("killwarm", "  model: mlp\ngrid:\n  epochs: [1, 100]\n")
-    ref = os.path.join(WORK, "ref")
-    run(g, ref, "cold")
-    out = os.path.join(WORK, "runs")
-    run_dir = os.path.join(out, "killwarm")
+    g, ref_dir, out, run_dir = with_reference("killwarm", "  model: mlp\ngrid:\n  epochs: [1, 100]\n")
     p = subprocess.Popen(command(g, out, "warm", ["--retries", "0"]),
                          text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1)
     seen = []
@@ -143,22 +153,16 @@ def case_kill():
     text = "".join(seen) + rest
     assert p.returncode == 0, text + err
     assert "retry   " + long_id in text and "in a warm worker; again cold (--resume)" in text, text
-    ref_dir = os.path.join(ref, "killwarm")
-    for jid in job_ids(ref_dir):
-        assert_same(ref_dir, run_dir, jid)
+    assert_as_reference(ref_dir, run_dir)
     assert_nothing_left(run_dir)
 
 
 def case_resume():
-    g = grid("resumewarm", "  model: mlp\n  epochs: 100\ngrid:\n  seed: [1, 2]\n")
-    ref = os.path.join(WORK, "ref")
-    run(g, ref, "cold")
-    out = os.path.join(WORK, "runs")
-    run_dir = os.path.join(out, "resumewarm")
+    g, ref_dir, out, run_dir = with_reference("resumewarm", "  model: mlp\n  epochs: 100\ngrid:\n  seed: [1, 2]\n")
     cmd = command(g, out, "cold")
     cmd[cmd.index("--max-parallel") + 1] = "2"
     p = subprocess.Popen(cmd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    ids = job_ids(os.path.join(ref, "resumewarm"))
+    ids = job_ids(ref_dir)
 
     poll("a checkpoint of both jobs", lambda: all(checkpoints(run_dir, j) for j in ids))
     p.send_signal(signal.SIGINT)
@@ -168,9 +172,7 @@ def case_resume():
     starts = [l for l in r.stdout.splitlines() if " start " in l]
     assert len(starts) == 2 and all("(--resume)" in l for l in starts), r.stdout
     assert "(warm)" not in starts[0] and "(warm)" in starts[1], r.stdout
-    ref_dir = os.path.join(ref, "resumewarm")
-    for jid in ids:
-        assert_same(ref_dir, run_dir, jid)
+    assert_as_reference(ref_dir, run_dir)
     assert_nothing_left(run_dir)
 
 
