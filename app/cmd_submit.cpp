@@ -74,6 +74,10 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm) {
 
 }  // namespace
 
+// --jobs-per-task's default with --launch warm: enough jobs per worker that a launch is paid once
+// in eight, few enough that a grid of tens of jobs still spreads over several nodes.
+constexpr std::size_t kWarmJobsPerTask = 8;
+
 int cmd_submit(const Args& args) {
   SubmitCli c;
   auto& s = c.submit;
@@ -103,6 +107,12 @@ int cmd_submit(const Args& args) {
       "launcher", po::value<std::string>(&so.launcher)->default_value("srun"),
       "srun (srun --mpi=pmix) or mpirun, to start the ranks inside each job (both span the hosts "
       "of a job with nodes > 1)")(
+      "launch", po::value<std::string>(&so.launch)->default_value("cold"),
+      "cold (every job launched on its own) or warm (the jobs of a task after its first run in "
+      "the first one's warm worker, without a launch each; single-node shapes; docs/slurm.md)")(
+      "jobs-per-task", po::value<std::size_t>(&so.jobs_per_task),
+      "jobs of one shape that each array task runs one after another, 1-100000 (its time limit is "
+      "their sum; default 1, or 8 with --launch warm)")(
       "signal", po::value<std::string>(&so.signal)->default_value("B:USR1@120"),
       "sbatch --signal: warning sent to the batch shell before the time limit; forwarded to "
       "the runner, which checkpoints and is requeued")(
@@ -132,6 +142,7 @@ int cmd_submit(const Args& args) {
   s.overrides = jobs::parse_overrides(c.set, "--set");
   s.only = jobs::parse_selectors(c.only, "--only", {"id"});
   s.repeats = check_repeats(c.repeats, vm.count("repeats") > 0);
+  if (!vm.count("jobs-per-task")) so.jobs_per_task = so.launch == "warm" ? kWarmJobsPerTask : 1;
   validate_submit(c, vm);
   const std::string self = base::self_exe();
   so.gridrun_bin = self.empty() ? std::string("gridrun") : self;

@@ -34,6 +34,10 @@ std::string shape_tag(const Shape& s) {
          std::to_string(s.fp.threads_per_rank) + (s.fp.nodes > 1 ? "-n" + std::to_string(s.fp.nodes) : "");
 }
 
+// Whether a task's chain runs in a warm worker: --launch warm, on one node (the worker's pipes are
+// files of this host). The task body makes the same test (NODES).
+bool warm_chains(const Shape& s, const ScriptOptions& o) { return o.launch == "warm" && s.fp.nodes <= 1; }
+
 std::string describe(const Shape& s, const ScriptOptions& o) {
   std::string d;
   if (s.packed) {
@@ -47,6 +51,9 @@ std::string describe(const Shape& s, const ScriptOptions& o) {
       d += ", over " + std::to_string(s.fp.nodes) + " nodes (" + std::to_string(s.fp.per_node.ranks) +
            " each)";
   }
+  if (o.jobs_per_task > 1)
+    d += ", up to " + std::to_string(o.jobs_per_task) + " jobs one after another per task" +
+         (warm_chains(s, o) ? " in one warm worker" : "");
   d += ", time limit " + (s.time_s > 0 ? format_time(s.time_s) : std::string("partition default"));
   return d;
 }
@@ -70,6 +77,8 @@ std::string resubmit_flags(const ScriptOptions& o) {
   for (const auto& so : site_options()) add(std::string("--") + so.flag, o.*so.field);
   if (o.launcher != "srun") add("--launcher", o.launcher);
   if (o.throttle > 0) add("--throttle", std::to_string(o.throttle));
+  if (o.launch != ScriptOptions{}.launch) add("--launch", o.launch);
+  if (o.jobs_per_task != ScriptOptions{}.jobs_per_task) add("--jobs-per-task", std::to_string(o.jobs_per_task));
   if (o.signal != ScriptOptions{}.signal) add("--signal", o.signal);
   for (const auto& a : o.sbatch_args) f += " --sbatch-arg=" + shell_quote(a);
   for (const auto& a : o.set_args) add("--set", a);
@@ -159,13 +168,14 @@ std::string around_job_id(const run::RunDir& rd, PathOf path_of) {
 
 // Run-directory paths for the script's variables: every path comes from run::RunDir.
 struct ScriptPaths {
-  std::string results, ended, job_file, log_out, log_err, checkpoints, logs, others;
+  std::string results, ended, workers, job_file, log_out, log_err, checkpoints, logs, others;
 };
 
 ScriptPaths script_paths(const std::string& run_dir) {
   const run::RunDir rd(run_dir);
   return {shell_quote(rd.results_dir()),
           shell_quote(rd.slurm_ended_dir()),
+          shell_quote(rd.workers_dir()),
           around_job_id(rd, &run::RunDir::job_file),
           around_job_id(rd, &run::RunDir::log_out),
           around_job_id(rd, &run::RunDir::log_err),
@@ -216,6 +226,7 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
   s += "\nTRAIN=" + shell_quote(o.train_bin) + "\n";
   s += "LIST=" + shell_quote(a.list_path) + "\n";
   s += "LAUNCHER=" + o.launcher + "\n";
+  s += "LAUNCH=" + o.launch + "\n";
   if (a.shape.packed) {
     s += "RANKS=   # packed: ranks, threads, GPUs and cores of each step come from its list entry\n";
     s += "THREADS=\n";
@@ -239,6 +250,7 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
   s += "# The run directory (per job: the path before and after the job id)\n";
   s += "RESULTS_DIR=" + p.results + "\n";
   s += "ENDED_DIR=" + p.ended + "\n";
+  s += "WORKERS_DIR=" + p.workers + "\n";
   s += "EXIT_INTERRUPTED=" + std::to_string(run::kExitInterrupted) + "\n";
   s += "JOB_FILE=" + p.job_file + "\n";
   s += "JOB_LOG_OUT=" + p.log_out + "\n";
@@ -406,6 +418,10 @@ void check_script_options(const ScriptOptions& o) {
   if (o.launcher != "srun" && o.launcher != "mpirun")
     throw std::invalid_argument("--launcher: '" + o.launcher + "' is not one of srun, mpirun");
   if (o.node_gpus < 1) throw std::invalid_argument("--node-gpus: must be >= 1");
+  if (o.launch != "cold" && o.launch != "warm")
+    throw std::invalid_argument("--launch: expected cold or warm, got '" + o.launch + "'");
+  if (o.jobs_per_task < 1 || o.jobs_per_task > kMaxArrayTasks)
+    throw std::invalid_argument("--jobs-per-task: must be 1.." + std::to_string(kMaxArrayTasks));
   if (!o.default_time.empty()) {
     try {
       jobs::time_limit_seconds(o.default_time);
@@ -496,28 +512,82 @@ class Groups {
   std::vector<std::vector<const Item*>> members_;
 };
 
-// Plain arrays: one per shape (in order of first appearance), jobs in grid order.
+// The time limit of a task that runs `n` jobs of limit `each` one after another (0: the partition's).
+std::int64_t chain_time(std::int64_t each, std::size_t n) { return each * static_cast<std::int64_t>(n); }
+
+// Plain arrays: one per shape (in order of first appearance), jobs in grid order, up to
+// jobs_per_task of them per task (a line ID+ID+...), up to max_array tasks per array.
 void shape_arrays(const std::vector<jobs::Job>& jobs, const ScriptOptions& o, std::size_t& counter,
                   ScriptSet& set) {
   Groups<Shape, jobs::Job> groups;
   for (const auto& j : jobs) groups.add(job_shape(j, o), j);
-  groups.for_each_chunk(o.max_array, [&](const Shape& shape, const std::vector<const jobs::Job*>& chunk) {
-    ArrayScript a = new_array(shape, o, counter);
-    a.tasks.reserve(chunk.size());
-    for (const jobs::Job* j : chunk) {
-      a.tasks.push_back({j->id});
-      a.job_list += j->id;
-      a.job_list += '\n';
+  const std::size_t per_task = o.jobs_per_task;
+  groups.for_each_chunk(o.max_array * per_task, [&](const Shape& shape,
+                                                    const std::vector<const jobs::Job*>& chunk) {
+    Shape task_shape = shape;
+    task_shape.time_s = chain_time(shape.time_s, std::min(per_task, chunk.size()));
+    ArrayScript a = new_array(task_shape, o, counter);
+    a.tasks.reserve((chunk.size() + per_task - 1) / per_task);
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      const bool first = i % per_task == 0;
+      if (first) a.tasks.emplace_back();
+      a.tasks.back().push_back(chunk[i]->id);
+      if (!first) a.job_list += '+';
+      a.job_list += chunk[i]->id;
+      if ((i + 1) % per_task == 0 || i + 1 == chunk.size()) a.job_list += '\n';
     }
     render_array(a, o, chunk.size());
     set.arrays.push_back(std::move(a));
   });
 }
 
+// A bundle's layout: each step's ranks, threads, GPUs and cores. Bundles of one layout can follow
+// one another in a task, step by step on the same devices.
+std::string layout_of(const Bundle& b) {
+  std::string l;
+  for (const auto& st : b)
+    l += std::to_string(st.ranks) + ":" + std::to_string(st.threads) + ":" + st.gpus + ":" + st.cores + " ";
+  return l;
+}
+
+// Up to jobs_per_task bundles of the same layout and time limit as one: each step a chain of
+// their jobs (ID+ID+...), its time limit their sum. Bundles in order of first appearance.
+std::vector<Bundle> chain_bundles(const std::vector<Bundle>& bundles, std::size_t per_task) {
+  std::vector<Bundle> out;
+  std::vector<std::size_t> open;  // index in `out` of the chain each layout fills now
+  std::vector<std::string> layouts;
+  std::vector<std::size_t> filled;
+  for (const auto& b : bundles) {
+    if (b.empty()) continue;
+    const std::string l = layout_of(b) + std::to_string(b.front().time_s);
+    std::size_t k = 0;
+    while (k < layouts.size() && layouts[k] != l) ++k;
+    if (k == layouts.size() || filled[k] == per_task) {
+      if (k == layouts.size()) {
+        layouts.push_back(l);
+        open.push_back(0);
+        filled.push_back(0);
+      }
+      open[k] = out.size();
+      filled[k] = 0;
+      out.push_back(b);
+    } else {
+      Bundle& c = out[open[k]];
+      for (std::size_t i = 0; i < b.size(); ++i) {
+        c[i].job_id += "+" + b[i].job_id;
+        c[i].time_s += b[i].time_s;
+      }
+    }
+    ++filled[k];
+  }
+  return out;
+}
+
 // Packed bundles: one array per time limit (a bundle's limit is its longest step's); a list line
-// holds the bundle's steps as ID:RANKS:THREADS:GPUS:CORES.
-void packed_arrays(const std::vector<Bundle>& bundles, const ScriptOptions& o, std::size_t& counter,
+// holds the bundle's steps as ID:RANKS:THREADS:GPUS:CORES (ID: one job or a chain ID+ID+...).
+void packed_arrays(const std::vector<Bundle>& plain_bundles, const ScriptOptions& o, std::size_t& counter,
                    ScriptSet& set) {
+  const std::vector<Bundle> bundles = chain_bundles(plain_bundles, o.jobs_per_task);
   Groups<std::int64_t, Bundle> groups;
   for (const auto& b : bundles) {
     std::int64_t t = 0;
@@ -535,7 +605,7 @@ void packed_arrays(const std::vector<Bundle>& bundles, const ScriptOptions& o, s
       std::vector<std::string> ids;
       std::string line;
       for (const auto& st : *b) {
-        ids.push_back(st.job_id);
+        for (const auto& id : base::split(st.job_id, '+')) ids.push_back(id);
         if (!line.empty()) line += ' ';
         line += st.job_id + ":" + std::to_string(st.ranks) + ":" + std::to_string(st.threads) + ":" +
                 st.gpus + ":" + st.cores;

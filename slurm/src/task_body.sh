@@ -1,9 +1,10 @@
 # The body of every gridrun array script (slurm/src/script.cpp puts it after the #SBATCH block and
-# the variables it reads: LIST, LAUNCHER, RANKS, THREADS, NODES (multi-node arrays only), STEP_FLAGS,
-# TRAIN, RESULTS_DIR, ENDED_DIR, EXIT_INTERRUPTED (run/exit_codes.hpp)
-# and the per-job paths JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS, JOB_OTHERS, each an array
-# of the path before and after the job id, all from the run directory's RunDir; RUN_JOB_PREFIX, the
-# name every Slurm job of this run starts with). Kept as a file so that it reads, and can be checked, as the bash it is.
+# the variables it reads: LIST, LAUNCHER, LAUNCH (cold|warm), RANKS, THREADS, NODES (multi-node
+# arrays only), STEP_FLAGS, TRAIN, RESULTS_DIR, ENDED_DIR, WORKERS_DIR, EXIT_INTERRUPTED
+# (run/exit_codes.hpp) and the per-job paths JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS,
+# JOB_OTHERS, each an array of the path before and after the job id, all from the run directory's
+# RunDir; RUN_JOB_PREFIX, the name every Slurm job of this run starts with). Kept as a file so that
+# it reads, and can be checked, as the bash it is.
 # These comment lines above the marker are not copied into the scripts.
 # ---- 8< ----
 # ---- task body (generated; same for every task of this array) ----
@@ -13,6 +14,7 @@ if [[ -z "$LINE" ]]; then
   echo "gridrun: no line $((SLURM_ARRAY_TASK_ID + 1)) in $LIST" >&2
   exit 2
 fi
+TASK=${SLURM_ARRAY_JOB_ID:-}_${SLURM_ARRAY_TASK_ID:-}
 RESTART=${SLURM_RESTART_COUNT:-0}
 # $ENDED_DIR/<job> holds the exit code of a job that ended for good (not interrupted): a restart of
 # the task (after requeue) skips it and resumes only the interrupted ones.
@@ -21,20 +23,6 @@ ALLOC_CVD=${CUDA_VISIBLE_DEVICES:-}
 read -r -a ALLOC_GPUS <<<"${ALLOC_CVD//,/ }"
 MPI_ROOT=()
 if [[ $(id -u) -eq 0 ]]; then MPI_ROOT=(--allow-run-as-root); fi
-PIDS=()
-JOBS=()
-# USR1 (Slurm's warning before the time limit) and TERM go to every runner: they checkpoint and
-# exit $EXIT_INTERRUPTED (75). The trap only runs because the runners are in the background and this shell waits.
-FORWARDED=0
-# shellcheck disable=SC2317  # called by the traps below, which shellcheck does not follow
-forward() {
-  FORWARDED=1
-  echo "gridrun: $(date -Is) got SIG$1, forwarding to ${#PIDS[@]} runner(s)"
-  local p
-  for p in "${PIDS[@]}"; do kill -s "$1" "$p" 2>/dev/null; done
-}
-trap 'forward USR1' USR1
-trap 'forward TERM' TERM
 # The other Slurm jobs running on this task's nodes (not this task, not this run's: RUN_JOB_PREFIX),
 # as squeue lists them now; appended to each job's JOB_OTHERS file at the task's start and end, so
 # that the report can say a phase shared its nodes (docs/slurm.md). "unknown" when squeue fails.
@@ -53,80 +41,233 @@ others_now() {
   done <<<"$listing"
 }
 others_append() {  # others_append start|end JOB
-  printf '%s %s task %s\n%s' "$1" "$(date +%s)" "${SLURM_ARRAY_JOB_ID:-}_${SLURM_ARRAY_TASK_ID:-}" \
-    "$OTHERS" >>"${JOB_OTHERS[0]}$2${JOB_OTHERS[1]}"
+  printf '%s %s task %s\n%s' "$1" "$(date +%s)" "$TASK" "$OTHERS" >>"${JOB_OTHERS[0]}$2${JOB_OTHERS[1]}"
 }
 others_now
 
-for STEP in $LINE; do
-  IFS=: read -r JOB R T GPUS CORES <<<"$STEP"
-  R=${R:-$RANKS}
-  T=${T:-$THREADS}
-  # This job's files: the run directory's paths above around the job id. Plain expansion, no
-  # printf format: a backslash or % of the run directory stays what it is (issue 45).
-  JOB_JSON=${JOB_FILE[0]}$JOB${JOB_FILE[1]}
-  JOB_OUT=${JOB_LOG_OUT[0]}$JOB${JOB_LOG_OUT[1]}
-  JOB_ERR=${JOB_LOG_ERR[0]}$JOB${JOB_LOG_ERR[1]}
-  JOB_CKPT=${JOB_CHECKPOINTS[0]}$JOB${JOB_CHECKPOINTS[1]}
-  if [[ $RESTART -gt 0 && -f "$ENDED_DIR/$JOB" ]]; then
-    echo "gridrun: job $JOB ended (exit $(cat "$ENDED_DIR/$JOB")) before this restart, skipped"
-    continue
-  fi
-  rm -f "$ENDED_DIR/$JOB"
-  RESUME=()
-  if [[ $RESTART -gt 0 ]] || compgen -G "$JOB_CKPT/*" >/dev/null; then
-    RESUME=(--resume)
-  fi
-  ENVS=("OMP_NUM_THREADS=$T")
-  GRES=()
-  if [[ -n "${GPUS:-}" ]]; then
+# A JSON string of $1 for a warm worker's task message: the run directory has no control
+# characters (submit refuses them), so a backslash and a quote are all there is to escape.
+json_str() {
+  local s=${1//\\/\\\\}
+  printf '"%s"' "${s//\"/\\\"}"
+}
+
+# ---- one entry of the line: a chain of jobs ID[+ID...] run one after another on the same ranks,
+# threads, GPUs and cores (ENTRY_R ENTRY_T ENTRY_GPUS ENTRY_CORES). It runs in a subshell of its
+# own, so that the entries of a packed line run side by side. Its exit status: 0, the last job's
+# failure, or EXIT_INTERRUPTED when a job was interrupted (the task is requeued; ended jobs are
+# skipped on restart). With LAUNCH=warm the first job of the chain starts a warm worker
+# (gridrun-train --worker DIR) that takes the next jobs through DIR's pipes (docs/scheduler.md,
+# "Warm launches"); a job that fails in the worker is launched again, cold, with --resume.
+STOPPING=0   # a USR1/TERM was forwarded: start no further job
+RUNNER_PID=""  # pid of the running launcher (srun/mpirun)
+ENTRY_DIR=""   # the entry's warm worker folder (none: every job cold)
+# shellcheck disable=SC2317  # called by the traps below, which shellcheck does not follow
+entry_forward() {
+  STOPPING=1
+  if [[ -n "$RUNNER_PID" ]]; then kill -s "$1" "$RUNNER_PID" 2>/dev/null; fi
+}
+job_paths() {  # job_paths JOB: this job's files, the run directory's paths around the job id
+  JOB_JSON=${JOB_FILE[0]}$1${JOB_FILE[1]}
+  JOB_OUT=${JOB_LOG_OUT[0]}$1${JOB_LOG_OUT[1]}
+  JOB_ERR=${JOB_LOG_ERR[0]}$1${JOB_LOG_ERR[1]}
+  JOB_CKPT=${JOB_CHECKPOINTS[0]}$1${JOB_CHECKPOINTS[1]}
+}
+wants_resume() {  # after a restart, or when the job has a checkpoint
+  [[ $RESTART -gt 0 ]] || compgen -G "$JOB_CKPT/*" >/dev/null
+}
+launch_job() {  # launch_job JOB [WORKER_DIR]: starts the launcher in the background (RUNNER_PID)
+  job_paths "$1"
+  local resume=() envs=("OMP_NUM_THREADS=$ENTRY_T") gres=() worker=() cmd cvd g fd
+  if wants_resume; then resume=(--resume); fi
+  if [[ -n "$ENTRY_GPUS" ]]; then
     if [[ "$LAUNCHER" == srun ]]; then
       # A packed step asks Slurm for its own GPUs (without --gres a step would claim all of the
       # job's GPUs and the next step would wait); Slurm sets its CUDA_VISIBLE_DEVICES.
-      GRES=("--gres=gpu:$R")
+      gres=("--gres=gpu:$ENTRY_R")
     else
       # mpirun steps share the allocation: the placement's indices -> this allocation's devices.
-      CVD=""
-      for G in ${GPUS//,/ }; do CVD+="${CVD:+,}${ALLOC_GPUS[$G]:-$G}"; done
-      ENVS+=("CUDA_VISIBLE_DEVICES=$CVD")
+      cvd=""
+      for g in ${ENTRY_GPUS//,/ }; do cvd+="${cvd:+,}${ALLOC_GPUS[$g]:-$g}"; done
+      envs+=("CUDA_VISIBLE_DEVICES=$cvd")
     fi
   fi
-  others_append start "$JOB"
-  echo "gridrun: $(date -Is) task ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} restart $RESTART:" \
-       "job $JOB ($R x $T${GPUS:+, gpus $GPUS}${CORES:+, cores $CORES}) ${RESUME[*]}"
+  if [[ $# -gt 1 ]]; then worker=(--worker "$2"); fi
+  others_append start "$1"
+  echo "gridrun: $(date -Is) task $TASK restart $RESTART: job $1 ($ENTRY_R x $ENTRY_T${ENTRY_GPUS:+, gpus $ENTRY_GPUS}${ENTRY_CORES:+, cores $ENTRY_CORES})${resume[*]:+ ${resume[*]}}${worker[*]:+, starts a warm worker}"
   case "$LAUNCHER" in
-    srun) CMD=(srun --mpi=pmix "${STEP_FLAGS[@]}" "${GRES[@]}" --nodes="${NODES:-1}" --ntasks="$R" --cpus-per-task="$T") ;;
-    mpirun) CMD=(mpirun "${MPI_ROOT[@]}" -np "$R" --bind-to none) ;;
+    srun) cmd=(srun --mpi=pmix "${STEP_FLAGS[@]}" "${gres[@]}" --nodes="${NODES:-1}" --ntasks="$ENTRY_R" --cpus-per-task="$ENTRY_T") ;;
+    mpirun) cmd=(mpirun "${MPI_ROOT[@]}" -np "$ENTRY_R" --bind-to none) ;;
   esac
   # `env` runs inside each rank, after Slurm has set the step's own CUDA_VISIBLE_DEVICES.
   # --launched-at: the step's start, so the job file can tell srun/mpirun launch from set-up.
-  "${CMD[@]}" env "${ENVS[@]}" "$TRAIN" --job "$JOB_JSON" --out "$RESULTS_DIR" \
-      --launched-at "$(date +%s.%N)" "${RESUME[@]}" >>"$JOB_OUT" 2>>"$JOB_ERR" &
+  # The launcher must not hold the worker's pipes (bash opens them inheritable): the ranks read
+  # end-of-file only when no writer is left but this shell.
+  (
+    for fd in "${TASK_FDS[@]}" "${DONE_FD:-}"; do [[ -n "$fd" ]] && exec {fd}>&-; done
+    exec "${cmd[@]}" env "${envs[@]}" "$TRAIN" --job "$JOB_JSON" --out "$RESULTS_DIR" \
+      --launched-at "$(date +%s.%N)" "${resume[@]}" "${worker[@]}" >>"$JOB_OUT" 2>>"$JOB_ERR"
+  ) &
+  RUNNER_PID=$!
+}
+wait_launched() {  # the launcher's exit status in S
+  # A trapped signal interrupts `wait`; keep waiting until the launcher has really exited.
+  while kill -0 "$RUNNER_PID" 2>/dev/null; do wait "$RUNNER_PID"; done
+  wait "$RUNNER_PID"
+  S=$?
+  RUNNER_PID=""
+}
+interrupted() {  # interrupted STATUS: checkpointed (75), or killed by a forwarded USR1/TERM
+  # (138/143) before the runner could catch it (a warning during start-up): requeue; it resumes
+  # from its latest checkpoint, if any.
+  [[ $1 -eq $EXIT_INTERRUPTED ]] || [[ $STOPPING -eq 1 && ($1 -eq 138 || $1 -eq 143) ]]
+}
+job_ended() {  # job_ended JOB STATUS [how]
+  echo "gridrun: $(date -Is) job $1 exited with $2${3:+ $3}"
+  echo "$2" >"$ENDED_DIR/$1"
+}
+# The warm worker of this entry: a folder of named pipes (run/worker_channel.hpp), opened here
+# read-write before the worker starts, so no open blocks and the worker reads end-of-file when this
+# shell closes them or dies.
+TASK_FDS=()
+DONE_FD=""
+open_worker() {  # open_worker DIR RANKS
+  local r fd
+  rm -rf "$1" && mkdir -p "$1" || return 1
+  for ((r = 0; r < $2; r++)); do
+    mkfifo "$1/task.$r" || return 1
+    exec {fd}<>"$1/task.$r"
+    TASK_FDS+=("$fd")
+  done
+  mkfifo "$1/done" || return 1
+  exec {DONE_FD}<>"$1/done"
+}
+close_worker() {  # the worker reads end-of-file and leaves
+  local fd
+  for fd in "${TASK_FDS[@]}"; do exec {fd}>&-; done
+  TASK_FDS=()
+  if [[ -n "$DONE_FD" ]]; then exec {DONE_FD}<&-; fi
+  DONE_FD=""
+}
+send_job() {  # send_job JOB: the next job's task message to every rank
+  job_paths "$1"
+  local resumed="" fd msg
+  if wants_resume; then resumed=true; fi
+  others_append start "$1"
+  echo "gridrun: $(date -Is) task $TASK restart $RESTART: job $1 in the warm worker${resumed/#true/ --resume}"
+  msg="{\"job\":$(json_str "$JOB_JSON"),\"resume\":${resumed:-false},\"launched_at\":${EPOCHREALTIME/,/.},\"heartbeat\":\"\",\"log_out\":$(json_str "$JOB_OUT"),\"log_err\":$(json_str "$JOB_ERR")}"
+  for fd in "${TASK_FDS[@]}"; do printf '%s\n' "$msg" >&"$fd"; done
+}
+run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
+  ENTRY_R=$2 ENTRY_T=$3 ENTRY_GPUS=$4 ENTRY_CORES=$5
+  trap 'entry_forward USR1' USR1
+  trap 'entry_forward TERM' TERM
+  local ids=() todo=() id rc=0 k=0 cur line
+  IFS=+ read -r -a ids <<<"$1"
+  for id in "${ids[@]}"; do
+    if [[ $RESTART -gt 0 && -f "$ENDED_DIR/$id" ]]; then
+      echo "gridrun: job $id ended (exit $(cat "$ENDED_DIR/$id")) before this restart, skipped"
+    else
+      rm -f "$ENDED_DIR/$id"
+      todo+=("$id")
+    fi
+  done
+  # Warm only where every rank is on this host: a named pipe does not cross hosts.
+  if [[ "$LAUNCH" == warm && "${NODES:-1}" -eq 1 && ${#todo[@]} -gt 1 ]]; then
+    ENTRY_DIR="$WORKERS_DIR/slurm-$TASK-$6"
+    trap 'close_worker; rm -rf "$ENTRY_DIR"' EXIT
+  fi
+  while [[ $k -lt ${#todo[@]} && $STOPPING -eq 0 ]]; do
+    # The launched job is cold; it starts a worker when a job of the chain follows it.
+    cur=$k
+    if [[ -n "$ENTRY_DIR" && $((k + 1)) -lt ${#todo[@]} ]] && open_worker "$ENTRY_DIR" "$ENTRY_R"; then
+      launch_job "${todo[$k]}" "$ENTRY_DIR"
+    else
+      launch_job "${todo[$k]}"
+    fi
+    while [[ ${#TASK_FDS[@]} -gt 0 ]]; do
+      line=""
+      if ! read -r -t 1 -u "$DONE_FD" line; then
+        kill -0 "$RUNNER_PID" 2>/dev/null && continue
+        # The worker is gone while a job ran in it; a done message it wrote first still counts.
+        read -r -t 0.2 -u "$DONE_FD" line || line=""
+        if [[ -z "$line" ]]; then close_worker && break; fi
+      fi
+      # rank 0's {"code":0,"job":"ID","retiring":...}: job `cur` completed
+      job_ended "${todo[$cur]}" 0 "$([[ $cur -gt $k ]] && echo "(warm)")"
+      cur=$((cur + 1))
+      if [[ $cur -lt ${#todo[@]} && $STOPPING -eq 0 && "$line" != *'"retiring":true'* ]] &&
+          kill -0 "$RUNNER_PID" 2>/dev/null; then
+        send_job "${todo[$cur]}"
+      else
+        close_worker
+      fi
+    done
+    wait_launched
+    if [[ $cur -gt $k ]]; then
+      # Jobs k..cur-1 completed in the worker; it left after them (retired, or told to: S is its
+      # own status), or while job `cur` ran in it (S is that job's).
+      k=$cur
+      if [[ $k -ge ${#todo[@]} || $S -eq 0 ]]; then continue; fi
+      if interrupted "$S"; then rc=$EXIT_INTERRUPTED && break; fi
+      echo "gridrun: $(date -Is) job ${todo[$k]} exited with $S in a warm worker; again cold"
+      launch_job "${todo[$k]}"
+      wait_launched
+    fi
+    if interrupted "$S"; then rc=$EXIT_INTERRUPTED && break; fi
+    job_ended "${todo[$k]}" "$S"
+    if [[ $S -ne 0 ]]; then rc=$S; fi
+    k=$((k + 1))
+  done
+  # Jobs left when a stop came between them: the restart runs them.
+  if [[ $k -lt ${#todo[@]} ]]; then rc=$EXIT_INTERRUPTED; fi
+  exit "$rc"
+}
+
+# ---- the task: each entry of the line in a subshell of its own, side by side
+PIDS=()
+CHAINS=()
+# USR1 (Slurm's warning before the time limit) and TERM go to every entry, which passes them to its
+# runner: they checkpoint and exit $EXIT_INTERRUPTED (75). The trap only runs because the entries
+# are in the background and this shell waits.
+FORWARDED=0
+# shellcheck disable=SC2317  # called by the traps below, which shellcheck does not follow
+forward() {
+  FORWARDED=1
+  echo "gridrun: $(date -Is) got SIG$1, forwarding to ${#PIDS[@]} runner(s)"
+  local p
+  for p in "${PIDS[@]}"; do kill -s "$1" "$p" 2>/dev/null; done
+}
+trap 'forward USR1' USR1
+trap 'forward TERM' TERM
+E=0
+for STEP in $LINE; do
+  IFS=: read -r CHAIN R T GPUS CORES <<<"$STEP"
+  run_entry "$CHAIN" "${R:-$RANKS}" "${T:-$THREADS}" "${GPUS:-}" "${CORES:-}" "$E" &
   PIDS+=($!)
-  JOBS+=("$JOB")
+  CHAINS+=("$CHAIN")
+  E=$((E + 1))
 done
 
 RC=0
 REQUEUE=0
-for I in "${!PIDS[@]}"; do
-  P=${PIDS[$I]}
-  # A trapped signal interrupts `wait`; keep waiting until the runner has really exited.
+for P in "${PIDS[@]}"; do
+  # A trapped signal interrupts `wait`; keep waiting until the entry has really ended.
   while kill -0 "$P" 2>/dev/null; do wait "$P"; done
   wait "$P"
   S=$?
-  echo "gridrun: $(date -Is) job ${JOBS[$I]} exited with $S"
-  # EXIT_INTERRUPTED: checkpointed. Killed by the forwarded USR1/TERM (138/143) before the runner could catch it
-  # (a warning during start-up): requeue too; it resumes from its latest checkpoint, if any.
+  # An entry killed by the forwarded signal before its own trap was set had started no runner.
   if [[ $S -eq $EXIT_INTERRUPTED ]] || [[ $FORWARDED -eq 1 && ($S -eq 138 || $S -eq 143) ]]; then
     REQUEUE=1
-  else
-    echo "$S" >"$ENDED_DIR/${JOBS[$I]}"
-    if [[ $S -ne 0 ]]; then RC=$S; fi
+  elif [[ $S -ne 0 ]]; then
+    RC=$S
   fi
 done
 # The task's end: who else runs on its nodes now that its jobs have exited.
 others_now
-for J in "${JOBS[@]}"; do others_append end "$J"; done
+for CHAIN in "${CHAINS[@]}"; do
+  for J in ${CHAIN//+/ }; do others_append end "$J"; done
+done
 if [[ $REQUEUE -eq 1 ]]; then
   # Checkpointed: requeue this task; it restarts with SLURM_RESTART_COUNT > 0 and --resume.
   echo "gridrun: $(date -Is) requeueing $SLURM_JOB_ID"

@@ -16,6 +16,8 @@
 #include <set>
 #include <sstream>
 
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/slurm/script.hpp"
 #include "gridrun/slurm/slurm_cli.hpp"
@@ -190,6 +192,44 @@ TEST(SlurmScripts, PackedNodesUseSchedulerPlacement) {
   check_golden("packed", render(set));
 }
 
+// --jobs-per-task and --launch warm: five jobs of one shape become three tasks (2+2+1, a line
+// ID+ID each) whose time limit is the chain's sum; two packed bundles of one layout become one
+// bundle whose steps are chains; the script tells the body to run warm and where the workers go.
+TEST(SlurmScripts, WarmChainsRunSeveralJobsPerTask) {
+  std::vector<jobs::Job> js;
+  for (int i = 0; i < 5; ++i) js.push_back(make_job("w0000000000" + std::to_string(i), i, "cpu", 2, 1, "10"));
+  auto o = base_options();
+  o.launch = "warm";
+  o.jobs_per_task = 2;
+  std::vector<slurm::Bundle> bundles(2);
+  for (int b = 0; b < 2; ++b)
+    for (int s = 0; s < 2; ++s)
+      bundles[b].push_back({"g000000000" + std::to_string(b) + std::to_string(s), 2, 1, 600,
+                            s == 0 ? "0,1" : "2,3", s == 0 ? "0,1" : "2,3"});
+  o.pack_nodes = true;
+  auto set = slurm::generate_scripts(js, bundles, o);
+  ASSERT_EQ(set.arrays.size(), 2u);
+  const auto& plain = set.arrays[0];
+  ASSERT_EQ(plain.tasks.size(), 3u);
+  EXPECT_EQ(plain.tasks[0], (std::vector<std::string>{"w00000000000", "w00000000001"}));
+  EXPECT_EQ(plain.job_list, "w00000000000+w00000000001\nw00000000002+w00000000003\nw00000000004\n");
+  EXPECT_NE(plain.script.find("#SBATCH --time=0:20:00\n"), std::string::npos);
+  EXPECT_NE(plain.script.find("LAUNCH=warm\n"), std::string::npos);
+  EXPECT_NE(plain.script.find("WORKERS_DIR=/work/runs/golden/workers\n"), std::string::npos);
+  EXPECT_NE(plain.script.find(" --launch warm --jobs-per-task 2"), std::string::npos);
+  const auto& packed = set.arrays[1];
+  ASSERT_EQ(packed.tasks.size(), 1u);
+  EXPECT_EQ(packed.tasks[0].size(), 4u);
+  EXPECT_EQ(packed.job_list, "g00000000000+g00000000010:2:1:0,1:0,1 g00000000001+g00000000011:2:1:2,3:2,3\n");
+  EXPECT_NE(packed.script.find("#SBATCH --time=0:20:00\n"), std::string::npos);
+  check_golden("warm", render(set));
+  o.jobs_per_task = 0;
+  EXPECT_THROW(slurm::generate_scripts(js, {}, o), std::invalid_argument);
+  o.jobs_per_task = 1;
+  o.launch = "tepid";
+  EXPECT_THROW(slurm::generate_scripts(js, {}, o), std::invalid_argument);
+}
+
 TEST(SlurmScripts, SplitArraysAtMaxArray) {
   std::vector<jobs::Job> js;
   for (int i = 0; i < 5; ++i) js.push_back(make_job("s0000000000" + std::to_string(i), i, "cpu", 1, 1));
@@ -308,13 +348,17 @@ TEST(SlurmScripts, PercentSpaceAndUnicodeInTheRunDirectoryReachEveryPathUnchange
   const auto end = s.find("# ---- task body");
   ASSERT_NE(begin, std::string::npos);
   ASSERT_NE(end, std::string::npos);
-  std::string program = s.substr(begin, end - begin) + "JOB=c00000000001\n";
-  for (const char* line : {"JOB_JSON=", "JOB_OUT=", "JOB_ERR=", "JOB_CKPT="}) {
-    const auto at = s.find(std::string("  ") + line);
-    ASSERT_NE(at, std::string::npos) << line;
-    program += s.substr(at, s.find('\n', at) - at + 1);
+  std::string program = s.substr(begin, end - begin);
+  // The body's own functions: the per-job paths, and a JSON string as the warm worker's task
+  // message writes it (a quote and a backslash too, which a run directory may hold elsewhere).
+  for (const char* fn : {"job_paths() {", "json_str() {"}) {
+    const auto at = s.find(fn);
+    ASSERT_NE(at, std::string::npos) << fn;
+    program += s.substr(at, s.find("\n}\n", at) + 3 - at);
   }
+  program += "job_paths c00000000001\n";
   program += "printf '%s\\n' \"$RESULTS_DIR\" \"$JOB_JSON\" \"$JOB_OUT\" \"$JOB_ERR\" \"$JOB_CKPT\"\n";
+  program += "json_str \"$JOB_JSON\"; echo; json_str 'a\"b\\\\c'; echo\n";
   namespace fs = std::filesystem;
   const fs::path file =
       fs::temp_directory_path() / ("gridrun-slurm-paths-" + std::to_string(::getpid()) + ".sh");
@@ -327,9 +371,15 @@ TEST(SlurmScripts, PercentSpaceAndUnicodeInTheRunDirectoryReachEveryPathUnchange
   EXPECT_EQ(::pclose(pipe), 0) << program;
   fs::remove(file);
   const run::RunDir rd(o.run_dir);
-  EXPECT_EQ(got, rd.results_dir() + "\n" + rd.job_file("c00000000001") + "\n" + rd.log_out("c00000000001") +
-                     "\n" + rd.log_err("c00000000001") + "\n" + rd.checkpoint_dir("c00000000001") + "\n")
-      << program;
+  const std::vector<std::string> lines = base::split(got, '\n');
+  ASSERT_EQ(lines.size(), 8u) << got;
+  EXPECT_EQ(lines[0], rd.results_dir());
+  EXPECT_EQ(lines[1], rd.job_file("c00000000001"));
+  EXPECT_EQ(lines[2], rd.log_out("c00000000001"));
+  EXPECT_EQ(lines[3], rd.log_err("c00000000001"));
+  EXPECT_EQ(lines[4], rd.checkpoint_dir("c00000000001"));
+  EXPECT_EQ(base::Json::parse(lines[5]).get<std::string>(), rd.job_file("c00000000001"));
+  EXPECT_EQ(base::Json::parse(lines[6]).get<std::string>(), "a\"b\\\\c");
 }
 
 // Slurm strips every backslash from an --output path (and then expands nothing in it), so no

@@ -4,7 +4,9 @@
 // (10,000 jobs are a handful of array records, not 10,000 submissions), and the list file
 // (`runs/<name>/slurm/<array>.jobs`, line i+1 = task i) keeps the script itself readable and
 // identical for every task. Each line names one job, or, in packed mode, several job steps
-// `ID:RANKS:THREADS:GPUS:CORES` that run side by side in one whole-node allocation. Under srun each
+// `ID:RANKS:THREADS:GPUS:CORES` that run side by side in one whole-node allocation. Where
+// --jobs-per-task N > 1, an ID is a chain `ID+ID+...` of up to N jobs that run one after another on
+// the same ranks (warm: in one warm worker, docs/slurm.md "Several jobs per task"). Under srun each
 // packed step asks for its own `--gres=gpu:R` and `--exact` cores, so Slurm keeps steps on disjoint
 // devices and cores (also where cgroups constrain devices); under mpirun the placement's GPU
 // indices are mapped onto the allocation's CUDA_VISIBLE_DEVICES.
@@ -81,6 +83,13 @@ struct ScriptOptions {
   // different hosts talk over: Open MPI's btl/oob_tcp_if_include and NCCL_SOCKET_IFNAME (names
   // only; NCCL takes no subnets). Empty: the libraries choose (every non-loopback interface).
   std::string network;
+  // --launch and --jobs-per-task: a task runs up to jobs_per_task jobs of its array's shape one
+  // after another (a packed task: that many bundles of the same layout, each step a chain), with
+  // warm = the chain's jobs after the first run in the first one's warm worker (gridrun-train
+  // --worker; single-node shapes only: the worker's pipes do not cross hosts) instead of a launch
+  // each. The task's time limit is the sum of its jobs'.
+  std::string launch = "cold";      // cold | warm
+  std::size_t jobs_per_task = 1;    // >= 1
 };
 
 // The site's Slurm options, one row each (issue 46: each was spelled in five places). The flags of
