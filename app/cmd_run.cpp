@@ -288,7 +288,9 @@ int cmd_calibrate(const Args& args) {
   co.run.overrides = jobs::parse_overrides(o.set, "--set");
   co.run.only = jobs::parse_selectors(o.only, "--only", {"id"});
   if (o.slurm && co.run.launch == "warm")
-    throw std::invalid_argument("--launch warm: not with --slurm (the Slurm calibration launches each configuration cold; `gridrun submit --launch warm` runs a grid warm on Slurm)");
+    throw std::invalid_argument(
+        "--launch warm: not with --slurm (the Slurm calibration launches each configuration cold; `gridrun "
+        "submit --launch warm` runs a grid warm on Slurm)");
   if (o.slurm) {
     // The Slurm calibration reads the grid itself (slurm/src/calibrate.cpp) and knows no selection.
     if (!co.run.overrides.empty() || !co.run.only.empty())

@@ -6,11 +6,15 @@ A grid of N tiny CPU jobs (mlp on synthetic data, one epoch of 8 steps, one seed
 makespan (gridrun run's wall time) and the mean launch + load + set-up of a job (/summary
 time_launch_s + time_load_s + time_setup_s, read back with h5py), for the jobs that ran warm and
 those that ran cold. With --calibrate, also `gridrun calibrate` of the same grid, cold and warm.
+With --slurm, the grid goes through `gridrun submit --slurm` instead, to the 3-host test cluster
+(tests/slurm/local-cluster.sh start --nodes 3, started here in the work folder and stopped at the
+end): cold is one job per array task, warm is --launch warm --jobs-per-task K (default 8); the
+makespan runs from the submit to the moment no job of the run is left in squeue.
 The summary gives medians over the R runs and the cold/warm ratios of the same sitting.
 A benchmark, not a test: nothing here asserts; the table is the result.
 
   python3 bench/scheduler/bench_warm.py [--build DIR] [--jobs N] [--repeats R] [--ranks K]
-                                        [--calibrate] [--keep]
+                                        [--calibrate] [--slurm [--jobs-per-task K]] [--keep]
 """
 import argparse
 import glob
@@ -46,6 +50,37 @@ def timed(cmd, log):
     return time.monotonic() - t0
 
 
+def drained(run_dir):
+    """No job of the run (slurm/submitted.tsv) is listed by squeue any more."""
+    with open(os.path.join(run_dir, "slurm", "submitted.tsv")) as f:
+        ids = [l.split("\t")[3].strip() for l in f if l.strip() and not l.startswith("#")]
+    r = subprocess.run(["squeue", "-h", "-j", ",".join(ids), "-o", "%i"], capture_output=True, text=True)
+    return r.returncode == 0 and not r.stdout.strip()
+
+
+def submitted(cmd, run_dir, log):
+    """The makespan of a submission: from sbatch to the last of its jobs leaving squeue."""
+    t0 = time.monotonic()
+    timed(cmd, log)
+    while not drained(run_dir):
+        time.sleep(0.2)
+    return time.monotonic() - t0
+
+
+class Cluster:
+    """The 3-host test cluster in `work`, for the length of the benchmark."""
+
+    def __init__(self, work):
+        self.script = os.path.join(HERE, "..", "..", "tests", "slurm", "local-cluster.sh")
+        self.dir = os.path.join(work, "cluster")
+        subprocess.run(["bash", self.script, "start", "--nodes", "3", self.dir], check=True,
+                       stdout=subprocess.DEVNULL)
+        os.environ["SLURM_CONF"] = os.path.join(self.dir, "slurm.conf")
+
+    def stop(self):
+        subprocess.run(["bash", self.script, "stop", self.dir], stdout=subprocess.DEVNULL)
+
+
 def launches(results):
     """Mean launch + load + set-up of the warm jobs and of the cold ones, and how many ran warm."""
     warm, cold = [], []
@@ -64,6 +99,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=5, help="runs each way")
     ap.add_argument("--ranks", type=int, default=1, help="ranks per job")
     ap.add_argument("--calibrate", action="store_true", help="also time `gridrun calibrate` cold and warm")
+    ap.add_argument("--slurm", action="store_true", help="submit to the 3-host test cluster instead of gridrun run")
+    ap.add_argument("--jobs-per-task", type=int, default=8, help="with --slurm: warm jobs per array task")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     a = ap.parse_args()
     gridrun, train = os.path.join(a.build, "bin", "gridrun"), os.path.join(a.build, "bin", "gridrun-train")
@@ -73,6 +110,7 @@ def main():
     g = grid(work, a.jobs, a.ranks)
     print("bench_warm.py: %d jobs of %d rank(s), %d runs each way, on %d cores" % (a.jobs, a.ranks, a.repeats, os.cpu_count()),
           file=sys.stderr)
+    cluster = Cluster(work) if a.slurm else None
     rows = {"cold": [], "warm": []}
     cal = {"cold": [], "warm": []}
     for k in range(a.repeats):
@@ -81,14 +119,21 @@ def main():
             if a.calibrate:
                 cal[mode].append(timed([gridrun, "calibrate", g, "--out", out, "--train-bin", train, "--launch", mode],
                                        out + ".calibrate.log"))
-            make = timed([gridrun, "run", g, "--out", out, "--train-bin", train, "--no-report", "--launch", mode],
-                         out + ".log")
+            if cluster:
+                per_task = str(a.jobs_per_task if mode == "warm" else 1)
+                make = submitted([gridrun, "submit", g, "--slurm", "--out", out, "--train-bin", train, "--time", "30",
+                                  "--launch", mode, "--jobs-per-task", per_task], os.path.join(out, "tiny"), out + ".log")
+            else:
+                make = timed([gridrun, "run", g, "--out", out, "--train-bin", train, "--no-report", "--launch", mode],
+                             out + ".log")
             warm_s, cold_s, n_warm = launches(os.path.join(out, "tiny", "results"))
             rows[mode].append((make, n_warm, warm_s, cold_s))
             print("%s %d: makespan %.2f s, %d warm, launch+load+set-up warm %.4f s cold %.4f s%s" % (
                 mode, k + 1, make, n_warm, warm_s, cold_s,
                 ", calibrate %.2f s" % cal[mode][-1] if a.calibrate else ""), file=sys.stderr)
             shutil.rmtree(out)
+    if cluster:
+        cluster.stop()
     med = lambda mode, i: statistics.median(r[i] for r in rows[mode])
     print("| launch | runs | makespan s (median) | per job s | jobs warm | launch+load+set-up per warm job s | per cold job s |")
     print("|---|---|---|---|---|---|---|")

@@ -342,6 +342,12 @@ Id latest_fapl() {
   return fapl;
 }
 
+Id writer_fapl() {
+  Id fapl = latest_fapl();
+  H5_CHECK(H5Pset_file_locking(fapl, /*use_file_locking=*/false, /*ignore_when_disabled=*/true));
+  return fapl;
+}
+
 Id create_in_memory(bool latest) {
   Id fapl = latest ? latest_fapl() : H5_OWN(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5_CHECK(H5Pset_fapl_core(fapl, std::size_t{64} * 1024, 0));

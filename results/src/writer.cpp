@@ -330,7 +330,7 @@ void H5JobWriter::finish(Status status, const std::string& exit_reason, const Su
       throw abandon(e);
     }
     // SWMR forbids attribute changes and new objects: reopen normally for the final touches.
-    Id fapl = h5::latest_fapl();
+    Id fapl = h5::writer_fapl();
     h5::WriteFile file(H5_OWN(H5Fopen(partial_.c_str(), H5F_ACC_RDWR, fapl), H5Fclose));
     h5::write_attr(file, "status", to_string(status));
     h5::write_attr(file, "exit_reason", exit_reason);
@@ -440,7 +440,7 @@ void H5JobWriter::create_fresh() {
     image = h5::file_image(mem);
   }
   base::write_file_atomic(partial_, image);
-  Id fapl = h5::latest_fapl();
+  Id fapl = h5::writer_fapl();
   file_ = h5::WriteFile(H5_OWN(H5Fopen(partial_.c_str(), H5F_ACC_RDWR, fapl), H5Fclose));
   for (SwmrTable* t : tables()) t->open(file_);
 }
@@ -494,7 +494,7 @@ void H5JobWriter::move_damaged_aside(bool renamed, const std::exception& why) {
 void H5JobWriter::reopen_partial() {
   // A writer killed while in SWMR mode leaves the superblock marked "open for writing";
   // "clear_status_flags" is the (documented-in-source) fapl property h5clear -s uses.
-  Id fapl = h5::latest_fapl();
+  Id fapl = h5::writer_fapl();
   hbool_t clear = 1;
   H5_CHECK(H5Pset(fapl, "clear_status_flags", &clear));
   file_ = h5::WriteFile(H5_OWN(H5Fopen(partial_.c_str(), H5F_ACC_RDWR, fapl), H5Fclose));

@@ -131,16 +131,20 @@ job_ended() {  # job_ended JOB STATUS [how]
 # shell closes them or dies.
 TASK_FDS=()
 DONE_FD=""
-open_worker() {  # open_worker DIR RANKS
+open_worker() {  # open_worker DIR RANKS; on failure nothing is left open (the job runs cold)
   local r fd
-  rm -rf "$1" && mkdir -p "$1" || return 1
-  for ((r = 0; r < $2; r++)); do
-    mkfifo "$1/task.$r" || return 1
-    exec {fd}<>"$1/task.$r"
-    TASK_FDS+=("$fd")
-  done
-  mkfifo "$1/done" || return 1
-  exec {DONE_FD}<>"$1/done"
+  if rm -rf "$1" && mkdir -p "$1" && mkfifo "$1/done" && exec {DONE_FD}<>"$1/done"; then
+    for ((r = 0; r < $2; r++)); do
+      if ! { mkfifo "$1/task.$r" && exec {fd}<>"$1/task.$r"; }; then
+        close_worker
+        return 1
+      fi
+      TASK_FDS+=("$fd")
+    done
+    return 0
+  fi
+  close_worker
+  return 1
 }
 close_worker() {  # the worker reads end-of-file and leaves
   local fd

@@ -1,5 +1,9 @@
 // JobWriter + reader round trips on real HDF5 files: layout, counter semantics, finish, resume.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include <cmath>
@@ -145,6 +149,23 @@ TEST(Writer, GpuColumnsOnlyWithGpus) {
   EXPECT_TRUE(j.gpu_absent_reason.empty());
   EXPECT_DOUBLE_EQ(j.summary.at("energy_j"), 110);         // counters: (150-100) + (260-200)
   EXPECT_DOUBLE_EQ(j.summary.at("gpu_power_w_mean"), 30);  // summed over devices
+}
+
+// A reader holding the partial file open (a user's h5py, `gridrun status`: HDF5 takes a shared
+// flock) must not fail the job: the writer's reopens take no lock (h5::writer_fapl). Before, the
+// final reopen failed with EAGAIN and a job that had completed exited 1 (slurm_hosts_sittings).
+TEST(Writer, AReaderHoldingTheFileDoesNotFailTheJob) {
+  TempDir dir;
+  auto w = JobWriter::create(dir.path(), info("locked", 1, 0));
+  w->append_step(step(0, 1));
+  w->flush();
+  const std::string partial = dir / "locked.h5.partial";
+  const int fd = ::open(partial.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_SH | LOCK_NB), 0);  // as HDF5 does for a reader
+  EXPECT_NO_THROW(w->finish(Status::Completed, "done", {}));
+  ::close(fd);
+  EXPECT_EQ(read_job(dir / "locked.h5").status, "completed");
 }
 
 TEST(Writer, UnflushedRowsAreNotCommitted) {

@@ -127,6 +127,12 @@ std::vector<std::string> list_group(hid_t group);
 
 // File-access property list with libver bounds LATEST (needed for SWMR).
 Id latest_fapl();
+// latest_fapl() without HDF5's file lock, for the one process that writes a file (a job's rank 0).
+// Why: a reader (a user's h5py, `gridrun status`, a test's probe) holds a shared flock while it
+// has the file open, and the writer's H5Fopen(RDWR) then fails with EAGAIN: a job that had
+// completed was lost to somebody looking at it (seen in slurm_hosts_sittings). The lock protects
+// nothing here: each file has exactly one writer, and SWMR readers are built to read while it writes.
+Id writer_fapl();
 
 // --- files this process writes -----------------------------------------------------------------
 // Why: libhdf5 1.10 cannot end a file whose writes failed (ENOSPC, EIO). H5Fcreate that fails

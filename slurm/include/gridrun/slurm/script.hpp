@@ -88,8 +88,8 @@ struct ScriptOptions {
   // warm = the chain's jobs after the first run in the first one's warm worker (gridrun-train
   // --worker; single-node shapes only: the worker's pipes do not cross hosts) instead of a launch
   // each. The task's time limit is the sum of its jobs'.
-  std::string launch = "cold";      // cold | warm
-  std::size_t jobs_per_task = 1;    // >= 1
+  std::string launch = "cold";    // cold | warm
+  std::size_t jobs_per_task = 1;  // >= 1
 };
 
 // The site's Slurm options, one row each (issue 46: each was spelled in five places). The flags of
