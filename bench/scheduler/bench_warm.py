@@ -107,6 +107,7 @@ def main():
     if not (os.access(gridrun, os.X_OK) and os.access(train, os.X_OK)):
         sys.exit("bench_warm.py: build first (%s)" % gridrun)
     work = tempfile.mkdtemp(prefix="gridrun-bench-warm-")
+    os.chmod(work, 0o755)  # the cluster's munged runs as its own user
     g = grid(work, a.jobs, a.ranks)
     print("bench_warm.py: %d jobs of %d rank(s), %d runs each way, on %d cores" % (a.jobs, a.ranks, a.repeats, os.cpu_count()),
           file=sys.stderr)
