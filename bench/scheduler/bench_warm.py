@@ -73,8 +73,10 @@ class Cluster:
     def __init__(self, work):
         self.script = os.path.join(HERE, "..", "..", "tests", "slurm", "local-cluster.sh")
         self.dir = os.path.join(work, "cluster")
-        subprocess.run(["bash", self.script, "start", "--nodes", "3", self.dir], check=True,
-                       stdout=subprocess.DEVNULL)
+        if subprocess.run(["bash", self.script, "start", "--nodes", "3", self.dir],
+                          stdout=subprocess.DEVNULL).returncode != 0:
+            self.stop()  # a start that failed half-way leaves namespaces and daemons
+            sys.exit("bench_warm.py: the 3-host cluster did not start")
         os.environ["SLURM_CONF"] = os.path.join(self.dir, "slurm.conf")
 
     def stop(self):
@@ -112,6 +114,20 @@ def main():
     print("bench_warm.py: %d jobs of %d rank(s), %d runs each way, on %d cores" % (a.jobs, a.ranks, a.repeats, os.cpu_count()),
           file=sys.stderr)
     cluster = Cluster(work) if a.slurm else None
+    try:
+        rows, cal = sweep(a, work, g, gridrun, train, cluster)
+    finally:
+        if cluster:
+            cluster.stop()
+    summarize(a, rows, cal)
+    if a.keep:
+        print("bench_warm.py: work folder kept: " + work, file=sys.stderr)
+    else:
+        shutil.rmtree(work)
+
+
+def sweep(a, work, g, gridrun, train, cluster):
+    """R runs each way, alternately: {mode: [(makespan, jobs warm, warm launch, cold launch)]}."""
     rows = {"cold": [], "warm": []}
     cal = {"cold": [], "warm": []}
     for k in range(a.repeats):
@@ -133,8 +149,10 @@ def main():
                 mode, k + 1, make, n_warm, warm_s, cold_s,
                 ", calibrate %.2f s" % cal[mode][-1] if a.calibrate else ""), file=sys.stderr)
             shutil.rmtree(out)
-    if cluster:
-        cluster.stop()
+    return rows, cal
+
+
+def summarize(a, rows, cal):
     med = lambda mode, i: statistics.median(r[i] for r in rows[mode])
     print("| launch | runs | makespan s (median) | per job s | jobs warm | launch+load+set-up per warm job s | per cold job s |")
     print("|---|---|---|---|---|---|---|")
@@ -147,10 +165,6 @@ def main():
     if a.calibrate:
         c, w = statistics.median(cal["cold"]), statistics.median(cal["warm"])
         print("calibrate: cold %.2f s, warm %.2f s (median of %d), cold/warm %.2fx" % (c, w, a.repeats, c / w))
-    if a.keep:
-        print("bench_warm.py: work folder kept: " + work, file=sys.stderr)
-    else:
-        shutil.rmtree(work)
 
 
 if __name__ == "__main__":

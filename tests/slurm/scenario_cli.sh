@@ -30,6 +30,9 @@ expect_exit 2 "--time" "$BIN/gridrun" submit grid.yaml --slurm --time 1:xx
 expect_exit 2 "--max-array" "$BIN/gridrun" submit grid.yaml --slurm --max-array 0
 expect_exit 2 "--max-array" "$BIN/gridrun" submit grid.yaml --slurm --max-array 2000000
 [[ ! -e runs ]] || fail "a rejected --max-array left runs/ behind"
+expect_exit 2 "--launch" "$BIN/gridrun" submit grid.yaml --slurm --launch tepid
+expect_exit 2 "--jobs-per-task" "$BIN/gridrun" submit grid.yaml --slurm --jobs-per-task 0
+[[ ! -e runs ]] || fail "a rejected --launch or --jobs-per-task left runs/ behind"
 expect_exit 2 "--signal" "$BIN/gridrun" submit grid.yaml --slurm --signal 'USR1 @ 5'
 expect_exit 2 "--template" "$BIN/gridrun" submit grid.yaml --slurm --template missing.txt
 expect_exit 2 "--format" "$BIN/gridrun" status . --format xml
