@@ -373,7 +373,8 @@ def case_calibrate_predict():
     assert c.stdout.count(", in the process of [") == 2, c.stdout
     # A grid of a few seconds costs less to run than to predict: calibrate says so when it does.
     pct = float(re.search(r"calibration took [^,]*, ([0-9.]+) % of the grid's predicted", c.stdout).group(1))
-    assert ("costs less than predicting it" in c.stdout) == (pct >= 100), c.stdout
+    if abs(pct - 100) > 0.1:  # the printed share is rounded; the decision is made before that
+        assert ("costs less than predicting it" in c.stdout) == (pct >= 100), c.stdout
     cal = json.load(open(os.path.join(rd, "calibration.json")))
     assert len(cal["configs"]) == 4 and len(cal["groups"]) == 1, cal
     for f in cal["configs"].values():
@@ -389,12 +390,16 @@ def case_calibrate_predict():
     assert os.path.exists(os.path.join(rd, "prediction.json"))
     assert ("costs less than predicting it" in s.stderr) == (cal["cost_s"] >= pred["makespan_s"]), \
         (s.stderr, cal["cost_s"], pred["makespan_s"])
-    # The chained configurations' launch is the process's plus their own set-up: near the first's.
+    # The chained configurations' launch is the process's launch and load plus their own set-up,
+    # so more than the set-up alone (a fact of the bookkeeping, whatever the machine's speed; a
+    # ratio to the first's was not: it failed once on a loaded machine).
     heads = {}
     for f in cal["configs"].values():
-        heads.setdefault(f["label"].split(" ranks=")[1].split()[0], []).append(f["launch_s"])
-    for ranks, launches in heads.items():
-        assert len(launches) == 2 and max(launches) < 3 * min(launches), (ranks, launches)
+        heads.setdefault(f["label"].split(" ranks=")[1].split()[0], []).append(f)
+    for ranks, figs in heads.items():
+        assert len(figs) == 2, (ranks, figs)
+        for f in figs:
+            assert f["launch_s"] > f["warm_launch_s"] > 0, (ranks, f)
     r = run([g])
     assert r.returncode == 0, r.stdout + r.stderr
     st = state("large-vs-small-cpu")
