@@ -59,35 +59,36 @@ const RunnerOptions* WarmWorker::next() {
   if (comm_.rank() == 0)
     reported = inbox_.done.write_line(run::encode(run::WorkerDone{finished, 0, rss, retiring}));
   if (!reported || retiring) return nullptr;  // (a launcher that is gone has closed the task pipes too)
-  for (;;) {
-    bool eof = false;
-    std::optional<std::string> line = inbox_.task.read_line(1.0, &eof);
-    if (line) {
-      const double received = base::unix_now();
-      run::WorkerTask task;
-      try {
-        task = run::decode_task(*line);
-      } catch (const std::exception& e) {
-        throw BadInput(std::string("gridrun-train: --worker: ") + e.what());
-      }
-      std::cout.flush();
-      std::cerr.flush();
-      std::fflush(nullptr);
-      redirect(STDOUT_FILENO, task.log_out);
-      redirect(STDERR_FILENO, task.log_err);
-      job_ = next_job_options(argc_, argv_, task, first_);
-      job_.main_unix = received;
-      // Each rank read its own pipe: they must all have been given the same job.
-      for (const std::string& id : comm_.allgather_strings(job_.id))
-        if (id != job_.id)
-          throw std::runtime_error("--worker: ranks were given different jobs (" + id + " and " + job_.id +
-                                   ")");
-      reset_peak_rss();
-      served_ = true;
-      return &job_;
-    }
-    if (eof || StopSignal::received() != 0) return nullptr;
+  std::optional<std::string> line;
+  for (bool eof = false; !line && !eof && StopSignal::received() == 0;)
+    line = inbox_.task.read_line(1.0, &eof);
+  const double received = base::unix_now();
+  // The ranks leave together or not at all: a stop signal reaches each rank at its own moment, and
+  // the launcher may be writing the next job when it comes, so one rank can hold its job while
+  // another has seen the stop (or its pipe's end); alone, the first would wait in the job's first
+  // collective for ever. A rank that holds its job but saw the stop votes to leave too.
+  const bool leave = !line || StopSignal::received() != 0;
+  if (comm_.allreduce_max({leave ? 1.0 : 0.0})[0] > 0) return nullptr;
+  run::WorkerTask task;
+  try {
+    task = run::decode_task(*line);
+  } catch (const std::exception& e) {
+    throw BadInput(std::string("gridrun-train: --worker: ") + e.what());
   }
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  redirect(STDOUT_FILENO, task.log_out);
+  redirect(STDERR_FILENO, task.log_err);
+  job_ = next_job_options(argc_, argv_, task, first_);
+  job_.main_unix = received;
+  // Each rank read its own pipe: they must all have been given the same job.
+  for (const std::string& id : comm_.allgather_strings(job_.id))
+    if (id != job_.id)
+      throw std::runtime_error("--worker: ranks were given different jobs (" + id + " and " + job_.id + ")");
+  reset_peak_rss();
+  served_ = true;
+  return &job_;
 }
 
 }  // namespace gridrun::runner

@@ -24,8 +24,9 @@ read -r -a ALLOC_GPUS <<<"${ALLOC_CVD//,/ }"
 MPI_ROOT=()
 if [[ $(id -u) -eq 0 ]]; then MPI_ROOT=(--allow-run-as-root); fi
 # The other Slurm jobs running on this task's nodes (not this task, not this run's: RUN_JOB_PREFIX),
-# as squeue lists them now; appended to each job's JOB_OTHERS file at the task's start and end, so
-# that the report can say a phase shared its nodes (docs/slurm.md). "unknown" when squeue fails.
+# as squeue lists them now; appended to each job's JOB_OTHERS file when the job starts and when it
+# ends (or is interrupted), so that the report can say a phase shared its nodes (docs/slurm.md).
+# "unknown" when squeue fails.
 OTHERS=""
 others_now() {
   local listing jobid task user name
@@ -41,9 +42,9 @@ others_now() {
   done <<<"$listing"
 }
 others_append() {  # others_append start|end JOB
+  others_now
   printf '%s %s task %s\n%s' "$1" "$(date +%s)" "$TASK" "$OTHERS" >>"${JOB_OTHERS[0]}$2${JOB_OTHERS[1]}"
 }
-others_now
 
 # A JSON string of $1 for a warm worker's task message: the run directory has no control
 # characters (submit refuses them), so a backslash and a quote are all there is to escape.
@@ -60,11 +61,13 @@ json_str() {
 # (gridrun-train --worker DIR) that takes the next jobs through DIR's pipes (docs/scheduler.md,
 # "Warm launches"); a job that fails in the worker is launched again, cold, with --resume.
 STOPPING=0   # a USR1/TERM was forwarded: start no further job
+STOP_SIG=""  # ... which one: a launcher started while the trap ran gets it too
 RUNNER_PID=""  # pid of the running launcher (srun/mpirun)
 ENTRY_DIR=""   # the entry's warm worker folder (none: every job cold)
 # shellcheck disable=SC2317  # called by the traps below, which shellcheck does not follow
 entry_forward() {
   STOPPING=1
+  STOP_SIG=$1
   if [[ -n "$RUNNER_PID" ]]; then kill -s "$1" "$RUNNER_PID" 2>/dev/null; fi
 }
 job_paths() {  # job_paths JOB: this job's files, the run directory's paths around the job id
@@ -109,6 +112,8 @@ launch_job() {  # launch_job JOB [WORKER_DIR]: starts the launcher in the backgr
       --launched-at "$(date +%s.%N)" "${resume[@]}" "${worker[@]}" >>"$JOB_OUT" 2>>"$JOB_ERR"
   ) &
   RUNNER_PID=$!
+  # A stop that came while this job was being launched (the trap found no launcher to pass it to).
+  if [[ $STOPPING -eq 1 ]]; then kill -s "$STOP_SIG" "$RUNNER_PID" 2>/dev/null; fi
 }
 wait_launched() {  # the launcher's exit status in S
   # A trapped signal interrupts `wait`; keep waiting until the launcher has really exited.
@@ -125,6 +130,11 @@ interrupted() {  # interrupted STATUS: checkpointed (75), or killed by a forward
 job_ended() {  # job_ended JOB STATUS [how]
   echo "gridrun: $(date -Is) job $1 exited with $2${3:+ $3}"
   echo "$2" >"$ENDED_DIR/$1"
+  others_append end "$1"
+}
+job_interrupted() {  # job_interrupted JOB STATUS: it resumes after the requeue
+  echo "gridrun: $(date -Is) job $1 interrupted (exit $2)"
+  others_append end "$1"
 }
 # The warm worker of this entry: a folder of named pipes (run/worker_channel.hpp), opened here
 # read-write before the worker starts, so no open blocks and the worker reads end-of-file when this
@@ -213,24 +223,34 @@ run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
       # own status), or while job `cur` ran in it (S is that job's).
       k=$cur
       if [[ $k -ge ${#todo[@]} || $S -eq 0 ]]; then continue; fi
-      if interrupted "$S"; then rc=$EXIT_INTERRUPTED && break; fi
-      echo "gridrun: $(date -Is) job ${todo[$k]} exited with $S in a warm worker; again cold"
+      if interrupted "$S" || [[ $STOPPING -eq 1 ]]; then
+        job_interrupted "${todo[$k]}" "$S"
+        rc=$EXIT_INTERRUPTED && break
+      fi
+      # (The worker may also have died between two jobs: the job it was to take goes cold too.)
+      echo "gridrun: $(date -Is) job ${todo[$k]}: the warm worker exited with $S; again cold"
       launch_job "${todo[$k]}"
       wait_launched
     fi
-    if interrupted "$S"; then rc=$EXIT_INTERRUPTED && break; fi
+    if interrupted "$S"; then
+      job_interrupted "${todo[$k]}" "$S"
+      rc=$EXIT_INTERRUPTED && break
+    fi
     job_ended "${todo[$k]}" "$S"
     if [[ $S -ne 0 ]]; then rc=$S; fi
     k=$((k + 1))
   done
   # Jobs left when a stop came between them: the restart runs them.
   if [[ $k -lt ${#todo[@]} ]]; then rc=$EXIT_INTERRUPTED; fi
+  # 138 and 143 are what the task reads as an entry the forwarded signal killed before its trap was
+  # set (nothing started, requeue): a job that failed with one of them is a failure (its own code is
+  # in $ENDED_DIR).
+  if [[ $rc -eq 138 || $rc -eq 143 ]]; then rc=1; fi
   exit "$rc"
 }
 
 # ---- the task: each entry of the line in a subshell of its own, side by side
 PIDS=()
-CHAINS=()
 # USR1 (Slurm's warning before the time limit) and TERM go to every entry, which passes them to its
 # runner: they checkpoint and exit $EXIT_INTERRUPTED (75). The trap only runs because the entries
 # are in the background and this shell waits.
@@ -249,7 +269,6 @@ for STEP in $LINE; do
   IFS=: read -r CHAIN R T GPUS CORES <<<"$STEP"
   run_entry "$CHAIN" "${R:-$RANKS}" "${T:-$THREADS}" "${GPUS:-}" "${CORES:-}" "$E" &
   PIDS+=($!)
-  CHAINS+=("$CHAIN")
   E=$((E + 1))
 done
 
@@ -266,11 +285,6 @@ for P in "${PIDS[@]}"; do
   elif [[ $S -ne 0 ]]; then
     RC=$S
   fi
-done
-# The task's end: who else runs on its nodes now that its jobs have exited.
-others_now
-for CHAIN in "${CHAINS[@]}"; do
-  for J in ${CHAIN//+/ }; do others_append end "$J"; done
 done
 if [[ $REQUEUE -eq 1 ]]; then
   # Checkpointed: requeue this task; it restarts with SLURM_RESTART_COUNT > 0 and --resume.

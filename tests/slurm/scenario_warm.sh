@@ -107,7 +107,7 @@ read -r -a chain < <(head -1 "$RUN"/slurm/s1-a0-*.jobs | tr '+' ' ')
 [[ ${#chain[@]} -eq 3 ]] || fail "first task is not a chain of 3: ${chain[*]}"
 grep -q '"mnist"' "$RUN/jobs/${chain[1]}.json" || fail "the second job of the chain is not the failing one"
 log=$(cat "$RUN"/logs/slurm-*_0.out)
-[[ "$log" == *"job ${chain[1]} exited with 2 in a warm worker; again cold"* ]] ||
+[[ "$log" == *"job ${chain[1]}: the warm worker exited with 2; again cold"* ]] ||
   fail "the failing job was not launched again cold"
 [[ "$(cat "$RUN/slurm/ended/${chain[1]}")" == 2 ]] || fail "ended/${chain[1]} is not 2"
 [[ "$(cat "$RUN/slurm/ended/${chain[2]}")" == 0 ]] || fail "the job after the failing one did not complete"

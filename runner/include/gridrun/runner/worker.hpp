@@ -26,8 +26,9 @@ class WarmWorker {
   // Collective. After the job it was given last completed (the launched one first: with --then-job,
   // its chain): release its caches, report it by the id the launcher knows (rank 0), wait for the
   // next job. Returns that job's options (valid until the next call), or nullptr when the worker
-  // leaves: the launcher closed the pipes or is gone, a stop signal came while idle, or memory grew
-  // past the bound. Throws BadInput for a job that cannot run on these ranks.
+  // leaves: the launcher closed the pipes or is gone, a stop signal came to any rank while idle (the
+  // ranks agree, so all leave or none), or memory grew past the bound. Throws BadInput for a job
+  // that cannot run on these ranks.
   const RunnerOptions* next();
 
  private:
