@@ -41,9 +41,15 @@ others_now() {
     OTHERS+="job $task $user $name"$'\n'
   done <<<"$listing"
 }
+OTHERS_AT=-1  # when OTHERS was listed (seconds since the epoch)
 others_append() {  # others_append start|end JOB
-  others_now
-  printf '%s %s task %s\n%s' "$1" "$(date +%s)" "$TASK" "$OTHERS" >>"${JOB_OTHERS[0]}$2${JOB_OTHERS[1]}"
+  # A listing of this second serves again: one job's end is the next one's start, and a chain of
+  # short jobs (--jobs-per-task) would otherwise ask slurmctld twice per job.
+  if [[ $EPOCHSECONDS -ne $OTHERS_AT ]]; then
+    others_now
+    OTHERS_AT=$EPOCHSECONDS
+  fi
+  printf '%s %s task %s\n%s' "$1" "$EPOCHSECONDS" "$TASK" "$OTHERS" >>"${JOB_OTHERS[0]}$2${JOB_OTHERS[1]}"
 }
 
 # A JSON string of $1 for a warm worker's task message: the run directory has no control
