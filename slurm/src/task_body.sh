@@ -43,13 +43,17 @@ others_now() {
 }
 OTHERS_AT=-1  # when OTHERS was listed (seconds since the epoch)
 others_append() {  # others_append start|end JOB
+  # Seconds since the epoch without a fork and without bash 5's EPOCHSECONDS: compute nodes may
+  # run bash 4.4 (RHEL 8), which this body supports.
+  local now
+  printf -v now '%(%s)T' -1
   # A listing of this second serves again: one job's end is the next one's start, and a chain of
   # short jobs (--jobs-per-task) would otherwise ask slurmctld twice per job.
-  if [[ $EPOCHSECONDS -ne $OTHERS_AT ]]; then
+  if [[ $now -ne $OTHERS_AT ]]; then
     others_now
-    OTHERS_AT=$EPOCHSECONDS
+    OTHERS_AT=$now
   fi
-  printf '%s %s task %s\n%s' "$1" "$EPOCHSECONDS" "$TASK" "$OTHERS" >>"${JOB_OTHERS[0]}$2${JOB_OTHERS[1]}"
+  printf '%s %s task %s\n%s' "$1" "$now" "$TASK" "$OTHERS" >>"${JOB_OTHERS[0]}$2${JOB_OTHERS[1]}"
 }
 
 # A JSON string of $1 for a warm worker's task message: the run directory has no control
@@ -171,11 +175,14 @@ close_worker() {  # the worker reads end-of-file and leaves
 }
 send_job() {  # send_job JOB: the next job's task message to every rank
   job_paths "$1"
-  local resumed="" fd msg
+  local resumed="" fd msg at=${EPOCHREALTIME:-}
   if wants_resume; then resumed=true; fi
+  # When it was sent, to the microsecond: bash 5's EPOCHREALTIME (with the locale's decimal
+  # point), else date.
+  if [[ -z "$at" ]]; then at=$(date +%s.%N); fi
   others_append start "$1"
   echo "gridrun: $(date -Is) task $TASK restart $RESTART: job $1 in the warm worker${resumed/#true/ --resume}"
-  msg="{\"job\":$(json_str "$JOB_JSON"),\"resume\":${resumed:-false},\"launched_at\":${EPOCHREALTIME/,/.},\"heartbeat\":\"\",\"log_out\":$(json_str "$JOB_OUT"),\"log_err\":$(json_str "$JOB_ERR")}"
+  msg="{\"job\":$(json_str "$JOB_JSON"),\"resume\":${resumed:-false},\"launched_at\":${at/,/.},\"heartbeat\":\"\",\"log_out\":$(json_str "$JOB_OUT"),\"log_err\":$(json_str "$JOB_ERR")}"
   for fd in "${TASK_FDS[@]}"; do printf '%s\n' "$msg" >&"$fd"; done
 }
 run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX

@@ -342,7 +342,13 @@ TEST(SlurmScripts, PercentSpaceAndUnicodeInTheRunDirectoryReachEveryPathUnchange
                                     "logs/collect-%j.out\"\n"),
             std::string::npos)
       << set.collect_script;
-  EXPECT_EQ(s.find("printf -v"), std::string::npos) << "no printf format built from a path";
+  // No printf format built from a path: every printf's format is a literal in single quotes.
+  for (std::size_t at = s.find("printf "); at != std::string::npos; at = s.find("printf ", at + 1)) {
+    std::size_t f = at + 7;
+    if (s.compare(f, 3, "-v ") == 0) f = s.find(' ', f + 3) + 1;  // -v NAME
+    EXPECT_EQ(s[f], '\'') << "printf with a format that is not a literal: "
+                          << s.substr(at, s.find('\n', at) - at);
+  }
   // The variables and the body's four expansions, run by bash: each path is the run directory's.
   const auto begin = s.find("\nTRAIN=");
   const auto end = s.find("# ---- task body");
