@@ -522,24 +522,23 @@ void shape_arrays(const std::vector<jobs::Job>& jobs, const ScriptOptions& o, st
                   ScriptSet& set) {
   Groups<Shape, jobs::Job> groups;
   for (const auto& j : jobs) groups.add(job_shape(j, o), j);
-  const std::size_t per_task = o.jobs_per_task;
-  groups.for_each_chunk(o.max_array * per_task,
-                        [&](const Shape& shape, const std::vector<const jobs::Job*>& chunk) {
-                          Shape task_shape = shape;
-                          task_shape.time_s = chain_time(shape.time_s, std::min(per_task, chunk.size()));
-                          ArrayScript a = new_array(task_shape, o, counter);
-                          a.tasks.reserve((chunk.size() + per_task - 1) / per_task);
-                          for (std::size_t i = 0; i < chunk.size(); ++i) {
-                            const bool first = i % per_task == 0;
-                            if (first) a.tasks.emplace_back();
-                            a.tasks.back().push_back(chunk[i]->id);
-                            if (!first) a.job_list += '+';
-                            a.job_list += chunk[i]->id;
-                            if ((i + 1) % per_task == 0 || i + 1 == chunk.size()) a.job_list += '\n';
-                          }
-                          render_array(a, o, chunk.size());
-                          set.arrays.push_back(std::move(a));
-                        });
+  const std::size_t per_task = o.jobs_per_task, per_array = o.max_array * per_task;
+  groups.for_each_chunk(per_array, [&](const Shape& shape, const std::vector<const jobs::Job*>& chunk) {
+    Shape task_shape = shape;
+    task_shape.time_s = chain_time(shape.time_s, std::min(per_task, chunk.size()));
+    ArrayScript a = new_array(task_shape, o, counter);
+    a.tasks.reserve((chunk.size() + per_task - 1) / per_task);
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      const bool first = i % per_task == 0;
+      if (first) a.tasks.emplace_back();
+      a.tasks.back().push_back(chunk[i]->id);
+      if (!first) a.job_list += '+';
+      a.job_list += chunk[i]->id;
+      if ((i + 1) % per_task == 0 || i + 1 == chunk.size()) a.job_list += '\n';
+    }
+    render_array(a, o, chunk.size());
+    set.arrays.push_back(std::move(a));
+  });
 }
 
 // A bundle's layout: each step's ranks, threads, GPUs and cores. Bundles of one layout can follow

@@ -86,6 +86,12 @@ job_paths() {  # job_paths JOB: this job's files, the run directory's paths arou
   JOB_ERR=${JOB_LOG_ERR[0]}$1${JOB_LOG_ERR[1]}
   JOB_CKPT=${JOB_CHECKPOINTS[0]}$1${JOB_CHECKPOINTS[1]}
 }
+now_precise() {  # NOW: seconds since the epoch to the microsecond, for --launched-at / launched_at
+  # bash 5's EPOCHREALTIME (with the locale's decimal point) without a fork, else date (bash 4.4).
+  NOW=${EPOCHREALTIME:-}
+  if [[ -z "$NOW" ]]; then NOW=$(date +%s.%N); fi
+  NOW=${NOW/,/.}
+}
 wants_resume() {  # after a restart, or when the job has a checkpoint
   [[ $RESTART -gt 0 ]] || compgen -G "$JOB_CKPT/*" >/dev/null
 }
@@ -118,8 +124,9 @@ launch_job() {  # launch_job JOB [WORKER_DIR]: starts the launcher in the backgr
   # end-of-file only when no writer is left but this shell.
   (
     for fd in "${TASK_FDS[@]}" "${DONE_FD:-}"; do [[ -n "$fd" ]] && exec {fd}>&-; done
+    now_precise
     exec "${cmd[@]}" env "${envs[@]}" "$TRAIN" --job "$JOB_JSON" --out "$RESULTS_DIR" \
-      --launched-at "$(date +%s.%N)" "${resume[@]}" "${worker[@]}" >>"$JOB_OUT" 2>>"$JOB_ERR"
+      --launched-at "$NOW" "${resume[@]}" "${worker[@]}" >>"$JOB_OUT" 2>>"$JOB_ERR"
   ) &
   RUNNER_PID=$!
   # A stop that came while this job was being launched (the trap found no launcher to pass it to).
@@ -175,14 +182,12 @@ close_worker() {  # the worker reads end-of-file and leaves
 }
 send_job() {  # send_job JOB: the next job's task message to every rank
   job_paths "$1"
-  local resumed="" fd msg at=${EPOCHREALTIME:-}
+  local resumed="" fd msg
   if wants_resume; then resumed=true; fi
-  # When it was sent, to the microsecond: bash 5's EPOCHREALTIME (with the locale's decimal
-  # point), else date.
-  if [[ -z "$at" ]]; then at=$(date +%s.%N); fi
   others_append start "$1"
   echo "gridrun: $(date -Is) task $TASK restart $RESTART: job $1 in the warm worker${resumed/#true/ --resume}"
-  msg="{\"job\":$(json_str "$JOB_JSON"),\"resume\":${resumed:-false},\"launched_at\":${at/,/.},\"heartbeat\":\"\",\"log_out\":$(json_str "$JOB_OUT"),\"log_err\":$(json_str "$JOB_ERR")}"
+  now_precise
+  msg="{\"job\":$(json_str "$JOB_JSON"),\"resume\":${resumed:-false},\"launched_at\":$NOW,\"heartbeat\":\"\",\"log_out\":$(json_str "$JOB_OUT"),\"log_err\":$(json_str "$JOB_ERR")}"
   for fd in "${TASK_FDS[@]}"; do printf '%s\n' "$msg" >&"$fd"; done
 }
 run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
