@@ -5,13 +5,18 @@ failed, and skipped grouped by reason. The reason is the test's own last "SKIP: 
 what ctest recorded. A test ctest did not run
 for another cause (missing executable, failed fixture) is counted as failed, as ctest counts it.
 
-    ctest-summary.py JUNIT.xml [JUNIT.xml ...]   (several: the lanes of scripts/test.sh, added up)
+    ctest-summary.py [--tails N] JUNIT.xml [JUNIT.xml ...]
+        several files: the lanes of scripts/test.sh, added up. --tails N: first the last N lines of
+        each failed test's output (at most 4 tests), so that the end of a long CI log, often all
+        that is kept of it, still says why a test failed.
 """
 import collections
 import sys
 import xml.etree.ElementTree as ET
 
 SHOW = 6  # test names listed per line before "+N more"
+TAIL_TESTS = 4  # failed tests whose output --tails shows
+TAIL_WIDTH = 200  # characters kept of each line of a tail
 
 
 def names(tests):
@@ -32,11 +37,27 @@ def skip_reason(case, message):
     return message or "no reason given"
 
 
+def print_tails(failed_cases, lines):
+    for case in failed_cases[:TAIL_TESTS]:
+        out = [l.rstrip()[:TAIL_WIDTH] for l in (case.findtext("system-out") or "").splitlines()]
+        out = [l for l in out if l]
+        print(f"\n--- {case.get('name')} failed; the last {min(lines, len(out))} of its "
+              f"{len(out)} output lines:")
+        for l in out[-lines:]:
+            print(f"  | {l}")
+    if len(failed_cases) > TAIL_TESTS:
+        print(f"\n--- {len(failed_cases) - TAIL_TESTS} more failed test(s): see the log above")
+
+
 def main():
-    if len(sys.argv) < 2:
-        sys.exit("usage: ctest-summary.py JUNIT.xml [JUNIT.xml ...]")
-    cases = [c for f in sys.argv[1:] for c in ET.parse(f).getroot().iter("testcase")]
-    passed, failed = [], []
+    args = sys.argv[1:]
+    tails = 0
+    if args[:1] == ["--tails"] and len(args) > 1 and args[1].isdigit():
+        tails, args = int(args[1]), args[2:]
+    if not args:
+        sys.exit("usage: ctest-summary.py [--tails N] JUNIT.xml [JUNIT.xml ...]")
+    cases = [c for f in args for c in ET.parse(f).getroot().iter("testcase")]
+    passed, failed, failed_cases = [], [], []
     skipped = collections.defaultdict(list)
     for case in cases:
         name, status = case.get("name"), case.get("status")
@@ -50,11 +71,15 @@ def main():
                 skipped[skip_reason(case, message)].append(name)
             else:
                 failed.append(f"{name} (not run: {message or 'unknown'})")
+                failed_cases.append(case)
         else:
             failed.append(name)
+            failed_cases.append(case)
+    if tails:
+        print_tails(failed_cases, tails)
     n_skipped = sum(len(v) for v in skipped.values())
     total = len(passed) + len(failed) + n_skipped
-    what = "Test counts" if len(sys.argv) == 2 else f"Test counts of {len(sys.argv) - 1} lanes"
+    what = "Test counts" if len(args) == 1 else f"Test counts of {len(args)} lanes"
     print(f"\n{what}: {len(passed)} passed, {len(failed)} failed, {n_skipped} skipped "
           f"({total} tests)")
     if failed:

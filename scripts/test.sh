@@ -43,7 +43,10 @@ run_ctest() {
   t0=$(date +%s)
   (cd "$dir" && ctest --output-on-failure --timeout 900 -j 2 --output-junit "$junit" "$@") || rc=1
   echo "test.sh: lane $name ran its tests in $(($(date +%s) - t0)) s"
-  python3 scripts/ctest-summary.py "$junit" || echo "test.sh: no counts (could not read $junit)" >&2
+  # One lane alone: its failures' tails too (with all lanes they come once, at the very end).
+  local tails=()
+  [[ $lane == all ]] || tails=(--tails 30)
+  python3 scripts/ctest-summary.py "${tails[@]}" "$junit" || echo "test.sh: no counts (could not read $junit)" >&2
   [[ -f $junit ]] && junits+=("$junit")
 }
 
@@ -106,6 +109,6 @@ fi
 
 echo "test.sh: all lanes in $(($(date +%s) - t_start)) s"
 if ((${#junits[@]} > 1)); then
-  python3 scripts/ctest-summary.py "${junits[@]}" || true
+  python3 scripts/ctest-summary.py --tails 30 "${junits[@]}" || true
 fi
 exit "$rc"

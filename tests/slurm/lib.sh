@@ -1,8 +1,39 @@
 # Shared helpers for the Slurm scenario tests (sourced). Every wait is a poll with a deadline.
 set -euo pipefail
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+FAIL_MSG=""
+fail() { FAIL_MSG="FAIL: $*"; echo "$FAIL_MSG" >&2; exit 1; }
 note() { echo "--- $*"; }
+
+# At exit: AT_EXIT's commands (a scenario's own cleanup), then, when the scenario failed, what the
+# cluster and the runs under $WORK said at that moment. A CI log is often kept only by its end, so
+# this evidence (each task log's last gridrun lines: what ran where and how each job ended; each
+# job's last error line) comes right before the scenario's last line, its FAIL message again.
+AT_EXIT=()
+on_exit() {
+  local rc=$? cmd f
+  for cmd in "${AT_EXIT[@]}"; do "$cmd" || true; done
+  ((rc == 0 || rc == 77)) && return 0
+  set +e  # a digest, as much of it as can be had
+  {
+    echo "--- exit $rc; nodes, queue and runs at that moment:"
+    if [[ -f "${SLURM_CONF:-}" ]]; then
+      timeout 20 sinfo -h -N -o '  node %N %T %E' 2>&1 | head -5
+      timeout 20 squeue -h -o '  job %i %j %T %R' 2>&1 | head -12
+    fi
+    if [[ -n "${WORK:-}" && -d "$WORK" ]]; then
+      while read -r f; do
+        echo "  ${f#"$WORK"/}:"
+        tail -n 3 "$f" | cut -c1-200 | sed 's/^/    /'
+      done < <(find "$WORK" -path '*/logs/slurm-*.out' | sort | head -12)
+      while read -r f; do
+        [[ -s $f ]] && echo "  ${f#"$WORK"/}: $(tail -n 1 "$f" | cut -c1-200)"
+      done < <(find "$WORK" -path '*/logs/*.err' | sort | head -12)
+    fi
+    if [[ -n $FAIL_MSG ]]; then echo "$FAIL_MSG"; fi
+  } >&2
+}
+trap on_exit EXIT
 
 # wait_until SECONDS DESCRIPTION CMD...: polls CMD every WAIT_POLL_S (default 0.5) seconds until it
 # succeeds; fails the test after SECONDS.

@@ -27,6 +27,8 @@
 #   - GRES gpu needs File= devices or slurmd reports a lower count than configured: four char
 #     devices (mknod c 1 3, i.e. /dev/null's numbers) stand in; Slurm then sets CUDA_VISIBLE_DEVICES.
 #   - proctrack/linuxproc + task/none work without cgroups; SlurmUser=root.
+#   - Every node is 2 cores x 1 thread (SlurmdParameters=config_overrides), not what slurmd -C
+#     detects: the scenarios' placements must not depend on the machine (write_config says why).
 #   - AuthInfo cred_expire decides how long a requeued job waits before it may start again (default
 #     120 s): 5 s keeps the requeue test quick. KillWait 5 s for the same reason.
 #   - Addresses are 127.0.0.1, so the host name need not resolve (containers often lack it).
@@ -166,9 +168,14 @@ write_config() {
     pb=$(pick_ports)
   fi
   md=$(munge_dir)
-  # The node line as slurmd itself detects it (sockets/cores/threads/memory), so it never drains
-  # the node for a topology mismatch; the GPUs are ours.
-  node=$(slurmd -C | head -1)
+  # Every node (each host of --nodes N too) has 2 cores of 1 thread, whatever this machine has:
+  # with CR_Core a job takes whole cores, so on a machine of 1 core x 2 threads a node would hold
+  # one 1-rank job, not two, and the scenarios' placements (two jobs sharing a host, a 2-rank job on
+  # one host) would depend on the machine (seen: CI on such a machine). config_overrides keeps
+  # slurmd from draining a node that differs from what it detects. Memory as slurmd detects it;
+  # the GPUs are ours.
+  node="NodeName=$HOST CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1"
+  node+=" $(slurmd -C | head -1 | grep -o 'RealMemory=[0-9]*' || echo RealMemory=1024)"
   mkdir -p "$DIR/dev" "$DIR/state" "$DIR/spool" "$DIR/log"
   for i in $(seq 0 $((gpus - 1))); do
     [[ -e "$DIR/dev/gpu$i" ]] || mknod "$DIR/dev/gpu$i" c 1 3
@@ -199,6 +206,7 @@ SchedulerParameters=sched_interval=2,bf_interval=2
 GresTypes=gpu
 MpiDefault=none
 ReturnToService=2
+SlurmdParameters=config_overrides
 JobRequeue=1
 MinJobAge=3600
 KillWait=5

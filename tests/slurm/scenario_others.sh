@@ -24,9 +24,9 @@ grid:
 YAML
 RUN="$WORK/runs/slurm-others"
 FOREIGN=""
-# shellcheck disable=SC2317  # run by the trap
+# shellcheck disable=SC2317  # run at exit (lib.sh AT_EXIT)
 cleanup() { if [[ -n $FOREIGN ]]; then scancel "$FOREIGN" 2>/dev/null || true; fi; }
-trap cleanup EXIT
+AT_EXIT+=(cleanup)
 listed() { [[ -n "$(squeue -h -j "$1" -o %i 2>/dev/null)" ]]; }
 gone() { ! listed "$1"; }
 running() { [[ "$(squeue -h -j "$1" -o %T 2>/dev/null)" == RUNNING ]]; }
