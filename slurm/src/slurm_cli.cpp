@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gridrun/base/fs.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/run/run_dir.hpp"
@@ -221,6 +222,33 @@ run::JobOutcome map_slurm_state(const std::string& s, int exit_code) {
   if (s == "COMPLETED") return exit_code > 0 ? JobState::Failed : JobState::Completed;
   if (s == "TIMEOUT" || s == "CANCELLED" || s == "PREEMPTED" || s == "DEADLINE") return JobState::Interrupted;
   return JobState::Failed;  // FAILED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, SPECIAL_EXIT, ...
+}
+
+TaskJobTrace read_task_job_trace(const run::RunDir& rd, const std::string& job_id) {
+  TaskJobTrace t;
+  // Written by the body with `echo CODE`: anything else (a damaged file) says nothing.
+  if (const auto code = base::try_read_file(rd.slurm_ended_dir() + "/" + job_id)) {
+    const std::string c = base::trim(*code);
+    if (!c.empty() && c.size() <= 3 && c.find_first_not_of("0123456789") == std::string::npos)
+      t.ended_code = std::stoi(c);
+  }
+  if (const auto others = base::try_read_file(rd.others_file(job_id))) {
+    for (const auto& l : lines(*others)) {
+      if (l.rfind("start ", 0) == 0)
+        t.started = true;
+      else if (l.rfind("end ", 0) == 0)
+        t.started = false;
+    }
+  }
+  return t;
+}
+
+run::JobOutcome job_outcome_in_task(run::JobOutcome task, const TaskJobTrace& trace) {
+  using JobState = run::JobOutcome;
+  if (task == JobState::Submitted) return task;
+  if (trace.ended_code) return *trace.ended_code == 0 ? JobState::Completed : JobState::Failed;
+  if (task == JobState::Running) return trace.started ? JobState::Running : JobState::Submitted;
+  return task;
 }
 
 std::string SlurmCli::sbatch(const std::string& script, const std::vector<std::string>& extra) const {

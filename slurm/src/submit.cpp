@@ -398,7 +398,11 @@ scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli)
         row.node = t.node;
         row.restarts = t.restarts;
         row.exit_code = t.exit_code;
-        row.state = map_slurm_state(t.state, t.exit_code);
+        // The task's state is each of its jobs' only where it runs one; the body's trace says
+        // which job of a chain runs, which wait and how the ended ones ended.
+        const TaskJobTrace trace = read_task_job_trace(rd, row.id);
+        row.state = job_outcome_in_task(map_slurm_state(t.state, t.exit_code), trace);
+        if (trace.ended_code) row.exit_code = *trace.ended_code;
       } else if (st.slurm_answered && run::is_queued(row.state)) {
         // Slurm forgot the job (older than MinJobAge, no accounting): the disk must tell.
         row.state = run::JobOutcome::Interrupted;

@@ -7,10 +7,14 @@
 #     (/summary/launch_warm), each with its own log;
 #   - a job that fails in the warm worker (its data set is missing) is launched again cold, fails
 #     there too and is recorded failed, and the chain goes on in a new worker with the next job;
+#   - `gridrun status` while a chain runs (a stand-in trainer that holds each job until told):
+#     the job that runs is running, the jobs after it are submitted (waiting for their turn), and
+#     one that ended has its own outcome and exit code, not its task's;
 #   - nothing is left: no gridrun-train process, no worker folder.
 #   scenario_warm.sh BIN_DIR WORK_DIR PYTHON
 source "$(dirname "$0")/lib.sh"
 BIN=$1 WORK=$2 PY=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
 require_cluster
 require_train "$BIN/gridrun-train"
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -117,6 +121,40 @@ import json, sys
 st = json.load(open(sys.argv[1]))
 assert st["counts"] == {"completed": 2, "failed": 2}, st["counts"]
 PYEOF
+
+note "gridrun status while a chain runs: its jobs one by one, not the task's state for all"
+cat >"$WORK/grid-hold.yaml" <<'YAML'
+name: slurm-warm-hold
+defaults: {dataset: synthetic, model: mlp, device: cpu, ranks: 1, threads_per_rank: 1, epochs: 1}
+grid:
+  seed: [1, 2, 3]
+YAML
+"$BIN/gridrun" submit "$WORK/grid-hold.yaml" --slurm --out "$WORK/hold" --time 5 --jobs-per-task 3 \
+    --train-bin "$HERE/fake-hold-train.sh" | tee -a "$WORK/submit.txt"
+RUN="$WORK/hold/slurm-warm-hold"
+HOLD="$RUN/hold"
+read -r -a chain < <(head -1 "$RUN"/slurm/s1-a0-*.jobs | tr '+' ' ')
+[[ ${#chain[@]} -eq 3 ]] || fail "the task is not a chain of 3: ${chain[*]}"
+states() {  # the chain's jobs as `gridrun status` shows them: STATE[:EXIT] in chain order
+  "$BIN/gridrun" status "$RUN" --format json | "$PY" -c '
+import json, sys
+jobs = {j["id"]: j for j in json.load(sys.stdin)["jobs"]}
+def shown(j):
+    return j["state"] + (":%s" % j["exit_code"] if j["state"] == "failed" else "")
+print(" ".join(shown(jobs[i]) for i in sys.argv[1:]))' "${chain[@]}"
+}
+# The stand-in touches <id>.started after the body recorded the job's start, and waits.
+wait_until 120 "the chain's first job to start" test -f "$HOLD/${chain[0]}.started"
+got=$(states)
+[[ "$got" == "running submitted submitted" ]] || fail "first job running: status says '$got'"
+echo 3 >"$HOLD/${chain[0]}.exit"
+wait_until 120 "the chain's second job to start" test -f "$HOLD/${chain[1]}.started"
+got=$(states)
+[[ "$got" == "failed:3 running submitted" ]] || fail "second job running: status says '$got'"
+echo 0 >"$HOLD/${chain[1]}.exit"
+echo 0 >"$HOLD/${chain[2]}.exit"
+wait_until 120 "the held chain to leave squeue" run_drained "$RUN"
+[[ "$(cat "$RUN/slurm/ended/${chain[2]}")" == 0 ]] || fail "the held chain's last job did not end with 0"
 
 note "nothing left"
 ! pgrep -f "gridrun-train --job $WORK" >/dev/null || { pgrep -af gridrun-train; fail "gridrun-train left running"; }

@@ -473,6 +473,51 @@ TEST(SlurmParsers, StateMapping) {
   EXPECT_EQ(slurm::map_slurm_state("OUT_OF_MEMORY", 0), S::Failed);
 }
 
+// A task that runs a chain of jobs (--jobs-per-task): each job's outcome from the task's and what
+// the body recorded of the job (slurm/ended/<id>, the start/end listings of logs/<id>.others).
+TEST(SlurmParsers, JobOutcomeInItsTask) {
+  using S = run::JobOutcome;
+  const slurm::TaskJobTrace waiting, started{std::nullopt, true}, ok{0, false}, failed{2, false};
+  EXPECT_EQ(slurm::job_outcome_in_task(S::Running, waiting), S::Submitted);  // its turn not yet come
+  EXPECT_EQ(slurm::job_outcome_in_task(S::Running, started), S::Running);
+  EXPECT_EQ(slurm::job_outcome_in_task(S::Running, ok), S::Completed);
+  EXPECT_EQ(slurm::job_outcome_in_task(S::Running, failed), S::Failed);
+  // A task cut short: the jobs that ended keep their own outcome, the others the task's.
+  EXPECT_EQ(slurm::job_outcome_in_task(S::Interrupted, ok), S::Completed);
+  EXPECT_EQ(slurm::job_outcome_in_task(S::Interrupted, started), S::Interrupted);
+  EXPECT_EQ(slurm::job_outcome_in_task(S::Failed, waiting), S::Failed);
+  // A queued (requeued) task's jobs are queued, whatever an earlier attempt left.
+  EXPECT_EQ(slurm::job_outcome_in_task(S::Submitted, failed), S::Submitted);
+}
+
+TEST(SlurmParsers, TaskJobTraceFromTheRunDirectory) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gridrun-test-trace-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const run::RunDir rd(dir.string());
+  fs::create_directories(rd.slurm_ended_dir());
+  fs::create_directories(fs::path(rd.others_file("a")).parent_path());
+  // Nothing recorded: not ended, not started.
+  auto t = slurm::read_task_job_trace(rd, "a");
+  EXPECT_FALSE(t.ended_code.has_value());
+  EXPECT_FALSE(t.started);
+  // Started (a listing after the header), then ended with code 3 and its "end" listing.
+  std::ofstream(rd.others_file("a")) << "start 1795000000 task 40_0\njob 39 alice sleeper\n";
+  EXPECT_TRUE(slurm::read_task_job_trace(rd, "a").started);
+  std::ofstream(rd.others_file("a"), std::ios::app) << "end 1795000042 task 40_0\n";
+  std::ofstream(rd.slurm_ended_dir() + "/a") << "3\n";
+  t = slurm::read_task_job_trace(rd, "a");
+  EXPECT_EQ(t.ended_code, 3);
+  EXPECT_FALSE(t.started);
+  // A restart starts it again; a damaged ended file says nothing.
+  std::ofstream(rd.others_file("a"), std::ios::app) << "start 1795000100 task 40_0\n";
+  std::ofstream(rd.slurm_ended_dir() + "/a") << "3x\n";
+  t = slurm::read_task_job_trace(rd, "a");
+  EXPECT_FALSE(t.ended_code.has_value());
+  EXPECT_TRUE(t.started);
+  fs::remove_all(dir);
+}
+
 // Issue 34: the header's resubmit command carries the submission's --set and --only. Without
 // --set it would submit other jobs (overrides are part of every id) and without --only the rest
 // of the grid.

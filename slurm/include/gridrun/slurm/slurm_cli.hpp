@@ -14,6 +14,10 @@
 
 #include "gridrun/run/state.hpp"
 
+namespace gridrun::run {
+class RunDir;
+}  // namespace gridrun::run
+
 namespace gridrun::slurm {
 
 // One job or array task as a Slurm client reports it. Empty fields: the source did not say.
@@ -54,6 +58,23 @@ std::vector<int> expand_task_range(const std::string& range);
 //   TIMEOUT, CANCELLED, PREEMPTED, DEADLINE, and exit code 75 -> Interrupted (resume possible)
 //   FAILED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, other        -> Failed
 run::JobOutcome map_slurm_state(const std::string& state, int exit_code);
+
+// What the task body (slurm/src/task_body.sh) recorded of one job of its task. A task may run
+// several jobs (a chain of `submit --jobs-per-task`, the entries of a packed line) while Slurm knows
+// only the task's state. `ended_code`: slurm/ended/<id>, the exit code of a job that ended for good
+// (interrupted jobs get none; a task's start removes an earlier submission's). `started`: the job's
+// logs/<id>.others ends with a "start" listing, written as the job starts; an "end" one follows when
+// it ends or is interrupted (a job of a host that crashed keeps its "start").
+struct TaskJobTrace {
+  std::optional<int> ended_code;
+  bool started = false;
+};
+TaskJobTrace read_task_job_trace(const run::RunDir& rd, const std::string& job_id);
+// A job's outcome from its task's (map_slurm_state) and its trace: a job that ended has its own
+// (code 0 Completed, else Failed), also in a task still running or since cut short; in a running
+// task a job not started yet waits for its turn (Submitted) and a started one runs; a queued task's
+// jobs are queued; otherwise the task's outcome.
+run::JobOutcome job_outcome_in_task(run::JobOutcome task, const TaskJobTrace& trace);
 
 // The client commands. Methods throw std::runtime_error with the command and its stderr on failure.
 class SlurmCli {
