@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 
@@ -51,6 +52,15 @@ void check_launch_flags(const scheduler::RunOptions& ro) {
   if (ro.launch != "cold" && ro.launch != "warm")
     throw std::invalid_argument("--launch: expected cold or warm, got '" + ro.launch + "'");
   if (!(ro.worker_idle_s >= 0)) throw std::invalid_argument("--worker-idle: must be >= 0");
+  // A warm worker's task messages are JSON lines naming the job's files under --out.
+  if (ro.launch == "warm") {
+    std::error_code ec;
+    const std::string out = std::filesystem::absolute(ro.out, ec).string();
+    if (!base::is_utf8(ec ? ro.out : out))
+      throw std::invalid_argument("--launch warm: --out " + base::printable_line(ec ? ro.out : out) +
+                                  " is not valid UTF-8, and a warm worker's task messages (JSON) "
+                                  "name files in it; use --launch cold or an --out whose path is UTF-8");
+  }
 }
 
 // The flags run and simulate share: where the run goes, how jobs are placed, which jobs, what the

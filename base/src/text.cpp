@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -120,6 +121,37 @@ std::string printable_line(std::string_view s) {
   out.reserve(s.size());
   for (unsigned char c : s) out += c == '\n' ? ' ' : (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
   return out;
+}
+
+bool is_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0, min = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xe0) == 0xc0) {
+      n = 1, cp = c & 0x1fu, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2, cp = c & 0x0fu, min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3, cp = c & 0x07u, min = 0x10000;
+    } else {
+      return false;  // a continuation byte first, or 0xf8..0xff
+    }
+    if (n > s.size() - i - 1) return false;  // cut short
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3fu);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += n + 1;
+  }
+  return true;
 }
 
 std::string errno_text(int err) {

@@ -208,6 +208,19 @@ TEST(Text, TimeDurationSplitTrim) {
   EXPECT_EQ(printable_line("bad\n\x01\xff end"), "bad ?? end");
 }
 
+TEST(Text, IsUtf8AcceptsWellFormedTextOnly) {
+  EXPECT_TRUE(is_utf8(""));
+  EXPECT_TRUE(is_utf8("/runs/plain path"));
+  EXPECT_TRUE(is_utf8("/runs/r\u00e9sum\u00e9/\u6f22\u5b57/\U0001F600"));  // 2, 3 and 4 bytes
+  EXPECT_FALSE(is_utf8("/runs/latin1-\xe9t\xe9"));                         // ISO 8859-1 bytes
+  EXPECT_FALSE(is_utf8("cut \xe6\xbc"));                                   // a sequence cut short
+  EXPECT_FALSE(is_utf8("\x80 first"));                                     // a continuation byte first
+  EXPECT_FALSE(is_utf8("\xc0\xaf"));                                       // overlong '/'
+  EXPECT_FALSE(is_utf8("\xed\xa0\x80"));                                   // a surrogate (U+D800)
+  EXPECT_FALSE(is_utf8("\xf4\x90\x80\x80"));                               // above U+10FFFF
+  EXPECT_FALSE(is_utf8("\xff"));
+}
+
 TEST(Text, WrapWordsBreaksBeforeTheWidthAndIndentsContinuations) {
   EXPECT_EQ(wrap_words("lead:", {"a,", "b,", "c"}, 80, "  "), (std::vector<std::string>{"lead: a, b, c"}));
   // "lead: aaaa" is 10 bytes: the next word would make 15 > 12.

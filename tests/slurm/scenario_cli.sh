@@ -32,7 +32,10 @@ expect_exit 2 "--max-array" "$BIN/gridrun" submit grid.yaml --slurm --max-array 
 [[ ! -e runs ]] || fail "a rejected --max-array left runs/ behind"
 expect_exit 2 "--launch" "$BIN/gridrun" submit grid.yaml --slurm --launch tepid
 expect_exit 2 "--jobs-per-task" "$BIN/gridrun" submit grid.yaml --slurm --jobs-per-task 0
-[[ ! -e runs ]] || fail "a rejected --launch or --jobs-per-task left runs/ behind"
+# A warm worker's task messages are JSON: a run directory that is not UTF-8 is refused up front.
+expect_exit 2 "not valid UTF-8" "$BIN/gridrun" submit grid.yaml --slurm --launch warm --out $'runs/latin1-\xe9'
+expect_exit 2 "not valid UTF-8" "$BIN/gridrun" run grid.yaml --launch warm --out $'runs/latin1-\xe9'
+[[ ! -e runs ]] || fail "a rejected --launch, --jobs-per-task or non-UTF-8 --out left runs/ behind"
 expect_exit 2 "--signal" "$BIN/gridrun" submit grid.yaml --slurm --signal 'USR1 @ 5'
 expect_exit 2 "--template" "$BIN/gridrun" submit grid.yaml --slurm --template missing.txt
 expect_exit 2 "--format" "$BIN/gridrun" status . --format xml

@@ -228,6 +228,12 @@ TEST(SlurmScripts, WarmChainsRunSeveralJobsPerTask) {
   o.jobs_per_task = 1;
   o.launch = "tepid";
   EXPECT_THROW(slurm::generate_scripts(js, {}, o), std::invalid_argument);
+  // Warm task messages are JSON: a run directory that is not UTF-8 is refused, for warm only.
+  o.run_dir = "/work/runs/latin1-\xe9";
+  o.launch = "cold";
+  EXPECT_NO_THROW(slurm::generate_scripts(js, {}, o));
+  o.launch = "warm";
+  EXPECT_THROW(slurm::generate_scripts(js, {}, o), std::invalid_argument);
 }
 
 TEST(SlurmScripts, SplitArraysAtMaxArray) {

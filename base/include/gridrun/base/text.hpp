@@ -41,6 +41,10 @@ std::vector<std::string> wrap_words(const std::string& lead, const std::vector<s
 // error messages that may quote damaged bytes (a parse error of a corrupt file) before they reach
 // a terminal, a warning line or `gridrun status`.
 std::string printable_line(std::string_view s);
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points above
+// U+10FFFF). A path that is not cannot travel in JSON (nlohmann rejects or replaces it), so the
+// flags whose paths go into JSON messages check it before anything is written.
+bool is_utf8(std::string_view s);
 
 // The text of an errno value / of a signal. std::strerror and strsignal may share one static
 // buffer between threads (clang-tidy concurrency-mt-unsafe); these use strerror_r and the constant
