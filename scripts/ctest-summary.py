@@ -52,7 +52,9 @@ def print_tails(failed_cases, lines):
 def main():
     args = sys.argv[1:]
     tails = 0
-    if args[:1] == ["--tails"] and len(args) > 1 and args[1].isdigit():
+    if args[:1] == ["--tails"]:
+        if len(args) < 2 or not args[1].isdigit():
+            sys.exit("ctest-summary.py: --tails needs a number of lines")
         tails, args = int(args[1]), args[2:]
     if not args:
         sys.exit("usage: ctest-summary.py [--tails N] JUNIT.xml [JUNIT.xml ...]")

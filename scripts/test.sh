@@ -12,9 +12,10 @@
 #                   cuda_lane (torch_equal, scheduler end-to-end on CPU jobs). docs/gpu.md says what
 #                   this proves without a GPU.
 # Usage: bash scripts/test.sh [--lane debian|lint|asan|cuda|all]   (as root, or a user with sudo)
-# Exit code: non-zero if any lane failed. Ends with the counts of each lane and of both together:
+# Exit code: non-zero if any lane failed. Ends with the counts of each lane and of all together:
 # passed, failed, and skipped by reason (a test whose tool is missing skips with a reason, see
-# tests/needs.sh; under CI=true that is a failure for what the install steps install). Under
+# tests/needs.sh; under CI=true that is a failure for what the install steps install), after the
+# last 30 lines of each failed test's output. Under
 # CI=true a missing CUDA toolkit (/usr/local/cuda) fails the CUDA lane instead of skipping it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,10 +44,7 @@ run_ctest() {
   t0=$(date +%s)
   (cd "$dir" && ctest --output-on-failure --timeout 900 -j 2 --output-junit "$junit" "$@") || rc=1
   echo "test.sh: lane $name ran its tests in $(($(date +%s) - t0)) s"
-  # One lane alone: its failures' tails too (with all lanes they come once, at the very end).
-  local tails=()
-  [[ $lane == all ]] || tails=(--tails 30)
-  python3 scripts/ctest-summary.py "${tails[@]}" "$junit" || echo "test.sh: no counts (could not read $junit)" >&2
+  python3 scripts/ctest-summary.py "$junit" || echo "test.sh: no counts (could not read $junit)" >&2
   [[ -f $junit ]] && junits+=("$junit")
 }
 
@@ -108,7 +106,9 @@ if [[ $lane == all || $lane == cuda ]]; then
 fi
 
 echo "test.sh: all lanes in $(($(date +%s) - t_start)) s"
-if ((${#junits[@]} > 1)); then
+# Last, the counts of all lanes together and the end of each failed test's output: a CI log is
+# often kept only by its end.
+if ((${#junits[@]} > 0)); then
   python3 scripts/ctest-summary.py --tails 30 "${junits[@]}" || true
 fi
 exit "$rc"

@@ -224,7 +224,8 @@ run::JobOutcome map_slurm_state(const std::string& s, int exit_code) {
   return JobState::Failed;  // FAILED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, SPECIAL_EXIT, ...
 }
 
-TaskJobTrace read_task_job_trace(const run::RunDir& rd, const std::string& job_id) {
+TaskJobTrace read_task_job_trace(const run::RunDir& rd, const std::string& job_id,
+                                 const std::string& task_id) {
   TaskJobTrace t;
   // Written by the body with `echo CODE`: anything else (a damaged file) says nothing.
   if (const auto code = base::try_read_file(rd.slurm_ended_dir() + "/" + job_id)) {
@@ -232,23 +233,27 @@ TaskJobTrace read_task_job_trace(const run::RunDir& rd, const std::string& job_i
     if (!c.empty() && c.size() <= 3 && c.find_first_not_of("0123456789") == std::string::npos)
       t.ended_code = std::stoi(c);
   }
+  // Headers "start|end SECONDS task ID"; the lines between them list other jobs ("job ...").
   if (const auto others = base::try_read_file(rd.others_file(job_id))) {
     for (const auto& l : lines(*others)) {
-      if (l.rfind("start ", 0) == 0)
-        t.started = true;
-      else if (l.rfind("end ", 0) == 0)
-        t.started = false;
+      const bool start = l.rfind("start ", 0) == 0;
+      if (!start && l.rfind("end ", 0) != 0) continue;
+      const auto at = l.rfind(" task ");
+      t.started = start && at != std::string::npos && l.substr(at + 6) == task_id;
     }
   }
   return t;
 }
 
-run::JobOutcome job_outcome_in_task(run::JobOutcome task, const TaskJobTrace& trace) {
+run::JobOutcome job_outcome_in_task(const TaskView& task, const TaskJobTrace& trace) {
   using JobState = run::JobOutcome;
-  if (task == JobState::Submitted) return task;
-  if (trace.ended_code) return *trace.ended_code == 0 ? JobState::Completed : JobState::Failed;
-  if (task == JobState::Running) return trace.started ? JobState::Running : JobState::Submitted;
-  return task;
+  const auto ended = [&] { return *trace.ended_code == 0 ? JobState::Completed : JobState::Failed; };
+  if (task.outcome == JobState::Submitted)
+    return trace.ended_code && task.restarts > 0 ? ended() : task.outcome;
+  if (trace.ended_code) return ended();
+  if (task.outcome == JobState::Running)
+    return trace.started || !task.any_started ? JobState::Running : JobState::Submitted;
+  return task.outcome;
 }
 
 std::string SlurmCli::sbatch(const std::string& script, const std::vector<std::string>& extra) const {

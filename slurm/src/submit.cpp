@@ -27,6 +27,13 @@ namespace {
 
 using run::JobOutcome;
 
+// A job whose Slurm task is still queued or running is not submitted again, even when status shows
+// it ended (a chain's earlier job): a new task would remove its slurm/ended/ file at its start, and
+// a requeue of the old task would then run it a second time.
+bool held_by_task(const scheduler::JobStatusRow& r) {
+  return !r.slurm_state.empty() && run::is_queued(map_slurm_state(r.slurm_state, 0));
+}
+
 struct SubmittedLine {
   int submission = 0;
   std::string kind, name, id;  // kind: array | collect
@@ -91,7 +98,7 @@ void rerun_phase(const jobs::Expansion& exp, const run::RunDir& rd, const std::s
   }
   const scheduler::RunStatus st = run_status(rd.root(), &cli);
   std::map<std::string, run::JobOutcome> state;
-  for (const auto& r : st.jobs) state[r.id] = r.state;
+  for (const auto& r : st.jobs) state[r.id] = held_by_task(r) ? run::JobOutcome::Submitted : r.state;
   for (const auto& j : todo) in_todo.insert(j.id);
   std::vector<const jobs::Job*> phase_jobs;
   for (std::size_t i = 0; i < exp.jobs.size(); ++i)
@@ -185,7 +192,7 @@ std::vector<jobs::Job> jobs_to_submit(const jobs::Expansion& exp, const std::str
                                       const SlurmCli& cli, SubmitResult& res) {
   const scheduler::RunStatus before = run_status(run_dir, &cli);
   std::map<std::string, run::JobOutcome> known;
-  for (const auto& r : before.jobs) known[r.id] = r.state;
+  for (const auto& r : before.jobs) known[r.id] = held_by_task(r) ? run::JobOutcome::Submitted : r.state;
   std::vector<jobs::Job> todo;
   for (const auto& j : exp.jobs) {
     auto it = known.find(j.id);
@@ -388,7 +395,18 @@ scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli)
       st.collect_state = it == tasks.end() ? "unknown to Slurm" : it->second.state;
       if (it != tasks.end() && !it->second.reason.empty()) st.collect_state += " (" + it->second.reason + ")";
     }
-    for (auto& row : st.jobs) {
+    // The task's state is each of its jobs' only where it runs one; the body's trace says which
+    // job of a chain runs, which wait and how the ended ones ended.
+    std::vector<TaskJobTrace> traces(st.jobs.size());
+    std::set<std::string> started_tasks;
+    for (std::size_t i = 0; i < st.jobs.size(); ++i) {
+      const auto& row = st.jobs[i];
+      if (row.slurm_id.empty() || !tasks.count(row.slurm_id)) continue;
+      traces[i] = read_task_job_trace(rd, row.id, row.slurm_id);
+      if (traces[i].started) started_tasks.insert(row.slurm_id);
+    }
+    for (std::size_t i = 0; i < st.jobs.size(); ++i) {
+      auto& row = st.jobs[i];
       if (row.slurm_id.empty()) continue;
       auto it = tasks.find(row.slurm_id);
       if (it != tasks.end()) {
@@ -398,11 +416,10 @@ scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli)
         row.node = t.node;
         row.restarts = t.restarts;
         row.exit_code = t.exit_code;
-        // The task's state is each of its jobs' only where it runs one; the body's trace says
-        // which job of a chain runs, which wait and how the ended ones ended.
-        const TaskJobTrace trace = read_task_job_trace(rd, row.id);
-        row.state = job_outcome_in_task(map_slurm_state(t.state, t.exit_code), trace);
-        if (trace.ended_code) row.exit_code = *trace.ended_code;
+        const TaskView task{map_slurm_state(t.state, t.exit_code), t.restarts,
+                            started_tasks.count(row.slurm_id) > 0};
+        row.state = job_outcome_in_task(task, traces[i]);
+        if (traces[i].ended_code && !run::is_queued(row.state)) row.exit_code = *traces[i].ended_code;
       } else if (st.slurm_answered && run::is_queued(row.state)) {
         // Slurm forgot the job (older than MinJobAge, no accounting): the disk must tell.
         row.state = run::JobOutcome::Interrupted;

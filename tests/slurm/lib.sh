@@ -5,16 +5,21 @@ FAIL_MSG=""
 fail() { FAIL_MSG="FAIL: $*"; echo "$FAIL_MSG" >&2; exit 1; }
 note() { echo "--- $*"; }
 
-# At exit: AT_EXIT's commands (a scenario's own cleanup), then, when the scenario failed, what the
-# cluster and the runs under $WORK said at that moment. A CI log is often kept only by its end, so
-# this evidence (each task log's last gridrun lines: what ran where and how each job ended; each
-# job's last error line) comes right before the scenario's last line, its FAIL message again.
+# At exit: when the scenario failed, what the cluster and the runs under $WORK said at that moment
+# (digest); then AT_EXIT's commands (a scenario's own cleanup, after the digest has listed what it
+# cleans). A CI log is often kept only by its end, so this evidence (each task log's last gridrun
+# lines: what ran where and how each job ended; each job's last error line) comes right before
+# the scenario's last line, its FAIL message again.
 AT_EXIT=()
 on_exit() {
-  local rc=$? cmd f
-  for cmd in "${AT_EXIT[@]}"; do "$cmd" || true; done
-  ((rc == 0 || rc == 77)) && return 0
-  set +e  # a digest, as much of it as can be had
+  local rc=$? cmd
+  set +e  # a digest and cleanups, as much of them as can be had
+  if ((rc != 0 && rc != 77)); then digest "$rc"; fi
+  for cmd in "${AT_EXIT[@]}"; do "$cmd"; done
+  return 0
+}
+digest() {
+  local rc=$1 f
   {
     echo "--- exit $rc; nodes, queue and runs at that moment:"
     if [[ -f "${SLURM_CONF:-}" ]]; then

@@ -174,8 +174,9 @@ write_config() {
   # one host) would depend on the machine (seen: CI on such a machine). config_overrides keeps
   # slurmd from draining a node that differs from what it detects. Memory as slurmd detects it;
   # the GPUs are ours.
-  node="NodeName=$HOST CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1"
-  node+=" $(slurmd -C | head -1 | grep -o 'RealMemory=[0-9]*' || echo RealMemory=1024)"
+  local mem
+  mem=$(slurmd -C 2>/dev/null | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' | head -1 || true)
+  node="NodeName=$HOST CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=${mem:-1024}"
   mkdir -p "$DIR/dev" "$DIR/state" "$DIR/spool" "$DIR/log"
   for i in $(seq 0 $((gpus - 1))); do
     [[ -e "$DIR/dev/gpu$i" ]] || mknod "$DIR/dev/gpu$i" c 1 3

@@ -135,6 +135,13 @@ RUN="$WORK/hold/slurm-warm-hold"
 HOLD="$RUN/hold"
 read -r -a chain < <(head -1 "$RUN"/slurm/s1-a0-*.jobs | tr '+' ' ')
 [[ ${#chain[@]} -eq 3 ]] || fail "the task is not a chain of 3: ${chain[*]}"
+# Whatever happens below, the held jobs are let go at exit, so no stand-in keeps the cluster.
+# shellcheck disable=SC2317  # run at exit (lib.sh AT_EXIT)
+release_held() {
+  local id
+  for id in "${chain[@]}"; do [[ -s "$HOLD/$id.exit" ]] || echo 0 >"$HOLD/$id.exit"; done
+}
+AT_EXIT+=(release_held)
 states() {  # the chain's jobs as `gridrun status` shows them: STATE[:EXIT] in chain order
   "$BIN/gridrun" status "$RUN" --format json | "$PY" -c '
 import json, sys

@@ -484,16 +484,22 @@ TEST(SlurmParsers, StateMapping) {
 TEST(SlurmParsers, JobOutcomeInItsTask) {
   using S = run::JobOutcome;
   const slurm::TaskJobTrace waiting, started{std::nullopt, true}, ok{0, false}, failed{2, false};
-  EXPECT_EQ(slurm::job_outcome_in_task(S::Running, waiting), S::Submitted);  // its turn not yet come
-  EXPECT_EQ(slurm::job_outcome_in_task(S::Running, started), S::Running);
-  EXPECT_EQ(slurm::job_outcome_in_task(S::Running, ok), S::Completed);
-  EXPECT_EQ(slurm::job_outcome_in_task(S::Running, failed), S::Failed);
+  const slurm::TaskView running{S::Running, 0, true};
+  EXPECT_EQ(slurm::job_outcome_in_task(running, waiting), S::Submitted);  // its turn not yet come
+  EXPECT_EQ(slurm::job_outcome_in_task(running, started), S::Running);
+  EXPECT_EQ(slurm::job_outcome_in_task(running, ok), S::Completed);
+  EXPECT_EQ(slurm::job_outcome_in_task(running, failed), S::Failed);
+  // A task starting (none of its jobs has yet): its jobs are the task's, running.
+  EXPECT_EQ(slurm::job_outcome_in_task({S::Running, 0, false}, waiting), S::Running);
   // A task cut short: the jobs that ended keep their own outcome, the others the task's.
-  EXPECT_EQ(slurm::job_outcome_in_task(S::Interrupted, ok), S::Completed);
-  EXPECT_EQ(slurm::job_outcome_in_task(S::Interrupted, started), S::Interrupted);
-  EXPECT_EQ(slurm::job_outcome_in_task(S::Failed, waiting), S::Failed);
-  // A queued (requeued) task's jobs are queued, whatever an earlier attempt left.
-  EXPECT_EQ(slurm::job_outcome_in_task(S::Submitted, failed), S::Submitted);
+  EXPECT_EQ(slurm::job_outcome_in_task({S::Interrupted, 0, true}, ok), S::Completed);
+  EXPECT_EQ(slurm::job_outcome_in_task({S::Interrupted, 0, true}, started), S::Interrupted);
+  EXPECT_EQ(slurm::job_outcome_in_task({S::Failed, 0, false}, waiting), S::Failed);
+  // A queued task's jobs are queued, whatever an earlier submission left; a requeued one (restarts
+  // > 0) skips the jobs that ended before, so those keep their outcome.
+  EXPECT_EQ(slurm::job_outcome_in_task({S::Submitted, 0, false}, failed), S::Submitted);
+  EXPECT_EQ(slurm::job_outcome_in_task({S::Submitted, 1, false}, failed), S::Failed);
+  EXPECT_EQ(slurm::job_outcome_in_task({S::Submitted, 1, false}, started), S::Submitted);
 }
 
 TEST(SlurmParsers, TaskJobTraceFromTheRunDirectory) {
@@ -504,21 +510,23 @@ TEST(SlurmParsers, TaskJobTraceFromTheRunDirectory) {
   fs::create_directories(rd.slurm_ended_dir());
   fs::create_directories(fs::path(rd.others_file("a")).parent_path());
   // Nothing recorded: not ended, not started.
-  auto t = slurm::read_task_job_trace(rd, "a");
+  auto t = slurm::read_task_job_trace(rd, "a", "40_0");
   EXPECT_FALSE(t.ended_code.has_value());
   EXPECT_FALSE(t.started);
-  // Started (a listing after the header), then ended with code 3 and its "end" listing.
+  // Started in task 40_0 (a listing after the header); not in another task (an earlier submission's).
   std::ofstream(rd.others_file("a")) << "start 1795000000 task 40_0\njob 39 alice sleeper\n";
-  EXPECT_TRUE(slurm::read_task_job_trace(rd, "a").started);
+  EXPECT_TRUE(slurm::read_task_job_trace(rd, "a", "40_0").started);
+  EXPECT_FALSE(slurm::read_task_job_trace(rd, "a", "52_3").started);
+  // Ended with code 3 and its "end" listing.
   std::ofstream(rd.others_file("a"), std::ios::app) << "end 1795000042 task 40_0\n";
   std::ofstream(rd.slurm_ended_dir() + "/a") << "3\n";
-  t = slurm::read_task_job_trace(rd, "a");
+  t = slurm::read_task_job_trace(rd, "a", "40_0");
   EXPECT_EQ(t.ended_code, 3);
   EXPECT_FALSE(t.started);
   // A restart starts it again; a damaged ended file says nothing.
   std::ofstream(rd.others_file("a"), std::ios::app) << "start 1795000100 task 40_0\n";
   std::ofstream(rd.slurm_ended_dir() + "/a") << "3x\n";
-  t = slurm::read_task_job_trace(rd, "a");
+  t = slurm::read_task_job_trace(rd, "a", "40_0");
   EXPECT_FALSE(t.ended_code.has_value());
   EXPECT_TRUE(t.started);
   fs::remove_all(dir);

@@ -62,19 +62,30 @@ run::JobOutcome map_slurm_state(const std::string& state, int exit_code);
 // What the task body (slurm/src/task_body.sh) recorded of one job of its task. A task may run
 // several jobs (a chain of `submit --jobs-per-task`, the entries of a packed line) while Slurm knows
 // only the task's state. `ended_code`: slurm/ended/<id>, the exit code of a job that ended for good
-// (interrupted jobs get none; a task's start removes an earlier submission's). `started`: the job's
-// logs/<id>.others ends with a "start" listing, written as the job starts; an "end" one follows when
-// it ends or is interrupted (a job of a host that crashed keeps its "start").
+// (interrupted jobs get none; a task's first start removes an earlier submission's). `started`:
+// the job's logs/<id>.others ends with a "start" listing of task `task_id` ("1234_7"), written as
+// the job starts; an "end" one follows when it ends or is interrupted (a job of a host that crashed
+// keeps its "start"). A listing of another task is an earlier submission's and does not count.
 struct TaskJobTrace {
   std::optional<int> ended_code;
   bool started = false;
 };
-TaskJobTrace read_task_job_trace(const run::RunDir& rd, const std::string& job_id);
-// A job's outcome from its task's (map_slurm_state) and its trace: a job that ended has its own
-// (code 0 Completed, else Failed), also in a task still running or since cut short; in a running
-// task a job not started yet waits for its turn (Submitted) and a started one runs; a queued task's
-// jobs are queued; otherwise the task's outcome.
-run::JobOutcome job_outcome_in_task(run::JobOutcome task, const TaskJobTrace& trace);
+TaskJobTrace read_task_job_trace(const run::RunDir& rd, const std::string& job_id,
+                                 const std::string& task_id);
+
+// The task, as far as the rule below needs it: its outcome (map_slurm_state), Slurm's restart count
+// (a requeued task skips the jobs that ended before), and whether any of its jobs has started
+// (until one has, a running task is still starting, and its jobs are the task's).
+struct TaskView {
+  run::JobOutcome outcome = run::JobOutcome::Submitted;
+  int restarts = 0;
+  bool any_started = false;
+};
+// A job's outcome from its task's and its trace: a job that ended has its own (code 0 Completed,
+// else Failed), in a task still running, requeued (restarts > 0: it will be skipped) or since cut
+// short; in a running task a job not started while another has waits for its turn (Submitted); a
+// queued task's other jobs are queued; otherwise the task's outcome.
+run::JobOutcome job_outcome_in_task(const TaskView& task, const TaskJobTrace& trace);
 
 // The client commands. Methods throw std::runtime_error with the command and its stderr on failure.
 class SlurmCli {
