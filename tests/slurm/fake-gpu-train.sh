@@ -10,15 +10,8 @@
 # The wait is for a condition, not a time: the deadline only bounds a broken run.
 #   called as: fake-gpu-train.sh --job RUN/jobs/<id>.json --out RUN/results [--resume]
 set -euo pipefail
-job="" out=""
-while (($#)); do
-  case "$1" in
-    --job) job=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    *) shift ;;
-  esac
-done
-id=$(basename "$job" .json)
+# shellcheck source=fake-train-args.sh
+source "$(dirname "$0")/fake-train-args.sh"
 rank=${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-0}}
 ranks=$(grep -o '"ranks":[0-9]*' "$job" | head -1 | cut -d: -f2)
 dir="$out/../gpucheck"

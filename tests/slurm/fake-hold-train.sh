@@ -6,15 +6,8 @@
 # deadline only bounds a broken run.
 #   called as: fake-hold-train.sh --job RUN/jobs/<id>.json --out RUN/results [...]
 set -uo pipefail
-job="" out=""
-while (($#)); do
-  case "$1" in
-    --job) job=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    *) shift ;;
-  esac
-done
-id=$(basename "$job" .json)
+# shellcheck source=fake-train-args.sh
+source "$(dirname "$0")/fake-train-args.sh"
 dir="$out/../hold"
 mkdir -p "$dir"
 touch "$dir/$id.started"

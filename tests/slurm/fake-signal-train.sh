@@ -5,16 +5,8 @@
 # exits 75 (checkpointed, as gridrun-train does); a restart (--resume) records that and exits 0.
 #   called as: fake-signal-train.sh --job RUN/jobs/<id>.json --out RUN/results [--resume]
 set -uo pipefail
-job="" out="" resume=0
-while (($#)); do
-  case "$1" in
-    --job) job=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --resume) resume=1; shift ;;
-    *) shift ;;
-  esac
-done
-id=$(basename "$job" .json)
+# shellcheck source=fake-train-args.sh
+source "$(dirname "$0")/fake-train-args.sh"
 dir="$out/../signalcheck"
 mkdir -p "$dir"
 if ((resume)); then
