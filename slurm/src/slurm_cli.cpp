@@ -234,6 +234,7 @@ TaskJobTrace read_task_job_trace(const run::RunDir& rd, const std::string& job_i
       t.ended_code = std::stoi(c);
   }
   // Headers "start|end SECONDS task ID"; the lines between them list other jobs ("job ...").
+  if (task_id.empty()) return t;
   if (const auto others = base::try_read_file(rd.others_file(job_id))) {
     for (const auto& l : lines(*others)) {
       const bool start = l.rfind("start ", 0) == 0;

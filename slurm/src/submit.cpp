@@ -401,8 +401,11 @@ scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli)
     std::set<std::string> started_tasks;
     for (std::size_t i = 0; i < st.jobs.size(); ++i) {
       const auto& row = st.jobs[i];
-      if (row.slurm_id.empty() || !tasks.count(row.slurm_id)) continue;
-      traces[i] = read_task_job_trace(rd, row.id, row.slurm_id);
+      const auto t = row.slurm_id.empty() ? tasks.end() : tasks.find(row.slurm_id);
+      if (t == tasks.end()) continue;
+      // Which job started matters only in a running task: elsewhere only the ended file is read.
+      const bool running = map_slurm_state(t->second.state, t->second.exit_code) == JobOutcome::Running;
+      traces[i] = read_task_job_trace(rd, row.id, running ? row.slurm_id : "");
       if (traces[i].started) started_tasks.insert(row.slurm_id);
     }
     for (std::size_t i = 0; i < st.jobs.size(); ++i) {

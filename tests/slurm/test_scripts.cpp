@@ -517,6 +517,7 @@ TEST(SlurmParsers, TaskJobTraceFromTheRunDirectory) {
   std::ofstream(rd.others_file("a")) << "start 1795000000 task 40_0\njob 39 alice sleeper\n";
   EXPECT_TRUE(slurm::read_task_job_trace(rd, "a", "40_0").started);
   EXPECT_FALSE(slurm::read_task_job_trace(rd, "a", "52_3").started);
+  EXPECT_FALSE(slurm::read_task_job_trace(rd, "a", "").started);  // not asked
   // Ended with code 3 and its "end" listing.
   std::ofstream(rd.others_file("a"), std::ios::app) << "end 1795000042 task 40_0\n";
   std::ofstream(rd.slurm_ended_dir() + "/a") << "3\n";

@@ -65,7 +65,8 @@ run::JobOutcome map_slurm_state(const std::string& state, int exit_code);
 // (interrupted jobs get none; a task's first start removes an earlier submission's). `started`:
 // the job's logs/<id>.others ends with a "start" listing of task `task_id` ("1234_7"), written as
 // the job starts; an "end" one follows when it ends or is interrupted (a job of a host that crashed
-// keeps its "start"). A listing of another task is an earlier submission's and does not count.
+// keeps its "start"). A listing of another task is an earlier submission's and does not count;
+// with an empty `task_id` the listings are not read (started stays false).
 struct TaskJobTrace {
   std::optional<int> ended_code;
   bool started = false;
