@@ -16,7 +16,17 @@ on_exit() {
   set +e  # a digest and cleanups, as much of them as can be had
   if ((rc != 0 && rc != 77)); then digest "$rc"; fi
   for cmd in "${AT_EXIT[@]}"; do "$cmd"; done
+  if ((rc != 0 && rc != 77)); then clear_queue; fi
   return 0
+}
+# After a failure, nothing of this scenario is left queued or running on the cluster: the next
+# scenario (they take turns, RESOURCE_LOCK slurm_cluster) would otherwise start on a busy cluster
+# and fail for this one's reason. The cluster is the tests' own, so every job on it is theirs.
+clear_queue() {
+  [[ -f "${SLURM_CONF:-}" ]] || return 0
+  timeout 20 scancel --user="$(id -un)" 2>/dev/null
+  local deadline=$((SECONDS + 60))
+  while [[ -n "$(timeout 20 squeue -h -o %i 2>/dev/null)" ]] && ((SECONDS < deadline)); do sleep 0.5; done
 }
 digest() {
   local rc=$1 f
