@@ -3,12 +3,12 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
-#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
@@ -54,10 +54,9 @@ void check_launch_flags(const scheduler::RunOptions& ro) {
   if (!(ro.worker_idle_s >= 0)) throw std::invalid_argument("--worker-idle: must be >= 0");
   // A warm worker's task messages are JSON lines naming the job's files under --out.
   if (ro.launch == "warm") {
-    std::error_code ec;
-    const std::string out = std::filesystem::absolute(ro.out, ec).string();
-    if (!base::is_utf8(ec ? ro.out : out))
-      throw std::invalid_argument("--launch warm: --out " + base::printable_line(ec ? ro.out : out) +
+    const std::string out = base::absolute_path(ro.out);
+    if (!base::is_utf8(out))
+      throw std::invalid_argument("--launch warm: --out " + base::printable_line(out) +
                                   " is not valid UTF-8, and a warm worker's task messages (JSON) "
                                   "name files in it; use --launch cold or an --out whose path is UTF-8");
   }

@@ -8,7 +8,6 @@
 
 #include <cctype>
 #include <cstdio>
-#include <filesystem>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -443,16 +442,12 @@ void check_script_options(const ScriptOptions& o) {
   // A warm worker's task messages are JSON lines naming the job's files in the run directory.
   // Checked on --out (made absolute: the working directory is part of every path) right after
   // parsing, before anything is written, and again on the run directory.
-  if (o.launch == "warm") {
-    std::error_code ec;
-    const std::filesystem::path out =
-        o.out_dir.empty() ? std::filesystem::path() : std::filesystem::absolute(o.out_dir, ec);
-    for (const std::string& dir : {ec ? o.out_dir : out.string(), o.run_dir})
+  if (o.launch == "warm")
+    for (const std::string& dir : {base::absolute_path(o.out_dir), o.run_dir})
       if (!base::is_utf8(dir))
         throw std::invalid_argument("--launch warm: the run directory " + base::printable_line(dir) +
                                     " is not valid UTF-8, and a warm worker's task messages (JSON) "
                                     "name files in it; use --launch cold or an --out whose path is UTF-8");
-  }
   // Slurm strips every backslash from an --output path and then expands no pattern in it
   // (sbatch(1), filename pattern "\\"), so no #SBATCH line can name such a directory: its logs
   // would go to another path, or the task would fail to open them.

@@ -27,11 +27,12 @@ namespace {
 
 using run::JobOutcome;
 
-// A job whose Slurm task is still queued or running is not submitted again, even when status shows
-// it ended (a chain's earlier job): a new task would remove its slurm/ended/ file at its start, and
-// a requeue of the old task would then run it a second time.
-bool held_by_task(const scheduler::JobStatusRow& r) {
-  return !r.slurm_state.empty() && run::is_queued(map_slurm_state(r.slurm_state, 0));
+// A job's state as submit judges it: a job whose Slurm task is still queued or running counts as
+// queued, even when status shows it ended (a chain's earlier job): a new task would remove its
+// slurm/ended/ file at its start, and a requeue of the old task would then run it a second time.
+JobOutcome state_for_submit(const scheduler::JobStatusRow& r) {
+  const bool task_alive = !r.slurm_state.empty() && run::is_queued(map_slurm_state(r.slurm_state, 0));
+  return task_alive ? JobOutcome::Submitted : r.state;
 }
 
 struct SubmittedLine {
@@ -98,7 +99,7 @@ void rerun_phase(const jobs::Expansion& exp, const run::RunDir& rd, const std::s
   }
   const scheduler::RunStatus st = run_status(rd.root(), &cli);
   std::map<std::string, run::JobOutcome> state;
-  for (const auto& r : st.jobs) state[r.id] = held_by_task(r) ? run::JobOutcome::Submitted : r.state;
+  for (const auto& r : st.jobs) state[r.id] = state_for_submit(r);
   for (const auto& j : todo) in_todo.insert(j.id);
   std::vector<const jobs::Job*> phase_jobs;
   for (std::size_t i = 0; i < exp.jobs.size(); ++i)
@@ -192,7 +193,7 @@ std::vector<jobs::Job> jobs_to_submit(const jobs::Expansion& exp, const std::str
                                       const SlurmCli& cli, SubmitResult& res) {
   const scheduler::RunStatus before = run_status(run_dir, &cli);
   std::map<std::string, run::JobOutcome> known;
-  for (const auto& r : before.jobs) known[r.id] = held_by_task(r) ? run::JobOutcome::Submitted : r.state;
+  for (const auto& r : before.jobs) known[r.id] = state_for_submit(r);
   std::vector<jobs::Job> todo;
   for (const auto& j : exp.jobs) {
     auto it = known.find(j.id);
@@ -396,37 +397,38 @@ scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli)
       if (it != tasks.end() && !it->second.reason.empty()) st.collect_state += " (" + it->second.reason + ")";
     }
     // The task's state is each of its jobs' only where it runs one; the body's trace says which
-    // job of a chain runs, which wait and how the ended ones ended.
+    // job of a chain runs, which wait and how the ended ones ended. First each job's task and
+    // trace (which job started matters only in a running task: elsewhere only the ended file is
+    // read), then each job's outcome, which needs to know whether any job of its task started.
+    std::vector<std::optional<TaskView>> views(st.jobs.size());
     std::vector<TaskJobTrace> traces(st.jobs.size());
     std::set<std::string> started_tasks;
     for (std::size_t i = 0; i < st.jobs.size(); ++i) {
-      const auto& row = st.jobs[i];
-      const auto t = row.slurm_id.empty() ? tasks.end() : tasks.find(row.slurm_id);
-      if (t == tasks.end()) continue;
-      // Which job started matters only in a running task: elsewhere only the ended file is read.
-      const bool running = map_slurm_state(t->second.state, t->second.exit_code) == JobOutcome::Running;
+      auto& row = st.jobs[i];
+      const auto it = row.slurm_id.empty() ? tasks.end() : tasks.find(row.slurm_id);
+      if (it == tasks.end()) {
+        // Slurm forgot the job (older than MinJobAge, no accounting): the disk must tell.
+        if (!row.slurm_id.empty() && st.slurm_answered && run::is_queued(row.state))
+          row.state = JobOutcome::Interrupted;
+        continue;
+      }
+      const SlurmTask& t = it->second;
+      row.slurm_state = t.state;
+      row.elapsed = t.elapsed;
+      row.node = t.node;
+      row.restarts = t.restarts;
+      row.exit_code = t.exit_code;
+      views[i] = TaskView{map_slurm_state(t.state, t.exit_code), t.restarts, false};
+      const bool running = views[i]->outcome == JobOutcome::Running;
       traces[i] = read_task_job_trace(rd, row.id, running ? row.slurm_id : "");
       if (traces[i].started) started_tasks.insert(row.slurm_id);
     }
     for (std::size_t i = 0; i < st.jobs.size(); ++i) {
+      if (!views[i]) continue;
       auto& row = st.jobs[i];
-      if (row.slurm_id.empty()) continue;
-      auto it = tasks.find(row.slurm_id);
-      if (it != tasks.end()) {
-        const SlurmTask& t = it->second;
-        row.slurm_state = t.state;
-        row.elapsed = t.elapsed;
-        row.node = t.node;
-        row.restarts = t.restarts;
-        row.exit_code = t.exit_code;
-        const TaskView task{map_slurm_state(t.state, t.exit_code), t.restarts,
-                            started_tasks.count(row.slurm_id) > 0};
-        row.state = job_outcome_in_task(task, traces[i]);
-        if (traces[i].ended_code && !run::is_queued(row.state)) row.exit_code = *traces[i].ended_code;
-      } else if (st.slurm_answered && run::is_queued(row.state)) {
-        // Slurm forgot the job (older than MinJobAge, no accounting): the disk must tell.
-        row.state = run::JobOutcome::Interrupted;
-      }
+      views[i]->any_started = started_tasks.count(row.slurm_id) > 0;
+      row.state = job_outcome_in_task(*views[i], traces[i]);
+      if (traces[i].ended_code && !run::is_queued(row.state)) row.exit_code = *traces[i].ended_code;
     }
   };
   return scheduler::run_status(rd, overlay);

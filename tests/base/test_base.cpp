@@ -120,6 +120,13 @@ TEST(Json, EscapesEveryControlCharacter) {
   EXPECT_EQ(parse_json(json_quote("a\"b\\c\n\t\x01 é"), "t").get<std::string>(), "a\"b\\c\n\t\x01 é");
 }
 
+TEST(Fs, AbsolutePathPutsTheWorkingDirectoryInFront) {
+  const std::string cwd = std::filesystem::current_path().string();
+  EXPECT_EQ(absolute_path("runs/x"), cwd + "/runs/x");
+  EXPECT_EQ(absolute_path("/abs/runs"), "/abs/runs");
+  EXPECT_EQ(absolute_path(""), "");
+}
+
 TEST(Fs, AtomicWriteReplacesWholeAndLeavesNoTemporary) {
   TempDir d;
   const std::string p = (d.path / "state.json").string();

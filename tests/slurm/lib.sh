@@ -24,9 +24,7 @@ on_exit() {
 # and fail for this one's reason. The cluster is the tests' own, so every job on it is theirs.
 clear_queue() {
   [[ -f "${SLURM_CONF:-}" ]] || return 0
-  timeout 20 scancel --user="$(id -un)" 2>/dev/null
-  local deadline=$((SECONDS + 60))
-  while [[ -n "$(timeout 20 squeue -h -o %i 2>/dev/null)" ]] && ((SECONDS < deadline)); do sleep 0.5; done
+  "$(dirname "${BASH_SOURCE[0]}")/local-cluster.sh" clear "$(dirname "$SLURM_CONF")" >&2
 }
 digest() {
   local rc=$1 f
@@ -57,8 +55,7 @@ wait_until() {
   local deadline=$((SECONDS + secs))
   until "$@"; do
     if ((SECONDS >= deadline)); then
-      squeue >&2 || true
-      fail "timed out after ${secs}s waiting for: $what"
+      fail "timed out after ${secs}s waiting for: $what"  # the exit's digest lists the queue
     fi
     sleep "${WAIT_POLL_S:-0.5}"
   done

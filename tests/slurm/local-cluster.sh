@@ -7,6 +7,8 @@
 #                                                        wait until every node is idle
 #   tests/slurm/local-cluster.sh stop   [DIR]   stop everything started from DIR and delete DIR
 #                                               (namespaces, links and the bridge included)
+#   tests/slurm/local-cluster.sh clear  [DIR]   cancels every job of that cluster and waits (60 s
+#                                               at most) until squeue lists none; exit 1 if not
 #   tests/slurm/local-cluster.sh status [DIR]   sinfo/squeue of that cluster; exit 1 if it is down
 #   tests/slurm/local-cluster.sh env    [DIR]   prints `export SLURM_CONF=...` for a shell to eval
 #   tests/slurm/local-cluster.sh hosts  [DIR]   one line per host: node name, namespace, address
@@ -171,7 +173,7 @@ write_config() {
   # Every node (each host of --nodes N too) has 2 cores of 1 thread, whatever this machine has:
   # with CR_Core a job takes whole cores, so on a machine of 1 core x 2 threads a node would hold
   # one 1-rank job, not two, and the scenarios' placements (two jobs sharing a host, a 2-rank job on
-  # one host) would depend on the machine (seen: CI on such a machine). config_overrides keeps
+  # one host) would depend on the machine (reproduced by declaring that topology). config_overrides keeps
   # slurmd from draining a node that differs from what it detects. Memory as slurmd detects it;
   # the GPUs are ours.
   local mem
@@ -366,14 +368,21 @@ stop_pid() {
 }
 
 queue_empty() { [[ -z "$(SLURM_CONF="$CONF" squeue -h -o %i 2>/dev/null)" ]]; }
+clear_jobs() {  # SECONDS: cancels every job of the cluster and waits until squeue lists none
+  SLURM_CONF="$CONF" scancel --user="$(id -un)" 2>/dev/null || true
+  wait_for "$1" "an empty queue" queue_empty
+}
+
+# After a failed scenario: nothing of it left queued or running (tests/slurm/lib.sh).
+clear_cluster() {
+  { [[ -f "$CONF" ]] && ctld_up; } || die "no cluster answers in $DIR"
+  clear_jobs 60
+}
 
 stop() {
   [[ -d "$DIR" ]] || { log "nothing to stop in $DIR"; return 0; }
-  if [[ -f "$CONF" ]] && ctld_up; then
-    # Cancel what is left and let slurmd end the job steps before the daemons go.
-    SLURM_CONF="$CONF" scancel --user="$(id -un)" 2>/dev/null || true
-    wait_for 30 "empty queue" queue_empty || log "jobs still listed after 30 s; stopping anyway"
-  fi
+  # Cancel what is left and let slurmd end the job steps before the daemons go.
+  if [[ -f "$CONF" ]] && ctld_up; then clear_jobs 30 || log "stopping anyway"; fi
   stop_pid "$DIR/slurmd.pid"
   local f
   for f in "$DIR"/slurmd-*.pid; do if [[ -e $f ]]; then stop_pid "$f"; fi; done
@@ -447,6 +456,7 @@ case "$cmd" in
   crash) crash ;;
   revive) revive ;;
   leftovers) leftovers ;;
+  clear) clear_cluster ;;
   ports) pick_ports ;;
-  *) echo "usage: $0 start [--nodes N]|stop|status|env|hosts|crash NODE|revive NODE|leftovers|ports [STATE_DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 start [--nodes N]|stop|clear|status|env|hosts|crash NODE|revive NODE|leftovers|ports [STATE_DIR]" >&2; exit 2 ;;
 esac

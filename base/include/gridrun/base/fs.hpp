@@ -15,6 +15,11 @@
 
 namespace gridrun::base {
 
+// `path` as another process would be handed it: absolute (the working directory in front of a
+// relative one); as given when it is empty or the working directory cannot be read. For checks
+// and messages on paths that travel (a warm worker's task messages name files under --out).
+std::string absolute_path(const std::string& path);
+
 // The whole file; throws std::runtime_error "PATH: cannot read: CAUSE".
 std::string read_file(const std::string& path);
 // The whole file, or nullopt when it does not exist or cannot be read.
