@@ -1,71 +1,100 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # step() runs the functions below by name
-# What only a lent GPU can confirm (docs/gpu.md, "What CI proves without a GPU"), as one script
-# that fits a short device lease: build the CUDA configuration against the machine's own PyTorch
-# wheel, run the `gpu`-label tests, then the calibrated prediction of examples/gpu-share.yaml
-# against its real run, and one bf16 job (the channels_last broadcast fix). Two steps run only when
-# named with --only: `resnets` runs the 12-job examples/gpu-resnets.yaml five times (no process
-# may outlive a run) and `bench` makes BENCHMARKS.md's GPU table from those runs plus cuda_graph and
-# PyTorch eager (bench/gpu.sh; ANCHOR= as there).
+# shellcheck disable=SC2317  # the step functions run by name (--step NAME)
+# What only a lent GPU can confirm, as one script that fits a short device lease (about 15 minutes
+# of device time in all, machine start included). Each step runs in its own process under its own
+# time box (`timeout`), in the order of value, so a late step cannot eat the lease and an early
+# one that overruns is cut, not the rest. Every step logs to --out/NAME.log and says in the
+# summary whether it ran, passed, failed or was cut at its box.
 #
-# Usage: scripts/gpu-check.sh [--out DIR] [--skip-build] [--only build|resnets|bench|share|tests|bf16 ...]
-#   --out DIR      logs and results are copied here (default: gpu-check-out)
-#   --skip-build   use build-cuda/ as it is
-# Every step runs even when an earlier one failed (a lease is too short to stop at the first
-# failure); the exit code is the number of failed steps. A one-line summary per step ends the log.
+# Default steps (issue 55's order; boxes in seconds, 9 minutes in all):
+#   build    (150) the CUDA configuration against the machine's own PyTorch wheel (device-build.sh)
+#   anchor   (80)  PyTorch eager and eager channels_last, 12 ResNet rows, medians of 5 windows
+#   formats  (180) bench/gpu/formats.yaml --launch warm: gridrun NCHW, NHWC, cuda_graph, 5 repeats
+#   compile  (110) torch.compile, compile channels_last, reduce-overhead, rows in priority order
+#   table    (25)  BENCHMARKS.md's table from what the steps above left, plus the operator profiles
+# Named only (--only NAME): tests (gpu label), share (examples/gpu-share.yaml predicted and run),
+#   bf16 (two bf16 jobs), resnets (examples/gpu-resnets.yaml x5).
+#
+# Usage: scripts/gpu-check.sh [--out DIR] [--skip-build] [--only NAME ...] [--scale F]
+#   --out DIR     logs, JSON lines and the runs' result files (no checkpoints) land here
+#                 (default: gpu-check-out)
+#   --skip-build  use build-cuda/ as it is
+#   --scale F     multiply every time box by F (e.g. 0.5 for a lease already half spent)
+# Exit code: the number of steps that failed or were cut. Run it with `.devdeps/` carried
+# (`scripts/device-build.sh --download` on a Debian machine first).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
+root=$PWD
 out=gpu-check-out
 build=1
+scale=1
 only=()
+one_step=""
 while (($#)); do
   case $1 in
     --out) out=$2; shift ;;
     --skip-build) build=0 ;;
     --only) only+=("$2"); shift ;;
-    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    --scale) scale=$2; shift ;;
+    --step) one_step=$2; shift ;;  # internal: run one step's body (under the parent's time box)
+    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
     *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 mkdir -p "$out"
 out=$(realpath "$out")
-summary=()
-failed=0
-named() { local s; for s in "${only[@]}"; do [[ $s == "$1" ]] && return 0; done; return 1; }
-want() { ((${#only[@]} == 0)) || named "$1"; }
-step() {  # step NAME COMMAND...: runs it, logs to $out/NAME.log, records the outcome
-  local name=$1; shift
-  want "$name" || return 0
-  local t0=$SECONDS rc
-  echo "=== $name: $*"
-  "$@" >"$out/$name.log" 2>&1 </dev/null
-  rc=$?
-  tail -n 25 "$out/$name.log"
-  summary+=("$name rc=$rc $((SECONDS - t0))s")
-  ((rc == 0)) || failed=$((failed + 1))
+runs=${GPU_CHECK_RUNS:-/tmp/gpu-check-runs}
+anchor_file=${ANCHOR:-$root/../shared/gpu/pytorch_eager_anchor.py}
+torch_lib=$(python3 -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'lib'))" 2>/dev/null)
+export LD_LIBRARY_PATH=$torch_lib:$root/build-cuda/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+bin=$root/build-cuda/bin
+
+# ---- the steps' bodies --------------------------------------------------------------------------
+s_build() { scripts/device-build.sh --no-test --python "$(command -v python3)"; }
+
+s_anchor() {
+  python3 bench/gpu/gpu_bench.py anchor --anchor "$anchor_file" --modes eager,eager_cl \
+    --out "$out/anchor-eager.jsonl"
 }
 
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))" || true
+s_formats() {
+  rm -rf "$runs/formats"
+  local rc=0
+  "$bin/gridrun" run bench/gpu/formats.yaml --launch warm --out "$runs/formats" --width 120 || rc=$?
+  echo "processes left:"; pgrep -a gridrun-train || echo "none"
+  return "$rc"
+}
 
-((build)) && step build scripts/device-build.sh --no-test --python "$(command -v python3)"
-torch_lib=$(python3 -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'lib'))")
-export LD_LIBRARY_PATH=$torch_lib:$PWD/build-cuda/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=$PWD/build-cuda/bin
+# Compiled modes, one mode over the rows before the next (reduce-overhead first: CUDA graphs are
+# what cuda_graph is compared with), small batches first: a compile costs 20-40 s, so a short box
+# gets the rows where the modes differ most.
+s_compile() {
+  python3 bench/gpu/gpu_bench.py anchor --anchor "$anchor_file" --modes compile_ro,compile_cl,compile \
+    --order mode --out "$out/anchor-compile.jsonl" \
+    --configs resnet18:32:fp32,resnet50:32:fp32,resnet18:128:bf16,resnet50:128:bf16,resnet18:32:bf16,resnet50:32:bf16,resnet18:128:fp32,resnet50:128:fp32,resnet18:512:bf16,resnet50:512:bf16,resnet18:512:fp32,resnet50:512:fp32
+}
 
-runs=${GPU_CHECK_RUNS:-/tmp/gpu-check-runs}
+# Whatever the steps left: the table, the profiles, the job files (no checkpoints) for later.
+s_table() {
+  local d=$runs/formats/gpu-formats
+  mkdir -p "$out/formats-results"
+  cp "$d"/results/*.h5 "$out/formats-results/" 2>/dev/null
+  cp "$d"/state.json "$d"/events.log "$out/formats-results/" 2>/dev/null
+  python3 bench/gpu/gpu_bench.py table --anchor-results "$out"/anchor-*.jsonl --runs "$d" \
+    | tee "$out/table.md"
+  "$bin/gridrun" report "$d" --profile 15 --width 120 || true
+  "$bin/gridrun" status "$d" --width 120 | tail -n 8 || true
+}
 
-# The gpu label, and the C++ runtime checks whose failure crashed GPU jobs on the lent H200.
-tests() {
+s_tests() {
   local rc=0
   ctest --test-dir build-cuda -L gpu --output-on-failure --timeout 300 -j 2 || rc=$?
   ctest --test-dir build-cuda -R 'bindings|interpose' --output-on-failure || rc=$?
   return "$rc"
 }
-step tests tests
 
-share() {
+s_share() {
   local d=$runs/share
   rm -rf "$d"
   "$bin/gridrun" calibrate examples/gpu-share.yaml --out "$d" --steps 20 &&
@@ -78,53 +107,71 @@ share() {
   echo "processes left:"; pgrep -a gridrun-train || echo "none"
   return "$rc"
 }
-step share share
 
-bf16() {
-  local d rc=0
+s_bf16() {
+  local d m rc=0
   d=$(mktemp -d)
   for m in resnet18 lenet; do
     "$bin/gridrun-train" --model "$m" --dataset synthetic --device gpu --precision bf16 \
       --batch-per-rank 128 --train-samples 8192 --test-samples 512 --epochs 1 \
       --out "$d/$m" || rc=$?
-    python3 - "$d/$m" <<'EOF2' || rc=$?
-import glob, sys, h5py
-path, = glob.glob(sys.argv[1] + "/*.h5")
-with h5py.File(path) as f:
-    status = f.attrs["status"]
-    status = status.decode() if isinstance(status, bytes) else status
-    s = {k: float(ds[0]) for k, ds in f["summary"].items()}
-    print(path, status, {k: s.get(k) for k in ("samples_per_s", "samples_per_s_wall", "final_test_acc")})
-    assert status == "completed", status
-EOF2
   done
   return "$rc"
 }
-step bf16 bf16
 
-# Only when named (--only resnets --only bench): ~9 minutes of a lease together.
-# The 12-job grid five times in a row: every job completed, nothing left running after each run.
-resnets() {
+s_resnets() {
   local i rc=0
   rm -rf "$runs/resnets"
   for i in 1 2 3 4 5; do
     "$bin/gridrun" run examples/gpu-resnets.yaml --out "$runs/resnets/r$i" --width 120 || rc=$?
-    "$bin/gridrun" status "$runs/resnets/r$i/gpu-resnets" --format csv >"$out/resnets-status-r$i.csv" || rc=$?
-    grep -c ',completed' "$out/resnets-status-r$i.csv" || true
     if pgrep -a gridrun-train; then echo "run $i left processes behind"; rc=1; fi
   done
   return "$rc"
 }
-named resnets && step resnets resnets
 
-# BENCHMARKS.md's GPU table: gridrun's eager figures from the five runs above, cuda_graph at batch
-# 32 and the anchor (ANCHOR=, default ../shared/gpu) run here, medians of 5.
-bench() {
-  bench/gpu.sh build-cuda -- --repeats 5 --graph-batches 32 --runs "$runs"/resnets/r*/gpu-resnets
+if [[ -n $one_step ]]; then
+  declare -F "s_$one_step" >/dev/null || { echo "gpu-check: no step $one_step" >&2; exit 2; }
+  "s_$one_step"
+  exit $?
+fi
+
+# ---- the driver ---------------------------------------------------------------------------------
+summary=()
+failed=0
+named() { local s; for s in "${only[@]}"; do [[ $s == "$1" ]] && return 0; done; return 1; }
+step() {  # step NAME BOX_SECONDS DEFAULT(1|0): runs s_NAME in its own process, cut at its box
+  local name=$1 box=$2 default=$3 t0=$SECONDS rc verdict
+  if ((${#only[@]})); then named "$name" || return 0; else ((default)) || return 0; fi
+  box=$(awk -v b="$box" -v s="$scale" 'BEGIN { printf "%d", b * s }')
+  echo "=== $name (box ${box}s) $(date -u +%H:%M:%S)"
+  timeout -k 15 "$box" bash "$0" --out "$out" --step "$name" >"$out/$name.log" 2>&1 </dev/null
+  rc=$?
+  tail -n 30 "$out/$name.log"
+  case $rc in
+    0) verdict="ran, passed" ;;
+    124|137) verdict="ran, CUT at its ${box}s box" ;;
+    *) verdict="ran, failed rc=$rc" ;;
+  esac
+  summary+=("$name: $verdict, $((SECONDS - t0)) s")
+  echo "$name: $verdict, $((SECONDS - t0)) s" >>"$out/$name.log"
+  ((rc == 0)) || failed=$((failed + 1))
 }
-named bench && step bench bench
 
-cp build-cuda/Testing/Temporary/LastTest.log "$out/ctest-LastTest.log" 2>/dev/null || true
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"
+  nproc
+} 2>&1 | tee "$out/machine.txt"
+((build)) && step build 150 1
+step anchor 80 1
+step formats 180 1
+step compile 110 1
+step table 25 1
+step tests 300 0
+step share 200 0
+step bf16 100 0
+step resnets 540 0
 echo "=== summary"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 exit "$failed"
