@@ -13,7 +13,9 @@
 #   compile  (110) torch.compile, compile channels_last, reduce-overhead, rows in priority order
 #   table    (25)  BENCHMARKS.md's table from what the steps above left, plus the operator profiles
 # Named only (--only NAME): tests (gpu label), share (examples/gpu-share.yaml predicted and run),
-#   bf16 (two bf16 jobs), resnets (examples/gpu-resnets.yaml x5).
+#   bf16 (two bf16 jobs), resnets (examples/gpu-resnets.yaml x5), warmgpu (bench/gpu/warm.yaml cold
+#   twice and warm once: per-step losses within the cold runs' spread), studies
+#   (examples/gpu-studies.yaml: the published studies at lease size, with operator tables).
 #
 # Usage: scripts/gpu-check.sh [--out DIR] [--skip-build] [--only NAME ...] [--scale F]
 #   --out DIR     logs, JSON lines and the runs' result files (no checkpoints) land here
@@ -37,7 +39,7 @@ while (($#)); do
     --only) only+=("$2"); shift ;;
     --scale) scale=$2; shift ;;
     --step) one_step=$2; shift ;;  # internal: run one step's body (under the parent's time box)
-    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -129,6 +131,51 @@ s_resnets() {
   return "$rc"
 }
 
+# Item 5: a warm grid's per-step losses against two cold runs of it (within their spread).
+s_warmgpu() {
+  local d=$runs/warmgpu rc=0
+  rm -rf "$d"
+  "$bin/gridrun" run bench/gpu/warm.yaml --out "$d/cold1" --launch cold --width 120 || rc=$?
+  "$bin/gridrun" run bench/gpu/warm.yaml --out "$d/cold2" --launch cold --width 120 || rc=$?
+  "$bin/gridrun" run bench/gpu/warm.yaml --out "$d/warm" --launch warm --width 120 || rc=$?
+  python3 - "$d" <<'PY' || rc=$?
+import glob, os, sys
+import h5py, numpy as np
+d = sys.argv[1]
+def losses(run):
+    out = {}
+    for p in glob.glob(os.path.join(d, run, "gpu-warm", "results", "*.h5")):
+        with h5py.File(p, "r") as f:
+            out[os.path.basename(p)] = (f.attrs["param.model"], f.attrs["param.precision"],
+                                        np.asarray(f["steps/loss"][:], dtype=float))
+    return out
+c1, c2, w = losses("cold1"), losses("cold2"), losses("warm")
+bad = 0
+for k in sorted(c1):
+    m, p, a = c1[k]
+    b, c = c2[k][2], w[k][2]
+    spread = float(np.max(np.abs(a - b))) if len(a) == len(b) else float("inf")
+    dw = float(max(np.max(np.abs(c - a)), np.max(np.abs(c - b)))) if len(c) == len(a) else float("inf")
+    ok = dw <= max(spread, 1e-6) * 1.5 + 1e-6
+    bad += not ok
+    print(f"{k} {m} {p}: steps {len(a)}; cold-cold max |dloss| {spread:.3g}; warm-cold max {dw:.3g}; {'within' if ok else 'OUTSIDE'} the spread")
+sys.exit(1 if bad or not c1 else 0)
+PY
+  return "$rc"
+}
+
+# Item 3: the seeds' studies at lease size (examples/gpu-studies.yaml), with operator tables.
+s_studies() {
+  local d=$runs/studies rc=0
+  rm -rf "$d"
+  "$bin/gridrun" run examples/gpu-studies.yaml --out "$d" --width 120 || rc=$?
+  "$bin/gridrun" report "$d/gpu-studies" --width 120 || rc=$?
+  "$bin/gridrun" report "$d/gpu-studies" --profile 10 --width 120 || rc=$?
+  mkdir -p "$out/studies-results"
+  cp "$d"/gpu-studies/results/*.h5 "$out/studies-results/" 2>/dev/null
+  return "$rc"
+}
+
 if [[ -n $one_step ]]; then
   declare -F "s_$one_step" >/dev/null || { echo "gpu-check: no step $one_step" >&2; exit 2; }
   "s_$one_step"
@@ -172,6 +219,8 @@ step tests 300 0
 step share 200 0
 step bf16 100 0
 step resnets 540 0
+step warmgpu 120 0
+step studies 150 0
 echo "=== summary"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 exit "$failed"
