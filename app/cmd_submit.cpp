@@ -15,6 +15,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/dataset/data_file.hpp"
@@ -58,8 +59,11 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm) {
   if (!so.signal.empty() && !std::regex_match(so.signal, kSignal))
     throw std::invalid_argument("--signal: '" + so.signal + "' is not [{R|B}:]SIG[@SECONDS]");
   if (!c.template_file.empty()) {
-    const auto text = base::try_read_file(c.template_file);
-    if (!text) throw std::invalid_argument("--template: cannot read '" + c.template_file + "'");
+    std::string why;
+    const auto text = base::try_read_file(c.template_file, base::kinds::kSbatchTemplate, &why);
+    if (!text)
+      throw std::invalid_argument("--template: " +
+                                  (why.empty() ? "cannot read '" + c.template_file + "'" : why));
     so.template_text = *text;
     so.template_path = c.template_file;
   }

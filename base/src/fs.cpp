@@ -2,10 +2,12 @@
 // and fsync, which iostreams cannot do.
 #include "gridrun/base/fs.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "gridrun/base/own_dir.hpp"
 #include "gridrun/base/text.hpp"
 
 namespace gridrun::base {
@@ -32,43 +35,102 @@ std::string dir_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// Owns one descriptor, so every early exit (throw) closes it.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() {
-    const int f = fd_;
-    fd_ = -1;
-    return f;
-  }
+// What fstat (or lstat) says a file is, for a refusal's message.
+std::string what_is(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISLNK(m)) return "a symbolic link (not followed)";
+  return "not a regular file";
+}
 
- private:
-  int fd_;
-};
+std::string size_text(std::uint64_t bytes) {
+  if (bytes >= (std::uint64_t{1} << 30) && bytes % (std::uint64_t{1} << 30) == 0)
+    return std::to_string(bytes >> 30) + " GiB";
+  if (bytes >= (std::uint64_t{1} << 20) && bytes % (std::uint64_t{1} << 20) == 0)
+    return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
+}
 
-bool read_all(const std::string& path, std::string& out, int& err) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    err = errno;
-    return false;
+// "PATH: not read as a KIND (a regular file of at most CAP): WHY": the file, the kind and the cap.
+std::string refusal(const std::string& path, const FileKind& kind, const std::string& why) {
+  return path + ": not read as a " + std::string(kind.name) + " (a regular file of at most " +
+         size_text(kind.max_bytes) + "): " + why;
+}
+
+}  // namespace
+
+void UniqueFd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+CheckedOpen open_checked(const std::string& path, const FileKind& kind, int flags, mode_t mode) {
+  CheckedOpen r;
+  const int how = flags | O_NONBLOCK | O_CLOEXEC | (kind.follow_links ? 0 : O_NOFOLLOW);
+  UniqueFd fd(::open(path.c_str(), how, mode));
+  if (!fd.valid()) {
+    r.err = errno;  // before building the message, which may allocate
+    r.message = r.err == ELOOP && !kind.follow_links
+                    ? refusal(path, kind, "it is " + what_is(S_IFLNK))
+                    : path + ((flags & O_ACCMODE) == O_RDONLY ? ": cannot read: " : ": cannot open: ") +
+                          errno_text(r.err);
+    return r;
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) out.reserve(static_cast<std::size_t>(st.st_size));
+  if (::fstat(fd.get(), &st) != 0) {
+    r.err = errno;
+    r.message = path + ": cannot read: " + errno_text(r.err);
+    return r;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    r.message = refusal(path, kind, "it is " + what_is(st.st_mode));
+    return r;
+  }
+  r.size = st.st_size > 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+  if ((flags & O_ACCMODE) == O_RDONLY && r.size > kind.max_bytes) {
+    r.message = refusal(path, kind, "it holds " + std::to_string(r.size) + " bytes");
+    return r;
+  }
+  r.fd = std::move(fd);
+  return r;
+}
+
+namespace {
+
+// The whole file through open_checked, at most kind.max_bytes of it. false: `message` says why,
+// `missing` whether the file simply is not there.
+bool read_all(const std::string& path, const FileKind& kind, std::string& out, std::string& message,
+              bool& missing) {
+  CheckedOpen f = open_checked(path, kind, O_RDONLY);
+  if (!f.fd.valid()) {
+    message = std::move(f.message);
+    missing = f.missing();
+    return false;
+  }
+  out.reserve(static_cast<std::size_t>(f.size));
   char buf[65536];
   for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    // One byte more than the cap may be read: that byte tells a file grown past it (or a /proc
+    // file, whose fstat size is 0) from one that ends at it.
+    const std::uint64_t room = kind.max_bytes + 1 - out.size();
+    const ssize_t n =
+        ::read(f.fd.get(), buf, static_cast<std::size_t>(std::min<std::uint64_t>(sizeof buf, room)));
     if (n > 0) {
       out.append(buf, static_cast<std::size_t>(n));
+      if (out.size() > kind.max_bytes) {
+        message = refusal(path, kind, "it holds more");
+        out.clear();
+        out.shrink_to_fit();
+        return false;
+      }
     } else if (n == 0) {
       return true;
-    } else if (errno != EINTR) {
-      err = errno;
+    } else if (const int err = errno; err != EINTR) {
+      message = path + ": cannot read: " + errno_text(err);
       return false;
     }
   }
@@ -76,17 +138,17 @@ bool read_all(const std::string& path, std::string& out, int& err) {
 
 }  // namespace
 
-void read_file_blocks(const std::string& path, std::size_t block,
+void read_file_blocks(const std::string& path, const FileKind& kind, std::size_t block,
                       const std::function<void(const unsigned char* data, std::size_t size)>& fn) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    const int err = errno;  // before building the message, which may allocate
-    throw std::runtime_error(path + ": cannot read: " + errno_text(err));
-  }
+  CheckedOpen f = open_checked(path, kind, O_RDONLY);
+  if (!f.fd.valid()) throw std::runtime_error(f.message);
   std::vector<unsigned char> buf(block > 0 ? block : 1);
+  std::uint64_t total = 0;
   for (;;) {
-    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    const ssize_t n = ::read(f.fd.get(), buf.data(), buf.size());
     if (n > 0) {
+      total += static_cast<std::uint64_t>(n);
+      if (total > kind.max_bytes) throw std::runtime_error(refusal(path, kind, "it holds more"));
       fn(buf.data(), static_cast<std::size_t>(n));
     } else if (n == 0) {
       return;
@@ -96,22 +158,48 @@ void read_file_blocks(const std::string& path, std::size_t block,
   }
 }
 
-std::string read_file(const std::string& path) {
-  std::string out;
-  int err = 0;
-  if (!read_all(path, out, err)) throw std::runtime_error(path + ": cannot read: " + errno_text(err));
+std::string read_file(const std::string& path, const FileKind& kind) {
+  std::string out, message;
+  bool missing = false;
+  if (!read_all(path, kind, out, message, missing)) throw std::runtime_error(message);
   return out;
 }
 
-std::optional<std::string> try_read_file(const std::string& path) {
-  std::string out;
-  int err = 0;
-  if (!read_all(path, out, err)) return std::nullopt;
+std::optional<std::string> try_read_file(const std::string& path, const FileKind& kind,
+                                         std::string* refused) {
+  std::string out, message;
+  bool missing = false;
+  if (refused) refused->clear();
+  if (!read_all(path, kind, out, message, missing)) {
+    if (refused && !missing) *refused = std::move(message);
+    return std::nullopt;
+  }
   return out;
+}
+
+UniqueFd open_log_for_append(const std::string& path, const FileKind& kind, std::string& replaced) {
+  replaced.clear();
+  constexpr int kAppend = O_WRONLY | O_APPEND | O_CREAT;
+  CheckedOpen f = open_checked(path, kind, kAppend, 0644);
+  if (f.fd.valid()) return std::move(f.fd);
+  struct stat st {};
+  // Only what lstat shows is not a regular file is removed: a file gridrun cannot open for
+  // another reason (permissions, a full disk) is left as it is and named.
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+    throw std::runtime_error(f.message);
+  if (::unlink(path.c_str()) != 0) {
+    const int err = errno;
+    throw std::runtime_error(f.message + "; cannot remove it: " + errno_text(err));
+  }
+  replaced = path + ": " + (S_ISLNK(st.st_mode) ? std::string("a symbolic link") : what_is(st.st_mode)) +
+             " in place of a " + std::string(kind.name) + "; removed, and a new file written instead";
+  f = open_checked(path, kind, kAppend | O_EXCL, 0644);
+  if (!f.fd.valid()) throw std::runtime_error(f.message);
+  return std::move(f.fd);
 }
 
 void fsync_dir(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() >= 0) ::fsync(fd.get());
 }
 
@@ -123,7 +211,7 @@ void write_then_rename(const std::string& path, std::string_view data, unsigned 
     throw std::runtime_error(path + ": cannot write (" + step + "): " + errno_text(err));
   };
   {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
     if (fd.get() < 0) fail("create", errno);
     // A temporary that a crashed process of the same PID left keeps its permissions through
     // O_TRUNC: a secret's are set here, before its first byte.
@@ -166,6 +254,57 @@ std::string quarantine(const std::string& path) {
   if (std::rename(path.c_str(), to.c_str()) != 0) return "";
   fsync_dir(dir_of(to));
   return to;
+}
+
+void make_own_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    const int err = errno;
+    throw std::runtime_error(dir + ": cannot create: " + errno_text(err));
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    const int err = errno;
+    throw std::runtime_error(dir + ": cannot create: " + errno_text(err));
+  }
+  if (!S_ISDIR(st.st_mode))
+    throw std::runtime_error(dir + ": " +
+                             (S_ISLNK(st.st_mode) ? std::string("a symbolic link") : what_is(st.st_mode)) +
+                             ", not a folder of gridrun's own; refused");
+  if (st.st_uid != ::geteuid())
+    throw std::runtime_error(dir + ": a folder of another user (uid " + std::to_string(st.st_uid) +
+                             "), not one of gridrun's own; refused");
+}
+
+std::size_t remove_own_entries(const std::string& given,
+                               const std::function<bool(const std::string&)>& owned) {
+  std::string dir = given;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();  // "DIR/" is DIR
+  const std::string parent = dir_of(dir);
+  const std::string name = dir.substr(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/') + 1);
+  if (name.empty() || name == "." || name == "..") return 0;
+  const UniqueFd up(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!up.valid()) return 0;
+  const int fd = ::openat(up.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return 0;
+  DIR* d = ::fdopendir(fd);  // owns fd from here
+  if (!d) {
+    ::close(fd);
+    return 0;
+  }
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != ".." && owned(n)) names.push_back(n);
+  }
+  std::size_t removed = 0;
+  for (const std::string& n : names) {
+    struct stat st {};
+    if (::fstatat(::dirfd(d), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode)) continue;
+    if (::unlinkat(::dirfd(d), n.c_str(), 0) == 0) ++removed;
+  }
+  ::closedir(d);
+  ::unlinkat(up.get(), name.c_str(), AT_REMOVEDIR);  // fails, and leaves it, unless empty
+  return removed;
 }
 
 }  // namespace gridrun::base

@@ -21,6 +21,7 @@
 #include <memory>
 #include <sstream>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
 
@@ -50,7 +51,7 @@ double process_start_unix() {
 }
 
 std::string cpu_model() {
-  const auto info = try_read_file("/proc/cpuinfo");
+  const auto info = try_read_file("/proc/cpuinfo", kinds::kProcFile);
   if (!info) return "unknown";
   std::istringstream in(*info);
   std::string line;
@@ -66,7 +67,8 @@ std::string cpu_model() {
 std::vector<int> children_of(int pid) {
   std::vector<int> out;
   const std::string p = std::to_string(pid);
-  std::istringstream is(try_read_file("/proc/" + p + "/task/" + p + "/children").value_or(""));
+  std::istringstream is(
+      try_read_file("/proc/" + p + "/task/" + p + "/children", kinds::kProcFile).value_or(""));
   int c;
   while (is >> c) out.push_back(c);
   if (!out.empty()) return out;
@@ -76,7 +78,8 @@ std::vector<int> children_of(int pid) {
   while (dirent* e = readdir(d.get())) {
     const int q = std::atoi(e->d_name);
     if (q <= 0) continue;
-    const std::string stat = try_read_file("/proc/" + std::string(e->d_name) + "/stat").value_or("");
+    const std::string stat =
+        try_read_file("/proc/" + std::string(e->d_name) + "/stat", kinds::kProcFile).value_or("");
     const auto rp = stat.rfind(')');
     if (rp == std::string::npos || rp + 2 >= stat.size()) continue;
     std::istringstream ss(stat.substr(rp + 2));
@@ -89,7 +92,7 @@ std::vector<int> children_of(int pid) {
 }
 
 std::string comm_of(int pid) {
-  std::string c = try_read_file("/proc/" + std::to_string(pid) + "/comm").value_or("");
+  std::string c = try_read_file("/proc/" + std::to_string(pid) + "/comm", kinds::kProcFile).value_or("");
   while (!c.empty() && (c.back() == '\n' || c.back() == ' ')) c.pop_back();
   return c;
 }
@@ -100,7 +103,7 @@ namespace {
 // fields[0] is field 3 (state). Empty when the process is gone.
 std::vector<std::string> stat_fields(int pid) {
   std::vector<std::string> out;
-  const auto stat = try_read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto stat = try_read_file("/proc/" + std::to_string(pid) + "/stat", kinds::kProcFile);
   if (!stat) return out;
   const auto close = stat->rfind(')');
   if (close == std::string::npos) return out;
@@ -111,7 +114,7 @@ std::vector<std::string> stat_fields(int pid) {
 
 // Real and effective uid of a process (/proc/PID/status "Uid:"), nullopt when it is gone.
 std::optional<std::pair<long, long>> uids_of(const std::string& pid) {
-  const auto status = try_read_file("/proc/" + pid + "/status");
+  const auto status = try_read_file("/proc/" + pid + "/status", kinds::kProcFile);
   if (!status) return std::nullopt;
   const auto at = status->find("\nUid:");
   if (at == std::string::npos) return std::nullopt;
@@ -188,7 +191,8 @@ std::vector<PinnedProcess> own_processes_with_env(const std::vector<std::string>
     // Another user's process is never ours, whatever its environment says (as root too).
     const auto uids = uids_of(e->d_name);
     if (!uids || uids->first != me || uids->second != me) continue;
-    const std::string env = try_read_file("/proc/" + std::string(e->d_name) + "/environ").value_or("");
+    const std::string env =
+        try_read_file("/proc/" + std::string(e->d_name) + "/environ", kinds::kProcFile).value_or("");
     std::size_t found = 0;
     for (const auto& want : entries) {
       // A whole NUL-terminated entry, not a part of one.
@@ -220,7 +224,7 @@ bool holds_flock(int pid, const std::string& path) {
     if (::stat((proc + "/fd/" + e->d_name).c_str(), &st) != 0) continue;
     if (st.st_dev != want.st_dev || st.st_ino != want.st_ino) continue;
     // "lock:\t1: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE 0 EOF": the locks held through this fd.
-    std::istringstream info(try_read_file(proc + "/fdinfo/" + e->d_name).value_or(""));
+    std::istringstream info(try_read_file(proc + "/fdinfo/" + e->d_name, kinds::kProcFile).value_or(""));
     for (std::string line; std::getline(info, line);) {
       if (line.rfind("lock:", 0) != 0) continue;
       std::istringstream words(line.substr(5));

@@ -54,7 +54,9 @@ void append_new_member(Json& object, std::string key, Json value) {
   members.emplace_back(std::move(key), std::move(value));
 }
 
-Json read_json_file(const std::string& path) { return parse_json(read_file(path), path); }
+Json read_json_file(const std::string& path, const FileKind& kind) {
+  return parse_json(read_file(path, kind), path);
+}
 
 void append_json_escaped(std::string& out, std::string_view s) {
   unsigned special = 0;  // fast path: names and values almost never need escaping

@@ -58,6 +58,8 @@ Json parse_checked_json(std::string_view text, const std::string& origin, bool* 
   return value;
 }
 
-Json read_checked_json_file(const std::string& path) { return parse_checked_json(read_file(path), path); }
+Json read_checked_json_file(const std::string& path, const FileKind& kind) {
+  return parse_checked_json(read_file(path, kind), path);
+}
 
 }  // namespace gridrun::base

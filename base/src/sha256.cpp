@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
 
@@ -126,7 +127,8 @@ std::string sha256_hex(const void* data, std::size_t size) {
 
 std::string sha256_file(const std::string& path) {
   Sha256 h;
-  read_file_blocks(path, kFileBlock, [&](const unsigned char* data, std::size_t n) { h.update(data, n); });
+  read_file_blocks(path, kinds::kHashedInput, kFileBlock,
+                   [&](const unsigned char* data, std::size_t n) { h.update(data, n); });
   return h.hex_digest();
 }
 
@@ -160,7 +162,7 @@ std::string sha256_file_cached(const std::string& path, const std::string& cache
   const std::optional<Json> before = stat_of(path);
   Json cache = Json::object();
   try {
-    if (auto text = try_read_file(cache_file)) cache = parse_json(*text, cache_file);
+    if (auto text = try_read_file(cache_file, kinds::kSha256Cache)) cache = parse_json(*text, cache_file);
   } catch (const std::exception&) {
   }
   if (!cache.is_object() || !cache.contains("files") || !cache["files"].is_object())

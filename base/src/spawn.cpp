@@ -151,6 +151,13 @@ void Child::signal(int sig) {
   ::kill(pid_, sig);
 }
 
+// How a child's logs are opened: appended to, never through a link (a job's log linked to a file
+// outside the run got its output there, issue 57) and never blocking (a FIFO in a log's place
+// would block the spawn itself, which waits for the child's exec). The caller opens each once
+// first with base::open_log_for_append, which replaces such a file with a warning; these flags
+// are what holds when one appears between that and the spawn: the spawn fails, naming the job.
+constexpr int kLogFlags = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK;
+
 Child spawn(const SpawnOptions& o) {
   if (o.argv.empty()) throw std::invalid_argument("spawn: empty command");
   const auto argv = c_strings(o.argv);
@@ -159,9 +166,9 @@ Child spawn(const SpawnOptions& o) {
   SpawnFiles files;
   posix_spawn_file_actions_addopen(&files.v, 0, "/dev/null", O_RDONLY, 0);
   if (!o.stdout_path.empty())
-    posix_spawn_file_actions_addopen(&files.v, 1, o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&files.v, 1, o.stdout_path.c_str(), kLogFlags, 0644);
   if (!o.stderr_path.empty())
-    posix_spawn_file_actions_addopen(&files.v, 2, o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&files.v, 2, o.stderr_path.c_str(), kLogFlags, 0644);
   SpawnAttr attr;
   short flags = 0;
   if (o.new_process_group) {

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
@@ -249,7 +250,7 @@ std::string probe_to_json(const ProbeResult& r) {
 
 ProbeResult read_probe(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) throw std::runtime_error(path + ": cannot open probe file");
-  const base::Json j = base::read_json_file(path);
+  const base::Json j = base::read_json_file(path, base::kinds::kProbeFile);
   if (!j.is_object()) throw std::runtime_error(path + ": not a JSON object");
   auto number = [&](const char* k) {
     auto it = j.find(k);

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/hw/util_sampler.hpp"
@@ -167,7 +168,8 @@ bool UtilReader::same_run(pid_t pid) {
   if (same_run_env_.empty()) return false;
   if (auto it = same_run_seen_.find(pid); it != same_run_seen_.end()) return it->second;
   const std::string env =
-      base::try_read_file("/proc/" + std::to_string(pid) + "/environ").value_or(std::string());
+      base::try_read_file("/proc/" + std::to_string(pid) + "/environ", base::kinds::kProcFile)
+          .value_or(std::string());
   bool found = false;
   std::size_t start = 0;
   while (!found && start < env.size()) {

@@ -3,8 +3,8 @@
 #include "gridrun/jobs/grid.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "gridrun/base/fs.hpp"
 
 #include "grid_spec.hpp"
 #include "params.hpp"
@@ -53,14 +53,20 @@ Expansion load_grid_string(const std::string& yaml, const std::string& display_n
   return detail::expand_grid(spec, opts);
 }
 
-Expansion load_grid(const std::string& path, const LoadOptions& opts) {
+Expansion load_grid(const std::string& path, const LoadOptions& opts, const base::FileKind& kind) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw GridError(path, 0, 0, "", "is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw GridError(path, 0, 0, "", "cannot open grid file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return load_grid_string(ss.str(), path, opts);
+  // Through base::open_checked (issue 57): a FIFO as a run's grid.yaml blocked status, ls and run,
+  // and a link to /dev/zero was read until memory ran out.
+  std::string why;
+  const auto text = base::try_read_file(path, kind, &why);
+  if (!text) {
+    // The message names the file; GridError puts its own "PATH: " in front.
+    const std::string prefix = path + ": ";
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    throw GridError(path, 0, 0, "", why.empty() ? "cannot open grid file" : why);
+  }
+  return load_grid_string(*text, path, opts);
 }
 
 }  // namespace gridrun::jobs

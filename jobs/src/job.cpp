@@ -4,12 +4,15 @@
 // with gridrun::base's JSON parser (nlohmann), whose errors name the file, line and column.
 #include "gridrun/jobs/job.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 #include "params.hpp"
 #include "text.hpp"
 
@@ -63,6 +66,12 @@ Job make_job(const std::string& run, std::size_t index, JobParams params) {
   return job;
 }
 
+bool is_job_id(std::string_view id) {
+  return id.size() == 12 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 std::string job_to_json(const Job& job) {
   std::string out = "{\"id\":";
   out += base::json_quote(job.id);
@@ -112,12 +121,17 @@ Job job_from_json(const std::string& json, const std::string& origin) {
   Job job = make_job(*run, ix, to_struct(p));
   job.id = *id;
   if (auto it = root.find("meta"); it != root.end()) job.meta = read_meta(*it, origin);
+  // Last, so that a file's other errors are named first: the id names the job's files.
+  if (!is_job_id(job.id))
+    throw std::runtime_error(origin + ": id: '" + base::printable_line(job.id) +
+                             "' is not a job id (12 lowercase hex digits)");
   return job;
 }
 
 Job read_job_file(const std::string& path) {
-  auto text = base::try_read_file(path);
-  if (!text) throw std::runtime_error(path + ": cannot open job file");
+  std::string why;
+  auto text = base::try_read_file(path, base::kinds::kJobFile, &why);
+  if (!text) throw std::runtime_error(why.empty() ? path + ": cannot open job file" : why);
   return job_from_json(*text, path);
 }
 

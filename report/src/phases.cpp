@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/footprint.hpp"
@@ -177,7 +178,7 @@ std::map<std::string, SlurmOthers> read_slurm_others(const run::RunDir& rd,
                                                      const std::vector<std::string>& ids) {
   std::map<std::string, SlurmOthers> out;
   for (const std::string& id : ids) {
-    const auto text = base::try_read_file(rd.others_file(id));
+    const auto text = base::try_read_file(rd.others_file(id), base::kinds::kSlurmOthers);
     if (!text) continue;
     SlurmOthers& o = out[id];
     // "start|end UNIX task ID" opens a listing; "job ID USER NAME" lines follow; a listing whose

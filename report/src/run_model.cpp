@@ -49,7 +49,7 @@ std::optional<CurrentGrid> current_grid(const run::RunDir& rd, std::ostream& log
     // The `--set` the run was last planned with: the same ids as that run.
     lo.overrides = jobs::parse_overrides(st.overrides);
     lo.repeats = st.repeats;
-    const jobs::Expansion ex = jobs::load_grid(rd.grid_copy(), lo);
+    const jobs::Expansion ex = jobs::load_grid(rd.grid_copy(), lo, base::kinds::kGridCopy);
     CurrentGrid g;
     for (const auto& j : ex.jobs) g.ids.insert(j.id);
     g.compare_by = ex.compare_by;

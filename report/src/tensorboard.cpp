@@ -23,13 +23,18 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <system_error>
+#include <utility>
 
 #include "gridrun/base/crc32c.hpp"
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
+#include "gridrun/base/own_dir.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/results/reader.hpp"
@@ -71,17 +76,10 @@ class EventFile {
     ++events_;
   }
 
-  // Writes the file atomically as DIR/NAME, then removes the other event files in DIR (an earlier
-  // export's: TensorBoard would read both and show every point twice).
+  // Writes the file atomically as DIR/NAME. The earlier export's files there go afterwards
+  // (ExportList::replace): TensorBoard would read both and show every point twice.
   void write(const fs::path& dir, const std::string& name) const {
-    const fs::path path = dir / name;
-    base::write_file_atomic(path.string(), bytes_);
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      const std::string other = entry.path().filename().string();
-      if (other != name && other.rfind("events.out.tfevents.", 0) == 0 && entry.is_regular_file(ec))
-        fs::remove(entry.path(), ec);
-    }
+    base::write_file_atomic((dir / name).string(), bytes_);
   }
 
   std::size_t events() const { return events_; }
@@ -89,6 +87,50 @@ class EventFile {
  private:
   std::string bytes_;
   std::size_t events_ = 0;
+};
+
+// The files an export wrote, listed in OUT/.gridrun-tensorboard (one path relative to OUT a line), so
+// that the next export into OUT replaces exactly those and nothing else: an event file gridrun did
+// not write (another experiment's logs in the same folder, same naming) is left alone and named
+// once (issue 57: every events.out.tfevents.* was deleted, through a link too).
+class ExportList {
+ public:
+  explicit ExportList(fs::path out) : out_(std::move(out)) {
+    const auto text = base::try_read_file(list_path(), base::kinds::kTensorboardList);
+    if (!text) return;
+    for (const std::string& line : base::split(*text, '\n'))
+      if (!line.empty()) before_.insert(line);
+  }
+
+  // After DIR/NAME was written (DIR: OUT or one of its run folders): the earlier export's files in
+  // DIR go, never through a link (base::remove_own_entries); other event files are named on `log`.
+  void replace(const std::string& folder, const std::string& name, std::ostream& log) {
+    const std::string prefix = folder.empty() ? std::string() : folder + "/";
+    now_.insert(prefix + name);
+    const fs::path dir = folder.empty() ? out_ : out_ / folder;
+    base::remove_own_entries(
+        dir.string(), [&](const std::string& n) { return n != name && before_.count(prefix + n) > 0; });
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string other = entry.path().filename().string();
+      if (other != name && other.rfind("events.out.tfevents.", 0) == 0 && !before_.count(prefix + other))
+        log << "export: warning: " << entry.path().string()
+            << ": an event file gridrun did not write; left alone (TensorBoard reads it too)\n";
+    }
+  }
+
+  // The list of this export, for the next one.
+  void save() const {
+    std::string text;
+    for (const std::string& f : now_) text += f + "\n";
+    base::write_file_atomic(list_path(), text);
+  }
+
+ private:
+  std::string list_path() const { return (out_ / ".gridrun-tensorboard").string(); }
+
+  fs::path out_;
+  std::set<std::string> before_, now_;
 };
 
 tensorflow::Event scalar_event(double wall_time, std::int64_t step) {
@@ -362,6 +404,7 @@ TensorboardExport write_tensorboard(const LoadedRun& run, const TensorboardOptio
 
   TensorboardExport done;
   std::set<std::string> tags;
+  ExportList list(out);
   int n = 0;
   for (const auto* job : jobs) {
     const results::JobData& data = *by_id.at(job->id);
@@ -381,15 +424,21 @@ TensorboardExport write_tensorboard(const LoadedRun& run, const TensorboardOptio
       const double t = data.attr_number("end_unix", NAN);
       f.add(hparams_event(std::isfinite(t) ? t : start, kSessionEndTag, *end));
     }
-    fs::create_directories(out / name, ec);
-    if (ec) throw std::runtime_error((out / name).string() + ": cannot create: " + ec.message());
-    f.write(out / name, tensorboard_file_name(now, host, static_cast<long>(::getpid()), n++));
+    // A folder of the export's own, never a link (through one, files were written and removed
+    // elsewhere): base::make_own_dir refuses it, naming it.
+    base::make_own_dir((out / name).string());
+    const std::string file = tensorboard_file_name(now, host, static_cast<long>(::getpid()), n++);
+    f.write(out / name, file);
+    list.replace(name, file, log);
     done.runs.push_back(name);
     done.events += f.events();
   }
   EventFile root(now);
   root.add(hparams_event(now, kExperimentTag, experiment(run, jobs, varying, tags, now)));
-  root.write(out, tensorboard_file_name(now, host, static_cast<long>(::getpid()), n++));
+  const std::string root_file = tensorboard_file_name(now, host, static_cast<long>(::getpid()), n++);
+  root.write(out, root_file);
+  list.replace("", root_file, log);
+  list.save();
   done.events += root.events();
   if (!opts.quiet)
     log << "export: " << done.runs.size() << " TensorBoard runs (" << done.events << " events) in "

@@ -13,6 +13,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
@@ -145,8 +146,12 @@ struct ResultsFolder::Impl {
   void load() {
     if (loaded || !use_index) return;
     loaded = true;
-    const auto bytes = base::try_read_file(index_path());
+    // A FIFO, a link or an oversized file in its place reads as no index: rebuilt, and the rename
+    // of the rebuilt one replaces it.
+    std::string refused;
+    const auto bytes = base::try_read_file(index_path(), base::kinds::kResultsIndex, &refused);
     if (!bytes) {
+      dirty = !refused.empty();
       rebuilt = true;
       return;
     }

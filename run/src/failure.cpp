@@ -1,8 +1,14 @@
 // A failed job's one-line reason from its results file or its stderr log (failure.hpp).
 #include "gridrun/run/failure.hpp"
 
-#include <fstream>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
+
+#include "gridrun/base/file_kinds.hpp"
+#include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
 
 namespace gridrun::run {
@@ -11,21 +17,28 @@ namespace {
 
 // The log's tail is enough: the runner's failure line is among the last lines of the last attempt,
 // and a log of many appended attempts (or a chatty rank) may be megabytes.
-constexpr std::streamoff kLogTailBytes = std::streamoff{64} * 1024;
+constexpr std::uint64_t kLogTailBytes = std::uint64_t{64} * 1024;
 
 constexpr std::string_view kAttemptHeader = "=== gridrun attempt ";
 constexpr std::string_view kTrainPrefix = "gridrun-train:";
 constexpr std::string_view kGridrunPrefix = "gridrun:";
 
+// Through base::open_checked (issue 57): a FIFO in the log's place blocked the command for ever,
+// and a link to /dev/zero has no end to seek to; such a log has no reason to give.
 std::string read_tail(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return {};
-  const std::streamoff size = in.tellg();
-  const std::streamoff from = size > kLogTailBytes ? size - kLogTailBytes : 0;
-  in.seekg(from);
-  std::string text(static_cast<std::size_t>(size - from), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  const base::CheckedOpen f = base::open_checked(path, base::kinds::kJobLog, O_RDONLY);
+  if (!f.fd.valid()) return {};
+  const std::uint64_t from = f.size > kLogTailBytes ? f.size - kLogTailBytes : 0;
+  std::string text(static_cast<std::size_t>(f.size - from), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n =
+        ::pread(f.fd.get(), text.data() + got, text.size() - got, static_cast<off_t>(from + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
   // A tail that starts inside a line: that line's start is not its start.
   if (from > 0) {
     const auto nl = text.find('\n');

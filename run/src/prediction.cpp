@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/json_checked.hpp"
@@ -74,7 +75,7 @@ std::string bad_count(const base::Json& obj, const char* key, long long max, int
 }  // namespace
 
 Prediction read_prediction(const std::string& path) {
-  const base::Json j = base::read_checked_json_file(path);
+  const base::Json j = base::read_checked_json_file(path, base::kinds::kPrediction);
   if (!j.is_object() || base::get_string(j, "format") != kFormat)
     throw std::runtime_error(path + ": not a gridrun prediction (format " + kFormat + ")");
   // Checked completely (issue 45): what says where the prediction came from must be text, or the

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
@@ -100,14 +101,18 @@ PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const Prep
   dir.create_layout();
   if (opts.slurm_dir) fs::create_directories(dir.slurm_dir());
   if (opts.lock) p.lock = std::make_unique<RunLock>(dir);
-  const std::string grid = base::read_file(opts.grid_file);
-  if (base::try_read_file(dir.grid_copy()) != grid) base::write_file_atomic(dir.grid_copy(), grid);
+  const std::string grid = base::read_file(opts.grid_file, base::kinds::kGridFile);
+  if (base::try_read_file(dir.grid_copy(), base::kinds::kGridCopy) != grid)
+    base::write_file_atomic(dir.grid_copy(), grid);
   try {
     p.state = dir.load_state();
   } catch (const std::exception& e) {
     // The results files decide what is finished; state.json only adds attempts and timings.
     quarantine_damaged(dir.state_file(), e.what(), log);
   }
+  for (const std::string& w : p.state.warnings)
+    log << "warning: " << base::printable_line(w) << "\n" << std::flush;
+  p.state.warnings.clear();
   p.state.name = ex.name;
   p.state.overrides = opts.overrides;
   p.state.repeats = opts.repeats;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
 
@@ -16,8 +17,10 @@ std::string progress_line(const Progress& p) {
 }
 
 std::optional<Progress> read_progress(const std::string& path) {
-  const auto text = base::try_read_file(path);
-  if (!text || text->empty() || text->size() > 4096) return std::nullopt;
+  // At most 4 KiB (the kind's cap, checked before reading): a heartbeat linked to /dev/zero took
+  // `status` to gigabytes when the limit was checked after reading (issue 57).
+  const auto text = base::try_read_file(path, base::kinds::kHeartbeat);
+  if (!text || text->empty()) return std::nullopt;
   Progress p;
   auto whole = [](double v) { return std::isfinite(v) && v >= 0 && v <= 9.0e15; };
   if ((*text)[0] != '{') {  // an older gridrun-train: the step alone

@@ -18,11 +18,13 @@
 #include <string_view>
 #include <utility>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/json_checked.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/job.hpp"
 
 namespace fs = std::filesystem;
 
@@ -179,7 +181,11 @@ PhaseRecord phase_from_json(const std::string& name, const base::Json& v) {
 
 RunState RunDir::load_state() const {
   RunState st;
-  const auto text = base::try_read_file(state_file());
+  // A FIFO, a link or an oversized file in its place is a damaged state file: named, and quarantined
+  // and rebuilt by `gridrun run` like any other (issue 57: a FIFO here blocked every command).
+  std::string refused;
+  const auto text = base::try_read_file(state_file(), base::kinds::kStateFile, &refused);
+  if (!text && !refused.empty()) throw std::runtime_error(refused);
   if (!text) return st;
   const base::Json root = base::parse_checked_json(*text, state_file());
   st.name = base::get_string(root, "name");
@@ -193,6 +199,13 @@ RunState RunDir::load_state() const {
       if (o.is_string()) st.overrides.push_back(o.get<std::string>());
   if (const auto jobs = root.find("jobs"); jobs != root.end() && jobs->is_object()) {
     for (const auto& [id, j] : jobs->items()) {
+      // An id names the job's files (logs/<id>.out.heartbeat, ...): one that is not a job id
+      // ("../../x", a hand edit, checksum or not) is never used (issue 57).
+      if (!::gridrun::jobs::is_job_id(id)) {
+        st.warnings.push_back(state_file() + ": job id '" + base::printable_line(id) +
+                              "' is not a job id (12 lowercase hex digits); skipped");
+        continue;
+      }
       JobRecord r;
       r.id = id;
       try {
@@ -250,7 +263,7 @@ bool is_token(const std::string& t) {
 }  // namespace
 
 std::string RunDir::launch_token() const {
-  std::string t = base::try_read_file(launch_token_file()).value_or("");
+  std::string t = base::try_read_file(launch_token_file(), base::kinds::kLaunchToken).value_or("");
   while (!t.empty() && t.back() == '\n') t.pop_back();
   return is_token(t) ? t : std::string();
 }
@@ -298,8 +311,10 @@ std::string read_fd_text(int fd) {
 
 RunLock::RunLock(const RunDir& dir) {
   const std::string path = dir.lock_file();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error(path + ": cannot open lock file: " + base::errno_text(errno));
+  // Never through a link, never a FIFO (base::open_checked): refused, naming the file.
+  base::CheckedOpen f = base::open_checked(path, base::kinds::kLockFile, O_RDWR | O_CREAT, 0644);
+  if (!f.fd.valid()) throw std::runtime_error(f.message);
+  fd_ = f.fd.release();
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     const LockHolder h = parse_lock_text(read_fd_text(fd_));
@@ -322,8 +337,10 @@ RunLock::RunLock(const RunDir& dir) {
 }
 
 std::optional<LockHolder> lock_holder(const RunDir& dir) {
-  const int fd = ::open(dir.lock_file().c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  // A FIFO in the lock's place blocked `status` and `ls` in open() (issue 57): base::open_checked.
+  const base::CheckedOpen f = base::open_checked(dir.lock_file(), base::kinds::kLockFile, O_RDONLY);
+  if (!f.fd.valid()) return std::nullopt;
+  const int fd = f.fd.get();
   std::optional<LockHolder> out;
   const std::string text = read_fd_text(fd);
   if (!text.empty()) {
@@ -332,7 +349,6 @@ std::optional<LockHolder> lock_holder(const RunDir& dir) {
     else if (errno == EWOULDBLOCK)
       out = parse_lock_text(text);
   }
-  ::close(fd);
   return out;
 }
 

@@ -11,10 +11,12 @@
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/own_dir.hpp"
 #include "gridrun/base/text.hpp"
 
 namespace gridrun::run {
@@ -108,6 +110,13 @@ std::string worker_done_pipe(const std::string& dir) {
   return (std::filesystem::path(dir) / "done").string();
 }
 
+bool is_worker_pipe_name(const std::string& name) {
+  if (name == "done") return true;
+  constexpr std::string_view kTask = "task.";
+  return name.size() > kTask.size() && name.compare(0, kTask.size(), kTask) == 0 &&
+         name.find_first_not_of("0123456789", kTask.size()) == std::string::npos;
+}
+
 PipeEnd& PipeEnd::operator=(PipeEnd&& o) noexcept {
   if (this != &o) {
     close();
@@ -173,9 +182,9 @@ std::optional<std::string> PipeEnd::read_line(double timeout_s, bool* eof) {
 }
 
 WorkerPipes make_worker_pipes(const std::string& dir, int ranks) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(dir + ": cannot create: " + ec.message());
+  // A folder of gridrun's own, never a link (issue 57: a `workers` link had the pipes made, and
+  // later removed, in another folder); the launcher checks workers/ itself the same way.
+  base::make_own_dir(dir);
   auto make = [](const std::string& path) {
     ::unlink(path.c_str());  // a leftover of a worker this folder had before
     if (::mkfifo(path.c_str(), 0600) != 0) fail(path, "create the pipe");

@@ -14,6 +14,8 @@
 #include <torch/cuda.h>
 #endif
 
+#include "gridrun/base/file_kinds.hpp"
+#include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/signals.hpp"
@@ -24,13 +26,14 @@ namespace gridrun::runner {
 namespace {
 constexpr double kRssSlackBytes = 256.0 * 1024 * 1024;
 
-// This rank's stdout or stderr appends to `path` from now on (the job's own log).
+// This rank's stdout or stderr appends to `path` from now on (the job's own log), never through a
+// link (base::open_log_for_append; issue 57).
 void redirect(int fd, const std::string& path) {
   if (path.empty()) return;
-  const int f = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (f < 0) throw std::runtime_error(path + ": cannot open: " + base::errno_text(errno));
-  ::dup2(f, fd);
-  ::close(f);
+  std::string replaced;
+  const base::UniqueFd f = base::open_log_for_append(path, base::kinds::kJobLog, replaced);
+  if (!replaced.empty()) std::cerr << "gridrun-train: warning: " << base::printable_line(replaced) << "\n";
+  ::dup2(f.get(), fd);
 }
 }  // namespace
 

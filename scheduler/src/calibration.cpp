@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "gridrun/base/checked.hpp"
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
@@ -324,7 +325,7 @@ void write_calibration(const std::string& path, const Calibration& c) {
 }
 
 Calibration read_calibration(const std::string& path) {
-  const base::Json j = base::read_checked_json_file(path);
+  const base::Json j = base::read_checked_json_file(path, base::kinds::kCalibration);
   if (!j.is_object() || base::get_string(j, "format") != kFormat)
     throw std::runtime_error(path + ": not a gridrun calibration (format " + kFormat + ")");
   // What says whose calibration this is must be there and be text: a file that cannot say where

@@ -10,6 +10,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/text.hpp"
@@ -34,7 +35,8 @@ std::vector<std::string> jobs_in_state(const run::RunDir& dir, run::JobOutcome s
 
 // argv of a process as one shell line ("" when it is gone).
 std::string command_line(long pid) {
-  const std::string raw = base::try_read_file("/proc/" + std::to_string(pid) + "/cmdline").value_or("");
+  const std::string raw =
+      base::try_read_file("/proc/" + std::to_string(pid) + "/cmdline", base::kinds::kProcFile).value_or("");
   std::string out;
   for (std::size_t pos = 0; pos < raw.size();) {
     std::size_t end = raw.find('\0', pos);

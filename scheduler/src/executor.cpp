@@ -31,6 +31,7 @@
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
+#include "gridrun/base/own_dir.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/run/worker_channel.hpp"
@@ -204,6 +205,7 @@ class LocalExecutor : public Executor {
     if (!s.warm) return std::make_unique<Process>(spawn(s, {}));
     auto w = std::make_shared<Worker>();
     w->dir = (std::filesystem::path(s.workers_dir) / ("w" + std::to_string(++workers_started_))).string();
+    base::make_own_dir(s.workers_dir);  // never a link: its w<N> folders are emptied at the end
     w->pipes = run::make_worker_pipes(w->dir, s.req.ranks);
     w->key = key;
     w->host = s.host;
@@ -267,10 +269,9 @@ class LocalExecutor : public Executor {
     return nullptr;
   }
 
-  static void remove_dir(const Worker& w) {
-    std::error_code ec;
-    std::filesystem::remove_all(w.dir, ec);
-  }
+  // Only the pipes it made, never through a link (issue 57: remove_all of a `workers` link's
+  // target's w1/ and w2/).
+  static void remove_dir(const Worker& w) { base::remove_own_entries(w.dir, run::is_worker_pipe_name); }
 
   base::Child spawn(const LaunchSpec& s, const std::vector<std::string>& extra) {
     if (!s.core_ids.empty()) write_rankfile(s);

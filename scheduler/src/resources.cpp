@@ -17,6 +17,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/spawn.hpp"
@@ -251,8 +252,9 @@ Cluster load_cluster_string(const std::string& yaml, const std::string& file) {
 }
 
 Cluster load_cluster_file(const std::string& path) {
-  const auto text = base::try_read_file(path);
-  if (!text) throw std::invalid_argument(path + ": cannot open cluster file");
+  std::string why;
+  const auto text = base::try_read_file(path, base::kinds::kClusterFile, &why);
+  if (!text) throw std::invalid_argument(why.empty() ? path + ": cannot open cluster file" : why);
   return load_cluster_string(*text, path);
 }
 

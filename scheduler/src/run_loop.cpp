@@ -21,6 +21,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gridrun/base/file_kinds.hpp"
+#include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
@@ -81,8 +83,22 @@ bool has_checkpoint(const std::string& dir) {
   return fs::is_directory(dir, ec) && !fs::is_empty(dir, ec);
 }
 
-void append_line(const std::string& path, const std::string& line) {
-  std::ofstream(path, std::ios::app) << line;
+// Appends to a job's log, never through a link (base::open_log_for_append: a link or a FIFO in its
+// place is replaced; issue 57). Returns a warning to show, naming the file ("" when none).
+std::string append_line(const std::string& path, const std::string& line) {
+  std::string replaced;
+  try {
+    const base::UniqueFd fd = base::open_log_for_append(path, base::kinds::kJobLog, replaced);
+    for (std::size_t done = 0; done < line.size();) {
+      const ssize_t n = ::write(fd.get(), line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return path + ": cannot write: " + base::errno_text(errno);
+      done += static_cast<std::size_t>(n);
+    }
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return replaced;
 }
 
 }  // namespace
@@ -391,8 +407,9 @@ void RunLoop::launch(const Start& s) {
     for (const auto& a : exec_->command(spec)) cmd += a + " ";
   const std::string hdr = "=== gridrun attempt " + std::to_string(rec.attempts) + " at " +
                           std::to_string(static_cast<long long>(rec.start_unix)) + ": " + cmd + "\n";
-  append_line(spec.log_out, hdr);
-  append_line(spec.log_err, hdr);
+  for (const std::string* log : {&spec.log_out, &spec.log_err})
+    if (const std::string w = append_line(*log, hdr); !w.empty())
+      progress_->event("warning " + job.id + ": " + base::printable_line(w));
   rd_.save_state(state_);
   ++progress_->counts().running;
   phase_->live[i] = Live{nullptr, progress_->elapsed()};
@@ -401,7 +418,7 @@ void RunLoop::launch(const Start& s) {
     phase_->live[i].proc = exec_->launch(spec);
     phase_->live[i].warm = phase_->live[i].proc->warm();
   } catch (const std::exception& e) {
-    append_line(spec.log_err, std::string("gridrun: ") + e.what() + "\n");
+    (void)append_line(spec.log_err, std::string("gridrun: ") + e.what() + "\n");  // its header's warned
     on_exit(i, 127);
     return;
   }
@@ -547,7 +564,7 @@ void RunLoop::watchdog(const std::vector<std::pair<std::size_t, int>>& ended) {
     } else {
       continue;
     }
-    append_line(rd_.log_err(id), "gridrun: watchdog: " + why + "\n");
+    (void)append_line(rd_.log_err(id), "gridrun: watchdog: " + why + "\n");  // its header's warned
     progress_->event("warning " + id + ": " + why);
     l.proc->kill();
   }

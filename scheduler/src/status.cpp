@@ -152,7 +152,8 @@ std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunSt
       // As the run resolved them: its `--set` values are part of every job's parameters (and id).
       lo.overrides = jobs::parse_overrides(state.overrides, "--set");
       lo.repeats = state.repeats;
-      for (auto& j : jobs::load_grid(dir.grid_copy(), lo).jobs) by_id.emplace(j.id, std::move(j.params));
+      for (auto& j : jobs::load_grid(dir.grid_copy(), lo, base::kinds::kGridCopy).jobs)
+        by_id.emplace(j.id, std::move(j.params));
     } catch (const std::exception&) {
       // The job files below have every job's parameters too.
     }
@@ -269,6 +270,8 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   run::RunState state;
   try {
     state = dir.load_state();
+    // Entries left out (an id that is not a job id): shown like a damaged file's, not used.
+    for (const std::string& w : state.warnings) st.damaged.push_back(base::printable_line(w));
   } catch (const std::exception& e) {
     // Read-only here: the next `gridrun run` quarantines it; states come from the results files.
     st.damaged.push_back(fs::path(dir.state_file()).filename().string() + " (" +
@@ -281,6 +284,12 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
     const std::optional<std::string> id = run::RunDir::job_id_of_job_file(e.path().string());
     if (id && !recs.count(*id)) recs[*id].id = *id;
   }
+  // A local run whose lock nobody holds runs nothing: its "running" jobs were cut short (issue 57:
+  // after a kill -9 of `gridrun run` they showed running, elapsed counting, for ever). A Slurm job
+  // (a slurm_job_id) is the batch system's to say (the overlay).
+  if (!run::lock_holder(dir))
+    for (auto& [id, r] : recs)
+      if (r.state == run::JobOutcome::Running && r.slurm_job_id.empty()) r.state = run::JobOutcome::Interrupted;
   const std::map<std::string, DiskGlance> disk = glance_results(dir);
   for (const auto& [id, r] : recs) {
     auto it = disk.find(id);

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
@@ -228,14 +229,14 @@ TaskJobTrace read_task_job_trace(const run::RunDir& rd, const std::string& job_i
                                  const std::string& task_id) {
   TaskJobTrace t;
   // Written by the body with `echo CODE`: anything else (a damaged file) says nothing.
-  if (const auto code = base::try_read_file(rd.slurm_ended_dir() + "/" + job_id)) {
+  if (const auto code = base::try_read_file(rd.slurm_ended_dir() + "/" + job_id, base::kinds::kSlurmEnded)) {
     const std::string c = base::trim(*code);
     if (!c.empty() && c.size() <= 3 && c.find_first_not_of("0123456789") == std::string::npos)
       t.ended_code = std::stoi(c);
   }
   // Headers "start|end SECONDS task ID"; the lines between them list other jobs ("job ...").
   if (task_id.empty()) return t;
-  if (const auto others = base::try_read_file(rd.others_file(job_id))) {
+  if (const auto others = base::try_read_file(rd.others_file(job_id), base::kinds::kSlurmOthers)) {
     for (const auto& l : lines(*others)) {
       const bool start = l.rfind("start ", 0) == 0;
       if (!start && l.rfind("end ", 0) != 0) continue;

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/params.hpp"
@@ -42,7 +43,7 @@ struct SubmittedLine {
 
 std::vector<SubmittedLine> read_submitted(const run::RunDir& rd) {
   std::vector<SubmittedLine> out;
-  std::istringstream is(base::try_read_file(rd.submitted_file()).value_or(""));
+  std::istringstream is(base::try_read_file(rd.submitted_file(), base::kinds::kSubmittedList).value_or(""));
   std::string l;
   while (std::getline(is, l)) {
     if (l.empty() || l[0] == '#') continue;
@@ -259,7 +260,8 @@ void write_job_files(const run::RunDir& rd, const jobs::Expansion& exp, const st
     if (submitting.count(j.id)) j.meta["sitting"] = "submit-" + std::to_string(submission);
     add_phase(exp, j);
     const std::string text = jobs::job_to_json(j);
-    if (base::try_read_file(rd.job_file(j.id)) != text) base::write_file_atomic(rd.job_file(j.id), text);
+    if (base::try_read_file(rd.job_file(j.id), base::kinds::kJobFile) != text)
+      base::write_file_atomic(rd.job_file(j.id), text);
   }
 }
 

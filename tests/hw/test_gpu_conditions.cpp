@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/hw/gpu_conditions.hpp"
 #include "gridrun/hw/util_sampler.hpp"
@@ -89,7 +90,9 @@ TEST(GpuConditions, SamplerReadsThemThroughNvml) {
   }
   {
     // The parent as a process of the same run: an entry of its environment as it was at exec.
-    const std::string env = gridrun::base::try_read_file("/proc/" + parent + "/environ").value_or("");
+    const std::string env =
+        gridrun::base::try_read_file("/proc/" + parent + "/environ", gridrun::base::kinds::kProcFile)
+            .value_or("");
     const std::string first = env.substr(0, env.find('\0'));
     ASSERT_NE(first.find('='), std::string::npos) << "parent's environment unreadable";
     o.same_run_env = {first};

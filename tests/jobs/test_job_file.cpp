@@ -100,10 +100,21 @@ TEST_F(JobsJobFile, ReadAcceptsReorderedKeysAndMissingNewParams) {
   // A hand-written file: keys in another order, spaces, a parameter left out (takes its default).
   gj::Job j = gj::job_from_json(
       "{ \"meta\": {}, \"params\": {\"model\": \"mlp\", \"lr\": 1e-1}, \"index\": 0,"
-      "  \"run\": \"r\", \"id\": \"abc\" }",
+      "  \"run\": \"r\", \"id\": \"0123456789ab\" }",
       "inline");
-  EXPECT_EQ(j.id, "abc");
+  EXPECT_EQ(j.id, "0123456789ab");
   EXPECT_EQ(j.params, gj::JobParams{});
+}
+
+// Issue 57: the id names the job's files, so one that is not a job id is refused, naming the file.
+TEST_F(JobsJobFile, IdThatIsNotAJobIdIsRefused) {
+  EXPECT_EQ(read_error("{\"id\":\"../../../../tmp/x\",\"run\":\"r\",\"index\":0,\"params\":{}}"),
+            "FILE: id: '../../../../tmp/x' is not a job id (12 lowercase hex digits)");
+  EXPECT_TRUE(gj::is_job_id("0123456789ab"));
+  EXPECT_FALSE(gj::is_job_id("0123456789AB"));
+  EXPECT_FALSE(gj::is_job_id("0123456789a"));
+  EXPECT_FALSE(gj::is_job_id("0123456789abc"));
+  EXPECT_FALSE(gj::is_job_id("../123456789"));
 }
 
 TEST_F(JobsJobFile, ReadErrorsNameFileAndKey) {

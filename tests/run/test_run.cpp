@@ -2,6 +2,7 @@
 // reader (phase facts included, older phase figures tolerated), a damaged state named, the lock
 // exclusive, and prepare_run rewriting a damaged job file from the grid.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/jobs/grid.hpp"
@@ -86,8 +88,8 @@ TEST(RunState, RoundTripsJobsAndPhaseFacts) {
   const run::RunDir rd(t.path.string());
   run::RunState st;
   st.name = "g";
-  run::JobRecord& r = st.jobs["abc"];
-  r.id = "abc";
+  run::JobRecord& r = st.jobs["0123456789ab"];
+  r.id = "0123456789ab";
   r.state = run::JobOutcome::TargetReached;
   r.attempts = 2;
   r.exit_codes = {1, 0};
@@ -100,12 +102,12 @@ TEST(RunState, RoundTripsJobsAndPhaseFacts) {
   p.makespan_s = 3.5;
   p.busy_resource_s = 7;
   p.capacity = 2;
-  p.jobs = {"abc"};
+  p.jobs = {"0123456789ab"};
   rd.save_state(st);
   const run::RunState back = rd.load_state();
   EXPECT_EQ(back.name, "g");
-  ASSERT_EQ(back.jobs.count("abc"), 1u);
-  const run::JobRecord& b = back.jobs.at("abc");
+  ASSERT_EQ(back.jobs.count("0123456789ab"), 1u);
+  const run::JobRecord& b = back.jobs.at("0123456789ab");
   EXPECT_EQ(b.state, run::JobOutcome::TargetReached);
   EXPECT_EQ(b.attempts, 2);
   EXPECT_EQ(b.exit_codes, (std::vector<int>{1, 0}));
@@ -116,7 +118,49 @@ TEST(RunState, RoundTripsJobsAndPhaseFacts) {
   EXPECT_DOUBLE_EQ(q.makespan_s, 3.5);
   EXPECT_DOUBLE_EQ(q.busy_resource_s, 7);
   EXPECT_DOUBLE_EQ(q.capacity, 2);
-  EXPECT_EQ(q.jobs, (std::vector<std::string>{"abc"}));
+  EXPECT_EQ(q.jobs, (std::vector<std::string>{"0123456789ab"}));
+}
+
+// Issue 57: an id read from state.json names the job's files (logs/<id>.out.heartbeat, ...); one
+// that is not a job id is left out with a warning naming the file, never used as a path.
+TEST(RunState, IdThatIsNotAJobIdIsSkippedWithAWarning) {
+  TempDir t;
+  const run::RunDir rd(t.path.string());
+  base::write_file_atomic(rd.state_file(),
+                          R"({"name":"g","jobs":{"../../../../tmp/x":{"state":"running"},)"
+                          R"("0123456789ab":{"state":"completed"},"ABCDEF012345":{"state":"running"}}})");
+  const run::RunState st = rd.load_state();
+  ASSERT_EQ(st.jobs.size(), 1u);
+  EXPECT_EQ(st.jobs.count("0123456789ab"), 1u);
+  ASSERT_EQ(st.warnings.size(), 2u);
+  EXPECT_EQ(
+      st.warnings[0],
+      rd.state_file() + ": job id '../../../../tmp/x' is not a job id (12 lowercase hex digits); skipped");
+  EXPECT_NE(st.warnings[1].find("'ABCDEF012345' is not a job id"), std::string::npos);
+}
+
+// Issue 57: a FIFO or a link in state.json's place is a damaged state file, named at once (it used
+// to block every command in open()); the lock and the launch token are read the same way.
+TEST(RunState, FifoOrLinkInPlaceOfStateIsNamedNotWaitedFor) {
+  TempDir t;
+  const run::RunDir rd(t.path.string());
+  ASSERT_EQ(::mkfifo(rd.state_file().c_str(), 0600), 0);
+  try {
+    rd.load_state();
+    FAIL() << "a FIFO as state.json was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(
+        std::string(e.what()),
+        rd.state_file() + ": not read as a state file (a regular file of at most 256 MiB): it is a FIFO");
+  }
+  fs::remove(rd.state_file());
+  fs::create_symlink("/dev/zero", rd.state_file());
+  EXPECT_THROW(rd.load_state(), std::runtime_error);
+  ASSERT_EQ(::mkfifo(rd.launch_token_file().c_str(), 0600), 0);
+  EXPECT_EQ(rd.launch_token(), "");
+  ASSERT_EQ(::mkfifo(rd.lock_file().c_str(), 0600), 0);
+  EXPECT_EQ(run::lock_holder(rd), std::nullopt);
+  EXPECT_THROW(run::RunLock lock(rd), std::runtime_error);
 }
 
 TEST(RunState, OlderPhaseFiguresLeaveMissingFactsNaN) {
@@ -135,7 +179,7 @@ TEST(RunState, OlderPhaseFiguresLeaveMissingFactsNaN) {
 TEST(RunState, DamagedStateNamesTheFile) {
   TempDir t;
   const run::RunDir rd(t.path.string());
-  base::write_file_atomic(rd.state_file(), R"({"jobs":{"a":{"state":"exploded"}}})");
+  base::write_file_atomic(rd.state_file(), R"({"jobs":{"0123456789ab":{"state":"exploded"}}})");
   try {
     rd.load_state();
     FAIL() << "a state of an unknown outcome was accepted";
@@ -232,5 +276,6 @@ TEST(PrepareRun, RewritesADamagedJobFileFromTheGrid) {
   EXPECT_EQ(back.id, ex.jobs[0].id);
   EXPECT_EQ(p.state.jobs.size(), 2u);
   EXPECT_FALSE(p.state.jobs.at(ex.jobs[1].id).phase.empty());
-  EXPECT_EQ(base::read_file(rd.grid_copy()), base::read_file(grid.string()));
+  EXPECT_EQ(base::read_file(rd.grid_copy(), base::kinds::kGridCopy),
+            base::read_file(grid.string(), base::kinds::kGridFile));
 }

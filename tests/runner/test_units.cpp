@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/runner/archive_check.hpp"
 #include "gridrun/runner/epoch_sampler.hpp"
@@ -224,7 +225,8 @@ TEST(ArchiveCheck, PassesWhatLibTorchWrites) {
 
 TEST(ArchiveCheck, StopsTheHugeLengthLibTorchWouldAllocate) {
   // The fuzz input's change, alone: the length of the string "fc1" in data.pkl becomes 0x3d000003.
-  std::string bytes = gridrun::base::read_file(std::string(CHECKPOINT_CORPUS) + "/seed-mlp16-state.pt");
+  std::string bytes = gridrun::base::read_file(std::string(CHECKPOINT_CORPUS) + "/seed-mlp16-state.pt",
+                                               gridrun::base::kinds::kHashedInput);
   const std::string fc1(
       "X\x03\x00\x00\x00"
       "fc1",
@@ -293,7 +295,7 @@ TEST(ArchiveCheck, ChangedTensorBytesFailTheCrc) {
   a.write("w", torch::zeros({64}));
   a.save_to(f.string());
   ASSERT_NO_THROW(check_torch_archive(f.string()));
-  std::string bytes = gridrun::base::read_file(f.string());
+  std::string bytes = gridrun::base::read_file(f.string(), gridrun::base::kinds::kHashedInput);
   const std::string zeros(64 * 4, '\0');
   const auto at = bytes.find(zeros);
   ASSERT_NE(at, std::string::npos);

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <vector>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/jobs/grid.hpp"
@@ -275,7 +276,7 @@ TEST(Calibrate, DamagedEntriesAreLeftOutWithOneWarningEach) {
   c.groups.push_back(g);
   const std::string path = (d.path / "calibration.json").string();
   write_calibration(path, c);
-  base::Json j = base::read_json_file(path);
+  base::Json j = base::read_json_file(path, base::kinds::kCalibration);
   {
     // An edit that keeps the file's checksum is a damaged file as a whole (base/json_checked.hpp);
     // the message says to delete the checksum line, which the edits below then do.
@@ -325,7 +326,7 @@ TEST(Calibrate, DamagedEntriesAreLeftOutWithOneWarningEach) {
   for (const auto& w : r.warnings) EXPECT_EQ(w.find('\n'), std::string::npos) << w;
 
   // What says whose calibration it is must be text, or the whole file is not used.
-  j = base::read_json_file(path);
+  j = base::read_json_file(path, base::kinds::kCalibration);
   j["host"] = 7;
   std::ofstream(path) << j.dump(1);
   EXPECT_THROW(read_calibration(path), std::runtime_error);
@@ -380,7 +381,7 @@ TEST(Calibrate, SimulateWithADamagedCalibrationWarnsAndEnds) {
   fs::create_directories(out + "/g");
   const std::string path = run::RunDir(out + "/g").calibration_file();
   write_calibration(path, c);
-  base::Json j = base::read_json_file(path);
+  base::Json j = base::read_json_file(path, base::kinds::kCalibration);
   j.erase("checksum");  // edited by hand, as docs/architecture.md says: without its checksum
   const std::string damaged = config_key(ex.jobs[1].params);
   j["configs"][damaged].erase("step_s");
@@ -419,7 +420,7 @@ TEST(Calibrate, DamagedPredictionEntriesAreLeftOutWithOneWarningEach) {
   p.job_seconds = {{"a", 1}, {"b", 2}, {"c", 3}};
   const std::string path = (d.path / "prediction.json").string();
   run::write_prediction(path, p);
-  base::Json j = base::read_json_file(path);
+  base::Json j = base::read_json_file(path, base::kinds::kCalibration);
   j.erase("checksum");  // edited by hand: without its checksum, or the whole file is damaged
   j["phases"]["1"]["makespan"] = j["phases"]["1"]["makespan_s"];  // renamed
   j["phases"]["1"].erase("makespan_s");

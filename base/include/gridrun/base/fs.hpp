@@ -7,7 +7,10 @@
 // through write_file_atomic, so each is either the old or the new content, never a mix.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -20,16 +23,86 @@ namespace gridrun::base {
 // and messages on paths that travel (a warm worker's task messages name files under --out).
 std::string absolute_path(const std::string& path);
 
-// The whole file; throws std::runtime_error "PATH: cannot read: CAUSE".
-std::string read_file(const std::string& path);
-// The whole file, or nullopt when it does not exist or cannot be read.
-std::optional<std::string> try_read_file(const std::string& path);
+// What gridrun expects of a file it reads: the rules of the one guarded way to open it (issue 57).
+// Why: a FIFO in place of a run file blocked every command for ever, and a link to /dev/zero (or a
+// sparse file of gigabytes) was read whole before any check. Every kind has its own cap, checked
+// from fstat before the first byte is read; the kinds and their caps are one table,
+// file_kinds.hpp, which docs/architecture.md ("Hostile input") lists.
+struct FileKind {
+  std::string_view name;    // what a message calls it: "state file", "heartbeat", ...
+  std::uint64_t max_bytes;  // a larger file is refused, never read
+  bool follow_links;        // false: a symbolic link in its place is refused (O_NOFOLLOW)
+};
 
-// Reads the file in blocks of at most `block` bytes and hands each to `fn`, never holding the whole
-// file (a model archive of hundreds of MB hashed by sha256_file). Throws std::runtime_error
-// "PATH: cannot read: CAUSE".
-void read_file_blocks(const std::string& path, std::size_t block,
+// A descriptor closed when it goes out of scope, so that no early exit (a throw) leaks one.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    const int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// A file opened by open_checked: the descriptor, or why not.
+struct CheckedOpen {
+  UniqueFd fd;             // invalid on failure
+  std::uint64_t size = 0;  // st_size at the open
+  int err = 0;             // errno of a failed open (ENOENT: no such file); 0 when refused by a check
+  std::string message;     // "" when open; else names the file, and for a refusal its kind and cap
+  bool missing() const { return err == ENOENT || err == ENOTDIR; }
+};
+
+// The one guarded open of a file gridrun reads (or appends to). O_NONBLOCK, so that a FIFO or a
+// device in the file's place answers at once instead of blocking until a writer comes;
+// O_NOFOLLOW unless kind.follow_links; O_CLOEXEC; then fstat: only a regular file is kept
+// (anything else is refused: "PATH: not read as a KIND (a regular file of at most CAP): it is a
+// FIFO"), and, when opened for reading (O_RDONLY), one of at most kind.max_bytes. `flags` adds to
+// those (O_RDONLY, or O_WRONLY | O_APPEND | O_CREAT with `mode`).
+CheckedOpen open_checked(const std::string& path, const FileKind& kind, int flags = 0, mode_t mode = 0);
+
+// The whole file, opened by open_checked and read with the kind's cap as bound (a file that grows
+// past it while read, or a /proc file whose size fstat does not tell, is refused too). Throws
+// std::runtime_error with open_checked's message ("PATH: cannot read: CAUSE" for an errno).
+std::string read_file(const std::string& path, const FileKind& kind);
+// As read_file, but nullopt instead of a throw: when the file does not exist (`refused`, when
+// given, is then ""), or when it cannot be read or is refused (`refused` gets the message, for a
+// caller that warns).
+std::optional<std::string> try_read_file(const std::string& path, const FileKind& kind,
+                                         std::string* refused = nullptr);
+
+// Reads the file (opened by open_checked) in blocks of at most `block` bytes and hands each to
+// `fn`, never holding the whole file (a model archive of hundreds of MB hashed by sha256_file).
+// Throws std::runtime_error with open_checked's message, or "PATH: cannot read: CAUSE".
+void read_file_blocks(const std::string& path, const FileKind& kind, std::size_t block,
                       const std::function<void(const unsigned char* data, std::size_t size)>& fn);
+
+// Opens a log that gridrun and its jobs append to (a job's logs/<id>.out and .err):
+// O_WRONLY | O_APPEND | O_CREAT (0644) through open_checked, so never through a link. Something
+// else than a regular file in its place (a link to a file outside the run, a FIFO) is removed and
+// a new file made: `replaced` then says so, naming the file, for the caller's warning; output meant
+// for the run never lands elsewhere, and a FIFO never blocks a write. Throws std::runtime_error
+// naming the file when it still cannot be opened.
+UniqueFd open_log_for_append(const std::string& path, const FileKind& kind, std::string& replaced);
 
 // Writes `data` to a temporary file beside `path` (same directory, so the rename is atomic),
 // fsyncs it, renames it over `path` and fsyncs the directory. Throws std::runtime_error

@@ -26,8 +26,10 @@ Json parse_json(std::string_view text, const std::string& origin);
 // ordered_json's own insert searches every member first, which makes an object of n members cost
 // O(n^2) to build (state.json of 10,000 jobs, rewritten as each job ends).
 void append_new_member(Json& object, std::string key, Json value);
-// Reads and parses a whole file; throws std::runtime_error naming the path and the cause.
-Json read_json_file(const std::string& path);
+// Reads (base::read_file, with the rules of `kind`: fs.hpp) and parses a whole file; throws
+// std::runtime_error naming the path and the cause.
+struct FileKind;
+Json read_json_file(const std::string& path, const FileKind& kind);
 
 // `v` on one line without spaces; invalid UTF-8 in strings is replaced (U+FFFD), never thrown for.
 std::string dump_line(const Json& v);

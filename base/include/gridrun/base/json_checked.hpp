@@ -25,7 +25,8 @@ std::string checked_json_text(const Json& object, int indent);
 // given) says which it was.
 Json parse_checked_json(std::string_view text, const std::string& origin, bool* checked = nullptr);
 
-// read_file + parse_checked_json(..., path).
-Json read_checked_json_file(const std::string& path);
+// read_file (with the rules of `kind`: fs.hpp) + parse_checked_json(..., path).
+struct FileKind;
+Json read_checked_json_file(const std::string& path, const FileKind& kind);
 
 }  // namespace gridrun::base

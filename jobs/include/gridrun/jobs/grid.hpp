@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/jobs/job.hpp"
 
 namespace gridrun::jobs {
@@ -90,8 +91,11 @@ struct LoadOptions {
 // The most repeats of a compare-by grid (compare.repeats, --repeats).
 inline constexpr int kMaxRepeats = 20;
 
-// Throws GridError on any problem (the first one found, in file order).
-Expansion load_grid(const std::string& path, const LoadOptions& opts = {});
+// Throws GridError on any problem (the first one found, in file order). `kind`: the rules the file
+// is read with (base::open_checked): a person's grid file by default; a run's grid.yaml copy is
+// base::kinds::kGridCopy (never through a link).
+Expansion load_grid(const std::string& path, const LoadOptions& opts = {},
+                    const base::FileKind& kind = base::kinds::kGridFile);
 Expansion load_grid_string(const std::string& yaml, const std::string& display_name,
                            const LoadOptions& opts = {});
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "gridrun/jobs/params.hpp"
 
@@ -25,6 +26,11 @@ struct Job {
   // "phase"); written as a flat "meta" object and recorded by the runner in the results file.
   std::map<std::string, std::string> meta;
 };
+
+// Whether `id` has the form job_id gives every job: 12 lowercase hex digits. Every id read from a
+// file (state.json, a job file) is checked with this before it names a path: an id
+// "../../../../tmp/x" in state.json made `status` read a heartbeat outside the run (issue 57).
+bool is_job_id(std::string_view id);
 
 // A complete job from its resolved parameters: id and canonical text computed here.
 Job make_job(const std::string& run, std::size_t index, JobParams params);

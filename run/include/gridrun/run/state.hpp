@@ -86,6 +86,9 @@ struct RunState {
   int repeats = 0;
   std::map<std::string, JobRecord> jobs;      // by id
   std::map<std::string, PhaseRecord> phases;  // by compare-by value
+  // What RunDir::load_state left out, each naming the file (an entry whose id is not a job id);
+  // never saved. The command that loaded it shows them.
+  std::vector<std::string> warnings;
 };
 
 }  // namespace gridrun::run

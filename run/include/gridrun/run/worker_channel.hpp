@@ -46,6 +46,9 @@ WorkerDone decode_done(const std::string& line);
 // The pipes of a worker folder.
 std::string worker_task_pipe(const std::string& dir, int rank);  // <dir>/task.<rank>
 std::string worker_done_pipe(const std::string& dir);            // <dir>/done
+// Whether `name` is one of the pipes above ("task.<rank>" or "done"): what the launcher removes
+// from a worker's folder, and nothing else (base::remove_own_entries).
+bool is_worker_pipe_name(const std::string& name);
 
 // One end of a named pipe, closed by the destructor.
 class PipeEnd {
