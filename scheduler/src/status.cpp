@@ -289,7 +289,8 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   // (a slurm_job_id) is the batch system's to say (the overlay).
   if (!run::lock_holder(dir))
     for (auto& [id, r] : recs)
-      if (r.state == run::JobOutcome::Running && r.slurm_job_id.empty()) r.state = run::JobOutcome::Interrupted;
+      if (r.state == run::JobOutcome::Running && r.slurm_job_id.empty())
+        r.state = run::JobOutcome::Interrupted;
   const std::map<std::string, DiskGlance> disk = glance_results(dir);
   for (const auto& [id, r] : recs) {
     auto it = disk.find(id);
