@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
@@ -28,6 +29,11 @@
 
 namespace fs = std::filesystem;
 using namespace gridrun::base;
+
+namespace {
+// The files these tests write and read back: small, never links.
+constexpr FileKind kTestFile{"test file", kinds::kMiB, false};
+}  // namespace
 
 namespace {
 struct TempDir {
@@ -132,7 +138,7 @@ TEST(Fs, AtomicWriteReplacesWholeAndLeavesNoTemporary) {
   const std::string p = (d.path / "state.json").string();
   write_file_atomic(p, "old");
   write_file_atomic(p, "new content");
-  EXPECT_EQ(read_file(p), "new content");
+  EXPECT_EQ(read_file(p, kTestFile), "new content");
   int n = 0;
   for (const auto& e : fs::directory_iterator(d.path)) (void)e, ++n;
   EXPECT_EQ(n, 1);
@@ -167,16 +173,16 @@ TEST(Fs, AtomicWriteFailureNamesPathAndKeepsOldFile) {
     EXPECT_THROW(write_file_atomic(p, "new"), std::runtime_error);
     ::chmod(d.path.c_str(), 0700);
   }
-  EXPECT_EQ(read_file(p), "old");
+  EXPECT_EQ(read_file(p, kTestFile), "old");
   int n = 0;
   for (const auto& e : fs::directory_iterator(d.path)) (void)e, ++n;
   EXPECT_EQ(n, 1) << "a temporary was left behind";
 }
 
 TEST(Fs, ReadMissingFileNamesIt) {
-  EXPECT_FALSE(try_read_file("/nonexistent/x").has_value());
+  EXPECT_FALSE(try_read_file("/nonexistent/x", kTestFile).has_value());
   try {
-    read_file("/nonexistent/x");
+    read_file("/nonexistent/x", kTestFile);
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), "/nonexistent/x: cannot read: No such file or directory");
@@ -190,7 +196,7 @@ TEST(Fs, QuarantineNeverOverwritesAnEarlierOne) {
   EXPECT_EQ(quarantine(p), p + ".damaged");
   std::ofstream(p) << "2";
   EXPECT_EQ(quarantine(p), p + ".damaged.2");
-  EXPECT_EQ(read_file(p + ".damaged"), "1");
+  EXPECT_EQ(read_file(p + ".damaged", kTestFile), "1");
   EXPECT_EQ(quarantine(p), "");  // gone: nothing to move
 }
 
@@ -329,18 +335,18 @@ TEST(Spawn, ChildInItsOwnGroupIsKilledWithItsChildrenOnDestruction) {
     o.reset_signals = true;
     Child c = spawn(o);
     // Wait for the grandchild's pid file (written by rename: complete when it exists).
-    while (!try_read_file(pidfile)) {
+    while (!try_read_file(pidfile, kTestFile)) {
       if (c.try_wait()) FAIL() << "shell ended early";
       ::usleep(1000);
     }
-    grandchild = std::stoi(read_file(pidfile));
+    grandchild = std::stoi(read_file(pidfile, kTestFile));
     EXPECT_EQ(::kill(grandchild, 0), 0);
   }  // destructor: SIGKILL to the group
   // The grandchild is re-parented (to init or a subreaper, which may not reap it at once): it is
   // dead when it is gone or a zombie. SIGKILL is delivered before kill() returns for a process
   // that is not in uninterruptible sleep, so this holds at once; the loop only covers the exit path.
   auto alive = [&] {
-    const auto stat = try_read_file("/proc/" + std::to_string(grandchild) + "/stat");
+    const auto stat = try_read_file("/proc/" + std::to_string(grandchild) + "/stat", kinds::kProcFile);
     if (!stat) return false;
     const auto rp = stat->rfind(')');
     return rp != std::string::npos && rp + 2 < stat->size() && (*stat)[rp + 2] != 'Z' &&
@@ -360,7 +366,7 @@ TEST(Spawn, EnvironmentEntriesAreReplaced) {
   ::setenv("GRIDRUN_T", "one", 1);
   Child c = spawn(o);
   EXPECT_EQ(c.wait(), 0);
-  EXPECT_EQ(read_file(out), "two\n");
+  EXPECT_EQ(read_file(out, kTestFile), "two\n");
 }
 
 // run_isolated: what a crash, an exception, a hang and a clean run each report, and the parent

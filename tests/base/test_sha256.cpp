@@ -116,12 +116,15 @@ TEST(Sha256, UnreadableFileErrorNamesPath) {
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), "/nonexistent/model.pt: cannot read: No such file or directory");
   }
-  TempDir d;  // open() of a directory succeeds; the read fails
+  TempDir d;  // open() of a directory succeeds; the guarded open refuses it (issue 57)
   try {
     sha256_file(d.path.string());
     FAIL() << "no exception";
   } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()), d.path.string() + ": cannot read: Is a directory");
+    EXPECT_EQ(std::string(e.what()),
+              d.path.string() +
+                  ": not read as a model or data file (a regular file of at most 1024 GiB): "
+                  "it is a directory");
   }
 }
 
