@@ -6,11 +6,12 @@
 # one that overruns is cut, not the rest. Every step logs to --out/NAME.log and says in the
 # summary whether it ran, passed, failed or was cut at its box.
 #
-# Default steps (issue 55's order; boxes in seconds, 9 minutes in all):
-#   build    (150) the CUDA configuration against the machine's own PyTorch wheel (device-build.sh)
-#   anchor   (80)  PyTorch eager and eager channels_last, 12 ResNet rows, medians of 5 windows
-#   formats  (180) bench/gpu/formats.yaml --launch warm: gridrun NCHW, NHWC, cuda_graph, 5 repeats
-#   compile  (110) torch.compile, compile channels_last, reduce-overhead, rows in priority order
+# Default steps (issue 55's order; boxes in seconds, 9.5 minutes in all):
+#   build    (130) the CUDA configuration against the machine's own PyTorch wheel (device-build.sh)
+#   anchor   (150) PyTorch eager and eager channels_last, 12 ResNet rows, medians of 5 windows
+#   formats  (150) bench/gpu/formats.yaml --launch warm: gridrun NCHW, NHWC, cuda_graph, 5 repeats
+#                  (resumed by the next call: the whole grid needs ~9 minutes)
+#   compile  (120) torch.compile, compile channels_last, reduce-overhead, rows in priority order
 #   table    (25)  BENCHMARKS.md's table from what the steps above left, plus the operator profiles
 # Named only (--only NAME): tests (gpu label), share (examples/gpu-share.yaml predicted and run),
 #   bf16 (two bf16 jobs), resnets (examples/gpu-resnets.yaml x5), warmgpu (bench/gpu/warm.yaml cold
@@ -60,8 +61,9 @@ s_anchor() {
     --out "$out/anchor-eager.jsonl"
 }
 
+# Not cleared first: a second call resumes the grid where the last box cut it (the whole grid is
+# ~9 minutes on an H200: per job 1.1-1.7 s of set-up and 1-7 s of cuDNN autotuning besides its steps).
 s_formats() {
-  rm -rf "$runs/formats"
   local rc=0
   "$bin/gridrun" run bench/gpu/formats.yaml --launch warm --out "$runs/formats" --width 120 || rc=$?
   echo "processes left:"; pgrep -a gridrun-train || echo "none"
@@ -80,9 +82,8 @@ s_compile() {
 # Whatever the steps left: the table, the profiles, the job files (no checkpoints) for later.
 s_table() {
   local d=$runs/formats/gpu-formats
-  mkdir -p "$out/formats-results"
-  cp "$d"/results/*.h5 "$out/formats-results/" 2>/dev/null
-  cp "$d"/state.json "$d"/events.log "$out/formats-results/" 2>/dev/null
+  # One archive: the device tool brings back a limited number of files per call.
+  tar -czf "$out/formats-results.tgz" -C "$d" results state.json events.log 2>/dev/null
   python3 bench/gpu/gpu_bench.py table --anchor-results "$out"/anchor-*.jsonl --runs "$d" \
     | tee "$out/table.md"
   "$bin/gridrun" report "$d" --profile 15 --width 120 || true
@@ -171,8 +172,7 @@ s_studies() {
   "$bin/gridrun" run examples/gpu-studies.yaml --out "$d" --width 120 || rc=$?
   "$bin/gridrun" report "$d/gpu-studies" --width 120 || rc=$?
   "$bin/gridrun" report "$d/gpu-studies" --profile 10 --width 120 || rc=$?
-  mkdir -p "$out/studies-results"
-  cp "$d"/gpu-studies/results/*.h5 "$out/studies-results/" 2>/dev/null
+  tar -czf "$out/studies-results.tgz" -C "$d/gpu-studies" results 2>/dev/null
   return "$rc"
 }
 
@@ -210,10 +210,10 @@ step() {  # step NAME BOX_SECONDS DEFAULT(1|0): runs s_NAME in its own process, 
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"
   nproc
 } 2>&1 | tee "$out/machine.txt"
-((build)) && step build 150 1
-step anchor 80 1
-step formats 180 1
-step compile 110 1
+((build)) && step build 130 1
+step anchor 150 1
+step formats 150 1
+step compile 120 1
 step table 25 1
 step tests 300 0
 step share 200 0

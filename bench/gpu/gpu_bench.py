@@ -78,6 +78,9 @@ def load_anchor_module(path):
     import importlib.util
     spec = importlib.util.spec_from_file_location("anchor", path)
     mod = importlib.util.module_from_spec(spec)
+    # Registered before it runs: torch.compile's tracer imports the module of the code it traces by
+    # name, and an unregistered one fails every compiled mode with "No module named 'anchor'".
+    sys.modules["anchor"] = mod
     spec.loader.exec_module(mod)
     return mod
 
