@@ -20,7 +20,6 @@ Python may have nothing else installed, and importing this must never fail.
 """
 
 import json
-import math
 import os
 import signal
 import sys
@@ -107,46 +106,27 @@ def steps_logged():
 
 
 def _number(name, value):
-    # JSON has no NaN or Infinity, and gridrun's reader is strict JSON. An overflowing literal is
-    # still valid JSON and parses as +-inf, so a diverged loss reaches gridrun as non-finite.
-    # NaN has no literal at all: it is sent as null, which gridrun reads as non-finite.
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
         return value
     try:
-        x = float(value)  # numpy and torch scalars, 0-d tensors
+        return float(value)  # numpy and torch scalars, 0-d tensors
     except (TypeError, ValueError):
         raise TypeError("gridrun_job: %s must be a number, not %r" % (name, type(value).__name__)) from None
-    if math.isnan(x):
-        return None
-    if math.isinf(x):
-        return _Inf(x)
-    return x
-
-
-class _Inf(float):
-    """A float that JSON-encodes as 1e999 / -1e999 (see _number)."""
-
-
-def _encode(value):
-    if isinstance(value, _Inf):
-        return "1e999" if value > 0 else "-1e999"
-    return json.dumps(value, allow_nan=False)
 
 
 def _emit(record):
     # Only rank 0's records count (docs/own-script.md); printing on the others would only fill logs.
     if rank() != 0:
         return
-    parts = ['"gridrun": %s' % json.dumps(record.pop("gridrun"))]
-    parts += ["%s: %s" % (json.dumps(str(k)), _encode(v)) for k, v in record.items()]
-    line = "{" + ", ".join(parts) + "}\n"
+    # json.dumps writes a non-finite float as NaN / Infinity (not strict JSON); gridrun reads those
+    # tokens (and null) as non-finite, so a diverged loss ends the job as `diverged`.
+    line = json.dumps(record) + "\n"
     # One write of the whole line, then a flush: a record must not interleave with other output
     # or wait in a buffer while gridrun measures arrival times.
-    out = sys.stdout
-    out.write(line)
-    out.flush()
+    sys.stdout.write(line)
+    sys.stdout.flush()
 
 
 def log_step(loss, samples=None, **metrics):

@@ -1,0 +1,217 @@
+"""Scenario test of command jobs (issue 56, docs/own-script.md) with the real binaries.
+
+Usage: e2e_command.py GRIDRUN EXAMPLES_DIR
+`gridrun run` of examples/own-script/compare-cpu.yaml (a user's own PyTorch DDP script on 1 and 2
+ranks, two seeds) through real mpirun and the real gridrun-exec, then:
+  - every job completed: state.json, the results file's status, /steps/loss;
+  - the recorded per-step losses are the ones the script printed itself (`step N loss X`, in the
+    job's log), to the printed precision;
+  - each 2-rank job's losses equal those of the same script started by hand as 2 processes with
+    torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+    MASTER_PORT), same seed: gridrun launches a DDP script exactly as torchrun would;
+  - `gridrun status` lists the jobs completed, `gridrun report` prints the ranks verdict;
+bad input at plan (an unknown placeholder: exit 2 with file:line:col; a missing script: exit 2
+naming it), and a program that fails (stderr, exit 1): its job failed with that text as the
+reason, the other jobs of the grid completed.
+
+The example's python is Debian's /usr/bin/python3 (python3-torch); PATH gets /usr/bin first as
+well, since the python3 first on a developer's PATH (pyenv) may have no torch.
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+
+import h5py
+
+GRIDRUN, EXAMPLES = sys.argv[1:3]
+WORK = tempfile.mkdtemp(prefix="gridrun-e2e-command-")
+OUT = os.path.join(WORK, "runs")
+SRC = os.path.join(WORK, "own-script")
+PY = "/usr/bin/python3"
+ENV = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""), PYTHONDONTWRITEBYTECODE="1")
+STEP_LINE = re.compile(r"^step (\d+) loss (-?[0-9.]+)$", re.M)
+
+
+def gridrun(*args, ok=(0,)):
+    p = subprocess.run([GRIDRUN] + list(args), text=True, capture_output=True, env=ENV, timeout=600)
+    assert p.returncode in ok, "gridrun %s: exit %d\n%s\n%s" % (" ".join(args), p.returncode, p.stdout, p.stderr)
+    return p
+
+
+def state(run_dir):
+    with open(os.path.join(run_dir, "state.json")) as f:
+        return json.load(f)["jobs"]
+
+
+def job_params(run_dir, jid):
+    with open(os.path.join(run_dir, "jobs", jid + ".json")) as f:
+        return json.load(f)["params"]
+
+
+def text_attr(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def results(run_dir, jid):
+    """(status, exit_reason, [(step, loss)], epoch rows) of a job's results file."""
+    with h5py.File(os.path.join(run_dir, "results", jid + ".h5"), "r") as f:
+        st, why = text_attr(f.attrs["status"]), text_attr(f.attrs.get("exit_reason", ""))
+        n = int(f["steps/rows"][0]) if "steps" in f else 0  # rows first: the committed count
+        steps = list(zip((int(s) for s in f["steps/step"][:n]), (float(x) for x in f["steps/loss"][:n])))
+        m = int(f["epochs/rows"][0]) if "epochs" in f else 0
+        epochs = {k: [float(x) for x in f["epochs"][k][:m]] for k in ("epoch", "test_acc")} if m else {}
+    return st, why, steps, epochs
+
+
+def printed_steps(text):
+    return [(int(n), s) for n, s in STEP_LINE.findall(text)]
+
+
+def free_port():
+    # Bound and released: the port is free now, and the kernel hands out another for the next ask.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def script_args(p):
+    # compare-cpu.yaml's command with the job's values, as gridrun resolves its placeholders.
+    return ["--device", p["device"], "--seed", str(p["seed"]), "--lr", repr(float(p["lr"])),
+            "--batch-size", str(p["batch_per_rank"]), "--epochs", str(p["epochs"]),
+            "--max-steps", str(p["max_steps"]), "--train-samples", str(p["train_samples"]),
+            "--test-samples", str(p["test_samples"])]
+
+
+def by_hand(params, ranks):
+    """The example script started as `ranks` processes with torchrun's environment (no gridrun,
+    no gridrun_job on PYTHONPATH); rank 0's stdout."""
+    port = free_port()
+    cwd = tempfile.mkdtemp(prefix="by-hand-", dir=WORK)
+    procs = []
+    for r in range(ranks):
+        env = dict(ENV, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(ranks), LOCAL_WORLD_SIZE=str(ranks),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo",
+                   OMP_NUM_THREADS=str(params["threads_per_rank"]))
+        env.pop("PYTHONPATH", None)
+        procs.append(subprocess.Popen([PY, os.path.join(SRC, "train_ddp.py")] + script_args(params), cwd=cwd,
+                                      env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    outs = [p.communicate(timeout=600) for p in procs]
+    for r, (p, (out, err)) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0, "rank %d by hand: exit %d\n%s\n%s" % (r, p.returncode, out, err)
+    assert '"gridrun"' not in outs[0][0], "no protocol lines without the helper:\n" + outs[0][0]
+    return outs[0][0]
+
+
+def case_example():
+    grid = os.path.join(SRC, "compare-cpu.yaml")
+    r = gridrun("run", grid, "--out", OUT)
+    run_dir = os.path.join(OUT, "own-script-cpu")
+    jobs = state(run_dir)
+    assert len(jobs) == 4, jobs
+    two_rank = []
+    for jid, rec in jobs.items():
+        assert rec["state"] == "completed" and rec["exit_codes"] == [0], (jid, rec, r.stdout)
+        p = job_params(run_dir, jid)
+        assert p["model"] == "command", p
+        st, why, steps, epochs = results(run_dir, jid)
+        assert st == "completed", (jid, st, why)
+        assert len(steps) == p["max_steps"] == 30, (jid, len(steps))
+        assert [s for s, _ in steps] == list(range(1, 31)), steps
+        assert epochs and epochs["epoch"] == [1.0] and 0 < epochs["test_acc"][0] <= 1, epochs
+        # The script's own lines in the job's log, against what gridrun recorded from the protocol.
+        with open(os.path.join(run_dir, "logs", jid + ".out")) as f:
+            printed = printed_steps(f.read())
+        assert [s for s, _ in printed] == [s for s, _ in steps], (jid, printed, steps)
+        for (s, text), (_, loss) in zip(printed, steps):
+            assert "%.8f" % loss == text, (jid, s, loss, text)
+        if p["ranks"] == 2:
+            two_rank.append((jid, p, printed))
+    assert len(two_rank) == 2 and {p["seed"] for _, p, _ in two_rank} == {1, 2}, two_rank
+    # gridrun starts a DDP script as torchrun would: the same losses, step for step.
+    for jid, p, printed in two_rank:
+        mine = printed_steps(by_hand(p, 2))
+        assert mine == printed, "job %s (seed %d) differs from the script run by hand:\n%s\n%s" % (
+            jid, p["seed"], mine, printed)
+    # status: every job listed, completed.
+    rows = json.loads(gridrun("status", run_dir, "--format", "json").stdout)["jobs"]
+    assert {row["id"] for row in rows} == set(jobs), rows
+    text = gridrun("status", run_dir).stdout
+    for jid in jobs:
+        line = [ln for ln in text.splitlines() if ln.startswith(jid)]
+        assert len(line) == 1 and "completed" in line[0], text
+    # report: the verdict names both arrangements of the ranks comparison.
+    rep = gridrun("report", run_dir).stdout
+    verdict = [ln for ln in rep.splitlines() if "(ranks=1," in ln and "(ranks=2," in ln]
+    assert verdict, rep
+    assert re.search(r"wins?, [0-9.]+x faster|: inconclusive, ", verdict[0]), verdict
+    print("example: 4 jobs completed; recorded losses = printed = by hand (2 ranks, seeds 1 and 2)")
+
+
+def case_bad_input():
+    bad = os.path.join(SRC, "bad-placeholder.yaml")
+    with open(bad, "w") as f:
+        f.write("name: bad-placeholder\n"
+                "command: [/usr/bin/python3, train_ddp.py,\n"
+                "          --lr, \"{nope}\"]\n")
+    r = gridrun("plan", bad, ok=(2,))
+    m = re.search(re.escape(bad) + r":(\d+):(\d+)", r.stderr) or re.search(r"bad-placeholder\.yaml:(\d+):(\d+)",
+                                                                            r.stderr)
+    assert m and int(m.group(1)) == 3 and int(m.group(2)) >= 1, r.stderr
+    assert "{nope}" in r.stderr, r.stderr
+    missing = os.path.join(SRC, "missing-script.yaml")
+    with open(missing, "w") as f:
+        f.write("name: missing-script\ncommand: [/usr/bin/python3, no_such_script.py, --seed, \"{seed}\"]\n")
+    r = gridrun("plan", missing, ok=(2,))
+    assert "no_such_script.py" in r.stderr and "missing-script.yaml" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(OUT, "bad-placeholder")) and \
+        not os.path.exists(os.path.join(OUT, "missing-script")), "nothing may be written for bad input"
+    print("bad input: exit 2 naming", m.group(0), "and no_such_script.py")
+
+
+FAILING = """import sys
+seed = int(sys.argv[1])
+if seed == 1:
+    print("boom: seed 1 refuses to train", file=sys.stderr)
+    sys.exit(1)
+print('{"gridrun": "step", "loss": 0.5, "samples": 8}', flush=True)
+"""
+
+
+def case_failing_program():
+    with open(os.path.join(SRC, "fails.py"), "w") as f:
+        f.write(FAILING)
+    g = os.path.join(SRC, "failing.yaml")
+    with open(g, "w") as f:
+        f.write("name: failing\ncommand: [/usr/bin/python3, fails.py, \"{seed}\"]\n"
+                "defaults: {device: cpu}\nseeds: [0, 1, 2]\n")
+    r = gridrun("run", g, "--out", OUT, "--no-report", ok=(1,))
+    run_dir = os.path.join(OUT, "failing")
+    jobs = state(run_dir)
+    seeds = {job_params(run_dir, j)["seed"]: j for j in jobs}
+    assert sorted(seeds) == [0, 1, 2], seeds
+    for seed, jid in seeds.items():
+        st, why, steps, _ = results(run_dir, jid)
+        if seed == 1:
+            assert jobs[jid]["state"] == "failed" and st == "failed", (jobs[jid], st, r.stdout)
+            assert "boom: seed 1 refuses to train" in why, why
+        else:
+            assert jobs[jid]["state"] == "completed" and st == "completed", (jobs[jid], st, why, r.stdout)
+            assert [loss for _, loss in steps] == [0.5], steps
+    rows = {row["id"]: row for row in json.loads(gridrun("status", run_dir, "--format", "json").stdout)["jobs"]}
+    assert "boom: seed 1 refuses to train" in rows[seeds[1]]["reason"], rows[seeds[1]]
+    print("failing program: failed with its stderr as the reason; the 2 others completed")
+
+
+if __name__ == "__main__":
+    shutil.copytree(os.path.join(EXAMPLES, "own-script"), SRC, ignore=shutil.ignore_patterns("__pycache__"))
+    case_bad_input()
+    case_failing_program()
+    case_example()
+    # A passed test leaves nothing behind; a failed one keeps WORK for the post-mortem.
+    shutil.rmtree(WORK, ignore_errors=True)
+    print("ok: exec.e2e_command")
