@@ -286,11 +286,14 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   }
   // A local run whose lock nobody holds runs nothing: its "running" jobs were cut short (issue 57:
   // after a kill -9 of `gridrun run` they showed running, elapsed counting, for ever). A Slurm job
-  // (a slurm_job_id) is the batch system's to say (the overlay).
-  if (!run::lock_holder(dir))
-    for (auto& [id, r] : recs)
-      if (r.state == run::JobOutcome::Running && r.slurm_job_id.empty())
-        r.state = run::JobOutcome::Interrupted;
+  // (a slurm_job_id) is the batch system's to say (the overlay). The lock is probed only when a
+  // job says running: the probe takes a crashed holder's lock for a moment.
+  auto local_running = [](const auto& kv) {
+    return kv.second.state == run::JobOutcome::Running && kv.second.slurm_job_id.empty();
+  };
+  if (std::any_of(recs.begin(), recs.end(), local_running) && !run::lock_holder(dir))
+    for (auto& kv : recs)
+      if (local_running(kv)) kv.second.state = run::JobOutcome::Interrupted;
   const std::map<std::string, DiskGlance> disk = glance_results(dir);
   for (const auto& [id, r] : recs) {
     auto it = disk.find(id);
