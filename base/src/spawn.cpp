@@ -37,6 +37,7 @@ class Fd {
   Fd& operator=(const Fd&) = delete;
   ~Fd() { reset(); }
   int get() const { return fd_; }
+  void release() { fd_ = -1; }  // the caller owns it now
   void reset(int fd = -1) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = fd;
@@ -102,8 +103,11 @@ Child& Child::operator=(Child&& o) noexcept {
     pid_ = o.pid_;
     group_ = o.group_;
     code_ = o.code_;
+    out_fd_ = o.out_fd_;
+    err_fd_ = o.err_fd_;
     o.pid_ = -1;
     o.code_.reset();
+    o.out_fd_ = o.err_fd_ = -1;
   }
   return *this;
 }
@@ -119,6 +123,15 @@ void Child::reset() noexcept {
   }
   pid_ = -1;
   code_.reset();
+  close_output();
+}
+
+void Child::close_output() {
+  for (int* fd : {&out_fd_, &err_fd_})
+    if (*fd >= 0) {
+      ::close(*fd);
+      *fd = -1;
+    }
 }
 
 std::optional<int> Child::try_wait() {
@@ -164,11 +177,21 @@ Child spawn(const SpawnOptions& o) {
   const auto env_s = merged_env(o.env_set);
   const auto envp = c_strings(env_s);
   SpawnFiles files;
+  Fd out_r, out_w, err_r, err_w;
   posix_spawn_file_actions_addopen(&files.v, 0, "/dev/null", O_RDONLY, 0);
-  if (!o.stdout_path.empty())
+  if (o.pipe_stdout) {
+    make_pipe(out_r, out_w);
+    posix_spawn_file_actions_adddup2(&files.v, out_w.get(), 1);
+  } else if (!o.stdout_path.empty()) {
     posix_spawn_file_actions_addopen(&files.v, 1, o.stdout_path.c_str(), kLogFlags, 0644);
-  if (!o.stderr_path.empty())
+  }
+  if (o.pipe_stderr) {
+    make_pipe(err_r, err_w);
+    posix_spawn_file_actions_adddup2(&files.v, err_w.get(), 2);
+  } else if (!o.stderr_path.empty()) {
     posix_spawn_file_actions_addopen(&files.v, 2, o.stderr_path.c_str(), kLogFlags, 0644);
+  }
+  if (!o.cwd.empty()) posix_spawn_file_actions_addchdir_np(&files.v, o.cwd.c_str());
   SpawnAttr attr;
   short flags = 0;
   if (o.new_process_group) {
@@ -191,7 +214,13 @@ Child spawn(const SpawnOptions& o) {
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, argv[0], &files.v, &attr.v, argv.data(), envp.data());
   if (rc != 0) throw std::runtime_error(o.argv[0] + ": cannot start: " + errno_text(rc));
-  return Child(pid, o.new_process_group);
+  out_w.reset();
+  err_w.reset();
+  const int out_fd = out_r.get(), err_fd = err_r.get();
+  Child child(pid, o.new_process_group, out_fd, err_fd);
+  out_r.release();
+  err_r.release();
+  return child;
 }
 
 namespace {

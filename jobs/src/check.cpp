@@ -71,6 +71,9 @@ class Rules {
   // model=torchscript and its file.
   void own_model_rules();
 
+  // model=command (a grid's command:): gridrun-train's own keys do not apply.
+  void command_rules();
+
   // The captured step has no allreduce, no fp16 loss scaling and only the foreach SGD step.
   void cuda_graph_rules();
 
@@ -92,6 +95,7 @@ std::vector<Problem> Rules::run() {
   cuda_graph_rules();
   jobs_per_gpu_rules();
   optimizer_rules();
+  command_rules();
   if (!valid_layer_list(p_.mlp_hidden))
     add("mlp_hidden", "'" + p_.mlp_hidden +
                           "' is not a list of 1 to 8 positive integers separated by commas "
@@ -221,6 +225,39 @@ void Rules::data_rules() {
         "model");
   if (tokens && p_.augment != "none")
     add("augment", "augment=" + p_.augment + " needs images; model=transformer reads token ids", "model");
+}
+
+void Rules::command_rules() {
+  const bool cmd = p_.model == "command";
+  if (cmd && p_.command.empty())
+    add("model", "model=command is given by a grid's top-level command: (your program's arguments)");
+  if (!cmd && !p_.command.empty()) add("command", "command: makes every job model=command", "model");
+  if (!cmd) {
+    for (const auto* f : {&p_.command_env, &p_.command_sha256})
+      if (!f->empty())
+        add(f == &p_.command_env ? "command_env" : "command_sha256",
+            "belongs to a command job (a grid's command:)", "command");
+    return;
+  }
+  // gridrun-train's own keys: a command job runs the user's program, which reads none of them.
+  // Placement keys (device, ranks, threads_per_rank, nodes, jobs_per_gpu) and the values a
+  // placeholder may pass on (lr, batch_per_rank, epochs, ...) stay.
+  const JobParams d;
+  auto own = [&](const char* key, bool set) {
+    if (set)
+      add(key, std::string(key) + " is gridrun-train's; a command job runs your program (pass a value with " +
+                   "a {placeholder} in command: instead)");
+  };
+  own("task", p_.task != d.task);
+  own("model_file", !p_.model_file.empty());
+  own("data_file", !p_.data_file.empty());
+  own("checkpoint", !p_.checkpoint.empty());
+  own("quantize", p_.quantize != d.quantize);
+  own("cuda_graph", p_.cuda_graph != d.cuda_graph);
+  own("memory_format", p_.memory_format != d.memory_format);
+  own("profile_steps", p_.profile_steps != d.profile_steps);
+  own("augment", p_.augment != d.augment);
+  own("input", p_.input != d.input);
 }
 
 void Rules::own_model_rules() {

@@ -23,6 +23,7 @@
 
 #include "grid_spec.hpp"
 #include "gridrun/base/sha256.hpp"
+#include "gridrun/jobs/command.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "params.hpp"
 
@@ -582,6 +583,65 @@ void Expander::report(const Draft& d, const std::vector<Problem>& problems, int 
 
 }  // namespace
 
-Expansion expand_grid(const GridSpec& spec, const LoadOptions& opts) { return Expander(spec, opts).run(); }
+namespace {
+
+// Where relative files start: LoadOptions::base_dir, else the grid file's folder, else here (the
+// Expander's grid_dir_ too).
+std::filesystem::path grid_dir_of(const GridSpec& s, const LoadOptions& o) {
+  std::error_code ec;
+  if (!o.base_dir.empty()) return std::filesystem::absolute(o.base_dir, ec);
+  if (!s.file.empty() && std::filesystem::is_regular_file(s.file, ec))
+    return std::filesystem::absolute(s.file, ec).parent_path();
+  return std::filesystem::current_path(ec);
+}
+
+// A command grid's program checked where the planner sees it (a missing program or script, a
+// files: entry that is no file: errors at their grid lines), and command_dir and command_sha256
+// added to every job: the SHA-256 over the content hashes of the command's files and files:, in
+// that order, so an edited script makes new jobs while the same files elsewhere make the same ones.
+void add_command_files(GridSpec& s, const LoadOptions& o) {
+  const CommandSpec& c = s.command;
+  const std::string dir = grid_dir_of(s, o).lexically_normal().string();
+  int index = 0;
+  const std::string problem = command_problem(c.argv, dir, &index);
+  if (!problem.empty()) s.fail(c.arg_locs[static_cast<std::size_t>(index)], problem);
+  std::string hashes;
+  try {
+    for (const auto& f : command_files(c.argv, dir))
+      hashes += base::sha256_file_cached(f, base::default_sha256_cache());
+    for (std::size_t i = 0; i < c.files.size(); ++i) {
+      std::filesystem::path p(c.files[i]);
+      if (p.is_relative()) p = std::filesystem::path(dir) / p;
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(p, ec))
+        s.fail(c.file_locs[i], "'" + c.files[i] + "' is not a readable file (looked for " +
+                                   p.lexically_normal().string() + ")");
+      hashes += base::sha256_file_cached(p.lexically_normal().string(), base::default_sha256_cache());
+    }
+  } catch (const GridError&) {
+    throw;
+  } catch (const std::exception& e) {
+    s.fail(c.loc, e.what());
+  }
+  auto add = [&](const char* name, const std::string& v) {
+    Setting st;
+    st.param = param_index(name);
+    st.value = v;
+    st.loc = c.loc;
+    append_member(st.json, name, st.value);
+    s.defaults.push_back(std::move(st));
+  };
+  add("command_dir", dir);
+  add("command_sha256", base::sha256_hex(hashes.data(), hashes.size()));
+}
+
+}  // namespace
+
+Expansion expand_grid(const GridSpec& spec, const LoadOptions& opts) {
+  if (spec.command.argv.empty()) return Expander(spec, opts).run();
+  GridSpec s = spec;
+  add_command_files(s, opts);
+  return Expander(s, opts).run();
+}
 
 }  // namespace gridrun::jobs::detail

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "grid_spec.hpp"
+#include "gridrun/jobs/command.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "params.hpp"
 #include "text.hpp"
@@ -17,8 +18,8 @@ namespace gridrun::jobs::detail {
 namespace {
 
 const std::vector<std::string>& top_keys() {
-  static const std::vector<std::string> k = {"name",    "defaults", "grid",  "zip",
-                                             "exclude", "include",  "seeds", "compare"};
+  static const std::vector<std::string> k = {"name",  "defaults", "grid",    "zip", "exclude", "include",
+                                             "seeds", "compare",  "command", "env", "files"};
   return k;
 }
 
@@ -71,6 +72,14 @@ class Parser {
   void include(const YAML::Node& n);
 
   void compare(const YAML::Node& n);
+
+  // command: (an argv list), env: (NAME: value), files: (extra files hashed into the id).
+  void command(const YAML::Node& n, const YAML::Node& key);
+  void env(const YAML::Node& n, const YAML::Node& key);
+  void files(const YAML::Node& n, const YAML::Node& key);
+  // After every section: a command grid sets model, command and command_env on every job, and
+  // refuses a model written anywhere.
+  void command_defaults();
 
   // The whole file; throws every error found (throw_recorded).
   void document(const YAML::Node& root);
@@ -389,6 +398,12 @@ void Parser::sections(const YAML::Node& root) {
       seeds(v, k);
     } else if (key == "compare") {
       compare(v);
+    } else if (key == "command") {
+      command(v, k);
+    } else if (key == "env") {
+      env(v, k);
+    } else if (key == "files") {
+      files(v, k);
     } else {
       std::string msg = "unknown key '" + key + "'";
       if (param_index(key) >= 0) {
@@ -398,17 +413,107 @@ void Parser::sections(const YAML::Node& root) {
         if (!hint.empty())
           msg += "; did you mean '" + hint + "'?";
         else
-          msg += "; expected one of name, defaults, grid, zip, exclude, include, seeds, compare";
+          msg +=
+              "; expected one of name, defaults, grid, zip, exclude, include, seeds, compare, "
+              "command, env, files";
       }
       fail(k, key, msg);
     }
   });
   if (s_.name.empty()) default_name();
   cross_checks();
+  command_defaults();
   s_.axes = std::move(grid_axes_);
   if (zip_axis_.params.size()) s_.axes.push_back(std::move(zip_axis_));
   s_.has_product = has_grid || has_zip || !has_include;
   if (s_.product_loc < 0) s_.product_loc = s_.has_seeds ? seeds_key_loc_ : s_.root_loc;
+}
+
+void Parser::command(const YAML::Node& n, const YAML::Node& key) {
+  s_.command.loc = loc(key, "command");
+  if (!n.IsSequence() || n.size() == 0)
+    fail(n.IsNull() ? key : n, "command",
+         std::string("expected the program's arguments as a list, such as [python3, train.py, --lr, "
+                     "\"{lr}\"], got ") +
+             kind(n));
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string path = "command[" + std::to_string(i) + "]";
+    const YAML::Node& a = n[i];
+    if (!a.IsScalar()) fail(a, path, std::string("expected a string, got ") + kind(a));
+    const int l = loc(a, path);
+    std::string problem;
+    for (const auto& name : placeholders(a.Scalar(), &problem)) {
+      if (known_placeholder(name)) continue;
+      std::string hint = suggest_param(name);
+      s_.fail(l, "'{" + name + "}' is no parameter" + (hint.empty() ? "" : "; did you mean {" + hint + "}?") +
+                     " (placeholders: the job's parameters, {id}, {run}; {{ and }} for braces)");
+    }
+    if (!problem.empty()) s_.fail(l, problem);
+    s_.command.argv.push_back(a.Scalar());
+    s_.command.arg_locs.push_back(l);
+  }
+}
+
+void Parser::env(const YAML::Node& n, const YAML::Node& key) {
+  s_.command.env_loc = loc(key, "env");
+  need(n, YAML::NodeType::Map, "env", "a map of NAME: value");
+  // What gridrun-exec sets itself: a grid may not change it (docs/own-script.md).
+  static const std::set<std::string> reserved = {
+      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+  each_key(n, "env", [&](const std::string& name, const YAML::Node& k, const YAML::Node& v) {
+    const std::string path = "env." + name;
+    bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+    for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!ok) fail(k, path, "'" + name + "' is no environment variable name (letters, digits, _)");
+    if (reserved.count(name) || name.rfind("GRIDRUN_", 0) == 0)
+      fail(k, path, name + " is set by gridrun for every rank (docs/own-script.md)");
+    if (!v.IsScalar()) fail(v.IsNull() ? k : v, path, std::string("expected a string, got ") + kind(v));
+    s_.command.env.emplace_back(name, v.Scalar());
+  });
+}
+
+void Parser::files(const YAML::Node& n, const YAML::Node& key) {
+  s_.command.files_loc = loc(key, "files");
+  need(n, YAML::NodeType::Sequence, "files", "a list of files whose content is part of the job id");
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string path = "files[" + std::to_string(i) + "]";
+    if (!n[i].IsScalar()) fail(n[i], path, std::string("expected a file name, got ") + kind(n[i]));
+    s_.command.files.push_back(n[i].Scalar());
+    s_.command.file_locs.push_back(loc(n[i], path));
+  }
+}
+
+void Parser::command_defaults() {
+  CommandSpec& c = s_.command;
+  if (c.argv.empty()) {
+    if (c.env_loc >= 0) s_.fail(c.env_loc, "env: applies to a command: grid only (your own program)");
+    if (c.files_loc >= 0) s_.fail(c.files_loc, "files: applies to a command: grid only (your own program)");
+    return;
+  }
+  const int model = param_index("model");
+  const std::string at = "command: at " + std::to_string(s_.locs[static_cast<std::size_t>(c.loc)].line) +
+                         ":" + std::to_string(s_.locs[static_cast<std::size_t>(c.loc)].col);
+  auto refuse = [&](int l) {
+    s_.fail(l, "a command job runs your program, not a model: leave model out (" + at + ")");
+  };
+  for (const auto& st : s_.defaults)
+    if (st.param == model) refuse(st.loc);
+  for (const auto& [p, l] : axis_keys_)
+    if (p == model) refuse(l);
+  for (const auto& inc : s_.includes)
+    for (const auto& st : inc.settings)
+      if (st.param == model) refuse(st.loc);
+  auto add = [&](const char* name, std::string v, int l) {
+    Setting st;
+    st.param = param_index(name);
+    st.value = std::move(v);
+    st.loc = l;
+    append_member(st.json, name, st.value);
+    s_.defaults.push_back(std::move(st));
+  };
+  add("model", "command", c.loc);
+  add("command", command_to_json(c.argv), c.loc);
+  if (!c.env.empty()) add("command_env", env_to_json(c.env), c.env_loc);
 }
 
 void Parser::default_name() {

@@ -53,6 +53,18 @@ struct IncludeEntry {
   int loc = -1;
 };
 
+// A grid's top-level command:, env: and files: (command jobs, issue 56), with their locations.
+struct CommandSpec {
+  std::vector<std::string> argv;
+  std::vector<int> arg_locs;
+  int loc = -1;  // the command: key
+  std::vector<std::pair<std::string, std::string>> env;
+  int env_loc = -1;
+  std::vector<std::string> files;
+  std::vector<int> file_locs;
+  int files_loc = -1;
+};
+
 struct GridSpec {
   std::string file;
   std::string name;
@@ -71,6 +83,7 @@ struct GridSpec {
   int compare_repeats = 1;
   int compare_repeats_loc = -1;
   std::string compare_order = "alternate";
+  CommandSpec command;            // argv empty: the jobs are gridrun-train's
   std::vector<Setting> overrides;  // LoadOptions::overrides, applied last to every job (add_overrides)
 
   [[noreturn]] void fail(int loc, const std::string& message) const;

@@ -377,6 +377,13 @@ GridPlan checked_plan(const CalibrateOptions& o, const std::string& train, std::
 CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   const std::string train = o.run.train_bin.empty() ? default_train_bin() : o.run.train_bin;
   const GridPlan plan = checked_plan(o, train, out);
+  // Command jobs (issue 56) have no --then-job chain and no step limit flag yet: refused, not
+  // measured wrongly, before anything is written.
+  for (const auto& j : plan.ex.jobs)
+    if (j.params.model == "command")
+      throw std::invalid_argument(o.run.grid + ": job " + j.id +
+                                  " is a command job (your own program): `gridrun calibrate` does not "
+                                  "measure those yet; `gridrun run` runs them (docs/own-script.md)");
   Calibrator cal(plan, o, train, out);
   fs::create_directories(cal.run_dir().root());
   run::RunLock lock(cal.run_dir());

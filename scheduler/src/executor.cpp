@@ -154,6 +154,7 @@ class LocalExecutor : public Executor {
     if (s.resume) a.push_back("--resume");
     for (const auto& f : s.then_job_files) a.insert(a.end(), {"--then-job", f});
     if (!s.heartbeat_file.empty()) a.insert(a.end(), {"--heartbeat", s.heartbeat_file});
+    if (s.master_port > 0) a.insert(a.end(), {"--master-port", std::to_string(s.master_port)});
     if (s.owner_pid > 0) a.insert(a.end(), {"--owner-pid", std::to_string(s.owner_pid)});
     if (s.gpu_memory_fraction > 0) {
       std::ostringstream f;

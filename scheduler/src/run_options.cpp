@@ -11,14 +11,20 @@ namespace fs = std::filesystem;
 
 namespace gridrun::scheduler {
 
-std::string default_train_bin() {
+namespace {
+std::string sibling_bin(const char* name) {
   const std::string self = base::self_exe();
   if (!self.empty()) {
-    const fs::path cand = fs::path(self).parent_path() / "gridrun-train";
+    const fs::path cand = fs::path(self).parent_path() / name;
     if (::access(cand.c_str(), X_OK) == 0) return cand.string();
   }
-  return "gridrun-train";
+  return name;
 }
+}  // namespace
+
+std::string default_train_bin() { return sibling_bin("gridrun-train"); }
+
+std::string default_exec_bin() { return sibling_bin("gridrun-exec"); }
 
 SimOptions sim_options_of(const RunOptions& o) {
   SimOptions so;

@@ -327,6 +327,13 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   lo.repeats = opts.repeats;
   const jobs::Expansion exp = jobs::load_grid(opts.grid_file, lo);
   if (!opts.only.empty()) jobs::select_jobs(exp.jobs, opts.only);  // selecting none: exit 2, nothing written
+  // Command jobs (issue 56) need srun's rank variables mapped by gridrun-exec inside the task
+  // script; until the scripts do that they are refused here, before anything is written.
+  for (const auto& j : exp.jobs)
+    if (j.params.model == "command")
+      throw std::invalid_argument(opts.grid_file + ": job " + j.id +
+                                  " is a command job (your own program): `gridrun submit` does not run "
+                                  "those yet; `gridrun run` does (docs/own-script.md)");
   SubmitResult res;
   res.run_dir =
       run::RunDir::for_grid(fs::absolute(opts.out_dir).lexically_normal().string(), exp.name).root();

@@ -402,7 +402,23 @@ const ErrorCase kErrors[] = {
    "grid.yaml:2:1: lr: unknown key 'lr'; parameters go under defaults: or grid:"},
   {"unknown top-level key, no hint", "name: x\nfoobar: 1\n",
    "grid.yaml:2:1: foobar: unknown key 'foobar'; expected one of name, defaults, grid, zip, "
-   "exclude, include, seeds, compare"},
+   "exclude, include, seeds, compare, command, env, files"},
+  // Command jobs (issue 56): what the loader refuses before any file is looked at.
+  {"command: unknown placeholder", "name: x\ncommand: [python3, t.py, --lr, \"{lrate}\"]\n",
+   "grid.yaml:2:32: command[3]: '{lrate}' is no parameter; did you mean {lr}? (placeholders: the "
+   "job's parameters, {id}, {run}; {{ and }} for braces)"},
+  {"command: unclosed brace", "name: x\ncommand: [python3, t.py, \"{lr\"]\n",
+   "grid.yaml:2:26: command[2]: '{lr': '{' without '}' (write {{ for a literal brace)"},
+  {"command: not a list", "name: x\ncommand: python3 t.py\n",
+   "grid.yaml:2:10: command: expected the program's arguments as a list, such as [python3, train.py, "
+   "--lr, \"{lr}\"], got a scalar"},
+  {"command: a model too", "name: x\ncommand: [python3, t.py]\ndefaults: {model: resnet18}\n",
+   "grid.yaml:3:19: defaults.model: a command job runs your program, not a model: leave model out "
+   "(command: at 2:1)"},
+  {"env: a reserved name", "name: x\ncommand: [python3, t.py]\nenv: {MASTER_PORT: 1}\n",
+   "grid.yaml:3:7: env.MASTER_PORT: MASTER_PORT is set by gridrun for every rank (docs/own-script.md)"},
+  {"env: without command", "name: x\nenv: {A: 1}\n",
+   "grid.yaml:2:1: env: env: applies to a command: grid only (your own program)"},
   {"unknown parameter in defaults", "name: x\ndefaults:\n  epoch: 3\n",
    "grid.yaml:3:3: defaults.epoch: unknown parameter 'epoch'; did you mean 'epochs'?"},
   {"unknown parameter in grid", "name: x\ngrid:\n  optimiser: [sgd]\n",
@@ -563,7 +579,7 @@ TEST(JobsGridErrorType, EveryErrorInFileOrder) {
       "grid.yaml:2:27: defaults.learning_rate: unknown parameter 'learning_rate': gridrun calls it 'lr'\n"
       "grid.yaml:3:8: grid.rank: unknown parameter 'rank'; did you mean 'ranks'?\n"
       "grid.yaml:4:1: epocs: unknown key 'epocs'; expected one of name, defaults, grid, zip, exclude, "
-      "include, seeds, compare\n"
+      "include, seeds, compare, command, env, files\n"
       "4 errors in grid.yaml");
   std::string many = "name: x\ndefaults:\n";
   for (int i = 0; i < 30; ++i) many += "  bad" + std::to_string(i) + ": 1\n";

@@ -40,8 +40,9 @@ TEST(JobsParams, TableNamesUniqueAndTyped) {
 
 TEST(JobsParams, ChoicesAsSpecified) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(gj::find_param("model")->choices, (V{"mlp", "lenet", "resnet18", "resnet50", "vgg11", "vgg16",
-                                                 "alexnet", "transformer", "densenet121", "torchscript"}));
+  EXPECT_EQ(gj::find_param("model")->choices,
+            (V{"mlp", "lenet", "resnet18", "resnet50", "vgg11", "vgg16", "alexnet", "transformer",
+               "densenet121", "torchscript", "command"}));
   EXPECT_EQ(gj::find_param("dataset")->choices,
             (V{"synthetic", "cifar10", "mnist", "fashion-mnist", "text", "hdf5"}));
   EXPECT_EQ(gj::find_param("optimizer")->choices, (V{"sgd", "adam", "adamw"}));

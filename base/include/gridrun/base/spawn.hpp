@@ -20,6 +20,10 @@ struct SpawnOptions {
   std::string stdout_path, stderr_path;  // appended to (created 0644); empty: inherited
   bool new_process_group = false;        // the child leads its own group (signal it as a whole)
   bool reset_signals = false;            // empty signal mask, default dispositions in the child
+  // Instead of a path: the child's stdout / stderr is a pipe whose read end the Child owns
+  // (Child::stdout_fd / stderr_fd), for a parent that reads its output as it comes (gridrun-exec).
+  bool pipe_stdout = false, pipe_stderr = false;
+  std::string cwd;  // the child's working directory; empty: the parent's
 };
 
 // A started child. Reaped exactly once; the destructor SIGKILLs (its group, when it leads one)
@@ -28,6 +32,8 @@ class Child {
  public:
   Child() = default;
   Child(int pid, bool group) : pid_(pid), group_(group) {}
+  Child(int pid, bool group, int out_fd, int err_fd)
+      : pid_(pid), group_(group), out_fd_(out_fd), err_fd_(err_fd) {}
   Child(Child&& o) noexcept { *this = std::move(o); }
   Child& operator=(Child&& o) noexcept;
   Child(const Child&) = delete;
@@ -40,12 +46,18 @@ class Child {
   std::optional<int> try_wait();
   int wait();            // blocks until it ended
   void signal(int sig);  // to the child (and its group when it leads one)
+  // The read ends of SpawnOptions::pipe_stdout / pipe_stderr (-1 without), closed with the Child;
+  // close_output() closes them early (after end-of-file).
+  int stdout_fd() const { return out_fd_; }
+  int stderr_fd() const { return err_fd_; }
+  void close_output();
 
  private:
   void reset() noexcept;  // kill and reap if still running; then empty (destructor, move-assign)
   int pid_ = -1;
   bool group_ = false;
   std::optional<int> code_;
+  int out_fd_ = -1, err_fd_ = -1;
 };
 
 // Starts a child; throws std::runtime_error "ARGV0: cannot start: CAUSE".

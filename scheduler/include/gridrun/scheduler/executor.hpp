@@ -29,7 +29,8 @@ struct LaunchSpec {
   std::string gpus;                // CUDA_VISIBLE_DEVICES value; "" for cpu jobs
   bool resume = false;             // pass --resume (a checkpoint exists)
   bool oversubscribe = false;      // more ranks than real cores (only with --cores beyond the machine)
-  std::string train_bin;           // gridrun-train
+  std::string train_bin;           // gridrun-train, or gridrun-exec for a command job
+  int master_port = 0;             // > 0: --master-port for gridrun-exec (a command job's MASTER_PORT)
   std::string heartbeat_file;      // passed as --heartbeat; empty = none
   double gpu_memory_fraction = 0;  // --gpu-memory-fraction (0 = whole GPU)
   int owner_pid = 0;               // --owner-pid: the ranks stop when this process is gone (0 = none)

@@ -76,5 +76,7 @@ SimOptions sim_options_of(const RunOptions& o);
 
 // gridrun-train next to the running binary (/proc/self/exe's folder), else "gridrun-train" on PATH.
 std::string default_train_bin();
+// gridrun-exec beside this program's binary (command jobs, issue 56), else "gridrun-exec" on PATH.
+std::string default_exec_bin();
 
 }  // namespace gridrun::scheduler

@@ -1,0 +1,27 @@
+// One rank of a command job: start the user's program with the environment torch.distributed's
+// env:// expects and gridrun's own variables, pass its output through, and (rank 0) record its
+// protocol lines into the job's results file with gridrun-train's schema, so status, report,
+// export and the verdict read it as any job. docs/own-script.md is the user's side of this.
+//
+// Why a process between mpirun and the program (and not the program under mpirun directly): the
+// program knows nothing of HDF5, heartbeats, the owner watch or exit-code conventions, and must
+// not have to; and mpirun's own rank variables are not the ones PyTorch reads.
+#pragma once
+
+#include "gridrun/exec/options.hpp"
+
+namespace gridrun::exec {
+
+// Which rank this process is, from the launcher's environment (Open MPI's OMPI_COMM_WORLD_*,
+// Slurm's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID, PMI_RANK/PMI_SIZE); 0 of 1 without any.
+struct RankFacts {
+  int rank = 0, world = 1, local_rank = 0, local_world = 1;
+};
+RankFacts rank_facts();
+
+// Runs the job to its end and returns the exit code (run/exit_codes.hpp: 0 completed, 1 failed,
+// 2 bad input or the program's exit 2, 3 diverged, 75 interrupted). Throws std::invalid_argument
+// for a job file that is no command job, std::runtime_error for what failed before the program ran.
+int run_job(const ExecOptions& o);
+
+}  // namespace gridrun::exec

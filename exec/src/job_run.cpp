@@ -1,0 +1,499 @@
+// See job_run.hpp. One loop: poll the program's stdout and stderr, pass every line through, turn
+// rank 0's records into rows, and watch for a stop (a signal to us, the owner gone, a non-finite
+// loss) and for the program's end.
+#include "gridrun/exec/job_run.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
+#include "gridrun/base/json.hpp"
+#include "gridrun/base/net.hpp"
+#include "gridrun/base/spawn.hpp"
+#include "gridrun/base/text.hpp"
+#include "gridrun/exec/protocol.hpp"
+#include "gridrun/hw/util_sampler.hpp"
+#include "gridrun/jobs/command.hpp"
+#include "gridrun/jobs/footprint.hpp"
+#include "gridrun/jobs/job.hpp"
+#include "gridrun/results/writer.hpp"
+#include "gridrun/run/exit_codes.hpp"
+#include "gridrun/run/progress.hpp"
+#include "gridrun/run/run_dir.hpp"
+
+namespace gridrun::exec {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The signal that asked us to stop (0: none). A signal handler can only reach static storage; this
+// one is written by the handler alone and read by the loop (lock-free), as runner/signals.hpp does.
+std::atomic<int>& stop_signal() {
+  static std::atomic<int> sig{0};
+  return sig;
+}
+
+extern "C" void on_stop(int sig) { stop_signal().store(sig); }
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGTERM, SIGUSR1, SIGINT, SIGHUP}) ::sigaction(s, &sa, nullptr);
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  return (end && *end == '\0' && x >= 0 && x < (1L << 30)) ? static_cast<int>(x) : fallback;
+}
+
+bool alive(long pid) { return pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; }
+
+// The folder of gridrun_job.py: share/gridrun/python beside this binary's bin/ (the build tree
+// and an install alike); "" when it is not there.
+std::string helper_dir() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const fs::path d = self.parent_path().parent_path() / "share" / "gridrun" / "python";
+  return fs::is_regular_file(d / "gridrun_job.py", ec) ? d.string() : "";
+}
+
+// The last lines of the program's stderr, for a failed job's reason.
+class Tail {
+ public:
+  void add(std::string line) {
+    if (line.size() > 300) line = line.substr(0, 300) + "...";
+    if (line.find_first_not_of(" \t\r") == std::string::npos) return;
+    lines_.push_back(std::move(line));
+    if (lines_.size() > 4) lines_.pop_front();
+  }
+  std::string text() const {
+    std::string s;
+    for (const auto& l : lines_) s += (s.empty() ? "" : " | ") + l;
+    return s;
+  }
+
+ private:
+  std::deque<std::string> lines_;
+};
+
+// Splits a stream into lines; an over-long line is passed on in pieces and never parsed.
+class LineReader {
+ public:
+  // Reads what `fd` has; calls on_line(text, whole) per line. False at end-of-file or error.
+  template <typename Fn>
+  bool read(int fd, Fn on_line) {
+    char buf[65536];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) return errno == EINTR || errno == EAGAIN;
+    if (n == 0) {
+      if (!pending_.empty()) on_line(pending_, !overlong_);
+      pending_.clear();
+      return false;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] == '\n') {
+        on_line(pending_, !overlong_);
+        pending_.clear();
+        overlong_ = false;
+      } else {
+        pending_.push_back(buf[i]);
+        if (pending_.size() > kMaxRecordLine) {
+          on_line(pending_, false);
+          pending_.clear();
+          overlong_ = true;
+        }
+      }
+    }
+    return true;
+  }
+  bool overlong() const { return overlong_; }
+
+ private:
+  std::string pending_;
+  bool overlong_ = false;
+};
+
+// Rank 0's record of the job: the results file, the heartbeat and the summary.
+class Recorder {
+ public:
+  Recorder(const ExecOptions& o, const jobs::Job& job, int world, int child_pid)
+      : o_(o), job_(job), t0_(Clock::now()) {
+    const jobs::Footprint fp = jobs::footprint(job.params);
+    hw::UtilReaderOptions ro;
+    ro.pids = {static_cast<pid_t>(child_pid)};
+    ro.gpus = fp.gpus > 0;
+    auto reader = std::make_unique<hw::UtilReader>(ro);
+    results::JobFileInfo info;
+    info.id = job.id;
+    info.run = job.run;
+    info.params = job.params;
+    info.ranks = world;
+    info.gpus = reader->gpu_count();
+    info.gpu_absent_reason = fp.gpus > 0 ? reader->gpu_absent_reason() : "a cpu job";
+    info.str_attrs["hostnames"] = base::hostname();
+    info.str_attrs["runner"] = "gridrun-exec";
+    info.str_attrs["command_argv"] =
+        base::dump_line(base::Json(jobs::resolve_command(job.params, job.id, job.run)));
+    info.attempt_hostname = info.attempt_hostnames = base::hostname();
+    writer_ = results::JobWriter::create(o.out_dir, info);
+    ranks_ = world;
+    hw::SamplerOptions so;
+    so.hz = o.util_hz;
+    sampler_ = std::make_unique<hw::UtilSampler>(
+        std::move(reader), so, [w = writer_.get()](const hw::UtilSample& s) { w->append_util(s); });
+  }
+
+  void step(const StepRecord& r) {
+    const auto now = Clock::now();
+    const double wall = seconds(now - t0_);
+    const double step_s = seconds(now - (steps_ ? last_step_ : t0_));
+    last_step_ = now;
+    ++steps_;
+    results::StepRow row;
+    row.step = r.step.value_or(steps_);
+    row.epoch = epoch_ + 1;
+    row.wall_s = wall;
+    row.loss = r.loss;
+    row.step_s = step_s;
+    row.samples_per_s = r.samples && step_s > 0 ? *r.samples / step_s : kNaN;
+    row.data_s = row.forward_s = row.backward_s = row.optimizer_s = row.comm_s = row.exposed_comm_s = kNaN;
+    row.rank_step_s.assign(static_cast<std::size_t>(ranks_), kNaN);  // only rank 0's is seen
+    row.rank_step_s[0] = step_s;
+    writer_->append_step(row);
+    for (const auto& [k, v] : r.metrics) summary_["last_" + k] = v;
+    beat(row.step, wall, false);
+  }
+
+  void epoch(const EpochRecord& r) {
+    const auto now = Clock::now();
+    results::EpochRow row;
+    epoch_ = r.epoch.value_or(epoch_ + 1);
+    row.epoch = epoch_;
+    row.train_loss = r.train_loss.value_or(kNaN);
+    row.train_acc = r.train_acc.value_or(kNaN);
+    row.test_loss = r.test_loss.value_or(kNaN);
+    row.test_acc = r.test_acc.value_or(kNaN);
+    row.epoch_s = seconds(now - last_epoch_);
+    row.wall_s = seconds(now - t0_);
+    last_epoch_ = now;
+    writer_->append_epoch(row);
+    writer_->flush();
+    if (r.test_acc) summary_["final_test_acc"] = *r.test_acc;
+    if (r.test_loss) summary_["final_test_loss"] = *r.test_loss;
+  }
+
+  void summary(const SummaryRecord& r) {
+    for (const auto& [k, v] : r.values) summary_[k] = v;
+  }
+
+  void finish(results::Status status, const std::string& reason, int exit_code) {
+    sampler_.reset();
+    const double wall = seconds(Clock::now() - t0_);
+    summary_["exit_code"] = exit_code;
+    summary_["wall_s"] = wall;
+    if (o_.launched_at > 0) summary_["time_launch_s"] = std::max(0.0, start_unix_ - o_.launched_at);
+    beat(steps_, wall, true);
+    writer_->finish(status, reason, summary_);
+  }
+
+ private:
+  static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+  void beat(std::int64_t step, double wall, bool force) {
+    if (o_.heartbeat_file.empty()) return;
+    const auto now = Clock::now();
+    if (!force && now - last_beat_ < std::chrono::seconds(1)) return;
+    last_beat_ = now;
+    run::Progress p;
+    p.step = step;
+    p.total_steps = job_.params.max_steps;
+    p.epoch = epoch_ + 1;
+    p.epochs = job_.params.epochs;
+    p.wall_s = wall;
+    p.unix_s = base::unix_now();
+    try {
+      base::replace_file(o_.heartbeat_file, run::progress_line(p));
+    } catch (const std::exception&) {
+      // A full disk must not end the job; the watchdog then sees a stale heartbeat.
+    }
+  }
+
+  const ExecOptions& o_;
+  const jobs::Job& job_;
+  std::unique_ptr<results::JobWriter> writer_;
+  std::unique_ptr<hw::UtilSampler> sampler_;
+  results::Summary summary_;
+  Clock::time_point t0_, last_step_{}, last_epoch_{Clock::now()}, last_beat_{};
+  double start_unix_ = base::unix_now();
+  std::int64_t steps_ = 0, epoch_ = 0;
+  int ranks_ = 1;
+};
+
+// A job that ended before the program ran still gets its results file, with the reason.
+void record_early_failure(const ExecOptions& o, const jobs::Job& job, int world, const std::string& why) {
+  try {
+    results::JobFileInfo info;
+    info.id = job.id;
+    info.run = job.run;
+    info.params = job.params;
+    info.ranks = world;
+    info.gpu_absent_reason = "the job failed before it started";
+    auto w = results::JobWriter::create(o.out_dir, info);
+    w->finish(results::Status::Failed, why, results::Summary{});
+  } catch (const std::exception& e) {
+    std::cerr << "gridrun-exec: cannot record the failure of job " << job.id << ": " << e.what() << "\n";
+  }
+}
+
+}  // namespace
+
+RankFacts rank_facts() {
+  RankFacts f;
+  if (std::getenv("OMPI_COMM_WORLD_RANK")) {
+    f.rank = env_int("OMPI_COMM_WORLD_RANK", 0);
+    f.world = env_int("OMPI_COMM_WORLD_SIZE", 1);
+    f.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", f.rank);
+    f.local_world = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", f.world);
+  } else if (std::getenv("SLURM_PROCID")) {
+    f.rank = env_int("SLURM_PROCID", 0);
+    f.world = env_int("SLURM_NTASKS", 1);
+    f.local_rank = env_int("SLURM_LOCALID", 0);
+    f.local_world = env_int("SLURM_NTASKS_PER_NODE", f.world);
+  } else if (std::getenv("PMI_RANK")) {
+    f.rank = env_int("PMI_RANK", 0);
+    f.world = env_int("PMI_SIZE", 1);
+    f.local_rank = f.rank;
+    f.local_world = f.world;
+  }
+  if (f.world < 1) f.world = 1;
+  return f;
+}
+
+namespace {
+
+// The program's environment: torch.distributed's env:// variables, gridrun's own, the helper on
+// PYTHONPATH, then the grid's env: (which may not touch the first two: the grid loader refuses).
+base::SpawnOptions program(const ExecOptions& o, const jobs::Job& job, const RankFacts& rf,
+                           const std::string& work, const std::string& ckpt, int port) {
+  base::SpawnOptions so;
+  so.argv = jobs::resolve_command(job.params, job.id, job.run);
+  so.env_set = {"RANK=" + std::to_string(rf.rank),
+                "LOCAL_RANK=" + std::to_string(rf.local_rank),
+                "WORLD_SIZE=" + std::to_string(rf.world),
+                "LOCAL_WORLD_SIZE=" + std::to_string(rf.local_world),
+                "MASTER_ADDR=" + o.master_addr,
+                "MASTER_PORT=" + std::to_string(port),
+                "GRIDRUN_JOB_ID=" + job.id,
+                "GRIDRUN_RUN=" + job.run,
+                "GRIDRUN_PARAMS=" + jobs::canonical_json(job.params),
+                "GRIDRUN_CHECKPOINT_DIR=" + ckpt,
+                "GRIDRUN_RESUME=" + std::string(o.resume ? "1" : "0"),
+                "GRIDRUN_MAX_STEPS=" + std::to_string(job.params.max_steps)};
+  if (const std::string h = helper_dir(); !h.empty()) {
+    const char* pp = std::getenv("PYTHONPATH");
+    so.env_set.push_back("PYTHONPATH=" + h + (pp && *pp ? ":" + std::string(pp) : ""));
+  }
+  for (const auto& [k, v] : jobs::env_from_json(job.params.command_env)) so.env_set.push_back(k + "=" + v);
+  so.pipe_stdout = so.pipe_stderr = true;
+  so.new_process_group = true;  // its own workers (data loaders) get the forwarded signals too
+  so.reset_signals = true;
+  so.cwd = work;
+  return so;
+}
+
+// Watches one started program to its end: passes its output through, feeds rank 0's records to
+// the Recorder, forwards a stop (our signal, the owner gone, a non-finite loss) and escalates to
+// SIGKILL after the grace.
+class Supervisor {
+ public:
+  Supervisor(const ExecOptions& o, base::Child& child, Recorder* rec) : o_(o), child_(child), rec_(rec) {}
+
+  void run() {
+    while (out_open_ || err_open_ || !code_) {
+      poll_output();
+      if (const int sig = stop_signal().exchange(0); sig != 0) {
+        interrupted_ = true;
+        stop(sig == SIGUSR1 ? SIGUSR1 : SIGTERM);
+      }
+      if (!interrupted_ && !alive(o_.owner_pid)) {
+        std::cerr << "gridrun-exec: owner PID " << o_.owner_pid << " is gone; stopping the program\n";
+        interrupted_ = true;
+        stop(SIGTERM);
+      }
+      if (kill_at_ && !code_ && Clock::now() > *kill_at_) child_.signal(SIGKILL);
+      if (!code_) code_ = child_.try_wait();
+      // A program that ended but left a process holding its output open: read on briefly only.
+      if (code_ && (out_open_ || err_open_)) {
+        if (!drain_until_) drain_until_ = Clock::now() + std::chrono::seconds(2);
+        if (Clock::now() > *drain_until_) break;
+      }
+    }
+    child_.close_output();
+  }
+
+  // The job's status, reason and exit code from how the program ended.
+  int finish() {
+    const int c = code_.value_or(1);
+    int exit_code = run::kExitFailure;
+    results::Status status = results::Status::Failed;
+    std::string reason;
+    if (diverged_) {
+      exit_code = run::kExitDiverged;
+      status = results::Status::Diverged;
+      reason = diverged_why_;
+    } else if (interrupted_ && c != 0) {
+      exit_code = run::kExitInterrupted;
+      status = results::Status::Interrupted;
+      reason = "interrupted: the program was stopped (exit " + std::to_string(c) + ")";
+    } else if (c == 0) {
+      exit_code = run::kExitCompleted;
+      status = results::Status::Completed;
+    } else {
+      exit_code = c == 2 ? run::kExitBadInput : run::kExitFailure;
+      reason = (c > 128 ? "the program was killed by signal " + std::to_string(c - 128)
+                        : "the program exited " + std::to_string(c)) +
+               (tail_.text().empty() ? "" : ": " + tail_.text());
+    }
+    if (rec_) rec_->finish(status, reason, c);
+    return exit_code;
+  }
+
+ private:
+  void poll_output() {
+    pollfd fds[2];
+    nfds_t n = 0;
+    if (out_open_) fds[n++] = {child_.stdout_fd(), POLLIN, 0};
+    if (err_open_) fds[n++] = {child_.stderr_fd(), POLLIN, 0};
+    if (n == 0) {
+      ::usleep(100000);
+      return;
+    }
+    if (::poll(fds, n, 200) < 0) return;  // EINTR: a signal, looked at by the caller
+    for (nfds_t i = 0; i < n; ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (fds[i].fd == child_.stdout_fd())
+        out_open_ = out_.read(fds[i].fd, [this](const std::string& l, bool whole) { on_out(l, whole); });
+      else
+        err_open_ = err_.read(fds[i].fd, [this](const std::string& l, bool) { on_err(l); });
+    }
+  }
+
+  void stop(int sig) {
+    if (kill_at_) return;
+    child_.signal(sig);
+    kill_at_ = Clock::now() +
+               std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.stop_grace_s));
+  }
+
+  void warn(const std::string& what) {
+    if (warnings_++ < 5)
+      std::cerr << "gridrun-exec: warning: output line " << line_no_ << ": " << what << "\n";
+  }
+
+  void on_out(const std::string& line, bool whole) {
+    ++line_no_;
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    if (!rec_ || diverged_) return;
+    if (!whole) return warn("longer than " + std::to_string(kMaxRecordLine) + " bytes: not a record");
+    const Record r = parse_record(line);
+    if (const auto* s = std::get_if<StepRecord>(&r)) {
+      rec_->step(*s);
+      if (!std::isfinite(s->loss)) {
+        diverged_ = true;
+        diverged_why_ = "diverged: training loss " + std::string(std::isnan(s->loss) ? "NaN" : "inf") +
+                        (s->step ? " at step " + std::to_string(*s->step) : "");
+        stop(SIGTERM);
+      }
+    } else if (const auto* e = std::get_if<EpochRecord>(&r)) {
+      rec_->epoch(*e);
+    } else if (const auto* m = std::get_if<SummaryRecord>(&r)) {
+      rec_->summary(*m);
+    } else if (const auto* b = std::get_if<BadRecord>(&r)) {
+      warn(b->why);
+    }
+  }
+
+  void on_err(const std::string& line) {
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fputc('\n', stderr);
+    tail_.add(line);
+  }
+
+  const ExecOptions& o_;
+  base::Child& child_;
+  Recorder* rec_;
+  LineReader out_, err_;
+  Tail tail_;
+  bool out_open_ = true, err_open_ = true, diverged_ = false, interrupted_ = false;
+  std::string diverged_why_;
+  std::int64_t line_no_ = 0, warnings_ = 0;
+  std::optional<int> code_;
+  std::optional<Clock::time_point> kill_at_, drain_until_;
+};
+
+}  // namespace
+
+int run_job(const ExecOptions& o) {
+  const jobs::Job job = jobs::read_job_file(o.job_file);
+  if (job.params.model != "command" || job.params.command.empty())
+    throw std::invalid_argument(o.job_file + ": job " + job.id + " is no command job (model " +
+                                job.params.model + "); gridrun-train runs it");
+  const RankFacts rf = rank_facts();
+  const run::RunDir rd = run::RunDir::of_results_dir(o.out_dir);
+  const std::string work = rd.root() + "/work/" + job.id, ckpt = rd.checkpoint_dir(job.id);
+  std::error_code ec;
+  fs::create_directories(work, ec);
+  fs::create_directories(ckpt, ec);
+  int port = o.master_port;
+  if (port == 0) {
+    if (rf.world > 1)
+      throw std::invalid_argument("gridrun-exec: --master-port is required for more than one rank");
+    port = base::free_local_port();
+  }
+  const base::SpawnOptions so = program(o, job, rf, work, ckpt, port);
+  install_stop_handlers();
+  base::Child child;
+  try {
+    child = base::spawn(so);
+  } catch (const std::exception& e) {
+    const std::string why = std::string("cannot start the command: ") + e.what();
+    if (rf.rank == 0) record_early_failure(o, job, rf.world, why);
+    std::cerr << "gridrun-exec: " << why << "\n";
+    return run::kExitBadInput;
+  }
+  std::unique_ptr<Recorder> rec;
+  if (rf.rank == 0) rec = std::make_unique<Recorder>(o, job, rf.world, child.pid());
+  Supervisor sup(o, child, rec.get());
+  sup.run();
+  return sup.finish();
+}
+
+}  // namespace gridrun::exec

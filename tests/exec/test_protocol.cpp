@@ -1,0 +1,98 @@
+// The line protocol of command jobs (exec/protocol.hpp): what is a record, what is output, what is
+// a bad record, and the non-finite losses Python's json.dumps writes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "gridrun/exec/job_run.hpp"
+#include "gridrun/exec/protocol.hpp"
+
+namespace gridrun::exec {
+namespace {
+
+TEST(Protocol, StepWithSamplesAndMetrics) {
+  const Record r =
+      parse_record(R"(  {"gridrun": "step", "loss": 0.52, "samples": 64, "acc": 0.9, "tag": "x"})");
+  const auto* s = std::get_if<StepRecord>(&r);
+  ASSERT_NE(s, nullptr);
+  EXPECT_DOUBLE_EQ(s->loss, 0.52);
+  ASSERT_TRUE(s->samples);
+  EXPECT_DOUBLE_EQ(*s->samples, 64);
+  EXPECT_FALSE(s->step);
+  ASSERT_EQ(s->metrics.size(), 1u);  // strings are not metrics
+  EXPECT_DOUBLE_EQ(s->metrics.at("acc"), 0.9);
+}
+
+TEST(Protocol, OrdinaryOutputIsNoRecord) {
+  for (const char* line : {"", "step 3 loss 0.5", "{\"loss\": 1}", "[1, 2]", "{\"gridrun\"", "{not json"})
+    EXPECT_TRUE(std::holds_alternative<Output>(parse_record(line))) << line;
+}
+
+TEST(Protocol, NonFiniteLossesAreReadAsSuch) {
+  for (const char* tok : {"NaN", "Infinity", "-Infinity", "null"}) {
+    const Record r = parse_record(std::string(R"({"gridrun": "step", "loss": )") + tok + "}");
+    const auto* s = std::get_if<StepRecord>(&r);
+    ASSERT_NE(s, nullptr) << tok;
+    EXPECT_FALSE(std::isfinite(s->loss)) << tok;
+  }
+  // A string holding the token is not rewritten.
+  const Record r = parse_record(R"({"gridrun": "summary", "note": "NaN", "x": 1})");
+  const auto* m = std::get_if<SummaryRecord>(&r);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->values.size(), 1u);
+}
+
+TEST(Protocol, BadRecordsSayWhy) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"gridrun": "step"})", "no \"loss\""},
+      {R"({"gridrun": "step", "loss": "x"})", "must be a number"},
+      {R"({"gridrun": "step", "loss": 1, "samples": -1})", "samples"},
+      {R"({"gridrun": "step", "loss": 1, "step": 1.5})", "integer"},
+      {R"({"gridrun": "epoch", "test_acc": "high"})", "test_acc"},
+      {R"({"gridrun": "stpe", "loss": 1})", "unknown record"},
+      {R"({"gridrun": 3})", "name the record"},
+      {R"({"gridrun": "step", "loss": 1,})", "not JSON"},
+  };
+  for (const auto& [line, why] : cases) {
+    const Record r = parse_record(line);
+    const auto* b = std::get_if<BadRecord>(&r);
+    ASSERT_NE(b, nullptr) << line;
+    EXPECT_NE(b->why.find(why), std::string::npos) << line << " -> " << b->why;
+  }
+}
+
+TEST(Protocol, EpochAndSummary) {
+  const Record r =
+      parse_record(R"({"gridrun": "epoch", "epoch": 2, "train_loss": 0.4, "test_acc": 0.91, "lr": 0.1})");
+  const auto* e = std::get_if<EpochRecord>(&r);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->epoch, 2);
+  EXPECT_DOUBLE_EQ(e->test_acc.value(), 0.91);
+  EXPECT_FALSE(e->test_loss);
+  EXPECT_DOUBLE_EQ(e->metrics.at("lr"), 0.1);
+}
+
+TEST(Protocol, OverlongLinesAreOutput) {
+  std::string line = R"({"gridrun": "step", "loss": 1, "pad": ")";
+  line += std::string(kMaxRecordLine, 'x') + "\"}";
+  EXPECT_TRUE(std::holds_alternative<Output>(parse_record(line)));
+}
+
+TEST(RankFacts, FromOpenMpiEnvironment) {
+  ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+  const RankFacts f = rank_facts();
+  EXPECT_EQ(f.rank, 1);
+  EXPECT_EQ(f.world, 4);
+  EXPECT_EQ(f.local_rank, 1);
+  EXPECT_EQ(f.local_world, 2);
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                        "OMPI_COMM_WORLD_LOCAL_SIZE"})
+    ::unsetenv(v);
+}
+
+}  // namespace
+}  // namespace gridrun::exec
