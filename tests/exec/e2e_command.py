@@ -144,12 +144,21 @@ def case_example():
     for jid in jobs:
         line = [ln for ln in text.splitlines() if ln.startswith(jid)]
         assert len(line) == 1 and "completed" in line[0], text
-    # report: the verdict names both arrangements of the ranks comparison.
+    # report: a verdict line for the ranks comparison, naming both phases and answering.
     rep = gridrun("report", run_dir).stdout
-    verdict = [ln for ln in rep.splitlines() if "(ranks=1," in ln and "(ranks=2," in ln]
+    verdict = [ln for ln in rep.splitlines() if ln.startswith("ranks=") and "ranks=1 (" in ln and "ranks=2 (" in ln]
     assert verdict, rep
     assert re.search(r"wins?, [0-9.]+x faster|: inconclusive, ", verdict[0]), verdict
-    print("example: 4 jobs completed; recorded losses = printed = by hand (2 ranks, seeds 1 and 2)")
+    print("example: 4 jobs completed; recorded losses = printed = by hand (2 ranks, seeds 1 and 2); "
+          "verdict: " + verdict[0])
+    # The phases are those of state.json, 2 jobs each (one per seed), as for gridrun-train's jobs:
+    # the report finds a job's phase in its results file (meta.phase, from the job file's meta).
+    tables = json.loads(gridrun("report", run_dir, "--format", "json").stdout)["tables"]
+    phases = {row["phase"]: row for t in tables if t["title"].startswith("Phases (") for row in t["rows"]}
+    assert set(phases) == {"ranks=1", "ranks=2"}, phases
+    for label, row in phases.items():
+        assert row["jobs"] == 2 and row["samples/s"] > 0, (label, row)
+    assert "(0 jobs)" not in verdict[0], verdict
 
 
 def case_bad_input():
