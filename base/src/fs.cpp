@@ -99,6 +99,20 @@ CheckedOpen open_checked(const std::string& path, const FileKind& kind, int flag
   return r;
 }
 
+std::string check_before_open(const std::string& path, const FileKind& kind, int* err) {
+  if (err) *err = 0;
+  struct stat st {};
+  if ((kind.follow_links ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) {
+    const int e = errno;
+    if (err) *err = e;
+    return path + ": cannot read: " + errno_text(e);
+  }
+  if (!S_ISREG(st.st_mode)) return refusal(path, kind, "it is " + what_is(st.st_mode));
+  const std::uint64_t size = st.st_size > 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+  if (size > kind.max_bytes) return refusal(path, kind, "it holds " + std::to_string(size) + " bytes");
+  return "";
+}
+
 namespace {
 
 // The whole file through open_checked, at most kind.max_bytes of it. false: `message` says why,

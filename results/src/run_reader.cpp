@@ -234,6 +234,18 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
         im.dirty = true;
       }
     }
+    // Only a regular file goes to libhdf5 (issue 57): a FIFO in its place blocked the forked
+    // copy's open until the guard's timeout, and a link is never a file gridrun-train wrote. A
+    // refused file is damaged: named by readers, quarantined and redone by `run`. Checked from
+    // lstat: each job file is opened once, by libhdf5.
+    int open_err = 0;
+    if (std::string why = base::check_before_open(r.path, base::kinds::kResultsFile, &open_err);
+        !why.empty()) {
+      r.missing = open_err == ENOENT;
+      r.damaged = open_err == 0;
+      r.error = std::move(why);
+      continue;
+    }
     to_read.push_back(k);
   }
   // Everything else in one forked copy (a few, one per CPU, when there are many files). A copy reads

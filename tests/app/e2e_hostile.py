@@ -7,7 +7,8 @@ gridrun-test-make-run (state.json, grid.yaml, job files, results and their index
 jobs `gridrun run` launched with a trainer that exits 1 at once (logs, heartbeat-less failures,
 launch token, lock). Then, on a fresh copy each time:
 
-  files    every kind of run file gridrun reads back (state.json, results/.gridrun-index, grid.yaml,
+  files    every kind of run file gridrun reads back (state.json, results/.gridrun-index, a results
+           file (only ever opened by libhdf5 once it is a regular file), grid.yaml,
            a job file, a heartbeat, a job's .err log, launch-token, lock, calibration.json,
            prediction.json) replaced by a FIFO nobody writes and by a link to /dev/zero; then
            status, ls, report, export (csv) and run, each under `timeout 20` and a 2 GB
@@ -116,6 +117,7 @@ def check_files(tmp, fake):
         kinds = {
             "state.json": "state.json",
             "results index": "results/.gridrun-index",
+            "results file": "results/%s.h5" % ids[0],
             "grid copy": "grid.yaml",
             "job file": "jobs/%s.json" % ids[0],
             "heartbeat": "logs/%s.out.heartbeat" % ids[0],

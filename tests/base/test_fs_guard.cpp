@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -128,6 +129,23 @@ TEST_F(FsGuard, ProcFileIsReadWithTheCapAsBound) {
   constexpr base::FileKind kTiny{"tiny file", 16, true};
   EXPECT_EQ(error_of("/proc/self/status", kTiny),
             "/proc/self/status: not read as a tiny file (a regular file of at most 16 bytes): it holds more");
+}
+
+// For a file another library opens by name (libhdf5): the same verdicts, from lstat, no open.
+TEST_F(FsGuard, CheckBeforeOpenRefusesWhatOpenCheckedWould) {
+  EXPECT_EQ(base::check_before_open(write("ok.h5", "x"), kSmall), "");
+  EXPECT_EQ(base::check_before_open(fifo("f.h5"), kSmall),
+            path("f.h5") + ": not read as a test file (a regular file of at most 4 KiB): it is a FIFO");
+  fs::create_symlink(path("ok.h5"), path("l.h5"));
+  EXPECT_NE(base::check_before_open(path("l.h5"), kSmall).find("it is a symbolic link"), std::string::npos);
+  EXPECT_EQ(base::check_before_open(path("l.h5"), kSmallFollowing), "");
+  EXPECT_NE(
+      base::check_before_open(write("big.h5", std::string(5000, 'x')), kSmall).find("it holds 5000 bytes"),
+      std::string::npos);
+  int err = 0;
+  EXPECT_EQ(base::check_before_open(path("none.h5"), kSmall, &err),
+            path("none.h5") + ": cannot read: No such file or directory");
+  EXPECT_EQ(err, ENOENT);
 }
 
 TEST_F(FsGuard, MissingFileIsNotARefusal) {

@@ -33,12 +33,14 @@ inline constexpr FileKind kStateFile{"state file", 256 * kMiB, false};        //
 inline constexpr FileKind kResultsIndex{"results index", 256 * kMiB, false};  // results/.gridrun-index
 inline constexpr FileKind kJobFile{"job file", 1 * kMiB, false};              // jobs/<id>.json
 inline constexpr FileKind kHeartbeat{"heartbeat", 4 * kKiB, false};           // logs/<id>.out.heartbeat
-inline constexpr FileKind kJobLog{"job log", 1024 * kGiB, false};           // logs/<id>.out|.err (tail read)
-inline constexpr FileKind kLaunchToken{"launch token", 4 * kKiB, false};    // launch-token
-inline constexpr FileKind kLockFile{"lock file", 4 * kKiB, false};          // lock
-inline constexpr FileKind kCalibration{"calibration", 64 * kMiB, false};    // calibration.json
-inline constexpr FileKind kPrediction{"prediction", 64 * kMiB, false};      // prediction.json
-inline constexpr FileKind kSlurmEnded{"Slurm exit code", 4 * kKiB, false};  // slurm/ended/<id>
+inline constexpr FileKind kResultsFile{"results file", 1024 * kGiB,
+                                       false};                     // results/<id>.h5[.partial], to libhdf5
+inline constexpr FileKind kJobLog{"job log", 1024 * kGiB, false};  // logs/<id>.out|.err (tail read)
+inline constexpr FileKind kLaunchToken{"launch token", 4 * kKiB, false};         // launch-token
+inline constexpr FileKind kLockFile{"lock file", 4 * kKiB, false};               // lock
+inline constexpr FileKind kCalibration{"calibration", 64 * kMiB, false};         // calibration.json
+inline constexpr FileKind kPrediction{"prediction", 64 * kMiB, false};           // prediction.json
+inline constexpr FileKind kSlurmEnded{"Slurm exit code", 4 * kKiB, false};       // slurm/ended/<id>
 inline constexpr FileKind kSlurmOthers{"Slurm node listing", 16 * kMiB, false};  // logs/<id>.others
 inline constexpr FileKind kSubmittedList{"submission list", 64 * kMiB, false};   // slurm/submitted.tsv
 // `gridrun export --format tensorboard --out DIR`'s list of the files it wrote (DIR/.gridrun-tensorboard).

@@ -80,6 +80,12 @@ struct CheckedOpen {
 // those (O_RDONLY, or O_WRONLY | O_APPEND | O_CREAT with `mode`).
 CheckedOpen open_checked(const std::string& path, const FileKind& kind, int flags = 0, mode_t mode = 0);
 
+// The checks of open_checked made from lstat (stat when kind.follow_links), without opening the
+// file: for a file that another library opens by its name (libhdf5 a results file, which must be
+// opened once only). "" when open_checked would open it; else its message. `err` (when given): the
+// errno of a failed stat (ENOENT: no such file), else 0.
+std::string check_before_open(const std::string& path, const FileKind& kind, int* err = nullptr);
+
 // The whole file, opened by open_checked and read with the kind's cap as bound (a file that grows
 // past it while read, or a /proc file whose size fstat does not tell, is refused too). Throws
 // std::runtime_error with open_checked's message ("PATH: cannot read: CAUSE" for an errno).
