@@ -18,7 +18,7 @@ std::optional<ExecOptions> parse_options(const std::vector<std::string>& args) {
       "with the torch.distributed env:// variables and gridrun's own, records its protocol lines\n"
       "(rank 0) into DIR/<id>.h5, forwards SIGTERM/SIGUSR1. Started by `gridrun run` through mpirun.\n\n"
       "options");
-  d.add_options()("help,h", "print this help and exit")(
+  d.add_options()("help,h", "print this help and exit")("version,V", "print the version and exit")(
       "job", po::value(&o.job_file), "the job file (runs/<name>/jobs/<id>.json); required")(
       "out", po::value(&o.out_dir), "the results folder; rank 0 writes <id>.h5 there; required")(
       "resume", po::bool_switch(&o.resume), "an earlier attempt was interrupted: GRIDRUN_RESUME=1")(
@@ -45,6 +45,10 @@ std::optional<ExecOptions> parse_options(const std::vector<std::string>& args) {
     po::notify(vm);
   } catch (const po::error& e) {
     throw std::invalid_argument(std::string("gridrun-exec: ") + e.what() + " (see gridrun-exec --help)");
+  }
+  if (vm.count("version")) {
+    std::cout << "gridrun-exec " << GRIDRUN_VERSION << " (" << GRIDRUN_GIT_COMMIT << ")\n";
+    return std::nullopt;
   }
   if (vm.count("help")) {
     std::cout << d
