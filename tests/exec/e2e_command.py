@@ -11,8 +11,8 @@ ranks, two seeds) through real mpirun and the real gridrun-exec, then:
     MASTER_PORT), same seed: gridrun launches a DDP script exactly as torchrun would;
   - `gridrun status` lists the jobs completed, `gridrun report` prints the ranks verdict;
 bad input at plan (an unknown placeholder: exit 2 with file:line:col; a missing script: exit 2
-naming it), and a program that fails (stderr, exit 1): its job failed with that text as the
-reason, the other jobs of the grid completed.
+naming it), a program that fails (stderr, exit 1): its job failed with that text as the reason,
+one that logs a NaN loss through gridrun_job: diverged, the other jobs of the grid completed.
 
 The example's python is Debian's /usr/bin/python3 (python3-torch); PATH gets /usr/bin first as
 well, since the python3 first on a developer's PATH (pyenv) may have no torch.
@@ -37,8 +37,26 @@ ENV = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""), PYTHONDONT
 STEP_LINE = re.compile(r"^step (\d+) loss (-?[0-9.]+)$", re.M)
 
 
+def left_running():
+    """Command lines of live processes that name this test's folder (for a post-mortem)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if WORK in cmd:
+            found.append("%s %s" % (pid, cmd))
+    return found
+
+
 def gridrun(*args, ok=(0,)):
-    p = subprocess.run([GRIDRUN] + list(args), text=True, capture_output=True, env=ENV, timeout=600)
+    try:
+        p = subprocess.run([GRIDRUN] + list(args), text=True, capture_output=True, env=ENV, timeout=400)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError("gridrun %s: no end after %d s; still running:\n%s\n%s" % (
+            " ".join(args), e.timeout, "\n".join(left_running()), e.stdout)) from None
     assert p.returncode in ok, "gridrun %s: exit %d\n%s\n%s" % (" ".join(args), p.returncode, p.stdout, p.stderr)
     return p
 
@@ -100,7 +118,7 @@ def by_hand(params, ranks):
         env.pop("PYTHONPATH", None)
         procs.append(subprocess.Popen([PY, os.path.join(SRC, "train_ddp.py")] + script_args(params), cwd=cwd,
                                       env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    outs = [p.communicate(timeout=600) for p in procs]
+    outs = [p.communicate(timeout=300) for p in procs]
     for r, (p, (out, err)) in enumerate(zip(procs, outs)):
         assert p.returncode == 0, "rank %d by hand: exit %d\n%s\n%s" % (r, p.returncode, out, err)
     assert '"gridrun"' not in outs[0][0], "no protocol lines without the helper:\n" + outs[0][0]
@@ -183,37 +201,49 @@ def case_bad_input():
 
 
 FAILING = """import sys
+import time
+
+import gridrun_job  # on PYTHONPATH under gridrun
+
 seed = int(sys.argv[1])
 if seed == 1:
     print("boom: seed 1 refuses to train", file=sys.stderr)
     sys.exit(1)
-print('{"gridrun": "step", "loss": 0.5, "samples": 8}', flush=True)
+if seed == 3:
+    gridrun_job.log_step(float("nan"), samples=8)  # json.dumps writes NaN: gridrun stops the job
+    time.sleep(120)
+gridrun_job.log_step(0.5, samples=8)
 """
 
 
 def case_failing_program():
+    # Seed 1 exits 1 with a line on stderr, seed 3 logs a NaN loss through the helper and would
+    # sleep on; seeds 0 and 2 complete beside them.
     with open(os.path.join(SRC, "fails.py"), "w") as f:
         f.write(FAILING)
     g = os.path.join(SRC, "failing.yaml")
     with open(g, "w") as f:
         f.write("name: failing\ncommand: [/usr/bin/python3, fails.py, \"{seed}\"]\n"
-                "defaults: {device: cpu}\nseeds: [0, 1, 2]\n")
+                "defaults: {device: cpu}\nseeds: [0, 1, 2, 3]\n")
     r = gridrun("run", g, "--out", OUT, "--no-report", ok=(1,))
     run_dir = os.path.join(OUT, "failing")
     jobs = state(run_dir)
     seeds = {job_params(run_dir, j)["seed"]: j for j in jobs}
-    assert sorted(seeds) == [0, 1, 2], seeds
+    assert sorted(seeds) == [0, 1, 2, 3], seeds
     for seed, jid in seeds.items():
         st, why, steps, _ = results(run_dir, jid)
         if seed == 1:
             assert jobs[jid]["state"] == "failed" and st == "failed", (jobs[jid], st, r.stdout)
             assert "boom: seed 1 refuses to train" in why, why
+        elif seed == 3:
+            assert jobs[jid]["state"] == "diverged" and st == "diverged", (jobs[jid], st, why, r.stdout)
+            assert len(steps) == 1 and steps[0][1] != steps[0][1], steps  # NaN recorded
         else:
             assert jobs[jid]["state"] == "completed" and st == "completed", (jobs[jid], st, why, r.stdout)
             assert [loss for _, loss in steps] == [0.5], steps
     rows = {row["id"]: row for row in json.loads(gridrun("status", run_dir, "--format", "json").stdout)["jobs"]}
     assert "boom: seed 1 refuses to train" in rows[seeds[1]]["reason"], rows[seeds[1]]
-    print("failing program: failed with its stderr as the reason; the 2 others completed")
+    print("failing program: failed with its stderr as the reason; a NaN loss diverged; the 2 others completed")
 
 
 if __name__ == "__main__":
