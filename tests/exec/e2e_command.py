@@ -177,6 +177,11 @@ def case_example():
     for label, row in phases.items():
         assert row["jobs"] == 2 and row["samples/s"] > 0, (label, row)
     assert "(0 jobs)" not in verdict[0], verdict
+    # Utilization is sampled from outside, for every job (each ran 2 s or more, at 2 samples/s).
+    for jid in jobs:
+        with h5py.File(os.path.join(run_dir, "results", jid + ".h5"), "r") as f:
+            rows = int(f["util/rows"][0]) if "util" in f else 0
+            assert rows > 0, (jid, "no /util rows", f["util/rank_cpu_pct"].shape if "util" in f else None)
 
 
 def case_bad_input():
