@@ -161,12 +161,21 @@ class Recorder {
     info.str_attrs["command_argv"] =
         base::dump_line(base::Json(jobs::resolve_command(job.params, job.id, job.run)));
     info.attempt_hostname = info.attempt_hostnames = base::hostname();
+    // The launcher's facts about the job (phase, sitting, cores, GPUs), as gridrun-train records
+    // them: the report finds a job's phase and sitting here.
+    if (const auto it = job.meta.find("sitting"); it != job.meta.end()) info.attempt_sitting = it->second;
+    for (const auto& [k, v] : job.meta) info.str_attrs["meta." + k] = v;
     writer_ = results::JobWriter::create(o.out_dir, info);
     ranks_ = world;
     hw::SamplerOptions so;
     so.hz = o.util_hz;
+    // Rank 0 sees its own program only: the other ranks' columns are NaN (the file has one each).
     sampler_ = std::make_unique<hw::UtilSampler>(
-        std::move(reader), so, [w = writer_.get()](const hw::UtilSample& s) { w->append_util(s); });
+        std::move(reader), so, [w = writer_.get(), world](hw::UtilSample s) {
+          s.rank_cpu_pct.resize(static_cast<std::size_t>(world), kNaN);
+          s.rank_rss_bytes.resize(static_cast<std::size_t>(world), kNaN);
+          w->append_util(s);
+        });
   }
 
   void step(const StepRecord& r) {

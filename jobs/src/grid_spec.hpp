@@ -83,7 +83,7 @@ struct GridSpec {
   int compare_repeats = 1;
   int compare_repeats_loc = -1;
   std::string compare_order = "alternate";
-  CommandSpec command;            // argv empty: the jobs are gridrun-train's
+  CommandSpec command;             // argv empty: the jobs are gridrun-train's
   std::vector<Setting> overrides;  // LoadOptions::overrides, applied last to every job (add_overrides)
 
   [[noreturn]] void fail(int loc, const std::string& message) const;

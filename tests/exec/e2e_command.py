@@ -164,8 +164,16 @@ def case_example():
         assert len(line) == 1 and "completed" in line[0], text
     # report: a verdict line for the ranks comparison, naming both phases and answering.
     rep = gridrun("report", run_dir).stdout
-    verdict = [ln for ln in rep.splitlines() if ln.startswith("ranks=") and "ranks=1 (" in ln and "ranks=2 (" in ln]
-    assert verdict, rep
+    # The Verdict section's paragraph (it wraps to the terminal width), as one line.
+    lines = rep.splitlines()
+    assert "Verdict" in lines, rep
+    para = []
+    for ln in lines[lines.index("Verdict") + 2:]:
+        if not ln.strip():
+            break
+        para.append(ln.strip())
+    verdict = [" ".join(para)]
+    assert "ranks=1" in verdict[0] and "ranks=2" in verdict[0], rep
     assert re.search(r"wins?, [0-9.]+x faster|: inconclusive, ", verdict[0]), verdict
     print("example: 4 jobs completed; recorded losses = printed = by hand (2 ranks, seeds 1 and 2); "
           "verdict: " + verdict[0])
