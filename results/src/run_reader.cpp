@@ -193,6 +193,23 @@ void ResultsFolder::flush() noexcept {
   }
 }
 
+namespace {
+// The index keeps entries of the files asked for only (a file that left the folder leaves it).
+template <typename Map>
+void prune_entries(Map& entries, const std::vector<std::string>& names, bool& dirty) {
+  std::unordered_map<std::string, bool> asked;
+  for (const auto& n : names) asked[n] = true;
+  for (auto it = entries.begin(); it != entries.end();) {
+    if (asked.count(it->first)) {
+      ++it;
+    } else {
+      it = entries.erase(it);
+      dirty = true;
+    }
+  }
+}
+}  // namespace
+
 std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& names,
                                              const FolderReadOptions& opts, FolderReadStats* stats) {
   Impl& im = *impl_;
@@ -302,18 +319,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
       im.dirty = true;
     }
   }
-  if (opts.prune_index && im.use_index) {
-    std::unordered_map<std::string, bool> asked;
-    for (const auto& n : names) asked[n] = true;
-    for (auto it = im.entries.begin(); it != im.entries.end();) {
-      if (asked.count(it->first)) {
-        ++it;
-      } else {
-        it = im.entries.erase(it);
-        im.dirty = true;
-      }
-    }
-  }
+  if (opts.prune_index && im.use_index) prune_entries(im.entries, names, im.dirty);
   for (const auto& r : out) {
     st.from_index += r.from_index ? 1 : 0;
     st.failed += (!r.ok && !r.missing) ? 1 : 0;

@@ -259,10 +259,62 @@ def case_failing_program():
     print("failing program: failed with its stderr as the reason; a NaN loss diverged; the 2 others completed")
 
 
+SLOW = """import json, os, sys, time
+
+if os.environ["RANK"] == "0":  # a checkpoint: what makes gridrun resume the job (GRIDRUN_RESUME=1)
+    open(os.path.join(os.environ["GRIDRUN_CHECKPOINT_DIR"], "ckpt"), "w").write("1")
+for step in range(1, 41):
+    time.sleep(0.1)
+    if os.environ["RANK"] == "0":
+        print(json.dumps({"gridrun": "step", "loss": 1.0 / step, "samples": 16}), flush=True)
+print("resumed" if os.environ["GRIDRUN_RESUME"] == "1" else "fresh", file=sys.stderr)
+"""
+
+
+def case_kill9():
+    # kill -9 of `gridrun run` while a 2-rank command job trains: gridrun-exec sees its owner gone
+    # and stops the program; nothing of the job is left running. The next `gridrun run` resumes the
+    # job (GRIDRUN_RESUME=1) and it completes.
+    import time
+    with open(os.path.join(SRC, "slow.py"), "w") as f:
+        f.write(SLOW)
+    g = os.path.join(SRC, "slow.yaml")
+    with open(g, "w") as f:
+        f.write("name: slow\ncommand: [/usr/bin/python3, slow.py]\ndefaults: {device: cpu, ranks: 2}\n")
+    run_dir = os.path.join(OUT, "slow")
+    p = subprocess.Popen([GRIDRUN, "run", g, "--out", OUT, "--no-report"], env=ENV, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    beat = None
+    while time.monotonic() < deadline:  # until the job has reported steps (its heartbeat)
+        hb = [f for f in os.listdir(os.path.join(run_dir, "logs")) if f.endswith(".heartbeat")] \
+            if os.path.isdir(os.path.join(run_dir, "logs")) else []
+        if hb and '"step":' in open(os.path.join(run_dir, "logs", hb[0])).read():
+            beat = hb[0]
+            break
+        time.sleep(0.1)
+    assert beat, "the slow job reported no step within 120 s"
+    p.kill()
+    p.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and [c for c in left_running() if "slow" in c and "defunct" not in c]:
+        time.sleep(0.2)
+    left = [c for c in left_running() if "slow" in c]
+    assert not left, "left running after kill -9 of gridrun run:\n" + "\n".join(left)
+    gridrun("run", g, "--out", OUT, "--no-report")
+    jobs = state(run_dir)
+    (jid, job), = jobs.items()
+    assert job["state"] == "completed", job
+    with open(os.path.join(run_dir, "logs", jid + ".err")) as f:
+        assert "resumed" in f.read(), "the second attempt was not told to resume"
+    print("kill -9: nothing left running; the next run resumed the job (GRIDRUN_RESUME=1) and completed it")
+
+
 if __name__ == "__main__":
     shutil.copytree(os.path.join(EXAMPLES, "own-script"), SRC, ignore=shutil.ignore_patterns("__pycache__"))
     case_bad_input()
     case_failing_program()
+    case_kill9()
     case_example()
     # A passed test leaves nothing behind; a failed one keeps WORK for the post-mortem.
     shutil.rmtree(WORK, ignore_errors=True)
