@@ -47,7 +47,7 @@ echo "lint.sh: shellcheck: ${#sh[@]} scripts checked"
 # build without NCCL). Two at a time: the machines CI runs on have two cores; runner/ costs about
 # 2.5 minutes of the lint lane.
 mapfile -t tidy < <(git ls-files 'base/*.cpp' 'jobs/*.cpp' 'run/*.cpp' 'hw/*.cpp' 'results/*.cpp' 'report/*.cpp' \
-  'scheduler/*.cpp' 'slurm/*.cpp' 'app/*.cpp' \
+  'scheduler/*.cpp' 'slurm/*.cpp' 'exec/*.cpp' 'app/*.cpp' \
   'runner/*.cpp' |
   while read -r f; do grep -q "\"file\": \"$PWD/$f\"" "$build/compile_commands.json" && echo "$f"; done)
 if ! printf '%s\n' "${tidy[@]}" |

@@ -7,15 +7,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <stdexcept>
 #include <string>
+
+#include "gridrun/base/text.hpp"
 
 namespace gridrun::base {
 
 int free_local_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + errno_text(errno));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -25,8 +26,7 @@ int free_local_port() {
                   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
   const int err = errno;
   ::close(fd);
-  if (!ok)
-    throw std::runtime_error(std::string("cannot find a free port on 127.0.0.1: ") + std::strerror(err));
+  if (!ok) throw std::runtime_error(std::string("cannot find a free port on 127.0.0.1: ") + errno_text(err));
   return ntohs(a.sin_port);
 }
 

@@ -55,10 +55,9 @@ bool on_path(const std::string& name) {
 std::vector<std::string> placeholders(const std::string& arg, std::string* problem) {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < arg.size(); ++i) {
-    if (arg[i] == '{' && i + 1 < arg.size() && arg[i + 1] == '{') {
-      ++i;
-    } else if (arg[i] == '}' && i + 1 < arg.size() && arg[i + 1] == '}') {
-      ++i;
+    const bool doubled = (arg[i] == '{' || arg[i] == '}') && i + 1 < arg.size() && arg[i + 1] == arg[i];
+    if (doubled) {
+      ++i;  // {{ or }}: a literal brace
     } else if (arg[i] == '{') {
       const auto end = arg.find('}', i);
       if (end == std::string::npos) {

@@ -23,8 +23,8 @@ struct ExecOptions {
   double stop_grace_s = 30;  // after a forwarded SIGTERM: SIGKILL past this many seconds
 };
 
-// nullopt after --help or --version (printed to stdout). Throws std::invalid_argument (exit 2) on a bad flag or
-// value, naming the flag.
+// nullopt after --help or --version (printed to stdout). Throws std::invalid_argument (exit 2) on a bad flag
+// or value, naming the flag.
 std::optional<ExecOptions> parse_options(const std::vector<std::string>& args);
 
 }  // namespace gridrun::exec
