@@ -5,7 +5,7 @@ Runs tests/data/quickstart.yaml (4 jobs on the synthetic set, seconds) with the 
 (real mpirun, real gridrun-train, 1 thread per rank, so training is deterministic), then compares
 the report's deterministic columns (ids, parameters, status, epochs, accuracies, the shape of the
 scaling and convergence tables) with golden/quickstart_real.csv. Timing columns vary from run to run
-and are left out.
+and are left out; accuracies may differ by two test samples (ACC_TOL: CPUs' kernels round apart).
 
 A golden is only worth pinning if the runs learned: every job's test accuracy must be above chance
 (0.1, 10 classes) by MARGIN, checked before comparing and before --update writes a new golden
@@ -23,6 +23,7 @@ gridrun, examples, golden = sys.argv[1:4]
 update = "--update" in sys.argv[4:]
 KEEP = {"Jobs": 7, "Scaling over ranks": 5, "Convergence": None}  # leading columns to compare
 CHANCE, MARGIN = 0.1, 0.3
+ACC_TOL = 2.5 / 256  # two test samples of 256 (see same() below)
 
 with tempfile.TemporaryDirectory() as tmp:
     run = subprocess.run([gridrun, "run", f"{examples}/quickstart.yaml", "--out", tmp],
@@ -62,7 +63,29 @@ if update:
     print("updated", golden)
     sys.exit(0)
 want = open(golden).read()
-if text != want:
+
+
+def same(got_line, want_line):
+    """Equal text, except that numbers may differ by ACC_TOL: accuracies of 256 test samples move by a
+    sample or two between CPUs whose BLAS kernels round differently (the same commit gave lenet
+    0.734375 on one VM and 0.73828125 on an AVX-512 FP16 one); the shape and ids may not move."""
+    g, w = got_line.split(","), want_line.split(",")
+    if len(g) != len(w):
+        return False
+    for a, b in zip(g, w):
+        if a == b:
+            continue
+        try:
+            if abs(float(a) - float(b)) <= ACC_TOL:
+                continue
+        except ValueError:
+            pass
+        return False
+    return True
+
+
+got_lines, want_lines = text.splitlines(), want.splitlines()
+if len(got_lines) != len(want_lines) or not all(same(g, w) for g, w in zip(got_lines, want_lines)):
     print("--- expected\n" + want + "--- got\n" + text)
     sys.exit("FAIL: report of the real quickstart run differs from " + golden)
 print(f"ok: report of a real quickstart run matches {golden} ({len(out)} lines)")
