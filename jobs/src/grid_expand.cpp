@@ -38,6 +38,16 @@ struct Draft {
   int batch_key = -1;  // the batch parameter the user gave last (batch_per_rank/global_batch)
 };
 
+// Where relative files start: LoadOptions::base_dir, else the grid file's folder, else here: the
+// Expander's grid_dir_ and a command grid's command_dir.
+std::filesystem::path grid_dir_of(const GridSpec& s, const LoadOptions& o) {
+  std::error_code ec;
+  if (!o.base_dir.empty()) return std::filesystem::absolute(o.base_dir, ec);
+  if (!s.file.empty() && std::filesystem::is_regular_file(s.file, ec))
+    return std::filesystem::absolute(s.file, ec).parent_path();
+  return std::filesystem::current_path(ec);
+}
+
 class Expander {
  public:
   Expander(const GridSpec& s, const LoadOptions& o);
@@ -114,13 +124,7 @@ Expander::Expander(const GridSpec& s, const LoadOptions& o) : s_(s), opts_(o), t
   lr_ = param_index("lr");
   model_ = param_index("model");
   task_ = param_index("task");
-  std::error_code ec;
-  if (!o.base_dir.empty())
-    grid_dir_ = std::filesystem::absolute(o.base_dir, ec);
-  else if (!s_.file.empty() && std::filesystem::is_regular_file(s_.file, ec))
-    grid_dir_ = std::filesystem::absolute(s_.file, ec).parent_path();
-  else
-    grid_dir_ = std::filesystem::current_path(ec);
+  grid_dir_ = grid_dir_of(s_, o);
   order_.resize(table_.size());
   std::iota(order_.begin(), order_.end(), 0);
   std::sort(order_.begin(), order_.end(), [&](int a, int b) { return table_[a].name < table_[b].name; });
@@ -584,16 +588,6 @@ void Expander::report(const Draft& d, const std::vector<Problem>& problems, int 
 }  // namespace
 
 namespace {
-
-// Where relative files start: LoadOptions::base_dir, else the grid file's folder, else here (the
-// Expander's grid_dir_ too).
-std::filesystem::path grid_dir_of(const GridSpec& s, const LoadOptions& o) {
-  std::error_code ec;
-  if (!o.base_dir.empty()) return std::filesystem::absolute(o.base_dir, ec);
-  if (!s.file.empty() && std::filesystem::is_regular_file(s.file, ec))
-    return std::filesystem::absolute(s.file, ec).parent_path();
-  return std::filesystem::current_path(ec);
-}
 
 // A command grid's program checked where the planner sees it (a missing program or script, a
 // files: entry that is no file: errors at their grid lines), and command_dir and command_sha256
