@@ -35,6 +35,38 @@ scripts/install-deps.sh --test --wheel
 junits=()
 rc=0
 
+# The end of the output is what a CI log keeps: each lane's build and test times and outcome are
+# collected here and printed last, with the tail of any build that failed (a CI run once lost its
+# ASan lane without a word that survived).
+lane_lines=()
+failed_builds=()
+# build_lane NAME CMD...: runs a lane's build, its output both shown and kept in build-logs/NAME.log.
+build_lane() {
+  local name=$1 t0 brc=0
+  shift
+  mkdir -p build-logs
+  t0=$(date +%s)
+  "$@" 2>&1 | tee "build-logs/$name.log" || brc=1
+  if ((brc == 0)); then
+    lane_lines+=("lane $name: built in $(($(date +%s) - t0)) s")
+  else
+    lane_lines+=("lane $name: BUILD FAILED after $(($(date +%s) - t0)) s (build-logs/$name.log)")
+    failed_builds+=("$name")
+  fi
+  return "$brc"
+}
+
+# asan_build: configures and builds build-asan (see lane 3 below). Called through build_lane, which
+# the linter cannot follow (SC2317: "unreachable").
+# shellcheck disable=SC2317
+asan_build() {
+  local gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S . -B build-asan "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DGRIDRUN_SANITIZE=address,undefined -DGRIDRUN_BUILD_BENCH=OFF \
+    -DGRIDRUN_WITH_CUDA=OFF >/dev/null && cmake --build build-asan -j "$(nproc)"
+}
+
 # run_ctest DIR NAME [ctest args]: ctest in DIR with a JUnit file, then that lane's counts.
 run_ctest() {
   local dir=$1 name=$2
@@ -42,34 +74,40 @@ run_ctest() {
   local junit=$PWD/$dir/ctest-junit-$name.xml t0
   rm -f "$junit"
   t0=$(date +%s)
-  (cd "$dir" && ctest --output-on-failure --timeout 900 -j 2 --output-junit "$junit" "$@") || rc=1
+  local trc=0
+  (cd "$dir" && ctest --output-on-failure --timeout 900 -j 2 --output-junit "$junit" "$@") || trc=1
+  ((trc == 0)) || rc=1
   echo "test.sh: lane $name ran its tests in $(($(date +%s) - t0)) s"
+  lane_lines+=("lane $name: tests $( ((trc == 0)) && echo passed || echo FAILED) in $(($(date +%s) - t0)) s")
   python3 scripts/ctest-summary.py "$junit" || echo "test.sh: no counts (could not read $junit)" >&2
   [[ -f $junit ]] && junits+=("$junit")
 }
 
 if [[ $lane == all || $lane == debian || $lane == lint ]]; then
-  t0=$(date +%s)
-  scripts/build.sh
-  echo "test.sh: lane debian built in $(($(date +%s) - t0)) s"
-  [[ $lane == lint ]] || run_ctest build debian
+  if build_lane debian scripts/build.sh; then
+    [[ $lane == lint ]] || run_ctest build debian
+  else
+    echo "test.sh: FAIL: lane debian did not build (log above)" >&2
+    rc=1
+  fi
 fi
 
 if [[ $lane == all || $lane == lint ]]; then
-  scripts/lint.sh --build build || { echo "test.sh: FAIL: lane lint (findings above)" >&2; rc=1; }
+  t0=$(date +%s)
+  if scripts/lint.sh --build build; then
+    lane_lines+=("lane lint: clean in $(($(date +%s) - t0)) s")
+  else
+    echo "test.sh: FAIL: lane lint (findings above)" >&2
+    lane_lines+=("lane lint: FINDINGS in $(($(date +%s) - t0)) s (above)")
+    rc=1
+  fi
 fi
 
 if [[ $lane == all || $lane == asan ]]; then
   # ASan + UBSan (GRIDRUN_SANITIZE): -O1 keeps the reports' stacks readable and the build short;
   # bench/ is not built. Leak checks are on; the suppressions name third-party libraries only
   # (tests/sanitizers/lsan.supp, each with its why). Any report fails its test.
-  t0=$(date +%s)
-  gen=()
-  command -v ninja >/dev/null && gen=(-G Ninja)
-  if cmake -S . -B build-asan "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DGRIDRUN_SANITIZE=address,undefined -DGRIDRUN_BUILD_BENCH=OFF \
-      -DGRIDRUN_WITH_CUDA=OFF >/dev/null && cmake --build build-asan -j "$(nproc)"; then
-    echo "test.sh: lane asan built in $(($(date +%s) - t0)) s"
+  if build_lane asan asan_build; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0 \
       run_ctest build-asan asan -L unit
@@ -94,9 +132,7 @@ if [[ $lane == all || $lane == cuda ]]; then
       echo "test.sh: SKIP lane cuda: no CUDA toolkit at /usr/local/cuda"
     fi
   else
-    t0=$(date +%s)
-    if scripts/device-build.sh --no-test; then
-      echo "test.sh: lane cuda built in $(($(date +%s) - t0)) s"
+    if build_lane cuda scripts/device-build.sh --no-test; then
       run_ctest build-cuda cuda -L 'unit|gpu|cuda_lane'
     else
       echo "test.sh: FAIL: lane cuda did not build (scripts/device-build.sh --no-test, log above)" >&2
@@ -105,6 +141,11 @@ if [[ $lane == all || $lane == cuda ]]; then
   fi
 fi
 
+for name in "${failed_builds[@]}"; do
+  echo "test.sh: the last 40 lines of lane $name's build (build-logs/$name.log):"
+  tail -n 40 "build-logs/$name.log" | sed 's/^/  | /'
+done
+for line in "${lane_lines[@]}"; do echo "test.sh: $line"; done
 echo "test.sh: all lanes in $(($(date +%s) - t_start)) s"
 # Last, the counts of all lanes together and the end of each failed test's output: a CI log is
 # often kept only by its end.

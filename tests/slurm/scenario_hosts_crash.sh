@@ -38,7 +38,15 @@ RUNS="$WORK/runs"
 "$BIN/gridrun" submit "$WORK/one.yaml" --slurm --out "$RUNS" --time 10
 ONE=$(basename "$RUNS"/crash-one/jobs/*.json .json)
 TWO=$(basename "$RUNS"/crash-two/jobs/*.json .json)
-has_checkpoint() { compgen -G "$RUNS/$1/checkpoints/$2/ckpt-[0-9]*" >/dev/null; }
+# A finished checkpoint is ckpt-<step>; ckpt-<step>.tmp is one being written, which a crash leaves
+# unusable (the resumed job then starts afresh, with one /attempts row: CI saw exactly that).
+has_checkpoint() {
+  local d
+  for d in "$RUNS/$1/checkpoints/$2"/ckpt-*; do
+    [[ "${d##*/}" =~ ^ckpt-[0-9]+$ ]] && return 0
+  done
+  return 1
+}
 both_checkpointed() { has_checkpoint crash-one "$ONE" && has_checkpoint crash-two "$TWO"; }
 wait_until 180 "both jobs to write a checkpoint" both_checkpointed
 array_of() { awk '!/^#/ && $2 == "array" {print $4}' "$RUNS/$1/slurm/submitted.tsv"; }
