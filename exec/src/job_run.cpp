@@ -264,20 +264,16 @@ class Recorder {
   int ranks_ = 1;
 };
 
-// A job that ended before the program ran still gets its results file, with the reason.
+// A job that ended before the program ran still gets its results file, with the reason (one
+// function with gridrun-train's, which leaves an earlier attempt's file alone).
 void record_early_failure(const ExecOptions& o, const jobs::Job& job, int world, const std::string& why) {
-  try {
-    results::JobFileInfo info;
-    info.id = job.id;
-    info.run = job.run;
-    info.params = job.params;
-    info.ranks = world;
-    info.gpu_absent_reason = "the job failed before it started";
-    auto w = results::JobWriter::create(o.out_dir, info);
-    w->finish(results::Status::Failed, why, results::Summary{});
-  } catch (const std::exception& e) {
-    std::cerr << "gridrun-exec: cannot record the failure of job " << job.id << ": " << e.what() << "\n";
-  }
+  results::JobFileInfo info;
+  info.id = job.id;
+  info.run = job.run;
+  info.params = job.params;
+  info.ranks = world;
+  if (const std::string problem = results::record_early_failure(o.out_dir, info, why); !problem.empty())
+    std::cerr << "gridrun-exec: job " << job.id << ": " << problem << "\n";
 }
 
 }  // namespace
@@ -341,7 +337,13 @@ base::SpawnOptions program(const ExecOptions& o, const jobs::Job& job, const Ran
 // SIGKILL after the grace.
 class Supervisor {
  public:
-  Supervisor(const ExecOptions& o, base::Child& child, Recorder* rec) : o_(o), child_(child), rec_(rec) {}
+  // `time_limit`: the job's own wall-time limit (params.def), enforced here as Slurm enforces a
+  // task's: SIGTERM, then SIGKILL after the grace. "" = none.
+  Supervisor(const ExecOptions& o, base::Child& child, Recorder* rec, const std::string& time_limit)
+      : o_(o), child_(child), rec_(rec), time_limit_text_(time_limit) {
+    if (const std::int64_t s = time_limit.empty() ? 0 : jobs::time_limit_seconds(time_limit); s > 0)
+      deadline_ = Clock::now() + std::chrono::seconds(s);
+  }
 
   void run() {
     while (out_open_ || err_open_ || !code_) {
@@ -349,6 +351,11 @@ class Supervisor {
       if (const int sig = stop_signal().exchange(0); sig != 0) {
         interrupted_ = true;
         stop(sig == SIGUSR1 ? SIGUSR1 : SIGTERM);
+      }
+      if (!interrupted_ && !timed_out_ && deadline_ && Clock::now() > *deadline_) {
+        std::cerr << "gridrun-exec: time_limit " << time_limit_text_ << " reached; stopping the program\n";
+        timed_out_ = true;
+        stop(SIGTERM);
       }
       if (!interrupted_ && !alive(o_.owner_pid)) {
         std::cerr << "gridrun-exec: owner PID " << o_.owner_pid << " is gone; stopping the program\n";
@@ -376,6 +383,12 @@ class Supervisor {
       exit_code = run::kExitDiverged;
       status = results::Status::Diverged;
       reason = diverged_why_;
+    } else if (timed_out_) {
+      // Not retried as an interruption: the same limit would stop it again (a failure, which
+      // `gridrun run --retries` retries only when asked).
+      exit_code = run::kExitFailure;
+      reason = "time_limit " + time_limit_text_ + " reached: the program was stopped (exit " +
+               std::to_string(c) + ")";
     } else if (interrupted_ && c != 0) {
       exit_code = run::kExitInterrupted;
       status = results::Status::Interrupted;
@@ -461,7 +474,9 @@ class Supervisor {
   Recorder* rec_;
   LineReader out_, err_;
   Tail tail_;
-  bool out_open_ = true, err_open_ = true, diverged_ = false, interrupted_ = false;
+  bool out_open_ = true, err_open_ = true, diverged_ = false, interrupted_ = false, timed_out_ = false;
+  std::string time_limit_text_;
+  std::optional<Clock::time_point> deadline_;
   std::string diverged_why_;
   std::int64_t line_no_ = 0, warnings_ = 0;
   std::optional<int> code_;
@@ -500,7 +515,7 @@ int run_job(const ExecOptions& o) {
   }
   std::unique_ptr<Recorder> rec;
   if (rf.rank == 0) rec = std::make_unique<Recorder>(o, job, rf.world, child.pid());
-  Supervisor sup(o, child, rec.get());
+  Supervisor sup(o, child, rec.get(), job.params.time_limit);
   sup.run();
   return sup.finish();
 }

@@ -6,6 +6,8 @@
 //
 // Every table's datasets come from its descriptor list (columns.hpp): TypedTable creates them and
 // appends a row member by member, so a column's name and value cannot drift apart.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -589,6 +591,29 @@ void H5JobWriter::write_profile(hid_t file) const {
 
 std::unique_ptr<JobWriter> JobWriter::create(const std::string& dir, const JobFileInfo& info) {
   return std::make_unique<H5JobWriter>(dir, info);
+}
+
+std::string record_early_failure(const std::string& dir, const JobFileInfo& info, const std::string& why) {
+  if (info.id.empty() || dir.empty()) return "no job id or results folder";
+  std::error_code ec;
+  const fs::path final_file = fs::path(dir) / run::RunDir::result_file_name(info.id);
+  const fs::path partial_file = fs::path(dir) / run::RunDir::partial_file_name(info.id);
+  if (fs::exists(final_file, ec) || fs::exists(partial_file, ec)) return "";
+  const fs::path tmp = fs::path(dir) / ("." + info.id + ".failed." + std::to_string(::getpid()));
+  std::string problem;
+  try {
+    JobFileInfo early = info;
+    early.resume_from_step = 0;
+    if (early.gpu_absent_reason.empty()) early.gpu_absent_reason = "the job failed before it started";
+    auto w = JobWriter::create(tmp.string(), early);
+    w->finish(Status::Failed, why, Summary{});
+    w.reset();
+    base::rename_durable((tmp / run::RunDir::result_file_name(info.id)).string(), final_file.string());
+  } catch (const std::exception& e) {
+    problem = "cannot record the failure in " + final_file.string() + ": " + e.what();
+  }
+  fs::remove_all(tmp, ec);
+  return problem;
 }
 
 }  // namespace gridrun::results

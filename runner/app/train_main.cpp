@@ -46,31 +46,16 @@ std::string one_line(std::string s) {
 // own and renamed into place: other ranks failing the same way call MPI_Abort, which can kill this
 // process mid-write, and a half-written <id>.h5.partial would look like a job in progress.
 void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& why) {
-  namespace fs = std::filesystem;
   if (o.id.empty() || o.out_dir.empty()) return;
-  std::error_code ec;
-  const fs::path final_file = fs::path(o.out_dir) / gridrun::run::RunDir::result_file_name(o.id);
-  const fs::path partial_file = fs::path(o.out_dir) / gridrun::run::RunDir::partial_file_name(o.id);
-  if (fs::exists(final_file, ec) || fs::exists(partial_file, ec)) return;
-  const fs::path tmp = fs::path(o.out_dir) / ("." + o.id + ".failed." + std::to_string(::getpid()));
-  try {
-    gridrun::results::JobFileInfo info;
-    info.id = o.id;
-    info.run = o.run;
-    info.params = o.job;
-    info.ranks = static_cast<int>(o.job.ranks);
-    info.gpus = static_cast<int>(gridrun::jobs::footprint(o.job).gpus);
-    info.gpu_absent_reason = "the job failed before it started";
-    auto w = gridrun::results::JobWriter::create(tmp.string(), info);
-    w->finish(gridrun::results::Status::Failed, why, gridrun::results::Summary{});
-    w.reset();
-    gridrun::base::rename_durable((tmp / gridrun::run::RunDir::result_file_name(o.id)).string(),
-                                  final_file.string());
-  } catch (const std::exception& e) {
-    std::cerr << "gridrun-train: cannot record the failure in " << final_file.string() << ": "
-              << one_line(e.what()) << "\n";
-  }
-  fs::remove_all(tmp, ec);
+  gridrun::results::JobFileInfo info;
+  info.id = o.id;
+  info.run = o.run;
+  info.params = o.job;
+  info.ranks = static_cast<int>(o.job.ranks);
+  info.gpus = static_cast<int>(gridrun::jobs::footprint(o.job).gpus);
+  if (const std::string problem = gridrun::results::record_early_failure(o.out_dir, info, why);
+      !problem.empty())
+    std::cerr << "gridrun-train: " << one_line(problem) << "\n";
 }
 
 int run_job(const gridrun::runner::RunnerOptions& o, gridrun::runner::Communicator& comm) {

@@ -273,7 +273,15 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
       out << "note: " << targets
           << " job(s) stop early at their target_accuracy: predicted to stop at their first evaluation "
           << "when the calibration reached it, else to run all their epochs (an upper bound)\n";
-    if (!cal && !ex.compare_by.empty())
+    // A command job's program is the user's: the cost model knows nothing of it, and calibrate does
+    // not measure it yet, so its duration is only trustworthy from an earlier run's results.
+    const std::size_t commands = static_cast<std::size_t>(std::count_if(
+        ex.jobs.begin(), ex.jobs.end(), [](const jobs::Job& j) { return j.params.model == "command"; }));
+    if (commands > 0)
+      out << "note: " << commands << " command job(s) (your own program): durations come from an earlier "
+          << "run's results only; without those they are the cost model's guess for model "
+          << "'command', not a prediction (calibrate does not measure command jobs yet)\n";
+    if (!cal && !ex.compare_by.empty() && commands < ex.jobs.size())
       out << "note: uncalibrated: the cost model assumes perfect scaling and no launch cost, so it cannot "
              "tell one large job from several small; `gridrun calibrate "
           << o.grid << "` measures them\n";
@@ -304,7 +312,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
       s.req = plan.req[i];
       s.host = cluster.nodes[alloc.node].name;
       for (int c : alloc.cores) s.core_ids.push_back(cluster.nodes[alloc.node].cores[c]);
-      s.train_bin = train;
+      s.train_bin = ex.jobs[i].params.model == "command" ? default_exec_bin() : train;
       std::string line = "  ";
       for (const auto& a : exec->command(s)) line += a + " ";
       out << line << "\n";

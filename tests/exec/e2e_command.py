@@ -1,6 +1,6 @@
 """Scenario test of command jobs (issue 56, docs/own-script.md) with the real binaries.
 
-Usage: e2e_command.py GRIDRUN EXAMPLES_DIR
+Usage: e2e_command.py GRIDRUN EXAMPLES_DIR TB_PYTHON
 `gridrun run` of examples/own-script/compare-cpu.yaml (a user's own PyTorch DDP script on 1 and 2
 ranks, two seeds) through real mpirun and the real gridrun-exec, then:
   - every job completed: state.json, the results file's status, /steps/loss;
@@ -10,9 +10,13 @@ ranks, two seeds) through real mpirun and the real gridrun-exec, then:
     torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
     MASTER_PORT), same seed: gridrun launches a DDP script exactly as torchrun would;
   - `gridrun status` lists the jobs completed, `gridrun report` prints the ranks verdict;
+  - `gridrun export --format tensorboard` read back by TensorBoard's own EventAccumulator (run by
+    TB_PYTHON, the test venv's python, which has the tensorboard package): each job's step/loss
+    series equals the losses in its results file;
 bad input at plan (an unknown placeholder: exit 2 with file:line:col; a missing script: exit 2
 naming it), a program that fails (stderr, exit 1): its job failed with that text as the reason,
-one that logs a NaN loss through gridrun_job: diverged, the other jobs of the grid completed.
+one that logs a NaN loss through gridrun_job: diverged, the other jobs of the grid completed;
+a program that outlives its `time_limit`: stopped, failed with the limit as the reason.
 
 The example's python is Debian's /usr/bin/python3 (python3-torch); PATH gets /usr/bin first as
 well, since the python3 first on a developer's PATH (pyenv) may have no torch.
@@ -28,7 +32,7 @@ import tempfile
 
 import h5py
 
-GRIDRUN, EXAMPLES = sys.argv[1:3]
+GRIDRUN, EXAMPLES, TB_PYTHON = sys.argv[1:4]
 WORK = tempfile.mkdtemp(prefix="gridrun-e2e-command-")
 OUT = os.path.join(WORK, "runs")
 SRC = os.path.join(WORK, "own-script")
@@ -185,11 +189,38 @@ def case_example():
     for label, row in phases.items():
         assert row["jobs"] == 2 and row["samples/s"] > 0, (label, row)
     assert "(0 jobs)" not in verdict[0], verdict
+    check_tensorboard(run_dir, jobs)
     # Utilization is sampled from outside, for every job (each ran 2 s or more, at 2 samples/s).
     for jid in jobs:
         with h5py.File(os.path.join(run_dir, "results", jid + ".h5"), "r") as f:
             rows = int(f["util/rows"][0]) if "util" in f else 0
             assert rows > 0, (jid, "no /util rows", f["util/rank_cpu_pct"].shape if "util" in f else None)
+
+
+TB_READ = """import json, sys
+from tensorboard.backend.event_processing import event_accumulator as ea
+acc = ea.EventAccumulator(sys.argv[1], size_guidance={ea.SCALARS: 0})
+acc.Reload()
+print(json.dumps([[e.step, e.value] for e in acc.Scalars("step/loss")]))
+"""
+
+
+def check_tensorboard(run_dir, jobs):
+    """The TensorBoard export of command jobs, read back by TensorBoard's own reader."""
+    import numpy as np
+    tb = os.path.join(WORK, "tb")
+    gridrun("export", run_dir, "--format", "tensorboard", "--out", tb)
+    folders = os.listdir(tb)
+    for jid in jobs:
+        (folder,) = [d for d in folders if d == jid or d.startswith(jid + "_")]
+        p = subprocess.run([TB_PYTHON, "-c", TB_READ, os.path.join(tb, folder)], capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        points = json.loads(p.stdout)
+        _, _, steps, _ = results(run_dir, jid)
+        assert [s for s, _ in points] == [s for s, _ in steps], (jid, points, steps)
+        assert [v for _, v in points] == [float(np.float32(loss)) for _, loss in steps], (jid, points, steps)
+    print("tensorboard: the export of %d command jobs reads back with their recorded losses" % len(jobs))
 
 
 def case_bad_input():
@@ -259,6 +290,32 @@ def case_failing_program():
     print("failing program: failed with its stderr as the reason; a NaN loss diverged; the 2 others completed")
 
 
+SLEEPER = """import json, time
+print(json.dumps({"gridrun": "step", "loss": 0.25, "samples": 4}), flush=True)
+time.sleep(600)
+"""
+
+
+def case_time_limit():
+    # A program that outlives its time_limit (MM:SS) is stopped (SIGTERM), and its job fails with
+    # the limit as the reason; the step it logged before is kept.
+    with open(os.path.join(SRC, "sleeper.py"), "w") as f:
+        f.write(SLEEPER)
+    g = os.path.join(SRC, "sleeper.yaml")
+    with open(g, "w") as f:
+        f.write("name: sleeper\ncommand: [/usr/bin/python3, sleeper.py]\n"
+                "defaults: {device: cpu, time_limit: \"00:03\"}\n")
+    gridrun("run", g, "--out", OUT, "--no-report", ok=(1,))
+    run_dir = os.path.join(OUT, "sleeper")
+    (jid, job), = state(run_dir).items()
+    st, why, steps, _ = results(run_dir, jid)
+    assert job["state"] == "failed" and st == "failed", (job, st, why)
+    assert "time_limit 00:03 reached" in why, why
+    assert [loss for _, loss in steps] == [0.25], steps
+    assert not [c for c in left_running() if "sleeper" in c and "defunct" not in c], left_running()
+    print("time_limit: the program was stopped at 00:03 and its job failed naming the limit")
+
+
 SLOW = """import json, os, sys, time
 
 if os.environ["RANK"] == "0":  # a checkpoint: what makes gridrun resume the job (GRIDRUN_RESUME=1)
@@ -314,6 +371,7 @@ if __name__ == "__main__":
     shutil.copytree(os.path.join(EXAMPLES, "own-script"), SRC, ignore=shutil.ignore_patterns("__pycache__"))
     case_bad_input()
     case_failing_program()
+    case_time_limit()
     case_kill9()
     case_example()
     # A passed test leaves nothing behind; a failed one keeps WORK for the post-mortem.

@@ -212,6 +212,29 @@ TEST(Writer, DestructorWithoutFinishLeavesReadablePartial) {
   EXPECT_EQ(j.steps.rows, 4u);
 }
 
+// gridrun-train and gridrun-exec record a job that failed before it ran with one function: a file
+// of its own where none exists, and an earlier attempt's rows left exactly as they were.
+TEST(Writer, EarlyFailureRecordedOnlyWhereNoFileExists) {
+  TempDir dir;
+  EXPECT_EQ(gridrun::results::record_early_failure(dir.path(), info("early", 1, 0), "cannot start: x"), "");
+  JobData fresh = read_job(dir / "early.h5");
+  EXPECT_EQ(fresh.status, "failed");
+  EXPECT_EQ(fresh.exit_reason, "cannot start: x");
+  EXPECT_EQ(fresh.steps.rows, 0u);
+  {
+    auto w = JobWriter::create(dir.path(), info("kept", 1, 0));
+    for (int i = 0; i < 3; ++i) w->append_step(step(i, 1));
+  }
+  EXPECT_EQ(gridrun::results::record_early_failure(dir.path(), info("kept", 1, 0), "cannot start: y"), "");
+  JobData kept = read_job(dir / "kept.h5.partial");
+  EXPECT_EQ(kept.status, "running");
+  EXPECT_EQ(kept.steps.rows, 3u);
+  EXPECT_FALSE(fs::exists(dir / "kept.h5"));
+  // Nothing of the temporary folder stays behind.
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename().string().rfind('.', 0), std::string::npos) << e.path();
+}
+
 TEST(Writer, ResumeKeepsRowsBeforeCheckpoint) {
   TempDir dir;
   {

@@ -79,4 +79,12 @@ class JobWriter {
   virtual std::string path() const = 0;
 };
 
+// The results file of a job that ended before it ran (bad flags, a program that could not start):
+// status failed with `why`, written beside any other file under a temporary name and renamed into
+// place. A job that already has a file (`<id>.h5` or `.partial`: an earlier attempt's rows, a
+// resumed job) keeps it unchanged: a refused resume never costs recorded rows. Never throws:
+// returns "" when written or left alone, else what went wrong (the caller says it on stderr).
+// gridrun-train and gridrun-exec both record early failures with it.
+std::string record_early_failure(const std::string& dir, const JobFileInfo& info, const std::string& why);
+
 }  // namespace gridrun::results
