@@ -3,9 +3,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -60,11 +62,12 @@ const Field<WorkerTask> kTaskFields[] = {{"job", &WorkerTask::job_file},
                                          {"launched_at", &WorkerTask::launched_at},
                                          {"heartbeat", &WorkerTask::heartbeat_file},
                                          {"log_out", &WorkerTask::log_out},
-                                         {"log_err", &WorkerTask::log_err}};
-const Field<WorkerDone> kDoneFields[] = {{"job", &WorkerDone::job_id},
-                                         {"code", &WorkerDone::code},
-                                         {"rss_bytes", &WorkerDone::rss_bytes},
-                                         {"retiring", &WorkerDone::retiring}};
+                                         {"log_err", &WorkerTask::log_err},
+                                         {"ticket", &WorkerTask::ticket}};
+const Field<WorkerDone> kDoneFields[] = {
+    {"job", &WorkerDone::job_id},          {"code", &WorkerDone::code},
+    {"rss_bytes", &WorkerDone::rss_bytes}, {"retiring", &WorkerDone::retiring},
+    {"ticket", &WorkerDone::ticket},       {"pid", &WorkerDone::pid}};
 
 base::Json json_of(double v) { return base::json_number(v); }
 template <typename T>
@@ -103,6 +106,34 @@ WorkerTask decode_task(const std::string& line) {
 
 WorkerDone decode_done(const std::string& line) { return decode_fields(line, kDoneFields, "done"); }
 
+std::string new_worker_ticket() {
+  unsigned char raw[16];
+  for (std::size_t got = 0; got < sizeof raw;) {
+    const ssize_t n = ::getrandom(raw + got, sizeof raw - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error(std::string("getrandom: ") + base::errno_text(errno));
+    got += static_cast<std::size_t>(n);
+  }
+  static const char hex[] = "0123456789abcdef";
+  std::string t;
+  for (unsigned char b : raw) {
+    t += hex[b >> 4];
+    t += hex[b & 15];
+  }
+  return t;
+}
+
+std::string check_done(const WorkerDone& d, const std::string& job_id, const std::string& ticket,
+                       const std::vector<int>& rank_pids) {
+  // The ticket first: it is the secret; a job id or a pid anyone can guess.
+  if (ticket.empty() || d.ticket != ticket) return "a done message without the ticket of the worker's job";
+  if (d.job_id != job_id)
+    return "a done message for job '" + base::printable_line(d.job_id) + "', but the worker runs " + job_id;
+  if (std::find(rank_pids.begin(), rank_pids.end(), d.pid) == rank_pids.end())
+    return "a done message from pid " + std::to_string(d.pid) + ", not one of the worker's ranks";
+  return "";
+}
+
 std::string worker_task_pipe(const std::string& dir, int rank) {
   return (std::filesystem::path(dir) / ("task." + std::to_string(rank))).string();
 }
@@ -121,6 +152,7 @@ PipeEnd& PipeEnd::operator=(PipeEnd&& o) noexcept {
   if (this != &o) {
     close();
     fd_ = o.fd_;
+    max_line_ = o.max_line_;
     buf_ = std::move(o.buf_);
     o.fd_ = -1;
   }
@@ -144,6 +176,14 @@ bool PipeEnd::write_line(const std::string& line) {
   return true;
 }
 
+void PipeEnd::too_long() {
+  // What is buffered is dropped: a sender that broke the format once cannot be resynchronised.
+  buf_.clear();
+  buf_.shrink_to_fit();
+  throw std::runtime_error("a message longer than " + std::to_string(max_line_) +
+                           " bytes without a line end");
+}
+
 std::optional<std::string> PipeEnd::read_line(double timeout_s, bool* eof) {
   if (eof) *eof = false;
   const auto deadline =
@@ -152,8 +192,10 @@ std::optional<std::string> PipeEnd::read_line(double timeout_s, bool* eof) {
     if (auto nl = buf_.find('\n'); nl != std::string::npos) {
       std::string line = buf_.substr(0, nl);
       buf_.erase(0, nl + 1);
+      if (line.size() > max_line_) too_long();
       return line;
     }
+    if (buf_.size() > max_line_) too_long();
     int wait_ms = -1;
     if (timeout_s >= 0) {
       const auto left =
@@ -185,16 +227,16 @@ WorkerPipes make_worker_pipes(const std::string& dir, int ranks) {
   // A folder of gridrun's own, never a link (issue 57: a `workers` link had the pipes made, and
   // later removed, in another folder); the launcher checks workers/ itself the same way.
   base::make_own_dir(dir);
-  auto make = [](const std::string& path) {
+  auto make = [](const std::string& path, std::size_t max_line) {
     ::unlink(path.c_str());  // a leftover of a worker this folder had before
     if (::mkfifo(path.c_str(), 0600) != 0) fail(path, "create the pipe");
     const int fd = ::open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) fail(path, "open");
-    return PipeEnd(fd);
+    return PipeEnd(fd, max_line);
   };
   WorkerPipes p;
-  for (int r = 0; r < ranks; ++r) p.tasks.push_back(make(worker_task_pipe(dir, r)));
-  p.done = make(worker_done_pipe(dir));
+  for (int r = 0; r < ranks; ++r) p.tasks.push_back(make(worker_task_pipe(dir, r), kMaxTaskLineBytes));
+  p.done = make(worker_done_pipe(dir), kMaxDoneLineBytes);
   return p;
 }
 
@@ -205,14 +247,14 @@ WorkerInbox open_worker_inbox(const std::string& dir, int rank) {
   const std::string task = worker_task_pipe(dir, rank);
   const int tfd = ::open(task.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (tfd < 0) fail(task, "open");
-  in.task = PipeEnd(tfd);
+  in.task = PipeEnd(tfd, kMaxTaskLineBytes);
   if (rank == 0) {
     const std::string done = worker_done_pipe(dir);
     const int dfd = ::open(done.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     if (dfd < 0) fail(done, "open");
     // Blocking writes from here on: a message is small and the launcher reads it each tick.
     ::fcntl(dfd, F_SETFL, ::fcntl(dfd, F_GETFL) & ~O_NONBLOCK);
-    in.done = PipeEnd(dfd);
+    in.done = PipeEnd(dfd, kMaxDoneLineBytes);
   }
   return in;
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -48,7 +49,10 @@ WarmWorker::WarmWorker(int argc, const char* const* argv, const RunnerOptions& f
       argv_(argv),
       first_(first),
       comm_(comm),
-      inbox_(run::open_worker_inbox(first.worker_dir, comm.rank())) {}
+      inbox_(run::open_worker_inbox(first.worker_dir, comm.rank())) {
+  // The first job's ticket came in the environment (the launcher started the worker with it).
+  if (const char* t = std::getenv(run::kWorkerTicketEnv)) ticket_ = t;
+}
 
 const RunnerOptions* WarmWorker::next() {
   const std::string finished = served_ ? job_.id : first_.id;
@@ -60,11 +64,17 @@ const RunnerOptions* WarmWorker::next() {
   const bool retiring = comm_.allreduce_max({past ? 1.0 : 0.0})[0] > 0;
   bool reported = true;
   if (comm_.rank() == 0)
-    reported = inbox_.done.write_line(run::encode(run::WorkerDone{finished, 0, rss, retiring}));
+    reported = inbox_.done.write_line(
+        run::encode(run::WorkerDone{finished, 0, rss, retiring, ticket_, static_cast<int>(::getpid())}));
   if (!reported || retiring) return nullptr;  // (a launcher that is gone has closed the task pipes too)
   std::optional<std::string> line;
-  for (bool eof = false; !line && !eof && StopSignal::received() == 0;)
-    line = inbox_.task.read_line(1.0, &eof);
+  try {
+    for (bool eof = false; !line && !eof && StopSignal::received() == 0;)
+      line = inbox_.task.read_line(1.0, &eof);
+  } catch (const std::exception& e) {  // only the launcher writes it: the channel is broken, leave
+    std::cerr << "gridrun-train: --worker: " << first_.worker_dir << ": " << e.what() << "; leaving\n";
+    line.reset();
+  }
   const double received = base::unix_now();
   // The ranks leave together or not at all: a stop signal reaches each rank at its own moment, and
   // the launcher may be writing the next job when it comes, so one rank can hold its job while
@@ -84,6 +94,7 @@ const RunnerOptions* WarmWorker::next() {
   redirect(STDOUT_FILENO, task.log_out);
   redirect(STDERR_FILENO, task.log_err);
   job_ = next_job_options(argc_, argv_, task, first_);
+  ticket_ = task.ticket;
   job_.main_unix = received;
   // Each rank read its own pipe: they must all have been given the same job.
   for (const std::string& id : comm_.allgather_strings(job_.id))

@@ -60,6 +60,8 @@ struct Worker {
   std::set<int> cores;
   std::set<std::string> gpus;
   std::string job_id;  // the job it runs; "" when idle
+  std::string ticket;  // the secret its done message for job_id must carry (run::check_done)
+  std::string lost;    // why it was retired with its job: a done message it could not trust
   bool retiring = false;
   double idle_since = 0;
 
@@ -69,22 +71,50 @@ struct Worker {
     retiring = true;
     pipes.tasks.clear();
   }
+  // A message it cannot trust (issue 57): nothing more of it is believed. Its ranks are killed (a
+  // job whose end cannot be told must not go on), and the job is tried again cold (lost()).
+  void distrust(const std::string& why) {
+    lost = "worker " + std::filesystem::path(dir).filename().string() + "'s done pipe: " + why;
+    pipes.done.close();
+    retire();
+    signal_ranks(proc, SIGKILL);
+  }
   // Its job's message, when the job ended and the worker went on (runner/worker.hpp).
   std::optional<int> done_message() {
-    while (auto line = pipes.done.read_line(0, nullptr)) {
-      run::WorkerDone d;
-      try {
-        d = run::decode_done(*line);
-      } catch (const std::exception&) {
-        continue;  // not from our ranks; the job's end then shows as the worker's exit
+    try {
+      while (auto line = pipes.done.read_line(0, nullptr)) {
+        run::WorkerDone d;
+        try {
+          d = run::decode_done(*line);
+        } catch (const std::exception& e) {
+          distrust(e.what());
+          return std::nullopt;
+        }
+        // rank 0 is a child of mpirun (signal_ranks finds the ranks the same way).
+        if (const std::string why = run::check_done(d, job_id, ticket, base::children_of(proc.pid()));
+            !why.empty()) {
+          distrust(why);
+          return std::nullopt;
+        }
+        job_id.clear();
+        ticket.clear();
+        idle_since = base::unix_now();
+        if (d.retiring) retire();
+        return d.code;
       }
-      if (d.job_id != job_id) continue;
-      job_id.clear();
-      idle_since = base::unix_now();
-      if (d.retiring) retire();
-      return d.code;
+    } catch (const std::exception& e) {  // a line past run::kMaxDoneLineBytes
+      distrust(e.what());
     }
     return std::nullopt;
+  }
+  // Whether its done pipe holds anything while it is idle: no message is due, so the worker is not
+  // given another job (whoever wrote it could be answering for that job next).
+  bool stray_message() {
+    try {
+      if (!pipes.done.read_line(0, nullptr)) return false;
+    } catch (const std::exception&) {
+    }
+    return true;
   }
 };
 
@@ -101,13 +131,15 @@ class WarmJob : public RunningJob {
   int pid() const override { return w_->proc.pid(); }
   bool warm() const override { return warm_; }
   std::optional<int> try_wait() override {
-    if (auto code = w_->done_message()) return code;
+    if (w_->lost.empty())
+      if (auto code = w_->done_message()) return code;
     if (auto code = w_->proc.try_wait()) {
       w_->job_id.clear();
       return code;
     }
     return std::nullopt;
   }
+  std::string lost_reason() const override { return w_->lost; }
   void interrupt() override { signal_ranks(w_->proc, SIGTERM); }
   void kill() override {
     w_->retire();
@@ -181,8 +213,13 @@ class LocalExecutor : public Executor {
     const std::string key = s.warm ? worker_key(s) : "";
     // An idle worker of this command takes the job; one whose pipes no longer take it retires.
     while (auto w = s.warm ? idle_worker(key) : nullptr) {
-      const std::string line = run::encode(
-          run::WorkerTask{s.job_file, s.resume, base::unix_now(), s.heartbeat_file, s.log_out, s.log_err});
+      if (w->stray_message()) {
+        w->retire();
+        continue;
+      }
+      const std::string ticket = run::new_worker_ticket();
+      const std::string line = run::encode(run::WorkerTask{s.job_file, s.resume, base::unix_now(),
+                                                           s.heartbeat_file, s.log_out, s.log_err, ticket});
       bool sent = true;
       for (auto& p : w->pipes.tasks) sent = p.write_line(line) && sent;
       if (!sent) {
@@ -190,6 +227,7 @@ class LocalExecutor : public Executor {
         continue;
       }
       w->job_id = s.job_id;
+      w->ticket = ticket;
       return std::make_unique<WarmJob>(w, true);
     }
     // Idle workers on this job's cores or GPUs leave: the job would share them.
@@ -213,7 +251,8 @@ class LocalExecutor : public Executor {
     w->cores.insert(s.core_ids.begin(), s.core_ids.end());
     w->gpus = gpus;
     w->job_id = s.job_id;
-    w->proc = spawn(s, {"--worker", w->dir});
+    w->ticket = run::new_worker_ticket();
+    w->proc = spawn(s, {"--worker", w->dir}, {std::string(run::kWorkerTicketEnv) + "=" + w->ticket});
     pool_.push_back(w);
     return std::make_unique<WarmJob>(w, false);
   }
@@ -274,7 +313,9 @@ class LocalExecutor : public Executor {
   // target's w1/ and w2/).
   static void remove_dir(const Worker& w) { base::remove_own_entries(w.dir, run::is_worker_pipe_name); }
 
-  base::Child spawn(const LaunchSpec& s, const std::vector<std::string>& extra) {
+  // `env`: set for this launch only (a warm worker's first ticket) besides the launch environment.
+  base::Child spawn(const LaunchSpec& s, const std::vector<std::string>& extra,
+                    const std::vector<std::string>& env = {}) {
     if (!s.core_ids.empty()) write_rankfile(s);
     base::SpawnOptions so;
     so.argv = command(s);
@@ -285,6 +326,7 @@ class LocalExecutor : public Executor {
     so.env_set = {"CUDA_VISIBLE_DEVICES=" + s.gpus,
                   "OMP_NUM_THREADS=" + std::to_string(s.req.threads_per_rank)};
     so.env_set.insert(so.env_set.end(), launch_env_.begin(), launch_env_.end());
+    so.env_set.insert(so.env_set.end(), env.begin(), env.end());
     so.stdout_path = s.log_out;
     so.stderr_path = s.log_err;
     // Own process group: a terminal Ctrl-C reaches gridrun only, which then stops jobs in order.

@@ -452,6 +452,7 @@ void RunLoop::on_exit(std::size_t i, int code) {
   PhaseRun& ph = *phase_;
   const double dur = progress_->elapsed() - ph.live[i].start;
   const bool warm = ph.live[i].warm;
+  const std::string lost = ph.live[i].proc ? ph.live[i].proc->lost_reason() : std::string();
   const Request& req = plan_.req[i];
   ph.busy += dur * (plan_.cluster.total_gpus() > 0 ? req.gpus : req.cores);
   ph.live.erase(i);
@@ -493,8 +494,9 @@ void RunLoop::on_exit(std::size_t i, int code) {
     const int used = ph.tries[i];
     // Bad input (flags, job file, data files, an unsupported device) fails the same way every time.
     // A job lost in a warm worker is tried again cold once more, whatever --retries says: what
-    // failed may have been the worker, not the job (issue 48).
-    const bool warm_loss = warm && !interrupted && !cold_[i];
+    // failed may have been the worker, not the job (issue 48); so is one whose worker was retired
+    // for a done message it could not trust, even in the worker's first job (issue 57).
+    const bool warm_loss = (warm || !lost.empty()) && !interrupted && !cold_[i];
     if (!stopping_ && code != run::kExitBadInput && (used <= o_.retries || warm_loss)) {
       if (warm_loss) {
         cold_[i] = 1;
@@ -503,8 +505,11 @@ void RunLoop::on_exit(std::size_t i, int code) {
       resume_[i] = static_cast<char>(has_checkpoint(rd_.checkpoint_dir(job.id)));
       ph.engine.submit(QueuedJob{i, i, req, ph.est[i]});
       ++counts.pending;
-      what << "retry   " << job.id << " exit " << code
-           << (code == 0 ? " without a finished results file" : reason());
+      what << "retry   " << job.id << " exit " << code;
+      if (!lost.empty())
+        what << ": " << lost;
+      else
+        what << (code == 0 ? " without a finished results file" : reason());
       if (warm_loss)
         what << ", in a warm worker; again cold";
       else

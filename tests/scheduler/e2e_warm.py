@@ -7,6 +7,11 @@ equal: a grid of mixed models (mlp and lenet, 1 and 2 ranks, two seeds) run cold
 kill:  a kill -9 of a warm worker's rank in the middle of its second job: that job is retried cold
        from its checkpoint (not counted against --retries 0), completes with the losses of an
        undisturbed cold run, and nothing is left running.
+forged: (issue 57) a done line written into a busy warm worker's done pipe by another process, for
+       the job it runs but without its ticket; then, in a fresh worker's first job, 60 KiB without a
+       line end: each time the worker is retired and killed, its job is retried cold from its
+       checkpoint (not counted against --retries 0) and ends with an undisturbed cold run's losses;
+       the run names the pipe and what was wrong; nothing is left running.
 resume: two long jobs side by side are stopped (Ctrl-C) after a checkpoint each; the rerun with
        --launch warm resumes the first in a new worker and the second in that warm worker
        (--resume through the control channel); both end with an undisturbed cold run's losses.
@@ -157,6 +162,69 @@ def case_kill():
     assert_nothing_left(run_dir)
 
 
+def forge(run_dir, worker, data, note):
+    """Writes `data` into the done pipe of workers/`worker` as another process of the user would."""
+    pipe = os.path.join(run_dir, "workers", worker, "done")
+    # The launcher holds the pipe open for reading, so this open does not block; the data fit the
+    # pipe's buffer (64 KiB), so neither does the write.
+    fd = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        assert os.write(fd, data) == len(data), note
+    finally:
+        os.close(fd)
+
+
+def wait_start(p, seen, want_warm):
+    """Reads the run's output up to a job's start line ("(warm)" in it or not); returns its id."""
+    for line in p.stdout:
+        seen.append(line)
+        if line.startswith("[") and " start " in line and ("(warm)" in line) == want_warm:
+            return line.split(" start ", 1)[1].split()[0]
+    raise AssertionError("no job started %s:\n%s" % ("warm" if want_warm else "cold", "".join(seen)))
+
+
+def case_forged():
+    # A forged done line for the job a reused worker runs (the finding: it was believed, and the
+    # worker was handed the next job while busy).
+    g, ref_dir, out, run_dir = with_reference("forgedwarm", "  model: mlp\ngrid:\n  epochs: [1, 100]\n")
+    p = subprocess.Popen(command(g, out, "warm", ["--retries", "0"]),
+                         text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1)
+    seen = []
+    long_id = wait_start(p, seen, True)
+    poll("a checkpoint of " + long_id, lambda: checkpoints(run_dir, long_id))
+    ranks = [q for q, comm, cmd in processes()
+             if comm == "gridrun-train" and b"--worker" in cmd and run_dir.encode() in cmd]
+    line = json.dumps({"job": long_id, "code": 0, "rss_bytes": 0, "retiring": False, "ticket": "0" * 32,
+                       "pid": ranks[0] if ranks else 0}) + "\n"
+    forge(run_dir, "w1", line.encode(), "forged line")
+    rest, err = p.communicate(timeout=300)
+    text = "".join(seen) + rest
+    assert p.returncode == 0, text + err
+    assert ("retry   %s exit 137: worker w1's done pipe: a done message without the ticket of the worker's job, "
+            "in a warm worker; again cold (--resume)" % long_id) in text, text
+    assert text.count("retry ") == 1 and "finished: 2/2 completed" in text, text
+    assert_as_reference(ref_dir, run_dir)
+    assert_nothing_left(run_dir)
+
+    # 60 KiB without a line end in the done pipe of a new worker's first job (the finding: 49 MiB
+    # were buffered whole, and the job stalled until the watchdog's grace ended it).
+    g, ref_dir, out, run_dir = with_reference("longwarm", "  model: mlp\n  epochs: 100\n")
+    p = subprocess.Popen(command(g, out, "warm", ["--retries", "0"]),
+                         text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1)
+    seen = []
+    jid = wait_start(p, seen, False)
+    poll("a checkpoint of " + jid, lambda: checkpoints(run_dir, jid))
+    forge(run_dir, "w1", b"x" * (60 * 1024), "60 KiB without a line end")
+    rest, err = p.communicate(timeout=300)
+    text = "".join(seen) + rest
+    assert p.returncode == 0, text + err
+    assert ("retry   %s exit 137: worker w1's done pipe: a message longer than 4096 bytes without a line end, "
+            "in a warm worker; again cold (--resume)" % jid) in text, text
+    assert "finished: 1/1 completed" in text, text
+    assert_as_reference(ref_dir, run_dir)
+    assert_nothing_left(run_dir)
+
+
 def case_resume():
     g, ref_dir, out, run_dir = with_reference("resumewarm", "  model: mlp\n  epochs: 100\ngrid:\n  seed: [1, 2]\n")
     cmd = command(g, out, "cold")
@@ -176,5 +244,5 @@ def case_resume():
     assert_nothing_left(run_dir)
 
 
-{"equal": case_equal, "kill": case_kill, "resume": case_resume}[CASE]()
+{"equal": case_equal, "kill": case_kill, "forged": case_forged, "resume": case_resume}[CASE]()
 print("ok", CASE)

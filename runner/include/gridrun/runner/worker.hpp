@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "gridrun/run/worker_channel.hpp"
 #include "gridrun/runner/communicator.hpp"
@@ -40,6 +41,7 @@ class WarmWorker {
   std::int64_t base_rss_ = -1;  // after the first job
   RunnerOptions job_;
   bool served_ = false;  // job_ holds a job it was given (else the launched one is the last)
+  std::string ticket_;   // the current job's, echoed in its done message (run::check_done)
 };
 
 // What one job left in the process that the next must not inherit: on a GPU build, the CUDA

@@ -57,6 +57,9 @@ class RunningJob {
   virtual void kill() = 0;
   // Whether it runs in a warm worker's processes, which ran another job before it.
   virtual bool warm() const { return false; }
+  // Why its warm worker was retired with it (a done message that could not be trusted: issue 57),
+  // "" otherwise: the job itself did not fail, and is tried again cold.
+  virtual std::string lost_reason() const { return ""; }
 };
 
 class Executor {
