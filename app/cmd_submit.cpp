@@ -151,6 +151,7 @@ int cmd_submit(const Args& args) {
   const std::string self = base::self_exe();
   so.gridrun_bin = self.empty() ? std::string("gridrun") : self;
   if (!vm.count("train-bin")) so.train_bin = scheduler::default_train_bin();
+  so.exec_bin = scheduler::default_exec_bin();  // command grids (docs/own-script.md)
 
   slurm::SlurmCli cli;
   if (s.pack_nodes) {

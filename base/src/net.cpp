@@ -2,6 +2,7 @@
 #include "gridrun/base/net.hpp"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,6 +29,20 @@ int free_local_port() {
   ::close(fd);
   if (!ok) throw std::runtime_error(std::string("cannot find a free port on 127.0.0.1: ") + errno_text(err));
   return ntohs(a.sin_port);
+}
+
+std::string interface_ipv4(const std::string& name) {
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return "";
+  std::string out;
+  for (const ifaddrs* a = all; a && out.empty(); a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || name != a->ifa_name) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text)) out = text;
+  }
+  ::freeifaddrs(all);
+  return out;
 }
 
 }  // namespace gridrun::base

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
@@ -161,6 +162,14 @@ class Recorder {
     info.str_attrs["command_argv"] =
         base::dump_line(base::Json(jobs::resolve_command(job.params, job.id, job.run)));
     info.attempt_hostname = info.attempt_hostnames = base::hostname();
+    // Every rank's host, as gridrun-train gathers them: under srun, the step's node list.
+    if (const char* nl = std::getenv("SLURM_STEP_NODELIST"); nl && world > 1)
+      if (const auto hosts = expand_hostlist(nl); !hosts.empty()) {
+        std::string joined;
+        for (const auto& h : hosts) joined += (joined.empty() ? "" : ",") + h;
+        info.attempt_hostnames = joined;
+        info.str_attrs["hostnames"] = joined;
+      }
     // The launcher's facts about the job (phase, sitting, cores, GPUs), as gridrun-train records
     // them: the report finds a job's phase and sitting here.
     if (const auto it = job.meta.find("sitting"); it != job.meta.end()) info.attempt_sitting = it->second;
@@ -278,6 +287,58 @@ void record_early_failure(const ExecOptions& o, const jobs::Job& job, int world,
 
 }  // namespace
 
+std::optional<int> tasks_on_node(const char* list, int node) {
+  // Slurm's compressed per-node counts: "2(x3),1" is 2, 2, 2, 1.
+  if (!list || node < 0) return std::nullopt;
+  int seen = 0;
+  for (const std::string& item : base::split(list, ',')) {
+    int count = 0, times = 1;
+    if (std::sscanf(item.c_str(), "%d(x%d)", &count, &times) < 1 || count < 1 || times < 1)
+      return std::nullopt;
+    if (node < seen + times) return count;
+    seen += times;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> expand_hostlist(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < list.size()) {
+    // One item: a prefix, then optionally [ranges] and a suffix, up to a comma outside brackets.
+    const std::size_t open = list.find_first_of("[,", i);
+    if (open == std::string::npos || list[open] == ',') {
+      const std::size_t end = open == std::string::npos ? list.size() : open;
+      if (end > i) out.push_back(list.substr(i, end - i));
+      i = end + 1;
+      continue;
+    }
+    const std::size_t close = list.find(']', open);
+    if (close == std::string::npos) return {};
+    const std::string prefix = list.substr(i, open - i);
+    std::size_t end = list.find(',', close);
+    if (end == std::string::npos) end = list.size();
+    const std::string suffix = list.substr(close + 1, end - close - 1);
+    for (const std::string& range : base::split(list.substr(open + 1, close - open - 1), ',')) {
+      const std::size_t dash = range.find('-');
+      const std::string lo = range.substr(0, dash),
+                        hi = dash == std::string::npos ? lo : range.substr(dash + 1);
+      if (lo.empty() || hi.empty() || lo.find_first_not_of("0123456789") != std::string::npos ||
+          hi.find_first_not_of("0123456789") != std::string::npos || lo.size() > 9 || hi.size() > 9)
+        return {};
+      const long a = std::stol(lo), b = std::stol(hi);
+      if (b < a || b - a > 100000) return {};
+      for (long k = a; k <= b; ++k) {
+        std::string n = std::to_string(k);
+        if (n.size() < lo.size()) n.insert(0, lo.size() - n.size(), '0');
+        out.push_back(prefix + n + suffix);
+      }
+    }
+    i = end + 1;
+  }
+  return out;
+}
+
 RankFacts rank_facts() {
   RankFacts f;
   if (std::getenv("OMPI_COMM_WORLD_RANK")) {
@@ -289,7 +350,8 @@ RankFacts rank_facts() {
     f.rank = env_int("SLURM_PROCID", 0);
     f.world = env_int("SLURM_NTASKS", 1);
     f.local_rank = env_int("SLURM_LOCALID", 0);
-    f.local_world = env_int("SLURM_NTASKS_PER_NODE", f.world);
+    f.local_world = tasks_on_node(std::getenv("SLURM_STEP_TASKS_PER_NODE"), env_int("SLURM_NODEID", 0))
+                        .value_or(env_int("SLURM_NTASKS_PER_NODE", f.world));
   } else if (std::getenv("PMI_RANK")) {
     f.rank = env_int("PMI_RANK", 0);
     f.world = env_int("PMI_SIZE", 1);
@@ -302,18 +364,76 @@ RankFacts rank_facts() {
 
 namespace {
 
+// Where rank 0's program listens for torch.distributed's env:// rendezvous (MASTER_ADDR/PORT).
+struct Endpoint {
+  std::string addr;
+  int port = 0;
+};
+
+// Rank 0's address as the other ranks reach it: loopback when every rank is on this host; else
+// the first interface the site named for traffic between hosts (GLOO_SOCKET_IFNAME, then
+// NCCL_SOCKET_IFNAME: `gridrun submit --network` exports them), else the host name.
+std::string rank0_address(const RankFacts& rf) {
+  if (rf.local_world >= rf.world) return "127.0.0.1";
+  for (const char* var : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) continue;
+    const std::vector<std::string> names = base::split(v, ',');
+    if (names.empty()) continue;
+    if (std::string a = base::interface_ipv4(names.front()); !a.empty()) return a;
+  }
+  return base::hostname();
+}
+
+// A multi-rank job started without --master-port (a Slurm step: srun starts the ranks, nobody
+// picks a port for them beforehand). Rank 0 picks a free port and publishes it with its address in
+// the job's work folder, which every host sees (it lies in the run folder, as the results do),
+// under the launch's --launched-at, the one value every rank of one launch was given; the other
+// ranks wait for that line. A file of an earlier attempt has another key and is never used.
+Endpoint rendezvous(const ExecOptions& o, const RankFacts& rf, const std::string& work) {
+  if (!(o.launched_at > 0))
+    throw std::invalid_argument(
+        "gridrun-exec: a job of more than one rank needs --master-port, or --launched-at (the same "
+        "value on every rank) to meet through its work folder");
+  char key[64];
+  std::snprintf(key, sizeof key, "%.6f", o.launched_at);
+  const std::string file = work + "/.rendezvous";
+  if (rf.rank == 0) {
+    Endpoint e{rank0_address(rf), base::free_local_port()};
+    base::write_file_atomic(file, std::string(key) + " " + e.addr + " " + std::to_string(e.port) + "\n");
+    return e;
+  }
+  constexpr int kWaitS = 300;
+  const auto deadline = Clock::now() + std::chrono::seconds(kWaitS);
+  for (;;) {
+    if (const auto text = base::try_read_file(file, base::kinds::kRendezvous)) {
+      char got[64] = {}, addr[256] = {};
+      int port = 0;
+      if (std::sscanf(text->c_str(), "%63s %255s %d", got, addr, &port) == 3 && std::string(got) == key &&
+          port > 0 && port < 65536)
+        return Endpoint{addr, port};
+    }
+    if (stop_signal().load() != 0 || !alive(o.owner_pid))
+      throw std::runtime_error("stopped while waiting for rank 0's address in " + file);
+    if (Clock::now() > deadline)
+      throw std::runtime_error("rank 0 published no address in " + file + " within " +
+                               std::to_string(kWaitS) + " s (is the run folder shared by every host?)");
+    ::usleep(50000);
+  }
+}
+
 // The program's environment: torch.distributed's env:// variables, gridrun's own, the helper on
 // PYTHONPATH, then the grid's env: (which may not touch the first two: the grid loader refuses).
 base::SpawnOptions program(const ExecOptions& o, const jobs::Job& job, const RankFacts& rf,
-                           const std::string& work, const std::string& ckpt, int port) {
+                           const std::string& work, const std::string& ckpt, const Endpoint& master) {
   base::SpawnOptions so;
   so.argv = jobs::resolve_command(job.params, job.id, job.run);
   so.env_set = {"RANK=" + std::to_string(rf.rank),
                 "LOCAL_RANK=" + std::to_string(rf.local_rank),
                 "WORLD_SIZE=" + std::to_string(rf.world),
                 "LOCAL_WORLD_SIZE=" + std::to_string(rf.local_world),
-                "MASTER_ADDR=" + o.master_addr,
-                "MASTER_PORT=" + std::to_string(port),
+                "MASTER_ADDR=" + master.addr,
+                "MASTER_PORT=" + std::to_string(master.port),
                 "GRIDRUN_JOB_ID=" + job.id,
                 "GRIDRUN_RUN=" + job.run,
                 "GRIDRUN_PARAMS=" + jobs::canonical_json(job.params),
@@ -496,14 +616,15 @@ int run_job(const ExecOptions& o) {
   std::error_code ec;
   fs::create_directories(work, ec);
   fs::create_directories(ckpt, ec);
-  int port = o.master_port;
-  if (port == 0) {
-    if (rf.world > 1)
-      throw std::invalid_argument("gridrun-exec: --master-port is required for more than one rank");
-    port = base::free_local_port();
-  }
-  const base::SpawnOptions so = program(o, job, rf, work, ckpt, port);
   install_stop_handlers();
+  Endpoint master{o.master_addr, o.master_port};
+  if (master.port == 0) {
+    if (rf.world > 1)
+      master = rendezvous(o, rf, work);
+    else
+      master.port = base::free_local_port();
+  }
+  const base::SpawnOptions so = program(o, job, rf, work, ckpt, master);
   base::Child child;
   try {
     child = base::spawn(so);

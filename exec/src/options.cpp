@@ -16,7 +16,8 @@ std::optional<ExecOptions> parse_options(const std::vector<std::string>& args) {
       "usage: gridrun-exec --job FILE --out DIR [options]\n\n"
       "Runs one rank of a command job (a grid's command:, docs/own-script.md): starts the program\n"
       "with the torch.distributed env:// variables and gridrun's own, records its protocol lines\n"
-      "(rank 0) into DIR/<id>.h5, forwards SIGTERM/SIGUSR1. Started by `gridrun run` through mpirun.\n\n"
+      "(rank 0) into DIR/<id>.h5, forwards SIGTERM/SIGUSR1. Started by `gridrun run` through\n"
+      "mpirun, and by `gridrun submit`'s task scripts through srun or mpirun.\n\n"
       "options");
   d.add_options()("help,h", "print this help and exit")("version,V", "print the version and exit")(
       "job", po::value(&o.job_file), "the job file (runs/<name>/jobs/<id>.json); required")(
@@ -27,9 +28,11 @@ std::optional<ExecOptions> parse_options(const std::vector<std::string>& args) {
       "stop the program (SIGTERM) and exit 75 when this process is gone; 0 = none")(
       "launched-at", po::value(&o.launched_at)->default_value(0.0),
       "unix time the launcher started, for time_launch_s; 0 = unknown")(
-      "master-addr", po::value(&o.master_addr)->default_value("127.0.0.1"), "MASTER_ADDR for every rank")(
+      "master-addr", po::value(&o.master_addr)->default_value("127.0.0.1"),
+      "MASTER_ADDR for every rank, with --master-port")(
       "master-port", po::value(&o.master_port)->default_value(0),
-      "MASTER_PORT for every rank; 0: a free one (one-rank jobs only)")(
+      "MASTER_PORT for every rank; 0: a free one, which rank 0 of a multi-rank job publishes with "
+      "its address in the job's work folder for the others (needs --launched-at: a Slurm step)")(
       "util-hz", po::value(&o.util_hz)->default_value(2.0), "utilization samples per second (0.1-100)")(
       "stop-grace", po::value(&o.stop_grace_s)->default_value(30.0),
       "seconds after a forwarded SIGTERM before SIGKILL (> 0)")(

@@ -81,10 +81,15 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
   jobs::LoadOptions lo;
   lo.check_model_file = scheduler::model_checker(scheduler::default_train_bin()).callback();
   const jobs::Expansion ex = jobs::load_grid(o.grid_file, lo);
-  for (const auto& j : ex.jobs)
+  for (const auto& j : ex.jobs) {
+    if (j.params.model == "command")  // as `gridrun calibrate` (scheduler/calibrate.cpp)
+      throw std::invalid_argument(o.grid_file + ": job " + j.id +
+                                  " is a command job (your own program): calibration does not measure "
+                                  "those yet; `gridrun submit` runs them (docs/own-script.md)");
     if (j.params.task != "train")
       throw std::invalid_argument(o.grid_file + ": job " + j.id + " is task=" + j.params.task +
                                   "; calibration predicts training jobs only");
+  }
   const run::RunDir rd = run::RunDir::for_grid(o.out_dir, ex.name);
   fs::create_directories(rd.root());
   const fs::path cal_root = fs::absolute(fs::path(rd.root()) / "calibration");

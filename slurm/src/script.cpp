@@ -247,6 +247,8 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
     for (const auto& item : base::split(o.network, ','))
       if (item.find('/') == std::string::npos) names += (names.empty() ? "" : ",") + item;
     if (!names.empty()) s += "export NCCL_SOCKET_IFNAME=" + shell_quote(names) + "\n";
+    // gloo (torch.distributed on CPUs: a command job's program) reads its own variable.
+    if (!names.empty()) s += "export GLOO_SOCKET_IFNAME=" + shell_quote(names) + "\n";
   }
   s += "# The run directory (per job: the path before and after the job id)\n";
   s += "RESULTS_DIR=" + p.results + "\n";

@@ -226,6 +226,13 @@ ScriptOptions script_options(const SubmitOptions& opts, const jobs::Expansion& e
   so.grid_file = fs::absolute(opts.grid_file).lexically_normal().string();
   so.out_dir = fs::absolute(opts.out_dir).lexically_normal().string();
   so.pack_nodes = opts.pack_nodes;
+  // A command grid (every job model=command): the tasks start gridrun-exec, which maps srun's or
+  // mpirun's rank variables onto torch.distributed's and meets its ranks through the run folder;
+  // cold, since a warm worker is gridrun-train's.
+  if (!exp.jobs.empty() && exp.jobs.front().params.model == "command") {
+    so.train_bin = so.exec_bin;
+    so.launch = "cold";
+  }
   int last = 0;
   for (const auto& s : submitted) last = std::max(last, s.submission);
   so.submission = last + 1;
@@ -327,13 +334,6 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   lo.repeats = opts.repeats;
   const jobs::Expansion exp = jobs::load_grid(opts.grid_file, lo);
   if (!opts.only.empty()) jobs::select_jobs(exp.jobs, opts.only);  // selecting none: exit 2, nothing written
-  // Command jobs (issue 56) need srun's rank variables mapped by gridrun-exec inside the task
-  // script; until the scripts do that they are refused here, before anything is written.
-  for (const auto& j : exp.jobs)
-    if (j.params.model == "command")
-      throw std::invalid_argument(opts.grid_file + ": job " + j.id +
-                                  " is a command job (your own program): `gridrun submit` does not run "
-                                  "those yet; `gridrun run` does (docs/own-script.md)");
   SubmitResult res;
   res.run_dir =
       run::RunDir::for_grid(fs::absolute(opts.out_dir).lexically_normal().string(), exp.name).root();

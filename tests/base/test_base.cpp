@@ -22,6 +22,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/json_checked.hpp"
+#include "gridrun/base/net.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/stats.hpp"
 #include "gridrun/base/table.hpp"
@@ -496,7 +497,7 @@ TEST(Host, FactsAreReadable) {
   EXPECT_FALSE(cpu_model().empty());
   EXPECT_EQ(comm_of(999999999), "");
   EXPECT_TRUE(children_of(999999999).empty());
-  Child c = spawn({{"sleep", "30"}, {}, "", "", false, false});
+  Child c = spawn({{"sleep", "30"}, {}, "", "", false, false, false, false, {}});
   EXPECT_EQ(children_of(::getpid()), std::vector<int>{c.pid()});
   EXPECT_EQ(comm_of(c.pid()), "sleep");
 }
@@ -517,7 +518,7 @@ TEST(Host, OwnProcessesAreFoundByTheirEnvironment) {
   // Each sh leads its own process group, so that its sleep dies with it at the end of the test.
   std::vector<Child> shells;
   auto start = [&](std::vector<std::string> argv, std::vector<std::string> env) {
-    shells.push_back(spawn({std::move(argv), std::move(env), "", "", true, false}));
+    shells.push_back(spawn({std::move(argv), std::move(env), "", "", true, false, false, false, {}}));
     return shells.back().pid();
   };
   const int ours = start({"sh", "-c", script}, {entry, "GRIDRUN_TEST_SECOND=1"});
@@ -552,7 +553,7 @@ TEST(Host, PinnedProcessAndStartTicks) {
   EXPECT_FALSE(start_ticks(999999999));
   const auto mine = start_ticks(::getpid());
   ASSERT_TRUE(mine);
-  Child c = spawn({{"sleep", "30"}, {}, "", "", false, false});
+  Child c = spawn({{"sleep", "30"}, {}, "", "", false, false, false, false, {}});
   const auto its = start_ticks(c.pid());
   ASSERT_TRUE(its);
   EXPECT_GE(*its, *mine);
@@ -586,7 +587,7 @@ TEST(Host, HoldsFlock) {
   EXPECT_TRUE(holds_flock(::getpid(), lock));
   EXPECT_FALSE(holds_flock(::getpid(), other));
   EXPECT_FALSE(holds_flock(::getpid(), (d.path / "missing").string()));
-  Child c = spawn({{"sleep", "30"}, {}, "", "", false, false});
+  Child c = spawn({{"sleep", "30"}, {}, "", "", false, false, false, false, {}});
   EXPECT_FALSE(holds_flock(c.pid(), lock));  // it has no such file open
   EXPECT_FALSE(holds_flock(999999999, lock));
   ASSERT_EQ(::flock(fd, LOCK_UN), 0);
@@ -632,4 +633,14 @@ TEST(Stats, MedianAndMeanWithItsInterval) {
   EXPECT_DOUBLE_EQ(one.mean, 5);
   EXPECT_TRUE(std::isnan(one.half_width));
   EXPECT_TRUE(std::isnan(gridrun::base::mean_ci95({}).mean));
+}
+
+// A command job's rendezvous (exec/): a port the kernel gave out is a real one, and an interface's
+// IPv4 address is read from the interface (every Linux machine has a loopback named lo).
+TEST(Net, FreePortAndInterfaceAddress) {
+  const int port = gridrun::base::free_local_port();
+  EXPECT_GT(port, 0);
+  EXPECT_LE(port, 65535);
+  EXPECT_EQ(gridrun::base::interface_ipv4("lo"), "127.0.0.1");
+  EXPECT_EQ(gridrun::base::interface_ipv4("no-such-if9"), "");
 }

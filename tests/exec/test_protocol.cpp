@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gridrun/exec/job_run.hpp"
 #include "gridrun/exec/protocol.hpp"
@@ -91,6 +93,41 @@ TEST(RankFacts, FromOpenMpiEnvironment) {
   EXPECT_EQ(f.local_world, 2);
   for (const char* v : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
                         "OMPI_COMM_WORLD_LOCAL_SIZE"})
+    ::unsetenv(v);
+}
+
+TEST(RankFacts, SlurmHostLists) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(expand_hostlist("host1"), V({"host1"}));
+  EXPECT_EQ(expand_hostlist("host[1-2]"), V({"host1", "host2"}));
+  EXPECT_EQ(expand_hostlist("host[1-2,5],gpu01"), V({"host1", "host2", "host5", "gpu01"}));
+  EXPECT_EQ(expand_hostlist("node[08-10]-ib"), V({"node08-ib", "node09-ib", "node10-ib"}));
+  EXPECT_EQ(expand_hostlist("a,b[3]"), V({"a", "b3"}));
+  EXPECT_TRUE(expand_hostlist("host[1-").empty());
+  EXPECT_TRUE(expand_hostlist("host[2-1]").empty());
+  EXPECT_TRUE(expand_hostlist("host[x]").empty());
+}
+
+TEST(RankFacts, FromSlurmEnvironment) {
+  EXPECT_EQ(tasks_on_node("2(x3),1", 0), 2);
+  EXPECT_EQ(tasks_on_node("2(x3),1", 2), 2);
+  EXPECT_EQ(tasks_on_node("2(x3),1", 3), 1);
+  EXPECT_EQ(tasks_on_node("2(x3),1", 4), std::nullopt);
+  EXPECT_EQ(tasks_on_node("x", 0), std::nullopt);
+  EXPECT_EQ(tasks_on_node(nullptr, 0), std::nullopt);
+  // A 2-rank step over 2 hosts, the second rank: one task on its node.
+  ::setenv("SLURM_PROCID", "1", 1);
+  ::setenv("SLURM_NTASKS", "2", 1);
+  ::setenv("SLURM_LOCALID", "0", 1);
+  ::setenv("SLURM_NODEID", "1", 1);
+  ::setenv("SLURM_STEP_TASKS_PER_NODE", "1(x2)", 1);
+  const RankFacts f = rank_facts();
+  EXPECT_EQ(f.rank, 1);
+  EXPECT_EQ(f.world, 2);
+  EXPECT_EQ(f.local_rank, 0);
+  EXPECT_EQ(f.local_world, 1);
+  for (const char* v :
+       {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_STEP_TASKS_PER_NODE"})
     ::unsetenv(v);
 }
 

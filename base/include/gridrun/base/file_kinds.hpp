@@ -45,6 +45,8 @@ inline constexpr FileKind kSlurmOthers{"Slurm node listing", 16 * kMiB, false}; 
 inline constexpr FileKind kSubmittedList{"submission list", 64 * kMiB, false};   // slurm/submitted.tsv
 // `gridrun export --format tensorboard --out DIR`'s list of the files it wrote (DIR/.gridrun-tensorboard).
 inline constexpr FileKind kTensorboardList{"TensorBoard export list", 16 * kMiB, false};
+// A multi-rank command job's meeting point (work/<id>/.rendezvous): rank 0's address and port.
+inline constexpr FileKind kRendezvous{"rendezvous file", 4 * kKiB, false};
 
 // gridrun's own cache in the user's cache folder ($XDG_CACHE_HOME/gridrun/sha256.json).
 inline constexpr FileKind kSha256Cache{"SHA-256 cache", 16 * kMiB, false};

@@ -8,6 +8,10 @@
 // not have to; and mpirun's own rank variables are not the ones PyTorch reads.
 #pragma once
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "gridrun/exec/options.hpp"
 
 namespace gridrun::exec {
@@ -18,6 +22,13 @@ struct RankFacts {
   int rank = 0, world = 1, local_rank = 0, local_world = 1;
 };
 RankFacts rank_facts();
+// The number of tasks on node `node` from Slurm's compressed per-node list
+// (SLURM_STEP_TASKS_PER_NODE: "2(x3),1" is 2, 2, 2, 1); nullopt when absent or malformed.
+std::optional<int> tasks_on_node(const char* list, int node);
+// Slurm's compressed host list (SLURM_STEP_NODELIST: "host[1-2,5],gpu01") one name each, in
+// order, zero padding kept ("node[08-10]": node08 node09 node10); empty when malformed. Rank 0
+// records the step's hosts with it (its ranks share no communicator to gather them over).
+std::vector<std::string> expand_hostlist(const std::string& list);
 
 // Runs the job to its end and returns the exit code (run/exit_codes.hpp: 0 completed, 1 failed,
 // 2 bad input or the program's exit 2, 3 diverged, 75 interrupted). Throws std::invalid_argument

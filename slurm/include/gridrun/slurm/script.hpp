@@ -59,6 +59,10 @@ struct ScriptOptions {
   std::string grid_file;  // absolute; shown in the resubmit hint
   std::string out_dir;    // absolute --out; shown in the resubmit hint
   std::string train_bin = "gridrun-train";
+  // What a task starts for a command job (a grid's command:, docs/own-script.md): gridrun-exec runs
+  // the user's program on each rank. A command grid's jobs are all command jobs, so a submission
+  // starts one or the other (submit.cpp), never both.
+  std::string exec_bin = "gridrun-exec";
   std::string gridrun_bin = "gridrun";
   int submission = 1;  // array names start with s<submission>-
   std::string partition, account, qos, constraint;
