@@ -63,6 +63,7 @@ struct RunRow {
   double changed_unix = std::nan("");  // newest modification of the run's files
   std::string verdict;                 // the report's first verdict line, "" when it has none
   std::vector<std::string> problems;   // what could not be read, one line each
+  std::string resume;                  // interrupted, nobody runs it: the command that resumes it
 };
 
 // The run directories under `dir`: `dir` itself when it holds a run, else its subfolders down to
@@ -135,6 +136,8 @@ RunRow read_run(const std::string& path) {
         row.pending += static_cast<long>(n);
     }
     for (const auto& d : st.damaged) row.problems.push_back("damaged: " + d);
+    for (const auto& w : st.warnings) row.problems.push_back("warning: " + base::printable_line(w));
+    row.resume = st.resume_command;
   } catch (const std::exception& e) {
     row.problems.push_back("status: " + base::printable_line(e.what()));
   }
@@ -199,13 +202,16 @@ base::Json row_json(const RunRow& r, double now) {
        known ? base::Json(base::iso_time(static_cast<std::time_t>(r.changed_unix))) : base::Json(nullptr)},
       {"age_s", known ? base::json_number(std::max(0.0, now - r.changed_unix)) : base::Json(nullptr)},
       {"verdict", r.verdict.empty() ? base::Json(nullptr) : base::Json(r.verdict)},
+      {"interrupted", !r.resume.empty()},
+      {"resume_command", r.resume.empty() ? base::Json(nullptr) : base::Json(r.resume)},
       {"problem", r.problems.empty() ? base::Json(nullptr) : base::Json(join(r.problems, "; "))}};
 }
 
 // csv: the json's flat keys (the per-outcome counts are json's only), an empty field for unknown.
 void write_csv(const std::vector<RunRow>& rows, double now, std::ostream& os) {
-  const std::vector<std::string> keys = {"path",    "name",    "grid_file",   "jobs",  "done",    "failed",
-                                         "running", "pending", "last_change", "age_s", "verdict", "problem"};
+  const std::vector<std::string> keys = {"path",    "name",        "grid_file", "jobs",          "done",
+                                         "failed",  "running",     "pending",   "last_change",   "age_s",
+                                         "verdict", "interrupted", "problem",   "resume_command"};
   os << join(keys, ",") << "\n";
   for (const auto& r : rows) {
     const base::Json j = row_json(r, now);
@@ -235,8 +241,10 @@ void write_table(const std::vector<RunRow>& rows, double now, int width, const s
   base::Table t;
   t.columns = {"run", "grid", "jobs", "done", "failed", "running", "pending", "changed", "verdict"};
   for (const auto& r : rows) {
-    const std::string note =
+    // An interrupted run says so first, with its command: nothing else will resume it.
+    std::string note =
         r.problems.empty() ? (r.verdict.empty() ? "-" : r.verdict) : "problem: " + join(r.problems, "; ");
+    if (!r.resume.empty()) note = "interrupted: resume with " + r.resume + (note == "-" ? "" : "; " + note);
     t.rows.push_back({base::text_cell(r.path), base::text_cell(r.name), count(r.jobs), count(r.done),
                       count(r.failed), count(r.running), count(r.pending),
                       base::text_cell(age_text(r.changed_unix, now)), base::text_cell(note)});
@@ -267,9 +275,12 @@ int cmd_ls(const Args& args) {
       "`gridrun status` counts them; when the run last changed; and the first line of the verdict\n"
       "`gridrun report` prints (a run with `compare: {by: ...}`). A run that cannot be read fully\n"
       "still gets its row, with the problem in place of the verdict. Reads only: writes nothing\n"
-      "into the runs. csv and json: path, name, grid_file, jobs, done, failed, running, pending,\n"
-      "last_change (ISO 8601 UTC), age_s, verdict, problem (empty/null when unknown); json also\n"
-      "the count of every outcome.",
+      "into the runs. A run cut short (its lock free, jobs left running or interrupted) is\n"
+      "\"interrupted\", with the command that resumes it; jobs that state.json calls finished but\n"
+      "that have no results file are pending, with a warning. csv and json: path, name,\n"
+      "grid_file, jobs, done, failed, running, pending, last_change (ISO 8601 UTC), age_s,\n"
+      "verdict, interrupted, problem, resume_command (empty/null when unknown); json also the\n"
+      "count of every outcome.",
       "\nExit codes: 0 ok (also when some runs have problems), 1 runtime failure, 2 bad input\n"
       "(flags, DIR not a folder).\n"};
   if (!parse_command(

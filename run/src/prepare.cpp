@@ -118,6 +118,7 @@ PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const Prep
   p.state.repeats = opts.repeats;
   std::error_code aec;
   p.state.grid_dir = fs::absolute(fs::path(opts.grid_file), aec).parent_path().string();
+  p.state.grid_file = fs::absolute(fs::path(opts.grid_file), aec).lexically_normal().string();
   for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
     const std::string& id = ex.jobs[i].id;
     JobRecord& rec = p.state.jobs[id];

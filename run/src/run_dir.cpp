@@ -190,6 +190,7 @@ RunState RunDir::load_state() const {
   const base::Json root = base::parse_checked_json(*text, state_file());
   st.name = base::get_string(root, "name");
   st.grid_dir = base::get_string(root, "grid_dir");
+  st.grid_file = base::get_string(root, "grid_file");
   {
     const double r = base::get_number(root, "repeats", 0);
     st.repeats = r >= 1 && r <= 1000 ? static_cast<int>(r) : 0;  // else the grid's own
@@ -242,6 +243,7 @@ void RunDir::save_state(const RunState& s) const {
   for (const auto& [value, p] : s.phases) phases[value] = phase_to_json(p);
   base::Json root = {{"name", s.name}, {"jobs", std::move(jobs)}, {"phases", std::move(phases)}};
   if (!s.grid_dir.empty()) root["grid_dir"] = s.grid_dir;
+  if (!s.grid_file.empty()) root["grid_file"] = s.grid_file;
   if (!s.overrides.empty()) root["overrides"] = s.overrides;
   if (s.repeats > 0) root["repeats"] = s.repeats;
   // A reader (or the next gridrun after a crash) sees the old or the new state, never half of one.

@@ -136,6 +136,47 @@ void settle_with_results(JobStatusRow& row) {
     row.state = disk == run::JobOutcome::Interrupted ? run::JobOutcome::Interrupted : run::JobOutcome::Failed;
 }
 
+// The command that resumes the run in `root` as it was last run: its grid file (an older state.json
+// has none: then a placeholder naming the grid's folder), --out the run's parent folder, and its
+// --set and --repeats (without them the jobs' ids would differ).
+std::string resume_command_of(const std::string& root, const run::RunState& state) {
+  const fs::path dir = fs::path(root).lexically_normal();
+  const std::string parent = dir.has_parent_path() ? dir.parent_path().string() : ".";
+  std::string cmd = "gridrun run ";
+  cmd += state.grid_file.empty()
+             ? "GRID_FILE" + (state.grid_dir.empty() ? std::string() : " (in " + state.grid_dir + ")")
+             : base::shell_quote(state.grid_file);
+  cmd += " --out " + base::shell_quote(parent.empty() ? "." : parent);
+  for (const auto& o : state.overrides) cmd += " --set " + base::shell_quote(o);
+  if (state.repeats > 0) cmd += " --repeats " + std::to_string(state.repeats);
+  return cmd;
+}
+
+// Jobs state.json calls finished (a hand edit, a copy of state.json alone, a results folder
+// deleted) without a results file are not done (issue 57: a folder holding only state.json was
+// listed "4 done"): shown pending, "missing" in the results column, with one warning naming them;
+// `gridrun run` runs them again. A results file that is there but unreadable is the readers' to name.
+void flag_missing_results(const run::RunDir& dir, const std::map<std::string, DiskGlance>& disk,
+                          RunStatus& st) {
+  std::vector<std::string> missing;
+  for (auto& row : st.jobs) {
+    if (!run::is_finished(row.state) || disk.count(row.id)) continue;
+    std::error_code ec;
+    if (fs::symlink_status(dir.result_file(row.id), ec).type() != fs::file_type::not_found) continue;
+    row.state = run::JobOutcome::Pending;
+    row.disk = "missing";
+    missing.push_back(row.id);
+  }
+  if (missing.empty()) return;
+  std::string names;
+  for (std::size_t k = 0; k < missing.size() && k < 3; ++k)
+    names += (k ? ", " : "") + run::RunDir::result_file_name(missing[k]);
+  if (missing.size() > 3) names += ", ... " + std::to_string(missing.size() - 3) + " more";
+  st.warnings.push_back(dir.state_file() + ": " + std::to_string(missing.size()) +
+                        " job(s) recorded as finished have no results file in " + dir.results_dir() + " (" +
+                        names + "): not counted as done; `gridrun run` runs them again");
+}
+
 // Every row's parameters: from the run's grid.yaml copy with the run's `--set` overrides (loaded
 // from the folder of the grid it was copied from, as `gridrun plan` would), else, for a job the copy no
 // longer expands to (an older grid of the same run) or when the copy does not load, from the job's file. A
@@ -288,17 +329,24 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   // after a kill -9 of `gridrun run` they showed running, elapsed counting, for ever). A Slurm job
   // (a slurm_job_id) is the batch system's to say (the overlay). The lock is probed only when a
   // job says running: the probe takes a crashed holder's lock for a moment.
-  auto local_running = [](const auto& kv) {
-    return kv.second.state == run::JobOutcome::Running && kv.second.slurm_job_id.empty();
+  // Such a run, or one stopped by Ctrl-C, is "interrupted", with the command that resumes it.
+  auto local = [](const auto& kv, run::JobOutcome s) {
+    return kv.second.state == s && kv.second.slurm_job_id.empty();
   };
-  if (std::any_of(recs.begin(), recs.end(), local_running) && !run::lock_holder(dir))
+  auto cut_short = [&](const auto& kv) {
+    return local(kv, run::JobOutcome::Running) || local(kv, run::JobOutcome::Interrupted);
+  };
+  if (std::any_of(recs.begin(), recs.end(), cut_short) && !run::lock_holder(dir)) {
     for (auto& kv : recs)
-      if (local_running(kv)) kv.second.state = run::JobOutcome::Interrupted;
+      if (local(kv, run::JobOutcome::Running)) kv.second.state = run::JobOutcome::Interrupted;
+    st.resume_command = resume_command_of(root, state);
+  }
   const std::map<std::string, DiskGlance> disk = glance_results(dir);
   for (const auto& [id, r] : recs) {
     auto it = disk.find(id);
     st.jobs.push_back(row_from_record(r, it == disk.end() ? nullptr : &it->second));
   }
+  flag_missing_results(dir, disk, st);
   if (overlay) overlay(st, recs);
   const std::vector<jobs::JobParams> params = job_params(dir, state, st.jobs);
   {
@@ -387,6 +435,9 @@ void print_json(const RunStatus& st, std::ostream& os) {
                            {"damaged", st.damaged},
                            {"varying", st.varying},
                            {"has_prediction", st.has_prediction},
+                           {"warnings", st.warnings},
+                           {"interrupted", !st.resume_command.empty()},
+                           {"resume_command", st.resume_command},
                            {"jobs", std::move(jobs)}};
   os << root.dump(-1, ' ', false, base::Json::error_handler_t::replace) << "\n";
 }
@@ -498,6 +549,9 @@ void print_table(const RunStatus& st, int width, std::ostream& os) {
   if (st.slurm_queried && !st.slurm_answered)
     os << "note: Slurm did not answer; states come from state.json and results files\n";
   for (const auto& d : st.damaged) os << "damaged (quarantined, not used): " << d << "\n";
+  for (const auto& w : st.warnings) os << "warning: " << w << "\n";
+  if (!st.resume_command.empty())
+    os << "interrupted: no gridrun runs it (its lock is free); resume with: " << st.resume_command << "\n";
   if (!st.collect_ids.empty())
     os << "collect job " << st.collect_ids.back() << ": " << st.collect_state
        << (fs::exists(run::RunDir(st.run_dir).index_file()) ? "; results.h5 present" : "; no results.h5 yet")

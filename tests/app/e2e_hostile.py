@@ -24,6 +24,10 @@ launch token, lock). Then, on a fresh copy each time:
            naming it, and the victim's files are as they were.
   dead     a job "running" in state.json of a run whose lock nobody holds: status says interrupted,
            ls counts no running job.
+  killed   a real kill -9 of `gridrun run` mid-job: status and ls show no running job, say
+           interrupted and give the command that resumes the run (grid file and --out).
+  state-only  a folder holding only a state.json that says 2 jobs completed: status and ls count
+           them pending, not done, with a warning naming state.json and the missing files.
   tensorboard  `export --format tensorboard` into a folder holding another experiment's event
            files (in DIR and in a run folder): they stay, byte for byte, each named once; gridrun's
            earlier files are replaced; a run folder that is a link elsewhere is refused, untouched.
@@ -38,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 GRIDRUN, MAKE_RUN = (os.path.abspath(a) for a in sys.argv[1:3])
 FAILED = []
@@ -345,6 +350,94 @@ def check_dead_run(tmp):
     print("ok: a run whose lock is free shows no running job", flush=True)
 
 
+def poll(what, cond, deadline_s=60):
+    """cond() until truthy, with a deadline (a wait for a state change, not a sleep as a sync)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("gave up waiting for " + what)
+
+
+def running_in_state(run_dir):
+    try:
+        with open(os.path.join(run_dir, "state.json")) as f:
+            return [j for j, r in json.load(f)["jobs"].items() if r.get("state") == "running"]
+    except (OSError, ValueError, KeyError):
+        return []
+
+
+def check_killed_run(tmp):
+    """A real kill -9 of `gridrun run` mid-job: status and ls say interrupted, with the command that
+    resumes the run; no job shows running (issue 57, finding 7)."""
+    out = os.path.join(tmp, "killed-case")
+    # The trainer stands in for a long job: it runs until gridrun (--owner-pid) is gone, as
+    # gridrun-train does, so nothing outlives the case.
+    slow = os.path.join(tmp, "slow.sh")
+    with open(slow, "w") as f:
+        f.write('#!/bin/sh\nwhile [ "$1" != --owner-pid ] && [ $# -gt 0 ]; do shift; done\n'
+                'while kill -0 "$2" 2>/dev/null; do sleep 0.2; done\nexit 75\n')
+    os.chmod(slow, 0o755)
+    grid = os.path.join(tmp, "killed.yaml")
+    with open(grid, "w") as f:
+        f.write("name: killed\n%s" % BASE)
+    p = subprocess.Popen([GRIDRUN, "run", grid, "--out", out, "--train-bin", slow, "--no-report"], cwd=tmp,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run_dir = os.path.join(out, "killed")
+    try:
+        poll("a running job in state.json", lambda: running_in_state(run_dir))
+    finally:
+        p.kill()
+        p.wait()
+    check(running_in_state(run_dir), "killed run: state.json no longer says running (nothing to check)")
+    code, text = run([GRIDRUN, "status", run_dir, "--format", "json"], cwd=tmp)
+    if sound("status after a kill -9 of gridrun run", code, text):
+        st = json.loads(text[text.index("{"):text.rindex("}") + 1]) if "{" in text else {}
+        states = [j["state"] for j in st.get("jobs", [])]
+        check(code == 0 and "running" not in states and "interrupted" in states,
+              f"status after a kill -9: states {states}: {text[-400:]}")
+        cmd = st.get("resume_command") or ""
+        check(st.get("interrupted") is True and cmd.startswith("gridrun run ") and grid in cmd and out in cmd,
+              f"status after a kill -9: no resume command naming the grid and --out: {cmd!r}")
+    code, text = run([GRIDRUN, "status", run_dir], cwd=tmp)
+    if sound("status (table) after a kill -9", code, text):
+        check("interrupted: no gridrun runs it" in text and "resume with: gridrun run " + grid in text,
+              f"status table after a kill -9: {text[-600:]}")
+    code, text = run([GRIDRUN, "ls", out, "--format", "json"], cwd=tmp)
+    if sound("ls after a kill -9", code, text):
+        rows = json.loads(text[text.index("["):text.rindex("]") + 1]) if "[" in text else []
+        check(rows and rows[0].get("running") == 0 and rows[0].get("interrupted") is True and
+              grid in (rows[0].get("resume_command") or ""), f"ls after a kill -9: {rows or text[-300:]}")
+    code, text = run([GRIDRUN, "ls", out, "-w", "300"], cwd=tmp)
+    if sound("ls (table) after a kill -9", code, text):
+        check("interrupted: resume with gridrun run " + grid in text, f"ls table after a kill -9: {text[-400:]}")
+    print("ok: status and ls after a kill -9 of gridrun run", flush=True)
+
+
+def check_state_only(tmp):
+    """A folder holding only a state.json that calls its jobs finished: not counted done, a warning."""
+    run_dir = os.path.join(tmp, "state-only", "done2")
+    os.makedirs(run_dir)
+    shutil.copy(os.path.join(tmp, "runs", "done2", "state.json"), run_dir)
+    code, text = run([GRIDRUN, "status", run_dir, "--format", "json"], cwd=tmp)
+    if sound("status of a folder holding only state.json", code, text):
+        st = json.loads(text[text.index("{"):text.rindex("}") + 1]) if "{" in text else {}
+        counts = st.get("counts", {})
+        warns = " ".join(st.get("warnings", []))
+        check(code == 0 and counts.get("pending") == 2 and not counts.get("completed"),
+              f"state.json only: status counts {counts}")
+        check("2 job(s) recorded as finished have no results file" in warns and "state.json" in warns,
+              f"state.json only: no warning naming state.json and the missing files: {warns or text[-400:]}")
+    code, text = run([GRIDRUN, "ls", os.path.dirname(run_dir), "--format", "json"], cwd=tmp)
+    if sound("ls of a folder holding only state.json", code, text):
+        rows = json.loads(text[text.index("["):text.rindex("]") + 1]) if "[" in text else []
+        check(rows and rows[0].get("done") == 0 and rows[0].get("pending") == 2 and
+              "no results file" in (rows[0].get("problem") or ""), f"state.json only: ls {rows or text[-300:]}")
+    print("ok: a folder holding only state.json", flush=True)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="gridrun-e2e-hostile-")
     try:
@@ -357,6 +450,8 @@ def main():
             check_workers_link(tmp, fake)
             check_tensorboard(tmp)
             check_dead_run(tmp)
+            check_killed_run(tmp)
+            check_state_only(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILED:

@@ -79,6 +79,9 @@ struct RunState {
   // The folder of the grid file the run was last planned from: relative model_file and
   // data_file paths in the run's grid.yaml copy start there (jobs::LoadOptions::base_dir).
   std::string grid_dir;
+  // The grid file itself, absolute (state.json "grid_file"; "" from an older gridrun): what
+  // `gridrun status` and `ls` name in the command that resumes an interrupted run.
+  std::string grid_file;
   // The `--set KEY=VALUE` overrides the run was last planned with (state.json "overrides"): with
   // the grid.yaml copy they give the ids of the run's current grid.
   std::vector<std::string> overrides;

@@ -64,6 +64,12 @@ struct RunStatus {
   // --only` selects on, as `run --only` did.
   std::vector<jobs::JobParams> job_params;
   bool has_prediction = false;  // prediction.json was read
+  // What the reader should know beyond the table, one line each, naming the file (issue 57: jobs
+  // state.json calls finished whose results files are missing, which are not counted done).
+  std::vector<std::string> warnings;
+  // A local run whose lock nobody holds but whose jobs were cut short (a kill -9 or a Ctrl-C of
+  // `gridrun run`): the command that resumes it; "" otherwise.
+  std::string resume_command;
 };
 
 // The seconds a job still needs at the rate of its current attempt: `steps` and `wall_s` are its
