@@ -16,6 +16,7 @@
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/text.hpp"
 
 namespace gridrun::base {
 
@@ -155,18 +156,75 @@ bool is_hex64(const Json& v) {
          });
 }
 
-}  // namespace
+bool is_stat(const Json& v) {
+  return v.is_array() && v.size() == 5 &&
+         std::all_of(v.begin(), v.end(), [](const Json& x) { return x.is_number_integer(); });
+}
 
-std::string sha256_file_cached(const std::string& path, const std::string& cache_file) {
-  if (cache_file.empty()) return sha256_file(path);
-  const std::optional<Json> before = stat_of(path);
-  Json cache = Json::object();
+// The cache file as JSON, rebuilt without what cannot be used; `why` says what was wrong ("" when
+// nothing: also when there is no cache yet).
+Json load_cache(const std::string& cache_file, std::string& why) {
+  const Json empty = Json{{"format", 1}, {"files", Json::object()}};
+  std::string refused;
+  std::optional<std::string> text;
   try {
-    if (auto text = try_read_file(cache_file, kinds::kSha256Cache)) cache = parse_json(*text, cache_file);
+    text = try_read_file(cache_file, kinds::kSha256Cache, &refused);
+  } catch (const std::exception& e) {
+    refused = e.what();
+  }
+  if (!text) {
+    if (!refused.empty()) why = printable_line(refused);
+    return empty;
+  }
+  Json cache;
+  try {
+    cache = parse_json(*text, cache_file);
+  } catch (const std::exception& e) {
+    why = printable_line(e.what());
+    return empty;
+  }
+  if (!cache.is_object() || !cache.contains("files") || !cache["files"].is_object()) {
+    why = "not a SHA-256 cache (no \"files\" object)";
+    return empty;
+  }
+  std::size_t bad = 0;
+  Json& files = cache["files"];
+  for (auto it = files.begin(); it != files.end();) {
+    const Json& e = it.value();
+    if (e.is_object() && e.contains("stat") && is_stat(e["stat"]) && e.contains("sha256") &&
+        is_hex64(e["sha256"])) {
+      ++it;
+      continue;
+    }
+    it = files.erase(it);
+    ++bad;
+  }
+  if (bad > 0)
+    why = std::to_string(bad) + " bad entr" + (bad == 1 ? "y" : "ies") + " (not a stat and a hash)";
+  return cache;
+}
+
+void write_cache(const std::string& cache_file, const Json& cache) {
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(cache_file).parent_path(), ec);
+    write_file_atomic(cache_file, cache.dump() + "\n");
   } catch (const std::exception&) {
   }
-  if (!cache.is_object() || !cache.contains("files") || !cache["files"].is_object())
-    cache = Json{{"format", 1}, {"files", Json::object()}};
+}
+
+}  // namespace
+
+std::string sha256_file_cached(const std::string& path, const std::string& cache_file, std::string* warning) {
+  if (warning) warning->clear();
+  if (cache_file.empty()) return sha256_file(path);
+  const std::optional<Json> before = stat_of(path);
+  std::string why;
+  Json cache = load_cache(cache_file, why);
+  if (!why.empty() && warning)
+    *warning = cache_file + ": SHA-256 cache not used as it was (" + why + "); rebuilt";
+  // A damaged cache is rewritten clean whether or not this file's hash can be kept.
+  const bool rebuild = !why.empty();
   Json& files = cache["files"];
   if (before && files.contains(path)) {
     const Json& e = files[path];
@@ -179,17 +237,14 @@ std::string sha256_file_cached(const std::string& path, const std::string& cache
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   if (!before || after != before ||
-      ns(now) - std::max((*before)[3].get<std::int64_t>(), (*before)[4].get<std::int64_t>()) < kRacyNs)
+      ns(now) - std::max((*before)[3].get<std::int64_t>(), (*before)[4].get<std::int64_t>()) < kRacyNs) {
+    if (rebuild) write_cache(cache_file, cache);
     return sha;
+  }
   files.erase(path);
   while (files.size() >= kMaxCached) files.erase(files.begin());
   files[path] = Json{{"stat", *before}, {"sha256", sha}};
-  try {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(cache_file).parent_path(), ec);
-    write_file_atomic(cache_file, cache.dump() + "\n");
-  } catch (const std::exception&) {
-  }
+  write_cache(cache_file, cache);
   return sha;
 }
 

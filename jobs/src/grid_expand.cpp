@@ -94,6 +94,7 @@ class Expander {
     std::string abs, abs_json, sha, sha_json, problem;
   };
   std::unordered_map<std::string, FileFacts> files_;
+  bool cache_warned_ = false;  // the SHA-256 cache's warning, once per expansion (sha256_file_cached)
   std::unordered_map<std::string, std::string> data_checked_;
   std::unordered_map<std::string, std::string> model_checked_;  // model content|input -> problem ("" = fine)
   std::unordered_set<const std::string*>
@@ -315,7 +316,10 @@ std::optional<Problem> Expander::derive_files(Draft& d, JobParams& jp) {
       return f;
     }
     try {
-      f.sha = base::sha256_file_cached(f.abs, base::default_sha256_cache());
+      std::string warning;
+      f.sha = base::sha256_file_cached(f.abs, base::default_sha256_cache(), &warning);
+      if (!warning.empty() && !cache_warned_) ex_.warnings.push_back(warning);
+      cache_warned_ = cache_warned_ || !warning.empty();
     } catch (const std::exception& e) {
       f.problem = e.what();
     }

@@ -8,12 +8,14 @@
 // thread, so that it overlaps the previous step; the sampler, shuffling and augmentation are the
 // built-in sets' either way, so both give the same batches.
 #include <ATen/ATen.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <memory>
 
 #include "datasets_internal.hpp"
+#include "gridrun/base/sha256.hpp"
 #include "gridrun/dataset/data_file.hpp"
 #include "gridrun/runner/errors.hpp"
 
@@ -111,16 +113,59 @@ std::shared_ptr<Dataset> load_part(const DataFile& f, const Part& p) {
   return tensor_dataset(normalise(std::move(x), i), std::move(y));
 }
 
+// What identifies the file's content between two looks: a write, a replacement or a rename over it
+// changes one of these.
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const FileIdentity& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns;
+  }
+};
+
+FileIdentity identity_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  auto ns = [](const timespec& t) { return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
+  return {st.st_dev, st.st_ino, st.st_size, ns(st.st_mtim), ns(st.st_ctim)};
+}
+
+// The job trains on the data it was planned with (its id holds data_sha256): the file is hashed
+// here, not trusted from plan's stat-keyed cache (issue 57: a cache entry with the file's new stat
+// and an old hash made `run` call a job completed on different data). The cost is one read of the
+// file per rank and job start (docs/own-model.md gives the rate).
+void check_planned_hash(const std::string& path, const std::string& planned) {
+  const std::string where = "gridrun-train: data_file " + path;
+  std::string sha;
+  try {
+    sha = base::sha256_file(path);
+  } catch (const std::exception& e) {
+    throw BadInput("gridrun-train: data_file " + std::string(e.what()));
+  }
+  if (sha != planned)
+    throw BadInput(where + " is not the file the job was planned with (sha256 " + sha.substr(0, 12) +
+                   "..., planned data_sha256 " + planned.substr(0, 12) +
+                   "...): plan the grid again, which gives its jobs new ids");
+}
+
 }  // namespace
 
 DataSplits make_hdf5(const DatasetOptions& o) {
   if (o.data_file.empty()) throw BadInput("gridrun-train: dataset=hdf5 needs data_file");
+  const FileIdentity hashed = identity_of(o.data_file);
+  if (!o.data_sha256.empty()) check_planned_hash(o.data_file, o.data_sha256);
   std::shared_ptr<const DataFile> f;
   try {
     f = std::make_shared<const DataFile>(DataFile::open(o.data_file));
   } catch (const dataset::DataFileError& e) {
     throw BadInput("gridrun-train: data_file " + std::string(e.what()));
   }
+  // Replaced or rewritten between the hash and the open: what was opened is not what was hashed.
+  if (!o.data_sha256.empty() && !(identity_of(o.data_file) == hashed))
+    throw BadInput("gridrun-train: data_file " + o.data_file +
+                   " changed while it was hashed and opened; run the job again once it is written");
   const auto& i = f->info();
   // No /test: the last tenth of /train is held out (and never trained on).
   Part train{"train", 0, i.train.rows}, test{"test", 0, i.test.rows};

@@ -21,6 +21,7 @@ DatasetOptions dataset_options(const jobs::JobParams& j) {
   o.test_samples = j.test_samples;
   o.tokens = is_text_model(j.model) || (script && (j.input == "tokens" || j.dataset == "text"));
   o.data_file = j.data_file;
+  o.data_sha256 = j.data_sha256;
   o.tokens_any = script && j.dataset == "hdf5";
   return o;
 }
@@ -46,6 +47,7 @@ ModelCost model_cost(const jobs::JobParams& j) {
   // check that plan runs in a memory-limited child does not hold the user's data in memory.
   DatasetOptions dopts = dataset_options(j);
   dopts.resident_max_bytes = 0;
+  dopts.data_sha256.clear();  // plan hashed the file a moment ago; a model check trains nothing
   DataSplits data;
   try {
     data = make_dataset(dopts);

@@ -164,13 +164,35 @@ TEST(Sha256, CachedByStatOnlyWhileTheFileIsUnchanged) {
   // ... and a file written since (size, times, inode) is read again.
   write(f, "abd");
   EXPECT_EQ(sha256_file_cached(f, cache), sha256_file(f));
-  // Not a hash, not JSON, not an object: a miss, never an error.
+  // Not a hash, not JSON, not an object: a miss, never an error; and (issue 57) a warning naming
+  // the cache, which is rewritten without what was bad (here: nothing left).
   for (const std::string& bad :
        {"{\"format\":1,\"files\":{\"" + f + "\":{\"stat\":" + stat_json(f) + ",\"sha256\":\"xyz\"}}}",
+        "{\"format\":1,\"files\":{\"" + f + "\":{\"stat\":[1,2],\"sha256\":\"" + planted + "\"}}}",
         std::string("{\"files\":"), std::string("[1,2]")}) {
     write(cache, bad);
-    EXPECT_EQ(sha256_file_cached(f, cache), sha256_file(f)) << bad;
+    std::string warning;
+    EXPECT_EQ(sha256_file_cached(f, cache, &warning), sha256_file(f)) << bad;
+    EXPECT_NE(warning.find(cache + ": SHA-256 cache not used as it was"), std::string::npos) << warning;
+    EXPECT_NE(warning.find("rebuilt"), std::string::npos) << warning;
+    EXPECT_EQ(read_all(cache), "{\"format\":1,\"files\":{}}\n") << bad;
+    EXPECT_EQ(sha256_file_cached(f, cache, &warning), sha256_file(f));
+    EXPECT_EQ(warning, "") << "a rebuilt cache is warned about again";
   }
+  // One bad entry among good ones: only it is dropped.
+  write(cache, "{\"format\":1,\"files\":{\"/x\":{\"stat\":[1,2,3,4,5],\"sha256\":\"" + planted +
+                   "\"},\"/y\":{\"stat\":\"no\",\"sha256\":\"" + planted + "\"}}}");
+  std::string warning;
+  sha256_file_cached(f, cache, &warning);
+  EXPECT_NE(warning.find("1 bad entry"), std::string::npos) << warning;
+  EXPECT_NE(read_all(cache).find("\"/x\""), std::string::npos);
+  EXPECT_EQ(read_all(cache).find("\"/y\""), std::string::npos);
+  // Not a regular file (a FIFO would block a plain open): warned about and replaced by a file.
+  fs::remove(cache);
+  ASSERT_EQ(::mkfifo(cache.c_str(), 0600), 0);
+  EXPECT_EQ(sha256_file_cached(f, cache, &warning), sha256_file(f));
+  EXPECT_NE(warning.find("FIFO"), std::string::npos) << warning;
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(cache)));
   // A file last changed over 2 s ago is remembered (a system file: no sleep in the test).
   const std::string old = "/etc/os-release";
   struct stat st {};

@@ -292,6 +292,9 @@ def bad_input():
                [files["tiny_transformer.pt"], files["images.h5"]]),
               ("wrong_sha256", "cnn.pt", "images.h5", {"model_sha256": "0" * 64},
                [files["cnn.pt"]]),
+              # Issue 57: the data file is hashed again by gridrun-train, not trusted from plan's cache.
+              ("wrong_data_sha256", "cnn.pt", "images.h5", {"data_sha256": "0" * 64},
+               [files["images.h5"]]),
               ("missing_model", "cnn.pt", "images.h5",
                {"model_file": missing_pt, "model_sha256": "0" * 64}, [missing_pt])]
     cases += [(n[:-3] + "_h5", "cnn.pt", n, {}, [files[n]]) for n in own_files.BAD_DATA]

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "data_file_writer.hpp"
+#include "gridrun/base/sha256.hpp"
 #include "gridrun/runner/dataset.hpp"
 #include "gridrun/runner/errors.hpp"
 
@@ -300,5 +301,20 @@ TEST(Datasets, Hdf5ResidentAndStreamedGiveTheSameBatches) {
     FAIL() << "no error";
   } catch (const BadInput& e) {
     EXPECT_NE(std::string(e.what()).find(f + ": /train/x holds inputs"), std::string::npos) << e.what();
+  }
+  // Issue 57: the job's data_sha256 is checked against the file itself, not plan's cache: the file's
+  // own hash loads, any other is BadInput naming the file and both hashes' beginnings.
+  o.tokens = false;
+  o.data_sha256 = gridrun::base::sha256_file(f);
+  EXPECT_EQ(make_dataset(o).train->size(), 45);
+  o.data_sha256 = std::string(64, '0');
+  try {
+    make_dataset(o);
+    FAIL() << "a data file with another hash was trained on";
+  } catch (const BadInput& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(f + " is not the file the job was planned with"), std::string::npos) << what;
+    EXPECT_NE(what.find("planned data_sha256 000000000000"), std::string::npos) << what;
+    EXPECT_NE(what.find(gridrun::base::sha256_file(f).substr(0, 12)), std::string::npos) << what;
   }
 }

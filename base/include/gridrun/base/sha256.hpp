@@ -44,9 +44,14 @@ std::string sha256_file(const std::string& path);
 // the job id). ctime changes with every write and cannot be set back, so a file rewritten in place
 // misses. Like git's index, a file changed within 2 s of hashing (a timestamp may not tell two
 // writes of the same size apart) or during it is not remembered. The cache is an optimisation
-// only: a missing, damaged or unwritable one is read as empty and rewritten, never an error.
-// `cache_file` "" = no cache.
-std::string sha256_file_cached(const std::string& path, const std::string& cache_file);
+// only: a missing, damaged or unwritable one is read as empty and rewritten, never an error. One
+// that is there but cannot be used (not a regular file, not JSON, not the cache's shape) or holds
+// bad entries (a stat that is not 5 integers, a hash that is not 64 hex digits) is rebuilt without
+// them, and `warning` (when given) says so, naming the file; else it is left empty. The cache only
+// spares plan a read: gridrun-train hashes the data file again (issue 57: an entry with a file's
+// new stat and an old hash is believed here). `cache_file` "" = no cache.
+std::string sha256_file_cached(const std::string& path, const std::string& cache_file,
+                               std::string* warning = nullptr);
 // $XDG_CACHE_HOME/gridrun/sha256.json, else $HOME/.cache/gridrun/sha256.json, else "".
 std::string default_sha256_cache();
 

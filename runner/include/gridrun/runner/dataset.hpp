@@ -70,6 +70,10 @@ struct DatasetOptions {
   // memory trains; tests set 0 to exercise that path).
   std::string data_file;
   std::int64_t resident_max_bytes = -1;
+  // hdf5: the SHA-256 the planner gave the file (the job's data_sha256, part of its id); the file is
+  // hashed again before it is read and a mismatch is BadInput ("" = not checked: plan's own model
+  // check, which hashed it just before). Issue 57: plan's hash cache can be made to lie.
+  std::string data_sha256;
   // The model takes either (torchscript): the data decides, `tokens` only picks synthetic's kind.
   bool tokens_any = false;
 };
