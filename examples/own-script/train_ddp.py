@@ -179,6 +179,8 @@ def main():
     sampler = DistributedSampler(train, num_replicas=world, rank=rank, shuffle=True, seed=args.seed,
                                  drop_last=True)
     loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler, drop_last=True)
+    if gridrun_job:  # what `gridrun calibrate` scales a few measured steps by (docs/own-script.md)
+        gridrun_job.log_summary(steps_per_epoch=len(loader))
 
     model = SmallCNN().to(device)
     ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None) \

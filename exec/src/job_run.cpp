@@ -189,8 +189,11 @@ class Recorder {
 
   void step(const StepRecord& r) {
     const auto now = Clock::now();
+    if (steps_ == 0) first_step_unix_ = base::unix_now();
     const double wall = seconds(now - t0_);
-    const double step_s = seconds(now - (steps_ ? last_step_ : t0_));
+    // The first step's start is not seen (the program's start-up comes before it): no time, and
+    // the launch (up to first_step_unix) includes it.
+    const double step_s = steps_ ? seconds(now - last_step_) : kNaN;
     last_step_ = now;
     ++steps_;
     results::StepRow row;
@@ -210,6 +213,9 @@ class Recorder {
 
   void epoch(const EpochRecord& r) {
     const auto now = Clock::now();
+    // The steps of the first epoch, unless the step limit cut it short (a calibration run).
+    if (first_epoch_steps_ < 0)
+      first_epoch_steps_ = job_.params.max_steps > 0 && steps_ >= job_.params.max_steps ? 0 : steps_;
     results::EpochRow row;
     epoch_ = r.epoch.value_or(epoch_ + 1);
     row.epoch = epoch_;
@@ -226,6 +232,8 @@ class Recorder {
     if (r.test_loss) summary_["final_test_loss"] = *r.test_loss;
   }
 
+  std::int64_t steps() const { return steps_; }
+
   void summary(const SummaryRecord& r) {
     for (const auto& [k, v] : r.values) summary_[k] = v;
   }
@@ -235,6 +243,14 @@ class Recorder {
     const double wall = seconds(Clock::now() - t0_);
     summary_["exit_code"] = exit_code;
     summary_["wall_s"] = wall;
+    // What calibration reads (scheduler figures_from_file), as gridrun-train writes it: the launch,
+    // the first step, the end of training, and the steps per epoch: the program's own declaration
+    // (a summary record's steps_per_epoch), else the first full epoch's steps; 0 = unknown.
+    summary_["launched_unix"] = o_.launched_at > 0 ? o_.launched_at : start_unix_;
+    if (steps_ > 0) summary_["first_step_unix"] = first_step_unix_;
+    summary_["finished_unix"] = base::unix_now();
+    if (!summary_.count("steps_per_epoch"))
+      summary_["steps_per_epoch"] = static_cast<double>(std::max<std::int64_t>(first_epoch_steps_, 0));
     if (o_.launched_at > 0) summary_["time_launch_s"] = std::max(0.0, start_unix_ - o_.launched_at);
     beat(steps_, wall, true);
     writer_->finish(status, reason, summary_);
@@ -268,8 +284,8 @@ class Recorder {
   std::unique_ptr<hw::UtilSampler> sampler_;
   results::Summary summary_;
   Clock::time_point t0_, last_step_{}, last_epoch_{Clock::now()}, last_beat_{};
-  double start_unix_ = base::unix_now();
-  std::int64_t steps_ = 0, epoch_ = 0;
+  double start_unix_ = base::unix_now(), first_step_unix_ = kNaN;
+  std::int64_t steps_ = 0, epoch_ = 0, first_epoch_steps_ = -1;
   int ranks_ = 1;
 };
 
@@ -459,8 +475,9 @@ class Supervisor {
  public:
   // `time_limit`: the job's own wall-time limit (params.def), enforced here as Slurm enforces a
   // task's: SIGTERM, then SIGKILL after the grace. "" = none.
-  Supervisor(const ExecOptions& o, base::Child& child, Recorder* rec, const std::string& time_limit)
-      : o_(o), child_(child), rec_(rec), time_limit_text_(time_limit) {
+  Supervisor(const ExecOptions& o, base::Child& child, Recorder* rec, const std::string& time_limit,
+             std::int64_t max_steps)
+      : o_(o), child_(child), rec_(rec), time_limit_text_(time_limit), job_max_steps_(max_steps) {
     if (const std::int64_t s = time_limit.empty() ? 0 : jobs::time_limit_seconds(time_limit); s > 0)
       deadline_ = Clock::now() + std::chrono::seconds(s);
   }
@@ -503,6 +520,9 @@ class Supervisor {
       exit_code = run::kExitDiverged;
       status = results::Status::Diverged;
       reason = diverged_why_;
+    } else if (past_limit_) {
+      exit_code = run::kExitCompleted;
+      status = results::Status::Completed;
     } else if (timed_out_) {
       // Not retried as an interruption: the same limit would stop it again (a failure, which
       // `gridrun run --retries` retries only when asked).
@@ -568,6 +588,15 @@ class Supervisor {
     const Record r = parse_record(line);
     if (const auto* s = std::get_if<StepRecord>(&r)) {
       rec_->step(*s);
+      // max_steps (GRIDRUN_MAX_STEPS) is the job's step limit, as gridrun-train's: a program that
+      // goes past it (one that ignores the variable, under a calibration's few steps) is stopped,
+      // and the job counts as completed with its rows.
+      if (job_max_steps_ > 0 && rec_->steps() > job_max_steps_ && !past_limit_) {
+        past_limit_ = true;
+        std::cerr << "gridrun-exec: step " << rec_->steps() << " is past max_steps " << job_max_steps_
+                  << " (GRIDRUN_MAX_STEPS); stopping the program\n";
+        stop(SIGTERM);
+      }
       if (!std::isfinite(s->loss)) {
         diverged_ = true;
         diverged_why_ = "diverged: training loss " + std::string(std::isnan(s->loss) ? "NaN" : "inf") +
@@ -596,6 +625,8 @@ class Supervisor {
   Tail tail_;
   bool out_open_ = true, err_open_ = true, diverged_ = false, interrupted_ = false, timed_out_ = false;
   std::string time_limit_text_;
+  std::int64_t job_max_steps_ = 0;
+  bool past_limit_ = false;
   std::optional<Clock::time_point> deadline_;
   std::string diverged_why_;
   std::int64_t line_no_ = 0, warnings_ = 0;
@@ -636,7 +667,7 @@ int run_job(const ExecOptions& o) {
   }
   std::unique_ptr<Recorder> rec;
   if (rf.rank == 0) rec = std::make_unique<Recorder>(o, job, rf.world, child.pid());
-  Supervisor sup(o, child, rec.get(), job.params.time_limit);
+  Supervisor sup(o, child, rec.get(), job.params.time_limit, job.params.max_steps);
   sup.run();
   return sup.finish();
 }

@@ -85,15 +85,19 @@ void step_figures(const JobData& j, Summary& s) {
   if (step_s && st.rows > 0) {
     // Few rows (short smoke runs): keep at least one row rather than report nothing.
     std::size_t first = st.rows > warm ? warm : st.rows - 1;
-    std::vector<double> t(step_s->begin() + static_cast<std::ptrdiff_t>(first), step_s->end());
+    // A row without its time (NaN: a command job's first step, whose start gridrun-exec cannot
+    // see) counts in none of the figures.
+    std::vector<double> t;
     double sum_t = 0, sum_samples = 0, sum_comm = 0, sum_exposed = 0;
     for (std::size_t r = first; r < st.rows; ++r) {
+      if (std::isnan((*step_s)[r])) continue;
+      t.push_back((*step_s)[r]);
       sum_t += (*step_s)[r];
       if (sps) sum_samples += (*sps)[r] * (*step_s)[r];
       if (comm) sum_comm += (*comm)[r];
       if (exposed) sum_exposed += (*exposed)[r];
     }
-    s["step_s_mean"] = sum_t / static_cast<double>(t.size());
+    s["step_s_mean"] = t.empty() ? kNaN : sum_t / static_cast<double>(t.size());
     s["step_s_p50"] = percentile(t, 0.50);
     s["step_s_p95"] = percentile(t, 0.95);
     s["samples_per_s"] = sum_t > 0 ? sum_samples / sum_t : kNaN;

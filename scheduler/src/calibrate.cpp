@@ -23,6 +23,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/json_checked.hpp"
+#include "gridrun/base/net.hpp"
 #include "gridrun/base/stats.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/job.hpp"
@@ -195,11 +196,15 @@ class Calibrator {
     else
       spec.oversubscribe = true;
     spec.gpus = p.job.meta["gpus"];
-    spec.train_bin = train_;
+    // A command job (docs/own-script.md): gridrun-exec runs the user's program, cold, for as many
+    // steps as GRIDRUN_MAX_STEPS says (and stops one that goes on past them).
+    const bool command = p.job.params.model == "command";
+    spec.train_bin = command ? default_exec_bin() : train_;
+    if (command) spec.master_port = base::free_local_port();
     spec.owner_pid = static_cast<int>(::getpid());
     // --launch warm: a group's members take the workers the configurations alone left on their
     // cores (measure_groups keeps the cold launch of each from its alone figures).
-    spec.warm = o_.run.launch == "warm";
+    spec.warm = o_.run.launch == "warm" && !command;
     spec.workers_dir = fs::absolute(crd_.workers_dir()).string();
     for (auto& j : p.then) {
       j.meta = p.job.meta;
@@ -280,7 +285,9 @@ Representatives choose_representatives(const GridPlan& plan, std::int64_t steps)
 void measure_alone(Calibrator& cal, const GridPlan& plan, const CalibrateOptions& o,
                    const Representatives& reps, Calibration& c, std::ostream& out) {
   std::vector<std::vector<std::size_t>> processes;
-  if (o.share_process) {
+  // gridrun-exec runs one program per launch: command jobs are never chained (--then-job).
+  const bool command = !reps.params.empty() && reps.params.front().model == "command";
+  if (o.share_process && !command) {
     processes = plan_alone_processes(reps.params);
   } else {
     for (std::size_t k = 0; k < reps.jobs.size(); ++k) processes.push_back({k});
@@ -377,13 +384,6 @@ GridPlan checked_plan(const CalibrateOptions& o, const std::string& train, std::
 CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
   const std::string train = o.run.train_bin.empty() ? default_train_bin() : o.run.train_bin;
   const GridPlan plan = checked_plan(o, train, out);
-  // Command jobs (issue 56) have no --then-job chain and no step limit flag yet: refused, not
-  // measured wrongly, before anything is written.
-  for (const auto& j : plan.ex.jobs)
-    if (j.params.model == "command")
-      throw std::invalid_argument(o.run.grid + ": job " + j.id +
-                                  " is a command job (your own program): `gridrun calibrate` does not "
-                                  "measure those yet; `gridrun run` runs them (docs/own-script.md)");
   Calibrator cal(plan, o, train, out);
   fs::create_directories(cal.run_dir().root());
   run::RunLock lock(cal.run_dir());

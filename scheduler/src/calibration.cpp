@@ -83,10 +83,13 @@ std::string learn_key(const jobs::JobParams& p) {
 }
 
 double predict_seconds(const jobs::JobParams& p, const StepFigures& f) {
+  // 0: a command job whose program declared no steps per epoch (docs/own-script.md); it is
+  // predicted by its max_steps alone.
+  const bool spe_known = f.steps_per_epoch > 0;
   const std::int64_t spe = std::max<std::int64_t>(f.steps_per_epoch, 1);
   // Saturating: a grid may ask for more epochs than steps fit in 64 bits; the prediction is then
   // the longest one (clamped below), never a wrapped short one.
-  std::int64_t total = p.epochs > 0 ? base::saturating_mul(p.epochs, spe) : p.max_steps;
+  std::int64_t total = p.epochs > 0 && spe_known ? base::saturating_mul(p.epochs, spe) : p.max_steps;
   if (p.max_steps > 0) total = std::min(total, p.max_steps);
   total = std::max<std::int64_t>(total, 0);
   // The calibration already reached this job's target: it stops at its first evaluation after
@@ -113,7 +116,9 @@ double predict_seconds(const jobs::JobParams& p, const StepFigures& f) {
 
 jobs::JobParams calibration_params(const jobs::JobParams& in, std::int64_t steps, std::int64_t seed) {
   jobs::JobParams p = in;
-  p.epochs = 0;
+  // A command job's program gets its epochs as it would in the run ({epochs}); the step limit
+  // (GRIDRUN_MAX_STEPS, {max_steps}) is what makes the run short.
+  if (p.model != "command") p.epochs = 0;
   p.max_steps = p.timing_warmup_steps + steps;
   // A job that stops at a target: run to its first evaluation when that is near (within 4x the
   // steps), so the accuracy there says whether it stops at once (predict_seconds).
@@ -459,7 +464,12 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, con
     const auto it = d.summary.find(name);
     return it == d.summary.end() ? kNaN : it->second;
   };
-  const std::vector<double>* steps = d.steps.column("step_s");
+  // A step without its time (NaN: a command job's first step, whose start gridrun-exec cannot
+  // see; its time is then part of the launch) counts as 0 s.
+  std::vector<double> step_times;
+  if (const std::vector<double>* col = d.steps.column("step_s"))
+    for (double v : *col) step_times.push_back(std::isfinite(v) ? v : 0.0);
+  const std::vector<double>* steps = d.steps.column("step_s") ? &step_times : nullptr;
   const double launched = sum("launched_unix"), first = sum("first_step_unix"),
                finished = sum("finished_unix");
   if (!steps || steps->size() < 2 || !std::isfinite(launched) || !std::isfinite(first) ||
@@ -506,12 +516,16 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, con
              : std::isfinite(o.exit_unix) ? std::max(0.0, o.exit_unix - finished)
                                           : 0;
   f.steps_per_epoch = static_cast<std::int64_t>(d.attr_number("steps_per_epoch", 0));
+  // gridrun-exec (a command job) knows it only at the end: /summary, 0 when the program said none.
+  const bool command = d.params && d.params->model == "command";
+  if (command && f.steps_per_epoch <= 0 && std::isfinite(sum("steps_per_epoch")))
+    f.steps_per_epoch = std::max<std::int64_t>(0, static_cast<std::int64_t>(sum("steps_per_epoch")));
   if (const auto* acc = d.epochs.column("test_acc"); acc && !acc->empty() && std::isfinite(acc->back())) {
     f.final_acc = acc->back();
     f.acc_steps = static_cast<std::int64_t>(n);
   }
   if (d.params) f.learn_key = learn_key(*d.params);
-  if (f.steps_per_epoch <= 0) {
+  if (f.steps_per_epoch <= 0 && !command) {
     why = result_file + ": does not say its steps per epoch";
     return std::nullopt;
   }

@@ -273,14 +273,14 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
       out << "note: " << targets
           << " job(s) stop early at their target_accuracy: predicted to stop at their first evaluation "
           << "when the calibration reached it, else to run all their epochs (an upper bound)\n";
-    // A command job's program is the user's: the cost model knows nothing of it, and calibrate does
-    // not measure it yet, so its duration is only trustworthy from an earlier run's results.
+    // A command job's program is the user's: the cost model knows nothing of it, so without a
+    // calibration its duration is only trustworthy from an earlier run's results.
     const std::size_t commands = static_cast<std::size_t>(std::count_if(
         ex.jobs.begin(), ex.jobs.end(), [](const jobs::Job& j) { return j.params.model == "command"; }));
-    if (commands > 0)
-      out << "note: " << commands << " command job(s) (your own program): durations come from an earlier "
-          << "run's results only; without those they are the cost model's guess for model "
-          << "'command', not a prediction (calibrate does not measure command jobs yet)\n";
+    if (commands > 0 && !cal)
+      out << "note: " << commands << " command job(s) (your own program): without a calibration "
+          << "(`gridrun calibrate " << o.grid << "`) their durations come from an earlier run's results "
+          << "only, else from the cost model, which knows nothing of your program\n";
     if (!cal && !ex.compare_by.empty() && commands < ex.jobs.size())
       out << "note: uncalibrated: the cost model assumes perfect scaling and no launch cost, so it cannot "
              "tell one large job from several small; `gridrun calibrate "

@@ -16,7 +16,8 @@ ranks, two seeds) through real mpirun and the real gridrun-exec, then:
 bad input at plan (an unknown placeholder: exit 2 with file:line:col; a missing script: exit 2
 naming it), a program that fails (stderr, exit 1): its job failed with that text as the reason,
 one that logs a NaN loss through gridrun_job: diverged, the other jobs of the grid completed;
-a program that outlives its `time_limit`: stopped, failed with the limit as the reason.
+a program that outlives its `time_limit`: stopped, failed with the limit as the reason; one that
+goes past its max_steps: stopped, completed; `gridrun calibrate` + `simulate` of the example.
 
 The example's python is Debian's /usr/bin/python3 (python3-torch); PATH gets /usr/bin first as
 well, since the python3 first on a developer's PATH (pyenv) may have no torch.
@@ -131,6 +132,17 @@ def by_hand(params, ranks):
 
 def case_example():
     grid = os.path.join(SRC, "compare-cpu.yaml")
+    # Predicted first: calibrate runs each configuration for a few steps (GRIDRUN_MAX_STEPS), the
+    # script declares its steps per epoch, and simulate predicts the comparison from those rows.
+    gridrun("calibrate", grid, "--out", OUT)
+    with open(os.path.join(OUT, "own-script-cpu", "calibration.json")) as f:
+        configs = json.load(f)["configs"]
+    assert len(configs) == 2 and all(c["steps_per_epoch"] == 32 and c["step_s"] > 0 for c in configs.values()), \
+        configs
+    sim = gridrun("simulate", grid, "--out", OUT).stdout
+    assert re.search(r"predicted \(calibration\): ranks=1 .* ranks=2 .*", sim), sim
+    assert "without a calibration" not in sim, sim
+    print("calibrate: 2 configurations measured; " + [ln for ln in sim.splitlines() if ln.startswith("predicted")][0])
     r = gridrun("run", grid, "--out", OUT)
     run_dir = os.path.join(OUT, "own-script-cpu")
     jobs = state(run_dir)
@@ -316,6 +328,32 @@ def case_time_limit():
     print("time_limit: the program was stopped at 00:03 and its job failed naming the limit")
 
 
+ENDLESS = """import json, time
+step = 0
+while True:  # ignores GRIDRUN_MAX_STEPS
+    step += 1
+    print(json.dumps({"gridrun": "step", "loss": 1.0 / step, "samples": 4}), flush=True)
+    time.sleep(0.02)
+"""
+
+
+def case_step_limit():
+    # A program that ignores its step limit (GRIDRUN_MAX_STEPS = max_steps) is stopped at the first
+    # step past it; the job is completed with its rows.
+    with open(os.path.join(SRC, "endless.py"), "w") as f:
+        f.write(ENDLESS)
+    g = os.path.join(SRC, "endless.yaml")
+    with open(g, "w") as f:
+        f.write("name: endless\ncommand: [/usr/bin/python3, endless.py]\ndefaults: {device: cpu, max_steps: 5}\n")
+    gridrun("run", g, "--out", OUT, "--no-report")
+    run_dir = os.path.join(OUT, "endless")
+    (jid, job), = state(run_dir).items()
+    st, why, steps, _ = results(run_dir, jid)
+    assert job["state"] == "completed" and st == "completed", (job, st, why)
+    assert [s for s, _ in steps] == [1, 2, 3, 4, 5, 6], steps
+    print("step limit: a program past max_steps 5 was stopped at step 6 and its job completed")
+
+
 SLOW = """import json, os, sys, time
 
 if os.environ["RANK"] == "0":  # a checkpoint: what makes gridrun resume the job (GRIDRUN_RESUME=1)
@@ -372,6 +410,7 @@ if __name__ == "__main__":
     case_bad_input()
     case_failing_program()
     case_time_limit()
+    case_step_limit()
     case_kill9()
     case_example()
     # A passed test leaves nothing behind; a failed one keeps WORK for the post-mortem.
