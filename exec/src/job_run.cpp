@@ -189,7 +189,8 @@ class Recorder {
 
   void step(const StepRecord& r) {
     const auto now = Clock::now();
-    if (steps_ == 0) first_step_unix_ = base::unix_now();
+    last_step_unix_ = base::unix_now();
+    if (steps_ == 0) first_step_unix_ = last_step_unix_;
     const double wall = seconds(now - t0_);
     // The first step's start is not seen (the program's start-up comes before it): no time, and
     // the launch (up to first_step_unix) includes it.
@@ -244,11 +245,13 @@ class Recorder {
     summary_["exit_code"] = exit_code;
     summary_["wall_s"] = wall;
     // What calibration reads (scheduler figures_from_file), as gridrun-train writes it: the launch,
-    // the first step, the end of training, and the steps per epoch: the program's own declaration
+    // the first step, the last one, and the steps per epoch: the program's own declaration
     // (a summary record's steps_per_epoch), else the first full epoch's steps; 0 = unknown.
     summary_["launched_unix"] = o_.launched_at > 0 ? o_.launched_at : start_unix_;
     if (steps_ > 0) summary_["first_step_unix"] = first_step_unix_;
-    summary_["finished_unix"] = base::unix_now();
+    // Training ends with the last step: what follows (the program's evaluation, its exit) is the
+    // tail calibration measures from there to the launcher's end, as for gridrun-train.
+    summary_["finished_unix"] = steps_ > 0 ? last_step_unix_ : base::unix_now();
     if (!summary_.count("steps_per_epoch"))
       summary_["steps_per_epoch"] = static_cast<double>(std::max<std::int64_t>(first_epoch_steps_, 0));
     if (o_.launched_at > 0) summary_["time_launch_s"] = std::max(0.0, start_unix_ - o_.launched_at);
@@ -284,7 +287,7 @@ class Recorder {
   std::unique_ptr<hw::UtilSampler> sampler_;
   results::Summary summary_;
   Clock::time_point t0_, last_step_{}, last_epoch_{Clock::now()}, last_beat_{};
-  double start_unix_ = base::unix_now(), first_step_unix_ = kNaN;
+  double start_unix_ = base::unix_now(), first_step_unix_ = kNaN, last_step_unix_ = kNaN;
   std::int64_t steps_ = 0, epoch_ = 0, first_epoch_steps_ = -1;
   int ranks_ = 1;
 };
