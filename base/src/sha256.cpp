@@ -164,7 +164,7 @@ bool is_stat(const Json& v) {
 // The cache file as JSON, rebuilt without what cannot be used; `why` says what was wrong ("" when
 // nothing: also when there is no cache yet).
 Json load_cache(const std::string& cache_file, std::string& why) {
-  const Json empty = Json{{"format", 1}, {"files", Json::object()}};
+  Json empty = Json{{"format", 1}, {"files", Json::object()}};
   std::string refused;
   std::optional<std::string> text;
   try {

@@ -519,11 +519,13 @@ class Supervisor {
     int exit_code = run::kExitFailure;
     results::Status status = results::Status::Failed;
     std::string reason;
+    // Past max_steps the program was stopped on purpose: however it ended, the job is done.
+    const bool completed = past_limit_ || (c == 0 && !timed_out_);
     if (diverged_) {
       exit_code = run::kExitDiverged;
       status = results::Status::Diverged;
       reason = diverged_why_;
-    } else if (past_limit_) {
+    } else if (completed) {
       exit_code = run::kExitCompleted;
       status = results::Status::Completed;
     } else if (timed_out_) {
@@ -532,13 +534,10 @@ class Supervisor {
       exit_code = run::kExitFailure;
       reason = "time_limit " + time_limit_text_ + " reached: the program was stopped (exit " +
                std::to_string(c) + ")";
-    } else if (interrupted_ && c != 0) {
+    } else if (interrupted_) {
       exit_code = run::kExitInterrupted;
       status = results::Status::Interrupted;
       reason = "interrupted: the program was stopped (exit " + std::to_string(c) + ")";
-    } else if (c == 0) {
-      exit_code = run::kExitCompleted;
-      status = results::Status::Completed;
     } else {
       exit_code = c == 2 ? run::kExitBadInput : run::kExitFailure;
       reason = (c > 128 ? "the program was killed by signal " + std::to_string(c - 128)

@@ -111,12 +111,18 @@ launch_job() {  # launch_job JOB [WORKER_DIR]: starts the launcher in the backgr
       envs+=("CUDA_VISIBLE_DEVICES=$cvd")
     fi
   fi
-  if [[ $# -gt 1 ]]; then worker=(--worker "$2"); fi
+  if [[ $# -gt 1 ]]; then
+    worker=(--worker "$2")
+    # The job's ticket (run/worker_channel.hpp): its done message must carry it. In the
+    # environment, not on a command line (srun passes the environment; mpirun needs -x).
+    new_ticket
+    export GRIDRUN_WORKER_TICKET=$TICKET
+  fi
   others_append start "$1"
   echo "gridrun: $(date -Is) task $TASK restart $RESTART: job $1 ($ENTRY_R x $ENTRY_T${ENTRY_GPUS:+, gpus $ENTRY_GPUS}${ENTRY_CORES:+, cores $ENTRY_CORES})${resume[*]:+ ${resume[*]}}${worker[*]:+, starts a warm worker}"
   case "$LAUNCHER" in
     srun) cmd=(srun --mpi=pmix "${STEP_FLAGS[@]}" "${gres[@]}" --nodes="${NODES:-1}" --ntasks="$ENTRY_R" --cpus-per-task="$ENTRY_T") ;;
-    mpirun) cmd=(mpirun "${MPI_ROOT[@]}" -np "$ENTRY_R" --bind-to none) ;;
+    mpirun) cmd=(mpirun "${MPI_ROOT[@]}" -np "$ENTRY_R" --bind-to none ${worker[*]:+-x GRIDRUN_WORKER_TICKET}) ;;
   esac
   # `env` runs inside each rank, after Slurm has set the step's own CUDA_VISIBLE_DEVICES.
   # --launched-at: the step's start, so the job file can tell srun/mpirun launch from set-up.
@@ -129,6 +135,7 @@ launch_job() {  # launch_job JOB [WORKER_DIR]: starts the launcher in the backgr
       --launched-at "$NOW" "${resume[@]}" "${worker[@]}" >>"$JOB_OUT" 2>>"$JOB_ERR"
   ) &
   RUNNER_PID=$!
+  unset GRIDRUN_WORKER_TICKET
   # A stop that came while this job was being launched (the trap found no launcher to pass it to).
   if [[ $STOPPING -eq 1 ]]; then kill -s "$STOP_SIG" "$RUNNER_PID" 2>/dev/null; fi
 }
@@ -158,6 +165,8 @@ job_interrupted() {  # job_interrupted JOB STATUS: it resumes after the requeue
 # shell closes them or dies.
 TASK_FDS=()
 DONE_FD=""
+TICKET=""
+FORGED=0
 open_worker() {  # open_worker DIR RANKS; on failure nothing is left open (the job runs cold)
   local r fd
   if rm -rf "$1" && mkdir -p "$1" && mkfifo "$1/done" && exec {DONE_FD}<>"$1/done"; then
@@ -180,6 +189,9 @@ close_worker() {  # the worker reads end-of-file and leaves
   if [[ -n "$DONE_FD" ]]; then exec {DONE_FD}<&-; fi
   DONE_FD=""
 }
+new_ticket() {  # TICKET: 32 random hex digits, as run::new_worker_ticket makes them
+  TICKET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+}
 send_job() {  # send_job JOB: the next job's task message to every rank
   job_paths "$1"
   local resumed="" fd msg
@@ -187,7 +199,8 @@ send_job() {  # send_job JOB: the next job's task message to every rank
   others_append start "$1"
   echo "gridrun: $(date -Is) task $TASK restart $RESTART: job $1 in the warm worker${resumed/#true/ --resume}"
   now_precise
-  msg="{\"job\":$(json_str "$JOB_JSON"),\"resume\":${resumed:-false},\"launched_at\":$NOW,\"heartbeat\":\"\",\"log_out\":$(json_str "$JOB_OUT"),\"log_err\":$(json_str "$JOB_ERR")}"
+  new_ticket
+  msg="{\"job\":$(json_str "$JOB_JSON"),\"resume\":${resumed:-false},\"launched_at\":$NOW,\"heartbeat\":\"\",\"log_out\":$(json_str "$JOB_OUT"),\"log_err\":$(json_str "$JOB_ERR"),\"ticket\":\"$TICKET\"}"
   for fd in "${TASK_FDS[@]}"; do printf '%s\n' "$msg" >&"$fd"; done
 }
 run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
@@ -225,7 +238,15 @@ run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
         read -r -t 0.2 -u "$DONE_FD" line || line=""
         if [[ -z "$line" ]]; then close_worker && break; fi
       fi
-      # rank 0's {"code":0,"job":"ID","retiring":...}: job `cur` completed
+      # rank 0's {"code":0,"job":"ID",...,"ticket":"T"}: job `cur` completed. A line without the
+      # ticket of job `cur` (forged, stale, cut) retires the worker; the job runs again cold.
+      if [[ ${#line} -gt 4096 || "$line" != *"\"ticket\":\"$TICKET\""* || "$line" != *"\"job\":\"${todo[$cur]}\""* ]]; then
+        echo "gridrun: $(date -Is) job ${todo[$cur]}: a done message without its ticket in the worker's pipe; the worker is retired, the job runs again cold"
+        kill -KILL "$RUNNER_PID" 2>/dev/null
+        close_worker
+        FORGED=1
+        break
+      fi
       job_ended "${todo[$cur]}" 0 "$([[ $cur -gt $k ]] && echo "(warm)")"
       cur=$((cur + 1))
       if [[ $cur -lt ${#todo[@]} && $STOPPING -eq 0 && "$line" != *'"retiring":true'* ]] &&
@@ -236,7 +257,12 @@ run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
       fi
     done
     wait_launched
-    if [[ $cur -gt $k ]]; then
+    if [[ $FORGED -eq 1 ]]; then
+      FORGED=0
+      k=$cur
+      launch_job "${todo[$k]}"
+      wait_launched
+    elif [[ $cur -gt $k ]]; then
       # Jobs k..cur-1 completed in the worker; it left after them (retired, or told to: S is its
       # own status), or while job `cur` ran in it (S is that job's).
       k=$cur

@@ -9,7 +9,8 @@ ranks, two seeds) through real mpirun and the real gridrun-exec, then:
   - each 2-rank job's losses equal those of the same script started by hand as 2 processes with
     torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
     MASTER_PORT), same seed: gridrun launches a DDP script exactly as torchrun would;
-  - `gridrun status` lists the jobs completed, `gridrun report` prints the ranks verdict;
+  - `gridrun status` lists the jobs completed (and, while a job runs, its step), `gridrun report`
+    prints the ranks verdict;
   - `gridrun export --format tensorboard` read back by TensorBoard's own EventAccumulator (run by
     TB_PYTHON, the test venv's python, which has the tensorboard package): each job's step/loss
     series equals the losses in its results file;
@@ -389,6 +390,9 @@ def case_kill9():
             break
         time.sleep(0.1)
     assert beat, "the slow job reported no step within 120 s"
+    # status is live for a command job: the running job's row shows the step its heartbeat holds.
+    rows = json.loads(gridrun("status", run_dir, "--format", "json").stdout)["jobs"]
+    assert len(rows) == 1 and rows[0]["state"] == "running" and (rows[0].get("step") or 0) >= 1, rows
     p.kill()
     p.wait()
     deadline = time.monotonic() + 60

@@ -55,7 +55,7 @@ inline constexpr const char* kWorkerTicketEnv = "GRIDRUN_WORKER_TICKET";
 // Longest line read from a done pipe (a done message is about 200 bytes) and from a task pipe (a
 // task holds four paths, each up to PATH_MAX).
 inline constexpr std::size_t kMaxDoneLineBytes = 4096;
-inline constexpr std::size_t kMaxTaskLineBytes = 64 * 1024;
+inline constexpr std::size_t kMaxTaskLineBytes = std::size_t{64} * 1024;
 
 // A fresh ticket: 32 hex digits from getrandom. Throws std::runtime_error when none can be had.
 std::string new_worker_ticket();
