@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -20,6 +21,7 @@
 #include <filesystem>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
@@ -279,6 +281,24 @@ double outside_cpu_share(const CpuSnapshot& from, const CpuSnapshot& to, double 
   if (!from.ok || !to.ok || !(wall_s > 0) || to.cores <= 0) return std::nan("");
   const double outside = (to.node_busy_s - from.node_busy_s) - (to.own_s - from.own_s);
   return std::clamp(outside / (wall_s * to.cores), 0.0, 1.0);
+}
+
+std::string random_hex(std::size_t bytes) {
+  std::vector<unsigned char> raw(bytes);
+  for (std::size_t got = 0; got < raw.size();) {
+    const ssize_t n = ::getrandom(raw.data() + got, raw.size() - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error(std::string("getrandom: ") + errno_text(errno));
+    got += static_cast<std::size_t>(n);
+  }
+  static const char hex[] = "0123456789abcdef";
+  std::string t;
+  t.reserve(2 * bytes);
+  for (unsigned char b : raw) {
+    t += hex[b >> 4];
+    t += hex[b & 15];
+  }
+  return t;
 }
 
 }  // namespace gridrun::base

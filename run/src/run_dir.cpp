@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -271,19 +270,7 @@ std::string RunDir::launch_token() const {
 }
 
 std::string RunDir::renew_launch_token() const {
-  unsigned char raw[kTokenBytes];
-  for (std::size_t got = 0; got < sizeof raw;) {
-    const ssize_t n = ::getrandom(raw + got, sizeof raw - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::runtime_error(std::string("getrandom: ") + base::errno_text(errno));
-    got += static_cast<std::size_t>(n);
-  }
-  static const char hex[] = "0123456789abcdef";
-  std::string t;
-  for (unsigned char b : raw) {
-    t += hex[b >> 4];
-    t += hex[b & 15];
-  }
+  const std::string t = base::random_hex(kTokenBytes);
   base::write_file_atomic(launch_token_file(), t + "\n", 0600);
   return t;
 }

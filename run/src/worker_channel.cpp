@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/own_dir.hpp"
 #include "gridrun/base/text.hpp"
@@ -106,22 +106,7 @@ WorkerTask decode_task(const std::string& line) {
 
 WorkerDone decode_done(const std::string& line) { return decode_fields(line, kDoneFields, "done"); }
 
-std::string new_worker_ticket() {
-  unsigned char raw[16];
-  for (std::size_t got = 0; got < sizeof raw;) {
-    const ssize_t n = ::getrandom(raw + got, sizeof raw - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::runtime_error(std::string("getrandom: ") + base::errno_text(errno));
-    got += static_cast<std::size_t>(n);
-  }
-  static const char hex[] = "0123456789abcdef";
-  std::string t;
-  for (unsigned char b : raw) {
-    t += hex[b >> 4];
-    t += hex[b & 15];
-  }
-  return t;
-}
+std::string new_worker_ticket() { return base::random_hex(16); }
 
 std::string check_done(const WorkerDone& d, const std::string& job_id, const std::string& ticket,
                        const std::vector<int>& rank_pids) {

@@ -1,6 +1,7 @@
 // Facts about this host and its processes, read from the kernel (/proc, gethostname).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,5 +87,10 @@ CpuSnapshot cpu_snapshot();
 // this process's tree between two snapshots; NaN when either is not ok or wall_s <= 0. Clamped to
 // [0, 1] (tick rounding can make a quiet node's difference slightly negative).
 double outside_cpu_share(const CpuSnapshot& from, const CpuSnapshot& to, double wall_s);
+
+// `bytes` bytes from the kernel's random source (getrandom), as 2 x `bytes` lowercase hex digits:
+// the secrets a run hands its own processes (the launch token, a warm worker's job ticket).
+// Throws std::runtime_error when none can be had.
+std::string random_hex(std::size_t bytes);
 
 }  // namespace gridrun::base
