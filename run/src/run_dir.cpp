@@ -270,7 +270,7 @@ std::string RunDir::launch_token() const {
 }
 
 std::string RunDir::renew_launch_token() const {
-  const std::string t = base::random_hex(kTokenBytes);
+  std::string t = base::random_hex(kTokenBytes);
   base::write_file_atomic(launch_token_file(), t + "\n", 0600);
   return t;
 }
