@@ -23,7 +23,6 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/json_checked.hpp"
-#include "gridrun/base/net.hpp"
 #include "gridrun/base/stats.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/job.hpp"
@@ -196,15 +195,14 @@ class Calibrator {
     else
       spec.oversubscribe = true;
     spec.gpus = p.job.meta["gpus"];
-    // A command job (docs/own-script.md): gridrun-exec runs the user's program, cold, for as many
-    // steps as GRIDRUN_MAX_STEPS says (and stops one that goes on past them).
-    const bool command = p.job.params.model == "command";
-    spec.train_bin = command ? default_exec_bin() : train_;
-    if (command) spec.master_port = base::free_local_port();
     spec.owner_pid = static_cast<int>(::getpid());
     // --launch warm: a group's members take the workers the configurations alone left on their
     // cores (measure_groups keeps the cold launch of each from its alone figures).
-    spec.warm = o_.run.launch == "warm" && !command;
+    spec.warm = o_.run.launch == "warm";
+    // A command job (docs/own-script.md): gridrun-exec runs the user's program, cold, for as many
+    // steps as GRIDRUN_MAX_STEPS says (and stops one that goes on past them).
+    if (const std::string why = set_program(spec, p.job.params, train_, default_exec_bin()); !why.empty())
+      out_ << "calibrate: " << config_label(p.job.params) << ": " << why << "\n";
     spec.workers_dir = fs::absolute(crd_.workers_dir()).string();
     for (auto& j : p.then) {
       j.meta = p.job.meta;

@@ -31,6 +31,7 @@
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
+#include "gridrun/base/net.hpp"
 #include "gridrun/base/own_dir.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
@@ -360,6 +361,23 @@ class LocalExecutor : public Executor {
 };
 
 }  // namespace
+
+std::string set_program(LaunchSpec& spec, const jobs::JobParams& params, const std::string& train_bin,
+                        const std::string& exec_bin) {
+  if (params.model != "command") {
+    spec.train_bin = train_bin;
+    return "";
+  }
+  spec.train_bin = exec_bin;
+  spec.warm = false;
+  try {
+    spec.master_port = base::free_local_port();
+  } catch (const std::exception& e) {
+    spec.master_port = 0;
+    return e.what();
+  }
+  return "";
+}
 
 std::unique_ptr<Executor> make_executor(const std::string& name) {
   if (name == "local") return std::make_unique<LocalExecutor>();

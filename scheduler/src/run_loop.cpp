@@ -25,7 +25,6 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
-#include "gridrun/base/net.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
@@ -392,23 +391,15 @@ void RunLoop::launch(const Start& s) {
     spec.oversubscribe = true;
   spec.gpus = rec.gpus;
   spec.resume = resume_[i] != 0;
-  // A command job (issue 56): gridrun-exec starts the user's program on each rank, cold (a warm
-  // worker is gridrun-train's), with a MASTER_PORT of its own for torch.distributed's rendezvous.
-  const bool command_job = job.params.model == "command";
-  spec.train_bin = command_job ? default_exec_bin() : train_;
-  if (command_job) {
-    try {
-      spec.master_port = base::free_local_port();
-    } catch (const std::exception& e) {
-      progress_->event("warning " + job.id + ": " + e.what());
-    }
-  }
   spec.heartbeat_file = ard_.heartbeat_file(job.id);
   std::remove(spec.heartbeat_file.c_str());  // a stale one must not count for this attempt
   const int share = plan_.share[i];
   if (spec.req.gpus > 0 && share > 1) spec.gpu_memory_fraction = 1.0 / share;
   spec.owner_pid = static_cast<int>(::getpid());
-  spec.warm = o_.launch == "warm" && !cold_[i] && !command_job;
+  spec.warm = o_.launch == "warm" && !cold_[i];
+  // A command job (issue 56): gridrun-exec, cold, with a MASTER_PORT of its own (set_program).
+  if (const std::string why = set_program(spec, job.params, train_, default_exec_bin()); !why.empty())
+    progress_->event("warning " + job.id + ": " + why);
   spec.workers_dir = ard_.workers_dir();
   // One header per attempt in both logs, so appended attempts can be told apart.
   std::string cmd = exec_->warm_worker_for(spec);

@@ -44,6 +44,15 @@ struct LaunchSpec {
   std::string workers_dir;
 };
 
+// The program of a job's ranks, for `gridrun run` and `gridrun calibrate` alike: `train_bin`
+// (gridrun-train), or for a command job (a grid's command:, docs/own-script.md) `exec_bin`
+// (gridrun-exec), cold (a warm worker is gridrun-train's) and with a MASTER_PORT of its own for
+// torch.distributed's rendezvous. Sets spec.train_bin and spec.master_port, and clears spec.warm
+// for a command job. Returns "" or why no free port was found; the job still runs then (its ranks
+// meet through the run folder: gridrun-exec's rendezvous).
+std::string set_program(LaunchSpec& spec, const jobs::JobParams& params, const std::string& train_bin,
+                        const std::string& exec_bin);
+
 // A launched job. The destructor kills what is still running (no orphans on unwinding).
 class RunningJob {
  public:
