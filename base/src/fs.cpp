@@ -212,6 +212,46 @@ UniqueFd open_log_for_append(const std::string& path, const FileKind& kind, std:
   return std::move(f.fd);
 }
 
+std::string stat_stamp(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? "absent" : "error:" + std::to_string(errno);
+  auto ns = [](const timespec& t) { return static_cast<long long>(t.tv_sec) * 1000000000LL + t.tv_nsec; };
+  return std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" + std::to_string(ns(st.st_mtim)) +
+         ":" + std::to_string(ns(st.st_ctim));
+}
+
+std::string folder_entries_stamp(const std::string& dir) {
+  const std::string own = stat_stamp(dir);
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return own;
+  // FNV-1a over each entry's name and stat fields; entries in readdir's order, which is stable
+  // while the folder does not change (and a change of the folder changes `own`).
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  };
+  std::size_t n = 0;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
+      continue;
+    struct stat st {};
+    mix(e->d_name, std::strlen(e->d_name) + 1);
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      const std::int64_t f[] = {
+          static_cast<std::int64_t>(st.st_ino),         static_cast<std::int64_t>(st.st_size),
+          static_cast<std::int64_t>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
+          static_cast<std::int64_t>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec};
+      mix(f, sizeof f);
+    }
+    ++n;
+  }
+  ::closedir(d);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return own + "/" + std::to_string(n) + ":" + hex;
+}
+
 void fsync_dir(const std::string& dir) {
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() >= 0) ::fsync(fd.get());

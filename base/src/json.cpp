@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <unordered_map>
+#include <vector>
 
 #include "gridrun/base/fs.hpp"
 
@@ -26,25 +28,135 @@ std::string where(std::string_view text, std::size_t byte) {
 }
 }  // namespace
 
-Json parse_json(std::string_view text, const std::string& origin) {
-  try {
-    return Json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+// Builds an ordered_json from nlohmann's SAX events. nlohmann's own DOM builder inserts each
+// member with ordered_map::operator[], which searches every member first: parsing an object of n
+// members cost O(n^2) (state.json of 100,000 jobs: most of `gridrun status`'s 10 s, issue 60).
+// Here a member is appended, and an object's keys are looked up in a hash table once it has more
+// than a few. A repeated key keeps its first position and takes the last value, as before.
+class OrderedBuilder {
+ public:
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  Json root;
+  std::string error;  // what nlohmann or a value check said, without its "[json...]" prefix
+  std::size_t error_byte = 0;
+  bool positioned = false;  // a syntax error (a byte offset); else a value error (no position)
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(number_integer_t v) { return put(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) { return put(Json(v)); }
+  bool number_float(number_float_t v, const string_t& text) {
+    if (!std::isfinite(v)) {  // as nlohmann's DOM builder (its error 406)
+      error = "number overflow parsing '" + text + "'";
+      return false;
+    }
+    return put(Json(v));
+  }
+  bool string(string_t& v) { return put(Json(std::move(v))); }
+  bool binary(binary_t& v) { return put(Json::binary(std::move(v))); }
+  bool start_object(std::size_t /*elements*/) {
+    open_.push_back({put_and_get(Json::object()), {}});
+    return true;
+  }
+  bool key(string_t& k) {
+    Open& o = open_.back();
+    auto& members = static_cast<Json::object_t::Container&>(o.value->get_ref<Json::object_t&>());
+    std::size_t at = members.size();
+    if (!o.index.empty()) {
+      if (auto it = o.index.find(k); it != o.index.end()) at = it->second;
+    } else {
+      for (std::size_t i = 0; i < members.size(); ++i)
+        if (members[i].first == k) at = i;
+    }
+    if (at == members.size()) {
+      members.emplace_back(k, nullptr);
+      if (!o.index.empty() || members.size() > kIndexFrom) {
+        if (o.index.empty())
+          for (std::size_t i = 0; i < members.size(); ++i) o.index.emplace(members[i].first, i);
+        else
+          o.index.emplace(std::move(k), at);
+      }
+    }
+    member_ = &members[at].second;
+    return true;
+  }
+  bool end_object() {
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t /*elements*/) {
+    open_.push_back({put_and_get(Json::array()), {}});
+    return true;
+  }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& e) {
     // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ..."; keep
     // only the part after the position, ours is computed the same way for every caller.
-    std::string msg = e.what();
-    const auto colon = msg.find(": ", msg.find("parse error"));
-    if (colon != std::string::npos) msg = msg.substr(colon + 2);
-    const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    throw std::runtime_error(origin + ":" + where(text, at) + ": invalid JSON: " + msg);
-  } catch (const nlohmann::json::exception& e) {
-    // Not a syntax error but a value nlohmann cannot hold (406: a number literal that overflows a
-    // double, found by fuzzing job files, issue 24); nlohmann gives no position for these.
-    std::string msg = e.what();
-    const auto close = msg.find("] ");
-    if (close != std::string::npos) msg = msg.substr(close + 2);
-    throw std::runtime_error(origin + ": invalid JSON: " + msg);
+    error = e.what();
+    if (const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
+      const auto colon = error.find(": ", error.find("parse error"));
+      if (colon != std::string::npos) error = error.substr(colon + 2);
+      positioned = true;
+      error_byte = pe->byte > 0 ? pe->byte - 1 : 0;
+    } else if (const auto close = error.find("] "); close != std::string::npos) {
+      error = error.substr(close + 2);
+    }
+    return false;
   }
+
+ private:
+  static constexpr std::size_t kIndexFrom = 16;  // below: a linear search is faster than hashing
+  struct Open {
+    Json* value;
+    std::unordered_map<std::string, std::size_t> index;  // key -> member position (large objects)
+  };
+  std::vector<Open> open_;
+  Json* member_ = nullptr;  // where the value after key() goes
+
+  // Places `v` (the root, an array's next element or the pending member) and returns where it is.
+  // Pointers stay valid: only the innermost open container grows.
+  Json* put_and_get(Json v) {
+    if (open_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    Json& top = *open_.back().value;
+    if (top.is_array()) {
+      top.get_ref<Json::array_t&>().push_back(std::move(v));
+      return &top.get_ref<Json::array_t&>().back();
+    }
+    *member_ = std::move(v);
+    return member_;
+  }
+  bool put(Json v) {
+    put_and_get(std::move(v));
+    return true;
+  }
+};
+
+Json parse_json(std::string_view text, const std::string& origin) {
+  OrderedBuilder b;
+  bool ok = false;
+  try {
+    ok = Json::sax_parse(text.begin(), text.end(), &b);
+  } catch (const nlohmann::json::exception& e) {
+    b.error = e.what();  // not expected: the builder reports through parse_error
+  }
+  if (ok && b.error.empty()) return std::move(b.root);
+  if (b.positioned)
+    throw std::runtime_error(origin + ":" + where(text, b.error_byte) + ": invalid JSON: " + b.error);
+  // Not a syntax error but a value nlohmann cannot hold (a number literal that overflows a
+  // double, found by fuzzing job files, issue 24); there is no position for these.
+  throw std::runtime_error(origin + ": invalid JSON: " + b.error);
 }
 
 void append_new_member(Json& object, std::string key, Json value) {

@@ -123,6 +123,8 @@ std::string RunDir::slurm_ended_dir() const { return slurm_file("ended"); }
 std::string RunDir::submitted_file() const { return slurm_file("submitted.tsv"); }
 std::string RunDir::state_file() const { return root_ + "/state.json"; }
 std::string RunDir::index_file() const { return root_ + "/results.h5"; }
+std::string RunDir::cache_dir() const { return root_ + "/.cache"; }
+std::string RunDir::summary_file() const { return cache_dir() + "/summary.json"; }
 std::string RunDir::grid_copy() const { return root_ + "/grid.yaml"; }
 std::string RunDir::probe_file() const { return root_ + "/probe.json"; }
 std::string RunDir::calibration_file() const { return root_ + "/calibration.json"; }

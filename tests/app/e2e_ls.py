@@ -11,8 +11,8 @@ and a folder that is no run, and a fifth run one level deeper (only with --depth
 
 ls: one row per run with the counts status gives, in table, csv and json (read back with the csv and
 json modules, the same values), the verdict line `gridrun report` prints first, last change as ISO
-time; nothing written into the runs (every file's size and mtime, the results index included, are
-the same after ls); a damaged state.json gives that run a row naming the problem, the other rows
+time; nothing written into the runs but their summary cache (every other file's size and mtime, the
+results index included, are the same after ls), and a second ls answers the same from that cache; a damaged state.json gives that run a row naming the problem, the other rows
 unchanged and exit 0, and so does an unreadable results file (named); DIR itself as a run,
 --depth, bad flags (exit 2).
 --only: status, report and export keep the matching jobs (by parameter, typed: lr=0.10 is 0.1; by id;
@@ -63,9 +63,11 @@ def gridrun(*args, cwd):
 
 
 def tree(root):
-    """Every file under root with its size and mtime: what a read-only command must leave as it was."""
+    """Every file under root with its size and mtime, but a run's summary cache (.cache/, which ls keeps):
+    what ls must leave as it was."""
     out = {}
-    for folder, _, files in os.walk(root):
+    for folder, subs, files in os.walk(root):
+        subs[:] = [d for d in subs if d != ".cache"]
         for f in files:
             p = os.path.join(folder, f)
             st = os.stat(p)
@@ -160,8 +162,17 @@ def check_ls(tmp):
         check(" ago" in line, f"ls table: no line with an age for {path}: {p.stdout[:500]!r}")
     check(all(len(l) <= 100 for l in lines), "ls -w 100: a line wider than 100")
 
-    # Read only: nothing written or removed, not even the results folders' index cache.
+    # Nothing written or removed but each run's summary cache, not even the results folders' index
+    # cache; the cache answers the next ls with the same rows.
     after = tree(os.path.join(tmp, "runs"))
+    for path in RUNS:
+        check(os.path.isfile(os.path.join(tmp, path, ".cache", "summary.json")), f"ls kept no summary of {path}")
+    again = ls_json(tmp, "runs")
+    for path in RUNS:
+        a, b = (dict(x.get(path, {})) for x in (rows, again))
+        for d in (a, b):
+            d.pop("age_s", None)
+        check(a == b, f"ls from the summary cache differs for {path}: {a} vs {b}")
     check(before == after, f"ls changed the runs: {sorted(set(before.items()) ^ set(after.items()))[:6]}")
     check(not os.path.exists(os.path.join(tmp, "runs/done4/results/.gridrun-index")),
           "ls wrote runs/done4/results/.gridrun-index")

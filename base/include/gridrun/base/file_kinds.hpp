@@ -40,6 +40,7 @@ inline constexpr FileKind kLaunchToken{"launch token", 4 * kKiB, false};        
 inline constexpr FileKind kLockFile{"lock file", 4 * kKiB, false};               // lock
 inline constexpr FileKind kCalibration{"calibration", 64 * kMiB, false};         // calibration.json
 inline constexpr FileKind kPrediction{"prediction", 64 * kMiB, false};           // prediction.json
+inline constexpr FileKind kRunSummary{"run summary", 16 * kMiB, false};          // .cache/summary.json
 inline constexpr FileKind kSlurmEnded{"Slurm exit code", 4 * kKiB, false};       // slurm/ended/<id>
 inline constexpr FileKind kSlurmOthers{"Slurm node listing", 16 * kMiB, false};  // logs/<id>.others
 inline constexpr FileKind kSubmittedList{"submission list", 64 * kMiB, false};   // slurm/submitted.tsv

@@ -126,6 +126,15 @@ void replace_file(const std::string& path, std::string_view data);
 // Renames `from` to `to` and fsyncs the directory of `to` (for files written by another library,
 // e.g. HDF5, that are complete and synced). Throws std::runtime_error naming both paths.
 void rename_durable(const std::string& from, const std::string& to);
+// What identifies one version of a file or folder, from lstat: "INODE:SIZE:MTIME_NS:CTIME_NS",
+// "absent" when there is none, "error:ERRNO" when it cannot be seen. Caches compare two stamps
+// to tell "nothing changed" without reading (a rename over it, a new entry in a folder, a write
+// all change it; the run summary, run/run_summary.hpp).
+std::string stat_stamp(const std::string& path);
+// The stamp of a folder and of every entry in it (not below): a digest of the folder's stat_stamp
+// and each entry's name and lstat, so that a file changed in place (truncated, rewritten without
+// a rename) changes it too. One readdir and one fstatat per entry (about 1 us each when cached).
+std::string folder_entries_stamp(const std::string& dir);
 // fsync of a directory; best effort (errors are ignored: not every file system supports it).
 void fsync_dir(const std::string& dir);
 

@@ -13,6 +13,8 @@
 //   runs/<name>/launch-token          secret of the last `gridrun run`'s processes (0600; see below)
 //   runs/<name>/results.h5            run index built by `gridrun collect`
 //   runs/<name>/slurm/                generated sbatch scripts and job-list files
+//   runs/<name>/.cache/summary.json   what `gridrun ls` shows of the run, with the stamps it holds for
+//                                     (run_summary.hpp)
 //
 // Why a module of its own (run/, above base/ and jobs/): the run directory is the contract between
 // every part of gridrun (launchers, the runner, the Slurm scripts, status and reports), so its paths,
@@ -69,6 +71,8 @@ class RunDir {
   std::string probe_file() const;                     // probe.json (`gridrun probe --out`, report roofs)
   std::string calibration_file() const;               // calibration.json (`gridrun calibrate`)
   std::string prediction_file() const;                // prediction.json (prediction.hpp)
+  std::string cache_dir() const;                      // .cache/ (caches a command may drop)
+  std::string summary_file() const;                   // .cache/summary.json (run_summary.hpp)
   std::string lock_file() const;                      // lock
   std::string launch_token_file() const;              // launch-token
   std::string rankfile(const std::string& id) const;  // jobs/<id>.rankfile (Open MPI binding)

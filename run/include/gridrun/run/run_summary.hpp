@@ -1,0 +1,46 @@
+// RUN_DIR/.cache/summary.json: a small summary of a run (what `gridrun ls` shows of it: counts
+// by state, the verdict line, the last change) kept beside the stamps of what it was computed
+// from, so that listing a run of 100,000 jobs reads one small file instead of the whole run
+// (issue 60: `ls` took 26 s at 100,000 jobs, its answer one row).
+//
+// Why stamps and not "every writer updates it": the run changes through many writers (the run
+// loop, Slurm task bodies on other hosts, gridrun-train, quarantine), and one that forgot would
+// leave a summary that lies. Every one of those changes renames a file into the run's root,
+// jobs/, results/ or logs/ (state.json, a job file, a results file), which changes that folder's
+// stamp (base::stat_stamp); a results file changed in place (damage) changes its own, which the
+// stamp of results/ includes. So a summary is current when the stamps it recorded, taken before it
+// was computed, still hold; otherwise the reader recomputes it. A summary that recorded a live
+// run (a job running or queued) is never current: a live job changes without a rename.
+//
+// The payload is the caller's (app/cmd_ls.cpp's row); this file owns only the stamps and the
+// file's rules (read through base::try_read_file's checks, written atomically).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "gridrun/base/json.hpp"
+#include "gridrun/run/run_dir.hpp"
+
+namespace gridrun::run {
+
+// The stamps a summary depends on: the run's root and its jobs/, logs/, slurm/ and slurm/ended/
+// folders, state.json, grid.yaml, results.h5, and results/ with each of its files, one line.
+std::string run_stamps(const RunDir& dir);
+
+// The payload of the summary when it is current: present, whole, of this version, its stamps
+// equal to run_stamps(dir) now, and not marked live. std::nullopt otherwise (never throws).
+std::optional<base::Json> read_current_summary(const RunDir& dir);
+
+struct SummaryWriteOptions {
+  std::string stamps_before;  // run_stamps(dir) taken before the payload was computed
+  bool live = false;          // a job ran or was queued: never reused
+};
+// Stores `payload` when the run did not change while it was computed (run_stamps(dir) still
+// equals opts.stamps_before) and is not live. Creates .cache/ when missing (which changes the
+// root's stamp: the stamps are then taken again, and the payload is stored only when nothing else
+// changed). Best effort: returns false, writing nothing, on any failure (a read-only run, a full
+// disk): a summary is a cache.
+bool write_summary(const RunDir& dir, const base::Json& payload, const SummaryWriteOptions& opts);
+
+}  // namespace gridrun::run

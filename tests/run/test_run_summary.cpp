@@ -1,0 +1,113 @@
+// The run summary cache (run/run_summary.hpp): reused only while nothing of the run changed, never
+// for a live run, never through something that is not its own folder.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gridrun/base/fs.hpp"
+#include "gridrun/run/run_dir.hpp"
+#include "gridrun/run/run_summary.hpp"
+
+namespace fs = std::filesystem;
+using namespace gridrun;
+
+namespace {
+
+struct FakeRun {
+  fs::path root;
+  run::RunDir dir;
+  FakeRun()
+      : root(fs::temp_directory_path() / ("gridrun-summary-test-" + std::to_string(::getpid()) + "-" +
+                                          ::testing::UnitTest::GetInstance()->current_test_info()->name())),
+        dir(root.string()) {
+    fs::remove_all(root);
+    for (const auto& d : {dir.jobs_dir(), dir.results_dir(), dir.logs_dir()}) fs::create_directories(d);
+    base::write_file_atomic(dir.state_file(), "{}\n");
+    base::write_file_atomic(dir.results_dir() + "/aaaaaaaaaaaa.h5", "results");
+  }
+  ~FakeRun() { fs::remove_all(root); }
+  bool store(const base::Json& payload, bool live = false) {
+    run::SummaryWriteOptions o;
+    o.stamps_before = run::run_stamps(dir);
+    o.live = live;
+    return run::write_summary(dir, payload, o);
+  }
+};
+
+const base::Json kRow = base::Json{{"jobs", 4}, {"done", 4}};
+
+TEST(RunSummary, ReusedWhileNothingChanged) {
+  FakeRun r;
+  EXPECT_FALSE(run::read_current_summary(r.dir));
+  ASSERT_TRUE(r.store(kRow));
+  const auto got = run::read_current_summary(r.dir);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, kRow);
+}
+
+TEST(RunSummary, StaleAfterAnyChange) {
+  {
+    FakeRun r;  // state.json rewritten
+    ASSERT_TRUE(r.store(kRow));
+    base::write_file_atomic(r.dir.state_file(), "{\"jobs\": {}}\n");
+    EXPECT_FALSE(run::read_current_summary(r.dir));
+  }
+  {
+    FakeRun r;  // a new results file
+    ASSERT_TRUE(r.store(kRow));
+    base::write_file_atomic(r.dir.results_dir() + "/bbbbbbbbbbbb.h5", "results");
+    EXPECT_FALSE(run::read_current_summary(r.dir));
+  }
+  {
+    FakeRun r;  // a results file truncated in place: no rename, only its own stat changes
+    ASSERT_TRUE(r.store(kRow));
+    fs::resize_file(r.dir.results_dir() + "/aaaaaaaaaaaa.h5", 3);
+    EXPECT_FALSE(run::read_current_summary(r.dir));
+  }
+  {
+    FakeRun r;  // a new job file
+    ASSERT_TRUE(r.store(kRow));
+    base::write_file_atomic(r.dir.jobs_dir() + "/aaaaaaaaaaaa.json", "{}");
+    EXPECT_FALSE(run::read_current_summary(r.dir));
+  }
+}
+
+TEST(RunSummary, ChangedWhileComputedIsNotStored) {
+  FakeRun r;
+  run::SummaryWriteOptions o;
+  o.stamps_before = run::run_stamps(r.dir);
+  base::write_file_atomic(r.dir.state_file(), "{\"changed\": 1}\n");  // a writer, meanwhile
+  EXPECT_FALSE(run::write_summary(r.dir, kRow, o));
+  EXPECT_FALSE(run::read_current_summary(r.dir));
+}
+
+TEST(RunSummary, LiveRunIsNeverStored) {
+  FakeRun r;
+  EXPECT_FALSE(r.store(kRow, true));
+  EXPECT_FALSE(fs::exists(r.dir.summary_file()));
+}
+
+TEST(RunSummary, DamagedOrForeignCacheIsIgnored) {
+  {
+    FakeRun r;
+    ASSERT_TRUE(r.store(kRow));
+    std::ofstream(r.dir.summary_file()) << "{ not json";
+    EXPECT_FALSE(run::read_current_summary(r.dir));
+    EXPECT_TRUE(r.store(kRow));  // replaced by the next write
+    EXPECT_TRUE(run::read_current_summary(r.dir));
+  }
+  {
+    FakeRun r;  // a link in place of .cache/: nothing written through it
+    const fs::path elsewhere = r.root.string() + "-elsewhere";
+    fs::create_directories(elsewhere);
+    fs::create_directory_symlink(elsewhere, r.dir.cache_dir());
+    EXPECT_FALSE(r.store(kRow));
+    EXPECT_TRUE(fs::is_empty(elsewhere));
+    fs::remove_all(elsewhere);
+  }
+}
+
+}  // namespace
