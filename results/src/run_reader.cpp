@@ -47,9 +47,17 @@ enum class Verdict : std::uint64_t { Ok = 0, Unreadable = 1, Damaged = 2 };
 struct Entry {
   StatKey key;
   Verdict verdict = Verdict::Ok;
-  std::string reason;  // without the path
-  std::string record;  // encode_job(..., Depth::Summary) when Ok
+  std::string reason;        // without the path
+  std::string_view record;   // encode_job(..., Depth::Summary) when Ok: in `owned` or in the index's bytes
+  std::string owned;         // a record read from its file this time (the index's own stay in its bytes)
 };
+
+// Moves `e` into the map under `name`, its record pointing at its own copy (a std::string's buffer
+// may move with it).
+void put_entry(std::unordered_map<std::string, Entry>& entries, const std::string& name, Entry e) {
+  Entry& slot = entries[name] = std::move(e);
+  if (!slot.owned.empty()) slot.record = slot.owned;
+}
 
 // FNV-1a over 8-byte words (then the tail): the index's checksum. Not cryptographic; it tells a
 // torn or bit-flipped index from a whole one.
@@ -101,7 +109,7 @@ std::unordered_map<std::string, Entry> parse_index(std::string_view bytes) {
     if (v > 2) throw std::runtime_error("bad verdict");
     e.verdict = static_cast<Verdict>(v);
     e.reason = r.str();
-    e.record = r.str();
+    e.record = r.view();  // into `bytes`, which the caller keeps (no copy of 5 KB per job)
     out.emplace(std::move(name), std::move(e));
   }
   if (!r.done()) throw std::runtime_error("trailing bytes");
@@ -139,6 +147,7 @@ struct ResultsFolder::Impl {
   std::string folder;
   bool use_index = true;
   bool loaded = false, dirty = false, rebuilt = false;
+  std::string bytes;  // the index file as read: the entries' records point into it
   std::unordered_map<std::string, Entry> entries;
 
   std::string index_path() const { return (fs::path(folder) / kIndexName).string(); }
@@ -149,14 +158,15 @@ struct ResultsFolder::Impl {
     // A FIFO, a link or an oversized file in its place reads as no index: rebuilt, and the rename
     // of the rebuilt one replaces it.
     std::string refused;
-    const auto bytes = base::try_read_file(index_path(), base::kinds::kResultsIndex, &refused);
-    if (!bytes) {
+    auto read = base::try_read_file(index_path(), base::kinds::kResultsIndex, &refused);
+    if (!read) {
       dirty = !refused.empty();
       rebuilt = true;
       return;
     }
+    bytes = std::move(*read);
     try {
-      entries = parse_index(*bytes);
+      entries = parse_index(bytes);
     } catch (const std::exception&) {
       entries.clear();  // damaged, torn or of another version: rebuilt from the job files
       rebuilt = dirty = true;
@@ -301,9 +311,9 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
         r.data = detail::decode_job(got.message, opts.depth);
         r.data.path = r.path;
         r.ok = true;
-        e.record = sent == Depth::Summary
-                       ? got.message
-                       : detail::encode_job(detail::decode_job(got.message, Depth::Summary), Depth::Summary);
+        e.owned = sent == Depth::Summary
+                      ? got.message
+                      : detail::encode_job(detail::decode_job(got.message, Depth::Summary), Depth::Summary);
       } catch (const std::exception& ex) {
         e.verdict = Verdict::Unreadable;
         e.reason = std::string("cannot decode its record: ") + ex.what();
@@ -315,7 +325,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
     }
     if (!r.ok) r.error = r.path + ": " + e.reason;
     if (im.use_index && !run::RunDir::is_partial_file(r.name)) {
-      im.entries[r.name] = std::move(e);
+      put_entry(im.entries, r.name, std::move(e));
       im.dirty = true;
     }
   }
