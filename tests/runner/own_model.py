@@ -25,6 +25,7 @@ stdout) and no timing assertions. With --work DIR the files stay in DIR/SCENARIO
 temporary folder is removed after a pass and kept (and printed) after a failure.
 """
 import argparse
+import concurrent.futures
 import glob
 import json
 import math
@@ -304,37 +305,43 @@ def bad_input():
     # Checked on rank 0 before any rank trains: a few again at 2 ranks.
     two_ranks = ("wrong_input", "bitflip", "labels_out_of_range_h5")
 
-    expected_files = {good_id + ".h5"}
-    problems = []
+    # The runs are independent (a job file and a results file each) and most of each is process
+    # start-up, so two run at a time (the test holds the cpu_cores lock: both cores are its own);
+    # the outcomes are checked and printed in the cases' order.
+    runs = []
     for case, model, data, extra, named in cases:
         for ranks in ((1, 2) if case in two_ranks else (1,)):
             label = f"{case} ({ranks} rank{'s' if ranks > 1 else ''})"
             p_ = params(model, data, ranks, 32 // ranks, epochs=1, max_steps=5, **extra)
             job, job_id = write_job(d, f"{case}_{ranks}", p_)
-            expected_files.add(job_id + ".h5")
-            r = run(ranks, *job_flags(job, out), expect=None)
-            lines = runner_lines(r.stderr)
-            why = None
-            try:
-                check(r.returncode == 2, f"exit {r.returncode}, expected 2")
-                crash = [w for w in CRASH_WORDS if w in r.stderr]
-                check(not crash, f"stderr shows a crash ({crash})")
-                if ranks == 1:
-                    check(len(lines) == 1, f"{len(lines)} gridrun-train lines on stderr, expected 1")
-                else:
-                    check(1 <= len(lines) <= 2, f"{len(lines)} gridrun-train lines on stderr")
-                naming = [line for line in lines if any(n in line for n in named)]
-                check(naming, f"no line names {' or '.join(named)}")
-                with h5(results_path(out, job_id)) as f:
-                    status, why = attr(f, "status"), attr(f, "exit_reason")
-                check(status == "failed", f"results file status {status}")
-                check(any(n in why for n in named), f"exit_reason does not name the file: {why}")
-                check(any(why in line for line in naming),
-                      f"exit_reason {why!r} is not the stderr line")
-                print(f"{label}: exit 2: {naming[0]}")
-            except Fail as e:
-                problems.append(f"{label}: {e}\n    stderr: "
-                                + "\n    ".join(r.stderr.strip().splitlines()[-6:]))
+            runs.append((label, ranks, job, job_id, named))
+    expected_files = {good_id + ".h5"} | {job_id + ".h5" for _, _, _, job_id, _ in runs}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        done = list(pool.map(lambda c: run(c[1], *job_flags(c[2], out), expect=None), runs))
+    problems = []
+    for (label, ranks, job, job_id, named), r in zip(runs, done):
+        lines = runner_lines(r.stderr)
+        why = None
+        try:
+            check(r.returncode == 2, f"exit {r.returncode}, expected 2")
+            crash = [w for w in CRASH_WORDS if w in r.stderr]
+            check(not crash, f"stderr shows a crash ({crash})")
+            if ranks == 1:
+                check(len(lines) == 1, f"{len(lines)} gridrun-train lines on stderr, expected 1")
+            else:
+                check(1 <= len(lines) <= 2, f"{len(lines)} gridrun-train lines on stderr")
+            naming = [line for line in lines if any(n in line for n in named)]
+            check(naming, f"no line names {' or '.join(named)}")
+            with h5(results_path(out, job_id)) as f:
+                status, why = attr(f, "status"), attr(f, "exit_reason")
+            check(status == "failed", f"results file status {status}")
+            check(any(n in why for n in named), f"exit_reason does not name the file: {why}")
+            check(any(why in line for line in naming),
+                  f"exit_reason {why!r} is not the stderr line")
+            print(f"{label}: exit 2: {naming[0]}")
+        except Fail as e:
+            problems.append(f"{label}: {e}\n    stderr: "
+                            + "\n    ".join(r.stderr.strip().splitlines()[-6:]))
     check(not problems, "bad input not handled as specified:\n  " + "\n  ".join(problems))
 
     # Nothing else lost: the good job's file byte for byte, the inputs, no half-written files.
