@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "gridrun/base/own_dir.hpp"
@@ -224,32 +225,48 @@ std::string folder_entries_stamp(const std::string& dir) {
   const std::string own = stat_stamp(dir);
   DIR* d = ::opendir(dir.c_str());
   if (!d) return own;
-  // FNV-1a over each entry's name and stat fields; entries in readdir's order, which is stable
-  // while the folder does not change (and a change of the folder changes `own`).
-  std::uint64_t h = 1469598103934665603ULL;
-  auto mix = [&h](const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
-  };
-  std::size_t n = 0;
+  std::vector<std::string> names;
   while (const dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
-      continue;
+    if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0'))) continue;
+    names.emplace_back(e->d_name);
+  }
+  // Each entry's FNV-1a over its name and stat fields, summed: the sum does not depend on the
+  // order, so the stats (almost all of the time: 100,000 of them take 0.3 s on one core) are
+  // split over a few threads.
+  auto entry_hash = [fd = ::dirfd(d)](const std::string& name) {
+    std::uint64_t h = 1469598103934665603ULL;
+    auto mix = [&h](const void* p, std::size_t n) {
+      const auto* b = static_cast<const unsigned char*>(p);
+      for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+    };
+    mix(name.c_str(), name.size() + 1);
     struct stat st {};
-    mix(e->d_name, std::strlen(e->d_name) + 1);
-    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      const std::int64_t f[] = {
-          static_cast<std::int64_t>(st.st_ino),         static_cast<std::int64_t>(st.st_size),
-          static_cast<std::int64_t>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
-          static_cast<std::int64_t>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec};
+    if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      const std::int64_t f[] = {static_cast<std::int64_t>(st.st_ino), static_cast<std::int64_t>(st.st_size),
+                                static_cast<std::int64_t>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
+                                static_cast<std::int64_t>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec};
       mix(f, sizeof f);
     }
-    ++n;
+    return h;
+  };
+  const std::size_t parts =
+      names.size() < 4096 ? 1 : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 4);
+  std::vector<std::uint64_t> sums(parts, 0);
+  {
+    std::vector<std::thread> threads;
+    for (std::size_t t = 1; t < parts; ++t)
+      threads.emplace_back([&, t] {
+        for (std::size_t i = t; i < names.size(); i += parts) sums[t] += entry_hash(names[i]);
+      });
+    for (std::size_t i = 0; i < names.size(); i += parts) sums[0] += entry_hash(names[i]);
+    for (auto& th : threads) th.join();
   }
   ::closedir(d);
+  std::uint64_t sum = 0;
+  for (std::uint64_t v : sums) sum += v;
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return own + "/" + std::to_string(n) + ":" + hex;
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sum));
+  return own + "/" + std::to_string(names.size()) + ":" + hex;
 }
 
 void fsync_dir(const std::string& dir) {
