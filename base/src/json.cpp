@@ -60,37 +60,42 @@ class OrderedBuilder {
   bool string(string_t& v) { return put(Json(std::move(v))); }
   bool binary(binary_t& v) { return put(Json::binary(std::move(v))); }
   bool start_object(std::size_t /*elements*/) {
-    open_.push_back({put_and_get(Json::object()), {}});
+    open_.push_back({put_and_get(Json::object()), {}, {}});
     return true;
   }
   bool key(string_t& k) {
     Open& o = open_.back();
-    auto& members = static_cast<Json::object_t::Container&>(o.value->get_ref<Json::object_t&>());
-    std::size_t at = members.size();
+    std::size_t at = o.members.size();
     if (!o.index.empty()) {
       if (auto it = o.index.find(k); it != o.index.end()) at = it->second;
     } else {
-      for (std::size_t i = 0; i < members.size(); ++i)
-        if (members[i].first == k) at = i;
+      for (std::size_t i = 0; i < o.members.size(); ++i)
+        if (o.members[i].first == k) at = i;
     }
-    if (at == members.size()) {
-      members.emplace_back(k, nullptr);
-      if (!o.index.empty() || members.size() > kIndexFrom) {
+    if (at == o.members.size()) {
+      o.members.emplace_back(k, nullptr);
+      if (!o.index.empty() || o.members.size() > kIndexFrom) {
         if (o.index.empty())
-          for (std::size_t i = 0; i < members.size(); ++i) o.index.emplace(members[i].first, i);
+          for (std::size_t i = 0; i < o.members.size(); ++i) o.index.emplace(o.members[i].first, i);
         else
           o.index.emplace(std::move(k), at);
       }
     }
-    member_ = &members[at].second;
+    member_ = &o.members[at].second;
     return true;
   }
   bool end_object() {
+    // Into ordered_map, reserved: its pairs have a const key, so a growing vector of them copies
+    // every value it moves (deep copies of whole sub-objects); the staging pairs move.
+    Open& o = open_.back();
+    auto& members = static_cast<Json::object_t::Container&>(o.value->get_ref<Json::object_t&>());
+    members.reserve(o.members.size());
+    for (auto& [k, v] : o.members) members.emplace_back(std::move(k), std::move(v));
     open_.pop_back();
     return true;
   }
   bool start_array(std::size_t /*elements*/) {
-    open_.push_back({put_and_get(Json::array()), {}});
+    open_.push_back({put_and_get(Json::array()), {}, {}});
     return true;
   }
   bool end_array() {
@@ -117,13 +122,15 @@ class OrderedBuilder {
   static constexpr std::size_t kIndexFrom = 16;  // below: a linear search is faster than hashing
   struct Open {
     Json* value;
+    std::vector<std::pair<std::string, Json>> members;   // an object's, until it closes
     std::unordered_map<std::string, std::size_t> index;  // key -> member position (large objects)
   };
   std::vector<Open> open_;
   Json* member_ = nullptr;  // where the value after key() goes
 
   // Places `v` (the root, an array's next element or the pending member) and returns where it is.
-  // Pointers stay valid: only the innermost open container grows.
+  // Pointers stay valid: only the innermost open container grows (an open object's members are
+  // staged in Open::members, moved into the object when it closes).
   Json* put_and_get(Json v) {
     if (open_.empty()) {
       root = std::move(v);
