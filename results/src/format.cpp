@@ -65,10 +65,23 @@ std::string param_text(const RecordedParams& p, const std::string& name) {
 std::vector<std::string> varying_params(const std::vector<const RecordedParams*>& params) {
   std::vector<std::string> out;
   if (std::none_of(params.begin(), params.end(), [](const auto* p) { return p->has_value(); })) return out;
+  // A parameter varies when some job's value differs from the first job's: typed values compared
+  // first (cheap), their text where those differ (as a table shows them); the scan stops at the
+  // first difference. (A set of every job's text cost 1.3 s of `status` at 100,000 jobs.)
+  auto text = [](const RecordedParams* p, const std::string& name) {
+    return *p ? param_text(*p, name) : std::string("\x01none");
+  };
   for (const auto& spec : jobs::param_table()) {
-    std::set<std::string> values;
-    for (const auto* p : params) values.insert(*p ? param_text(*p, spec.name) : "\x01none");
-    if (values.size() > 1) out.push_back(spec.name);
+    const std::optional<ParamValue> first = param_value(*params.front(), spec.name);
+    std::optional<std::string> first_text;
+    for (const auto* p : params) {
+      if (param_value(*p, spec.name) == first) continue;
+      if (!first_text) first_text = text(params.front(), spec.name);
+      if (text(p, spec.name) != *first_text) {
+        out.push_back(spec.name);
+        break;
+      }
+    }
   }
   // model_sha256 is derived from model_file (issue 33): where the files differ, the 64-digit hash
   // says nothing the path does not; it stays where one path held two contents.
