@@ -2,18 +2,24 @@
 # Commands on finished runs of many jobs (issue 36): status (table/json/csv), collect, report
 # (text, HTML), status after 10 job files changed, a first status with no index, `gridrun run` and
 # `gridrun simulate` of the finished grid, against the floor of one python3 + h5py process reading
-# every job's /summary. Median of --runs (default 5) per figure. The runs are made by
-# gridrun-test-make-run (real JobWriter files, each its own job of the run's grid).
+# every job's /summary, and `gridrun ls` of the run (from its summary cache, issue 60). Median of
+# --runs (default 5) per figure, with the peak RSS of the last of them; the figures that read every
+# job file (no index, first adoption) once per size from 100,000 jobs on (each takes minutes). The
+# runs are made by gridrun-test-make-run (real JobWriter files, each its own job of the run's grid;
+# about 100 files a second here, so 100,000 take ~20 min): --keep DIR makes them there and reuses
+# them on the next call instead of a temporary folder.
 # Usage: bash bench/results/bench_run_scale.sh [--build DIR] [--runs N] [--sizes "1000 10000"]
+#                                              [--keep DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=build runs=5 sizes="1000 10000"
+build=build runs=5 sizes="1000 10000" keep=""
 while (($#)); do
   case $1 in
     --build) build=$2; shift ;;
     --runs) runs=$2; shift ;;
     --sizes) sizes=$2; shift ;;
-    -h|--help) sed -n 2,7p "$0"; exit 0 ;;
+    --keep) keep=$2; shift ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) echo "bench_run_scale: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -27,8 +33,14 @@ for b in "$gridrun" "$make_run"; do
 done
 work=$(mktemp -d /tmp/gridrun-scale.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+runs_dir=$work/runs
+if [[ -n $keep ]]; then
+  mkdir -p "$keep"
+  runs_dir=$(cd "$keep" && pwd)
+fi
 
-# median_of N CMD...: runs CMD N times (output discarded), prints the median wall time in seconds.
+# median_of N CMD...: runs CMD N times (output discarded), prints the median wall time in seconds;
+# the last run's peak RSS (MiB, GNU time) goes to $work/rss.
 median_of() {
   local n=$1
   shift
@@ -36,7 +48,7 @@ median_of() {
   for ((r = 0; r < n; r++)); do
     local t0 t1
     t0=$(date +%s.%N)
-    "$@" >/dev/null 2>&1 || { echo "bench_run_scale: failed: $*" >&2; return 1; }
+    /usr/bin/time -f %M -o "$work/rss" "$@" >/dev/null 2>&1 || { echo "bench_run_scale: failed: $*" >&2; return 1; }
     t1=$(date +%s.%N)
     times+=("$(awk "BEGIN{print $t1 - $t0}")")
   done
@@ -44,10 +56,10 @@ median_of() {
 }
 
 status_after_change() {  # rewrites 10 job files, then one status (the figure is the status alone)
-  "$make_run" "$grid" "$work/runs" --rewrite 10 2>/dev/null
+  "$make_run" "$grid" "$runs_dir" --rewrite 10 2>/dev/null
   local t0 t1
   t0=$(date +%s.%N)
-  "$gridrun" status "$run" >/dev/null
+  /usr/bin/time -f %M -o "$work/rss" "$gridrun" status "$run" >/dev/null
   t1=$(date +%s.%N)
   awk "BEGIN{print $t1 - $t0}"
 }
@@ -56,7 +68,7 @@ cold_status() {  # the index removed: every job file read once (one guarded chil
   rm -f "$run/results/.gridrun-index"
   local t0 t1
   t0=$(date +%s.%N)
-  "$gridrun" status "$run" >/dev/null
+  /usr/bin/time -f %M -o "$work/rss" "$gridrun" status "$run" >/dev/null
   t1=$(date +%s.%N)
   awk "BEGIN{print $t1 - $t0}"
 }
@@ -79,7 +91,7 @@ print(n)
 '
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), commit $(git rev-parse --short HEAD)"
-printf '| jobs | command | median s (of %s) | per job ms | vs h5py floor |\n|---|---|---|---|---|\n' "$runs"
+printf '| jobs | command | median s (of %s) | per job ms | vs h5py floor | peak RSS MiB |\n|---|---|---|---|---|---|\n' "$runs"
 for n in $sizes; do
   grid=$work/scale$n.yaml
   "$py" - "$n" >"$grid" <<'PY'
@@ -88,22 +100,45 @@ n = int(sys.argv[1])
 print(f"name: scale{n}\ndefaults:\n  model: mlp\n  dataset: synthetic\n  epochs: 1\n  device: cpu")
 print("seeds: [" + ", ".join(str(i) for i in range(n)) + "]")
 PY
-  "$make_run" "$grid" "$work/runs" 2>&1 | sed 's/^/# /'
-  run=$work/runs/scale$n
-  "$gridrun" status "$run" >/dev/null  # builds the index once, as the run loop would have
-  floor=$(median_of "$runs" "$py" -c "$floor_py" "$run")
-  row() { awk -v n="$n" -v c="$1" -v t="$2" -v f="$floor" 'BEGIN{printf "| %s | %s | %s | %.2f | %.2fx |\n", n, c, t, t*1000/n, t/f}'; }
+  run=$runs_dir/scale$n
+  # Each figure that reads every job file once is measured once from 100,000 jobs on.
+  slow_runs=$runs
+  ((n >= 100000)) && slow_runs=1
+  if [[ -n $keep && -f $run/state.json ]] && cmp -s "$grid" "$run/grid.yaml"; then
+    echo "# reusing $run"
+  else
+    rm -rf "$run"
+    "$make_run" "$grid" "$runs_dir" 2>&1 | sed 's/^/# /'
+  fi
+  cp "$run/grid.yaml" "$grid"  # the run's own copy: `run` below compares the grid with it
+  # The first adoption: `gridrun run` of the finished files with no index (each file read once).
+  adopt() {
+    rm -f "$run/results/.gridrun-index"
+    local t0 t1
+    t0=$(date +%s.%N)
+    /usr/bin/time -f %M -o "$work/rss" "$gridrun" run "$grid" --out "$runs_dir" >/dev/null 2>&1
+    t1=$(date +%s.%N)
+    awk "BEGIN{print $t1 - $t0}"
+  }
+  floor=$(median_of "$slow_runs" "$py" -c "$floor_py" "$run")
+  row() {
+    awk -v n="$n" -v c="$1" -v t="$2" -v f="$floor" -v m="$(cat "$work/rss" 2>/dev/null || echo 0)" \
+      'BEGIN{printf "| %s | %s | %s | %.2f | %.2fx | %.0f |\n", n, c, t, t*1000/n, t/f, m/1024}'
+  }
   row "floor: python3 + h5py, every /summary" "$floor"
+  row "first adoption (\`run\`, no index)" "$(median_fn "$slow_runs" adopt)"
   row "status (table)" "$(median_of "$runs" "$gridrun" status "$run")"
   row "status --format json" "$(median_of "$runs" "$gridrun" status "$run" --format json)"
   row "status --format csv" "$(median_of "$runs" "$gridrun" status "$run" --format csv)"
   row "status after 10 files changed" "$(median_fn "$runs" status_after_change)"
-  row "status, no index (first read)" "$(median_fn "$runs" cold_status)"
+  row "status, no index (first read)" "$(median_fn "$slow_runs" cold_status)"
   "$gridrun" status "$run" >/dev/null
+  "$gridrun" ls "$run" >/dev/null  # computes and keeps the run's summary
+  row "ls of the run (its summary cache)" "$(median_of "$runs" "$gridrun" ls "$run")"
   row "collect" "$(median_of "$runs" "$gridrun" collect "$run")"
   row "report (text)" "$(median_of "$runs" "$gridrun" report "$run")"
-  row "report --html" "$(median_of "$runs" "$gridrun" report "$run" --html "$work/r.html")"
-  row "run (nothing left to run)" "$(median_of "$runs" "$gridrun" run "$grid" --out "$work/runs")"
-  row "simulate" "$(median_of "$runs" "$gridrun" simulate "$grid" --out "$work/runs")"
-  rm -rf "$run"
+  row "report --html" "$(median_of "$slow_runs" "$gridrun" report "$run" --html "$work/r.html")"
+  row "run (nothing left to run)" "$(median_of "$runs" "$gridrun" run "$grid" --out "$runs_dir")"
+  row "simulate" "$(median_of "$runs" "$gridrun" simulate "$grid" --out "$runs_dir")"
+  [[ -n $keep ]] || rm -rf "$run"
 done
