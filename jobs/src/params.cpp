@@ -247,6 +247,17 @@ bool set_param(JobParams& p, const std::string& name, const Value& v) {
   return false;
 }
 
+std::optional<JobParams> params_of_values(const std::vector<Value>& v) {
+  if (v.size() != param_table().size()) return std::nullopt;
+  JobParams p;
+  std::size_t i = 0;
+#define GRIDRUN_PARAM(n, type, def, help, choices, min, max, flags) \
+  if (!assign(p.n, v[i++])) return std::nullopt;
+#include "gridrun/jobs/params.def"
+#undef GRIDRUN_PARAM
+  return p;
+}
+
 bool operator==(const JobParams& a, const JobParams& b) {
 #define GRIDRUN_PARAM(n, type, def, help, choices, min, max, flags) \
   if (!(a.n == b.n)) return false;

@@ -143,19 +143,19 @@ void get_summary(ByteReader& r, JobData& j) {
     const auto& table = jobs::param_table();
     const std::size_t n = r.count(8);
     if (n != table.size()) throw std::runtime_error("parameters of another version");
-    jobs::JobParams p;
+    std::vector<jobs::Value> values(n);
     for (std::size_t k = 0; k < n; ++k) {
-      jobs::Value v;
       switch (r.u64()) {
-        case 0: v = r.u64() != 0; break;
-        case 1: v = r.i64(); break;
-        case 2: v = r.f64(); break;
-        case 3: v = r.str(); break;
+        case 0: values[k] = r.u64() != 0; break;
+        case 1: values[k] = r.i64(); break;
+        case 2: values[k] = r.f64(); break;
+        case 3: values[k] = r.str(); break;
         default: throw std::runtime_error("bad parameter value");
       }
-      if (!jobs::set_param(p, table[k].name, v)) throw std::runtime_error("bad parameter " + table[k].name);
     }
-    j.params = std::move(p);
+    // In table order, one pass (set_param by name compared each name with every field's).
+    j.params = jobs::params_of_values(values);
+    if (!j.params) throw std::runtime_error("bad parameter values");
   }
 }
 

@@ -96,6 +96,10 @@ bool operator==(const JobParams& a, const JobParams& b);
 inline bool operator!=(const JobParams& a, const JobParams& b) { return !(a == b); }
 // Every value in param_table() order.
 std::vector<Value> param_values(const JobParams& p);
+// The inverse, with set_param's rules per field (an integer accepted for a number): std::nullopt
+// when the count differs from param_table()'s or a value has another type. One pass, no lookup
+// by name (a results index decodes 100,000 jobs' parameters this way).
+std::optional<JobParams> params_of_values(const std::vector<Value>& v);
 
 // Canonical JSON of the resolved parameters: keys sorted, no whitespace, integers as integers,
 // floats in shortest round-trip form (always with '.' or 'e'), strings JSON-escaped.
