@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <exception>
+#include <string_view>
 
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
@@ -41,29 +42,75 @@ std::optional<base::Json> read_current_summary(const RunDir& dir) {
   }
 }
 
+namespace {
+
+// The cache folder, made when missing; `before` (the stamps the payload was computed under) is
+// brought up to date for the new folder. False when the cache may not be written: the run changed
+// while the payload was computed, or something else is in the folder's place (a link, a file).
+bool ready_to_store(const RunDir& dir, std::string& before) {
+  struct stat st {};
+  if (::lstat(dir.cache_dir().c_str(), &st) != 0) {
+    if (errno != ENOENT || ::mkdir(dir.cache_dir().c_str(), 0755) != 0) return false;
+    // The new folder changed the root's stamp, and only that: take the root's again, keep the
+    // rest as they were before the payload was computed.
+    const std::string now = run_stamps(dir);
+    if (now.substr(now.find(' ')) != before.substr(before.find(' '))) return false;
+    before = now;
+  } else if (!S_ISDIR(st.st_mode)) {
+    return false;  // not ours to replace
+  }
+  return run_stamps(dir) == before;  // changed while computed: the payload may be stale
+}
+
+constexpr std::string_view kCacheMagic = "gridrun-cache 1\n";
+
+std::string cache_file(const RunDir& dir, const std::string& name) { return dir.cache_dir() + "/" + name; }
+
+}  // namespace
+
 bool write_summary(const RunDir& dir, const base::Json& payload, const SummaryWriteOptions& opts) {
   if (opts.live) return false;
   try {
     std::string before = opts.stamps_before;
-    struct stat st {};
-    if (::lstat(dir.cache_dir().c_str(), &st) != 0) {
-      if (errno != ENOENT || ::mkdir(dir.cache_dir().c_str(), 0755) != 0) return false;
-      // The new folder changed the root's stamp, and only that: take the root's again, keep
-      // the rest as they were before the payload was computed.
-      const std::string root_then = before.substr(0, before.find(' '));
-      const std::string now = run_stamps(dir);
-      if (now.substr(now.find(' ')) != before.substr(before.find(' ')) || root_then == "absent") return false;
-      before = now;
-    } else if (!S_ISDIR(st.st_mode)) {
-      return false;  // something else in its place (a link, a file): not ours to replace
-    }
-    if (run_stamps(dir) != before) return false;  // changed while computed: the payload may be stale
+    if (!ready_to_store(dir, before)) return false;
     base::Json j = base::Json::object();
     j["version"] = kVersion;
     j["live"] = false;
     j["stamps"] = before;
     j["payload"] = payload;
     base::replace_file(dir.summary_file(), j.dump(1) + "\n");
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::optional<std::string> read_current_cache(const RunDir& dir, const std::string& name) {
+  try {
+    std::string refused;
+    auto text = base::try_read_file(cache_file(dir, name), base::kinds::kRunCache, &refused);
+    if (!text || text->compare(0, kCacheMagic.size(), kCacheMagic) != 0) return std::nullopt;
+    const std::size_t eol = text->find('\n', kCacheMagic.size());
+    if (eol == std::string::npos) return std::nullopt;
+    if (std::string_view(*text).substr(kCacheMagic.size(), eol - kCacheMagic.size()) != run_stamps(dir))
+      return std::nullopt;
+    return text->substr(eol + 1);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool write_cache(const RunDir& dir, const std::string& name, std::string_view payload,
+                 const SummaryWriteOptions& opts) {
+  if (opts.live) return false;
+  try {
+    std::string before = opts.stamps_before;
+    if (!ready_to_store(dir, before)) return false;
+    std::string bytes(kCacheMagic);
+    bytes += before;
+    bytes += '\n';
+    bytes += payload;
+    base::replace_file(cache_file(dir, name), bytes);
     return true;
   } catch (const std::exception&) {
     return false;

@@ -255,9 +255,20 @@ def check_only(tmp):
 def check_damaged(tmp, rows):
     # A damaged state.json: that run's row names it, the others are as before, exit 0, and the file
     # stays where it is (ls quarantines nothing).
+    # status keeps a settled run's status in .cache/status (issue 60): the second one answers from it,
+    # the same; the damage below must still be named by the next one.
+    first, second = (gridrun("status", "runs/done4", "-f", "json", cwd=tmp) for _ in range(2))
+    check(first.returncode == 0 and first.stdout == second.stdout and
+          os.path.isfile(os.path.join(tmp, "runs/done4/.cache/status")),
+          f"status twice: exit {first.returncode}, same {first.stdout == second.stdout}, cache kept "
+          f"{os.path.isfile(os.path.join(tmp, 'runs/done4/.cache/status'))}")
     state = os.path.join(tmp, "runs/done4/state.json")
     with open(state, "w") as f:
         f.write("{ not json")
+    p = gridrun("status", "runs/done4", "-f", "json", cwd=tmp)
+    damaged = json.loads(p.stdout or "{}").get("damaged", [])
+    check(p.returncode == 0 and any("state.json" in d for d in damaged),
+          f"status after state.json was damaged (cached before): exit {p.returncode}, damaged {damaged}")
     now = ls_json(tmp, "runs")
     check(sorted(now) == RUNS, f"ls with a damaged state.json lists {sorted(now)}")
     problem = now.get("runs/done4", {}).get("problem") or ""

@@ -235,7 +235,7 @@ TEST_F(FsGuard, EveryKindHasACapAndRunFilesAreNeverFollowed) {
         base::kinds::kHeartbeat, base::kinds::kJobLog, base::kinds::kLaunchToken, base::kinds::kLockFile,
         base::kinds::kCalibration, base::kinds::kPrediction, base::kinds::kSlurmEnded,
         base::kinds::kSlurmOthers, base::kinds::kSubmittedList, base::kinds::kSha256Cache,
-        base::kinds::kRunSummary}) {
+        base::kinds::kRunSummary, base::kinds::kRunCache}) {
     EXPECT_FALSE(k.follow_links) << k.name;
     EXPECT_GT(k.max_bytes, 0u) << k.name;
   }

@@ -28,11 +28,11 @@ inline constexpr FileKind kProbeFile{"probe file", 16 * kMiB, true};
 inline constexpr FileKind kHashedInput{"model or data file", 1024 * kGiB, true};
 
 // A run's own files (runs/<name>/...), all written by gridrun or its jobs.
-inline constexpr FileKind kGridCopy{"run's grid copy", 16 * kMiB, false};     // grid.yaml
-inline constexpr FileKind kStateFile{"state file", 256 * kMiB, false};        // state.json
+inline constexpr FileKind kGridCopy{"run's grid copy", 16 * kMiB, false};   // grid.yaml
+inline constexpr FileKind kStateFile{"state file", 256 * kMiB, false};      // state.json
 inline constexpr FileKind kResultsIndex{"results index", 4 * kGiB, false};  // results/.gridrun-index
-inline constexpr FileKind kJobFile{"job file", 1 * kMiB, false};              // jobs/<id>.json
-inline constexpr FileKind kHeartbeat{"heartbeat", 4 * kKiB, false};           // logs/<id>.out.heartbeat
+inline constexpr FileKind kJobFile{"job file", 1 * kMiB, false};            // jobs/<id>.json
+inline constexpr FileKind kHeartbeat{"heartbeat", 4 * kKiB, false};         // logs/<id>.out.heartbeat
 inline constexpr FileKind kResultsFile{"results file", 1024 * kGiB,
                                        false};                     // results/<id>.h5[.partial], to libhdf5
 inline constexpr FileKind kJobLog{"job log", 1024 * kGiB, false};  // logs/<id>.out|.err (tail read)
@@ -41,6 +41,7 @@ inline constexpr FileKind kLockFile{"lock file", 4 * kKiB, false};              
 inline constexpr FileKind kCalibration{"calibration", 64 * kMiB, false};         // calibration.json
 inline constexpr FileKind kPrediction{"prediction", 64 * kMiB, false};           // prediction.json
 inline constexpr FileKind kRunSummary{"run summary", 16 * kMiB, false};          // .cache/summary.json
+inline constexpr FileKind kRunCache{"run cache", 4 * kGiB, false};               // .cache/<name> (status)
 inline constexpr FileKind kSlurmEnded{"Slurm exit code", 4 * kKiB, false};       // slurm/ended/<id>
 inline constexpr FileKind kSlurmOthers{"Slurm node listing", 16 * kMiB, false};  // logs/<id>.others
 inline constexpr FileKind kSubmittedList{"submission list", 64 * kMiB, false};   // slurm/submitted.tsv

@@ -18,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "gridrun/base/json.hpp"
 #include "gridrun/run/run_dir.hpp"
@@ -42,5 +43,12 @@ struct SummaryWriteOptions {
 // changed). Best effort: returns false, writing nothing, on any failure (a read-only run, a full
 // disk): a summary is a cache.
 bool write_summary(const RunDir& dir, const base::Json& payload, const SummaryWriteOptions& opts);
+
+// The same rules for a binary cache of any command, RUN_DIR/.cache/NAME ("gridrun-cache 1", the
+// stamps, then the payload): the payload when current, else std::nullopt (never throws); stored
+// only when the run did not change while it was computed and is not live.
+std::optional<std::string> read_current_cache(const RunDir& dir, const std::string& name);
+bool write_cache(const RunDir& dir, const std::string& name, std::string_view payload,
+                 const SummaryWriteOptions& opts);
 
 }  // namespace gridrun::run

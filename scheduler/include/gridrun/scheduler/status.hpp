@@ -15,6 +15,7 @@
 #include <iosfwd>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gridrun/jobs/params.hpp"
@@ -71,6 +72,17 @@ struct RunStatus {
   // `gridrun run`): the command that resumes it; "" otherwise.
   std::string resume_command;
 };
+
+// A RunStatus as bytes and back, for the run's status cache (RUN_DIR/.cache/status, app's
+// `gridrun status`: a finished run of 100,000 jobs is then one read, not a merge of state.json,
+// the grid and every results file). Every field but job_params (what --only selects on: a
+// status with --only is computed afresh) and run_dir (the caller's spelling). decode_status throws
+// std::runtime_error on bytes that are not a whole encoding of this version.
+std::string encode_status(const RunStatus& st);
+RunStatus decode_status(std::string_view bytes);
+// Nothing in it can change without a file of the run changing: no Slurm job (Slurm's view
+// changes on its own), none running or queued. Only such a status is cached.
+bool status_is_settled(const RunStatus& st);
 
 // The seconds a job still needs at the rate of its current attempt: `steps` and `wall_s` are its
 // /steps rows (step numbers and seconds since the job started), rows at or below
