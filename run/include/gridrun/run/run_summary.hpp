@@ -12,8 +12,9 @@
 // was computed, still hold; otherwise the reader recomputes it. A summary that recorded a live
 // run (a job running or queued) is never current: a live job changes without a rename.
 //
-// The payload is the caller's (app/cmd_ls.cpp's row); this file owns only the stamps and the
-// file's rules (read through base::try_read_file's checks, written atomically).
+// The payload is the caller's (app/cmd_ls.cpp's row in summary.json; app/cmd_status.cpp's
+// RunStatus in .cache/status through read_current_cache/write_cache); this file owns only the
+// stamps and the files' rules (read through base::try_read_file's checks, written atomically).
 #pragma once
 
 #include <optional>
