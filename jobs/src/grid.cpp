@@ -2,6 +2,7 @@
 // (grid_expand.cpp). GridError formats its location once, here.
 #include "gridrun/jobs/grid.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "gridrun/base/fs.hpp"
@@ -23,7 +24,55 @@ std::string format_error(const std::string& file, int line, int col, const std::
 }  // namespace
 
 namespace detail {
+
+namespace {
+
+// `--set KEY=A,B`: the axis of KEY's values takes the place of what the grid varies KEY with (a
+// grid key's axis, in place; a zip column, taken out of the zip; the seeds), so that every job of
+// the grid, KEY aside, runs once per value (hydra's multirun: a command-line sweep replaces the
+// config's). The batch keys count as one: a list of global_batch replaces an axis of
+// batch_per_rank as well. A key the grid does not vary gets an axis after the grid's and the
+// zip's, before the seeds.
+void add_sweep(GridSpec& s, int p, std::vector<Setting> values) {
+  const int bpr = param_index("batch_per_rank"), gb = param_index("global_batch");
+  const bool batch = p == bpr || p == gb;
+  auto replaced = [&](int q) { return q == p || (batch && (q == bpr || q == gb)); };
+  Axis sweep;
+  sweep.params = {p};
+  for (auto& st : values) sweep.points.push_back({std::move(st)});
+  bool placed = false;
+  for (std::size_t i = 0; i < s.axes.size();) {
+    Axis& a = s.axes[i];
+    if (std::none_of(a.params.begin(), a.params.end(), replaced)) {
+      ++i;
+      continue;
+    }
+    if (a.params.size() == 1 && !placed) {  // a grid key (or a zip of one column): replaced in place
+      a = sweep;
+      placed = true;
+      ++i;
+      continue;
+    }
+    // A zip: its other columns keep varying together.
+    a.params.erase(std::remove_if(a.params.begin(), a.params.end(), replaced), a.params.end());
+    for (auto& point : a.points)
+      point.erase(
+          std::remove_if(point.begin(), point.end(), [&](const Setting& st) { return replaced(st.param); }),
+          point.end());
+    if (a.params.empty())
+      s.axes.erase(s.axes.begin() + static_cast<std::ptrdiff_t>(i));
+    else
+      ++i;
+  }
+  if (s.has_seeds && p == param_index("seed")) s.has_seeds = false;  // the list replaces seeds:
+  if (!placed) s.axes.push_back(sweep);
+  s.sweeps.push_back(std::move(sweep));
+}
+
+}  // namespace
+
 void add_overrides(GridSpec& spec, const std::vector<std::pair<std::string, Value>>& overrides) {
+  std::vector<std::pair<int, std::vector<Setting>>> by_key;  // in order of first appearance
   for (const auto& [key, value] : overrides) {
     Setting st;
     st.param = param_index(key);
@@ -32,7 +81,29 @@ void add_overrides(GridSpec& spec, const std::vector<std::pair<std::string, Valu
     spec.locs.push_back(Loc{0, 0, "--set " + key});
     st.loc = static_cast<int>(spec.locs.size()) - 1;
     append_member(st.json, key, value);
-    spec.overrides.push_back(std::move(st));
+    auto it = std::find_if(by_key.begin(), by_key.end(), [&](const auto& e) { return e.first == st.param; });
+    if (it == by_key.end()) {
+      by_key.emplace_back(st.param, std::vector<Setting>{});
+      it = by_key.end() - 1;
+    }
+    it->second.push_back(std::move(st));
+  }
+  // A list of one batch key beside any value of the other: the last one given would win in some
+  // jobs and not in others.
+  const int bpr = param_index("batch_per_rank"), gb = param_index("global_batch");
+  bool has_bpr = false, has_gb = false, batch_list = false;
+  for (const auto& [p, settings] : by_key) {
+    has_bpr = has_bpr || p == bpr;
+    has_gb = has_gb || p == gb;
+    batch_list = batch_list || ((p == bpr || p == gb) && settings.size() > 1);
+  }
+  if (batch_list && has_bpr && has_gb)
+    throw std::invalid_argument("--set: give either batch_per_rank or global_batch, not both");
+  for (auto& [p, settings] : by_key) {
+    if (settings.size() == 1)
+      spec.overrides.push_back(std::move(settings.front()));  // every job takes it (as before lists)
+    else
+      add_sweep(spec, p, std::move(settings));
   }
 }
 }  // namespace detail

@@ -3,7 +3,8 @@
 //
 // Order (documented in docs/grid.md, relied on by fifo placement and Slurm array indices): grid
 // keys in file order with the last key varying fastest, then the zip group as one more axis, then
-// seeds innermost; after all product jobs, include entries in file order (each crossed with seeds).
+// the `--set` lists the grid does not vary, then seeds innermost; after all product jobs, include
+// entries in file order (each crossed with the `--set` lists, then with seeds).
 //
 // The rules of a whole job are jobs::check and jobs::resolve_batch (check.cpp), shared with the
 // runner; this file only maps each problem to the grid location of its key.
@@ -63,6 +64,7 @@ class Expander {
   void apply(Draft& d, const std::vector<Setting>& settings) const;
   void product();
   void include(const IncludeEntry& inc);
+  void include_seeds(Draft& d, const IncludeEntry& inc);
   bool excluded(const Draft& d);
   void finish(Draft& d, int origin, bool apply_excludes);
   // The steps of finish(), in order.
@@ -208,6 +210,23 @@ void Expander::product() {
 void Expander::include(const IncludeEntry& inc) {
   Draft d = base_;
   apply(d, inc.settings);
+  if (!s_.sweeps.empty()) {
+    // Crossed with the `--set` lists (GridSpec::sweeps), whose values win over the entry's own as
+    // a single --set value does, the first list outermost; then with the seeds as below.
+    std::vector<std::size_t> pos(s_.sweeps.size(), 0);
+    while (true) {
+      Draft ds = d;
+      for (std::size_t k = 0; k < pos.size(); ++k) apply(ds, s_.sweeps[k].points[pos[k]]);
+      include_seeds(ds, inc);
+      std::size_t a = pos.size();
+      while (a > 0 && ++pos[a - 1] == s_.sweeps[a - 1].points.size()) pos[--a] = 0;
+      if (a == 0) return;
+    }
+  }
+  include_seeds(d, inc);
+}
+
+void Expander::include_seeds(Draft& d, const IncludeEntry& inc) {
   bool sets_seed = std::any_of(inc.settings.begin(), inc.settings.end(),
                                [&](const Setting& st) { return st.param == seed_; });
   if (!s_.has_seeds || sets_seed) {

@@ -85,13 +85,20 @@ struct GridSpec {
   std::string compare_order = "alternate";
   CommandSpec command;             // argv empty: the jobs are gridrun-train's
   std::vector<Setting> overrides;  // LoadOptions::overrides, applied last to every job (add_overrides)
+  // The keys LoadOptions::overrides gives several values (`--set lr=0.1,0.2`), one axis each, in
+  // the order given. Each is also one of `axes` (add_overrides put it there, in place of the grid's
+  // own variation of its key); include: entries are crossed with them here (Expander::include).
+  std::vector<Axis> sweeps;
 
   [[noreturn]] void fail(int loc, const std::string& message) const;
   std::string warning(int loc, const std::string& message) const;
 };
 
 GridSpec parse_grid(const std::string& yaml_text, const std::string& file);
-// LoadOptions::overrides as settings at the key path "--set KEY" (values already validated).
+// LoadOptions::overrides as settings at the key path "--set KEY" (values already validated): a key
+// with one value joins `overrides`; a key with several becomes an axis (`sweeps`) that replaces
+// the grid's axis over it (or the zip column, the seeds, the other batch key's axis) in place, or
+// comes after the grid's axes and zip when the grid does not vary it.
 void add_overrides(GridSpec& spec, const std::vector<std::pair<std::string, Value>>& overrides);
 Expansion expand_grid(const GridSpec& spec, const LoadOptions& opts);
 

@@ -139,15 +139,65 @@ std::pair<std::string, Value> parse_override(const std::string& text, const std:
   }
 }
 
+bool override_list_splits(const ParamSpec& spec) {
+  return spec.type != Type::String || !spec.choices.empty();
+}
+
+std::pair<std::string, std::vector<Value>> parse_override_list(const std::string& text,
+                                                               const std::string& flag) {
+  const auto [key, list] = split_key_value(text, flag, "KEY=VALUE[,VALUE...]");
+  const ParamSpec* spec = find_param(key);
+  if (!spec) throw std::invalid_argument(flag + " " + text + ": " + unknown_key(key, {}));
+  std::vector<std::string> pieces;
+  if (override_list_splits(*spec)) {
+    std::size_t start = 0;
+    while (true) {
+      const auto comma = list.find(',', start);
+      pieces.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  } else {
+    pieces.push_back(list);  // a free string: commas are part of it (mlp_hidden=512,256)
+  }
+  std::pair<std::string, std::vector<Value>> out{key, {}};
+  for (const auto& piece : pieces) {
+    if (piece.empty() && pieces.size() > 1)
+      throw std::invalid_argument(flag + " " + text +
+                                  ": empty value in the list (expected KEY=VALUE[,VALUE...])");
+    try {
+      out.second.push_back(parse_value(*spec, piece));  // "lr: expected a number, got 'abc'"
+    } catch (const std::invalid_argument& e) {
+      std::string msg = flag + " " + text + ": " + e.what();
+      if (!override_list_splits(*spec) && piece.find(',') != std::string::npos)
+        msg += " (a comma is part of a " + key + " value; give several values as " + flag + " " + key +
+               "=A " + flag + " " + key + "=B)";
+      throw std::invalid_argument(msg);
+    }
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, Value>> parse_overrides(const std::vector<std::string>& texts,
                                                            const std::string& flag) {
-  std::vector<std::pair<std::string, Value>> out;
+  std::vector<std::pair<std::string, std::vector<Value>>> by_key;  // in order of first appearance
   for (const auto& t : texts) {
-    auto kv = parse_override(t, flag);
-    for (const auto& [k, v] : out)
-      if (k == kv.first) throw std::invalid_argument(flag + " " + t + ": " + k + " is already set");
-    out.push_back(std::move(kv));
+    auto parsed = parse_override_list(t, flag);
+    const std::string& key = parsed.first;
+    auto it = std::find_if(by_key.begin(), by_key.end(), [&](const auto& e) { return e.first == key; });
+    if (it == by_key.end()) {
+      by_key.emplace_back(key, std::vector<Value>{});
+      it = by_key.end() - 1;
+    }
+    for (auto& v : parsed.second) {
+      if (std::find(it->second.begin(), it->second.end(), v) != it->second.end())
+        throw std::invalid_argument(flag + " " + t + ": " + key + "=" + to_string(v) + " is given twice");
+      it->second.push_back(std::move(v));
+    }
   }
+  std::vector<std::pair<std::string, Value>> out;
+  for (auto& [key, values] : by_key)
+    for (auto& v : values) out.emplace_back(key, std::move(v));
   return out;
 }
 

@@ -2,6 +2,7 @@
 // that name the flag, and overrides applied by the expander as the innermost layer.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -99,10 +100,169 @@ TEST(JobsOverride, ValidatedAsInTheGridFile) {
             "--set epochs=-1: epochs: -1 is out of range (must be >= 0)");
   EXPECT_EQ(error_of([] { gj::parse_override("epoch=1"); }),
             "--set epoch=1: unknown key 'epoch'; did you mean 'epochs'?");
+  // The same value twice is an error; two values of one key are a list (JobsOverrideList).
   EXPECT_EQ(error_of([] {
-              gj::parse_overrides({"epochs=1", "epochs=2"});
+              gj::parse_overrides({"epochs=1", "epochs=1"});
             }),
-            "--set epochs=2: epochs is already set");
+            "--set epochs=1: epochs=1 is given twice");
+}
+
+// `--set KEY=A,B` (issue 58, hydra's multirun spelling): every value checked as a single one would
+// be, the message naming the flag, the text and the value.
+TEST(JobsOverrideList, EveryValueCheckedAsOne) {
+  using KV = std::pair<std::string, gj::Value>;
+  const auto lr = gj::parse_overrides({"lr=0.1,0.2"});
+  EXPECT_EQ(lr, (std::vector<KV>{{"lr", 0.1}, {"lr", 0.2}}));
+  EXPECT_EQ(error_of([] { gj::parse_overrides({"lr=0.1,abc"}); }),
+            "--set lr=0.1,abc: lr: expected a number, got 'abc'");
+  EXPECT_EQ(error_of([] { gj::parse_overrides({"epochs=1,-1"}); }),
+            "--set epochs=1,-1: epochs: -1 is out of range (must be >= 0)");
+  EXPECT_EQ(error_of([] { gj::parse_overrides({"lr=0.1,"}); }),
+            "--set lr=0.1,: empty value in the list (expected KEY=VALUE[,VALUE...])");
+  EXPECT_EQ(error_of([] { gj::parse_overrides({"lr=0.1,0.10"}); }),
+            "--set lr=0.1,0.10: lr=0.1 is given twice");
+  EXPECT_EQ(
+      error_of([] { gj::parse_overrides({"model=mlp,resnet"}); }).rfind("--set model=mlp,resnet: model: ", 0),
+      0u);
+  // A repeated key adds values (how state.json records a list: one KEY=VALUE per value), grouped
+  // by key in the order the keys first appear.
+  EXPECT_EQ(gj::parse_overrides({"lr=0.1", "lr=0.2"}), lr);
+  EXPECT_EQ(gj::parse_overrides({"model=mlp,lenet", "epochs=2", "model=resnet18"}),
+            (std::vector<KV>{{"model", std::string("mlp")},
+                             {"model", std::string("lenet")},
+                             {"model", std::string("resnet18")},
+                             {"epochs", std::int64_t{2}}}));
+  // A free string keeps its commas (mlp_hidden's layers, a path): one value; a list of them is the
+  // flag repeated, and a comma that makes a value invalid says so.
+  EXPECT_EQ(gj::parse_overrides({"mlp_hidden=512,256"}),
+            (std::vector<KV>{{"mlp_hidden", std::string("512,256")}}));
+  EXPECT_EQ(gj::parse_overrides({"mlp_hidden=512,256", "mlp_hidden=64"}).size(), 2u);
+  EXPECT_NE(error_of([] { gj::parse_overrides({"time_limit=10,20"}); })
+                .find("(a comma is part of a time_limit value; give several values as --set time_limit=A "
+                      "--set time_limit=B)"),
+            std::string::npos);
+  EXPECT_FALSE(gj::override_list_splits(*gj::find_param("data_dir")));
+  EXPECT_TRUE(gj::override_list_splits(*gj::find_param("device")));
+  EXPECT_TRUE(gj::override_list_splits(*gj::find_param("lr")));
+}
+
+namespace {
+
+std::set<std::string> ids_of(const gj::Expansion& ex) {
+  std::set<std::string> ids;
+  for (const auto& j : ex.jobs) ids.insert(j.id);
+  return ids;
+}
+
+// The grid once per value with a single --set each: the jobs a list must give, with their ids.
+std::set<std::string> ids_one_by_one(const char* grid, const std::string& key,
+                                     const std::vector<std::string>& values) {
+  std::set<std::string> ids;
+  for (const auto& v : values) {
+    gj::LoadOptions lo;
+    lo.overrides = gj::parse_overrides({key + "=" + v});
+    for (const auto& id : ids_of(gj::load_grid_string(grid, "g.yaml", lo))) ids.insert(id);
+  }
+  return ids;
+}
+
+std::string text_of(const gj::Job& j, const std::string& key) {
+  return gj::to_string(gj::get_param(j.params, key));
+}
+
+}  // namespace
+
+// A list replaces the grid's own axis over its key, in its place: every job of the grid, that key
+// aside, once per value, and each job has the id the same job has with a single --set.
+TEST(JobsOverrideList, ReplacesTheGridAxisInPlace) {
+  gj::LoadOptions lo;
+  lo.overrides = gj::parse_overrides({"lr=0.2,0.3,0.4"});
+  const gj::Expansion ex = gj::load_grid_string(kGrid, "g.yaml", lo);
+  ASSERT_EQ(ex.jobs.size(), 6u);
+  EXPECT_EQ(ex.duplicates, 0u);
+  EXPECT_TRUE(ex.warnings.empty());
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"cpu", "0.2"}, {"cpu", "0.3"}, {"cpu", "0.4"}, {"gpu", "0.2"}, {"gpu", "0.3"}, {"gpu", "0.4"}};
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+    EXPECT_EQ(text_of(ex.jobs[i], "device"), want[i].first) << i;
+    EXPECT_EQ(text_of(ex.jobs[i], "lr"), want[i].second) << i;
+    EXPECT_EQ(ex.jobs[i].id, gj::job_id(ex.jobs[i].params));
+  }
+  EXPECT_EQ(ids_of(ex), ids_one_by_one(kGrid, "lr", {"0.2", "0.3", "0.4"}));
+  EXPECT_EQ(ex.varying, (std::vector<std::string>{"lr", "device"}));
+}
+
+// A key the grid does not vary: a new axis after the grid's (fastest before the seeds).
+TEST(JobsOverrideList, NewAxisAfterTheGrids) {
+  gj::LoadOptions lo;
+  lo.overrides = gj::parse_overrides({"epochs=1,2", "optimizer=adam"});
+  const gj::Expansion ex = gj::load_grid_string(kGrid, "g.yaml", lo);
+  ASSERT_EQ(ex.jobs.size(), 8u);
+  for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
+    EXPECT_EQ(ex.jobs[i].params.epochs, i % 2 == 0 ? 1 : 2) << i;
+    EXPECT_EQ(ex.jobs[i].params.lr, (i / 2) % 2 == 0 ? 0.1 : 0.05) << i;
+    EXPECT_EQ(ex.jobs[i].params.optimizer, "adam");
+  }
+  gj::LoadOptions one;
+  std::set<std::string> want;
+  for (const char* e : {"epochs=1", "epochs=2"}) {
+    one.overrides = gj::parse_overrides({e, "optimizer=adam"});
+    for (const auto& id : ids_of(gj::load_grid_string(kGrid, "g.yaml", one))) want.insert(id);
+  }
+  EXPECT_EQ(ids_of(ex), want);
+}
+
+// A zip column leaves the zip (its other columns still vary together), seeds: are replaced by a
+// list of seed, include: entries are crossed with the list (its values over theirs), and a list of
+// one batch key replaces an axis of the other.
+TEST(JobsOverrideList, ZipSeedsIncludeAndBatch) {
+  const char* grid =
+      "name: z\n"
+      "defaults: {model: mlp, dataset: synthetic, epochs: 1}\n"
+      "zip:\n"
+      "  lr: [0.1, 0.2]\n"
+      "  warmup_steps: [0, 10]\n"
+      "seeds: [0, 1]\n"
+      "include:\n"
+      "  - {lr: 0.5, ranks: 2}\n";
+  gj::LoadOptions lo;
+  lo.overrides = gj::parse_overrides({"lr=0.3,0.4"});
+  const gj::Expansion ex = gj::load_grid_string(grid, "z.yaml", lo);
+  ASSERT_EQ(ex.jobs.size(), 12u);  // (2 warmups x 2 lr x 2 seeds) + (1 include x 2 lr x 2 seeds)
+  const std::vector<std::string> product = {"0 0.3 0",  "0 0.3 1",  "0 0.4 0",  "0 0.4 1",
+                                            "10 0.3 0", "10 0.3 1", "10 0.4 0", "10 0.4 1"};
+  for (std::size_t i = 0; i < product.size(); ++i)
+    EXPECT_EQ(text_of(ex.jobs[i], "warmup_steps") + " " + text_of(ex.jobs[i], "lr") + " " +
+                  text_of(ex.jobs[i], "seed"),
+              product[i])
+        << i;
+  for (std::size_t i = 8; i < 12; ++i) {
+    EXPECT_EQ(ex.jobs[i].params.ranks, 2) << i;
+    EXPECT_EQ(text_of(ex.jobs[i], "lr"), i < 10 ? "0.3" : "0.4") << i;
+    EXPECT_EQ(ex.jobs[i].params.seed, static_cast<std::int64_t>(i % 2)) << i;
+  }
+  lo.overrides = gj::parse_overrides({"seed=5,6"});
+  const gj::Expansion seeds = gj::load_grid_string(grid, "z.yaml", lo);
+  ASSERT_EQ(seeds.jobs.size(), 6u);  // 2 zip points x 2 seeds + 1 include x 2 seeds
+  for (const auto& j : seeds.jobs) EXPECT_TRUE(j.params.seed == 5 || j.params.seed == 6) << j.params.seed;
+
+  const char* batch =
+      "name: b\n"
+      "defaults: {model: mlp, dataset: synthetic, epochs: 1, ranks: 2}\n"
+      "grid:\n"
+      "  batch_per_rank: [16, 32]\n"
+      "  lr: [0.1, 0.2]\n";
+  lo.overrides = gj::parse_overrides({"global_batch=64,128"});
+  const gj::Expansion gb = gj::load_grid_string(batch, "b.yaml", lo);
+  ASSERT_EQ(gb.jobs.size(), 4u);
+  EXPECT_EQ(gb.duplicates, 0u);
+  for (std::size_t i = 0; i < gb.jobs.size(); ++i) {
+    EXPECT_EQ(gb.jobs[i].params.global_batch, i < 2 ? 64 : 128) << i;
+    EXPECT_EQ(gb.jobs[i].params.batch_per_rank, i < 2 ? 32 : 64) << i;
+  }
+  lo.overrides = gj::parse_overrides({"global_batch=64,128", "batch_per_rank=8"});
+  EXPECT_EQ(error_of([&] { gj::load_grid_string(batch, "b.yaml", lo); }),
+            "--set: give either batch_per_rank or global_batch, not both");
 }
 
 TEST(JobsOverride, WinsOverEveryGridLayerAndChangesIds) {

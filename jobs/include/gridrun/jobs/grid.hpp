@@ -77,11 +77,16 @@ struct LoadOptions {
   // current directory for a grid given as a string). A run's grid.yaml copy is loaded with the
   // folder of the grid it was copied from (run::RunState::grid_dir).
   std::string base_dir;
-  // Command-line overrides (`--set KEY=VALUE`, from jobs::parse_overrides): every job takes these
-  // values after all of the grid's own (defaults:, grid:, zip:, include:, seeds:), then the
-  // derived batch fields, excludes, checks and its id follow, as if the grid file set KEY to VALUE
-  // in every job (a grid axis over KEY collapses to duplicates, which are dropped with a warning).
-  // A problem they cause is reported at the key path "--set KEY".
+  // Command-line overrides (`--set KEY=VALUE[,VALUE...]`, from jobs::parse_overrides). A key with
+  // one value: every job takes it after all of the grid's own values (defaults:, grid:, zip:,
+  // include:, seeds:), then the derived batch fields, excludes, checks and its id follow, as if
+  // the grid file set KEY to VALUE in every job (a grid axis over KEY collapses to duplicates,
+  // which are dropped with a warning). A key given several values (several pairs with that key):
+  // an axis of those values that replaces the grid's own variation of KEY (its grid: axis in
+  // place, its zip: column, seeds:) or, when the grid does not vary KEY, comes after the grid's
+  // axes and zip, before seeds; include: entries are crossed with it, its values over theirs
+  // (docs/grid.md, "Lists on the command line"). A problem they cause is reported at the key path
+  // "--set KEY".
   std::vector<std::pair<std::string, Value>> overrides;
   // `--repeats N` of run, submit, simulate and calibrate: replaces the grid's compare.repeats
   // (0: the grid's). Needs a compare: {by: KEY}.

@@ -1,5 +1,5 @@
 // Parts of a grid from the command line: selectors (`--only KEY=VALUE[,VALUE...]` of run, plan,
-// simulate and submit, `--filter` of report) and overrides (`--set KEY=VALUE`).
+// simulate and submit, `--filter` of report) and overrides (`--set KEY=VALUE[,VALUE...]`).
 //
 // Why here, in jobs/: the planner, the scheduler, Slurm submission and the report all select jobs
 // by parameter, and a selector must mean the same everywhere (same syntax, same did-you-mean, same
@@ -58,6 +58,21 @@ std::vector<Job> select_jobs(const std::vector<Job>& jobs, const std::vector<Sel
 // range). Throws std::invalid_argument "FLAG TEXT: KEY: expected an integer, got 'x'" (an unknown
 // key gets a did-you-mean hint).
 std::pair<std::string, Value> parse_override(const std::string& text, const std::string& flag = "--set");
+// One override KEY=VALUE[,VALUE...]: the key and its values, each validated as parse_override
+// validates one ("FLAG TEXT: KEY: expected a number, got 'abc'"; an empty one in a list is an
+// error too). The value is split at commas only where no value of KEY can hold one (a number, an
+// integer, a bool, a string with a closed set of names: model=mlp,lenet); a free string (a path,
+// mlp_hidden's "256,128", time_limit, command) is one value, commas included (override_list_splits).
+std::pair<std::string, std::vector<Value>> parse_override_list(const std::string& text,
+                                                               const std::string& flag = "--set");
+// Whether `--set KEY=A,B` lists values for this parameter (false: a comma is part of its value).
+bool override_list_splits(const ParamSpec& spec);
+// Every --set, grouped by key: one (KEY, VALUE) pair per value, a key's values next to each other,
+// keys in the order they first appear. A key with one value is an override as before (every job
+// takes it); a key with several (`--set lr=0.1,0.2`, or `--set lr=0.1 --set lr=0.2`: a repeated
+// key adds values, which is also how state.json records a list, one KEY=VALUE per value) is an
+// axis of those values (LoadOptions::overrides). A value given twice for one key is an error
+// ("FLAG TEXT: lr=0.1 is given twice").
 std::vector<std::pair<std::string, Value>> parse_overrides(const std::vector<std::string>& texts,
                                                            const std::string& flag = "--set");
 
