@@ -43,6 +43,8 @@ struct ReportCli {
   int profile_top = 0;               // > 0: print the top operators of each profiled job instead
   double peak_tflops = 0;            // 0: built-in GPU table and the CPU probe
   std::string probe;                 // probe.json for CPU roofs ("" = RUN_DIR/probe.json, else the cache)
+  std::string sort;                  // --sort METRIC[:asc|desc] (report::parse_job_sort checks it)
+  int top = 0;                       // --top N: the first N rows of the jobs table (with --sort)
   bool help = false;
 };
 
@@ -114,6 +116,13 @@ int cmd_report(const Args& args) {
   opts.add_options()("group-by,g", po::value(&o.group_by),
                      "print the tables once per value of this parameter (one run)");
   add_only_flag(opts, o.only);
+  opts.add_options()(
+      "sort", po::value(&o.sort),
+      "METRIC[:asc|desc]: the jobs table by a summary figure: a column of it (test_acc, samples/s, "
+      "p50_ms, p95_ms, comm%, epochs, util%, peak_mem) or a /summary name as `export --what jobs` "
+      "writes it (final_test_acc, wall_s, ...); largest first but for losses, times and costs "
+      "(docs/report.md); jobs without it last")(
+      "top", po::value(&o.top), "N: with --sort, only the first N jobs of the jobs table (the best N)");
   opts.add_options()("filter", po::value(&o.filters)->composing(),
                      "deprecated: the older name of --only (still read, same meaning)")(
       "all", po::bool_switch(&o.all),
@@ -136,7 +145,8 @@ int cmd_report(const Args& args) {
       "several-small phase tables. Repeated seeds are averaged (± = 95% interval from 3\n"
       "seeds). A run directory is read from its job files (current state); a results.h5 from\n"
       "its /jobs table. Only the jobs of the run's current grid (RUN_DIR/grid.yaml) are reported\n"
-      "unless --all.\n\n"
+      "unless --all. --sort METRIC [--top N]: the jobs table by a summary figure, the best N\n"
+      "(e.g. --sort test_acc --top 5, --sort wall_s:asc).\n\n"
       "Two or more RUN_DIRs: the same configurations side by side (the same grid on two machines\n"
       "or with two builds): a row per job id in at least two runs (same parameters = same\n"
       "id), each run's samples/s, step p50, test accuracy and status, and the ratios of each\n"
@@ -165,9 +175,21 @@ int cmd_report(const Args& args) {
   std::vector<jobs::Selector> only = parse_only(o.only);
   for (auto& f : parse_only(o.filters, "--filter")) only.push_back(std::move(f));
   ro.filters = only_filters(only);
+  if (vm_has(args, "--top")) {
+    if (o.top < 1) throw std::invalid_argument("--top " + std::to_string(o.top) + ": expected N >= 1");
+    if (o.sort.empty())
+      throw std::invalid_argument(
+          "--top " + std::to_string(o.top) +
+          ": needs --sort METRIC (the first N by which figure?), e.g. --sort test_acc");
+    ro.top = static_cast<std::size_t>(o.top);
+  }
+  if (vm_has(args, "--sort") && o.sort.empty())
+    throw std::invalid_argument("--sort: expected METRIC[:asc|desc], e.g. --sort test_acc");
+  ro.sort = o.sort;
   if (o.inputs.size() > 1) {
     // The comparison is one table of configurations; the single-run outputs do not line runs up.
-    for (const char* flag : {"--html", "--profile", "--peak-tflops", "--probe", "--group-by", "-g"})
+    for (const char* flag :
+         {"--html", "--profile", "--peak-tflops", "--probe", "--group-by", "-g", "--sort", "--top"})
       if (vm_has(args, flag))
         throw std::invalid_argument(std::string(flag) + " applies to the report of one run; comparing " +
                                     std::to_string(o.inputs.size()) +
@@ -179,6 +201,8 @@ int cmd_report(const Args& args) {
   if (vm_has(args, "--profile")) {
     if (o.profile_top < 1) throw std::invalid_argument("--profile: expected N >= 1");
     if (!o.html.empty()) throw std::invalid_argument("--profile and --html: choose one");
+    if (!o.sort.empty())
+      throw std::invalid_argument("--sort and --top order the jobs table; --profile prints operator tables");
     ro.profile_top = o.profile_top;
     output = "profile";
   } else if (o.html.empty()) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -13,6 +14,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/jobs/select.hpp"
+#include "gridrun/jobs/suggest.hpp"
 #include "gridrun/report/tables.hpp"
 #include "gridrun/report/verdict.hpp"
 
@@ -154,17 +156,108 @@ bool job_less(const JobRecord& a, const JobRecord& b, const std::vector<std::str
 bool finished(const JobRecord& j) { return j.status == "completed" || j.status == "target_reached"; }
 bool is_gpu_job(const JobRecord& j) { return !std::isnan(fig(j, "gpu_util_pct_mean")); }
 
-Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary) {
+// A column of the jobs table that --sort takes by its name: the figure it shows (GPU jobs:
+// gpu_figure when set) and which way it sorts unless told.
+struct SortColumn {
+  const char* name;
+  const char* figure;
+  const char* gpu_figure;
+  bool descending;
+};
+
+const std::vector<SortColumn>& sort_columns() {
+  static const std::vector<SortColumn> c = {{"test_acc", "final_test_acc", nullptr, true},
+                                            {"samples/s", "samples_per_s", nullptr, true},
+                                            {"p50_ms", "step_s_p50", nullptr, false},
+                                            {"p95_ms", "step_s_p95", nullptr, false},
+                                            {"comm%", "comm_share", nullptr, false},
+                                            {"epochs", "epochs_done", nullptr, true},
+                                            {"util%", "cpu_util_pct_mean", "gpu_util_pct_mean", true},
+                                            {"peak_mem", "peak_rss_bytes", "peak_gpu_mem_bytes", false}};
+  return c;
+}
+
+const SortColumn* sort_column(const std::string& name) {
+  for (const auto& c : sort_columns())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+// Whether the jobs table already shows the metric (a column's name or the figure behind one).
+bool shown_in_table(const std::string& metric) {
+  for (const auto& c : sort_columns())
+    if (metric == c.name || metric == c.figure || (c.gpu_figure && metric == c.gpu_figure)) return true;
+  return false;
+}
+
+// The /summary figures gridrun writes (docs/results.md): --sort takes them even when no job of the
+// run has one yet (a run still running).
+const std::vector<std::string>& written_figures() {
+  static const std::vector<std::string> f = {"best_test_acc",        "comm_share",
+                                             "cpu_util_pct_mean",    "energy_j",
+                                             "energy_per_sample_j",  "epochs_done",
+                                             "epochs_to_target",     "exposed_comm_share",
+                                             "final_test_acc",       "final_test_loss",
+                                             "final_train_loss",     "flops_per_s",
+                                             "gpu_power_w_mean",     "gpu_util_pct_mean",
+                                             "latency_p50_s",        "latency_p90_s",
+                                             "latency_p99_s",        "mfu",
+                                             "peak_gpu_mem_bytes",   "peak_rss_bytes",
+                                             "rank_max_step_s_mean", "samples",
+                                             "samples_per_s",        "samples_per_s_wall",
+                                             "step_s_mean",          "step_s_p50",
+                                             "step_s_p95",           "steps_done",
+                                             "time_checkpoint_s",    "time_eval_s",
+                                             "time_launch_s",        "time_load_s",
+                                             "time_setup_s",         "time_to_target_s",
+                                             "time_train_s",         "wall_s"};
+  return f;
+}
+
+// Shown with about four significant digits: accuracies and shares need decimals, throughput not.
+Cell metric_cell(double v) {
+  const double a = std::fabs(v);
+  return number_cell(v, a >= 1000 ? 0 : a >= 10 ? 2 : 4);
+}
+
+// The rows of the jobs table in their order: by the varying parameters, or by --sort (ties and
+// jobs without the metric, which come last, in the usual order), the first opts.top of them.
+std::vector<JobRecord> ordered_jobs(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary,
+                                    const std::optional<JobSort>& sort, std::size_t top) {
+  std::vector<JobRecord> sorted = jobs;
+  std::sort(sorted.begin(), sorted.end(),
+            [&](const JobRecord& a, const JobRecord& b) { return job_less(a, b, vary); });
+  if (sort) {
+    std::vector<std::pair<double, std::size_t>> keys;
+    for (std::size_t i = 0; i < sorted.size(); ++i) keys.emplace_back(sort_value(sorted[i], sort->metric), i);
+    std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
+      const bool an = std::isnan(a.first), bn = std::isnan(b.first);
+      if (an || bn) return !an && bn;
+      return sort->descending ? a.first > b.first : a.first < b.first;
+    });
+    std::vector<JobRecord> by_metric;
+    by_metric.reserve(sorted.size());
+    for (const auto& k : keys) by_metric.push_back(std::move(sorted[k.second]));
+    sorted = std::move(by_metric);
+  }
+  if (top > 0 && sorted.size() > top) sorted.resize(top);
+  return sorted;
+}
+
+Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary,
+                    const std::optional<JobSort>& sort = std::nullopt, std::size_t top = 0) {
   Table t;
   t.title = "Jobs";
   t.columns = {"id"};
   for (const auto& k : vary) t.columns.push_back(abbrev(k));
-  for (const char* c : {"status", "epochs", "test_acc", "samples/s", "p50_ms", "p95_ms", "comm%",
-                        "util% mean(min-max)", "power_W mean(max)", "peak_mem"})
+  // A --sort metric the table does not show gets a column of its own, right after status.
+  const bool metric_column = sort && !shown_in_table(sort->metric);
+  t.columns.push_back("status");
+  if (metric_column) t.columns.push_back(sort->metric);
+  for (const char* c : {"epochs", "test_acc", "samples/s", "p50_ms", "p95_ms", "comm%", "util% mean(min-max)",
+                        "power_W mean(max)", "peak_mem"})
     t.columns.push_back(c);
-  std::vector<JobRecord> sorted = jobs;
-  std::sort(sorted.begin(), sorted.end(),
-            [&](const JobRecord& a, const JobRecord& b) { return job_less(a, b, vary); });
+  const std::vector<JobRecord> sorted = ordered_jobs(jobs, vary, sort, top);
   for (const auto& j : sorted) {
     std::vector<Cell> r = {text_cell(j.id)};
     for (const auto& k : vary) {
@@ -178,6 +271,7 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
       r.push_back(c);
     }
     r.push_back(text_cell(j.status));
+    if (metric_column) r.push_back(metric_cell(sort_value(j, sort->metric)));
     r.push_back(number_cell(fig(j, "epochs_done"), 0));
     r.push_back(number_cell(fig(j, "final_test_acc"), 3));
     r.push_back(number_cell(fig(j, "samples_per_s"), 1));
@@ -206,6 +300,14 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
       "util%: GPU utilization for GPU jobs, process CPU % (100 = one core, mean over "
       "ranks) for CPU jobs; peak_mem: GPU memory for GPU jobs, else RSS.");
   t.notes.push_back("p50/p95: step time after the warm-up steps; comm%: communication / step time.");
+  if (sort) {
+    std::string note = "sorted by " + sort->metric + ", " + (sort->descending ? "largest" : "smallest") +
+                       " first (jobs without it last)";
+    if (sorted.size() < jobs.size())
+      note += "; the first " + std::to_string(sorted.size()) + " of " + std::to_string(jobs.size()) +
+              " jobs (--top " + std::to_string(top) + ")";
+    t.notes.push_back(note + ".");
+  }
   return t;
 }
 
@@ -422,10 +524,11 @@ std::vector<std::string> learning_warnings(const std::vector<JobRecord>& jobs) {
 }
 
 std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vector<PhaseFigures>& phases,
-                              const std::string& suffix) {
+                              const std::string& suffix, const std::optional<JobSort>& sort,
+                              std::size_t top) {
   std::vector<Table> out;
   std::vector<std::string> vary = varying_keys(jobs);
-  out.push_back(per_job_table(jobs, vary));
+  out.push_back(per_job_table(jobs, vary, sort, top));
   std::vector<JobRecord> done;
   for (const auto& j : jobs)
     if (finished(j)) done.push_back(j);
@@ -459,6 +562,72 @@ std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vec
 
 }  // namespace
 
+const std::vector<std::string>& sort_column_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& c : sort_columns()) n.emplace_back(c.name);
+    return n;
+  }();
+  return names;
+}
+
+bool sorts_descending(const std::string& metric) {
+  if (const SortColumn* c = sort_column(metric)) return c->descending;
+  std::vector<std::string> words;
+  std::size_t start = 0;
+  while (true) {
+    const auto cut = metric.find('_', start);
+    words.push_back(metric.substr(start, cut == std::string::npos ? std::string::npos : cut - start));
+    if (cut == std::string::npos) break;
+    start = cut + 1;
+  }
+  auto has = [&](const char* w) { return std::find(words.begin(), words.end(), w) != words.end(); };
+  for (const char* cost : {"loss", "latency", "energy", "bytes", "mem", "comm", "time", "target", "foreign",
+                           "throttled", "temp"})
+    if (has(cost)) return false;
+  if (has("per")) return true;      // a rate: samples_per_s, flops_per_s
+  return !(has("s") || has("ms"));  // a time: wall_s, step_s_p50
+}
+
+JobSort parse_job_sort(const std::string& text, const std::vector<JobRecord>& jobs) {
+  JobSort sort;
+  sort.metric = text;
+  std::optional<bool> descending;
+  if (const auto colon = text.rfind(':'); colon != std::string::npos) {
+    const std::string way = text.substr(colon + 1);
+    if (way != "asc" && way != "desc")
+      throw std::invalid_argument("--sort " + text + ": expected METRIC or METRIC:asc|desc, not ':" + way +
+                                  "'");
+    descending = way == "desc";
+    sort.metric = text.substr(0, colon);
+  }
+  if (sort.metric.empty())
+    throw std::invalid_argument("--sort " + text + ": no metric (e.g. --sort test_acc or --sort wall_s:asc)");
+  std::set<std::string> figures(written_figures().begin(), written_figures().end());
+  for (const auto& j : jobs)
+    for (const auto& f : j.summary) figures.insert(f.first);
+  if (!sort_column(sort.metric) && !figures.count(sort.metric)) {
+    std::vector<std::string> names = sort_column_names();
+    names.insert(names.end(), figures.begin(), figures.end());
+    const std::string hint = gj::closest_name(sort.metric, names);
+    std::string columns, summary;
+    for (const auto& c : sort_column_names()) columns += (columns.empty() ? "" : ", ") + c;
+    for (const auto& f : figures) summary += (summary.empty() ? "" : ", ") + f;
+    throw std::invalid_argument("--sort " + text + ": unknown metric '" + sort.metric + "'" +
+                                (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                                " (expected a column of the jobs table: " + columns +
+                                "; or a /summary figure: " + summary + ")");
+  }
+  sort.descending = descending ? *descending : sorts_descending(sort.metric);
+  return sort;
+}
+
+double sort_value(const JobRecord& job, const std::string& metric) {
+  if (const SortColumn* c = sort_column(metric))
+    return fig(job, c->gpu_figure && is_gpu_job(job) ? c->gpu_figure : c->figure);
+  return fig(job, metric);
+}
+
 std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const ReportOptions& opts) {
   std::set<std::string> known = {"id", "status"};
   for (const auto& j : all)
@@ -491,6 +660,10 @@ std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const Repo
 
 std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::vector<PhaseFigures>& phases,
                                 const ReportOptions& opts) {
+  // --sort is checked against every job's figures before the selection: a metric is valid or not
+  // whatever --only keeps.
+  std::optional<JobSort> sort;
+  if (!opts.sort.empty()) sort = parse_job_sort(opts.sort, all);
   std::vector<JobRecord> jobs = select_jobs(all, opts);
   if (jobs.empty()) {
     Table t;
@@ -499,7 +672,7 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
     t.notes.push_back(all.empty() ? "no job files found" : "no job matches the filters");
     return {t};
   }
-  if (opts.group_by.empty()) return tables_for(jobs, phases, "");
+  if (opts.group_by.empty()) return tables_for(jobs, phases, "", sort, opts.top);
   std::map<std::string, std::vector<JobRecord>> groups;
   for (const auto& j : jobs) groups[value_of(j, opts.group_by)].push_back(j);
   std::vector<std::string> values;
@@ -507,7 +680,8 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
   std::sort(values.begin(), values.end(), value_less);
   std::vector<Table> out;
   for (const auto& v : values) {
-    auto t = tables_for(groups[v], {}, " [" + opts.group_by + "=" + (v.empty() ? "-" : v) + "]");
+    auto t =
+        tables_for(groups[v], {}, " [" + opts.group_by + "=" + (v.empty() ? "-" : v) + "]", sort, opts.top);
     out.insert(out.end(), t.begin(), t.end());
   }
   if (!phases.empty()) out.push_back(phase_table(phases));

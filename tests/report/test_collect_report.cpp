@@ -3,8 +3,11 @@
 // the test binary as <name>.actual for diffing).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "gridrun/report/collect.hpp"
@@ -194,6 +197,83 @@ TEST_F(SyntheticRun, PhaseFiguresFromRecordedFacts) {
   EXPECT_DOUBLE_EQ(p.samples_per_s, samples / 100);
   EXPECT_DOUBLE_EQ(p.alloc_util, 0.5);
   EXPECT_DOUBLE_EQ(p.util_mean, util);
+}
+
+// `report --sort METRIC [--top N]` (issue 58): the jobs table by a summary figure, largest first
+// unless the figure is a loss, time or cost, or as told (:asc, :desc); jobs without it last; --top
+// keeps the first N rows; a metric the table does not show gets a column; an unknown one is refused
+// with a did-you-mean and the names there are.
+TEST(JobSort, OrdersTheJobsTableByAFigure) {
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  auto job = [&](const std::string& id, double acc, double wall) {
+    JobRecord j;
+    j.id = id;
+    j.status = "completed";
+    j.params = gridrun::jobs::JobParams{};
+    if (!std::isnan(acc)) j.summary["final_test_acc"] = acc;
+    j.summary["wall_s"] = wall;
+    j.summary["final_train_loss"] = 0.5;
+    return j;
+  };
+  const std::vector<JobRecord> jobs = {job("a", 0.7, 30), job("b", none, 10), job("c", 0.9, 20),
+                                       job("d", 0.8, 40)};
+  auto jobs_table = [&](const std::string& sort, std::size_t top) {
+    ReportOptions o;
+    o.sort = sort;
+    o.top = top;
+    return build_tables(jobs, {}, o).at(0);
+  };
+  auto ids = [](const gridrun::base::Table& t) {
+    std::vector<std::string> v;
+    for (const auto& r : t.rows) v.push_back(r.at(0).text);
+    return v;
+  };
+  using Ids = std::vector<std::string>;
+  EXPECT_EQ(ids(jobs_table("test_acc", 0)), (Ids{"c", "d", "a", "b"}));
+  const gridrun::base::Table top3 = jobs_table("test_acc", 3);
+  EXPECT_EQ(ids(top3), (Ids{"c", "d", "a"}));
+  std::string notes;
+  for (const auto& n : top3.notes) notes += n + "\n";
+  EXPECT_NE(notes.find(
+                "sorted by test_acc, largest first (jobs without it last); the first 3 of 4 jobs (--top 3)."),
+            std::string::npos)
+      << notes;
+  EXPECT_EQ(ids(jobs_table("final_test_acc:asc", 0)), (Ids{"a", "d", "c", "b"}));
+  const gridrun::base::Table wall = jobs_table("wall_s", 0);
+  EXPECT_EQ(ids(wall), (Ids{"b", "c", "a", "d"}));  // a time: smallest first
+  ASSERT_GE(wall.columns.size(), 3u);
+  EXPECT_EQ(wall.columns.at(2), "wall_s");  // id, status, then the metric the table does not show
+  EXPECT_EQ(wall.rows.at(0).at(2).value, 10);
+  EXPECT_EQ(ids(jobs_table("wall_s:desc", 2)), (Ids{"d", "a"}));
+  const gridrun::base::Table acc = jobs_table("test_acc", 0);  // shown already: no second column
+  EXPECT_EQ(std::count(acc.columns.begin(), acc.columns.end(), "test_acc"), 1);
+
+  auto error_of = [&](const std::string& sort) {
+    try {
+      jobs_table(sort, 0);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string unknown = error_of("tset_acc");
+  EXPECT_EQ(
+      unknown.rfind("--sort tset_acc: unknown metric 'tset_acc'; did you mean 'test_acc'? (expected a "
+                    "column of the jobs table: test_acc, samples/s, p50_ms, p95_ms, comm%, epochs, util%, "
+                    "peak_mem; or a /summary figure: ",
+                    0),
+      0u)
+      << unknown;
+  EXPECT_NE(unknown.find("wall_s"), std::string::npos) << unknown;
+  EXPECT_EQ(error_of("test_acc:up"), "--sort test_acc:up: expected METRIC or METRIC:asc|desc, not ':up'");
+
+  for (const char* up : {"test_acc", "best_test_acc", "samples/s", "samples_per_s", "samples_per_s_wall",
+                         "mfu", "flops_per_s", "epochs", "util%", "cpu_util_pct_mean"})
+    EXPECT_TRUE(sorts_descending(up)) << up;
+  for (const char* down : {"wall_s", "step_s_p50", "p50_ms", "p95_ms", "comm%", "comm_share", "peak_mem",
+                           "peak_rss_bytes", "final_train_loss", "energy_per_sample_j", "time_to_target_s",
+                           "epochs_to_target", "latency_p99_s", "rank_max_step_s_mean"})
+    EXPECT_FALSE(sorts_descending(down)) << down;
 }
 
 // The reporters are chosen by name; an unknown one is refused naming the known ones.

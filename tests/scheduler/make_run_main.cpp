@@ -1,20 +1,25 @@
 // gridrun-test-make-run: a finished run of N real jobs without training them, for the many-jobs
 // scenario tests (e2e_many.py) and bench/results/bench_run_scale.sh.
 //
-//   gridrun-test-make-run GRID OUT [--rewrite K]
+//   gridrun-test-make-run GRID OUT [--rewrite K] [--set KEY=VALUE[,VALUE...]]... [--spread]
 //
 // Expands GRID like `gridrun run` (same run directory: grid.yaml, job files, state.json), then
 // writes every job's results file through the real JobWriter (20 step rows, 2 epochs, 4 util rows,
 // status completed, its own id and parameters), so each file is a valid, distinct job of the run.
 // --rewrite K: writes the first K jobs' files again (a status afterwards must read only those K).
+// --set: as `gridrun run --set` (jobs::parse_overrides; recorded in state.json as a run does).
+// --spread: job k's figures differ by a permutation of k (final test accuracy 0.7 + 0.01 *
+// (7k mod 11), step time 10 + (3k mod 11) ms), not in grid order, for tests of `report --sort`.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/run/run_dir.hpp"
@@ -23,7 +28,10 @@ using namespace gridrun;
 
 namespace {
 
-void write_job(const std::string& dir, const jobs::Job& job, const std::string& run, int variant) {
+void write_job(const std::string& dir, const jobs::Job& job, const std::string& run, int variant,
+               bool spread) {
+  const int acc_rank = spread ? static_cast<int>((job.index * 7) % 11) : 0;
+  const int step_rank = spread ? static_cast<int>((job.index * 3) % 11) : 0;
   results::JobFileInfo info;
   info.id = job.id;
   info.run = run;
@@ -39,15 +47,15 @@ void write_job(const std::string& dir, const jobs::Job& job, const std::string& 
     s.epoch = (i - 1) / 10;
     s.wall_s = 0.01 * i;
     s.loss = 2.3 / i + 0.001 * variant;
-    s.step_s = 0.01;
-    s.samples_per_s = 6400;
+    s.step_s = 0.01 + 0.001 * step_rank;
+    s.samples_per_s = spread ? 64 / s.step_s : 6400;
     w->append_step(s);
   }
   for (int e = 0; e < 2; ++e) {
     results::EpochRow r;
     r.epoch = e;
     r.train_loss = 1.0 / (e + 1);
-    r.test_acc = 0.5 + 0.2 * e;
+    r.test_acc = 0.5 + 0.2 * e + 0.01 * acc_rank;
     r.epoch_s = 0.1;
     r.wall_s = 0.1 * (e + 1);
     w->append_epoch(r);
@@ -68,24 +76,41 @@ void write_job(const std::string& dir, const jobs::Job& job, const std::string& 
 int main(int argc, char** argv) {
   try {
     if (argc < 3 || std::strcmp(argv[1], "--help") == 0) {
-      std::cerr << "usage: gridrun-test-make-run GRID OUT [--rewrite K]\n";
+      std::cerr << "usage: gridrun-test-make-run GRID OUT [--rewrite K] [--set KEY=VALUE]... [--spread]\n";
       return 2;
     }
     const std::string grid = argv[1], out = argv[2];
-    const int rewrite = argc >= 5 && std::strcmp(argv[3], "--rewrite") == 0 ? std::atoi(argv[4]) : -1;
-    jobs::Expansion ex = jobs::load_grid(grid);
+    int rewrite = -1;
+    bool spread = false;
+    std::vector<std::string> set;
+    for (int a = 3; a < argc; ++a) {
+      if (std::strcmp(argv[a], "--rewrite") == 0 && a + 1 < argc) {
+        rewrite = std::atoi(argv[++a]);
+      } else if (std::strcmp(argv[a], "--set") == 0 && a + 1 < argc) {
+        set.emplace_back(argv[++a]);
+      } else if (std::strcmp(argv[a], "--spread") == 0) {
+        spread = true;
+      } else {
+        std::cerr << "gridrun-test-make-run: unknown argument " << argv[a] << "\n";
+        return 2;
+      }
+    }
+    jobs::LoadOptions lo;
+    lo.overrides = jobs::parse_overrides(set, "--set");
+    jobs::Expansion ex = jobs::load_grid(grid, lo);
     run::RunDir rd(out + "/" + ex.name);
     const auto t0 = std::chrono::steady_clock::now();
     if (rewrite >= 0) {
       for (int k = 0; k < rewrite && k < static_cast<int>(ex.jobs.size()); ++k)
-        write_job(rd.results_dir(), ex.jobs[k], ex.name, 1);
+        write_job(rd.results_dir(), ex.jobs[k], ex.name, 1, spread);
     } else {
       run::PrepareOptions popt;
       popt.grid_file = grid;
+      popt.overrides = run::override_texts(lo.overrides);  // as scheduler::run_grid records them
       run::PreparedRun prep = run::prepare_run(rd, ex, popt, std::cerr);
       const double now = base::unix_now();
       for (const auto& job : ex.jobs) {
-        write_job(rd.results_dir(), job, ex.name, 0);
+        write_job(rd.results_dir(), job, ex.name, 0, spread);
         auto& rec = prep.state.jobs[job.id];
         rec.state = run::JobOutcome::Completed;
         rec.attempts = 1;

@@ -34,7 +34,33 @@ struct ReportOptions {
   int max_profiled_jobs = 6;  // top-operator charts (one per profiled job)
   // profile: operators shown per job.
   int profile_top = 15;
+  // --sort METRIC[:asc|desc] and --top N: the jobs table's rows by a summary figure (parse_job_sort),
+  // only the first `top` of them (0: all).
+  std::string sort;
+  std::size_t top = 0;
 };
+
+// `report --sort METRIC[:asc|desc]`: which figure orders the jobs table, and which way.
+struct JobSort {
+  std::string metric;  // as given, without ":asc"/":desc"
+  bool descending = true;
+};
+
+// The names --sort takes besides /summary figures: the jobs table's own columns (test_acc,
+// samples/s, p50_ms, ...), each standing for the figure the column shows.
+const std::vector<std::string>& sort_column_names();
+// Which way a metric sorts unless told: smallest first for losses, times and costs (a name with
+// one of the words loss, latency, energy, bytes, mem, comm, time, target, foreign, throttled; else
+// one with the unit word s or ms but not per, as wall_s, step_s_p50, p50_ms; and the columns
+// p50_ms, p95_ms, comm%, peak_mem), largest first for the rest (accuracies, rates such as
+// samples_per_s and flops_per_s, mfu, utilization, epochs).
+bool sorts_descending(const std::string& metric);
+// Parses METRIC[:asc|desc]. METRIC must be a column of sort_column_names(), a figure any of
+// `jobs` has in /summary, or one of the figures gridrun writes (docs/results.md); else
+// std::invalid_argument "--sort X: unknown metric 'X'; did you mean 'Y'? (expected ...: the list)".
+JobSort parse_job_sort(const std::string& text, const std::vector<results::JobRecord>& jobs);
+// A job's value of the metric (NaN when the job has none).
+double sort_value(const results::JobRecord& job, const std::string& metric);
 
 // The records that pass opts.filters; validates filters and group-by against the records
 // (std::invalid_argument naming the flag).
