@@ -227,7 +227,8 @@ std::string folder_entries_stamp(const std::string& dir) {
   if (!d) return own;
   std::vector<std::string> names;
   while (const dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0'))) continue;
+    if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
+      continue;
     names.emplace_back(e->d_name);
   }
   // Each entry's FNV-1a over its name and stat fields, summed: the sum does not depend on the
@@ -242,9 +243,10 @@ std::string folder_entries_stamp(const std::string& dir) {
     mix(name.c_str(), name.size() + 1);
     struct stat st {};
     if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      const std::int64_t f[] = {static_cast<std::int64_t>(st.st_ino), static_cast<std::int64_t>(st.st_size),
-                                static_cast<std::int64_t>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
-                                static_cast<std::int64_t>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec};
+      const std::int64_t f[] = {
+          static_cast<std::int64_t>(st.st_ino),         static_cast<std::int64_t>(st.st_size),
+          static_cast<std::int64_t>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
+          static_cast<std::int64_t>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec};
       mix(f, sizeof f);
     }
     return h;

@@ -47,9 +47,9 @@ enum class Verdict : std::uint64_t { Ok = 0, Unreadable = 1, Damaged = 2 };
 struct Entry {
   StatKey key;
   Verdict verdict = Verdict::Ok;
-  std::string reason;        // without the path
-  std::string_view record;   // encode_job(..., Depth::Summary) when Ok: in `owned` or in the index's bytes
-  std::string owned;         // a record read from its file this time (the index's own stay in its bytes)
+  std::string reason;       // without the path
+  std::string_view record;  // encode_job(..., Depth::Summary) when Ok: in `owned` or in the index's bytes
+  std::string owned;        // a record read from its file this time (the index's own stay in its bytes)
 };
 
 // Moves `e` into the map under `name`, its record pointing at its own copy (a std::string's buffer
