@@ -222,7 +222,7 @@ std::string stat_stamp(const std::string& path) {
 }
 
 std::string folder_entries_stamp(const std::string& dir) {
-  const std::string own = stat_stamp(dir);
+  std::string own = stat_stamp(dir);
   DIR* d = ::opendir(dir.c_str());
   if (!d) return own;
   std::vector<std::string> names;
