@@ -56,7 +56,9 @@ bool ready_to_store(const RunDir& dir, std::string& before) {
     const std::string now = run_stamps(dir);
     if (now.substr(now.find(' ')) != before.substr(before.find(' '))) return false;
     before = now;
-  } else if (!S_ISDIR(st.st_mode)) {
+    return true;  // `now` is the check below, already made
+  }
+  if (!S_ISDIR(st.st_mode)) {
     return false;  // not ours to replace
   }
   return run_stamps(dir) == before;  // changed while computed: the payload may be stale
