@@ -256,6 +256,10 @@ int cmd_calibrate(const Args& args) {
       "cluster", po::value(&o.co.run.resources.cluster_file),
       "with --slurm: the cluster's nodes (as for simulate), to co-run the groups the policy would "
       "place side by side; without --slurm refused (calibration measures this machine)")(
+      "accept-load", po::bool_switch(&o.co.accept_load),
+      "keep measurements taken while other processes took more than 10 % of the CPU (without it a "
+      "disturbed measurement is taken again once, and one still disturbed stores nothing: exit 1); "
+      "calibration.json records the load either way and simulate/run print it")(
       "slurm", po::bool_switch(&o.slurm),
       "calibrate on the Slurm cluster's nodes through sbatch/srun, one configuration at a time "
       "(for `gridrun simulate --cluster FILE` of a grid to `gridrun submit`)")(
@@ -280,7 +284,8 @@ int cmd_calibrate(const Args& args) {
       "more; a grid that is cheaper to run than to\n"
       "predict is named. --only and --set select and change the jobs as for `gridrun run` (give\n"
       "simulate the same ones).",
-      "\nExit codes: 0 calibrated, 1 a calibration run failed, 2 bad input.\n"};
+      "\nExit codes: 0 calibrated, 1 a calibration run failed or stayed disturbed by other processes\n"
+      "(nothing stored; see --accept-load), 2 bad input.\n"};
   const auto vm = parse_command(
       args, opts, {{"grid", "GRID.yaml", "the grid file (docs/grid.md)", 1, po::value(&o.co.run.grid)}},
       "calibrate", o.help, help, std::cout);
@@ -311,6 +316,26 @@ int cmd_calibrate(const Args& args) {
   co.run.max_parallel = static_cast<std::size_t>(o.max_parallel);
   co.budget_share = o.budget_percent / 100.0;
   const scheduler::CalibrateOutcome r = scheduler::calibrate_grid(co, std::cout);
+  if (!r.refused.empty()) {
+    // The same command, so that the rerun measures the same jobs the same way.
+    std::string again = "gridrun calibrate " + co.run.grid +
+                        (co.run.out != "runs" ? " --out " + co.run.out : "") +
+                        run::selection_flags(co.run.overrides, co.run.only);
+    const std::pair<const char*, std::string> given[] = {{"launch", co.run.launch},
+                                                         {"steps", std::to_string(co.steps)},
+                                                         {"policy", co.run.policy},
+                                                         {"cores", std::to_string(co.run.resources.cores)},
+                                                         {"gpus", std::to_string(co.run.resources.gpus)},
+                                                         {"train-bin", co.run.train_bin}};
+    for (const auto& [flag, value] : given)
+      if (vm->count(flag) && !(*vm)[flag].defaulted())
+        again += std::string(" --") + flag + " " + base::shell_quote(value);
+    std::cout << "calibrate: nothing stored: " << r.refused
+              << ". A prediction from it would be too slow. Run it again on a quiet machine: " << again
+              << " (or add --accept-load to keep it, its load recorded and printed with every prediction)\n";
+    return 1;
+  }
+  std::cout << scheduler::describe_conditions(r.cal) << "\n";
   std::cout << "calibration took " << base::format_duration(r.cal.cost_s) << " (" << r.launches
             << " launch(es)), " << base::format_fixed(100.0 * r.cal.cost_s / std::max(r.predicted_s, 1e-9), 1)
             << " % of the grid's predicted " << base::format_duration(r.predicted_s) << " (budget "

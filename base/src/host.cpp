@@ -20,6 +20,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -259,6 +260,29 @@ bool node_cpu_ticks(double& busy, double& total) {
   return true;
 }
 
+namespace {
+
+// CPU clock ticks (user + system, with their waited-for children's) of the live descendants of
+// this process: a warm worker or a rank not reaped yet has spent CPU that getrusage cannot see
+// until it is waited for, and without this it counted as another process's load.
+double live_descendant_ticks() {
+  double ticks = 0;
+  std::vector<int> todo = children_of(static_cast<int>(::getpid()));
+  std::set<int> seen;
+  while (!todo.empty()) {
+    const int pid = todo.back();
+    todo.pop_back();
+    if (!seen.insert(pid).second) continue;
+    const auto f = stat_fields(pid);
+    if (f.size() < 15) continue;  // gone; fields 14-17 are f[11]..f[14]
+    for (std::size_t k = 11; k <= 14; ++k) ticks += std::strtod(f[k].c_str(), nullptr);
+    for (int c : children_of(pid)) todo.push_back(c);
+  }
+  return ticks;
+}
+
+}  // namespace
+
 CpuSnapshot cpu_snapshot() {
   CpuSnapshot s;
   double busy = 0, total = 0;
@@ -271,7 +295,8 @@ CpuSnapshot cpu_snapshot() {
     return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
   };
   s.node_busy_s = busy / static_cast<double>(hz);
-  s.own_s = secs(self.ru_utime) + secs(self.ru_stime) + secs(kids.ru_utime) + secs(kids.ru_stime);
+  s.own_s = secs(self.ru_utime) + secs(self.ru_stime) + secs(kids.ru_utime) + secs(kids.ru_stime) +
+            live_descendant_ticks() / static_cast<double>(hz);
   s.cores = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
   s.ok = true;
   return s;

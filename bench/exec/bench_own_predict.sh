@@ -20,7 +20,7 @@ export PATH=/usr/bin:$PATH
 for ((i = 1; i <= trials; i++)); do
   rm -rf "$work/t" && mkdir -p "$work/t"
   cp -r "$root/examples/own-script" "$work/t/own-script"
-  "$build/bin/gridrun" calibrate "$work/t/own-script/compare-cpu.yaml" --out "$work/t/runs" >"$work/t/cal.log" 2>&1
+  "$build/bin/gridrun" calibrate "$work/t/own-script/compare-cpu.yaml" --out "$work/t/runs" --accept-load >"$work/t/cal.log" 2>&1
   "$build/bin/gridrun" run "$work/t/own-script/compare-cpu.yaml" --out "$work/t/runs" --no-report >"$work/t/run.log" 2>&1
   "$build/bin/gridrun" report "$work/t/runs/own-script-cpu" --format json >"$work/report-$i.json"
 done

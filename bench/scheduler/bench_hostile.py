@@ -103,7 +103,7 @@ def make_original():
     with open(grid, "w") as f:
         f.write(GRID)
     out = os.path.join(WORK, "orig")
-    gridrun("calibrate", grid, "--out", out, "--train-bin", TRAIN)
+    gridrun("calibrate", grid, "--out", out, "--train-bin", TRAIN, "--accept-load")
     gridrun("run", grid, "--out", out, "--train-bin", TRAIN, "--no-report")
     gridrun("status", os.path.join(out, "hostile"))  # writes the results folder's index
     gridrun("collect", os.path.join(out, "hostile"))  # results.h5

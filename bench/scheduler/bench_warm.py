@@ -134,7 +134,7 @@ def sweep(a, work, g, gridrun, train, cluster):
         for mode in ("cold", "warm"):
             out = os.path.join(work, "%s-%d" % (mode, k))
             if a.calibrate:
-                cal[mode].append(timed([gridrun, "calibrate", g, "--out", out, "--train-bin", train, "--launch", mode],
+                cal[mode].append(timed([gridrun, "calibrate", g, "--out", out, "--train-bin", train, "--launch", mode, "--accept-load"],
                                        out + ".calibrate.log"))
             if cluster:
                 per_task = str(a.jobs_per_task if mode == "warm" else 1)

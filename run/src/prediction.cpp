@@ -27,6 +27,8 @@ void write_prediction(const std::string& path, const Prediction& p) {
   j["format"] = kFormat;
   for (const auto& [key, field] : kTexts) j[key] = p.*field;
   j["makespan_s"] = base::json_number(p.makespan_s, 6);
+  if (std::isfinite(p.calibration_other_cpu_share))
+    j["calibration_other_cpu_share"] = base::json_number(p.calibration_other_cpu_share, 4);
   base::Json phases = base::Json::object();
   for (const auto& name : p.phase_order) {
     const auto it = p.phases.find(name);
@@ -95,6 +97,15 @@ Prediction read_prediction(const std::string& path) {
   for (const auto& [key, field] : kTexts) p.*field = text(key);
   if (const std::string bad = bad_seconds(j, "makespan_s", p.makespan_s); !bad.empty())
     p.warnings.push_back(warn("makespan_s", bad, "no predicted makespan"));
+  if (const auto it = j.find("calibration_other_cpu_share"); it != j.end()) {
+    const double v = it->is_number() ? it->get<double>() : std::nan("");
+    if (v >= 0 && v <= 1)
+      p.calibration_other_cpu_share = v;
+    else
+      p.warnings.push_back(warn("calibration_other_cpu_share",
+                                base::dump_line(*it).substr(0, 40) + " is not in 0 .. 1",
+                                "the calibration's load is read as not recorded"));
+  }
   for (const char* key : {"phases", "jobs"})
     if (const auto it = j.find(key); it != j.end() && !it->is_object())
       throw std::runtime_error(path + ": " + key + ": expected an object (a damaged prediction)");

@@ -78,6 +78,27 @@ std::vector<std::optional<StepFigures>> measure(const run::RunDir& crd, const Pr
   return res;
 }
 
+// The load beside one calibration run: a CPU snapshot when it starts, the other processes' share
+// of the CPU when its processes have all been reaped (as a compare-by phase measures it).
+class LoadWatch {
+ public:
+  LoadWatch() : cpu0_(base::cpu_snapshot()), t0_(Clock::now()) {}
+  double share() const {
+    return base::outside_cpu_share(cpu0_, base::cpu_snapshot(),
+                                   std::chrono::duration<double>(Clock::now() - t0_).count());
+  }
+
+ private:
+  base::CpuSnapshot cpu0_;
+  Clock::time_point t0_;
+};
+
+// A measurement still disturbed after its repeats, without --accept-load: calibrate_grid stores
+// nothing and says why (CalibrateOutcome::refused).
+struct StillDisturbed {
+  std::string what;
+};
+
 class Calibrator {
  public:
   Calibrator(const GridPlan& plan, const CalibrateOptions& o, std::string train, std::ostream& out)
@@ -109,6 +130,7 @@ class Calibrator {
     const auto starts = engine.schedule(0);
     if (starts.size() < probes.size())
       throw std::runtime_error("calibrate: the group does not fit side by side on " + plan_.cluster.source);
+    const LoadWatch load;
     for (const Start& s : starts) launch(probes[s.key], s);
     // Wait for every member; the exit time is the launcher's view of the job's end.
     for (bool left = true; left;) {
@@ -125,10 +147,12 @@ class Calibrator {
       }
       if (left) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    last_share_ = load.share();
     std::vector<std::optional<StepFigures>> out;
     for (const auto& p : probes) {
       auto f = measure(crd_, p, probes.size() > 1, versions_, out_)[0];
       if (!f) ++failed_;
+      if (f) f->other_cpu_share = last_share_;
       out.push_back(f);
     }
     return out;
@@ -157,6 +181,7 @@ class Calibrator {
     if (starts.empty())
       throw std::runtime_error("calibrate: " + config_label(pr.job.params) + " does not fit on " +
                                plan_.cluster.source);
+    const LoadWatch load;
     launch(pr, starts[0]);
     while (pr.proc) {
       if (const auto code = pr.proc->try_wait()) {
@@ -167,8 +192,12 @@ class Calibrator {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     }
+    last_share_ = load.share();
     auto out = measure(crd_, pr, false, versions_, out_);
-    for (const auto& f : out) failed_ += f ? 0 : 1;
+    for (auto& f : out) {
+      failed_ += f ? 0 : 1;
+      if (f) f->other_cpu_share = last_share_;
+    }
     return out;
   }
 
@@ -217,6 +246,8 @@ class Calibrator {
   int failed() const { return failed_; }
   int launches() const { return launches_; }
   const BuildVersions& versions() const { return versions_; }
+  // The share of the CPU other processes took during the last run_chain or run_group.
+  double last_share() const { return last_share_; }
 
  private:
   const GridPlan& plan_;
@@ -227,6 +258,7 @@ class Calibrator {
   std::unique_ptr<Executor> exec_;
   BuildVersions versions_;
   int failed_ = 0, launches_ = 0;
+  double last_share_ = std::nan("");
 };
 
 }  // namespace
@@ -279,6 +311,40 @@ Representatives choose_representatives(const GridPlan& plan, std::int64_t steps)
   return r;
 }
 
+// One calibration run (`run`), taken again while other processes took more than
+// kCalibrationLoadShare of the CPU during it, up to o.disturbed_repeats more times; the conditions
+// go to `c.conditions`. Still disturbed: throws StillDisturbed, unless o.accept_load (then it is
+// kept, and the conditions say so). Why repeat before refusing: a burst of other work (a build, an
+// editor's indexer) passes; a steady load does not, and a prediction from it is wrong.
+template <class Run, class Share>
+auto measured_quietly(const CalibrateOptions& o, Calibration& c, const std::string& what, std::ostream& out,
+                      Run run, Share share) {
+  for (int attempt = 0;; ++attempt) {
+    auto figs = run();
+    const double s = share();
+    const bool disturbed = std::isfinite(s) && s > kCalibrationLoadShare;
+    const std::string pct = base::format_fixed(100 * s, 0) + " %";
+    if (disturbed && !o.accept_load && attempt < o.disturbed_repeats) {
+      out << "  disturbed: other processes took " << pct << " of the CPU while " << what
+          << " was measured (more than " << base::format_fixed(100 * kCalibrationLoadShare, 0)
+          << " %): measuring it again\n";
+      ++c.conditions.repeated;
+      continue;
+    }
+    if (disturbed && !o.accept_load)
+      throw StillDisturbed{
+          "other processes took " + pct + " of the CPU while " + what + " was measured" +
+          (attempt > 0 ? ", in each of " + std::to_string(attempt + 1) + " tries" : std::string()) +
+          " (more than " + base::format_fixed(100 * kCalibrationLoadShare, 0) + " %)"};
+    if (std::isfinite(s)) {
+      double& m = c.conditions.max_other_cpu_share;
+      m = std::isfinite(m) ? std::max(m, s) : s;
+      c.conditions.accepted_load = c.conditions.accepted_load || disturbed;
+    }
+    return figs;
+  }
+}
+
 // Each configuration alone (chained in shared processes when `o.share_process`), into `c.alone`.
 void measure_alone(Calibrator& cal, const GridPlan& plan, const CalibrateOptions& o,
                    const Representatives& reps, Calibration& c, std::ostream& out) {
@@ -300,7 +366,10 @@ void measure_alone(Calibrator& cal, const GridPlan& plan, const CalibrateOptions
       members.push_back(reps.jobs[k]);
       steps.push_back(reps.steps_of.at(config_key(reps.params[k])));
     }
-    const auto figs = cal.run_chain(members, steps);
+    const std::string what = config_label(reps.params[proc[0]]);
+    const auto figs = measured_quietly(
+        o, c, what + (proc.size() > 1 ? " and the configurations after it" : ""), out,
+        [&] { return cal.run_chain(members, steps); }, [&] { return cal.last_share(); });
     for (std::size_t m = 0; m < proc.size(); ++m) {
       const std::size_t k = proc[m];
       const std::string key = config_key(reps.params[k]);
@@ -339,7 +408,9 @@ void measure_groups(Calibrator& cal, const GridPlan& plan, const CalibrateOption
     }
     std::vector<std::size_t> members;
     for (const auto& key : g) members.push_back(reps.job_of.at(key));
-    const auto figs = cal.run_group(members, run->steps, tag++);
+    const auto figs = measured_quietly(
+        o, c, run->label + " side by side", out, [&] { return cal.run_group(members, run->steps, tag++); },
+        [&] { return cal.last_share(); });
     CalibrationGroup cg;
     cg.members = g;
     for (std::size_t k = 0; k < g.size(); ++k)
@@ -377,18 +448,24 @@ GridPlan checked_plan(const CalibrateOptions& o, const std::string& train, std::
   return plan;
 }
 
-}  // namespace
+// The calibration's end: its figures stored in calibration.json and the grid predicted from them.
+CalibrateOutcome finish(const Calibrator& cal, const GridPlan& plan, Clock::time_point t0,
+                        const PredictOptions& po, CalibrateOutcome res) {
+  Calibration& c = res.cal;
+  c.versions = cal.versions();
+  c.cost_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  res.failed = cal.failed();
+  res.launches = cal.launches();
+  res.file = cal.run_dir().calibration_file();
+  write_calibration(res.file, c);
+  const PredictedGrid pred = predict_grid(plan, c, plan.cost, po);
+  res.predicted_s = pred.result.makespan_s;
+  return res;
+}
 
-CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
-  const std::string train = o.run.train_bin.empty() ? default_train_bin() : o.run.train_bin;
-  const GridPlan plan = checked_plan(o, train, out);
-  Calibrator cal(plan, o, train, out);
-  fs::create_directories(cal.run_dir().root());
-  run::RunLock lock(cal.run_dir());
-  std::error_code ec;
-  fs::remove_all(cal.cal_dir().root(), ec);  // ours alone: earlier calibration runs
-  cal.cal_dir().create_layout();
-
+// Alone, then side by side while the budget lasts (throws StillDisturbed).
+CalibrateOutcome measure_all(Calibrator& cal, const GridPlan& plan, const CalibrateOptions& o,
+                             const std::string& train, std::ostream& out) {
   const auto t0 = Clock::now();
   CalibrateOutcome res;
   Calibration& c = res.cal;
@@ -409,15 +486,29 @@ CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
       grid_s >= kLongGridS ? std::min(o.min_budget_s, kMaxLongGridShare * grid_s) : o.min_budget_s;
   res.budget_s = std::max(floor_s, o.budget_share * grid_s);
   measure_groups(cal, plan, o, reps, first, t0, res, out);
-  c.versions = cal.versions();
-  c.cost_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  res.failed = cal.failed();
-  res.launches = cal.launches();
-  res.file = cal.run_dir().calibration_file();
-  write_calibration(res.file, c);
-  const PredictedGrid pred = predict_grid(plan, c, plan.cost, po);
-  res.predicted_s = pred.result.makespan_s;
-  return res;
+  return finish(cal, plan, t0, po, std::move(res));
+}
+
+}  // namespace
+
+CalibrateOutcome calibrate_grid(const CalibrateOptions& o, std::ostream& out) {
+  const std::string train = o.run.train_bin.empty() ? default_train_bin() : o.run.train_bin;
+  const GridPlan plan = checked_plan(o, train, out);
+  Calibrator cal(plan, o, train, out);
+  fs::create_directories(cal.run_dir().root());
+  run::RunLock lock(cal.run_dir());
+  std::error_code ec;
+  fs::remove_all(cal.cal_dir().root(), ec);  // ours alone: earlier calibration runs
+  cal.cal_dir().create_layout();
+  try {
+    return measure_all(cal, plan, o, train, out);
+  } catch (const StillDisturbed& d) {
+    CalibrateOutcome res;
+    res.refused = d.what;
+    res.failed = cal.failed();
+    res.launches = cal.launches();
+    return res;
+  }
 }
 
 }  // namespace gridrun::scheduler

@@ -211,6 +211,7 @@ base::Json figures_json(const StepFigures& f) {
   j["final_acc"] = base::json_number(f.final_acc, 6);
   j["acc_steps"] = f.acc_steps;
   j["learn_key"] = f.learn_key;
+  if (std::isfinite(f.other_cpu_share)) j["other_cpu_share"] = base::json_number(f.other_cpu_share, 4);
   return j;
 }
 
@@ -258,6 +259,16 @@ std::optional<BadFigure> read_count(const base::Json& j, const char* key, std::i
   return std::nullopt;
 }
 
+// A share of the CPU (0-1); absent or null stays NaN (files from before issue 58 recorded none).
+std::optional<BadFigure> read_share(const base::Json& j, const char* key, double& out) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  const double v = it->is_number() ? it->get<double>() : kNaN;
+  if (!(v >= 0 && v <= 1)) return BadFigure{key, base::dump_line(*it).substr(0, 40) + " is not in 0 .. 1"};
+  out = v;
+  return std::nullopt;
+}
+
 // The figures of one configuration, checked completely (types, finiteness, ranges); the first bad
 // key when any is bad: the caller then drops the whole entry, since a configuration predicted from
 // half its figures is a wrong prediction that looks right.
@@ -286,6 +297,7 @@ std::optional<BadFigure> figures_of(const base::Json& j, StepFigures& f) {
     if (!it->is_string()) return BadFigure{"learn_key", "not a string"};
     f.learn_key = it->get<std::string>();
   }
+  if ((bad = read_share(j, "other_cpu_share", f.other_cpu_share))) return bad;
   return std::nullopt;
 }
 
@@ -308,6 +320,11 @@ void write_calibration(const std::string& path, const Calibration& c) {
   j["gridrun_version"] = c.versions.gridrun;
   j["created"] = c.created;
   j["cost_s"] = base::json_number(c.cost_s, 6);
+  base::Json cond = base::Json::object();
+  cond["max_other_cpu_share"] = base::json_number(c.conditions.max_other_cpu_share, 4);
+  cond["repeated"] = c.conditions.repeated;
+  cond["accepted_load"] = c.conditions.accepted_load;
+  j["conditions"] = std::move(cond);
   base::Json configs = base::Json::object();
   for (const auto& [key, f] : c.alone) {
     base::Json one = figures_json(f);
@@ -353,6 +370,27 @@ Calibration read_calibration(const std::string& path) {
     if (const auto bad = read_seconds(j, "cost_s", 0, c.cost_s)) {
       c.warnings.push_back(bad_figure_line(path, "cost_s", BadFigure{"", bad->what}, "ignored"));
       c.cost_s = 0;
+    }
+  }
+  // The conditions are what a reader trusts the figures by: a damaged entry is said, and read as
+  // "not recorded" (never as quiet).
+  if (const auto it = j.find("conditions"); it != j.end()) {
+    std::optional<BadFigure> bad;
+    std::int64_t repeated = 0;
+    if (!it->is_object())
+      bad = BadFigure{"", "not an object"};
+    else if (!(bad = read_share(*it, "max_other_cpu_share", c.conditions.max_other_cpu_share)) &&
+             !(bad = read_count(*it, "repeated", 0, repeated))) {
+      c.conditions.repeated = static_cast<int>(std::min<std::int64_t>(repeated, 1 << 30));
+      const auto a = it->find("accepted_load");
+      if (a != it->end() && !a->is_boolean())
+        bad = BadFigure{"accepted_load", "not true or false"};
+      else
+        c.conditions.accepted_load = a != it->end() && a->get<bool>();
+    }
+    if (bad) {
+      c.warnings.push_back(bad_figure_line(path, "conditions", *bad, "its load is read as not recorded"));
+      c.conditions = CalibrationConditions{};
     }
   }
   for (const char* key : {"configs", "groups"})
@@ -557,6 +595,28 @@ std::optional<GroupRun> plan_group_run(const Calibration& c, const std::vector<s
     g.label += (g.label.empty() ? "" : " + ") + (l == c.labels.end() ? key : l->second);
   }
   return g;
+}
+
+std::string describe_conditions(const Calibration& c) {
+  std::string when = c.created;  // 2026-11-28T15:02:11Z
+  if (when.size() >= 16 && when[10] == 'T') when = when.substr(0, 10) + " " + when.substr(11, 5) + " UTC";
+  std::string out = "calibrated " + (c.host == "slurm" ? std::string("through Slurm") : "on " + c.host) +
+                    (when.empty() ? "" : " " + when);
+  const double share = c.conditions.max_other_cpu_share;
+  if (!std::isfinite(share) && c.host == "slurm") return out;  // its nodes' other jobs: the run's report says
+  if (!std::isfinite(share))
+    return out +
+           ", load not recorded (a calibration from before gridrun recorded it: calibrate again to know)";
+  const std::string pct = base::format_fixed(100 * share, 0) + " %";
+  if (share <= kCalibrationLoadShare)
+    return out + ", other processes took at most " + pct + " of the CPU" +
+           (c.conditions.repeated > 0
+                ? " (" + std::to_string(c.conditions.repeated) + " disturbed measurement(s) taken again)"
+                : "");
+  return out + ", WARNING: other processes took up to " + pct + " of the CPU while it measured (kept with " +
+         "--accept-load): its times are likely too long, and so is this prediction; calibrate again on a "
+         "quiet "
+         "machine";
 }
 
 std::string describe_alone(const StepFigures& f) {

@@ -133,6 +133,7 @@ PredictedGrid predict_grid(const GridPlan& plan, const Calibration& cal, const C
                                           : g.uncalibrated == jobs.size() ? "cost model"
                                                                           : "calibration and cost model",
                                           opts.sim.policy, opts.created});
+  if (g.uncalibrated < jobs.size()) g.record.calibration_other_cpu_share = cal.conditions.max_other_cpu_share;
   return g;
 }
 

@@ -266,6 +266,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
         << " jobs, policy " << o.policy << ", " << cluster.source << " (" << cluster.nodes.size()
         << " nodes, " << cluster.total_cores() << " cores, " << cluster.gpus_text() << ")\n"
         << "durations: " << durations << " (see docs/scheduler.md)\n";
+    if (cal) out << describe_conditions(*cal) << "\n";
     if (!why.empty()) out << "note: calibration not used: " << why << "\n";
     std::size_t targets = 0;
     for (const auto& j : ex.jobs) targets += j.params.target_accuracy > 0 ? 1 : 0;
@@ -343,6 +344,7 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
   const run::RunDir rd = run::RunDir::for_grid(o.out, plan.ex.name);
   if (const auto cal = usable_calibration(rd.root(), train, false, why)) {
     for (const auto& w : cal->warnings) out << "warning: " << w << "\n";
+    out << "prediction (prediction.json) from the " << describe_conditions(*cal) << "\n";
     const PredictedGrid g =
         predict_grid(plan, *cal, plan.cost, PredictOptions{sim_options_of(o), base::iso_now()});
     run::write_prediction(rd.prediction_file(), g.record);

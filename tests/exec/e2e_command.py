@@ -135,7 +135,7 @@ def case_example():
     grid = os.path.join(SRC, "compare-cpu.yaml")
     # Predicted first: calibrate runs each configuration for a few steps (GRIDRUN_MAX_STEPS), the
     # script declares its steps per epoch, and simulate predicts the comparison from those rows.
-    gridrun("calibrate", grid, "--out", OUT)
+    gridrun("calibrate", grid, "--out", OUT, "--accept-load")  # ctest -j: other tests beside it
     with open(os.path.join(OUT, "own-script-cpu", "calibration.json")) as f:
         configs = json.load(f)["configs"]
     assert len(configs) == 2 and all(c["steps_per_epoch"] == 32 and c["step_s"] > 0 for c in configs.values()), \

@@ -119,7 +119,7 @@ def main():
     with open(grid, "w") as f:
         f.write(GRID)
     runs = os.path.join(WORK, "original")
-    for cmd in (["calibrate", grid, "--out", runs, "--train-bin", args.train],
+    for cmd in (["calibrate", grid, "--out", runs, "--train-bin", args.train, "--accept-load"],
                 ["run", grid, "--out", runs, "--train-bin", args.train, "--no-report"]):
         p = gridrun(*cmd)
         if p.returncode != 0:

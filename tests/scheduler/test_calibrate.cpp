@@ -191,6 +191,55 @@ TEST(Calibrate, FileRoundTrip) {
   EXPECT_THROW(read_calibration(path), std::runtime_error);
 }
 
+// Issue 58: the load a calibration was measured under travels with it, is said beside every
+// prediction, and a damaged record of it reads as "not recorded", never as quiet.
+TEST(Calibrate, ConditionsRoundTripAndAreSaid) {
+  TempDir d;
+  Calibration c;
+  c.host = "h";
+  c.build = "1-2";
+  c.created = "2026-11-28T15:02:11Z";
+  c.alone["k1"] = figs(0.8, 0.004);
+  c.alone["k1"].other_cpu_share = 0.03;
+  c.conditions.max_other_cpu_share = 0.03;
+  c.conditions.repeated = 1;
+  const std::string path = (d.path / "calibration.json").string();
+  write_calibration(path, c);
+  Calibration r = read_calibration(path);
+  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_DOUBLE_EQ(r.alone.at("k1").other_cpu_share, 0.03);
+  EXPECT_DOUBLE_EQ(r.conditions.max_other_cpu_share, 0.03);
+  EXPECT_EQ(r.conditions.repeated, 1);
+  EXPECT_FALSE(r.conditions.accepted_load);
+  EXPECT_EQ(describe_conditions(r),
+            "calibrated on h 2026-11-28 15:02 UTC, other processes took at most 3 % of the CPU (1 disturbed "
+            "measurement(s) taken again)");
+  c.conditions = CalibrationConditions{0.43, 0, true};
+  write_calibration(path, c);
+  r = read_calibration(path);
+  EXPECT_TRUE(r.conditions.accepted_load);
+  EXPECT_EQ(
+      describe_conditions(r),
+      "calibrated on h 2026-11-28 15:02 UTC, WARNING: other processes took up to 43 % of the CPU while it "
+      "measured (kept with --accept-load): its times are likely too long, and so is this prediction; "
+      "calibrate again on a quiet machine");
+  // A file from before the conditions were recorded, and one whose record is damaged.
+  base::Json j = base::read_json_file(path, base::kinds::kCalibration);
+  j.erase("checksum");
+  j.erase("conditions");
+  std::ofstream(path) << j.dump(1);
+  r = read_calibration(path);
+  EXPECT_TRUE(std::isnan(r.conditions.max_other_cpu_share));
+  EXPECT_NE(describe_conditions(r).find("load not recorded"), std::string::npos) << describe_conditions(r);
+  j["conditions"] = {{"max_other_cpu_share", 7}, {"repeated", 0}, {"accepted_load", false}};
+  std::ofstream(path) << j.dump(1);
+  r = read_calibration(path);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("conditions.max_other_cpu_share: 7 is not in 0 .. 1"), std::string::npos)
+      << r.warnings[0];
+  EXPECT_TRUE(std::isnan(r.conditions.max_other_cpu_share));
+}
+
 // The grid of examples/large-vs-small-cpu.yaml on 2 cores: ranks=2 jobs one after another (alone
 // figures), ranks=1 jobs side by side (the group's figures); prediction.json written beside.
 TEST(Calibrate, SimulatePredictsPhasesFromTheCalibration) {

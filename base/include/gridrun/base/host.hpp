@@ -73,12 +73,13 @@ bool holds_flock(int pid, const std::string& path);
 bool node_cpu_ticks(double& busy, double& total);
 
 // CPU seconds of the node and of this process's own tree, at one moment. The difference of two
-// snapshots tells how much CPU went to processes that are not this one or its waited-for
-// descendants (getrusage counts a child once it has been reaped: take the second snapshot after
-// the children of interest have exited). What a compare-by phase records as the load beside it.
+// snapshots tells how much CPU went to processes that are not this one or its descendants: the
+// reaped ones through getrusage, the live ones (a warm worker, a rank not yet waited for) through
+// /proc/PID/stat, walked from this process. What a compare-by phase and each calibration
+// measurement record as the load beside them.
 struct CpuSnapshot {
   double node_busy_s = 0;  // busy ticks of all cores / CLK_TCK
-  double own_s = 0;        // user + system time of this process and its reaped descendants
+  double own_s = 0;        // user + system time of this process and its descendants, live or reaped
   int cores = 0;           // online cores
   bool ok = false;         // false when /proc/stat or getrusage could not be read
 };

@@ -30,6 +30,10 @@ struct Prediction {
   std::string created;  // ISO time
   std::string policy;   // placement policy simulated
   double makespan_s = std::nan("");
+  // The largest share of the CPU other processes took while the calibration it came from measured
+  // (calibration.json's conditions); NaN: not recorded. The report's cross-check reads it: a run
+  // faster than predicted from a loaded calibration is the calibration's fault, not the run's.
+  double calibration_other_cpu_share = std::nan("");
   std::vector<std::string> phase_order;           // phases in run order
   std::map<std::string, PhasePrediction> phases;  // by compare-by value
   std::map<std::string, double> job_seconds;      // by job id: launch to exit

@@ -47,6 +47,11 @@ struct CalibrateOptions {
   double min_budget_s = 120;
   double group_train_s = 2.0;  // a co-run member trains about this long (so the members overlap)
   bool share_process = true;   // chain configurations of one launch key (plan_alone_processes)
+  // A measurement during which other processes took more than kCalibrationLoadShare of the CPU is
+  // taken again up to this many times; still disturbed, nothing is stored (CalibrateOutcome::refused)
+  // unless `accept_load`, which keeps it without repeats and records the load in calibration.json.
+  int disturbed_repeats = 1;
+  bool accept_load = false;
 };
 
 struct CalibrateOutcome {
@@ -57,6 +62,9 @@ struct CalibrateOutcome {
   std::vector<std::string> skipped;  // groups left out over the budget
   int failed = 0;                    // calibration runs that did not complete
   int launches = 0;                  // gridrun-train processes started (alone and side by side)
+  // Not "": the measurement still disturbed after its repeats ("other processes took 43 % of the
+  // CPU while ... was measured, 2 time(s) ..."); nothing was stored (no calibration.json written).
+  std::string refused;
 };
 
 // The groups the placement policy runs side by side when the grid of `ro` (its cluster: this

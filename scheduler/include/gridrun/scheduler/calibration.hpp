@@ -40,6 +40,9 @@ struct StepFigures {
   double final_acc = std::nan("");
   std::int64_t acc_steps = 0;
   std::string learn_key;
+  // The share (0-1) of the machine's CPU that went to other processes while it was measured
+  // (base::outside_cpu_share, as a compare-by phase records it); NaN: not recorded.
+  double other_cpu_share = std::nan("");
 };
 // What decides how a job learns (optimizer, lr, schedule, momentum, weight decay), as a key.
 std::string learn_key(const jobs::JobParams& p);
@@ -56,6 +59,21 @@ struct BuildVersions {
   std::string gridrun;  // "0.1.0 (7618bef09198)"
 };
 
+// A calibration measurement during which other processes took more than this share of the
+// machine's CPU is disturbed: `gridrun calibrate` measures it again, and refuses to store one still
+// disturbed unless --accept-load. Lower than the verdict's kDisturbedShare (20 %), because every
+// prediction from the file inherits the error: a steady 9 % beside a run made both makespans
+// 17-23 % longer, 16 % a phase 27 % slower (issue 58; docs/scheduler.md, "Calibrating under load").
+inline constexpr double kCalibrationLoadShare = 0.10;
+
+// The conditions a calibration was measured under: what `simulate` and `run` print beside the
+// prediction, and what the report's cross-check reads when a run is faster than predicted.
+struct CalibrationConditions {
+  double max_other_cpu_share = std::nan("");  // the most disturbed measurement's; NaN: not recorded
+  int repeated = 0;                           // measurements taken again because they were disturbed
+  bool accepted_load = false;                 // a disturbed measurement kept on purpose (--accept-load)
+};
+
 struct Calibration {
   // Where: this host's name, or "slurm" for a calibration through Slurm on a cluster's nodes
   // (`gridrun calibrate --slurm`; used by `simulate --cluster`); with which binary (path, and
@@ -67,6 +85,7 @@ struct Calibration {
   std::map<std::string, StepFigures> alone;   // by config key
   std::map<std::string, std::string> labels;  // by config key: "mlp cpu ranks=2 bpr=32"
   std::vector<CalibrationGroup> groups;
+  CalibrationConditions conditions;
   // What read_calibration left out, one printable line each ("PATH: configs.KEY.step_s: missing;
   // that configuration is uncalibrated"): `simulate` and `run` print them as warnings.
   std::vector<std::string> warnings;
@@ -143,6 +162,11 @@ struct GroupRun {
 };
 std::optional<GroupRun> plan_group_run(const Calibration& c, const std::vector<std::string>& keys,
                                        std::int64_t min_steps, double train_s);
+// "calibrated on host-1 2026-11-28 15:02 UTC, other processes took at most 2 % of the CPU": the
+// conditions line `simulate` and `run` print beside a prediction from `c`; a calibration kept under
+// load says so and what it does to the prediction.
+std::string describe_conditions(const Calibration& c);
+
 // "launch 709.3 ms, step 3.8 ms, eval 2.1 ms": a configuration measured alone.
 std::string describe_alone(const StepFigures& f);
 // "lenet cpu ranks=1 bpr=64 step 6.2 ms (x0.92), launch 690.0 ms; ...": a measured group, each
