@@ -9,6 +9,7 @@
 
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/host.hpp"
 
 namespace gridrun::run {
 
@@ -24,6 +25,9 @@ std::string run_stamps(const RunDir& dir) {
   // A results file changed in place (truncated, bits flipped and touched) renames nothing: each
   // file's own stat is in the stamp, so that such damage is named by the next listing.
   out += ' ' + base::folder_entries_stamp(dir.results_dir());
+  // What computed the payload: a new gridrun (a fix in how a row or a status is derived) must not
+  // keep showing what the old one cached for a run that did not change.
+  out += " by " + base::stat_stamp(base::self_exe());
   return out;
 }
 

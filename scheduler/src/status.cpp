@@ -181,9 +181,12 @@ void flag_missing_results(const run::RunDir& dir, const std::map<std::string, Di
 // from the folder of the grid it was copied from, as `gridrun plan` would), else, for a job the copy no
 // longer expands to (an older grid of the same run) or when the copy does not load, from the job's file. A
 // job with neither has the defaults (it then differs where others set a value).
+// A row the copy does not expand to is marked `earlier` (only when the copy loaded: otherwise
+// nothing is known of the current grid).
 std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunState& state,
-                                        const std::vector<JobStatusRow>& rows) {
+                                        std::vector<JobStatusRow>& rows) {
   std::map<std::string, jobs::JobParams> by_id;
+  bool grid_known = false;
   std::error_code ec;
   if (fs::exists(dir.grid_copy(), ec)) {
     try {
@@ -195,18 +198,20 @@ std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunSt
       lo.repeats = state.repeats;
       for (auto& j : jobs::load_grid(dir.grid_copy(), lo, base::kinds::kGridCopy).jobs)
         by_id.emplace(j.id, std::move(j.params));
+      grid_known = true;
     } catch (const std::exception&) {
       // The job files below have every job's parameters too.
     }
   }
   std::vector<jobs::JobParams> out;
   out.reserve(rows.size());
-  for (const auto& row : rows) {
+  for (auto& row : rows) {
     auto it = by_id.find(row.id);
     if (it != by_id.end()) {
       out.push_back(it->second);
       continue;
     }
+    row.earlier = grid_known;
     try {
       out.push_back(jobs::read_job_file(dir.job_file(row.id)).params);
     } catch (const std::exception&) {
@@ -214,6 +219,36 @@ std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunSt
     }
   }
   return out;
+}
+
+// Jobs of an earlier grid or selection that never started leave the rows (and so every count):
+// the current grid does not hold them, so no `gridrun run` will start them, and listing them as
+// pending (with the defaults for parameters, having no job file) described a grid that is gone
+// (issue 58). Those that ran stay, with their own parameters, marked; one line says both.
+void hide_earlier_pending(RunStatus& st, std::vector<jobs::JobParams>& params) {
+  std::size_t keep = 0, shown = 0;
+  for (std::size_t i = 0; i < st.jobs.size(); ++i) {
+    if (st.jobs[i].earlier && st.jobs[i].state == run::JobOutcome::Pending) {
+      ++st.earlier_hidden;
+      continue;
+    }
+    shown += st.jobs[i].earlier ? 1 : 0;
+    if (keep != i) {
+      st.jobs[keep] = std::move(st.jobs[i]);
+      params[keep] = std::move(params[i]);
+    }
+    ++keep;
+  }
+  st.jobs.resize(keep);
+  params.resize(keep);
+  if (shown > 0)
+    st.notes.push_back(
+        std::to_string(shown) +
+        " job(s) of an earlier grid or --set, shown with their own parameters, marked (earlier)");
+  if (st.earlier_hidden > 0)
+    st.notes.push_back(
+        std::to_string(st.earlier_hidden) +
+        " job(s) of an earlier grid or --set never started and will not run: not shown or counted");
 }
 
 // Step, epoch and ETA of a job whose results file is live (running, or left by an interrupted
@@ -348,7 +383,8 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   }
   flag_missing_results(dir, disk, st);
   if (overlay) overlay(st, recs);
-  const std::vector<jobs::JobParams> params = job_params(dir, state, st.jobs);
+  std::vector<jobs::JobParams> params = job_params(dir, state, st.jobs);
+  hide_earlier_pending(st, params);
   {
     std::vector<const results::RecordedParams*> ptrs;
     std::vector<results::RecordedParams> recorded(params.begin(), params.end());
@@ -424,7 +460,8 @@ void print_json(const RunStatus& st, std::ostream& os) {
                     {"total_epochs", known(r.epochs, 1)},
                     {"eta_s", r.eta_s},
                     {"eta_source", r.eta_source},
-                    {"predicted_eta_s", r.predicted_eta_s}});
+                    {"predicted_eta_s", r.predicted_eta_s},
+                    {"earlier", r.earlier}});
   }
   const base::Json root = {{"run", st.name},
                            {"run_dir", st.run_dir},
@@ -436,8 +473,10 @@ void print_json(const RunStatus& st, std::ostream& os) {
                            {"varying", st.varying},
                            {"has_prediction", st.has_prediction},
                            {"warnings", st.warnings},
+                           {"notes", st.notes},
                            {"interrupted", !st.resume_command.empty()},
                            {"resume_command", st.resume_command},
+                           {"earlier_hidden", st.earlier_hidden},
                            {"jobs", std::move(jobs)}};
   os << root.dump(-1, ' ', false, base::Json::error_handler_t::replace) << "\n";
 }
@@ -493,7 +532,8 @@ base::Table jobs_table(const RunStatus& st, bool for_people) {
     std::vector<base::Cell> row = {text_cell(r.id)};
     for (std::size_t i = 0; i < st.varying.size(); ++i)
       row.push_back(word(i < r.params.size() ? r.params[i] : ""));
-    row.push_back(text_cell(to_string(r.state)));
+    // A job of an earlier grid says so where its state is read (the warning line explains).
+    row.push_back(text_cell(to_string(r.state) + (r.earlier && for_people ? " (earlier)" : "")));
     if (slurm) row.insert(row.end(), {word(r.slurm_id), word(r.slurm_state)});
     const bool no_exit = r.exit_code < 0;
     row.insert(row.end(), {count(no_exit ? std::nan("") : r.exit_code), word(r.elapsed), word(r.node),
@@ -550,6 +590,7 @@ void print_table(const RunStatus& st, int width, std::ostream& os) {
     os << "note: Slurm did not answer; states come from state.json and results files\n";
   for (const auto& d : st.damaged) os << "damaged (quarantined, not used): " << d << "\n";
   for (const auto& w : st.warnings) os << "warning: " << w << "\n";
+  for (const auto& n : st.notes) os << "note: " << n << "\n";
   if (!st.resume_command.empty())
     os << "interrupted: no gridrun runs it (its lock is free); resume with: " << st.resume_command << "\n";
   if (!st.collect_ids.empty())

@@ -10,7 +10,7 @@ namespace gridrun::scheduler {
 
 namespace {
 
-constexpr std::uint64_t kVersion = 1;
+constexpr std::uint64_t kVersion = 2;  // 2: earlier jobs (issue 58)
 constexpr auto kLastOutcome = static_cast<std::uint64_t>(run::JobOutcome::Diverged);
 
 void put_strings(base::ByteWriter& w, const std::vector<std::string>& v) {
@@ -48,6 +48,7 @@ std::string encode_status(const RunStatus& st) {
     for (std::int64_t v : {j.step, j.total_steps, j.epoch, j.epochs}) w.i64(v);
     for (double v : {j.elapsed_s, j.eta_s, j.predicted_eta_s}) w.f64(v);
     put_strings(w, j.params);
+    w.u64(j.earlier ? 1 : 0);
   }
   w.u64(st.counts.size());
   for (const auto& [outcome, n] : st.counts) {
@@ -63,6 +64,8 @@ std::string encode_status(const RunStatus& st) {
   w.u64(st.has_prediction ? 1 : 0);
   put_strings(w, st.warnings);
   w.str(st.resume_command);
+  w.u64(st.earlier_hidden);
+  put_strings(w, st.notes);
   return std::move(w.bytes());
 }
 
@@ -83,6 +86,7 @@ RunStatus decode_status(std::string_view bytes) {
     for (std::int64_t* v : {&j.step, &j.total_steps, &j.epoch, &j.epochs}) *v = r.i64();
     for (double* v : {&j.elapsed_s, &j.eta_s, &j.predicted_eta_s}) *v = r.f64();
     j.params = get_strings(r);
+    j.earlier = r.u64() != 0;
   }
   for (std::size_t n = r.count(16); n > 0; --n) {
     const run::JobOutcome o = get_outcome(r);
@@ -97,6 +101,8 @@ RunStatus decode_status(std::string_view bytes) {
   st.has_prediction = r.u64() != 0;
   st.warnings = get_strings(r);
   st.resume_command = r.str();
+  st.earlier_hidden = static_cast<std::size_t>(r.u64());
+  st.notes = get_strings(r);
   if (!r.done()) throw std::runtime_error("trailing bytes in the status cache");
   for (const JobStatusRow& j : st.jobs)
     if (j.params.size() != st.varying.size())

@@ -132,6 +132,29 @@ def case_set_epochs():
     jobs = json.loads(st.stdout)["jobs"]
     assert len(jobs) == 4 and all(j["params"].get("epochs", 1) == 1 for j in jobs), jobs
     assert {j["state"] for j in jobs} == {"completed", "pending"}, jobs
+    # Issue 58: run again without --set. The first selection's jobs keep their own parameters: the
+    # two that ran are shown as of an earlier grid (epochs 1, from their job files), the two that
+    # never started (gpu, epochs=1) are neither shown nor counted as pending; ls agrees.
+    r = gridrun("run", g, "--only", "device=cpu", "--no-report")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    st = subprocess.run([GRIDRUN, "status", os.path.join(OUT, "mixed"), "--format", "json"], text=True,
+                        capture_output=True)
+    assert st.returncode == 0, st.stderr
+    doc = json.loads(st.stdout)
+    by_id = {j["id"]: j for j in doc["jobs"]}
+    assert len(by_id) == 6 and doc["earlier_hidden"] == 2, doc
+    for i in after:
+        assert by_id[i]["earlier"] and by_id[i]["state"] == "completed", by_id[i]
+        assert by_id[i]["params"]["epochs"] == "1" and by_id[i]["params"]["device"] == "cpu", by_id[i]
+    now = [j for j in doc["jobs"] if not j["earlier"]]
+    assert len(now) == 4 and all(j["params"]["epochs"] != "1" for j in now), now
+    assert doc["counts"] == {"completed": 4, "pending": 2}, doc["counts"]
+    assert any("never started and will not run: not shown or counted" in n for n in doc["notes"]), doc["notes"]
+    table = subprocess.run([GRIDRUN, "status", os.path.join(OUT, "mixed")], text=True, capture_output=True)
+    assert table.stdout.count("completed (earlier)") == 2, table.stdout
+    ls = subprocess.run([GRIDRUN, "ls", OUT, "--format", "json"], text=True, capture_output=True)
+    row = json.loads(ls.stdout)[0]
+    assert (row["jobs"], row["done"], row["pending"]) == (6, 4, 2), row
 
 
 def case_bad_flags():

@@ -47,6 +47,10 @@ struct JobStatusRow {
   std::string eta_source;
   // The job's value of each RunStatus::varying parameter, in that order.
   std::vector<std::string> params;
+  // A job of an earlier grid or selection (an earlier `--set`, an edited grid): the run's grid as
+  // its last `gridrun run` expanded it no longer holds it. Shown with its own parameters (its job
+  // file) because it ran; one that never ran is not shown at all (RunStatus::earlier_hidden).
+  bool earlier = false;
 };
 
 struct RunStatus {
@@ -64,10 +68,15 @@ struct RunStatus {
   // Every parameter of each job as the run resolved them (aligned with `jobs`): what `status
   // --only` selects on, as `run --only` did.
   std::vector<jobs::JobParams> job_params;
+  // Jobs of an earlier grid or selection that never started: they will not run (the current grid
+  // does not hold them), so they are neither shown nor counted as pending (issue 58).
+  std::size_t earlier_hidden = 0;
   bool has_prediction = false;  // prediction.json was read
   // What the reader should know beyond the table, one line each, naming the file (issue 57: jobs
   // state.json calls finished whose results files are missing, which are not counted done).
   std::vector<std::string> warnings;
+  // What the reader should know that is no problem (jobs of an earlier grid), one line each.
+  std::vector<std::string> notes;
   // A local run whose lock nobody holds but whose jobs were cut short (a kill -9 or a Ctrl-C of
   // `gridrun run`): the command that resumes it; "" otherwise.
   std::string resume_command;
