@@ -64,9 +64,12 @@ struct RunRow {
   long jobs = -1, done = -1, failed = -1, running = -1, pending = -1;
   std::map<std::string, long> counts;  // by outcome ("completed", "target_reached", ...)
   double changed_unix = std::nan("");  // newest modification of the run's files
-  std::string verdict;                 // the report's first verdict line, "" when it has none
-  std::vector<std::string> problems;   // what could not be read, one line each
-  std::string resume;                  // interrupted, nobody runs it: the command that resumes it
+  // The report's answer in a few words (report::VerdictHeadline: winner, ratio, interval, marks),
+  // what the table shows first; "" when no two phases were measured.
+  std::string answer;
+  std::string verdict;                // the report's whole verdict, its lines joined; "" when it has none
+  std::vector<std::string> problems;  // what could not be read, one line each
+  std::string resume;                 // interrupted, nobody runs it: the command that resumes it
 };
 
 // The run directories under `dir`: `dir` itself when it holds a run, else its subfolders down to
@@ -120,7 +123,8 @@ base::Json row_payload(const RunRow& r) {
       {"name", r.name},       {"grid_file", r.grid_file}, {"jobs", r.jobs},
       {"done", r.done},       {"failed", r.failed},       {"running", r.running},
       {"pending", r.pending}, {"counts", counts},         {"changed_unix", base::json_number(r.changed_unix)},
-      {"verdict", r.verdict}, {"problems", r.problems},   {"resume", r.resume}};
+      {"answer", r.answer},   {"verdict", r.verdict},     {"problems", r.problems},
+      {"resume", r.resume}};
 }
 
 RunRow row_of_payload(const std::string& path, const base::Json& j) {
@@ -138,6 +142,7 @@ RunRow row_of_payload(const std::string& path, const base::Json& j) {
       if (v.is_number_integer()) r.counts[k] = v.get<long>();
   const base::Json& changed = j.contains("changed_unix") ? j["changed_unix"] : base::Json();
   r.changed_unix = changed.is_number() ? changed.get<double>() : std::nan("");
+  r.answer = base::get_string(j, "answer");
   r.verdict = base::get_string(j, "verdict");
   if (j.contains("problems") && j["problems"].is_array())
     for (const auto& p : j["problems"])
@@ -189,9 +194,10 @@ RunRow compute_row(const std::string& path, bool& live) {
     try {
       std::ostringstream log;
       const report::LoadedRun lr = report::load_run(path, log);
-      const auto lines =
-          report::verdict_lines(lr.phases, report::VerdictOptions{lr.compare_by, lr.rerun_prefix});
-      if (!lines.empty()) row.verdict = base::printable_line(lines.front());
+      const report::Verdict v =
+          report::verdict_of(lr.phases, report::VerdictOptions{lr.compare_by, lr.rerun_prefix});
+      if (v.headline) row.answer = base::printable_line(v.headline->text());
+      row.verdict = base::printable_line(base::join(v.lines, " "));
       std::istringstream said(log.str());
       std::vector<std::string> skipped;
       for (std::string line; std::getline(said, line);)
@@ -223,12 +229,6 @@ RunRow read_run(const std::string& path) {
   return row;
 }
 
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
-}
-
 // "3m05s ago" (base::format_duration); "-" when not known.
 std::string age_text(double changed_unix, double now) {
   if (std::isnan(changed_unix)) return "-";
@@ -254,18 +254,19 @@ base::Json row_json(const RunRow& r, double now) {
       {"last_change",
        known ? base::Json(base::iso_time(static_cast<std::time_t>(r.changed_unix))) : base::Json(nullptr)},
       {"age_s", known ? base::json_number(std::max(0.0, now - r.changed_unix)) : base::Json(nullptr)},
+      {"answer", r.answer.empty() ? base::Json(nullptr) : base::Json(r.answer)},
       {"verdict", r.verdict.empty() ? base::Json(nullptr) : base::Json(r.verdict)},
       {"interrupted", !r.resume.empty()},
       {"resume_command", r.resume.empty() ? base::Json(nullptr) : base::Json(r.resume)},
-      {"problem", r.problems.empty() ? base::Json(nullptr) : base::Json(join(r.problems, "; "))}};
+      {"problem", r.problems.empty() ? base::Json(nullptr) : base::Json(base::join(r.problems, "; "))}};
 }
 
 // csv: the json's flat keys (the per-outcome counts are json's only), an empty field for unknown.
 void write_csv(const std::vector<RunRow>& rows, double now, std::ostream& os) {
-  const std::vector<std::string> keys = {"path",    "name",        "grid_file", "jobs",          "done",
-                                         "failed",  "running",     "pending",   "last_change",   "age_s",
-                                         "verdict", "interrupted", "problem",   "resume_command"};
-  os << join(keys, ",") << "\n";
+  const std::vector<std::string> keys = {"path",   "name",    "grid_file",   "jobs",        "done",
+                                         "failed", "running", "pending",     "last_change", "age_s",
+                                         "answer", "verdict", "interrupted", "problem",     "resume_command"};
+  os << base::join(keys, ",") << "\n";
   for (const auto& r : rows) {
     const base::Json j = row_json(r, now);
     std::string line;
@@ -295,8 +296,11 @@ void write_table(const std::vector<RunRow>& rows, double now, int width, const s
   t.columns = {"run", "grid", "jobs", "done", "failed", "running", "pending", "changed", "verdict"};
   for (const auto& r : rows) {
     // An interrupted run says so first, with its command: nothing else will resume it.
+    // The answer first (winner, ratio, interval, marks); a run without one shows its verdict's
+    // first words ("No verdict for ranks=2: ...").
+    const std::string said = !r.answer.empty() ? r.answer : r.verdict;
     std::string note =
-        r.problems.empty() ? (r.verdict.empty() ? "-" : r.verdict) : "problem: " + join(r.problems, "; ");
+        r.problems.empty() ? (said.empty() ? "-" : said) : "problem: " + base::join(r.problems, "; ");
     if (!r.resume.empty()) note = "interrupted: resume with " + r.resume + (note == "-" ? "" : "; " + note);
     t.rows.push_back({base::text_cell(r.path), base::text_cell(r.name), count(r.jobs), count(r.done),
                       count(r.failed), count(r.running), count(r.pending),
@@ -325,8 +329,11 @@ int cmd_ls(const Args& args) {
       "run, else its subfolders (`gridrun run --out DIR` puts each grid's run in DIR/<name>).\n"
       "One row per run: its path, its grid's name, how many jobs are done (completed or target\n"
       "reached), failed (or diverged), running and pending (also queued or interrupted), as\n"
-      "`gridrun status` counts them; when the run last changed; and the first line of the verdict\n"
-      "`gridrun report` prints (a run with `compare: {by: ...}`). A run that cannot be read fully\n"
+      "`gridrun status` counts them; when the run last changed; and the answer of the verdict\n"
+      "`gridrun report` prints (a run with `compare: {by: ...}`): the faster phase, its ratio and\n"
+      "interval, then marks: inconclusive, disturbed (other work on its CPU, GPUs or nodes),\n"
+      "slowed (over 15 % slower than calibrated), start-up (launch is most of the time). A run\n"
+      "without one shows its verdict's first sentence. A run that cannot be read fully\n"
       "still gets its row, with the problem in place of the verdict. Writes nothing into the\n"
       "runs but each one's row, RUN_DIR/.cache/summary.json, reused until a file of the run\n"
       "changes (a run with jobs running or queued is read afresh each time). A run cut short\n"
@@ -334,8 +341,8 @@ int cmd_ls(const Args& args) {
       "\"interrupted\", with the command that resumes it; jobs that state.json calls finished but\n"
       "that have no results file are pending, with a warning. csv and json: path, name,\n"
       "grid_file, jobs, done, failed, running, pending, last_change (ISO 8601 UTC), age_s,\n"
-      "verdict, interrupted, problem, resume_command (empty/null when unknown); json also the\n"
-      "count of every outcome.",
+      "answer, verdict (the whole verdict), interrupted, problem, resume_command (empty/null\n"
+      "when unknown); json also the count of every outcome.",
       "\nExit codes: 0 ok (also when some runs have problems), 1 runtime failure, 2 bad input\n"
       "(flags, DIR not a folder).\n"};
   if (!parse_command(

@@ -116,6 +116,15 @@ std::vector<std::string> wrap_words(const std::string& lead, const std::vector<s
   return lines;
 }
 
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    if (k) out += sep;
+    out += parts[k];
+  }
+  return out;
+}
+
 std::string printable_line(std::string_view s) {
   std::string out;
   out.reserve(s.size());

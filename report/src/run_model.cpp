@@ -174,8 +174,10 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
       for (const auto& w : pred.warnings) log << "report: ignoring " << w << "\n";
       if (pred.source.rfind("calibration", 0) == 0)
         for (auto& p : run.phases)
-          if (const auto it = pred.phases.find(p.name); it != pred.phases.end())
+          if (const auto it = pred.phases.find(p.name); it != pred.phases.end()) {
             p.predicted_makespan_s = it->second.makespan_s;
+            p.calibration_other_cpu_share = pred.calibration_other_cpu_share;
+          }
     } catch (const std::exception& e) {
       log << "report: ignoring " << base::printable_line(e.what()) << "\n";
     }

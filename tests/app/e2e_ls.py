@@ -10,7 +10,8 @@ Makes four runs in one runs folder, in seconds, with the real binaries:
 and a folder that is no run, and a fifth run one level deeper (only with --depth 2).
 
 ls: one row per run with the counts status gives, in table, csv and json (read back with the csv and
-json modules, the same values), the verdict line `gridrun report` prints first, last change as ISO
+json modules, the same values), the answer (winner and ratio first) and the whole verdict `gridrun
+report` prints, the answer within 100 columns, last change as ISO
 time; nothing written into the runs but their summary cache (every other file's size and mtime, the
 results index included, are the same after ls), and a second ls answers the same from that cache; a damaged state.json gives that run a row naming the problem, the other rows
 unchanged and exit 0, and so does an unreadable results file (named); DIR itself as a run,
@@ -25,6 +26,7 @@ import csv
 import datetime
 import io
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -132,14 +134,21 @@ def check_ls(tmp):
         check(isinstance(r.get("age_s"), (int, float)) and r["age_s"] >= 0, f"{path}: age_s {r.get('age_s')!r}")
     check(rows.get("runs/failed2", {}).get("counts") == {"failed": 2},
           f"failed2 counts {rows.get('runs/failed2', {}).get('counts')}")
-    # The verdict is the report's own first line; runs without compare-by have none.
+    # The verdict is the report's whole verdict (issue 58: the csv kept only its first sentence),
+    # the answer its winner and ratio first; runs without compare-by have neither.
     rep = gridrun("report", "runs/cmp", "-f", "json", cwd=tmp)
     tables = json.loads(rep.stdout or "{}").get("tables", [])
-    verdict = [t["rows"][0]["verdict"] for t in tables if t.get("title") == "Verdict" and t["rows"]]
+    verdict = [" ".join(r["verdict"] for r in t["rows"]) for t in tables if t.get("title") == "Verdict" and t["rows"]]
     check(len(verdict) == 1 and rows.get("runs/cmp", {}).get("verdict") == verdict[0],
-          f"cmp verdict {rows.get('runs/cmp', {}).get('verdict')!r}, report's first line {verdict}")
+          f"cmp verdict {rows.get('runs/cmp', {}).get('verdict')!r}, report's {verdict}")
+    answer = rows.get("runs/cmp", {}).get("answer") or ""
+    m = re.match(r"(lr=0\.1|lr=0\.05) (\d+\.\d\d)x", answer)
+    check(m is not None and verdict and (m.group(1) + " was " + m.group(2) + "x faster" in verdict[0] or
+                                         m.group(1) + " wins, " + m.group(2) + "x faster" in verdict[0]),
+          f"cmp answer {answer!r} is not the verdict's winner and ratio")
     for path in ("runs/done4", "runs/failed2", "runs/pending2"):
-        check(rows.get(path, {}).get("verdict") is None, f"{path}: verdict {rows.get(path, {}).get('verdict')!r}")
+        check(rows.get(path, {}).get("verdict") is None and rows.get(path, {}).get("answer") is None,
+              f"{path}: verdict {rows.get(path, {}).get('verdict')!r}")
 
     # csv: the same rows and values as json.
     p = gridrun("ls", "runs", "--format", "csv", cwd=tmp)
@@ -149,7 +158,7 @@ def check_ls(tmp):
     for r in got:
         j = rows.get(r["path"], {})
         for k in ("name", "grid_file", "jobs", "done", "failed", "running", "pending", "last_change",
-                  "verdict", "problem"):
+                  "answer", "verdict", "problem"):
             want_text = "" if j.get(k) is None else str(j.get(k))
             check(r[k] == want_text, f"csv {r['path']} {k}: {r[k]!r}, json {j.get(k)!r}")
 
@@ -161,6 +170,8 @@ def check_ls(tmp):
         line = next((l for l in lines if l.startswith(path + " ")), "")
         check(" ago" in line, f"ls table: no line with an age for {path}: {p.stdout[:500]!r}")
     check(all(len(l) <= 100 for l in lines), "ls -w 100: a line wider than 100")
+    cmp_line = next((l for l in lines if l.startswith("runs/cmp ")), "")
+    check(m is not None and m.group(0) in cmp_line, f"ls -w 100: the answer is not in the cmp row: {cmp_line!r}")
 
     # Nothing written or removed but each run's summary cache, not even the results folders' index
     # cache; the cache answers the next ls with the same rows.

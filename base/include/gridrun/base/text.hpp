@@ -37,6 +37,8 @@ bool ends_with(std::string_view s, std::string_view suffix);
 // tables; a word longer than the width gets a line of its own).
 std::vector<std::string> wrap_words(const std::string& lead, const std::vector<std::string>& words,
                                     std::size_t width, const std::string& indent);
+// `parts` with `sep` between them ("a; b; c").
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
 // One printable ASCII line: newlines become spaces, other control and non-ASCII bytes '?'. For
 // error messages that may quote damaged bytes (a parse error of a corrupt file) before they reach
 // a terminal, a warning line or `gridrun status`.

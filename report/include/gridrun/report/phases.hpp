@@ -62,6 +62,10 @@ struct PhaseFigures {
   // What a calibrated `gridrun simulate`/`run` predicted for it before it ran (prediction.json),
   // NaN when nothing was predicted from a calibration.
   double predicted_makespan_s = std::nan("");
+  // The largest share of the CPU other processes took while the calibration behind that
+  // prediction measured (prediction.json); NaN when not recorded. A phase faster than predicted
+  // from a loaded calibration is the calibration's doing, not the phase's.
+  double calibration_other_cpu_share = std::nan("");
   // Some of its jobs ran at the same time: the scheduler's record (max_running) when there is one,
   // else overlapping start and end times in the job files.
   bool side_by_side = false;

@@ -19,6 +19,15 @@ namespace gridrun::run {
 constexpr double kMaxPredictedSeconds = 1e16;
 constexpr long long kMaxPredictedJobs = 10'000'000;  // the product's job limit, per phase
 
+// A calibration measurement during which other processes took more than this share of the
+// machine's CPU is disturbed: `gridrun calibrate` measures it again, and refuses to store one still
+// disturbed unless --accept-load. Lower than the verdict's kDisturbedShare (20 %), because every
+// prediction from the file inherits the error: a steady 9 % beside a run made both makespans
+// 17-23 % longer, 16 % a phase 27 % slower (issue 58; docs/scheduler.md, "Calibrating under load"). Here
+// because both the scheduler (which calibrates) and the report (whose cross-check blames a loaded calibration
+// for a run faster than predicted) read it.
+inline constexpr double kCalibrationLoadShare = 0.10;
+
 struct PhasePrediction {
   double makespan_s = std::nan("");
   int jobs = 0;

@@ -59,12 +59,8 @@ struct BuildVersions {
   std::string gridrun;  // "0.1.0 (7618bef09198)"
 };
 
-// A calibration measurement during which other processes took more than this share of the
-// machine's CPU is disturbed: `gridrun calibrate` measures it again, and refuses to store one still
-// disturbed unless --accept-load. Lower than the verdict's kDisturbedShare (20 %), because every
-// prediction from the file inherits the error: a steady 9 % beside a run made both makespans
-// 17-23 % longer, 16 % a phase 27 % slower (issue 58; docs/scheduler.md, "Calibrating under load").
-inline constexpr double kCalibrationLoadShare = 0.10;
+// The share of the CPU above which a calibration measurement is disturbed: run/prediction.hpp.
+using run::kCalibrationLoadShare;
 
 // The conditions a calibration was measured under: what `simulate` and `run` print beside the
 // prediction, and what the report's cross-check reads when a run is faster than predicted.
