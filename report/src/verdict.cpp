@@ -315,11 +315,21 @@ std::string launch_line(const std::vector<const PhaseFigures*>& measured, const 
   });
   if (!launch_bound) return "";
   const char* unit = best.gpu ? "GPU" : "core";
-  std::string shares;
+  std::string shares, above;
+  std::size_t n_above = 0;
   for (const PhaseFigures* p : measured)
-    if (std::isfinite(p->time.launch_share))
+    if (std::isfinite(p->time.launch_share)) {
       shares += std::string(shares.empty() ? "" : ", ") + p->label + " " + pct(p->time.launch_share);
-  std::string line = "Launch is more than half of the " + std::string(unit) + "-seconds (" + shares +
+      if (p->time.launch_share > kLaunchBoundShare) {
+        above += std::string(above.empty() ? "" : " and ") + p->label;
+        ++n_above;
+      }
+    }
+  // "More than half" must hold for every phase it names (issue 58: "ranks=2 52 %, ranks=1 43 %"
+  // was called more than half of the core-seconds): name the phases when not all of them are.
+  const bool every = n_above == measured.size();
+  std::string line = "Launch is more than half of the " + std::string(unit) + "-seconds" +
+                     (every ? "" : " of " + above) + " (" + shares +
                      "): this answer is about start-up, not training.";
   if (std::isfinite(best.train_resource_s) && std::isfinite(next.train_resource_s) &&
       best.train_resource_s > 0 && next.train_resource_s > 0) {
@@ -408,6 +418,12 @@ double seed_noise(const std::vector<const PhaseFigures*>& measured) {
   return noise;
 }
 
+// How a stand-in's time was taken: a median of several repeats, or the one measurement that
+// counted (a median of one is no median).
+std::string median_of(std::size_t n) {
+  return n == 1 ? " (one measurement)" : " (median of " + std::to_string(n) + ")";
+}
+
 }  // namespace
 
 std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, const VerdictOptions& opts) {
@@ -458,11 +474,9 @@ Verdict verdict_of(const std::vector<PhaseFigures>& phases, const VerdictOptions
   const std::vector<std::string> role = roles_of(measured);
   std::string finished;
   for (std::size_t k = 0; k < measured.size(); ++k)
-    finished +=
-        (k ? "; " : "") + describe(*measured[k], role[k]) + (k ? " in " : " finished in ") +
-        fixed(measured[k]->makespan_s, 1) + " s" +
-        (has_repeats ? " (median of " + std::to_string(repeated[measured[k]->name].counted().size()) + ")"
-                     : "");
+    finished += (k ? "; " : "") + describe(*measured[k], role[k]) + (k ? " in " : " finished in ") +
+                fixed(measured[k]->makespan_s, 1) + " s" +
+                (has_repeats ? median_of(repeated[measured[k]->name].counted().size()) : "");
   std::vector<std::size_t> order(measured.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {

@@ -125,6 +125,10 @@ TEST(Verdict, GoldenTexts) {
     large.train_resource_s = 1.9;
     small.train_resource_s = 2.4;
     text += lines("launch-bound: the answer is about start-up", {large, small});
+    // Issue 58: one phase above half, one under: "more than half" names only the one above.
+    large.time.launch_share = 0.52;
+    small.time.launch_share = 0.43;
+    text += lines("launch-bound in one phase only: named", {large, small});
   }
   {
     auto a = phase("2", std::nan(""), 1, false), b = phase("1", 2.9, 2, true);
@@ -192,6 +196,11 @@ TEST(Verdict, GoldenTexts) {
     ph[2].makespan_s = 17.5;
     ph[5].makespan_s = 12.9;
     text += lines("3 repeats that disagree: the interval includes 1", ph);
+    // Issue 58: 2 repeats, one disturbed: one measurement counts, never "median of 1".
+    ph = {rep("2", 0, 14.2, 2, false), rep("1", 0, 10.9, 2, true), rep("1", 1, 11.0, 2, true),
+          rep("2", 1, 14.6, 2, false)};
+    ph[2].other_cpu_share = 0.45;
+    text += lines("2 repeats, one disturbed: one measurement, not a median", ph);
   }
   const std::string path = std::string(GOLDEN_DIR) + "/verdict.txt";
   std::ifstream in(path);
