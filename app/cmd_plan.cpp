@@ -445,6 +445,7 @@ int cmd_plan(const Args& args) {
   gj::LoadOptions lo;
   lo.allow_empty = o.allow_empty;
   lo.overrides = gj::parse_overrides(o.set, "--set");
+  lo.warn_lost_compare = true;
   const std::vector<gj::Selector> only = gj::parse_selectors(o.only, "--only", {"id"});
   Plan plan;
   // The feasibility check and --only need the jobs themselves; a plain plan only prints them, so
@@ -463,12 +464,20 @@ int cmd_plan(const Args& args) {
   // A model=torchscript job's model built by gridrun-train in a memory-limited child (exit 2 at
   // the grid's model_file line when it cannot be): what run and submit check before launching.
   lo.check_model_file = gridrun::scheduler::model_checker(gridrun::scheduler::default_train_bin()).callback();
-  const auto* expansion = new gj::Expansion(gj::load_grid(o.grid, lo));  // GridError -> exit 2 in main
+  auto* expansion = new gj::Expansion(gj::load_grid(o.grid, lo));  // GridError -> exit 2 in main
   kept = expansion;
   const gj::Expansion& ex = *expansion;
   for (const auto& w : ex.warnings) std::cerr << "gridrun plan: warning: " << w << "\n";
+  // A --set or --only that takes the grid's comparison away: counted and listed with the warnings.
+  auto lost_compare = [&](const std::string& w) {
+    if (w.empty()) return;
+    std::cerr << "gridrun plan: warning: " << w << "\n";
+    expansion->warnings.push_back(w);
+  };
+  lost_compare(ex.compare_gone);
   if (keep_jobs) {
     const std::vector<gj::Job> selected = only.empty() ? ex.jobs : gj::select_jobs(ex.jobs, only);
+    lost_compare(gj::lost_compare_warning(ex, selected, only));
     if (o.resources_named()) {
       gridrun::scheduler::ResourceOptions ro;
       ro.cluster_file = o.cluster;

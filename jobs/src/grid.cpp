@@ -108,6 +108,63 @@ void add_overrides(GridSpec& spec, const std::vector<std::pair<std::string, Valu
 }
 }  // namespace detail
 
+namespace {
+
+// Expansion::compare_gone (LoadOptions::warn_lost_compare): only when the overrides left one value
+// of the compare key, the grid is expanded again without them (streamed, no file checks) to see
+// whether it had several.
+void note_lost_compare(const std::string& yaml, const std::string& display_name, const LoadOptions& opts,
+                       Expansion& ex) {
+  const std::string& by = ex.compare_by;
+  if (std::find(ex.varying.begin(), ex.varying.end(), by) != ex.varying.end()) return;
+  if (ex.jobs.empty() && ex.streamed == 0) return;
+  const auto p = static_cast<std::size_t>(detail::param_index(by));
+  std::vector<Value> seen;  // two are enough
+  LoadOptions lo;
+  lo.allow_empty = true;
+  lo.max_jobs = opts.max_jobs;
+  lo.base_dir = opts.base_dir;
+  lo.on_job = [&](std::size_t, const std::string&, const std::vector<Value>& v) {
+    if (seen.size() < 2 && std::find(seen.begin(), seen.end(), v[p]) == seen.end()) seen.push_back(v[p]);
+  };
+  try {
+    detail::GridSpec plain = detail::parse_grid(yaml, display_name);
+    plain.compare_repeats = 1;
+    detail::expand_grid(plain, lo);
+  } catch (const std::exception&) {
+    return;  // the grid alone does not expand (the --set made it valid): it compared nothing
+  }
+  if (seen.size() < 2) return;
+  // The cause, most likely first: a --set of the key, of the other batch key, else every single
+  // --set (one of them made the key's values equal, e.g. ranks through global_batch).
+  const std::string other = by == "global_batch"     ? "batch_per_rank"
+                            : by == "batch_per_rank" ? "global_batch"
+                                                     : "";
+  auto flags_of = [&](const std::string& key) {
+    std::string f;
+    for (const auto& set : opts.overrides) {
+      const auto n = std::count_if(opts.overrides.begin(), opts.overrides.end(),
+                                   [&](const auto& o) { return o.first == set.first; });
+      if (key.empty() ? n == 1 : set.first == key)
+        f += (f.empty() ? "" : " ") + std::string("--set ") + set.first + "=" + to_string(set.second);
+    }
+    return f;
+  };
+  std::string flags = flags_of(by);
+  if (flags.empty() && !other.empty()) flags = flags_of(other);
+  if (flags.empty()) flags = flags_of("");
+  ex.compare_gone = compare_gone_message(ex, flags);
+}
+
+}  // namespace
+
+std::string compare_gone_message(const Expansion& ex, const std::string& flags) {
+  const std::string& by = ex.compare_by;
+  return flags + " leaves one value of " + by + ", which this grid compares (compare: " + by +
+         (ex.compare_at.empty() ? "" : ", at " + ex.compare_at) + "): the report will have no " + by +
+         " comparison";
+}
+
 GridError::GridError(const std::string& file, int line, int col, const std::string& key_path,
                      const std::string& message)
     : std::invalid_argument(format_error(file, line, col, key_path, message)),
@@ -121,7 +178,10 @@ Expansion load_grid_string(const std::string& yaml, const std::string& display_n
                            const LoadOptions& opts) {
   detail::GridSpec spec = detail::parse_grid(yaml, display_name);
   detail::add_overrides(spec, opts.overrides);
-  return detail::expand_grid(spec, opts);
+  Expansion ex = detail::expand_grid(spec, opts);
+  if (opts.warn_lost_compare && !ex.compare_by.empty() && !opts.overrides.empty())
+    note_lost_compare(yaml, display_name, opts, ex);
+  return ex;
 }
 
 Expansion load_grid(const std::string& path, const LoadOptions& opts, const base::FileKind& kind) {

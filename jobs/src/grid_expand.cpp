@@ -148,6 +148,10 @@ Expansion Expander::run() {
   ex_.name = s_.name;
   ex_.source = s_.file;
   ex_.compare_by = s_.compare_by;
+  if (s_.compare_by_loc >= 0) {
+    const Loc& at = s_.locs[static_cast<std::size_t>(s_.compare_by_loc)];
+    ex_.compare_at = s_.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.col);
+  }
   if (s_.has_product) product();
   for (const auto& inc : s_.includes) include(inc);
   for (std::size_t i = 0; i < hits_.size(); ++i)

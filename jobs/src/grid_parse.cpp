@@ -3,14 +3,18 @@
 // 1-based here). See docs/grid.md for the format.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 #include "grid_spec.hpp"
 #include "gridrun/jobs/command.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "params.hpp"
+#include "sample.hpp"
 #include "text.hpp"
 
 namespace gridrun::jobs::detail {
@@ -18,8 +22,8 @@ namespace gridrun::jobs::detail {
 namespace {
 
 const std::vector<std::string>& top_keys() {
-  static const std::vector<std::string> k = {"name",  "defaults", "grid",    "zip", "exclude", "include",
-                                             "seeds", "compare",  "command", "env", "files"};
+  static const std::vector<std::string> k = {"name",    "defaults", "grid",    "zip",     "sample", "exclude",
+                                             "include", "seeds",    "compare", "command", "env",    "files"};
   return k;
 }
 
@@ -67,6 +71,12 @@ class Parser {
 
   void seeds(const YAML::Node& n, const YAML::Node& keynode);
 
+  // sample: {n: N, seed: S, KEY: {DIST: [...]}, ...}: n drawn points, one more axis after zip.
+  void sample(const YAML::Node& n, const YAML::Node& keynode);
+  Distribution distribution(int p, const YAML::Node& v, const std::string& path, const YAML::Node& key);
+  // A plain integer in [lo, hi] (sample.n, sample.seed).
+  long long integer(const YAML::Node& v, const std::string& path, long long lo, long long hi);
+
   void exclude(const YAML::Node& n);
 
   void include(const YAML::Node& n);
@@ -104,7 +114,8 @@ class Parser {
   GridSpec& s_;
   std::vector<Axis> grid_axes_;
   Axis zip_axis_;
-  std::vector<std::pair<int, int>> axis_keys_;  // (param, loc of its key) for grid and zip
+  Axis sample_axis_;
+  std::vector<std::pair<int, int>> axis_keys_;  // (param, loc of its key) for grid, zip and sample
   int seeds_key_loc_ = -1;
 };
 
@@ -273,6 +284,150 @@ void Parser::seeds(const YAML::Node& n, const YAML::Node& keynode) {
   seeds_key_loc_ = loc(keynode, "seeds");
 }
 
+// The most points one sample: draws (a typo such as 1e9, not an experiment).
+constexpr long long kMaxSamplePoints = 100'000;
+
+long long Parser::integer(const YAML::Node& v, const std::string& path, long long lo, long long hi) {
+  const std::string text = v.IsScalar() ? v.Scalar() : "";
+  long long x = 0;
+  char* end = nullptr;
+  errno = 0;
+  if (v.IsScalar() && v.Tag() != "!" && !text.empty()) x = std::strtoll(text.c_str(), &end, 10);
+  if (!v.IsScalar() || v.Tag() == "!" || text.empty() || *end != '\0' || errno == ERANGE || x < lo || x > hi)
+    fail(v, path,
+         "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " +
+             (v.IsScalar() ? "'" + text + "'" : kind(v)));
+  return x;
+}
+
+// One sampled parameter's {DIST: [...]}: the distribution fits the parameter's type, its bounds
+// are values of the parameter (type and range checked as anywhere else) with low < high, a log
+// scale starts above 0, and a choice lists two or more different values.
+Distribution Parser::distribution(int p, const YAML::Node& v, const std::string& path,
+                                  const YAML::Node& key) {
+  const ParamSpec& spec = param_table()[static_cast<std::size_t>(p)];
+  const std::string example = spec.type == Type::Float ? "{loguniform: [0.0001, 0.1]}"
+                              : spec.type == Type::Int ? "{randint: [1, 8]}"
+                                                       : "{choice: [A, B]}";
+  if (v.IsSequence())
+    fail(v, path, "expected a distribution such as " + example + "; a list of values is {choice: [...]}");
+  if (!v.IsMap() || v.size() != 1)
+    fail(v.IsNull() ? key : v, path,
+         "expected one distribution such as " + example +
+             " (uniform, loguniform, randint, lograndint or choice), got " +
+             (v.IsMap() ? std::to_string(v.size()) + " keys" : std::string(kind(v))));
+  const auto entry = v.begin();
+  const std::string name = entry->first.IsScalar() ? entry->first.Scalar() : "";
+  const YAML::Node args = entry->second;
+  const auto& names = dist_names();
+  const auto found = std::find(names.begin(), names.end(), name);
+  if (found == names.end()) {
+    const std::string hint = closest(name, names);
+    fail(entry->first, path,
+         "unknown distribution '" + name + "'" +
+             (hint.empty() ? "; expected uniform, loguniform, randint, lograndint or choice"
+                           : "; did you mean '" + hint + "'?"));
+  }
+  Distribution d;
+  d.kind = static_cast<Dist>(found - names.begin());
+  const std::string at = path + "." + name;
+  const bool real = d.kind == Dist::Uniform || d.kind == Dist::LogUniform;
+  const bool whole = d.kind == Dist::RandInt || d.kind == Dist::LogRandInt;
+  if ((real && spec.type != Type::Float) || (whole && spec.type != Type::Int)) {
+    const std::string fits = spec.type == Type::Float ? "uniform or loguniform (or choice)"
+                             : spec.type == Type::Int ? "randint or lograndint (or choice)"
+                                                      : "choice";
+    fail(entry->first, at,
+         name + " does not fit '" + spec.name + "', " + (spec.type == Type::Int ? "an " : "a ") +
+             type_name(spec.type) + ": sample it with " + fits);
+  }
+  if (!args.IsSequence())
+    fail(args.IsNull() ? entry->first : args, at,
+         std::string("expected a list (") + (d.kind == Dist::Choice ? "[A, B, ...]" : "[low, high]") +
+             "), got " + kind(args));
+  if (d.kind == Dist::Choice) {
+    if (args.size() < 2)
+      fail(args, at, "choose from two or more values (one value is a constant: defaults:)");
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      Value x = value(p, args[i], at + "[" + std::to_string(i) + "]").value;
+      if (std::find(d.choices.begin(), d.choices.end(), x) != d.choices.end())
+        fail(args[i], at + "[" + std::to_string(i) + "]", to_string(x) + " is listed twice");
+      d.choices.push_back(std::move(x));
+    }
+    return d;
+  }
+  if (args.size() != 2)
+    fail(args, at, "expected [low, high], got " + std::to_string(args.size()) + " values");
+  const Value lo = value(p, args[0], at + "[0]").value, hi = value(p, args[1], at + "[1]").value;
+  auto number = [](const Value& x) {
+    const auto* i = std::get_if<std::int64_t>(&x);
+    return i ? static_cast<double>(*i) : std::get<double>(x);
+  };
+  d.low = number(lo);
+  d.high = number(hi);
+  if (!(d.low < d.high)) fail(args, at, "low " + to_string(lo) + " must be below high " + to_string(hi));
+  if ((d.kind == Dist::LogUniform || d.kind == Dist::LogRandInt) && d.low <= 0)
+    fail(args[0], at + "[0]", name + " needs low > 0 (a log scale has no 0), got " + to_string(lo));
+  return d;
+}
+
+void Parser::sample(const YAML::Node& n, const YAML::Node& keynode) {
+  need(n, YAML::NodeType::Map, "sample", "a map such as {n: 8, seed: 1, lr: {loguniform: [0.0001, 0.1]}}");
+  struct Sampled {
+    int param;
+    Distribution dist;
+    int loc;
+  };
+  std::vector<Sampled> sampled;
+  long long count = 0;
+  bool has_count = false;
+  long long seed = 0;
+  const std::size_t errors_before = errors_.size();
+  each_key(n, "sample", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+    const std::string kp = "sample." + key;
+    if (key == "n") {
+      has_count = true;
+      count = integer(v, kp, 1, kMaxSamplePoints);
+      return;
+    }
+    if (key == "seed") {  // the generator's seed, not the jobs' (seeds: gives those)
+      seed = integer(v, kp, 0, std::numeric_limits<long long>::max());
+      return;
+    }
+    static const std::vector<std::string> counts = {"num_samples", "samples", "n_trials", "trials", "count"};
+    if (std::find(counts.begin(), counts.end(), key) != counts.end())
+      fail(k, kp, "unknown key '" + key + "': gridrun calls the number of points 'n'");
+    const int p = param(key, k, kp);
+    Distribution d = distribution(p, v, kp, k);
+    sampled.push_back({p, std::move(d), loc(v, kp)});
+    axis_keys_.emplace_back(p, loc(k, kp));
+  });
+  if (errors_.size() != errors_before) return;  // reported; drawing would only add consequences
+  if (sampled.empty())
+    fail(keynode, "sample", "names no parameter to sample; add one such as lr: {loguniform: [0.0001, 0.1]}");
+  if (!has_count) fail(keynode, "sample", "needs n: (how many points to draw)");
+  Axis a;
+  a.points.resize(static_cast<std::size_t>(count));
+  for (const Sampled& sp : sampled) {
+    const std::string& name = param_table()[static_cast<std::size_t>(sp.param)].name;
+    const Loc at = s_.locs[static_cast<std::size_t>(sp.loc)];
+    const std::vector<Value> values =
+        draw_values(sp.dist, static_cast<std::uint64_t>(seed), name, static_cast<std::size_t>(count));
+    a.params.push_back(sp.param);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      Setting st;
+      st.param = sp.param;
+      st.value = values[i];
+      // Problems of a point's value (a combination check) name the point: sample[3].lr.
+      s_.locs.push_back(Loc{at.line, at.col, "sample[" + std::to_string(i) + "]." + name});
+      st.loc = static_cast<int>(s_.locs.size()) - 1;
+      append_member(st.json, name, st.value);
+      a.points[i].push_back(std::move(st));
+    }
+  }
+  sample_axis_ = std::move(a);
+}
+
 void Parser::exclude(const YAML::Node& n) {
   if (!n.IsSequence()) fail(n, "exclude", std::string("expected a list of maps, got ") + kind(n));
   for (std::size_t i = 0; i < n.size(); ++i) {
@@ -354,6 +509,7 @@ void Parser::compare(const YAML::Node& n) {
     if (!v.IsScalar()) fail(v, "compare.by", std::string("expected a parameter name, got ") + kind(v));
     param(v.Scalar(), v, "compare.by");
     s_.compare_by = v.Scalar();
+    s_.compare_by_loc = loc(v, "compare.by");
   });
   // A bad `by:` was reported already; "expected by" would only repeat it.
   if (s_.compare_by.empty() && errors_.size() == errors_before)
@@ -375,7 +531,7 @@ void Parser::sections(const YAML::Node& root) {
     fail(root, "",
          std::string("expected a map with name, defaults, grid, ... at the top, got ") + kind(root));
   s_.root_loc = loc(root, "");
-  bool has_grid = false, has_zip = false, has_include = false;
+  bool has_grid = false, has_zip = false, has_sample = false, has_include = false;
   each_key(root, "", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
     if (key == "name") {
       name(v);
@@ -389,6 +545,10 @@ void Parser::sections(const YAML::Node& root) {
       has_zip = true;
       if (s_.product_loc < 0 || !has_grid) s_.product_loc = loc(k, "zip");
       zip(v);
+    } else if (key == "sample") {
+      has_sample = true;
+      if (!has_grid && !has_zip) s_.product_loc = loc(k, "sample");
+      sample(v, k);
     } else if (key == "exclude") {
       exclude(v);
     } else if (key == "include") {
@@ -414,7 +574,7 @@ void Parser::sections(const YAML::Node& root) {
           msg += "; did you mean '" + hint + "'?";
         else
           msg +=
-              "; expected one of name, defaults, grid, zip, exclude, include, seeds, compare, "
+              "; expected one of name, defaults, grid, zip, sample, exclude, include, seeds, compare, "
               "command, env, files";
       }
       fail(k, key, msg);
@@ -425,7 +585,8 @@ void Parser::sections(const YAML::Node& root) {
   command_defaults();
   s_.axes = std::move(grid_axes_);
   if (zip_axis_.params.size()) s_.axes.push_back(std::move(zip_axis_));
-  s_.has_product = has_grid || has_zip || !has_include;
+  if (sample_axis_.params.size()) s_.axes.push_back(std::move(sample_axis_));
+  s_.has_product = has_grid || has_zip || has_sample || !has_include;
   if (s_.product_loc < 0) s_.product_loc = s_.has_seeds ? seeds_key_loc_ : s_.root_loc;
 }
 

@@ -72,13 +72,14 @@ struct GridSpec {
   int root_loc = -1;     // the whole document, for problems with no better location
   int product_loc = -1;  // `grid:` (else `zip:`, `seeds:`): where product jobs come from
   std::vector<Setting> defaults;
-  std::vector<Axis> axes;  // grid keys in file order, then the zip group
+  std::vector<Axis> axes;  // grid keys in file order, then the zip group, then the sample: group
   bool has_seeds = false;
   Axis seeds;
   bool has_product = false;  // grid: or zip: given, or no include: (a single default job)
   std::vector<ExcludeEntry> excludes;
   std::vector<IncludeEntry> includes;
   std::string compare_by;
+  int compare_by_loc = -1;
   // compare: {repeats: N, order: alternate|random}: every phase measured N times, interleaved.
   int compare_repeats = 1;
   int compare_repeats_loc = -1;

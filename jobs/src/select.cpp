@@ -1,5 +1,6 @@
 // Selectors and overrides from the command line (select.hpp).
 #include "gridrun/jobs/select.hpp"
+#include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/suggest.hpp"
 
 #include <algorithm>
@@ -126,6 +127,23 @@ std::vector<Job> select_jobs(const std::vector<Job>& jobs, const std::vector<Sel
                                 (jobs.size() == 1 ? " job" : " jobs"));
   }
   return out;
+}
+
+std::string lost_compare_warning(const Expansion& ex, const std::vector<Job>& selected,
+                                 const std::vector<Selector>& selectors) {
+  const std::string& by = ex.compare_by;
+  if (by.empty() || selectors.empty() || selected.empty() || !ex.compare_gone.empty()) return "";
+  if (std::find(ex.varying.begin(), ex.varying.end(), by) == ex.varying.end()) return "";
+  const Value first = get_param(selected.front().params, by);
+  for (const auto& j : selected)
+    if (get_param(j.params, by) != first) return "";
+  // The selectors over the compare key are the cause; else (`--only id=...`) all of them together.
+  std::string flags, all;
+  for (const auto& s : selectors) {
+    all += (all.empty() ? "" : " ") + std::string("--only ") + s.text;
+    if (s.key == by) flags += (flags.empty() ? "" : " ") + std::string("--only ") + s.text;
+  }
+  return compare_gone_message(ex, flags.empty() ? all : flags);
 }
 
 std::pair<std::string, Value> parse_override(const std::string& text, const std::string& flag) {

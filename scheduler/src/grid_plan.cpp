@@ -3,11 +3,13 @@
 #include "grid_plan.hpp"
 
 #include <algorithm>
+#include <iostream>
 #include <numeric>
 #include <stdexcept>
 
 #include "gridrun/dataset/data_file.hpp"
 #include "gridrun/jobs/job.hpp"
+#include "gridrun/jobs/select.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/placement.hpp"
@@ -77,9 +79,14 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
   lo.check_model_file = checker.callback();  // before anything is written or launched
   lo.overrides = o.overrides;
   lo.repeats = o.repeats;
+  lo.warn_lost_compare = true;
   plan.ex = jobs::load_grid(o.grid, lo);
+  // To stderr, as plan's: about the command line, not the grid file, and apart from a json answer.
+  if (!plan.ex.compare_gone.empty()) std::cerr << "warning: " << plan.ex.compare_gone << "\n";
   if (!o.only.empty()) {
     std::vector<jobs::Job> selected = jobs::select_jobs(plan.ex.jobs, o.only);
+    if (const std::string w = jobs::lost_compare_warning(plan.ex, selected, o.only); !w.empty())
+      std::cerr << "warning: " << w << "\n";
     plan.whole = plan.ex;
     plan.ex.jobs = std::move(selected);
   }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -332,8 +333,15 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   lo.check_model_file = opts.check_model_file;
   lo.overrides = opts.overrides;
   lo.repeats = opts.repeats;
+  lo.warn_lost_compare = true;
   const jobs::Expansion exp = jobs::load_grid(opts.grid_file, lo);
-  if (!opts.only.empty()) jobs::select_jobs(exp.jobs, opts.only);  // selecting none: exit 2, nothing written
+  if (!exp.compare_gone.empty()) std::cerr << "warning: " << exp.compare_gone << "\n";
+  if (!opts.only.empty()) {
+    const std::vector<jobs::Job> selected =
+        jobs::select_jobs(exp.jobs, opts.only);  // selecting none: exit 2, nothing written
+    if (const std::string w = jobs::lost_compare_warning(exp, selected, opts.only); !w.empty())
+      std::cerr << "warning: " << w << "\n";
+  }
   SubmitResult res;
   res.run_dir =
       run::RunDir::for_grid(fs::absolute(opts.out_dir).lexically_normal().string(), exp.name).root();

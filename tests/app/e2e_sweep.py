@@ -8,6 +8,9 @@ flag and the value; a free string keeps its commas (mlp_hidden=512,256 is one va
 run: `gridrun run --set lr=0.05,0.1` with a trainer that exits 1 at once: state.json records one
 KEY=VALUE per value, status shows the two jobs with their lr, and report re-expands the run's
 grid with the recorded list (no "does not load" line).
+sample: a grid with a sample: section plans the same ids twice with the same seed and other ids
+with another; a bad distribution exits 2 at its line. --set ranks=1 and --only ranks=2 on a grid
+that compares by ranks warn that the comparison is gone; a list or another key does not.
 gridrun-test-make-run with lists (--set ranks=1,2 --set lr=0.05,0.1 on a grid of two models):
 status lists the eight jobs done with those values; report shows the same eight, none left out.
 report --sort: a run of 6 jobs with distinct figures (make-run --spread): --sort test_acc --top 3
@@ -32,6 +35,10 @@ GRIDS = {
     "one": "name: one\n" + BASE,  # a single job: every job of a list comes from --set
     "ranks": "name: ranks\n" + BASE + "grid:\n  model: [mlp, lenet]\n  ranks: [1, 2]\n",
     "six": "name: six\n" + BASE + "grid:\n  lr: [0.01, 0.02, 0.03]\n  ranks: [1, 2]\n",
+    "sampled": "name: sampled\n" + BASE + "grid:\n  ranks: [1, 2]\nsample:\n  n: 5\n  seed: 3\n"
+               "  lr: {loguniform: [1.0e-4, 1.0e-1]}\n  momentum: {uniform: [0.8, 0.99]}\n"
+               "  warmup_steps: {randint: [0, 50]}\n",
+    "compared": "name: compared\n" + BASE + "grid:\n  model: [mlp, lenet]\n  ranks: [1, 2]\ncompare: {by: ranks}\n",
 }
 
 
@@ -79,6 +86,46 @@ def check_plan(tmp):
             p = gridrun(cmd, "one.yaml", *bad, cwd=tmp)
             check(p.returncode == 2 and all(w in p.stderr for w in words) and not p.stdout,
                   f"{cmd} {' '.join(bad)}: exit {p.returncode}, stderr {p.stderr[:300]!r}")
+
+
+def check_sample(tmp):
+    """A sampled grid: the same ids in two plans with the same seed, others with another seed, the
+    sampled values in plan's table; a bad distribution exits 2 at its file:line:col."""
+    first, again = plan_jobs(tmp, "sampled.yaml"), plan_jobs(tmp, "sampled.yaml")
+    check(len(first) == 10 and [j["id"] for j in first] == [j["id"] for j in again],
+          f"sampled grid: {len(first)} jobs, ids {[j['id'] for j in first]} then {[j['id'] for j in again]}")
+    lrs = [j["params"]["lr"] for j in first]
+    check(all(1e-4 <= lr <= 0.1 for lr in lrs) and len(set(lrs)) == 5 and lrs[:5] == lrs[5:],
+          f"sampled lr values {lrs}")
+    with open(os.path.join(tmp, "sampled.yaml")) as f:
+        text = f.read()
+    with open(os.path.join(tmp, "sampled-seed4.yaml"), "w") as f:
+        f.write(text.replace("seed: 3", "seed: 4"))
+    other = plan_jobs(tmp, "sampled-seed4.yaml")
+    check(len(other) == 10 and not {j["id"] for j in other} & {j["id"] for j in first},
+          f"another seed gives other ids: {[j['id'] for j in other]}")
+    p = gridrun("plan", "sampled.yaml", cwd=tmp)
+    check(p.returncode == 0 and "lr" in p.stdout.splitlines()[1] and f"{lrs[0]:g}" in p.stdout,
+          f"plan table shows the sampled values: {p.stdout[:400]!r}")
+    with open(os.path.join(tmp, "bad-sample.yaml"), "w") as f:
+        f.write(text.replace("loguniform: [1.0e-4, 1.0e-1]", "loguniform: [0, 1.0e-1]"))
+    p = gridrun("plan", "bad-sample.yaml", cwd=tmp)
+    check(p.returncode == 2 and "bad-sample.yaml:9:21: sample.lr.loguniform[0]: 0.0 is out of range" in p.stderr and not p.stdout,
+          f"bad sample: exit {p.returncode}, {p.stderr[:300]!r}")
+
+
+def check_compare_gone(tmp):
+    """--set or --only that leaves one value of the compare key says the comparison is gone."""
+    for flags, given in ((["--set", "ranks=1"], "--set ranks=1"), (["--only", "ranks=2"], "--only ranks=2")):
+        p = gridrun("plan", "compared.yaml", *flags, cwd=tmp)
+        want = (f"warning: {given} leaves one value of ranks, which this grid compares (compare: ranks, at "
+                "compared.yaml:7:15): the report will have no ranks comparison")
+        check(p.returncode == 0 and want in p.stderr and "2 jobs" in p.stdout,
+              f"plan {given} on a compare-by-ranks grid: exit {p.returncode}, {p.stderr[:400]!r}")
+    for flags in (["--set", "ranks=1,2"], ["--set", "model=mlp"], ["--only", "model=mlp"]):
+        p = gridrun("plan", "compared.yaml", *flags, cwd=tmp)
+        check(p.returncode == 0 and "which this grid compares" not in p.stderr,
+              f"plan {' '.join(flags)} keeps the comparison: {p.stderr[:300]!r}")
 
 
 def status_json(tmp, run_dir):
@@ -188,6 +235,8 @@ def main():
             with open(os.path.join(tmp, name + ".yaml"), "w") as f:
                 f.write(text)
         check_plan(tmp)
+        check_sample(tmp)
+        check_compare_gone(tmp)
         check_runs(tmp)
         check_sort(tmp)
     print("sweep:", "FAILED " + str(len(FAILED)) if FAILED else "all checks passed")

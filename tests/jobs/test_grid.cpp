@@ -1,10 +1,11 @@
-// Unit tests of grid loading: product sizes, order, zip, exclude, include, seeds, derived batch
+// Unit tests of grid loading: product sizes, order, zip, sample, exclude, include, seeds, derived batch
 // fields, id stability, and every validation error's message and location.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -402,7 +403,7 @@ const ErrorCase kErrors[] = {
    "grid.yaml:2:1: lr: unknown key 'lr'; parameters go under defaults: or grid:"},
   {"unknown top-level key, no hint", "name: x\nfoobar: 1\n",
    "grid.yaml:2:1: foobar: unknown key 'foobar'; expected one of name, defaults, grid, zip, "
-   "exclude, include, seeds, compare, command, env, files"},
+   "sample, exclude, include, seeds, compare, command, env, files"},
   // Command jobs (issue 56): what the loader refuses before any file is looked at.
   {"command: unknown placeholder", "name: x\ncommand: [python3, t.py, --lr, \"{lrate}\"]\n",
    "grid.yaml:2:32: command[3]: '{lrate}' is no parameter; did you mean {lr}? (placeholders: the "
@@ -578,8 +579,8 @@ TEST(JobsGridErrorType, EveryErrorInFileOrder) {
       "gridrun sets 'batch_per_rank' (samples per rank and step) or 'global_batch' (all ranks together)\n"
       "grid.yaml:2:27: defaults.learning_rate: unknown parameter 'learning_rate': gridrun calls it 'lr'\n"
       "grid.yaml:3:8: grid.rank: unknown parameter 'rank'; did you mean 'ranks'?\n"
-      "grid.yaml:4:1: epocs: unknown key 'epocs'; expected one of name, defaults, grid, zip, exclude, "
-      "include, seeds, compare, command, env, files\n"
+      "grid.yaml:4:1: epocs: unknown key 'epocs'; expected one of name, defaults, grid, zip, sample, "
+      "exclude, include, seeds, compare, command, env, files\n"
       "4 errors in grid.yaml");
   std::string many = "name: x\ndefaults:\n";
   for (int i = 0; i < 30; ++i) many += "  bad" + std::to_string(i) + ": 1\n";
@@ -910,4 +911,289 @@ TEST(JobsGridErrors, UsualNamesOfOtherToolsGetGridrunsName) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()).find("expected or"), std::string::npos) << e.what();
   }
+}
+
+// ---- sample: (issue 58: sampled axes, as Ray Tune and Optuna offer) -------------------------
+
+namespace {
+
+const char* kSampled =
+    "name: s\n"
+    "grid: {model: [mlp, lenet]}\n"
+    "sample:\n"
+    "  n: 4\n"
+    "  seed: 1\n"
+    "  lr: {loguniform: [1.0e-4, 1.0e-1]}\n"
+    "  momentum: {uniform: [0.8, 0.99]}\n"
+    "  warmup_steps: {randint: [0, 100]}\n"
+    "  batch_per_rank: {choice: [32, 64, 128]}\n"
+    "seeds: [0, 1]\n";
+
+std::string with_seed(std::string yaml, const std::string& seed) {
+  yaml.replace(yaml.find("seed: 1"), 7, "seed: " + seed);
+  return yaml;
+}
+
+std::vector<std::string> ids(const gj::Expansion& ex) {
+  std::vector<std::string> out;
+  for (const auto& j : ex.jobs) out.push_back(j.id);
+  return out;
+}
+
+}  // namespace
+
+// The sample is one axis (its params vary together) after grid and zip, before seeds; the values
+// come from the seed alone, so two loads give the same jobs and ids.
+TEST(JobsGridSample, SameSeedSameJobsAndIds) {
+  const auto a = load(kSampled), b = load(kSampled);
+  ASSERT_EQ(a.jobs.size(), 2u * 4u * 2u);
+  EXPECT_EQ(ids(a), ids(b));
+  for (std::size_t i = 0; i < a.jobs.size(); ++i) EXPECT_EQ(a.jobs[i].params, b.jobs[i].params);
+  // Order: model outermost, then the 4 points, seeds innermost.
+  EXPECT_EQ(str(a.jobs[0], "model"), "mlp");
+  EXPECT_EQ(str(a.jobs[8], "model"), "lenet");
+  EXPECT_EQ(i64(a.jobs[0], "seed"), 0);
+  EXPECT_EQ(i64(a.jobs[1], "seed"), 1);
+  EXPECT_EQ(dbl(a.jobs[0], "lr"), dbl(a.jobs[1], "lr"));
+  EXPECT_EQ(dbl(a.jobs[2], "lr"), dbl(a.jobs[10], "lr"));  // the same point crossed with lenet
+  std::set<double> lrs;
+  for (const auto& j : a.jobs) {
+    const double lr = dbl(j, "lr"), m = dbl(j, "momentum");
+    EXPECT_TRUE(lr >= 1e-4 && lr <= 0.1) << lr;
+    EXPECT_TRUE(m >= 0.8 && m <= 0.99) << m;
+    EXPECT_TRUE(i64(j, "warmup_steps") >= 0 && i64(j, "warmup_steps") <= 100);
+    const std::int64_t b = i64(j, "batch_per_rank");
+    EXPECT_TRUE(b == 32 || b == 64 || b == 128) << b;
+    // Four significant digits: the value prints as itself with %.3e.
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3e", lr);
+    EXPECT_EQ(std::stod(buf), lr) << lr;
+    lrs.insert(lr);
+  }
+  EXPECT_EQ(lrs.size(), 4u);
+  for (const char* k : {"lr", "momentum", "warmup_steps", "batch_per_rank"})
+    EXPECT_NE(std::find(a.varying.begin(), a.varying.end(), k), a.varying.end()) << k;
+}
+
+// The generator and its mappings are ours (splitmix64, no <random> distribution), so the values are
+// the same on every platform: pinned here. A change of these numbers changes every sampled grid's
+// job ids (CHANGELOG.md).
+TEST(JobsGridSample, ValuesArePinned) {
+  const auto ex = load(kSampled);
+  std::vector<std::tuple<double, double, std::int64_t, std::int64_t>> got;
+  for (std::size_t i = 0; i < 8; i += 2)
+    got.emplace_back(dbl(ex.jobs[i], "lr"), dbl(ex.jobs[i], "momentum"), i64(ex.jobs[i], "warmup_steps"),
+                     i64(ex.jobs[i], "batch_per_rank"));
+  const decltype(got) want = {{0.000308, 0.8609, 35, 64},
+                              {0.001786, 0.8883, 42, 128},
+                              {0.001494, 0.9676, 14, 128},
+                              {0.01466, 0.8872, 36, 128}};
+  EXPECT_EQ(got, want);
+}
+
+TEST(JobsGridSample, AnotherSeedOtherValuesAndIds) {
+  const auto a = load(kSampled), b = load(with_seed(kSampled, "2"));
+  ASSERT_EQ(a.jobs.size(), b.jobs.size());
+  const std::vector<std::string> va = ids(a);
+  const std::set<std::string> ia(va.begin(), va.end());
+  for (const auto& j : b.jobs) EXPECT_EQ(ia.count(j.id), 0u) << j.id;
+  // seed 0 is the default.
+  EXPECT_EQ(ids(load(with_seed(kSampled, "0"))),
+            ids(load(std::string(kSampled).replace(std::string(kSampled).find("  seed: 1\n"), 10, ""))));
+}
+
+// Each parameter draws from its own stream: more points keep the first ones, another sampled
+// parameter leaves the others' values.
+TEST(JobsGridSample, MorePointsOrParamsKeepEarlierValues) {
+  const std::string base = "name: s\nsample:\n  n: 3\n  seed: 7\n  lr: {uniform: [0.01, 0.5]}\n";
+  const auto three = load(base);
+  std::string five = base;
+  five.replace(five.find("n: 3"), 4, "n: 5");
+  const auto more = load(five);
+  const auto wider = load(base + "  weight_decay: {loguniform: [1.0e-6, 1.0e-2]}\n");
+  ASSERT_EQ(three.jobs.size(), 3u);
+  ASSERT_EQ(more.jobs.size(), 5u);
+  ASSERT_EQ(wider.jobs.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(more.jobs[i].id, three.jobs[i].id);
+    EXPECT_EQ(dbl(wider.jobs[i], "lr"), dbl(three.jobs[i], "lr"));
+  }
+}
+
+TEST(JobsGridSample, IntegerDistributionsStayInTheirBounds) {
+  const auto ex = load(
+      "name: s\n"
+      "sample:\n"
+      "  n: 200\n"
+      "  warmup_steps: {randint: [3, 5]}\n"
+      "  train_samples: {lograndint: [10, 10000]}\n"
+      "  optimizer: {choice: [sgd, adam]}\n");
+  std::set<std::int64_t> warm;
+  std::set<std::string> opt;
+  std::int64_t lo = 1 << 30, hi = 0;
+  for (const auto& j : ex.jobs) {
+    warm.insert(i64(j, "warmup_steps"));
+    opt.insert(str(j, "optimizer"));
+    lo = std::min(lo, i64(j, "train_samples"));
+    hi = std::max(hi, i64(j, "train_samples"));
+  }
+  EXPECT_EQ(warm, (std::set<std::int64_t>{3, 4, 5}));  // both ends included
+  EXPECT_EQ(opt, (std::set<std::string>{"sgd", "adam"}));
+  EXPECT_TRUE(lo >= 10 && lo < 30) << lo;  // log scale: the small values are as likely as the large
+  EXPECT_TRUE(hi > 3000 && hi <= 10000) << hi;
+}
+
+// Excludes see sampled values; a repeated point is a duplicate, dropped with the usual warning.
+TEST(JobsGridSample, ExcludesAndDuplicatesApplyToSampledPoints) {
+  const auto ex = load(
+      "name: s\n"
+      "sample:\n"
+      "  n: 12\n"
+      "  batch_per_rank: {choice: [32, 64]}\n"
+      "exclude:\n"
+      "  - {batch_per_rank: 64}\n");
+  ASSERT_EQ(ex.jobs.size(), 1u);
+  EXPECT_EQ(i64(ex.jobs[0], "batch_per_rank"), 32);
+  EXPECT_GT(ex.excluded, 0u);
+  EXPECT_EQ(ex.excluded + ex.duplicates + 1, 12u);
+  ASSERT_EQ(ex.warnings.size(), 1u);
+  EXPECT_NE(ex.warnings[0].find("grid.yaml:2:1: sample: "), std::string::npos) << ex.warnings[0];
+  EXPECT_NE(ex.warnings[0].find("duplicate jobs dropped"), std::string::npos) << ex.warnings[0];
+}
+
+// A combination problem of a sampled value names the point.
+TEST(JobsGridSample, CombinationErrorNamesThePoint) {
+  EXPECT_EQ(
+      error_of("name: s\ndefaults: {ranks: 3}\nsample:\n  n: 2\n  global_batch: {choice: [64, 128]}\n"),
+      "grid.yaml:5:17: sample[0].global_batch: global_batch 128 is not divisible by ranks 3 (ranks from "
+      "defaults.ranks)");
+}
+
+// `--set KEY=A,B` over a sampled key takes it out of the sample (the others keep varying together).
+TEST(JobsGridSample, SetListReplacesASampledColumn) {
+  gj::LoadOptions o;
+  o.overrides = gj::parse_overrides({"lr=0.01,0.02"});
+  const auto ex = load(
+      "name: s\nsample:\n  n: 3\n  lr: {loguniform: [1.0e-4, 1.0e-1]}\n  momentum: {uniform: [0.5, 0.9]}\n",
+      o);
+  ASSERT_EQ(ex.jobs.size(), 6u);
+  std::set<double> lrs, ms;
+  for (const auto& j : ex.jobs) {
+    lrs.insert(dbl(j, "lr"));
+    ms.insert(dbl(j, "momentum"));
+  }
+  EXPECT_EQ(lrs, (std::set<double>{0.01, 0.02}));
+  EXPECT_EQ(ms.size(), 3u);
+}
+
+TEST(JobsGridSample, Errors) {
+  const std::string head = "name: s\nsample:\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"  n: 4\n  lr: {loguniform: [0.1, 0.001]}\n",
+       "grid.yaml:4:20: sample.lr.loguniform: low 0.1 must be below high 0.001"},
+      {"  n: 4\n  lr: {uniform: [0.1, 0.1]}\n",
+       "grid.yaml:4:17: sample.lr.uniform: low 0.1 must be below high 0.1"},
+      {"  n: 4\n  weight_decay: {loguniform: [0, 0.1]}\n",
+       "grid.yaml:4:31: sample.weight_decay.loguniform[0]: loguniform needs low > 0 (a log scale has no 0), "
+       "got 0.0"},
+      {"  n: 4\n  lr: {uniform: [0, 0.1]}\n",
+       "grid.yaml:4:18: sample.lr.uniform[0]: 0.0 is out of range (must be > 0)"},
+      {"  n: 0\n  lr: {uniform: [0.01, 0.1]}\n",
+       "grid.yaml:3:6: sample.n: expected an integer from 1 to 100000, got '0'"},
+      {"  n: -3\n  lr: {uniform: [0.01, 0.1]}\n",
+       "grid.yaml:3:6: sample.n: expected an integer from 1 to 100000, got '-3'"},
+      {"  lr: {uniform: [0.01, 0.1]}\n", "grid.yaml:2:1: sample: needs n: (how many points to draw)"},
+      {"  n: 4\n",
+       "grid.yaml:2:1: sample: names no parameter to sample; add one such as lr: {loguniform: [0.0001, "
+       "0.1]}"},
+      {"  n: 4\n  lrr: {uniform: [0.01, 0.1]}\n",
+       "grid.yaml:4:3: sample.lrr: unknown parameter 'lrr'; did you mean 'lr'?"},
+      {"  n: 4\n  num_samples: 8\n",
+       "grid.yaml:4:3: sample.num_samples: unknown key 'num_samples': gridrun calls the "
+       "number of points 'n'"},
+      {"  n: 4\n  lr: {loguniferm: [0.01, 0.1]}\n",
+       "grid.yaml:4:8: sample.lr: unknown distribution 'loguniferm'; did you mean 'loguniform'?"},
+      {"  n: 4\n  ranks: {uniform: [1, 4]}\n",
+       "grid.yaml:4:11: sample.ranks.uniform: uniform does not fit 'ranks', an integer: sample it with "
+       "randint or "
+       "lograndint (or choice)"},
+      {"  n: 4\n  lr: {randint: [1, 4]}\n",
+       "grid.yaml:4:8: sample.lr.randint: randint does not fit 'lr', a number: sample it with uniform or "
+       "loguniform "
+       "(or choice)"},
+      {"  n: 4\n  model: {uniform: [1, 4]}\n",
+       "grid.yaml:4:11: sample.model.uniform: uniform does not fit 'model', a string: sample it with choice"},
+      {"  n: 4\n  model: {choice: [mlp, resnet]}\n",
+       "grid.yaml:4:25: sample.model.choice[1]: unknown model 'resnet'; did you mean 'resnet18'?"},
+      {"  n: 4\n  ranks: {choice: [1, 2, 1]}\n", "grid.yaml:4:26: sample.ranks.choice[2]: 1 is listed twice"},
+      {"  n: 4\n  lr: [0.1, 0.2]\n",
+       "grid.yaml:4:7: sample.lr: expected a distribution such as {loguniform: [0.0001, 0.1]}; a list of "
+       "values is "
+       "{choice: [...]}"},
+      {"  n: 4\n  lr: {uniform: [0.01]}\n",
+       "grid.yaml:4:17: sample.lr.uniform: expected [low, high], got 1 values"},
+  };
+  for (const auto& [body, want] : cases) EXPECT_EQ(error_of(head + body), want) << body;
+  // On two axes: the later one is named, with the first.
+  EXPECT_EQ(
+      error_of("name: s\ngrid: {lr: [0.1, 0.2]}\nsample:\n  n: 2\n  lr: {uniform: [0.01, 0.1]}\n"),
+      "grid.yaml:5:3: sample.lr: 'lr' is already varied at grid.lr; a parameter can be on one axis only");
+  EXPECT_EQ(error_of("name: s\nsampel: {n: 2}\n"),
+            "grid.yaml:2:1: sampel: unknown key 'sampel'; did you mean 'sample'?");
+}
+
+// ---- --set / --only that take a compare axis away (issue 58) -----------------------------------
+
+namespace {
+const char* kCompared =
+    "name: c\n"
+    "grid:\n"
+    "  model: [mlp, lenet]\n"
+    "  ranks: [1, 2]\n"
+    "compare: {by: ranks}\n";
+}
+
+TEST(JobsGridCompareGone, SetOfTheCompareKeySaysSo) {
+  gj::LoadOptions o;
+  o.warn_lost_compare = true;
+  o.overrides = gj::parse_overrides({"ranks=1"});
+  const auto ex = load(kCompared, o);
+  EXPECT_EQ(ex.jobs.size(), 2u);
+  EXPECT_EQ(ex.compare_gone,
+            "--set ranks=1 leaves one value of ranks, which this grid compares (compare: ranks, at "
+            "grid.yaml:5:15): the report will have no ranks comparison");
+  // Not asked (status, report): not looked for. A list keeps the comparison; so does --set of
+  // another key.
+  o.warn_lost_compare = false;
+  EXPECT_EQ(load(kCompared, o).compare_gone, "");
+  o.warn_lost_compare = true;
+  o.overrides = gj::parse_overrides({"ranks=1,4"});
+  EXPECT_EQ(load(kCompared, o).compare_gone, "");
+  o.overrides = gj::parse_overrides({"model=mlp"});
+  EXPECT_EQ(load(kCompared, o).compare_gone, "");
+}
+
+// global_batch compared, batch_per_rank set: the other batch key is named.
+TEST(JobsGridCompareGone, TheOtherBatchKeyIsNamed) {
+  gj::LoadOptions o;
+  o.warn_lost_compare = true;
+  o.overrides = gj::parse_overrides({"batch_per_rank=32", "lr=0.2"});
+  const auto ex = load("name: c\ngrid: {global_batch: [64, 128]}\ncompare: {by: global_batch}\n", o);
+  EXPECT_EQ(ex.compare_gone.rfind("--set batch_per_rank=32 leaves one value of global_batch", 0), 0u)
+      << ex.compare_gone;
+}
+
+TEST(JobsGridCompareGone, OnlyOfTheCompareKeySaysSo) {
+  const auto ex = load(kCompared);
+  const auto only = gj::parse_selectors({"ranks=2"}, "--only", {"id"});
+  EXPECT_EQ(gj::lost_compare_warning(ex, gj::select_jobs(ex.jobs, only), only),
+            "--only ranks=2 leaves one value of ranks, which this grid compares (compare: ranks, at "
+            "grid.yaml:5:15): the report will have no ranks comparison");
+  const auto id = gj::parse_selectors({"id=" + ex.jobs[0].id}, "--only", {"id"});
+  EXPECT_EQ(gj::lost_compare_warning(ex, gj::select_jobs(ex.jobs, id), id).rfind("--only id=", 0), 0u);
+  const auto model = gj::parse_selectors({"model=mlp"}, "--only", {"id"});
+  EXPECT_EQ(gj::lost_compare_warning(ex, gj::select_jobs(ex.jobs, model), model), "");
+  // No compare: nothing to lose.
+  const auto plain = load("name: c\ngrid: {ranks: [1, 2]}\n");
+  EXPECT_EQ(gj::lost_compare_warning(plain, gj::select_jobs(plain.jobs, only), only), "");
 }

@@ -39,6 +39,12 @@ struct Expansion {
   std::vector<std::string>
       warnings;            // "<file>:<line>:<col>: <key>: ..." (exclude matched nothing, duplicates)
   std::string compare_by;  // `compare: {by: KEY}`; empty when absent
+  std::string compare_at;  // where compare.by is written, "FILE:LINE:COL" (for messages)
+  // A warning when LoadOptions::overrides (`--set`) left the jobs one value of compare_by while the
+  // grid without them has several (LoadOptions::warn_lost_compare); "" otherwise. Not one of
+  // `warnings`, which are about the grid file: the commands print it to stderr, and
+  // lost_compare_warning says the same of `--only`.
+  std::string compare_gone;
   // `compare: {repeats: N, order: ...}` (or LoadOptions::repeats): every phase is measured N times,
   // each repeat a sitting of its own. The jobs of repeat r > 0 are copies of the first's with
   // params.repeat = r (own ids and result files, the same training), appended in blocks per
@@ -88,6 +94,13 @@ struct LoadOptions {
   // (docs/grid.md, "Lists on the command line"). A problem they cause is reported at the key path
   // "--set KEY".
   std::vector<std::pair<std::string, Value>> overrides;
+  // Set by the commands that take `--set` (plan, run, simulate, calibrate, submit): when the
+  // overrides leave a compare-by grid's jobs one value of its compare key and the grid without
+  // them has several, Expansion::compare_gone says the comparison is gone (issue 58: `--set
+  // ranks=1` on a grid that compares by ranks said only "2 duplicates dropped"). Telling needs the
+  // grid expanded once more without the overrides, only in that case; status and report, which
+  // re-expand a run's grid, leave it unset.
+  bool warn_lost_compare = false;
   // `--repeats N` of run, submit, simulate and calibrate: replaces the grid's compare.repeats
   // (0: the grid's). Needs a compare: {by: KEY}.
   int repeats = 0;
@@ -95,6 +108,10 @@ struct LoadOptions {
 
 // The most repeats of a compare-by grid (compare.repeats, --repeats).
 inline constexpr int kMaxRepeats = 20;
+
+// "FLAGS leaves one value of KEY, which this grid compares (compare: KEY, at FILE:L:C): the report
+// will have no KEY comparison" for a compare-by expansion; FLAGS as given ("--set ranks=1").
+std::string compare_gone_message(const Expansion& ex, const std::string& flags);
 
 // Throws GridError on any problem (the first one found, in file order). `kind`: the rules the file
 // is read with (base::open_checked): a person's grid file by default; a run's grid.yaml copy is

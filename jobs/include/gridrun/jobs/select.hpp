@@ -18,6 +18,8 @@
 
 namespace gridrun::jobs {
 
+struct Expansion;  // grid.hpp
+
 // One KEY=VALUE[,VALUE...]: a job matches when its KEY equals any of the values.
 struct Selector {
   std::string text;                 // as given, for messages
@@ -53,6 +55,13 @@ bool matches_all(const std::vector<Selector>& selectors, const JobParams& params
 // N jobs" when none does: running nothing is never what was meant.
 std::vector<Job> select_jobs(const std::vector<Job>& jobs, const std::vector<Selector>& selectors,
                              const std::string& flag = "--only");
+
+// The warning for `--only` selectors that leave `selected` one value of a compare-by grid's compare
+// key (ex.compare_by) while the grid's jobs have several (ex.varying): "--only ranks=1 leaves one
+// value of ranks, which this grid compares (...)" (jobs::compare_gone_message). "" when the
+// comparison stands, when there is none, and when --set took it already (ex.compare_gone says so).
+std::string lost_compare_warning(const Expansion& ex, const std::vector<Job>& selected,
+                                 const std::vector<Selector>& selectors);
 
 // One override KEY=VALUE, validated exactly as the value of KEY in a grid file (type, choices,
 // range). Throws std::invalid_argument "FLAG TEXT: KEY: expected an integer, got 'x'" (an unknown

@@ -1,0 +1,94 @@
+// Sampled values (see sample.hpp): splitmix64 bits mapped onto uniform, log-uniform, integer and
+// choice distributions with arithmetic whose result the C++ standard fixes.
+#include "sample.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace gridrun::jobs::detail {
+
+namespace {
+
+// splitmix64 (Steele, Lea, Flood 2014): a fixed sequence for a given state on every platform.
+std::uint64_t next_bits(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// A stream per (seed, parameter): FNV-1a of the name mixed into the seed's first output.
+std::uint64_t stream_state(std::uint64_t seed, const std::string& param) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : param) h = (h ^ c) * 1099511628211ULL;
+  std::uint64_t s = seed;
+  return next_bits(s) ^ h;
+}
+
+// [0, 1) from the top 53 bits: every value a multiple of 2^-53, exactly representable.
+double unit(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+// The high 64 bits of a * b, in 32-bit halves (no __int128, which -Wpedantic refuses): an
+// unbiased-enough index into [0, span) for span far below 2^64 (Lemire's multiply-shift).
+std::uint64_t mul_high(std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t a_lo = a & 0xffffffffULL, a_hi = a >> 32, b_lo = b & 0xffffffffULL, b_hi = b >> 32;
+  const std::uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
+  const std::uint64_t cross = (lo_lo >> 32) + (hi_lo & 0xffffffffULL) + lo_hi;
+  return hi_hi + (hi_lo >> 32) + (cross >> 32);
+}
+
+Value draw(const Distribution& d, std::uint64_t bits) {
+  const double u = unit(bits);
+  switch (d.kind) {
+    case Dist::Uniform: {
+      const double x = round_significant(d.low + u * (d.high - d.low), 4);
+      return std::clamp(x, d.low, d.high);
+    }
+    case Dist::LogUniform: {
+      const double lo = std::log(d.low), hi = std::log(d.high);
+      return std::clamp(round_significant(std::exp(lo + u * (hi - lo)), 4), d.low, d.high);
+    }
+    case Dist::RandInt: {
+      const auto low = static_cast<std::int64_t>(d.low);
+      const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(d.high) - low) + 1;
+      return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + mul_high(bits, span));
+    }
+    case Dist::LogRandInt: {
+      // Optuna's rule: log-uniform over [low - 0.5, high + 0.5], rounded, so that both ends are
+      // as likely as their log-width says.
+      const double lo = std::log(d.low - 0.5), hi = std::log(d.high + 0.5);
+      const double x = std::floor(std::exp(lo + u * (hi - lo)) + 0.5);
+      return static_cast<std::int64_t>(std::clamp(x, d.low, d.high));
+    }
+    case Dist::Choice: return d.choices[mul_high(bits, d.choices.size())];
+  }
+  return Value{};
+}
+
+}  // namespace
+
+const std::vector<std::string>& dist_names() {
+  static const std::vector<std::string> names = {"uniform", "loguniform", "randint", "lograndint", "choice"};
+  return names;
+}
+
+double round_significant(double x, int digits) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  char buf[64];
+  const auto end = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific, digits - 1).ptr;
+  double y = x;
+  std::from_chars(buf, end, y);
+  return y;
+}
+
+std::vector<Value> draw_values(const Distribution& d, std::uint64_t seed, const std::string& param,
+                               std::size_t n) {
+  std::uint64_t state = stream_state(seed, param);
+  std::vector<Value> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) out.push_back(draw(d, next_bits(state)));
+  return out;
+}
+
+}  // namespace gridrun::jobs::detail
