@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <set>
@@ -365,7 +366,14 @@ Distribution Parser::distribution(int p, const YAML::Node& v, const std::string&
   };
   d.low = number(lo);
   d.high = number(hi);
-  if (!(d.low < d.high)) fail(args, at, "low " + to_string(lo) + " must be below high " + to_string(hi));
+  if (whole) {
+    d.int_low = std::get<std::int64_t>(lo);
+    d.int_high = std::get<std::int64_t>(hi);
+  }
+  if (whole ? d.int_low >= d.int_high : !(d.low < d.high))
+    fail(args, at, "low " + to_string(lo) + " must be below high " + to_string(hi));
+  if (!std::isfinite(d.high - d.low))
+    fail(args, at, "the range is too wide to sample (high - low overflows)");
   if ((d.kind == Dist::LogUniform || d.kind == Dist::LogRandInt) && d.low <= 0)
     fail(args[0], at + "[0]", name + " needs low > 0 (a log scale has no 0), got " + to_string(lo));
   return d;

@@ -50,16 +50,19 @@ Value draw(const Distribution& d, std::uint64_t bits) {
       return std::clamp(round_significant(std::exp(lo + u * (hi - lo)), 4), d.low, d.high);
     }
     case Dist::RandInt: {
-      const auto low = static_cast<std::int64_t>(d.low);
-      const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(d.high) - low) + 1;
-      return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + mul_high(bits, span));
+      // Unsigned arithmetic wraps where the signed would overflow; a span of 0 is all 2^64 values.
+      const auto low = static_cast<std::uint64_t>(d.int_low);
+      const std::uint64_t span = static_cast<std::uint64_t>(d.int_high) - low + 1;
+      return static_cast<std::int64_t>(low + (span == 0 ? bits : mul_high(bits, span)));
     }
     case Dist::LogRandInt: {
       // Optuna's rule: log-uniform over [low - 0.5, high + 0.5], rounded, so that both ends are
       // as likely as their log-width says.
-      const double lo = std::log(d.low - 0.5), hi = std::log(d.high + 0.5);
+      const double lo = std::log(static_cast<double>(d.int_low) - 0.5);
+      const double hi = std::log(static_cast<double>(d.int_high) + 0.5);
       const double x = std::floor(std::exp(lo + u * (hi - lo)) + 0.5);
-      return static_cast<std::int64_t>(std::clamp(x, d.low, d.high));
+      if (!(x < 0x1.0p63)) return d.int_high;  // 2^63 itself is no int64
+      return std::clamp(static_cast<std::int64_t>(x), d.int_low, d.int_high);
     }
     case Dist::Choice: return d.choices[mul_high(bits, d.choices.size())];
   }

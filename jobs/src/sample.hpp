@@ -23,7 +23,10 @@ const std::vector<std::string>& dist_names();
 
 struct Distribution {
   Dist kind = Dist::Uniform;
-  double low = 0, high = 0;  // uniform, loguniform: [low, high]; randint, lograndint: integers, both included
+  double low = 0, high = 0;  // uniform, loguniform: [low, high]
+  // randint, lograndint: both included. Kept as integers: a double cannot hold every int64 (2^63 - 1
+  // rounds up to 2^63, which no int64 holds).
+  std::int64_t int_low = 0, int_high = 0;
   std::vector<Value> choices;  // choice: each equally likely
 };
 
