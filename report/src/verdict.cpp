@@ -430,6 +430,36 @@ std::vector<std::string> verdict_lines(const std::vector<PhaseFigures>& phases, 
   return verdict_of(phases, opts).lines;
 }
 
+namespace {
+
+// A phase that ran more than kSlowerThanCalibrated slower than its calibration without being
+// disturbed (its line comes with the prediction's): when taking that slowdown away would put it
+// ahead of the winner `best`, the margin is not the arrangements' own (a reason in `reasons`).
+// Whether any phase was so slowed.
+bool slowed_reasons(const std::vector<const PhaseFigures*>& measured, const PhaseFigures& best,
+                    std::vector<std::string>& reasons) {
+  bool slowed = false;
+  for (const PhaseFigures* p : measured) {
+    const double off = over_prediction(*p);
+    if (!(off > kSlowerThanCalibrated) || disturbed(*p)) continue;
+    slowed = true;
+    if (p != &best && p->makespan_s / (1 + off) < best.makespan_s)
+      reasons.push_back(p->label + " ran " + fixed(100 * off, 0) +
+                        " % slower than its calibration predicted, enough to turn the answer");
+  }
+  return slowed;
+}
+
+// "a, b and c".
+std::string listed(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t k = 0; k < items.size(); ++k)
+    out += (k == 0 ? "" : k + 1 == items.size() ? " and " : ", ") + items[k];
+  return out;
+}
+
+}  // namespace
+
 std::string VerdictHeadline::text() const {
   std::string t = winner + " " + fixed(ratio, 2) + "x";
   if (std::isfinite(lo) && std::isfinite(hi)) t += " [" + fixed(lo, 2) + ", " + fixed(hi, 2) + "]";
@@ -520,18 +550,7 @@ Verdict verdict_of(const std::vector<PhaseFigures>& phases, const VerdictOptions
       disturbed_lines(*p, opts, caveats);
     }
   sitting_caveats(measured, opts, reasons, caveats);
-  // A phase that ran more than kSlowerThanCalibrated slower than its calibration without being
-  // disturbed (its line comes with the prediction's below): when taking that slowdown away would
-  // put it ahead of the winner, the margin is not the arrangements' own.
-  bool slowed = false;
-  for (const PhaseFigures* p : measured) {
-    const double off = over_prediction(*p);
-    if (!(off > kSlowerThanCalibrated) || disturbed(*p)) continue;
-    slowed = true;
-    if (p != &best && p->makespan_s / (1 + off) < best.makespan_s)
-      reasons.push_back(p->label + " ran " + fixed(100 * off, 0) +
-                        " % slower than its calibration predicted, " + "enough to turn the answer");
-  }
+  const bool slowed = slowed_reasons(measured, best, reasons);
   const double noise = seed_noise(measured);
   // Two phases differ by more than their noise when the margin exceeds twice the throughput spread
   // of one seed to the next (a rough 95% band for a difference of two noisy figures).
@@ -541,16 +560,10 @@ Verdict verdict_of(const std::vector<PhaseFigures>& phases, const VerdictOptions
                       " %) is inside the noise of the seeds (" + "throughput varies by " +
                       fixed(100 * noise, 0) + " % from seed to seed)");
 
-  if (reasons.empty()) {
-    out.push_back(finished + ": " + winner + (plural ? " win, " : " wins, ") + fixed(margin, 2) + "x faster" +
-                  interval + than + predicted + ".");
-  } else {
-    std::string why;
-    for (std::size_t k = 0; k < reasons.size(); ++k)
-      why += (k == 0 ? "" : k + 1 == reasons.size() ? " and " : ", ") + reasons[k];
-    out.push_back(finished + ": inconclusive, " + why + ". As measured, " + best.label + " was " +
-                  fixed(margin, 2) + "x faster" + interval + than + predicted + ".");
-  }
+  const std::string tail = fixed(margin, 2) + "x faster" + interval + than + predicted + ".";
+  out.push_back(reasons.empty() ? finished + ": " + winner + (plural ? " win, " : " wins, ") + tail
+                                : finished + ": inconclusive, " + listed(reasons) + ". As measured, " +
+                                      best.label + " was " + tail);
   VerdictHeadline& h = v.headline.emplace();
   h.winner = best.label;
   h.ratio = margin;

@@ -202,6 +202,28 @@ base::Json plan_json(const GridPlan& plan, const std::vector<SimJob>& sims, cons
   return j;
 }
 
+// The notes under a simulated schedule: what its durations cannot know.
+void plan_notes(const jobs::Expansion& ex, const std::string& grid, bool calibrated, std::ostream& out) {
+  std::size_t targets = 0;
+  for (const auto& j : ex.jobs) targets += j.params.target_accuracy > 0 ? 1 : 0;
+  if (targets > 0)
+    out << "note: " << targets
+        << " job(s) stop early at their target_accuracy: predicted to stop at their first evaluation "
+        << "when the calibration reached it, else to run all their epochs (an upper bound)\n";
+  // A command job's program is the user's: the cost model knows nothing of it, so without a
+  // calibration its duration is only trustworthy from an earlier run's results.
+  const std::size_t commands = static_cast<std::size_t>(std::count_if(
+      ex.jobs.begin(), ex.jobs.end(), [](const jobs::Job& j) { return j.params.model == "command"; }));
+  if (commands > 0 && !calibrated)
+    out << "note: " << commands << " command job(s) (your own program): without a calibration "
+        << "(`gridrun calibrate " << grid << "`) their durations come from an earlier run's results "
+        << "only, else from the cost model, which knows nothing of your program\n";
+  if (!calibrated && !ex.compare_by.empty() && commands < ex.jobs.size())
+    out << "note: uncalibrated: the cost model assumes perfect scaling and no launch cost, so it cannot "
+           "tell one large job from several small; `gridrun calibrate "
+        << grid << "` measures them\n";
+}
+
 // --dry-run and --simulate: the simulated schedule, and for --dry-run the first commands.
 RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& out) {
   const jobs::Expansion& ex = plan.ex;
@@ -268,24 +290,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
         << "durations: " << durations << " (see docs/scheduler.md)\n";
     if (cal) out << describe_conditions(*cal) << "\n";
     if (!why.empty()) out << "note: calibration not used: " << why << "\n";
-    std::size_t targets = 0;
-    for (const auto& j : ex.jobs) targets += j.params.target_accuracy > 0 ? 1 : 0;
-    if (targets > 0)
-      out << "note: " << targets
-          << " job(s) stop early at their target_accuracy: predicted to stop at their first evaluation "
-          << "when the calibration reached it, else to run all their epochs (an upper bound)\n";
-    // A command job's program is the user's: the cost model knows nothing of it, so without a
-    // calibration its duration is only trustworthy from an earlier run's results.
-    const std::size_t commands = static_cast<std::size_t>(std::count_if(
-        ex.jobs.begin(), ex.jobs.end(), [](const jobs::Job& j) { return j.params.model == "command"; }));
-    if (commands > 0 && !cal)
-      out << "note: " << commands << " command job(s) (your own program): without a calibration "
-          << "(`gridrun calibrate " << o.grid << "`) their durations come from an earlier run's results "
-          << "only, else from the cost model, which knows nothing of your program\n";
-    if (!cal && !ex.compare_by.empty() && commands < ex.jobs.size())
-      out << "note: uncalibrated: the cost model assumes perfect scaling and no launch cost, so it cannot "
-             "tell one large job from several small; `gridrun calibrate "
-          << o.grid << "` measures them\n";
+    plan_notes(ex, o.grid, cal != nullptr, out);
     // Phases by their key, as the run's events and the report name them ("ranks=2", not "2").
     SimResult shown = sim;
     if (!ex.compare_by.empty())
