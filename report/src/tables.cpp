@@ -249,7 +249,11 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
   Table t;
   t.title = "Jobs";
   t.columns = {"id"};
-  for (const auto& k : vary) t.columns.push_back(abbrev(k));
+  // A varying `epochs` (planned) shares the epochs column (done) as "done/planned": two columns
+  // both headed "epochs" read as one shown twice (issue 58).
+  const bool planned_epochs = std::find(vary.begin(), vary.end(), "epochs") != vary.end();
+  for (const auto& k : vary)
+    if (k != "epochs") t.columns.push_back(abbrev(k));
   // A --sort metric the table does not show gets a column of its own, right after status.
   const bool metric_column = sort && !shown_in_table(sort->metric);
   t.columns.push_back("status");
@@ -261,6 +265,7 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
   for (const auto& j : sorted) {
     std::vector<Cell> r = {text_cell(j.id)};
     for (const auto& k : vary) {
+      if (k == "epochs") continue;
       auto v = param_value(j.params, k);
       bool num = v && (std::holds_alternative<std::int64_t>(*v) || std::holds_alternative<double>(*v));
       Cell c = text_cell(value_of(j, k).empty() ? "-" : value_of(j, k));
@@ -272,7 +277,9 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
     }
     r.push_back(text_cell(j.status));
     if (metric_column) r.push_back(metric_cell(sort_value(j, sort->metric)));
-    r.push_back(number_cell(fig(j, "epochs_done"), 0));
+    Cell epochs = number_cell(fig(j, "epochs_done"), 0);
+    if (planned_epochs) epochs.text += "/" + (value_of(j, "epochs").empty() ? "-" : value_of(j, "epochs"));
+    r.push_back(epochs);
     r.push_back(number_cell(fig(j, "final_test_acc"), 3));
     r.push_back(number_cell(fig(j, "samples_per_s"), 1));
     r.push_back(number_cell(fig(j, "step_s_p50") * 1e3, 2));
@@ -503,6 +510,8 @@ Table phase_table(const std::vector<PhaseFigures>& phases) {
 // the report says so under the per-job table instead of letting a user read the speed of a dead
 // run. Classes: 10 for every image set and synthetic; text sets have their own count, so only the
 // NaN/inf check applies to them.
+constexpr double kChanceLossTolerance = 0.03;  // within 3 % of ln(10): 2.234-2.372
+constexpr double kChanceAccuracy = 0.15;       // 10 classes: chance is 0.10
 std::vector<std::string> learning_warnings(const std::vector<JobRecord>& jobs) {
   std::vector<std::string> out;
   for (const auto& j : jobs) {
@@ -516,9 +525,14 @@ std::vector<std::string> learning_warnings(const std::vector<JobRecord>& jobs) {
                      : loss > 0       ? "inf"
                                       : "-inf") +
                     " (diverged; try a smaller lr)");
-    else if (!text && loss >= 0.97 * chance)
+    // Only a loss near ln(10) with the test accuracy at chance: a loss far above it (a few steps
+    // of a large model: 4.56, issue 58) is not "at ln(10)", and a loss near it with a test
+    // accuracy above chance is a run that is learning.
+    else if (!text && std::fabs(loss - chance) <= kChanceLossTolerance * chance &&
+             fig(j, "final_test_acc") <= kChanceAccuracy)
       out.push_back("warning: job " + j.id + ": training loss " + fmt(loss, 4) +
-                    " stayed at ln(10) = 2.3026: it did not learn (try a smaller lr)");
+                    " stayed at ln(10) = 2.3026 and test accuracy " + fmt(fig(j, "final_test_acc"), 3) +
+                    " at chance: it did not learn (try a smaller lr)");
   }
   return out;
 }

@@ -152,15 +152,50 @@ TEST(LearningWarnings, ChanceLossAndNaNAreFlagged) {
     j.summary["final_train_loss"] = loss;
     return j;
   };
-  std::vector<JobRecord> jobs = {job("learned", 0.4), job("flat", 2.3021),
-                                 job("nan", std::numeric_limits<double>::quiet_NaN())};
+  // Issue 58: own-model-cpu.yaml's 3-step jobs ended at 2.81, 6.24 and 4.56 (far from ln 10) and
+  // were told they "stayed at ln(10)"; a loss near ln 10 with a test accuracy above chance is a
+  // run that is learning.
+  JobRecord learning = job("learning", 2.31);
+  learning.summary["final_test_acc"] = 0.42;
+  std::vector<JobRecord> jobs = {job("learned", 0.4),
+                                 job("flat", 2.3021),
+                                 job("nan", std::numeric_limits<double>::quiet_NaN()),
+                                 job("short1", 2.81),
+                                 job("short2", 6.24),
+                                 job("short3", 4.5556),
+                                 learning};
   auto t = build_tables(jobs, {}, ReportOptions{});
   std::string notes;
   for (const auto& n : t.at(0).notes) notes += n + "\n";
   EXPECT_EQ(notes.find("job learned"), std::string::npos) << notes;
-  EXPECT_NE(notes.find("warning: job flat: training loss 2.3021 stayed at ln(10)"), std::string::npos)
+  for (const char* id : {"short1", "short2", "short3", "learning"})
+    EXPECT_EQ(notes.find(std::string("job ") + id + ":"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("warning: job flat: training loss 2.3021 stayed at ln(10) = 2.3026 and test accuracy "
+                       "0.100 at chance: it did not learn (try a smaller lr)\n"),
+            std::string::npos)
       << notes;
   EXPECT_NE(notes.find("warning: job nan: training loss is NaN"), std::string::npos) << notes;
+}
+
+// A grid varying `epochs` (or report --all over two grids): the jobs table has one epochs column,
+// epochs done of planned (issue 58: "epochs" was shown twice, the planned and the done).
+TEST(JobsTable, VaryingEpochsIsOneColumn) {
+  auto job = [](const std::string& id, std::int64_t planned, double done) {
+    JobRecord j;
+    j.id = id;
+    j.status = done < static_cast<double>(planned) ? "target_reached" : "completed";
+    gridrun::jobs::JobParams p;
+    p.epochs = planned;
+    j.params = p;
+    j.summary["epochs_done"] = done;
+    return j;
+  };
+  auto t = build_tables({job("a", 2, 2), job("b", 4, 3)}, {}, ReportOptions{});
+  const auto& cols = t.at(0).columns;
+  EXPECT_EQ(std::count(cols.begin(), cols.end(), "epochs"), 1);
+  const auto at = std::find(cols.begin(), cols.end(), "epochs") - cols.begin();
+  EXPECT_EQ(t.at(0).rows.at(0).at(at).text, "2/2");
+  EXPECT_EQ(t.at(0).rows.at(1).at(at).text, "3/4");
 }
 
 // Phase figures from the recorded facts: samples summed from the jobs' /summary, throughput over
