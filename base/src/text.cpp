@@ -183,4 +183,8 @@ std::string format_fixed(double v, int digits) {
   return b;
 }
 
+std::string counted(std::string_view noun, long long n) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 }  // namespace gridrun::base

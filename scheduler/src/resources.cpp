@@ -333,7 +333,8 @@ std::vector<Infeasible> find_infeasible(const std::vector<jobs::Job>& jobs, cons
     std::ostringstream why;
     why << "needs " << describe(r) << (r.nodes > 1 ? "; " : " on one node; ");
     if (r.nodes > 1 && fitting > 0) {
-      why << "only " << fitting << " of the " << cluster.nodes.size() << " nodes can hold its share";
+      why << "only " << fitting << " of the "
+          << base::counted("node", static_cast<long long>(cluster.nodes.size())) << " can hold its share";
     } else if (r.gpus > max_gpus) {
       why << "the largest node has " << max_gpus << (max_gpus == 1 ? " GPU" : " GPUs");
     } else if (r.cores > max_cores) {

@@ -100,7 +100,9 @@ void print_against(const GridPlan& plan, const run::Prediction& p, const std::st
                    std::ostream& out) {
   const Measured m = measured_run(dir);
   const std::string& key = plan.ex.compare_by;
-  out << "prediction vs measurement (" << dir << "):\n";
+  // Which way the sign goes, said once (issue 58): error = (predicted - measured) / measured.
+  out << "prediction vs measurement (" << dir << "):\n"
+      << "  error = (predicted - measured) / measured: + the run took less time than predicted, - more\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-22s %12s %12s %9s\n", "phase", "predicted_s", "measured_s", "error");
   out << line;
@@ -284,9 +286,10 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
   if (o.format == "json" && !o.dry_run) {
     out << plan_json(plan, sims, sim, record, durations).dump(1) << "\n";
   } else {
-    out << (o.dry_run ? "dry run" : "simulation") << " of " << ex.name << ": " << ex.jobs.size()
-        << " jobs, policy " << o.policy << ", " << cluster.source << " (" << cluster.nodes.size()
-        << " nodes, " << cluster.total_cores() << " cores, " << cluster.gpus_text() << ")\n"
+    out << (o.dry_run ? "dry run" : "simulation") << " of " << ex.name << ": "
+        << base::counted("job", static_cast<long long>(ex.jobs.size())) << ", policy " << o.policy << ", "
+        << cluster.source << " (" << base::counted("node", static_cast<long long>(cluster.nodes.size()))
+        << ", " << base::counted("core", cluster.total_cores()) << ", " << cluster.gpus_text() << ")\n"
         << "durations: " << durations << " (see docs/scheduler.md)\n";
     if (cal) out << describe_conditions(*cal) << "\n";
     if (!why.empty()) out << "note: calibration not used: " << why << "\n";

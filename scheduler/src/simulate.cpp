@@ -227,8 +227,10 @@ std::string render_schedule(const Cluster& cluster, const std::vector<SimJob>& j
   std::ostringstream os;
   char line[256];
   const bool gpu = cluster.total_gpus() > 0;
-  std::snprintf(line, sizeof line, "makespan %s, %zu jobs on %zu nodes, utilization %s %.0f %%\n",
-                base::format_duration(r.makespan_s).c_str(), jobs.size(), cluster.nodes.size(),
+  std::snprintf(line, sizeof line, "makespan %s, %s on %s, utilization %s %.0f %%\n",
+                base::format_duration(r.makespan_s).c_str(),
+                base::counted("job", static_cast<long long>(jobs.size())).c_str(),
+                base::counted("node", static_cast<long long>(cluster.nodes.size())).c_str(),
                 gpu ? "GPUs" : "cores", 100.0 * (gpu ? r.gpu_util : r.core_util));
   os << line;
   if (r.phases.size() > 1 || (!r.phases.empty() && !r.phases[0].value.empty())) {

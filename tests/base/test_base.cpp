@@ -222,6 +222,13 @@ TEST(Text, TimeDurationSplitTrim) {
   EXPECT_EQ(printable_line("bad\n\x01\xff end"), "bad ?? end");
 }
 
+// Issue 58: "1 nodes" in simulate's header.
+TEST(Text, CountedIsSingularForOneOnly) {
+  EXPECT_EQ(counted("node", 1), "1 node");
+  EXPECT_EQ(counted("node", 0), "0 nodes");
+  EXPECT_EQ(counted("job", 16), "16 jobs");
+}
+
 TEST(Text, IsUtf8AcceptsWellFormedTextOnly) {
   EXPECT_TRUE(is_utf8(""));
   EXPECT_TRUE(is_utf8("/runs/plain path"));

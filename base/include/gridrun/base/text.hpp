@@ -27,6 +27,9 @@ std::optional<std::time_t> parse_iso_time(const std::string& s);
 std::string format_duration(double seconds);
 // `v` with `digits` decimals ("1.66"); "-" for NaN or infinity.
 std::string format_fixed(double v, int digits);
+// `n` and the noun, plural but for 1: counted("node", 1) = "1 node", counted("node", 2) = "2 nodes"
+// (issue 58: "1 nodes"). Regular plurals only (an "s").
+std::string counted(std::string_view noun, long long n);
 
 std::string trim(std::string_view s);                          // without leading and trailing white space
 std::vector<std::string> split(std::string_view s, char sep);  // keeps empty fields
