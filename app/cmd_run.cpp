@@ -206,6 +206,28 @@ struct CalibrateCli {
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
 };
 
+// The flags of this calibrate command that `gridrun run` takes too, as given (--out, --only/--set,
+// and each flag given on the command line, defaults left out): the commands calibrate suggests
+// must run the same jobs the same way (issue 58: "run it instead" dropped --out and --launch).
+std::string run_flags(const po::variables_map& vm, const CalibrateCli& o) {
+  const scheduler::RunOptions& ro = o.co.run;
+  std::string flags = (ro.out != "runs" ? " --out " + base::shell_quote(ro.out) : "") +
+                      run::selection_flags(ro.overrides, ro.only);
+  const std::pair<const char*, std::string> given[] = {
+      {"launch", ro.launch},
+      {"worker-idle", base::format_fixed(ro.worker_idle_s, 3)},
+      {"policy", ro.policy},
+      {"max-parallel", std::to_string(o.max_parallel)},
+      {"cores", std::to_string(ro.resources.cores)},
+      {"gpus", std::to_string(ro.resources.gpus)},
+      {"repeats", std::to_string(o.repeats)},
+      {"train-bin", ro.train_bin}};
+  for (const auto& [flag, value] : given)
+    if (vm.count(flag) && !vm[flag].defaulted())
+      flags += std::string(" --") + flag + " " + base::shell_quote(value);
+  return flags;
+}
+
 // `calibrate --slurm`: one configuration at a time through sbatch/srun (slurm/calibrate.hpp).
 int calibrate_on_slurm(const CalibrateCli& o, bool min_budget_given) {
   const scheduler::RunOptions& ro = o.co.run;
@@ -318,18 +340,8 @@ int cmd_calibrate(const Args& args) {
   const scheduler::CalibrateOutcome r = scheduler::calibrate_grid(co, std::cout);
   if (!r.refused.empty()) {
     // The same command, so that the rerun measures the same jobs the same way.
-    std::string again = "gridrun calibrate " + co.run.grid +
-                        (co.run.out != "runs" ? " --out " + co.run.out : "") +
-                        run::selection_flags(co.run.overrides, co.run.only);
-    const std::pair<const char*, std::string> given[] = {{"launch", co.run.launch},
-                                                         {"steps", std::to_string(co.steps)},
-                                                         {"policy", co.run.policy},
-                                                         {"cores", std::to_string(co.run.resources.cores)},
-                                                         {"gpus", std::to_string(co.run.resources.gpus)},
-                                                         {"train-bin", co.run.train_bin}};
-    for (const auto& [flag, value] : given)
-      if (vm->count(flag) && !(*vm)[flag].defaulted())
-        again += std::string(" --") + flag + " " + base::shell_quote(value);
+    std::string again = "gridrun calibrate " + base::shell_quote(co.run.grid) + run_flags(*vm, o);
+    if (vm->count("steps") && !(*vm)["steps"].defaulted()) again += " --steps " + std::to_string(co.steps);
     std::cout << "calibrate: nothing stored: " << r.refused
               << ". A prediction from it would be too slow. Run it again on a quiet machine: " << again
               << " (or add --accept-load to keep it, its load recorded and printed with every prediction)\n";
@@ -343,13 +355,14 @@ int cmd_calibrate(const Args& args) {
             << " % or " << base::format_duration(co.min_budget_s)
             << " (at most 25 % of a grid of a minute or more), whichever is more)\n";
   for (const auto& s : r.skipped) std::cout << "not measured side by side (over the budget): " << s << "\n";
-  if (const std::string note = scheduler::short_grid_note(r.cal.cost_s, r.predicted_s, co.run.grid);
+  // The grid and the flags run shares with this command, so that "run it instead" runs these jobs.
+  if (const std::string note = scheduler::short_grid_note(r.cal.cost_s, r.predicted_s,
+                                                          base::shell_quote(co.run.grid) + run_flags(*vm, o));
       !note.empty())
     std::cout << note << "\n";
   // The same selection, or simulate predicts other jobs than the ones measured.
-  std::cout << "wrote " << r.file << "; `gridrun simulate " << co.run.grid
-            << (co.run.out != "runs" ? " --out " + co.run.out : "")
-            << run::selection_flags(co.run.overrides, co.run.only) << "` predicts from it\n";
+  std::cout << "wrote " << r.file << "; `gridrun simulate " << base::shell_quote(co.run.grid)
+            << run_flags(*vm, o) << "` predicts from it\n";
   return r.failed > 0 ? 1 : 0;
 }
 
