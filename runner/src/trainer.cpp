@@ -193,7 +193,10 @@ class TrainLoop : private LoopBase {
     run::Progress p;
     p.step = st_.global_step;
     p.total_steps = total_steps_;
-    p.epoch = std::min(st_.epoch + 1, total_epochs_);
+    // The epoch the last step done belongs to, as the /steps rows count it (from the step, not
+    // st_.epoch: right after an epoch ends st_.epoch already names the next one, and a job that
+    // reached its target after 3 of 4 epochs showed "4/4" in status, issue 58).
+    p.epoch = st_.global_step > 0 && spe_ > 0 ? std::min((st_.global_step - 1) / spe_ + 1, total_epochs_) : 1;
     p.epochs = total_epochs_;
     p.wall_s = wall();
     return p;
@@ -409,6 +412,12 @@ bool TrainLoop::end_epoch(const EpochClock& ec) {
     status_ = results::Status::TargetReached;
     reason_ = "target_accuracy " + std::to_string(j_.target_accuracy) + " reached at epoch " +
               std::to_string(st_.epoch) + " (test acc " + std::to_string(ev.acc) + ")";
+    // Said in the log, so that the last "epoch 3/4" line is not read as a job cut short.
+    if (lead_ && !o_.quiet)
+      std::printf("epoch %lld/%lld: target_accuracy %g reached (test acc %.3f), stopping\n",
+                  static_cast<long long>(st_.epoch), static_cast<long long>(total_epochs_),
+                  j_.target_accuracy, ev.acc),
+          std::fflush(stdout);
     return true;
   }
   return st_.global_step >= total_steps_ || partial;
