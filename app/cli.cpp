@@ -5,10 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
+#include "gridrun/base/text.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/suggest.hpp"
+#include "gridrun/run/run_dir.hpp"
 
 namespace po = boost::program_options;
 
@@ -24,7 +29,122 @@ std::string unknown_flag_message(const po::unknown_option& e, const po::options_
   return e.what() + jobs::flag_hint(e.get_option_name(), names);
 }
 
+namespace fs = std::filesystem;
+
+// The runs directly under `dir` (what `gridrun ls DIR` lists first), sorted.
+std::vector<std::string> runs_under(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code tec;
+    if (it->is_directory(tec) && run::RunDir(it->path().string()).holds_run())
+      out.push_back(it->path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// "'runs' is a folder of 3 runs (runs/a, runs/b, runs/c)", "" when `dir` holds no run directly
+// under it; `first` is then the first of them.
+std::string folder_of_runs(const std::string& dir, std::string& first) {
+  const std::vector<std::string> runs = runs_under(dir);
+  if (runs.empty()) return "";
+  first = runs.front();
+  std::string names;
+  for (std::size_t k = 0; k < runs.size() && k < 3; ++k) names += (k ? ", " : "") + runs[k];
+  if (runs.size() > 3) names += ", ...";
+  return "'" + dir + "' is a folder of " + base::counted("run", static_cast<long long>(runs.size())) + " (" +
+         names + ")";
+}
+
+// The run directory `dir` as the commands that read it and the one that continues it name it.
+std::string run_folder_hint(const std::string& dir) {
+  const run::RunDir rd(dir);
+  std::string again;
+  try {
+    const run::RunState st = rd.load_state();
+    if (!st.grid_file.empty()) {
+      const fs::path parent = fs::path(dir).lexically_normal().parent_path();
+      again = "gridrun run " + base::shell_quote(st.grid_file) + " --out " +
+              base::shell_quote(parent.empty() ? "." : parent.string());
+      for (const auto& o : st.overrides) again += " --set " + base::shell_quote(o);
+      if (st.repeats > 0) again += " --repeats " + std::to_string(st.repeats);
+    }
+  } catch (const std::exception&) {
+    // A damaged state.json: status names it; the hint goes without the run command.
+  }
+  const std::string q = base::shell_quote(dir);
+  return "'" + dir + "' is a run folder, not a grid file: `gridrun status " + q +
+         "` shows its jobs, `gridrun report " + q + "` its results" +
+         (again.empty() ? "" : "; `" + again + "` continues it (completed jobs are skipped)");
+}
+
+bool looks_like_grid(const std::string& path) {
+  return base::ends_with(path, ".yaml") || base::ends_with(path, ".yml");
+}
+
+// HDF5's signature, at 0 or at a user block's end (512, 1024, 2048, ... bytes).
+bool is_hdf5(const std::string& path) {
+  static const std::array<char, 8> kSignature = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!in || ec) return false;
+  for (std::uintmax_t at = 0; at + kSignature.size() <= size; at = at == 0 ? 512 : at * 2) {
+    std::array<char, 8> got{};
+    in.seekg(static_cast<std::streamoff>(at));
+    if (!in.read(got.data(), got.size())) return false;
+    if (got == kSignature) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+void check_grid_path(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return;
+  if (run::RunDir(path).holds_run()) throw std::invalid_argument(run_folder_hint(path));
+  std::string first;
+  if (const std::string runs = folder_of_runs(path, first); !runs.empty())
+    throw std::invalid_argument(runs + ", not a grid file: `gridrun ls " + base::shell_quote(path) +
+                                "` lists them, `gridrun status " + base::shell_quote(first) + "` shows one");
+}
+
+void check_run_path(const std::string& path, const std::string& command, bool results_file_ok) {
+  std::error_code ec;
+  const std::string not_one = " not a run folder" + std::string(results_file_ok ? " or its results.h5" : "");
+  if (fs::is_directory(path, ec)) {
+    if (run::RunDir(path).holds_run()) return;
+    std::string first;
+    if (const std::string runs = folder_of_runs(path, first); !runs.empty())
+      throw std::invalid_argument(runs + ", not a run: `gridrun ls " + base::shell_quote(path) +
+                                  "` lists them, `gridrun " + command + " " + base::shell_quote(first) +
+                                  "` takes one");
+    return;
+  }
+  if (!fs::is_regular_file(path, ec)) return;
+  if (results_file_ok && is_hdf5(path)) return;
+  if (looks_like_grid(path)) {
+    // The run folder this grid makes (or made), where `gridrun run` puts it without --out.
+    std::string made = "runs/<name>";
+    try {
+      jobs::LoadOptions lo;
+      lo.allow_empty = true;
+      made = run::RunDir::for_grid("runs", jobs::load_grid(path, lo).name).root();
+    } catch (const std::exception&) {
+      // A grid with errors: `gridrun run` names them; the hint keeps the placeholder.
+    }
+    const std::string then = "`gridrun " + command + " " + base::shell_quote(made) + "`";
+    throw std::invalid_argument(
+        path + " is a grid file," + not_one + ": " +
+        (fs::is_directory(made, ec)
+             ? "its run is " + then
+             : "run it first (`gridrun run " + base::shell_quote(path) + "`), then " + then));
+  }
+  throw std::invalid_argument(path + " is" + not_one +
+                              (results_file_ok ? " (no HDF5 signature)" : " (a file)"));
+}
 
 po::variables_map parse_flags(const Args& args, const po::options_description& opts,
                               const po::positional_options_description& pos, const std::string& cmd) {

@@ -112,6 +112,17 @@ void add_repeats_flag(boost::program_options::options_description& opts, int& re
 int check_repeats(int repeats, bool given);
 int table_width(int flag);
 
+// Paths of the wrong kind (issue 58), each refused with std::invalid_argument (exit 2) naming the
+// path, what it is and the command meant:
+// - where a grid file is expected (run, simulate, calibrate, plan, submit): a run folder (status,
+//   report, and the run command that continues it) or a folder of runs (ls);
+// - where a run folder is expected (`command`: status, report, export, ...): a grid file (run it
+//   first; the run folder it makes), a folder of runs (ls, and one of them), and, unless
+//   `results_file_ok`, any file; with it, a file that is not HDF5 (report takes a results.h5).
+// Paths of the right kind, and paths that do not exist, are left to the command's own checks.
+void check_grid_path(const std::string& path);
+void check_run_path(const std::string& path, const std::string& command, bool results_file_ok);
+
 // The width tables and progress lines are fitted to: the terminal's when stdout is one (40 at
 // least), never more than 100 (what the tables are written for; also without a terminal).
 int terminal_width();

@@ -72,6 +72,7 @@ void add_export_options(po::options_description& d, ExportCli& o) {
 // Right after parsing: every value is checked before the run is read (exit 2 naming the flag).
 void check_export_options(const ExportCli& o) {
   if (o.input.empty()) throw std::invalid_argument("missing RUN_DIR (see gridrun export --help)");
+  check_run_path(o.input, "export", true);  // a grid file, a folder of runs: the command meant
   if (o.format == "tensorboard") {
     if (!o.what.empty())
       throw std::invalid_argument("--what " + o.what +

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -27,6 +28,7 @@
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/table.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/dataset/builtin_files.hpp"
 #include "gridrun/dataset/data_file.hpp"
 #include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/grid.hpp"
@@ -90,6 +92,7 @@ void check_plan_options(const PlanOptions& o) {
     throw std::invalid_argument("--format: '" + o.format + "' is not one of table, json, csv");
   if (!o.list_params && o.grid.empty())
     throw std::invalid_argument("missing GRID.yaml (see gridrun plan --help)");
+  if (!o.list_params) check_grid_path(o.grid);  // a run folder: the command meant (issue 58)
   // -1 is the "not given" value of both flags.
   if (o.gpus < -1) throw std::invalid_argument("--gpus: must be >= 0");
   if (o.cores == 0 || o.cores < -1) throw std::invalid_argument("--cores: must be >= 1");
@@ -451,8 +454,15 @@ int cmd_plan(const Args& args) {
   // The feasibility check and --only need the jobs themselves; a plain plan only prints them, so
   // it takes them as they are expanded, without a parameter map per job.
   const bool keep_jobs = o.resources_named() || !only.empty();
+  // The (dataset, data_dir) pairs of the planned jobs: their files are checked once expanded.
+  std::set<std::pair<std::string, std::string>> data_used;
+  const auto at = [](const char* key) {
+    return static_cast<std::size_t>(gj::find_param(key) - gj::param_table().data());
+  };
+  const std::size_t dataset_at = at("dataset"), data_dir_at = at("data_dir");
   if (!keep_jobs)
-    lo.on_job = [&plan](std::size_t index, const std::string& id, const std::vector<gj::Value>& v) {
+    lo.on_job = [&](std::size_t index, const std::string& id, const std::vector<gj::Value>& v) {
+      data_used.emplace(gj::to_string(v.at(dataset_at)), gj::to_string(v.at(data_dir_at)));
       plan.add(index, id, v);
     };
   // Never freed: the process ends right after printing, and tearing down a 100,000-job expansion
@@ -485,8 +495,13 @@ int cmd_plan(const Args& args) {
       ro.cores = o.cores;
       gridrun::scheduler::check_feasible(selected, gridrun::scheduler::resolve_cluster(ro));
     }
-    for (const auto& j : selected) plan.add(j);
+    for (const auto& j : selected) {
+      data_used.emplace(j.params.dataset, j.params.data_dir);
+      plan.add(j);
+    }
   }
+  // A built-in data set's files, as data_file's above: exit 2 at the grid's data_dir (issue 58).
+  gridrun::dataset::check_builtin_data(o.grid, lo, data_used);
   std::cout.flush();
   {
     Out out;

@@ -13,6 +13,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/hw/peak_probe.hpp"
 #include "gridrun/report/collect.hpp"
 #include "gridrun/report/compare.hpp"
@@ -47,6 +48,21 @@ struct ReportCli {
   int top = 0;                       // --top N: the first N rows of the jobs table (with --sort)
   bool help = false;
 };
+
+// --format: a table format; the outputs that are not --format values have flags of their own, and
+// the message says which (issue 58: `--format html` gave no hint of --html FILE).
+void check_report_format(const ReportCli& o) {
+  if (o.format == "html")
+    throw std::invalid_argument("--format html: the HTML report is a file of its own: `gridrun report " +
+                                base::shell_quote(o.inputs.front()) +
+                                " --html report.html` (--format takes table, markdown, csv or json)");
+  if (o.format == "profile")
+    throw std::invalid_argument("--format profile: the operator tables are `gridrun report " +
+                                base::shell_quote(o.inputs.front()) +
+                                " --profile [N]` (--format takes table, markdown, csv or json)");
+  if (!base::is_table_format(o.format))
+    throw std::invalid_argument("--format " + o.format + ": expected table, markdown, csv or json");
+}
 
 bool vm_has(const Args& args, const std::string& flag) {
   for (const auto& a : args)
@@ -102,6 +118,7 @@ int cmd_collect(const Args& args) {
                      "collect", o.help, help, std::cout))
     return 0;
   if (o.run_dir.empty()) throw std::invalid_argument("missing RUN_DIR (see gridrun collect --help)");
+  check_run_path(o.run_dir, "collect", false);
   report::CollectOptions co;
   co.run_dir = o.run_dir;
   co.quiet = o.quiet;
@@ -163,8 +180,9 @@ int cmd_report(const Args& args) {
     return 0;
   if (o.inputs.empty())
     throw std::invalid_argument("missing RUN_DIR or results.h5 (see gridrun report --help)");
-  if (!base::is_table_format(o.format))
-    throw std::invalid_argument("--format " + o.format + ": expected table, markdown, csv or json");
+  check_report_format(o);
+  // A grid file, another file, a folder of runs: the command meant (issue 58).
+  for (const auto& in : o.inputs) check_run_path(in, "report", true);
   report::ReportOptions ro;
   ro.input = o.inputs.front();
   ro.format = o.format;

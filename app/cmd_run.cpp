@@ -164,6 +164,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
   if (!vm) return 0;
   if (ro.grid.empty())
     throw std::invalid_argument(std::string("missing GRID.yaml (see gridrun ") + cmd + " --help)");
+  check_grid_path(ro.grid);  // a run folder: the command meant (issue 58)
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   if (ro.timeline_rows < 1) throw std::invalid_argument("--rows: must be >= 1");
   check_launch_flags(ro);
@@ -314,6 +315,7 @@ int cmd_calibrate(const Args& args) {
   if (!vm) return 0;
   scheduler::CalibrateOptions& co = o.co;
   if (co.run.grid.empty()) throw std::invalid_argument("missing GRID.yaml (see gridrun calibrate --help)");
+  check_grid_path(co.run.grid);  // a run folder: the command meant (issue 58)
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   check_launch_flags(co.run);
   if (!(o.budget_percent > 0 && o.budget_percent <= 100))

@@ -121,6 +121,7 @@ bool parse_run_dir(const Args& args, const po::options_description& desc, const 
                        1, po::value(&run_dir)};
   if (!parse_command(args, desc, {pos}, cmd, help, text, std::cout)) return false;
   if (run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
+  check_run_path(run_dir, cmd, false);  // a grid file, a folder of runs: the command meant (issue 58)
   return true;
 }
 

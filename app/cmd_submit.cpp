@@ -50,6 +50,7 @@ void validate_submit(SubmitCli& c, const po::variables_map& vm) {
   auto& s = c.submit;
   auto& so = s.script;
   if (s.grid_file.empty()) throw std::invalid_argument("GRID: missing grid file (see --help)");
+  check_grid_path(s.grid_file);  // a run folder: the command meant (issue 58)
   if (s.out_dir.empty()) throw std::invalid_argument("--out: must not be empty");
   if (vm.count("max-array")) {
     s.max_array = c.max_array;

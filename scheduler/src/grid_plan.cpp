@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <iostream>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
+#include "gridrun/dataset/builtin_files.hpp"
 #include "gridrun/dataset/data_file.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/jobs/select.hpp"
@@ -89,6 +91,13 @@ GridPlan plan_grid(const RunOptions& o, std::ostream& out) {
       std::cerr << "warning: " << w << "\n";
     plan.whole = plan.ex;
     plan.ex.jobs = std::move(selected);
+  }
+  {
+    // A built-in data set's files, of the jobs selected, as the data file above: refused at the grid's
+    // data_dir line before anything is launched, not seconds into the first job (issue 58).
+    std::set<std::pair<std::string, std::string>> used;
+    for (const auto& j : plan.ex.jobs) used.emplace(j.params.dataset, j.params.data_dir);
+    dataset::check_builtin_data(o.grid, lo, used);
   }
   if (!(o.exit_grace_s > 0)) throw std::invalid_argument("--exit-grace: must be > 0");
   if (o.heartbeat_timeout_s < 0) throw std::invalid_argument("--heartbeat-timeout: must be >= 0");

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "data_file_writer.hpp"
+#include "gridrun/dataset/builtin_files.hpp"
 #include "gridrun/dataset/data_file.hpp"
 #include "test_util.hpp"
 
@@ -317,4 +318,37 @@ TEST(DataFile, ReadsOnlyItsOwnStoredBytes) {
     w.attr("classes", std::int64_t{8});
   }
   EXPECT_EQ(problem(ok), "");
+}
+
+// A built-in data set's files checked by the planner (issue 58: `dataset: cifar10` with a data_dir
+// holding no data set was accepted and failed 2.7 s into the run): the missing files named, and
+// the error at the grid's data_dir line (its dataset line when data_dir is the default).
+TEST(BuiltinFiles, MissingFilesAreNamedAtTheGridsDataDirLine) {
+  gridrun::results::testing::TempDir dir;
+  std::ofstream(dir / "grid.yaml") << "name: c\n"
+                                      "defaults:\n"
+                                      "  model: lenet\n"
+                                      "  dataset: cifar10\n"
+                                      "grid:\n"
+                                      "  data_dir: [" +
+                                          dir.path() + "]\n";
+  namespace ds = gridrun::dataset;
+  EXPECT_EQ(ds::check_builtin_files("synthetic", ""), "");
+  EXPECT_EQ(ds::check_builtin_files("cifar10", dir.path()),
+            "dataset=cifar10 reads 6 files from data_dir '" + dir.path() +
+                "'; missing: data_batch_1.bin, data_batch_2.bin, data_batch_3.bin, data_batch_4.bin, "
+                "data_batch_5.bin, test_batch.bin (CIFAR-10's binary version, cifar-10-batches-bin)");
+  try {
+    ds::check_builtin_data(dir / "grid.yaml", {}, {{"cifar10", dir.path()}});
+    FAIL() << "no error";
+  } catch (const gridrun::jobs::GridError& e) {
+    EXPECT_EQ(e.line(), 6);
+    EXPECT_EQ(e.key_path(), "grid.data_dir[0]");
+  }
+  for (int k = 1; k <= 5; ++k) std::ofstream(dir / ("data_batch_" + std::to_string(k) + ".bin")) << "x";
+  std::ofstream(dir / "test_batch.bin") << "x";
+  EXPECT_EQ(ds::check_builtin_files("cifar10", dir.path()), "");
+  EXPECT_NO_THROW(ds::check_builtin_data(dir / "grid.yaml", {}, {{"cifar10", dir.path()}}));
+  EXPECT_NE(ds::check_builtin_files("mnist", dir.path()).find("missing: train-images-idx3-ubyte[.gz]"),
+            std::string::npos);
 }

@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 GOLDEN_IDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jobs", "golden", "ids")
 
@@ -237,8 +238,20 @@ def plan(args):
         shutil.copy(grid, args.work)
         os.symlink(os.path.abspath(args.models), os.path.join(args.work, "models"))
         grid = os.path.join(args.work, args.study + ".yaml")
-    cmd = [args.gridrun, "plan", grid, "--format", "json", "--gpus", "4", "--cores", "64"]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    # plan checks a built-in data set's files (issue 58); the examples' data_dir (data/...) is
+    # relative to where gridrun runs: plan from a folder with empty stand-ins of those files.
+    data = tempfile.mkdtemp(prefix="gridrun-check-plan-")
+    stand_ins = {"data/cifar-10-batches-bin": ["data_batch_%d.bin" % k for k in range(1, 6)] + ["test_batch.bin"],
+                 "data/text": ["train.tsv", "test.tsv"]}
+    for folder, names in stand_ins.items():
+        os.makedirs(os.path.join(data, folder))
+        for name in names:
+            open(os.path.join(data, folder, name), "w").close()
+    cmd = [os.path.abspath(args.gridrun), "plan", os.path.abspath(grid), "--format", "json", "--gpus", "4", "--cores", "64"]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300, cwd=data)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
     if p.returncode != 0:
         fail(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
     try:

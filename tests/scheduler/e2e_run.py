@@ -486,13 +486,18 @@ def case_calibrate_loaded():
 
 
 def case_failure_reason():
-    # A job that fails on bad input (CIFAR-10 from a folder that does not exist) beside one that
-    # completes: the runner's own line, without Open MPI's banners, in the event line, in status
-    # (table, json, csv) and in the report (table, json); exit 2 is attempted once despite --retries.
+    # A job that fails on bad input (CIFAR-10 files that are there, so the planner passes them, but
+    # truncated: 7 bytes) beside one that completes: the runner's own line, without Open MPI's
+    # banners, in the event line, in status (table, json, csv) and in the report (table, json); exit
+    # 2 is attempted once despite --retries.
     import csv
     import io
 
-    missing = os.path.join(WORK, "no-such-cifar")
+    missing = os.path.join(WORK, "truncated-cifar")
+    os.makedirs(missing, exist_ok=True)
+    for name in ["data_batch_%d.bin" % k for k in range(1, 6)] + ["test_batch.bin"]:
+        with open(os.path.join(missing, name), "wb") as f:
+            f.write(b"7 bytes")
     g = grid("badinput", SMALL + "  epochs: 1\ngrid:\n  model: [mlp]\n  dataset: [synthetic, cifar10]\n"
              "  data_dir: [%s]\n" % missing)
     r = run([g, "--retries", "2"])
@@ -513,7 +518,7 @@ def case_failure_reason():
     assert "done    " + good + " completed" in r.stdout, r.stdout
     failed_line = [l for l in r.stdout.splitlines() if "failed  " + bad in l]
     assert len(failed_line) == 1, r.stdout
-    why = "missing data file " + missing
+    why = "malformed data file " + os.path.join(missing, "data_batch_1.bin")
     assert (" exit 2: " + why) in failed_line[0], failed_line
     assert ("; see " + os.path.join(run_dir, "logs", bad + ".err")) in failed_line[0], failed_line
     assert "mpirun" not in failed_line[0] and "----" not in failed_line[0], failed_line
@@ -535,7 +540,7 @@ def case_failure_reason():
         assert all(len(l) <= 100 for l in lines), table
         assert "reason" in lines[1].split(), table
         line = [l for l in lines if l.startswith(bad)][0]
-        assert "missing data file" in line and line.endswith("…"), table
+        assert "malformed data file" in line and line.endswith("…"), table
         return rows[bad]["reason"]
 
     reason = check_status()
