@@ -38,24 +38,31 @@ struct RunCli {
 
 // --launch and --worker-idle: run, simulate (which predicts what they make) and calibrate.
 void add_launch_flags(po::options_description& opts, scheduler::RunOptions& ro) {
-  opts.add_options()("launch", po::value(&ro.launch)->default_value("cold"),
-                     "cold: one mpirun per job; warm: the ranks of a finished job take the next job of "
-                     "the same command (host, cores, GPUs, ranks, threads) instead of exiting, saving "
-                     "the library load and set-up of each launch; a job that fails in a warm worker "
-                     "is retried cold (docs/scheduler.md). simulate predicts it; calibrate measures "
+  const scheduler::RunOptions defaults;
+  opts.add_options()("launch", po::value(&ro.launch)->default_value(defaults.launch),
+                     "warm: the ranks of a finished job take the next job of the same command (host, "
+                     "cores, GPUs, ranks, threads) instead of exiting, saving the library load and "
+                     "set-up of each launch; a job that fails in a warm worker is retried cold; cold: "
+                     "one mpirun per job (docs/scheduler.md). simulate predicts it; calibrate measures "
                      "both launches")(
-      "worker-idle", po::value(&ro.worker_idle_s)->default_value(10.0),
+      "worker-idle", po::value(&ro.worker_idle_s)->default_value(defaults.worker_idle_s),
       "with --launch warm: seconds an idle warm worker waits for its next job before it exits");
 }
 
-void check_launch_flags(const scheduler::RunOptions& ro) {
+// `given`: --launch was on the command line; the default (warm) gives way to cold where warm
+// cannot go (an --out that is not UTF-8), with a note, where a given --launch warm is refused.
+void check_launch_flags(scheduler::RunOptions& ro, bool given) {
   if (ro.launch != "cold" && ro.launch != "warm")
     throw std::invalid_argument("--launch: expected cold or warm, got '" + ro.launch + "'");
   if (!(ro.worker_idle_s >= 0)) throw std::invalid_argument("--worker-idle: must be >= 0");
   // A warm worker's task messages are JSON lines naming the job's files under --out.
   if (ro.launch == "warm") {
     const std::string out = base::absolute_path(ro.out);
-    if (!base::is_utf8(out))
+    if (!base::is_utf8(out) && !given) {
+      std::cerr << "note: launching cold: --out " << base::printable_line(out)
+                << " is not valid UTF-8, and a warm worker's task messages (JSON) name files in it\n";
+      ro.launch = "cold";
+    } else if (!base::is_utf8(out))
       throw std::invalid_argument("--launch warm: --out " + base::printable_line(out) +
                                   " is not valid UTF-8, and a warm worker's task messages (JSON) "
                                   "name files in it; use --launch cold or an --out whose path is UTF-8");
@@ -167,7 +174,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
   check_grid_path(ro.grid);  // a run folder: the command meant (issue 58)
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   if (ro.timeline_rows < 1) throw std::invalid_argument("--rows: must be >= 1");
-  check_launch_flags(ro);
+  check_launch_flags(ro, vm->count("launch") > 0 && !(*vm)["launch"].defaulted());
   if (!(ro.cost.cpu_gflops_per_core > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
   if (!(ro.cost.gpu_gflops > 0)) throw std::invalid_argument("--gpu-rate: must be > 0");
   ro.simulate = ro.simulate || simulate_cmd;
@@ -317,7 +324,8 @@ int cmd_calibrate(const Args& args) {
   if (co.run.grid.empty()) throw std::invalid_argument("missing GRID.yaml (see gridrun calibrate --help)");
   check_grid_path(co.run.grid);  // a run folder: the command meant (issue 58)
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
-  check_launch_flags(co.run);
+  const bool launch_given = vm->count("launch") > 0 && !(*vm)["launch"].defaulted();
+  check_launch_flags(co.run, launch_given);
   if (!(o.budget_percent > 0 && o.budget_percent <= 100))
     throw std::invalid_argument("--budget: must be in (0, 100]");
   if (!(co.min_budget_s >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
@@ -325,6 +333,7 @@ int cmd_calibrate(const Args& args) {
   if (vm->count("cores") && co.run.resources.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
   co.run.overrides = jobs::parse_overrides(o.set, "--set");
   co.run.only = jobs::parse_selectors(o.only, "--only", {"id"});
+  if (o.slurm && !launch_given) co.run.launch = "cold";  // the Slurm calibration launches cold
   if (o.slurm && co.run.launch == "warm")
     throw std::invalid_argument(
         "--launch warm: not with --slurm (the Slurm calibration launches each configuration cold; `gridrun "

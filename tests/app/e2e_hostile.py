@@ -275,6 +275,8 @@ def check_workers_link(tmp, fake):
             with open(os.path.join(victim, w, name), "w") as f:
                 f.write("another experiment's %s/%s\n" % (w, name))
     before = tree_digest(victim)
+    # The copied run ran warm (the default): its own workers folder makes way for the link.
+    shutil.rmtree(os.path.join(run_dir, "workers"), ignore_errors=True)
     os.symlink(victim, os.path.join(run_dir, "workers"))
     code, text = run([GRIDRUN, "run", os.path.join(tmp, "failed2.yaml"), "--out", out, "--train-bin", fake,
                       "--retries", "0", "--no-report", "--launch", "warm"], cwd=tmp)

@@ -52,7 +52,9 @@ def wrapper(name, body):
 
 
 def run(grid, train, *flags):
-    r = subprocess.run([GRIDRUN, "run", grid, "--out", OUT, "--train-bin", train, "--no-report",
+    # Cold: a wrapper script as the trainer, and the processes it leaves, are one job's own (a warm
+    # worker takes only its ranks' own messages: scheduler_e2e_warm_forged).
+    r = subprocess.run([GRIDRUN, "run", grid, "--out", OUT, "--train-bin", train, "--no-report", "--launch", "cold",
                         *flags], text=True, capture_output=True, timeout=600)
     if r.returncode != 0:  # the jobs' own words, for whoever reads a failure
         for root, _, files in os.walk(OUT):

@@ -54,7 +54,9 @@ struct RunOptions {
   // --launch (docs/scheduler.md, "Warm launches"): "cold" starts one process per job; "warm" lets
   // the ranks of a finished job take the next job of the same command, and a warm worker idle for
   // worker_idle_s leaves. A job that fails in a warm worker is retried cold once, not counted.
-  std::string launch = "cold";
+  // Warm by default (issue 58): 9.1x the makespan of 200 tiny CPU jobs here, 4.8x on Slurm, 8x on
+  // an H200 (48 s cold, 6 s warm), with bitwise-equal losses (docs/scheduler.md, "Warm launches").
+  std::string launch = "warm";
   double worker_idle_s = 10;
 };
 
