@@ -583,7 +583,8 @@ void print_csv(const RunStatus& st, std::ostream& os) {
 }
 
 void print_table(const RunStatus& st, int width, std::ostream& os) {
-  os << "run " << st.name << " (" << st.run_dir << "): " << st.jobs.size() << " jobs";
+  os << "run " << st.name << " (" << st.run_dir
+     << "): " << base::counted("job", static_cast<long long>(st.jobs.size()));
   for (const auto& [s, n] : st.counts) os << ", " << n << " " << to_string(s);
   os << "\n";
   if (st.slurm_queried && !st.slurm_answered)
