@@ -2,6 +2,7 @@
 // offset, because "offset 1234" means nothing to someone looking at a job file in an editor.
 #include "gridrun/base/json.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "gridrun/base/fs.hpp"
+#include "gridrun/base/text.hpp"
 
 namespace gridrun::base {
 
@@ -178,6 +180,26 @@ void append_new_member(Json& object, std::string key, Json value) {
 
 Json read_json_file(const std::string& path, const FileKind& kind) {
   return parse_json(read_file(path, kind), path);
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  if (!is_utf8(s)) {
+    out += Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
+    return;
+  }
+  out.push_back('"');
+  append_json_escaped(out, s);
+  out.push_back('"');
+}
+
+void append_json_double(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
 }
 
 void append_json_escaped(std::string& out, std::string_view s) {

@@ -6,17 +6,14 @@
 #include <charconv>
 #include <cmath>
 
+#include "gridrun/base/splitmix.hpp"
+
 namespace gridrun::jobs::detail {
 
 namespace {
 
-// splitmix64 (Steele, Lea, Flood 2014): a fixed sequence for a given state on every platform.
-std::uint64_t next_bits(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+// splitmix64 (base/splitmix.hpp): a fixed sequence for a given state on every platform.
+std::uint64_t next_bits(std::uint64_t& state) { return base::splitmix64_next(state); }
 
 // A stream per (seed, parameter): FNV-1a of the name mixed into the seed's first output.
 std::uint64_t stream_state(std::uint64_t seed, const std::string& param) {

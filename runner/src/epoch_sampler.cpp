@@ -3,18 +3,12 @@
 
 #include <stdexcept>
 
+#include "gridrun/base/splitmix.hpp"
 #include "gridrun/runner/errors.hpp"
 
 namespace gridrun::runner {
 
-namespace {
-std::uint64_t splitmix64(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-}  // namespace
+using base::splitmix64_next;
 
 EpochSampler::EpochSampler(std::int64_t n, std::int64_t batch_per_rank, int rank, int world,
                            std::uint64_t seed)
@@ -32,7 +26,7 @@ std::vector<std::int64_t> EpochSampler::permutation(std::int64_t n, std::uint64_
   for (std::int64_t i = 0; i < n; ++i) p[i] = i;
   std::uint64_t s = seed * 0x100000001B3ull ^ (static_cast<std::uint64_t>(epoch) + 0x5bd1e995ull);
   for (std::int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<std::int64_t>(splitmix64(s) % static_cast<std::uint64_t>(i + 1));
+    const auto j = static_cast<std::int64_t>(splitmix64_next(s) % static_cast<std::uint64_t>(i + 1));
     std::swap(p[i], p[j]);
   }
   return p;

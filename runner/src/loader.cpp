@@ -9,20 +9,12 @@
 
 #include <algorithm>
 
+#include "gridrun/base/splitmix.hpp"
 #include "gridrun/runner/errors.hpp"
 
 namespace gridrun::runner {
 
-namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
+using base::splitmix64_mix;
 
 Augment parse_augment(const std::string& name) {
   if (name == "none" || name.empty()) return Augment::None;
@@ -40,8 +32,9 @@ const char* augment_name(Augment a) {
 }
 
 AugmentDraw augment_draw(std::uint64_t seed, std::int64_t epoch, std::int64_t index, std::int64_t pad) {
-  const std::uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ static_cast<std::uint64_t>(epoch)) ^
-                                     static_cast<std::uint64_t>(index));
+  const std::uint64_t h =
+      splitmix64_mix(splitmix64_mix(splitmix64_mix(seed) ^ static_cast<std::uint64_t>(epoch)) ^
+                     static_cast<std::uint64_t>(index));
   AugmentDraw d;
   d.flip = (h & 1) != 0;
   const auto span = static_cast<std::uint64_t>(2 * pad + 1);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <stdexcept>
+#include <string>
 
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/table.hpp"
@@ -427,43 +428,75 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
 
 namespace {
 
+// The rows are written as they are read, not built as one document: nlohmann's tree of 100,000
+// jobs and its dump were most of a second of `status --format json` (issue 60). The head (every
+// key but the rows) is still nlohmann's; the rows keep its spelling (NaN as null, invalid UTF-8
+// replaced), and one shared writer writes both.
+void append_job_json(std::string& out, const RunStatus& st, const JobStatusRow& r) {
+  auto key = [&](const char* k) {
+    out += ",\"";
+    out += k;
+    out += "\":";
+  };
+  auto text = [&](const char* k, const std::string& v) {
+    key(k);
+    base::append_json_string(out, v);
+  };
+  // Unknown numbers are null, the integer ones too (a -1 reads as a number to pandas and jq).
+  auto known = [&](const char* k, std::int64_t v, std::int64_t from) {
+    key(k);
+    out += v >= from ? std::to_string(v) : "null";
+  };
+  auto number = [&](const char* k, double v) {
+    key(k);
+    base::append_json_double(out, v);
+  };
+  out += "{\"id\":";
+  base::append_json_string(out, r.id);
+  out += ",\"params\":{";
+  for (std::size_t i = 0; i < st.varying.size() && i < r.params.size(); ++i) {
+    if (i) out += ',';
+    base::append_json_string(out, st.varying[i]);
+    out += ':';
+    base::append_json_string(out, r.params[i]);
+  }
+  out += '}';
+  text("state", to_string(r.state));
+  text("slurm_id", r.slurm_id);
+  text("slurm_state", r.slurm_state);
+  known("exit_code", r.exit_code, 0);
+  text("elapsed", r.elapsed);
+  text("node", r.node);
+  key("restarts");
+  out += std::to_string(r.restarts);
+  key("attempts");
+  out += std::to_string(r.attempts);
+  key("attempt_hosts");
+  out += '[';
+  for (std::size_t i = 0; i < r.attempt_hosts.size(); ++i) {
+    if (i) out += ',';
+    base::append_json_string(out, r.attempt_hosts[i]);
+  }
+  out += ']';
+  text("results", r.disk);
+  text("reason", r.reason);
+  number("elapsed_s", r.elapsed_s);
+  known("step", r.step, 0);
+  known("total_steps", r.total_steps, 1);
+  known("epoch", r.epoch, 0);
+  known("total_epochs", r.epochs, 1);
+  number("eta_s", r.eta_s);
+  text("eta_source", r.eta_source);
+  number("predicted_eta_s", r.predicted_eta_s);
+  key("earlier");
+  out += r.earlier ? "true" : "false";
+  out += '}';
+}
+
 void print_json(const RunStatus& st, std::ostream& os) {
   base::Json counts = base::Json::object();
   for (const auto& [s, n] : st.counts) counts[to_string(s)] = n;
-  base::Json jobs = base::Json::array();
-  // Unknown numbers are null (nlohmann writes NaN as null), the integer ones too (a -1 reads as a
-  // number to pandas and jq).
-  auto known = [](std::int64_t v, std::int64_t from) {
-    return v >= from ? base::Json(v) : base::Json(nullptr);
-  };
-  for (const auto& r : st.jobs) {
-    base::Json params = base::Json::object();
-    for (std::size_t i = 0; i < st.varying.size() && i < r.params.size(); ++i)
-      params[st.varying[i]] = r.params[i];
-    jobs.push_back({{"id", r.id},
-                    {"params", std::move(params)},
-                    {"state", to_string(r.state)},
-                    {"slurm_id", r.slurm_id},
-                    {"slurm_state", r.slurm_state},
-                    {"exit_code", known(r.exit_code, 0)},
-                    {"elapsed", r.elapsed},
-                    {"node", r.node},
-                    {"restarts", r.restarts},
-                    {"attempts", r.attempts},
-                    {"attempt_hosts", r.attempt_hosts},
-                    {"results", r.disk},
-                    {"reason", r.reason},
-                    {"elapsed_s", r.elapsed_s},
-                    {"step", known(r.step, 0)},
-                    {"total_steps", known(r.total_steps, 1)},
-                    {"epoch", known(r.epoch, 0)},
-                    {"total_epochs", known(r.epochs, 1)},
-                    {"eta_s", r.eta_s},
-                    {"eta_source", r.eta_source},
-                    {"predicted_eta_s", r.predicted_eta_s},
-                    {"earlier", r.earlier}});
-  }
-  const base::Json root = {{"run", st.name},
+  const base::Json head = {{"run", st.name},
                            {"run_dir", st.run_dir},
                            {"slurm_answered", st.slurm_answered},
                            {"collect_id", st.collect_ids.empty() ? "" : st.collect_ids.back()},
@@ -476,9 +509,20 @@ void print_json(const RunStatus& st, std::ostream& os) {
                            {"notes", st.notes},
                            {"interrupted", !st.resume_command.empty()},
                            {"resume_command", st.resume_command},
-                           {"earlier_hidden", st.earlier_hidden},
-                           {"jobs", std::move(jobs)}};
-  os << root.dump(-1, ' ', false, base::Json::error_handler_t::replace) << "\n";
+                           {"earlier_hidden", st.earlier_hidden}};
+  std::string out = head.dump(-1, ' ', false, base::Json::error_handler_t::replace);
+  out.pop_back();  // the head's closing brace: the rows come last
+  out += ",\"jobs\":[";
+  for (std::size_t i = 0; i < st.jobs.size(); ++i) {
+    if (i) out += ',';
+    append_job_json(out, st, st.jobs[i]);
+    if (out.size() > (std::size_t{1} << 20)) {  // bounded memory: written a megabyte at a time
+      os.write(out.data(), static_cast<std::streamsize>(out.size()));
+      out.clear();
+    }
+  }
+  out += "]}\n";
+  os.write(out.data(), static_cast<std::streamsize>(out.size()));
 }
 
 // "123/4000" (or "123" when the end is unknown), "-" before the first row.

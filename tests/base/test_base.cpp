@@ -122,6 +122,28 @@ TEST(Json, CheckedTextDetectsEveryBitFlip) {
   EXPECT_TRUE(checked);
 }
 
+// The streaming writers (a status of 100,000 jobs) read back as nlohmann wrote the same values.
+TEST(Json, StreamingWritersReadBackAsTheTreeWrites) {
+  std::string out;
+  for (double v : {0.1, 12.5, 1e300, -3e-9, 0.0, 1234567.125}) {
+    out.clear();
+    append_json_double(out, v);
+    EXPECT_EQ(parse_json(out, "t").get<double>(), v) << out;
+  }
+  for (double v : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    out.clear();
+    append_json_double(out, v);
+    EXPECT_EQ(out, "null");
+  }
+  out.clear();
+  append_json_string(out, "a\"b\n");
+  EXPECT_EQ(out, Json("a\"b\n").dump());
+  out.clear();
+  append_json_string(out, std::string("bad \xff byte"));
+  EXPECT_EQ(out, Json(std::string("bad \xff byte")).dump(-1, ' ', false, Json::error_handler_t::replace));
+  EXPECT_EQ(parse_json(out, "t").get<std::string>(), "bad \xef\xbf\xbd byte");
+}
+
 TEST(Json, EscapesEveryControlCharacter) {
   EXPECT_EQ(json_quote("a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
   EXPECT_EQ(parse_json(json_quote("a\"b\\c\n\t\x01 é"), "t").get<std::string>(), "a\"b\\c\n\t\x01 é");

@@ -43,6 +43,11 @@ Json json_number(double v, int digits = 17);
 void append_json_escaped(std::string& out, std::string_view s);
 std::string json_escape(std::string_view s);
 std::string json_quote(std::string_view s);  // escaped and in double quotes
+// For streaming writers of large documents (a status of 100,000 jobs): `s` quoted, its invalid
+// UTF-8 replaced by U+FFFD as nlohmann's replace handler does; `v` as the shortest text that reads
+// back to the same double (std::to_chars), null for NaN and infinities (as nlohmann writes them).
+void append_json_string(std::string& out, std::string_view s);
+void append_json_double(std::string& out, double v);
 
 // Typed field access with a fallback, for tolerant readers of files other versions may have
 // written (a missing or mistyped key gives the fallback, never an exception).
