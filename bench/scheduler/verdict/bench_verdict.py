@@ -81,9 +81,37 @@ def trial(args, name, order, out, rng, loaded, expected_s, tag=""):
             by_value.setdefault(value, []).append(row["makespan_s"])
     med = {v: statistics.median(x) for v, x in by_value.items() if x}
     winner = min(med, key=med.get) if len(med) >= 2 else None
-    return {"head": head, "ratio": float(m.group(1)) if m else None, "winner": winner,
+    spread = max(med.values()) / min(med.values()) if len(med) >= 2 and min(med.values()) > 0 else None
+    return {"head": head, "ratio": float(m.group(1)) if m else None, "winner": winner, "median_ratio": spread,
             "conclusive": bool(m) and ": inconclusive, " not in head, "disturbed": "disturbed" in " ".join(verdict),
             "loaded": loaded}, took
+
+
+def calibration_trial(args, name, ref_winner, rng, k):
+    """Issue 58: a calibration taken beside background work (one busy loop at a random duty
+    cycle, for the whole calibration). calibrate as a user would (refused when still disturbed),
+    then with --accept-load and simulate: is the prediction flagged (refused, or printed with the
+    load's WARNING), and does a prediction that is not flagged name the quiet reference's loser?"""
+    g = write_grid(args.work, name, GRIDS[name], 1, "alternate", "-cal%d" % k)
+    out = os.path.join(args.work, "cal-runs")
+    duty = rng.choice([0.1, 0.3, 0.6, 1.0])
+    load = Load(0, 3600, duty)
+    try:
+        base = [args.gridrun, "calibrate", g, "--out", out, "--train-bin", args.train]
+        plain = sh(base)
+        refused = plain.returncode == 1 and "nothing stored" in plain.stdout
+        kept = plain if plain.returncode == 0 else sh(base + ["--accept-load"])
+        sim = sh([args.gridrun, "simulate", g, "--out", out, "--train-bin", args.train])
+    finally:
+        load.stop()
+    m = re.search(r"predicted \(calibration[^)]*\):.*: (\S+) wins, (\d+\.\d\d)x faster", sim.stdout)
+    share = re.search(r"other processes took (?:at most|up to) (\d+) %", sim.stdout)
+    warned = "WARNING: other processes took" in sim.stdout
+    return {"duty": duty, "refused": refused, "warned": warned, "share": int(share.group(1)) if share else None,
+            "winner": m.group(1) if m else None, "ratio": float(m.group(2)) if m else None,
+            "ok": kept.returncode == 0 and sim.returncode == 0,
+            "confident_wrong": bool(m) and ref_winner is not None and not refused and not warned
+            and m.group(1) != ref_winner}
 
 
 def main():
@@ -93,10 +121,11 @@ def main():
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--calibration-trials", type=int, default=4)
     args = ap.parse_args()
     rng = random.Random(args.seed)
     names = [args.only] if args.only else list(GRIDS)
-    summary = []
+    summary, cal_summary, ref_winners = [], [], {}
     for name in names:
         out = os.path.join(args.work, "runs")
         # The quiet reference: 5 interleaved repeats, nothing started beside it.
@@ -106,7 +135,16 @@ def main():
             print("%s: reference run failed: %s" % (name, ref["error"]), file=sys.stderr)
             continue
         print("%s: quiet reference (5 repeats, %.0f s): %s" % (name, ref_s, ref["head"]), flush=True)
+        # A reference whose phases' medians are within 10 % of each other is a tie: a prediction
+        # of either winner is not judged wrong against it.
+        ref_winners[name] = ref["winner"] if (ref["median_ratio"] or 1) > 1.10 else None
         expected = ref_s * args.repeats / 5
+        for k in range(args.calibration_trials):
+            c = calibration_trial(args, name, ref_winners[name], rng, k)
+            cal_summary.append(dict(c, grid=name))
+            print("  calibration trial %d: busy loop at %.0f %% duty: %s, load %s %%, predicted %s %sx%s" % (
+                k, 100 * c["duty"], "refused" if c["refused"] else "stored", c["share"], c["winner"], c["ratio"],
+                ", WARNING" if c["warned"] else ""), flush=True)
         results = {"alternate": [], "blocked": []}
         for k in range(args.trials):
             for order in ("alternate", "blocked"):  # the two orders take turns: the same drift for both
@@ -145,6 +183,16 @@ def main():
         if a and b and b[0]["spread"] > 0:
             print("%s: spread interleaved %.3f vs blocked %.3f: %.0f %% lower" % (
                 name, a[0]["spread"], b[0]["spread"], 100 * (1 - a[0]["spread"] / b[0]["spread"])))
+    if cal_summary:
+        flagged = sum(1 for c in cal_summary if c["refused"] or c["warned"])
+        judged = [c for c in cal_summary if ref_winners.get(c["grid"])]
+        wrong = sum(1 for c in judged if c["winner"] and c["winner"] != ref_winners[c["grid"]])
+        print("calibrations under load: %d, flagged %d (refused %d, stored with --accept-load and warned %d); "
+              "against a quiet reference with a clear winner (medians > 10 %% apart): %d, predicting its loser %d, "
+              "confident and wrong %d" % (
+                  len(cal_summary), flagged, sum(c["refused"] for c in cal_summary),
+                  sum(c["warned"] for c in cal_summary), len(judged), wrong,
+                  sum(c["confident_wrong"] for c in cal_summary)))
     total = sum(s["trials"] for s in summary)
     print("all: %d trials, %d confident verdicts contradicting the quiet reference, %d inconclusive (%.0f %%)" % (
         total, sum(s["contradicting"] for s in summary), sum(s["inconclusive"] for s in summary),
