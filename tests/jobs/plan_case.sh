@@ -13,9 +13,12 @@ for check in "$@"; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# plan checks a built-in data set's files (issue 58), and the examples' data_dir (data/...) is
+# relative to where gridrun runs: it runs in a folder with empty stand-ins of those files.
+bash "$(dirname "$0")/data_stand_ins.sh" "$tmp/cwd"
 set +e
 # shellcheck disable=SC2086  # ARGS is split on purpose
-"$gridrun" $args >"$tmp/out" 2>"$tmp/err"
+(cd "$tmp/cwd" && "$gridrun" $args) >"$tmp/out" 2>"$tmp/err"
 rc=$?
 set -e
 fail() {
