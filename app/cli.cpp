@@ -146,6 +146,10 @@ void check_run_path(const std::string& path, const std::string& command, bool re
                               (results_file_ok ? " (no HDF5 signature)" : " (a file)"));
 }
 
+bool flag_given(const po::variables_map& vm, const char* flag) {
+  return vm.count(flag) > 0 && !vm[flag].defaulted();
+}
+
 po::variables_map parse_flags(const Args& args, const po::options_description& opts,
                               const po::positional_options_description& pos, const std::string& cmd) {
   po::variables_map vm;

@@ -110,6 +110,10 @@ void add_site_flags(boost::program_options::options_description& opts, slurm::Sc
                     const std::string& help_prefix);
 void add_repeats_flag(boost::program_options::options_description& opts, int& repeats);
 int check_repeats(int repeats, bool given);
+
+// Whether `flag` was on the command line (not only its default): what decides whether a default
+// may give way (--launch) and which flags a suggested command repeats.
+bool flag_given(const boost::program_options::variables_map& vm, const char* flag);
 int table_width(int flag);
 
 // Paths of the wrong kind (issue 58), each refused with std::invalid_argument (exit 2) naming the

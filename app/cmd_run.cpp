@@ -174,7 +174,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
   check_grid_path(ro.grid);  // a run folder: the command meant (issue 58)
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   if (ro.timeline_rows < 1) throw std::invalid_argument("--rows: must be >= 1");
-  check_launch_flags(ro, vm->count("launch") > 0 && !(*vm)["launch"].defaulted());
+  check_launch_flags(ro, flag_given(*vm, "launch"));
   if (!(ro.cost.cpu_gflops_per_core > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
   if (!(ro.cost.gpu_gflops > 0)) throw std::invalid_argument("--gpu-rate: must be > 0");
   ro.simulate = ro.simulate || simulate_cmd;
@@ -231,8 +231,7 @@ std::string run_flags(const po::variables_map& vm, const CalibrateCli& o) {
       {"repeats", std::to_string(o.repeats)},
       {"train-bin", ro.train_bin}};
   for (const auto& [flag, value] : given)
-    if (vm.count(flag) && !vm[flag].defaulted())
-      flags += std::string(" --") + flag + " " + base::shell_quote(value);
+    if (flag_given(vm, flag)) flags += std::string(" --") + flag + " " + base::shell_quote(value);
   return flags;
 }
 
@@ -324,7 +323,7 @@ int cmd_calibrate(const Args& args) {
   if (co.run.grid.empty()) throw std::invalid_argument("missing GRID.yaml (see gridrun calibrate --help)");
   check_grid_path(co.run.grid);  // a run folder: the command meant (issue 58)
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
-  const bool launch_given = vm->count("launch") > 0 && !(*vm)["launch"].defaulted();
+  const bool launch_given = flag_given(*vm, "launch");
   check_launch_flags(co.run, launch_given);
   if (!(o.budget_percent > 0 && o.budget_percent <= 100))
     throw std::invalid_argument("--budget: must be in (0, 100]");
@@ -343,7 +342,7 @@ int cmd_calibrate(const Args& args) {
     if (!co.run.overrides.empty() || !co.run.only.empty())
       throw std::invalid_argument(
           "--only/--set: not with --slurm (the Slurm calibration measures the whole grid)");
-    return calibrate_on_slurm(o, vm->count("min-budget") > 0 && !(*vm)["min-budget"].defaulted());
+    return calibrate_on_slurm(o, flag_given(*vm, "min-budget"));
   }
   co.run.repeats = check_repeats(o.repeats, vm->count("repeats") > 0);
   co.run.max_parallel = static_cast<std::size_t>(o.max_parallel);
@@ -352,7 +351,7 @@ int cmd_calibrate(const Args& args) {
   if (!r.refused.empty()) {
     // The same command, so that the rerun measures the same jobs the same way.
     std::string again = "gridrun calibrate " + base::shell_quote(co.run.grid) + run_flags(*vm, o);
-    if (vm->count("steps") && !(*vm)["steps"].defaulted()) again += " --steps " + std::to_string(co.steps);
+    if (flag_given(*vm, "steps")) again += " --steps " + std::to_string(co.steps);
     std::cout << "calibrate: nothing stored: " << r.refused
               << ". A prediction from it would be too slow. Run it again on a quiet machine: " << again
               << " (or add --accept-load to keep it, its load recorded and printed with every prediction)\n";

@@ -46,6 +46,11 @@ std::string iso_time(std::time_t t) {
 
 std::string iso_now() { return iso_time(std::time(nullptr)); }
 
+std::string iso_minutes(const std::string& iso) {
+  if (iso.size() < 16 || iso[10] != 'T') return iso;
+  return iso.substr(0, 10) + " " + iso.substr(11, 5) + " UTC";
+}
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

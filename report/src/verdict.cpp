@@ -187,9 +187,7 @@ std::string describe(const PhaseFigures& p, const std::string& role) {
 
 std::string when(double unix_s) {
   if (!std::isfinite(unix_s)) return "at an unknown time";
-  std::string iso = base::iso_time(static_cast<std::time_t>(unix_s));  // 2026-11-26T17:02:11Z
-  if (iso.size() >= 16) iso = iso.substr(0, 10) + " " + iso.substr(11, 5) + " UTC";
-  return "on " + iso;
+  return "on " + base::iso_minutes(base::iso_time(static_cast<std::time_t>(unix_s)));
 }
 
 // The repeats of one compared value (compare.repeats): its measurements, the undisturbed ones

@@ -598,8 +598,7 @@ std::optional<GroupRun> plan_group_run(const Calibration& c, const std::vector<s
 }
 
 std::string describe_conditions(const Calibration& c) {
-  std::string when = c.created;  // 2026-11-28T15:02:11Z
-  if (when.size() >= 16 && when[10] == 'T') when = when.substr(0, 10) + " " + when.substr(11, 5) + " UTC";
+  const std::string when = base::iso_minutes(c.created);
   std::string out = "calibrated " + (c.host == "slurm" ? std::string("through Slurm") : "on " + c.host) +
                     (when.empty() ? "" : " " + when);
   const double share = c.conditions.max_other_cpu_share;

@@ -22,6 +22,8 @@ std::string iso_now();
 double unix_now();
 // iso_time's "YYYY-MM-DDTHH:MM:SSZ" back to seconds since the epoch; nullopt for anything else.
 std::optional<std::time_t> parse_iso_time(const std::string& s);
+// iso_time's text for people, to the minute: "2026-11-28 15:02 UTC"; any other text as it is.
+std::string iso_minutes(const std::string& iso);
 // Short human duration: "42s", "3m05s", "2h10m", "3d04h", "1.16e+07d" (a million days or more);
 // "?" for negative, infinite or NaN.
 std::string format_duration(double seconds);
