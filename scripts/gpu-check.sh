@@ -16,7 +16,9 @@
 # Named only (--only NAME): tests (gpu label), share (examples/gpu-share.yaml predicted and run),
 #   bf16 (two bf16 jobs), resnets (examples/gpu-resnets.yaml x5), warmgpu (bench/gpu/warm.yaml cold
 #   twice and warm once: per-step losses within the cold runs' spread), studies
-#   (examples/gpu-studies.yaml: the published studies at lease size, with operator tables).
+#   (examples/gpu-studies.yaml: the published studies at lease size, with operator tables),
+#   ownscript (examples/own-script/compare-gpu.yaml as command jobs: issue 56 on a GPU), ownshare
+#   (two of them side by side on one GPU, jobs_per_gpu=2).
 #
 # Usage: scripts/gpu-check.sh [--out DIR] [--skip-build] [--only NAME ...] [--scale F]
 #   --out DIR     logs, JSON lines and the runs' result files (no checkpoints) land here
@@ -176,6 +178,113 @@ s_studies() {
   return "$rc"
 }
 
+# Issue 56 on a GPU: examples/own-script/compare-gpu.yaml (a torchrun-style DDP script, NCCL) as
+# command jobs on the one GPU there is (ranks=1, two seeds): calibrated, predicted, run, reported;
+# the recorded losses against the script's printed ones and against the same script under the
+# wheel's torchrun; NVML's per-process samples; two jobs side by side (jobs_per_gpu=2); and a
+# kill -9 of gridrun mid-job leaving no program on the GPU. Fashion-MNIST from a carried .fmnist/
+# (the Debian package's four files) where the machine has no /usr/share/datasets/fashion-mnist.
+s_ownscript() {
+  local d=$runs/ownscript grid=examples/own-script/compare-gpu.yaml rc=0 data=/usr/share/datasets/fashion-mnist
+  if [[ ! -e $data/train-images-idx3-ubyte.gz && -d $root/.fmnist ]]; then
+    mkdir -p "$data" && cp "$root"/.fmnist/*.gz "$data"/
+  fi
+  rm -rf "$d"
+  "$bin/gridrun" calibrate "$grid" --only ranks=1 --out "$d" --accept-load || rc=$?
+  "$bin/gridrun" simulate "$grid" --only ranks=1 --out "$d" || rc=$?
+  "$bin/gridrun" run "$grid" --only ranks=1 --out "$d" --width 120 || rc=$?
+  "$bin/gridrun" simulate "$grid" --only ranks=1 --out "$d" --against "$d/own-script-gpu" || rc=$?
+  "$bin/gridrun" status "$d/own-script-gpu" --width 120 || rc=$?
+  "$bin/gridrun" report "$d/own-script-gpu" --width 120 || rc=$?
+  "$bin/gridrun" export "$d/own-script-gpu" --format tensorboard --out "$d/tb" || rc=$?
+  python3 - "$d/own-script-gpu" "$root/examples/own-script/train_ddp.py" <<'PY' || rc=$?
+import glob, json, math, os, re, subprocess, sys
+import h5py, numpy as np
+run, script = sys.argv[1:]
+bad = 0
+for p in sorted(glob.glob(os.path.join(run, "results", "*.h5"))):
+    jid = os.path.basename(p)[:-3]
+    with h5py.File(p, "r") as f:
+        a = dict(f.attrs)
+        st = a.get("status")
+        st = st.decode() if isinstance(st, bytes) else st
+        n = int(f["steps/rows"][0]) if "steps/rows" in f else len(f["steps/loss"])
+        loss = np.asarray(f["steps/loss"][:n], dtype=float)
+        util = {k: np.asarray(f["util"][k][:], dtype=float) for k in f["util"].keys()} if "util" in f else {}
+    gpu_cols = {k: v for k, v in util.items() if "gpu" in k.lower()}
+    seen = {k: float(np.nanmax(v)) for k, v in gpu_cols.items() if v.size and np.isfinite(v).any()}
+    log = open(os.path.join(run, "logs", jid + ".out")).read()
+    printed = re.findall(r"^step (\d+) loss ([0-9.eE+-]+)$", log, re.M)
+    same = len(printed) == n and all("%.8f" % l == t for (_, t), l in zip(printed, loss))
+    print(f"{jid}: status {st}, gpus {a.get('gpus')}, steps {n}, recorded = printed: {same}; "
+          f"GPU columns with samples: {seen or 'NONE'}")
+    bad += st != "completed" or not same or not seen or n == 0
+    params = json.load(open(os.path.join(run, "jobs", jid + ".json")))["params"] \
+        if os.path.exists(os.path.join(run, "jobs", jid + ".json")) else None
+    if params and params.get("seed") == 1:
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1", script,
+               "--device", "gpu", "--seed", "1", "--lr", repr(float(params["lr"])),
+               "--batch-size", str(params["batch_per_rank"]), "--epochs", str(params["epochs"])]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd="/tmp")
+        mine = re.findall(r"^step (\d+) loss ([0-9.eE+-]+)$", r.stdout, re.M)
+        eq = mine == printed
+        print(f"torchrun --nproc-per-node 1, seed 1: exit {r.returncode}, {len(mine)} steps, equal to gridrun's: {eq}")
+        if not eq and mine and printed:
+            d = max(abs(float(x[1]) - float(y[1])) for x, y in zip(mine, printed))
+            print(f"  max |dloss| {d:.3g}; stderr tail: {r.stderr[-400:]}")
+        bad += not eq
+sys.exit(1 if bad else 0)
+PY
+  # kill -9 of gridrun mid-job: nothing of the job may stay.
+  "$bin/gridrun" run "$grid" --only ranks=1 --set epochs=30 --out "$d/kill" --width 120 >"$d/kill.log" 2>&1 &
+  local pid=$! i
+  for i in $(seq 1 120); do
+    compgen -G "$d/kill/own-script-gpu/logs/*.heartbeat" >/dev/null &&
+      grep -q '"step":' "$d"/kill/own-script-gpu/logs/*.heartbeat 2>/dev/null && break
+    sleep 0.5
+  done
+  pgrep -af train_ddp.py | head -3
+  kill -9 "$pid"
+  for i in $(seq 1 60); do pgrep -f "train_ddp.py|gridrun-exec" >/dev/null || break; sleep 0.5; done
+  if pgrep -af 'train_ddp.py|gridrun-exec'; then echo "kill -9: processes LEFT"; rc=1; else echo "kill -9: nothing left after $((i / 2)) s"; fi
+  nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
+  tar -czf "$out/ownscript-results.tgz" -C "$d" own-script-gpu/results own-script-gpu/logs own-script-gpu/state.json \
+    own-script-gpu/calibration.json 2>/dev/null
+  return "$rc"
+}
+
+# Issue 56's jobs_per_gpu on a GPU: two command jobs side by side on the one GPU; NVML's samples
+# per process, so each job's GPU memory is its own program's, not the pair's.
+s_ownshare() {
+  local d=$runs/ownshare grid=examples/own-script/compare-gpu.yaml rc=0 data=/usr/share/datasets/fashion-mnist
+  if [[ ! -e $data/train-images-idx3-ubyte.gz && -d $root/.fmnist ]]; then
+    mkdir -p "$data" && cp "$root"/.fmnist/*.gz "$data"/
+  fi
+  rm -rf "$d"
+  "$bin/gridrun" run "$grid" --set ranks=1 --set jobs_per_gpu=2 --out "$d" --width 120 || rc=$?
+  "$bin/gridrun" report "$d/own-script-gpu" --width 120 | sed -n '/^Phases/,/^$/p;/^Jobs/,/^$/p' || rc=$?
+  python3 - "$d/own-script-gpu" <<'PY' || rc=$?
+import glob, os, sys
+import h5py, numpy as np
+bad = 0
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "results", "*.h5"))):
+    with h5py.File(p, "r") as f:
+        st = f.attrs.get("status")
+        st = st.decode() if isinstance(st, bytes) else st
+        mem = np.asarray(f["util"]["gpu_mem_bytes"][:], dtype=float)
+        t = np.asarray(f["util"]["t"][:], dtype=float) if "t" in f["util"] else None
+    peak = float(np.nanmax(mem)) if np.isfinite(mem).any() else float("nan")
+    print(f"{os.path.basename(p)}: {st}, peak GPU memory {peak / 2**30:.2f} GiB (its own process's)")
+    # Alone, one such job holds about 1.9 GiB of the device; the device held 3.2 GiB with both.
+    bad += st != "completed" or not 0 < peak < 2.5 * 2**30
+sys.exit(1 if bad else 0)
+PY
+  nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
+  return "$rc"
+}
+
 if [[ -n $one_step ]]; then
   declare -F "s_$one_step" >/dev/null || { echo "gpu-check: no step $one_step" >&2; exit 2; }
   "s_$one_step"
@@ -221,6 +330,8 @@ step bf16 100 0
 step resnets 540 0
 step warmgpu 120 0
 step studies 150 0
+step ownscript 240 0
+step ownshare 120 0
 echo "=== summary"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 exit "$failed"

@@ -129,6 +129,14 @@ std::optional<std::pair<long, long>> uids_of(const std::string& pid) {
 
 }  // namespace
 
+int parent_of(int pid) {
+  const auto f = stat_fields(pid);
+  if (f.size() < 2) return -1;  // field 4 is f[1]
+  char* end = nullptr;
+  const long ppid = std::strtol(f[1].c_str(), &end, 10);
+  return end == f[1].c_str() || *end ? -1 : static_cast<int>(ppid);
+}
+
 std::optional<unsigned long long> start_ticks(int pid) {
   const auto f = stat_fields(pid);
   if (f.size() < 20) return std::nullopt;  // field 22 is f[19]

@@ -13,9 +13,11 @@ bool bind(void* lib, F& fn, const char* sym) {
   return fn != nullptr;
 }
 
-// The PIDs of the compute processes on `d` through one of the entry points' versions.
+// The compute processes on `d` through one of the entry points' versions.
 template <class Info>
-bool list(nvml::Return (*fn)(nvml::Device, unsigned*, Info*), nvml::Device d, std::vector<unsigned>& out) {
+bool list(nvml::Return (*fn)(nvml::Device, unsigned*, Info*), nvml::Device d, std::vector<nvml::GpuProcess>& out) {
+  // NVML_VALUE_NOT_AVAILABLE: the memory of a process NVML cannot measure (some vGPU set-ups).
+  constexpr unsigned long long kNotAvailable = ~0ULL;
   std::vector<Info> infos(16);
   for (int tries = 0; tries < 3; ++tries) {  // processes may start between the two calls
     unsigned n = static_cast<unsigned>(infos.size());
@@ -25,7 +27,8 @@ bool list(nvml::Return (*fn)(nvml::Device, unsigned*, Info*), nvml::Device d, st
       continue;
     }
     if (r != 0) return false;
-    for (unsigned k = 0; k < n && k < infos.size(); ++k) out.push_back(infos[k].pid);
+    for (unsigned k = 0; k < n && k < infos.size(); ++k)
+      out.push_back({infos[k].pid, infos[k].usedGpuMemory == kNotAvailable ? 0 : infos[k].usedGpuMemory});
     return true;
   }
   return false;
@@ -82,7 +85,7 @@ std::optional<unsigned> Nvml::device_count() const {
   return n;
 }
 
-bool Nvml::processes(nvml::Device d, std::vector<unsigned>& out) const {
+bool Nvml::processes(nvml::Device d, std::vector<nvml::GpuProcess>& out) const {
   if (procs_v2) return list(procs_v2, d, out);
   if (procs_v1) return list(procs_v1, d, out);
   return false;

@@ -2,6 +2,7 @@
 // because it runs 10 times a second beside training; NVML comes from the one loader, hw/nvml.hpp.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -160,6 +161,7 @@ UtilReader::UtilReader(const UtilReaderOptions& opts)
     devices_.clear();
   }
   max_sm_mhz_.assign(gpus_.size(), 0);
+  own_seen_.assign(gpus_.size(), false);
 }
 
 // Whether `pid` carries one of the same-run environment entries (/proc/PID/environ: readable for
@@ -182,18 +184,16 @@ bool UtilReader::same_run(pid_t pid) {
   return same_run_seen_[pid] = found;
 }
 
-// Foreign processes, SM clock share and throttle reasons over the job's GPUs (gpu_conditions.hpp).
-GpuReading UtilReader::read_conditions() {
+// Foreign processes, SM clock share and throttle reasons over the job's GPUs (gpu_conditions.hpp),
+// from this sample's process lists (`listed`: the PIDs on all of them; `listed_all`: every list read).
+GpuReading UtilReader::read_conditions(const std::vector<unsigned>& listed, bool listed_all) {
   GpuReading r;
-  std::vector<unsigned> listed;
-  bool listed_all = true;
   double clock_sum = 0;
   std::size_t clocks = 0;
   unsigned long long reasons = 0;
   bool reasons_all = true;
   for (std::size_t k = 0; k < devices_.size(); ++k) {
     nvml::Device d = devices_[k];
-    listed_all = nvml_->processes(d, listed) && listed_all;
     unsigned mhz = 0;
     if (max_sm_mhz_[k] == 0 && nvml_->max_clock) nvml_->max_clock(d, nvml::kClockSm, &max_sm_mhz_[k]);
     if (max_sm_mhz_[k] > 0 && nvml_->clock && nvml_->clock(d, nvml::kClockSm, &mhz) == 0) {
@@ -210,6 +210,16 @@ GpuReading UtilReader::read_conditions() {
   if (clocks > 0) r.sm_clock_share = clock_sum / static_cast<double>(clocks);
   if (reasons_all) r.reasons = static_cast<long long>(reasons);
   return r;
+}
+
+// Whether a GPU process is the job's: one of `pids_` or a descendant of one (a launcher script's
+// python, a DataLoader worker). Walks up at most 8 parents.
+bool UtilReader::is_own(pid_t pid) const {
+  for (int depth = 0; depth < 8 && pid > 1; ++depth) {
+    if (std::find(pids_.begin(), pids_.end(), pid) != pids_.end()) return true;
+    pid = static_cast<pid_t>(base::parent_of(static_cast<int>(pid)));
+  }
+  return false;
 }
 
 UtilReader::~UtilReader() = default;
@@ -247,12 +257,34 @@ UtilSample UtilReader::sample() {
     row.gpu_energy_j.assign(n, kNaN);
     row.gpu_temp_c.assign(n, kNaN);
     row.gpu_sm_mhz.assign(n, kNaN);
+    std::vector<unsigned> listed;
+    bool listed_all = true;
+    std::vector<nvml::GpuProcess> procs;
     for (std::size_t k = 0; k < n; ++k) {
       nvml::Device d = devices_[k];
       nvml::Utilization u{};
       if (nvml_->util && nvml_->util(d, &u) == 0) row.gpu_util_pct[k] = u.gpu;
+      // Memory: the job's own processes' where NVML lists them (a GPU shared with other jobs,
+      // jobs_per_gpu, holds theirs too), once one of them was seen on this device; before that,
+      // and where NVML lists none of them (another PID namespace), the device's used memory.
+      procs.clear();
+      const bool ok = nvml_->processes(d, procs);
+      listed_all = ok && listed_all;
+      double own_bytes = 0;
+      bool own_here = false;
+      for (const auto& p : procs) {
+        listed.push_back(p.pid);
+        if (is_own(static_cast<pid_t>(p.pid))) {
+          own_here = true;
+          own_bytes += static_cast<double>(p.used_bytes);
+        }
+      }
+      own_seen_[k] = own_seen_[k] || own_here;
       nvml::Memory m{};
-      if (nvml_->memory && nvml_->memory(d, &m) == 0) row.gpu_mem_bytes[k] = static_cast<double>(m.used);
+      if (ok && own_seen_[k])
+        row.gpu_mem_bytes[k] = own_bytes;
+      else if (nvml_->memory && nvml_->memory(d, &m) == 0)
+        row.gpu_mem_bytes[k] = static_cast<double>(m.used);
       unsigned mw = 0;
       if (nvml_->power && nvml_->power(d, &mw) == 0) row.gpu_power_w[k] = mw / 1000.0;
       unsigned long long mj = 0;
@@ -262,7 +294,7 @@ UtilSample UtilReader::sample() {
       unsigned mhz = 0;
       if (nvml_->clock && nvml_->clock(d, nvml::kClockSm, &mhz) == 0) row.gpu_sm_mhz[k] = mhz;
     }
-    conditions_.add(read_conditions());
+    conditions_.add(read_conditions(listed, listed_all));
   }
   return row;
 }

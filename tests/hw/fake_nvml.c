@@ -2,7 +2,7 @@
  * (Sampler.RealNvmlWhenPresent) to exercise the dlopen binding and CUDA_VISIBLE_DEVICES
  * resolution on machines without a GPU. Values are fixed so tests can assert them, except the GPU
  * conditions, which a test sets through the environment: FAKE_NVML_PIDS (the compute processes of
- * every device, comma-separated; unset: none), FAKE_NVML_REASONS (the clocks event reasons, a
+ * every device, comma-separated, the k-th using k+1 MiB; unset: none), FAKE_NVML_REASONS (the clocks event reasons, a
  * number; unset: 0x1, idle) and FAKE_NVML_SM_MHZ (the SM clock; unset: 1410, of a 1980 maximum). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +59,7 @@ int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned* count, nvm
     v = *end == ',' ? end + 1 : end;
   }
   if (*count < n) { *count = n; return 7; }
-  for (unsigned k = 0; k < n; ++k) { infos[k].pid = pids[k]; infos[k].usedGpuMemory = 1 << 20; }
+  for (unsigned k = 0; k < n; ++k) { infos[k].pid = pids[k]; infos[k].usedGpuMemory = (k + 1ULL) << 20; }
   *count = n;
   return 0;
 }

@@ -3,7 +3,10 @@
 // through its environment variables), and, label gpu, the real NVML where a GPU is visible.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cstdlib>
 #include <string>
@@ -109,6 +112,46 @@ TEST(GpuConditions, SamplerReadsThemThroughNvml) {
     EXPECT_EQ(s.count("gpu_foreign_share"), 0u);
     EXPECT_EQ(s.count("gpu_throttled_share"), 1u);
   }
+}
+
+// A GPU's memory is the job's own processes' (a GPU shared with other jobs holds theirs too): the
+// sampled PID and its descendants as NVML lists them (the fake gives the k-th listed k+1 MiB); the
+// device's used memory until one of them is listed.
+TEST(GpuConditions, MemoryIsTheJobsOwnProcesses) {
+  const pid_t child = fork();  // a descendant of the sampled process, as a launcher script's python
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reap{child};
+  const std::string self = std::to_string(getpid()), parent = std::to_string(getppid());
+  constexpr double kMiB = 1 << 20;
+  UtilReaderOptions o;
+  o.nvml_library = FAKE_NVML;
+  o.visible_devices = "0,1";
+  UtilReader never_listed(o);
+  ScopedEnv pids("FAKE_NVML_PIDS", parent + "," + self + "," + std::to_string(child));
+  UtilReader p(o);
+  ASSERT_EQ(p.gpu_count(), 2) << p.gpu_absent_reason();
+  auto row = p.sample();
+  ASSERT_EQ(row.gpu_mem_bytes.size(), 2u);
+  EXPECT_DOUBLE_EQ(row.gpu_mem_bytes[0], 5 * kMiB);  // itself (2 MiB) and its child (3), not the parent
+  EXPECT_DOUBLE_EQ(row.gpu_mem_bytes[1], 5 * kMiB);
+  // Its processes gone from the list, the neighbour still there: none of the neighbour's counts.
+  setenv("FAKE_NVML_PIDS", parent.c_str(), 1);
+  EXPECT_DOUBLE_EQ(p.sample().gpu_mem_bytes[0], 0);
+  // A reader that has never seen its processes listed: the device's used memory (the fake's 1 and
+  // 2 GiB), as where NVML's PIDs are of another namespace.
+  row = never_listed.sample();
+  EXPECT_DOUBLE_EQ(row.gpu_mem_bytes[0], 1024 * kMiB);
+  EXPECT_DOUBLE_EQ(row.gpu_mem_bytes[1], 2048 * kMiB);
 }
 
 TEST(GpuConditions, CpuJobHasNone) {

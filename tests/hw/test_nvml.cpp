@@ -22,8 +22,8 @@ TEST(Nvml, LoadsTheTestDouble) {
   char buf[64] = {0};
   ASSERT_EQ(lib.name(d, buf, sizeof buf), 0);
   EXPECT_EQ(std::string(buf), "Fake GPU 1");
-  std::vector<unsigned> pids;
-  EXPECT_TRUE(lib.processes(d, pids));
+  std::vector<nvml::GpuProcess> procs;
+  EXPECT_TRUE(lib.processes(d, procs));
 }
 
 TEST(Nvml, MissingLibrarySaysWhy) {

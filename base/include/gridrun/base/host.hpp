@@ -24,6 +24,8 @@ double process_start_unix();
 std::vector<int> children_of(int pid);
 // The command name (/proc/PID/comm) of a process, "" when it is gone.
 std::string comm_of(int pid);
+// The parent of a process (/proc/PID/stat field 4), -1 when it is gone.
+int parent_of(int pid);
 // When a process started, in clock ticks since boot (/proc/PID/stat field 22); nullopt when it is
 // gone. With the PID it names one process for the whole boot: a PID reused by a later process
 // comes with a later start.

@@ -36,6 +36,11 @@ struct ProcessInfoV1 {
   unsigned pid;
   unsigned long long usedGpuMemory;
 };
+// One compute process on a device, as the process-list entry points give it.
+struct GpuProcess {
+  unsigned pid = 0;
+  unsigned long long used_bytes = 0;  // its device memory; 0 where NVML cannot say (N/A)
+};
 inline constexpr int kTemperatureGpu = 0;
 inline constexpr int kClockSm = 1;
 inline constexpr Return kErrorInsufficientSize = 7;
@@ -61,8 +66,9 @@ class Nvml {
   // nvmlDeviceGetCount_v2: the devices of the machine (not only the visible ones); nullopt when
   // not ok() or NVML cannot say.
   std::optional<unsigned> device_count() const;
-  // The PIDs of the compute processes on `d` appended to `out`; false when NVML cannot say.
-  bool processes(nvml::Device d, std::vector<unsigned>& out) const;
+  // The compute processes on `d` (PID and device memory) appended to `out`; false when NVML
+  // cannot say.
+  bool processes(nvml::Device d, std::vector<nvml::GpuProcess>& out) const;
 
   nvml::Return (*count)(unsigned*) = nullptr;
   nvml::Return (*by_index)(unsigned, nvml::Device*) = nullptr;

@@ -1,5 +1,8 @@
 // Utilization sampling for a results file's /util (results/ only stores the samples): per-rank
 // process CPU % and RSS from /proc, node CPU % from /proc/stat, and per-GPU figures from NVML.
+// A GPU's memory is the job's own processes' (the sampled PIDs and their descendants, from NVML's
+// process list), so two jobs sharing a GPU (jobs_per_gpu) each record their own; utilization,
+// power and clocks are the device's (NVML has no per-process power).
 //
 // NVML comes from hw/nvml.hpp (dlopen: `gridrun` and `gridrun-train` must build and run on machines
 // without a GPU driver); when it is missing, GPU columns are absent and gpu_absent_reason() says
@@ -72,8 +75,9 @@ class UtilReader {
   const GpuConditions& gpu_conditions() const { return conditions_; }
 
  private:
-  GpuReading read_conditions();
+  GpuReading read_conditions(const std::vector<unsigned>& listed, bool listed_all);
   bool same_run(pid_t pid);
+  bool is_own(pid_t pid) const;
   std::vector<pid_t> pids_;
   std::vector<double> prev_proc_s_;  // utime+stime seconds per pid at the previous sample
   double prev_node_busy_ = 0, prev_node_total_ = 0;
@@ -85,6 +89,7 @@ class UtilReader {
   std::vector<std::string> same_run_env_;
   std::map<pid_t, bool> same_run_seen_;  // pid -> carries a same-run entry (read once per pid)
   std::vector<unsigned> max_sm_mhz_;     // per device, 0 until read
+  std::vector<bool> own_seen_;           // per device: one of the job's processes was listed on it
   GpuConditions conditions_;
   long clock_ticks_ = 100;
   long page_size_ = 4096;
