@@ -37,6 +37,9 @@ if ((test_pkgs)); then
   # Lint (scripts/lint.sh) and the fuzz targets' clang build (bench/fuzz/run.sh).
   pkgs+=(clang-format-14 clang-tidy-14 shellcheck clang-14 libclang-rt-14-dev)
   pkgs+=(python3-venv)  # .venv-test/ (below)
+  # scripts/test.sh's CUDA lane compiles every module but runner/ exactly as the Debian lane did:
+  # ccache hands those objects over (about half of that lane's build).
+  pkgs+=(ccache)
 fi
 if ((wheel)); then
   pkgs+=(python3-venv)  # Debian's python3 makes the venv; ensurepip lives in this package

@@ -7,7 +7,8 @@
 #                   scenarios labelled asan_lane: the warm worker loop) and the fuzz
 #                   corpus replay (label unit), zero sanitizer reports (docs/architecture.md).
 #   4. build-cuda/  the CUDA configuration (CUDA, NCCL, NVML ON) against the wheel's LibTorch 2.15,
-#                   built on this machine whether or not it has a GPU: the unit tests, the GPU tests
+#                   built on this machine whether or not it has a GPU (benchmarks off; ccache gives
+#                   it the Debian lane's objects of every module but runner/): the unit tests, the GPU tests
 #                   (they skip with "no GPU" where there is none) and the CPU scenarios labelled
 #                   cuda_lane (torch_equal, scheduler end-to-end on CPU jobs). docs/gpu.md says what
 #                   this proves without a GPU.
@@ -23,7 +24,7 @@ lane=all
 while (($#)); do
   case $1 in
     --lane) lane=$2; shift ;;
-    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $1 (usage: test.sh [--lane debian|lint|asan|cuda|all])" >&2; exit 2 ;;
   esac
   shift
@@ -83,8 +84,13 @@ run_ctest() {
   [[ -f $junit ]] && junits+=("$junit")
 }
 
+# The Debian and CUDA lanes compile every module but runner/ with the same commands: through ccache
+# (install-deps --test) the CUDA lane takes those objects from the Debian lane's build.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+
 if [[ $lane == all || $lane == debian || $lane == lint ]]; then
-  if build_lane debian scripts/build.sh; then
+  if build_lane debian scripts/build.sh "${launcher[@]}"; then
     [[ $lane == lint ]] || run_ctest build debian
   else
     echo "test.sh: FAIL: lane debian did not build (log above)" >&2
@@ -132,7 +138,8 @@ if [[ $lane == all || $lane == cuda ]]; then
       echo "test.sh: SKIP lane cuda: no CUDA toolkit at /usr/local/cuda"
     fi
   else
-    if build_lane cuda scripts/device-build.sh --no-test; then
+    # No benchmarks: the lane runs tests only (bench/ is built and linted in the Debian lane).
+    if build_lane cuda scripts/device-build.sh --no-test -- -DGRIDRUN_BUILD_BENCH=OFF "${launcher[@]}"; then
       run_ctest build-cuda cuda -L 'unit|gpu|cuda_lane'
     else
       echo "test.sh: FAIL: lane cuda did not build (scripts/device-build.sh --no-test, log above)" >&2
