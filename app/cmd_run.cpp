@@ -72,9 +72,10 @@ void check_launch_flags(scheduler::RunOptions& ro, bool given) {
 // The flags run and simulate share: where the run goes, how jobs are placed, which jobs, what the
 // schedule is computed on (simulate is run --simulate: the same planning, nothing launched).
 void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd) {
-  opts.add_options()("out,o", po::value(&o.ro.out)->default_value("runs"),
+  const scheduler::RunOptions d;
+  opts.add_options()("out,o", po::value(&o.ro.out)->default_value(d.out),
                      "parent folder of the run directory OUT/<name>")(
-      "policy,p", po::value(&o.ro.policy)->default_value("packed"), "placement: packed | fifo | exclusive")(
+      "policy,p", po::value(&o.ro.policy)->default_value(d.policy), "placement: packed | fifo | exclusive")(
       "max-parallel,j", po::value(&o.max_parallel)->default_value(0),
       "at most N jobs at once (0: as many as fit)")("gpus", po::value(&o.ro.resources.gpus),
                                                     "use N GPUs instead of the detected ones")(
@@ -85,11 +86,11 @@ void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd)
       "train-bin", po::value(&o.ro.train_bin),
       simulate_cmd ? "gridrun-train that counts a TorchScript model's FLOPs (default: next to gridrun)"
                    : "gridrun-train to launch (default: next to gridrun)")(
-      "cpu-rate", po::value(&o.ro.cost.cpu_gflops_per_core)->default_value(20.0),
+      "cpu-rate", po::value(&o.ro.cost.cpu_gflops_per_core)->default_value(d.cost.cpu_gflops_per_core),
       "cost model: sustained GFLOP/s per CPU core")("gpu-rate",
-                                                    po::value(&o.ro.cost.gpu_gflops)->default_value(8000.0),
+                                                    po::value(&o.ro.cost.gpu_gflops)->default_value(d.cost.gpu_gflops),
                                                     "cost model: sustained GFLOP/s per GPU")(
-      "rows", po::value(&o.ro.timeline_rows)->default_value(40),
+      "rows", po::value(&o.ro.timeline_rows)->default_value(d.timeline_rows),
       simulate_cmd ? "timeline rows to print" : "timeline rows to print (--simulate/--dry-run)")(
       "against", po::value(&o.ro.against),
       simulate_cmd ? "RUN_DIR: put the prediction beside the measured run in RUN_DIR (its state.json): per "
@@ -108,7 +109,8 @@ void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd)
 }
 
 void add_run_flags(po::options_description& opts, RunCli& o) {
-  opts.add_options()("retries", po::value(&o.ro.retries)->default_value(1),
+  const scheduler::RunOptions defaults;
+  opts.add_options()("retries", po::value(&o.ro.retries)->default_value(defaults.retries),
                      "extra attempts per failed job (0-100)")(
       "rerun", po::value(&o.ro.rerun),
       "failed: rerun failed jobs from scratch; all: rerun everything; compare: rerun every compare-by "
@@ -118,9 +120,9 @@ void add_run_flags(po::options_description& opts, RunCli& o) {
                       "print the placement plan and commands; launch nothing")(
       "simulate", po::bool_switch(&o.ro.simulate),
       "print the simulated schedule; launch nothing (= gridrun simulate)")(
-      "exit-grace", po::value(&o.ro.exit_grace_s)->default_value(60.0),
+      "exit-grace", po::value(&o.ro.exit_grace_s)->default_value(defaults.exit_grace_s),
       "seconds a job's processes may linger after its results are final before they are ended")(
-      "heartbeat-timeout", po::value(&o.ro.heartbeat_timeout_s)->default_value(900.0),
+      "heartbeat-timeout", po::value(&o.ro.heartbeat_timeout_s)->default_value(defaults.heartbeat_timeout_s),
       "end and fail a job whose rank 0 has not heartbeat for this many seconds (0: never)")(
       "no-report", po::bool_switch(&o.no_report), "skip collect and report at the end");
 }
@@ -266,18 +268,19 @@ int calibrate_on_slurm(const CalibrateCli& o, bool min_budget_given) {
 
 int cmd_calibrate(const Args& args) {
   CalibrateCli o;
+  const scheduler::CalibrateOptions d;
   po::options_description opts = command_options(o.help);
-  opts.add_options()("out,o", po::value(&o.co.run.out)->default_value("runs"),
+  opts.add_options()("out,o", po::value(&o.co.run.out)->default_value(d.run.out),
                      "parent folder of the run directory OUT/<name>")(
-      "policy,p", po::value(&o.co.run.policy)->default_value("packed"),
+      "policy,p", po::value(&o.co.run.policy)->default_value(d.run.policy),
       "placement the run will use: packed | fifo | exclusive (decides which jobs run side by side)")(
       "max-parallel,j", po::value(&o.max_parallel)->default_value(0), "at most N jobs at once, as for run")(
-      "steps", po::value(&o.co.steps)->default_value(20),
+      "steps", po::value(&o.co.steps)->default_value(d.steps),
       "timed steps per configuration after its warm-up (3-100000)")(
-      "budget", po::value(&o.budget_percent)->default_value(20.0),
+      "budget", po::value(&o.budget_percent)->default_value(d.budget_share * 100),
       "the whole calibration at most this % of the grid's predicted time: side-by-side groups "
       "only while it stays within")(
-      "min-budget", po::value(&o.co.min_budget_s)->default_value(120.0),
+      "min-budget", po::value(&o.co.min_budget_s)->default_value(d.min_budget_s),
       "... or this many seconds, whichever is more; for a grid of a minute or more at most 25 % of "
       "it (--slurm: the groups' seconds)")("gpus", po::value(&o.co.run.resources.gpus),
                                            "use N GPUs instead of the detected ones")(

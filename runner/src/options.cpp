@@ -143,6 +143,7 @@ void check_flags(const RunnerOptions& o) {
 ParseResult parse_options(int argc, const char* const* argv) {
   ParseResult res;
   RunnerOptions& o = res.options;
+  const RunnerOptions d;  // each flag's default is the option struct's
   po::options_description general("options", 100, 50);
   general.add_options()("help,h", "show this help and exit")("version,V", "print the version and exit")(
       "job", po::value<std::string>(&o.job_file), "job file written by `gridrun plan/run`")(
@@ -150,9 +151,9 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "checkpoint-dir", po::value<std::string>(&o.checkpoint_dir),
       "checkpoint folder (default <out>/../checkpoints/<id>)")("resume", po::bool_switch(&o.resume),
                                                                "continue from the latest checkpoint, if any")(
-      "log-every", po::value<std::int64_t>(&o.log_every)->default_value(10),
+      "log-every", po::value<std::int64_t>(&o.log_every)->default_value(d.log_every),
       "steps between progress lines and per-rank timing gathers")(
-      "util-hz", po::value<double>(&o.util_hz)->default_value(10.0),
+      "util-hz", po::value<double>(&o.util_hz)->default_value(d.util_hz),
       "utilisation samples per second (0 = off)")(
       "init-out", po::value<std::string>(&o.init_out),
       "write the initial weights (after the broadcast) to this HDF5 file, one dataset per name")(
@@ -161,19 +162,19 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "dump-logits", po::value<std::string>(&o.dump_logits),
       "task=inference: write every test sample's logits to FILE (raw float32 [samples, classes], "
       "sample order)")("quiet", po::bool_switch(&o.quiet), "no progress lines")(
-      "peak-tflops", po::value<double>(&o.peak_tflops)->default_value(0.0),
+      "peak-tflops", po::value<double>(&o.peak_tflops)->default_value(d.peak_tflops),
       "peak TFLOP/s of one device (gpu) or of the job's cores (cpu) for /summary/mfu; 0 = built-in "
       "GPU table (H100, H200, A100, V100) or, on CPU, the `gridrun probe` file")(
       "heartbeat", po::value<std::string>(&o.heartbeat_file),
       "file rank 0 rewrites at most once a second from the training loop; `gridrun run` ends a "
       "job whose heartbeat is older than its --heartbeat-timeout")(
-      "gpu-memory-fraction", po::value<double>(&o.gpu_memory_fraction)->default_value(0.0),
+      "gpu-memory-fraction", po::value<double>(&o.gpu_memory_fraction)->default_value(d.gpu_memory_fraction),
       "largest share of the GPU's memory this job's allocator may hold, in (0, 1]; 0 = no cap "
       "(set by `gridrun run --jobs-per-gpu N` to 1/N)")(
-      "owner-pid", po::value<long>(&o.owner_pid)->default_value(0),
+      "owner-pid", po::value<long>(&o.owner_pid)->default_value(d.owner_pid),
       "process that owns this job (`gridrun run` passes its own): when it is gone, even "
       "SIGKILLed, the job checkpoints and exits 75 as on SIGTERM; 0 = none")(
-      "launched-at", po::value<double>(&o.launched_at)->default_value(0.0),
+      "launched-at", po::value<double>(&o.launched_at)->default_value(d.launched_at),
       "when the launcher started this job's command (mpirun/srun), in seconds since the epoch; "
       "`gridrun run` and the Slurm task pass it, so /summary can split launch from set-up (0 = unknown)")(
       "owner-host", po::value<std::string>(&o.owner_host),
@@ -196,14 +197,14 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "warm worker: after each job that completes, report it on DIR/done (rank 0) and wait on "
       "DIR/task.<rank> for the next job of the same device, ranks and threads; leave when the "
       "launcher closes DIR's pipes (`gridrun run --launch warm` makes them; docs/scheduler.md)")(
-      "worker-rss-growth", po::value<double>(&o.worker_rss_growth)->default_value(1.5),
+      "worker-rss-growth", po::value<double>(&o.worker_rss_growth)->default_value(d.worker_rss_growth),
       "with --worker: leave after a job that leaves resident memory above this many times its "
       "size after the first job, plus 256 MiB");
   po::options_description hidden("hidden test hooks");
-  hidden.add_options()("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(0), "")(
-      "fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(0), "")(
-      "hang-at-step", po::value<std::int64_t>(&o.hang_at_step)->default_value(0), "")(
-      "fail-rank", po::value<std::int64_t>(&o.fail_rank)->default_value(1), "");
+  hidden.add_options()("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(d.stop_after_step), "")(
+      "fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(d.fail_at_step), "")(
+      "hang-at-step", po::value<std::int64_t>(&o.hang_at_step)->default_value(d.hang_at_step), "")(
+      "fail-rank", po::value<std::int64_t>(&o.fail_rank)->default_value(d.fail_rank), "");
   po::options_description params("job parameter overrides (docs/grid.md)", 100, 50);
   std::map<std::string, std::string> flag_values;
   for (const auto& spec : jobs::param_table()) {

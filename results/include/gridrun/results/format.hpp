@@ -125,6 +125,10 @@ struct JobData {
   double attr_number(const std::string& name, double fallback) const;  // NaN-friendly
 };
 
+// How long one job file's read may take before the file counts as damaged (a read that hangs on a
+// damaged file): ReadOptions::isolate_timeout_s and RunReaderOptions' item_timeout_s both start here.
+inline constexpr double kReadGuardS = 60;
+
 struct ReadOptions {
   bool tables = true;  // false: attributes and /summary only (fast)
   // Read the file once in a forked copy first (base::run_isolated) and trust it only if that copy
@@ -133,7 +137,7 @@ struct ReadOptions {
   // "damaged" error instead of the end of `run`, `status`, `collect` or `report` (docs/results.md,
   // "Damaged files"). False only for files this process has just written itself.
   bool isolate = true;
-  double isolate_timeout_s = 60;  // a read that hangs this long is damaged too
+  double isolate_timeout_s = kReadGuardS;  // a read that hangs this long is damaged too
 };
 
 }  // namespace gridrun::results

@@ -32,7 +32,7 @@ namespace gridrun::results {
 struct FolderReadOptions {
   Depth depth = Depth::Summary;
   bool use_index = true;       // false: read every file, neither read nor write the index
-  double item_timeout_s = 60;  // a file whose read hangs this long is damaged
+  double item_timeout_s = kReadGuardS;  // a file whose read hangs this long is damaged
   bool prune_index = false;    // drop index entries of files not asked for (a whole-folder read)
   // Forked copies reading at the same time when many files need reading (64 or more), at most one
   // per CPU this process may use: the reads are CPU-bound, so 2 cores read 10,000 files in about

@@ -33,6 +33,11 @@ namespace gridrun::scheduler {
 // Grids of a minute or more: the calibration's budget floor never lifts it above this share.
 inline constexpr double kLongGridS = 60.0;
 inline constexpr double kMaxLongGridShare = 0.25;
+// The calibration budget's floor in seconds (`calibrate --min-budget`; on Slurm the groups' seconds)
+// and how long a co-run member trains, so that the members of a side-by-side group overlap: the
+// defaults of CalibrateOptions here and of slurm::SlurmCalibrateOptions.
+inline constexpr double kMinBudgetS = 120;
+inline constexpr double kGroupTrainS = 2.0;
 
 struct CalibrateOptions {
   RunOptions run;           // grid, out, policy, max_parallel, resources, train_bin
@@ -44,8 +49,8 @@ struct CalibrateOptions {
   // that runs a minute or more); a shorter grid gets the whole floor, so that its groups are
   // measured (short_grid_note says when it is cheaper to run than to predict).
   double budget_share = 0.20;
-  double min_budget_s = 120;
-  double group_train_s = 2.0;  // a co-run member trains about this long (so the members overlap)
+  double min_budget_s = kMinBudgetS;
+  double group_train_s = kGroupTrainS;  // a co-run member trains about this long (so the members overlap)
   bool share_process = true;   // chain configurations of one launch key (plan_alone_processes)
   // A measurement during which other processes took more than kCalibrationLoadShare of the CPU is
   // taken again up to this many times; still disturbed, nothing is stored (CalibrateOutcome::refused)

@@ -57,7 +57,7 @@ struct RunOptions {
   // Warm by default (issue 58): 9.1x the makespan of 200 tiny CPU jobs here, 4.8x on Slurm, 8x on
   // an H200 (48 s cold, 6 s warm), with bitwise-equal losses (docs/scheduler.md, "Warm launches").
   std::string launch = "warm";
-  double worker_idle_s = 10;
+  double worker_idle_s = kWorkerIdleS;
 };
 
 // What a run came to (run_grid, and the run loop that makes it).

@@ -18,6 +18,10 @@
 
 namespace gridrun::scheduler {
 
+// Seconds an idle warm worker waits for its next job before it exits: `gridrun run --worker-idle`'s
+// default (RunOptions) and what `simulate` assumes (SimOptions).
+inline constexpr double kWorkerIdleS = 10;
+
 // Cost model. Rates are sustained training throughputs, not peaks.
 struct CostModel {
   double cpu_gflops_per_core = 20.0;  // --cpu-rate
@@ -76,7 +80,7 @@ struct SimOptions {
   // `worker_idle_s` for the next job of its launch key on its cores; one of another key placed on
   // any of them retires it, as the local executor does.
   bool warm = false;
-  double worker_idle_s = 10;
+  double worker_idle_s = kWorkerIdleS;
 };
 
 // All jobs must be feasible (check_feasible first); throws std::invalid_argument otherwise.
