@@ -19,22 +19,23 @@ std::optional<ExecOptions> parse_options(const std::vector<std::string>& args) {
       "(rank 0) into DIR/<id>.h5, forwards SIGTERM/SIGUSR1. Started by `gridrun run` through\n"
       "mpirun, and by `gridrun submit`'s task scripts through srun or mpirun.\n\n"
       "options");
+  const ExecOptions defaults;  // each flag's default is the option struct's
   d.add_options()("help,h", "print this help and exit")("version,V", "print the version and exit")(
       "job", po::value(&o.job_file), "the job file (runs/<name>/jobs/<id>.json); required")(
       "out", po::value(&o.out_dir), "the results folder; rank 0 writes <id>.h5 there; required")(
       "resume", po::bool_switch(&o.resume), "an earlier attempt was interrupted: GRIDRUN_RESUME=1")(
       "heartbeat", po::value(&o.heartbeat_file), "progress file rewritten at most once a second (rank 0)")(
-      "owner-pid", po::value(&o.owner_pid)->default_value(0),
+      "owner-pid", po::value(&o.owner_pid)->default_value(defaults.owner_pid),
       "stop the program (SIGTERM) and exit 75 when this process is gone; 0 = none")(
-      "launched-at", po::value(&o.launched_at)->default_value(0.0),
+      "launched-at", po::value(&o.launched_at)->default_value(defaults.launched_at),
       "unix time the launcher started, for time_launch_s; 0 = unknown")(
-      "master-addr", po::value(&o.master_addr)->default_value("127.0.0.1"),
+      "master-addr", po::value(&o.master_addr)->default_value(defaults.master_addr),
       "MASTER_ADDR for every rank, with --master-port")(
-      "master-port", po::value(&o.master_port)->default_value(0),
+      "master-port", po::value(&o.master_port)->default_value(defaults.master_port),
       "MASTER_PORT for every rank; 0: a free one, which rank 0 of a multi-rank job publishes with "
       "its address in the job's work folder for the others (needs --launched-at: a Slurm step)")(
-      "util-hz", po::value(&o.util_hz)->default_value(2.0), "utilization samples per second (0.1-100)")(
-      "stop-grace", po::value(&o.stop_grace_s)->default_value(30.0),
+      "util-hz", po::value(&o.util_hz)->default_value(defaults.util_hz), "utilization samples per second (0.1-100)")(
+      "stop-grace", po::value(&o.stop_grace_s)->default_value(defaults.stop_grace_s),
       "seconds after a forwarded SIGTERM before SIGKILL (> 0)")(
       // Accepted for the executor's sake (jobs_per_gpu); a program caps its own memory.
       "gpu-memory-fraction", po::value<double>(), "ignored: the program manages its own GPU memory");
