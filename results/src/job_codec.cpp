@@ -127,18 +127,39 @@ void put_summary(ByteWriter& w, const JobData& j) {
   }
 }
 
-void get_summary(ByteReader& r, JobData& j) {
+// `keys` (not null): only those /summary figures are kept, and no attributes or parameters are
+// (read past without a string or map node made for each).
+void get_summary(ByteReader& r, JobData& j, const std::vector<std::string>* keys) {
   j.partial = r.u64() != 0;
   j.schema_version = static_cast<int>(r.i64());
   for (auto* s : {&j.run, &j.start_time, &j.end_time, &j.gpu_absent_reason}) *s = r.str();
   for (std::size_t n = r.count(16); n > 0; --n) {
+    if (keys) {
+      r.view();
+      const std::uint64_t kind = r.u64();  // then its value, as get_attr reads it
+      if (kind == 2)
+        r.view();
+      else if (kind <= 1)
+        r.f64();
+      else
+        throw std::runtime_error("bad attribute kind");
+      continue;
+    }
     std::string k = r.str();
     j.attrs[k] = get_attr(r);
   }
   for (std::size_t n = r.count(16); n > 0; --n) {
+    if (keys) {
+      const std::string_view k = r.view();
+      const double v = r.f64();
+      for (const std::string& want : *keys)
+        if (k == want) j.summary.emplace(want, v);
+      continue;
+    }
     std::string k = r.str();
     j.summary[k] = r.f64();
   }
+  if (keys) return;  // the parameters come last
   if (r.u64() != 0) {
     const auto& table = jobs::param_table();
     const std::size_t n = r.count(8);
@@ -203,7 +224,7 @@ std::string encode_job(const JobData& job, Depth depth) {
   return std::move(out.bytes());
 }
 
-JobData decode_job(std::string_view bytes, Depth depth) {
+JobData decode_job(std::string_view bytes, Depth depth, const std::vector<std::string>* summary_keys) {
   ByteReader in(bytes);
   const std::uint64_t have = in.u64();
   if (have > static_cast<std::uint64_t>(Depth::Full)) throw std::runtime_error("bad record depth");
@@ -215,7 +236,7 @@ JobData decode_job(std::string_view bytes, Depth depth) {
   }
   if (depth >= Depth::Summary) {
     ByteReader s(in.view());
-    get_summary(s, j);
+    get_summary(s, j, summary_keys);
   }
   if (depth >= Depth::Full) {
     ByteReader s(in.view());

@@ -224,6 +224,8 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
                                              const FolderReadOptions& opts, FolderReadStats* stats) {
   Impl& im = *impl_;
   im.load();
+  const std::vector<std::string>* keys_wanted =
+      opts.depth == Depth::Summary && !opts.summary_keys.empty() ? &opts.summary_keys : nullptr;
   FolderReadStats st;
   st.asked = names.size();
   st.index_rebuilt = im.rebuilt;
@@ -252,7 +254,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
     }
     if (hit && opts.depth != Depth::Full) {
       try {
-        r.data = detail::decode_job(it->second.record, opts.depth);
+        r.data = detail::decode_job(it->second.record, opts.depth, keys_wanted);
         r.data.path = r.path;
         r.ok = r.from_index = true;
         continue;
@@ -308,7 +310,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
     ++st.read;
     if (got.ok) {
       try {
-        r.data = detail::decode_job(got.message, opts.depth);
+        r.data = detail::decode_job(got.message, opts.depth, keys_wanted);
         r.data.path = r.path;
         r.ok = true;
         e.owned = sent == Depth::Summary

@@ -106,6 +106,8 @@ PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const Prep
     base::write_file_atomic(dir.grid_copy(), grid);
   try {
     p.state = dir.load_state();
+    std::error_code sec;
+    if (fs::is_regular_file(dir.state_file(), sec)) p.on_disk = p.state;
   } catch (const std::exception& e) {
     // The results files decide what is finished; state.json only adds attempts and timings.
     quarantine_damaged(dir.state_file(), e.what(), log);

@@ -1,6 +1,7 @@
 // The job outcome vocabulary of state.json (state.hpp).
 #include "gridrun/run/state.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace gridrun::run {
@@ -41,5 +42,27 @@ JobOutcome outcome_from_results(const std::string& status) {
 bool is_finished(JobOutcome s) { return s == JobOutcome::Completed || s == JobOutcome::TargetReached; }
 bool is_queued(JobOutcome s) { return s == JobOutcome::Submitted || s == JobOutcome::Running; }
 bool is_failure(JobOutcome s) { return s == JobOutcome::Failed || s == JobOutcome::Diverged; }
+
+namespace {
+bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+}  // namespace
+
+bool operator==(const JobRecord& a, const JobRecord& b) {
+  return a.id == b.id && a.state == b.state && a.attempts == b.attempts && a.exit_codes == b.exit_codes &&
+         same(a.start_unix, b.start_unix) && same(a.end_unix, b.end_unix) && a.cores == b.cores &&
+         a.gpus == b.gpus && a.host == b.host && a.phase == b.phase && a.slurm_job_id == b.slurm_job_id;
+}
+
+bool operator==(const PhaseRecord& a, const PhaseRecord& b) {
+  return a.name == b.name && same(a.start_unix, b.start_unix) && same(a.makespan_s, b.makespan_s) &&
+         same(a.busy_resource_s, b.busy_resource_s) && same(a.capacity, b.capacity) &&
+         same(a.max_running, b.max_running) && same(a.other_cpu_share, b.other_cpu_share) &&
+         a.sitting == b.sitting && a.jobs == b.jobs;
+}
+
+bool operator==(const RunState& a, const RunState& b) {
+  return a.name == b.name && a.grid_dir == b.grid_dir && a.grid_file == b.grid_file &&
+         a.overrides == b.overrides && a.repeats == b.repeats && a.jobs == b.jobs && a.phases == b.phases;
+}
 
 }  // namespace gridrun::run

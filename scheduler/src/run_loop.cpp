@@ -120,6 +120,7 @@ std::map<std::string, double> measured_durations(results::ResultsFolder& folder,
   for (const auto& j : jobs) names.push_back(run::RunDir::result_file_name(j.id));
   results::FolderReadOptions fo;
   fo.depth = results::Depth::Summary;
+  fo.summary_keys = {"wall_s"};  // all measured_wall reads
   std::map<std::string, double> out;
   for (const auto& r : folder.read(names, fo))
     if (r.ok)
@@ -284,14 +285,23 @@ void RunLoop::reconcile() {
       if (fs::exists(f, ec)) names.push_back(fs::path(f).filename().string());
   results::FolderReadOptions fo;
   fo.depth = results::Depth::Summary;
+  fo.summary_keys = {"wall_s"};  // what reconcile_job reads besides the status (measured_wall)
   results::FolderReadStats stats;
   for (auto& r : folder_->read(names, fo, &stats)) disk_[r.name] = std::move(r);
   // Anything read afresh (a changed file, a live .partial, no index) may be news to results.h5.
   fresh_reads_ = stats.read > 0 || stats.index_rebuilt;
   for (std::size_t i = 0; i < ex_.jobs.size(); ++i) reconcile_job(i);
   disk_.clear();
-  rd_.save_state(state_);
+  save_state();
   folder_->flush();
+}
+
+void RunLoop::save_state() {
+  if (prepared_.on_disk) {
+    if (*prepared_.on_disk == state_) return;
+    prepared_.on_disk.reset();
+  }
+  rd_.save_state(state_);
 }
 
 void RunLoop::reconcile_job(std::size_t i) {
@@ -412,7 +422,7 @@ void RunLoop::launch(const Start& s) {
   for (const std::string* log : {&spec.log_out, &spec.log_err})
     if (const std::string w = append_line(*log, hdr); !w.empty())
       progress_->event("warning " + job.id + ": " + base::printable_line(w));
-  rd_.save_state(state_);
+  save_state();
   ++progress_->counts().running;
   phase_->live[i] = Live{nullptr, progress_->elapsed()};
   phase_->peak = std::max(phase_->peak, phase_->live.size());
@@ -512,7 +522,7 @@ void RunLoop::on_exit(std::size_t i, int code) {
            << (interrupted || code == 0 ? std::string() : reason()) << "; see " << rd_.log_err(job.id);
     }
   }
-  rd_.save_state(state_);
+  save_state();
   // The index is rewritten whole, so at most every 5 s while jobs end (and at the end of the run):
   // a status in between reads the few files that ended since.
   if (progress_->elapsed() - index_flushed_at_ >= 5) {
@@ -595,7 +605,7 @@ void RunLoop::close_phase(const std::string& value) {
   for (std::size_t i : ph.members) rec.jobs.push_back(ex_.jobs[i].id);
   const double makespan = rec.makespan_s, other = rec.other_cpu_share;
   state_.phases[value] = std::move(rec);
-  rd_.save_state(state_);
+  save_state();
   progress_->event("phase " + run::phase_label(ex_.compare_by, value) + " done: makespan " +
                    base::format_duration(makespan) +
                    (std::isfinite(other)
@@ -627,7 +637,7 @@ RunOutcome RunLoop::summary() {
     else if (run::is_failure(s))
       ++res.failed;
   }
-  rd_.save_state(state_);
+  save_state();
   out_ << (stopping_ ? "interrupted: " : "finished: ") << res.completed << "/" << res.total << " completed, "
        << res.failed << " failed" << (stopping_ ? "; run the same command again to resume" : "") << " ("
        << base::format_duration(progress_->elapsed()) << ")\n"

@@ -50,6 +50,9 @@ class RunLoop {
 
   void stop_leftovers();
   void reconcile();
+  // state.json, unless it already holds state_ (prepared_.on_disk, until the first write): a run
+  // with nothing to do writes nothing (100,000 jobs' state is seconds of JSON).
+  void save_state();
   void reconcile_job(std::size_t i);
   bool open_phase(const std::string& value);
   void launch_ready();

@@ -102,6 +102,39 @@ TEST_F(RunReader, SecondReadComesFromTheIndex) {
   }
 }
 
+// FolderReadOptions::summary_keys (what `gridrun run` reconciles with): the same status and the
+// named figures as a whole read, no attributes or parameters, from the index and from the files.
+TEST_F(RunReader, SummaryKeysKeepOnlyThoseFigures) {
+  const auto whole = read(Depth::Summary, nullptr);  // writes the index
+  for (const bool indexed : {true, false}) {
+    FolderReadOptions o;
+    o.depth = Depth::Summary;
+    o.use_index = indexed;
+    o.summary_keys = {"wall_s", "no_such_figure"};
+    FolderReadStats st;
+    const auto some = read_job_files(folder_, names_, o, &st);
+    EXPECT_EQ(indexed ? st.from_index : st.read, indexed ? names_.size() - 1 : names_.size());
+    ASSERT_EQ(some.size(), whole.size());
+    std::size_t with_wall = 0;
+    for (std::size_t k = 0; k < some.size(); ++k) {
+      EXPECT_EQ(some[k].ok, whole[k].ok) << some[k].name;
+      EXPECT_EQ(some[k].data.status, whole[k].data.status) << some[k].name;
+      if (!some[k].ok) continue;
+      EXPECT_TRUE(some[k].data.attrs.empty()) << some[k].name;
+      EXPECT_FALSE(some[k].data.params.has_value()) << some[k].name;
+      const auto it = whole[k].data.summary.find("wall_s");
+      if (it == whole[k].data.summary.end()) {
+        EXPECT_TRUE(some[k].data.summary.empty()) << some[k].name;
+        continue;
+      }
+      ++with_wall;
+      EXPECT_EQ(some[k].data.summary, (std::map<std::string, double>{{"wall_s", it->second}}))
+          << some[k].name;
+    }
+    EXPECT_GT(with_wall, 0u);
+  }
+}
+
 // `gridrun ls` reads runs without writing into them: while an IndexWritesOff lives, no index is
 // written, an existing one is still used and left as it was; afterwards writing resumes.
 TEST_F(RunReader, NoIndexWrittenWhileWritesAreOff) {

@@ -119,6 +119,22 @@ TEST(RunState, RoundTripsJobsAndPhaseFacts) {
   EXPECT_DOUBLE_EQ(q.busy_resource_s, 7);
   EXPECT_DOUBLE_EQ(q.capacity, 2);
   EXPECT_EQ(q.jobs, (std::vector<std::string>{"0123456789ab"}));
+  // What was saved is what was loaded (a phase's unknown figures, NaN, equal too): a run that
+  // changes nothing writes no state.json (RunLoop::save_state).
+  EXPECT_TRUE(std::isnan(q.other_cpu_share));
+  EXPECT_TRUE(back == st);
+  run::RunState other = back;
+  other.jobs.at("0123456789ab").attempts = 3;
+  EXPECT_FALSE(other == st);
+  other = back;
+  other.phases.at("2").other_cpu_share = 0.1;
+  EXPECT_FALSE(other == st);
+  other = back;
+  other.overrides = {"lr=0.1"};
+  EXPECT_FALSE(other == st);
+  other = back;
+  other.warnings = {"never saved"};
+  EXPECT_TRUE(other == st);
 }
 
 // Issue 57: an id read from state.json names the job's files (logs/<id>.out.heartbeat, ...); one

@@ -119,10 +119,15 @@ def case_quickstart():
             err += f.read()
     assert "rank 0 bound to socket 0[core 0" in err and "rank 1 bound to socket 0[core 1" in err, err
     assert os.path.exists(os.path.join(OUT, "quickstart", "results.h5"))
-    # Idempotent: a second run launches nothing.
+    # Idempotent: a second run launches nothing, and leaves state.json as it was (not rewritten:
+    # a run with nothing to do writes nothing).
+    state_file = os.path.join(OUT, "quickstart", "state.json")
+    before = os.stat(state_file)
     r2 = run([QUICKSTART, "--no-report"])
     assert r2.returncode == 0 and "4 already completed, 0 to run" in r2.stdout, r2.stdout
     assert "start " not in r2.stdout
+    after = os.stat(state_file)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "state.json rewritten"
 
 
 def case_kill_rank():

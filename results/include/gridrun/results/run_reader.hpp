@@ -38,6 +38,10 @@ struct FolderReadOptions {
   // per CPU this process may use: the reads are CPU-bound, so 2 cores read 10,000 files in about
   // half the time. 1: one copy, as for a few files.
   std::size_t max_copies = 4;
+  // Not empty: at Depth::Summary each job's data holds only these /summary figures, and neither
+  // its attributes nor its parameters (what `gridrun run` reconciles 100,000 finished jobs with:
+  // their status and wall_s; the map of every figure was most of its time).
+  std::vector<std::string> summary_keys;
 };
 
 struct JobFileRead {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,9 @@ struct PrepareOptions {
 struct PreparedRun {
   std::unique_ptr<RunLock> lock;  // set when PrepareOptions::lock
   RunState state;                 // loaded (or empty) state with one record per job of the grid
+  // state.json as it was read, before the grid's records were added (nullopt: no state.json, or a
+  // damaged one): a run that changes nothing need not write it again.
+  std::optional<RunState> on_disk;
 };
 
 // Throws RunLocked when the run is held by another gridrun; warnings about quarantined files go

@@ -74,6 +74,11 @@ struct PhaseRecord {
   std::vector<std::string> jobs;  // the ids it ran
 };
 
+// Field-wise equality, a NaN equal to a NaN (a phase's unknown figures): whether state.json needs
+// writing (RunState's `warnings`, never saved, are not compared).
+bool operator==(const JobRecord& a, const JobRecord& b);
+bool operator==(const PhaseRecord& a, const PhaseRecord& b);
+
 struct RunState {
   std::string name;
   // The folder of the grid file the run was last planned from: relative model_file and
@@ -93,5 +98,6 @@ struct RunState {
   // never saved. The command that loaded it shows them.
   std::vector<std::string> warnings;
 };
+bool operator==(const RunState& a, const RunState& b);
 
 }  // namespace gridrun::run
