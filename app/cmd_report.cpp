@@ -46,6 +46,8 @@ struct ReportCli {
   std::string probe;                 // probe.json for CPU roofs ("" = RUN_DIR/probe.json, else the cache)
   std::string sort;                  // --sort METRIC[:asc|desc] (report::parse_job_sort checks it)
   int top = 0;                       // --top N: the first N rows of the jobs table (with --sort)
+  // --rows N: the jobs table's rows at most in the text, markdown and HTML reports (0: all).
+  int rows = static_cast<int>(report::kReportJobRows);
   bool help = false;
 };
 
@@ -139,7 +141,11 @@ int cmd_report(const Args& args) {
       "p50_ms, p95_ms, comm%, epochs, util%, peak_mem) or a /summary name as `export --what jobs` "
       "writes it (final_test_acc, wall_s, ...); largest first but for losses, times and costs "
       "(docs/report.md); jobs without it last")(
-      "top", po::value(&o.top), "N: with --sort, only the first N jobs of the jobs table (the best N)");
+      "top", po::value(&o.top), "N: with --sort, only the first N jobs of the jobs table (the best N)")(
+      "rows", po::value(&o.rows)->default_value(o.rows),
+      "N: the jobs table shows at most N rows in the text, markdown and HTML reports: the first N in "
+      "its order and every failed one after them, with a note of the rest (0: all; csv and json "
+      "always have every row)");
   opts.add_options()("filter", po::value(&o.filters)->composing(),
                      "deprecated: the older name of --only (still read, same meaning)")(
       "all", po::bool_switch(&o.all),
@@ -204,6 +210,9 @@ int cmd_report(const Args& args) {
   if (vm_has(args, "--sort") && o.sort.empty())
     throw std::invalid_argument("--sort: expected METRIC[:asc|desc], e.g. --sort test_acc");
   ro.sort = o.sort;
+  if (o.rows < 0) throw std::invalid_argument("--rows " + std::to_string(o.rows) + ": expected N >= 0 (0: all)");
+  // csv and json are read by programs: every row.
+  if (o.format != "csv" && o.format != "json") ro.max_job_rows = static_cast<std::size_t>(o.rows);
   if (o.inputs.size() > 1) {
     // The comparison is one table of configurations; the single-run outputs do not line runs up.
     for (const char* flag :

@@ -234,6 +234,43 @@ TEST_F(SyntheticRun, PhaseFiguresFromRecordedFacts) {
   EXPECT_DOUBLE_EQ(p.util_mean, util);
 }
 
+// `report --rows N` (issue 60: 100,000 jobs printed 200,000 lines): the first N rows of the jobs
+// table in its order, then every failed or diverged job after them, and a note of the rest; 0: all.
+TEST(JobRows, AtMostNRowsAndEveryFailedOne) {
+  std::vector<JobRecord> jobs;
+  for (int i = 0; i < 9; ++i) {
+    JobRecord j;
+    j.id = "job" + std::to_string(i);
+    j.status = i == 6 ? "failed" : i == 8 ? "diverged" : "completed";
+    j.params = gridrun::jobs::JobParams{};
+    j.params->seed = i;
+    jobs.push_back(j);
+  }
+  auto table = [&](std::size_t rows) {
+    ReportOptions o;
+    o.max_job_rows = rows;
+    return build_tables(jobs, {}, o).at(0);
+  };
+  auto ids = [](const gridrun::base::Table& t) {
+    std::vector<std::string> v;
+    for (const auto& r : t.rows) v.push_back(r.at(0).text);
+    return v;
+  };
+  using Ids = std::vector<std::string>;
+  const gridrun::base::Table three = table(3);
+  EXPECT_EQ(ids(three), (Ids{"job0", "job1", "job2", "job6", "job8"}));
+  std::string notes;
+  for (const auto& n : three.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("failed job6: no reason recorded"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("4 of 9 jobs not shown (the first 3 in this order and every failed one are): "
+                       "--rows 0 shows all"),
+            std::string::npos)
+      << notes;
+  EXPECT_EQ(ids(table(0)).size(), 9u);
+  EXPECT_EQ(ids(table(9)).size(), 9u);
+  for (const auto& n : table(9).notes) EXPECT_EQ(n.find("jobs not shown"), std::string::npos) << n;
+}
+
 // `report --sort METRIC [--top N]` (issue 58): the jobs table by a summary figure, largest first
 // unless the figure is a loss, time or cost, or as told (:asc, :desc); jobs without it last; --top
 // keeps the first N rows; a metric the table does not show gets a column; an unknown one is refused

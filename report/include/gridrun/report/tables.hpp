@@ -38,7 +38,15 @@ struct ReportOptions {
   // only the first `top` of them (0: all).
   std::string sort;
   std::size_t top = 0;
+  // The jobs table's rows at most (0: all): the first `max_job_rows` in its order and every failed
+  // or diverged job after them, with a note of how many are not shown. `gridrun report --rows`
+  // (kReportJobRows unless given) for the text, markdown and HTML reports; csv and json keep all.
+  std::size_t max_job_rows = 0;
 };
+
+// The default of `gridrun report --rows`: a run of 100,000 jobs printed 200,000 lines of jobs table
+// (and took seconds to lay them out); the table's order and the failed jobs are what a reader scans.
+inline constexpr std::size_t kReportJobRows = 50;
 
 // `report --sort METRIC[:asc|desc]`: which figure orders the jobs table, and which way.
 struct JobSort {
