@@ -34,12 +34,13 @@ struct RunCli {
   int max_parallel = 0, width = 0, repeats = 0;
   bool no_report = false;
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
+  std::string launch = run::to_string(scheduler::RunOptions{}.launch);  // --launch as given
 };
 
 // --launch and --worker-idle: run, simulate (which predicts what they make) and calibrate.
-void add_launch_flags(po::options_description& opts, scheduler::RunOptions& ro) {
+void add_launch_flags(po::options_description& opts, std::string& launch, scheduler::RunOptions& ro) {
   const scheduler::RunOptions defaults;
-  opts.add_options()("launch", po::value(&ro.launch)->default_value(defaults.launch),
+  opts.add_options()("launch", po::value(&launch)->default_value(launch),
                      "warm: the ranks of a finished job take the next job of the same command (host, "
                      "cores, GPUs, ranks, threads) instead of exiting, saving the library load and "
                      "set-up of each launch; a job that fails in a warm worker is retried cold; cold: "
@@ -51,17 +52,16 @@ void add_launch_flags(po::options_description& opts, scheduler::RunOptions& ro) 
 
 // `given`: --launch was on the command line; the default (warm) gives way to cold where warm
 // cannot go (an --out that is not UTF-8), with a note, where a given --launch warm is refused.
-void check_launch_flags(scheduler::RunOptions& ro, bool given) {
-  if (ro.launch != "cold" && ro.launch != "warm")
-    throw std::invalid_argument("--launch: expected cold or warm, got '" + ro.launch + "'");
+void check_launch_flags(scheduler::RunOptions& ro, const std::string& launch, bool given) {
+  ro.launch = run::parse_launch(launch);
   if (!(ro.worker_idle_s >= 0)) throw std::invalid_argument("--worker-idle: must be >= 0");
   // A warm worker's task messages are JSON lines naming the job's files under --out.
-  if (ro.launch == "warm") {
+  if (ro.launch == run::Launch::Warm) {
     const std::string out = base::absolute_path(ro.out);
     if (!base::is_utf8(out) && !given) {
       std::cerr << "note: launching cold: --out " << base::printable_line(out)
                 << " is not valid UTF-8, and a warm worker's task messages (JSON) name files in it\n";
-      ro.launch = "cold";
+      ro.launch = run::Launch::Cold;
     } else if (!base::is_utf8(out))
       throw std::invalid_argument("--launch warm: --out " + base::printable_line(out) +
                                   " is not valid UTF-8, and a warm worker's task messages (JSON) "
@@ -87,9 +87,9 @@ void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd)
       simulate_cmd ? "gridrun-train that counts a TorchScript model's FLOPs (default: next to gridrun)"
                    : "gridrun-train to launch (default: next to gridrun)")(
       "cpu-rate", po::value(&o.ro.cost.cpu_gflops_per_core)->default_value(d.cost.cpu_gflops_per_core),
-      "cost model: sustained GFLOP/s per CPU core")("gpu-rate",
-                                                    po::value(&o.ro.cost.gpu_gflops)->default_value(d.cost.gpu_gflops),
-                                                    "cost model: sustained GFLOP/s per GPU")(
+      "cost model: sustained GFLOP/s per CPU core")(
+      "gpu-rate", po::value(&o.ro.cost.gpu_gflops)->default_value(d.cost.gpu_gflops),
+      "cost model: sustained GFLOP/s per GPU")(
       "rows", po::value(&o.ro.timeline_rows)->default_value(d.timeline_rows),
       simulate_cmd ? "timeline rows to print" : "timeline rows to print (--simulate/--dry-run)")(
       "against", po::value(&o.ro.against),
@@ -105,7 +105,7 @@ void add_plan_flags(po::options_description& opts, RunCli& o, bool simulate_cmd)
                                  "--dry-run: table");
   add_select_flags(opts, o.only, o.set);
   add_repeats_flag(opts, o.repeats);
-  add_launch_flags(opts, o.ro);
+  add_launch_flags(opts, o.launch, o.ro);
 }
 
 void add_run_flags(po::options_description& opts, RunCli& o) {
@@ -176,7 +176,7 @@ int run_impl(const Args& args, bool simulate_cmd) {
   check_grid_path(ro.grid);  // a run folder: the command meant (issue 58)
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   if (ro.timeline_rows < 1) throw std::invalid_argument("--rows: must be >= 1");
-  check_launch_flags(ro, flag_given(*vm, "launch"));
+  check_launch_flags(ro, o.launch, flag_given(*vm, "launch"));
   if (!(ro.cost.cpu_gflops_per_core > 0)) throw std::invalid_argument("--cpu-rate: must be > 0");
   if (!(ro.cost.gpu_gflops > 0)) throw std::invalid_argument("--gpu-rate: must be > 0");
   ro.simulate = ro.simulate || simulate_cmd;
@@ -214,6 +214,7 @@ struct CalibrateCli {
   int max_parallel = 0, repeats = 0;
   double budget_percent = 20;          // --budget, in % (co.budget_share is the fraction)
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
+  std::string launch = run::to_string(scheduler::RunOptions{}.launch);  // --launch as given
 };
 
 // The flags of this calibrate command that `gridrun run` takes too, as given (--out, --only/--set,
@@ -224,7 +225,7 @@ std::string run_flags(const po::variables_map& vm, const CalibrateCli& o) {
   std::string flags = (ro.out != "runs" ? " --out " + base::shell_quote(ro.out) : "") +
                       run::selection_flags(ro.overrides, ro.only);
   const std::pair<const char*, std::string> given[] = {
-      {"launch", ro.launch},
+      {"launch", run::to_string(ro.launch)},
       {"worker-idle", base::format_fixed(ro.worker_idle_s, 3)},
       {"policy", ro.policy},
       {"max-parallel", std::to_string(o.max_parallel)},
@@ -298,7 +299,7 @@ int cmd_calibrate(const Args& args) {
       "launcher", po::value(&o.script.launcher)->default_value("srun"),
       "--slurm: srun | mpirun, as for submit")("train-bin", po::value(&o.co.run.train_bin),
                                                "gridrun-train to launch (default: next to gridrun)");
-  add_launch_flags(opts, o.co.run);
+  add_launch_flags(opts, o.launch, o.co.run);
   o.script.default_time = "10";  // a calibration job is a few steps
   add_site_flags(opts, o.script, "--slurm: ");
   add_select_flags(opts, o.only, o.set);
@@ -327,7 +328,7 @@ int cmd_calibrate(const Args& args) {
   check_grid_path(co.run.grid);  // a run folder: the command meant (issue 58)
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   const bool launch_given = flag_given(*vm, "launch");
-  check_launch_flags(co.run, launch_given);
+  check_launch_flags(co.run, o.launch, launch_given);
   if (!(o.budget_percent > 0 && o.budget_percent <= 100))
     throw std::invalid_argument("--budget: must be in (0, 100]");
   if (!(co.min_budget_s >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
@@ -335,8 +336,8 @@ int cmd_calibrate(const Args& args) {
   if (vm->count("cores") && co.run.resources.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
   co.run.overrides = jobs::parse_overrides(o.set, "--set");
   co.run.only = jobs::parse_selectors(o.only, "--only", {"id"});
-  if (o.slurm && !launch_given) co.run.launch = "cold";  // the Slurm calibration launches cold
-  if (o.slurm && co.run.launch == "warm")
+  if (o.slurm && !launch_given) co.run.launch = run::Launch::Cold;  // the Slurm calibration launches cold
+  if (o.slurm && co.run.launch == run::Launch::Warm)
     throw std::invalid_argument(
         "--launch warm: not with --slurm (the Slurm calibration launches each configuration cold; `gridrun "
         "submit --launch warm` runs a grid warm on Slurm)");

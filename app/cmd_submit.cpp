@@ -35,10 +35,11 @@ struct SubmitCli {
   slurm::SubmitOptions submit;
   bool slurm = true;
   std::string template_file;
-  std::size_t max_array = 0;  // 0 = ask Slurm
-  int node_gpus = 0;          // 0 = ask sinfo, else 4
-  int node_cores = 0;         // 0 = ask sinfo
-  int repeats = 0;            // --repeats (0: not given)
+  std::size_t max_array = 0;                                           // 0 = ask Slurm
+  int node_gpus = 0;                                                   // 0 = ask sinfo, else 4
+  int node_cores = 0;                                                  // 0 = ask sinfo
+  int repeats = 0;                                                     // --repeats (0: not given)
+  std::string launch = run::to_string(slurm::ScriptOptions{}.launch);  // --launch as given
   // --only selectors and --set overrides as given (jobs/select.hpp parses them).
   std::vector<std::string> only, set;
   bool help = false;
@@ -112,7 +113,7 @@ int cmd_submit(const Args& args) {
       "launcher", po::value<std::string>(&so.launcher)->default_value("srun"),
       "srun (srun --mpi=pmix) or mpirun, to start the ranks inside each job (both span the hosts "
       "of a job with nodes > 1)")(
-      "launch", po::value<std::string>(&so.launch)->default_value("cold"),
+      "launch", po::value<std::string>(&c.launch)->default_value(c.launch),
       "cold (every job launched on its own) or warm (the jobs of a task after its first run in "
       "the first one's warm worker, without a launch each; single-node shapes; docs/slurm.md)")(
       "jobs-per-task", po::value<std::size_t>(&so.jobs_per_task),
@@ -147,7 +148,8 @@ int cmd_submit(const Args& args) {
   s.overrides = jobs::parse_overrides(c.set, "--set");
   s.only = jobs::parse_selectors(c.only, "--only", {"id"});
   s.repeats = check_repeats(c.repeats, vm.count("repeats") > 0);
-  if (!vm.count("jobs-per-task")) so.jobs_per_task = so.launch == "warm" ? kWarmJobsPerTask : 1;
+  so.launch = run::parse_launch(c.launch);
+  if (!vm.count("jobs-per-task")) so.jobs_per_task = so.launch == run::Launch::Warm ? kWarmJobsPerTask : 1;
   validate_submit(c, vm);
   const std::string self = base::self_exe();
   so.gridrun_bin = self.empty() ? std::string("gridrun") : self;

@@ -227,7 +227,7 @@ class Calibrator {
     spec.owner_pid = static_cast<int>(::getpid());
     // --launch warm: a group's members take the workers the configurations alone left on their
     // cores (measure_groups keeps the cold launch of each from its alone figures).
-    spec.warm = o_.run.launch == "warm";
+    spec.warm = o_.run.launch == run::Launch::Warm;
     // A command job (docs/own-script.md): gridrun-exec runs the user's program, cold, for as many
     // steps as GRIDRUN_MAX_STEPS says (and stops one that goes on past them).
     if (const std::string why = set_program(spec, p.job.params, train_, default_exec_bin()); !why.empty())

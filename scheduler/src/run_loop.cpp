@@ -406,7 +406,7 @@ void RunLoop::launch(const Start& s) {
   const int share = plan_.share[i];
   if (spec.req.gpus > 0 && share > 1) spec.gpu_memory_fraction = 1.0 / share;
   spec.owner_pid = static_cast<int>(::getpid());
-  spec.warm = o_.launch == "warm" && !cold_[i];
+  spec.warm = o_.launch == run::Launch::Warm && !cold_[i];
   // A command job (issue 56): gridrun-exec, cold, with a MASTER_PORT of its own (set_program).
   if (const std::string why = set_program(spec, job.params, train_, default_exec_bin()); !why.empty())
     progress_->event("warning " + job.id + ": " + why);

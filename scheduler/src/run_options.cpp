@@ -30,7 +30,7 @@ SimOptions sim_options_of(const RunOptions& o) {
   SimOptions so;
   so.policy = o.policy;
   so.max_parallel = o.max_parallel;
-  so.warm = o.launch == "warm";
+  so.warm = o.launch == run::Launch::Warm;
   so.worker_idle_s = o.worker_idle_s;
   return so;
 }

@@ -36,7 +36,9 @@ std::string shape_tag(const Shape& s) {
 
 // Whether a task's chain runs in a warm worker: --launch warm, on one node (the worker's pipes are
 // files of this host). The task body makes the same test (NODES).
-bool warm_chains(const Shape& s, const ScriptOptions& o) { return o.launch == "warm" && s.fp.nodes <= 1; }
+bool warm_chains(const Shape& s, const ScriptOptions& o) {
+  return o.launch == run::Launch::Warm && s.fp.nodes <= 1;
+}
 
 std::string describe(const Shape& s, const ScriptOptions& o) {
   std::string d;
@@ -77,7 +79,7 @@ std::string resubmit_flags(const ScriptOptions& o) {
   for (const auto& so : site_options()) add(std::string("--") + so.flag, o.*so.field);
   if (o.launcher != "srun") add("--launcher", o.launcher);
   if (o.throttle > 0) add("--throttle", std::to_string(o.throttle));
-  if (o.launch != ScriptOptions{}.launch) add("--launch", o.launch);
+  if (o.launch != ScriptOptions{}.launch) add("--launch", run::to_string(o.launch));
   if (o.jobs_per_task != ScriptOptions{}.jobs_per_task)
     add("--jobs-per-task", std::to_string(o.jobs_per_task));
   if (o.signal != ScriptOptions{}.signal) add("--signal", o.signal);
@@ -227,7 +229,7 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
   s += "\nTRAIN=" + shell_quote(o.train_bin) + "\n";
   s += "LIST=" + shell_quote(a.list_path) + "\n";
   s += "LAUNCHER=" + o.launcher + "\n";
-  s += "LAUNCH=" + o.launch + "\n";
+  s += "LAUNCH=" + run::to_string(o.launch) + "\n";
   if (a.shape.packed) {
     s += "RANKS=   # packed: ranks, threads, GPUs and cores of each step come from its list entry\n";
     s += "THREADS=\n";
@@ -421,8 +423,6 @@ void check_script_options(const ScriptOptions& o) {
   if (o.launcher != "srun" && o.launcher != "mpirun")
     throw std::invalid_argument("--launcher: '" + o.launcher + "' is not one of srun, mpirun");
   if (o.node_gpus < 1) throw std::invalid_argument("--node-gpus: must be >= 1");
-  if (o.launch != "cold" && o.launch != "warm")
-    throw std::invalid_argument("--launch: expected cold or warm, got '" + o.launch + "'");
   if (o.jobs_per_task < 1 || o.jobs_per_task > kMaxArrayTasks)
     throw std::invalid_argument("--jobs-per-task: must be 1.." + std::to_string(kMaxArrayTasks));
   if (!o.default_time.empty()) {
@@ -444,7 +444,7 @@ void check_script_options(const ScriptOptions& o) {
   // A warm worker's task messages are JSON lines naming the job's files in the run directory.
   // Checked on --out (made absolute: the working directory is part of every path) right after
   // parsing, before anything is written, and again on the run directory.
-  if (o.launch == "warm")
+  if (o.launch == run::Launch::Warm)
     for (const std::string& dir : {base::absolute_path(o.out_dir), o.run_dir})
       if (!base::is_utf8(dir))
         throw std::invalid_argument("--launch warm: the run directory " + base::printable_line(dir) +

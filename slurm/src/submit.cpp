@@ -232,7 +232,7 @@ ScriptOptions script_options(const SubmitOptions& opts, const jobs::Expansion& e
   // cold, since a warm worker is gridrun-train's.
   if (!exp.jobs.empty() && exp.jobs.front().params.model == "command") {
     so.train_bin = so.exec_bin;
-    so.launch = "cold";
+    so.launch = run::Launch::Cold;
   }
   int last = 0;
   for (const auto& s : submitted) last = std::max(last, s.submission);

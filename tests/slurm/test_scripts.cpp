@@ -199,7 +199,7 @@ TEST(SlurmScripts, WarmChainsRunSeveralJobsPerTask) {
   std::vector<jobs::Job> js;
   for (int i = 0; i < 5; ++i) js.push_back(make_job("w0000000000" + std::to_string(i), i, "cpu", 2, 1, "10"));
   auto o = base_options();
-  o.launch = "warm";
+  o.launch = run::Launch::Warm;
   o.jobs_per_task = 2;
   std::vector<slurm::Bundle> bundles(2);
   for (int b = 0; b < 2; ++b)
@@ -226,13 +226,12 @@ TEST(SlurmScripts, WarmChainsRunSeveralJobsPerTask) {
   o.jobs_per_task = 0;
   EXPECT_THROW(slurm::generate_scripts(js, {}, o), std::invalid_argument);
   o.jobs_per_task = 1;
-  o.launch = "tepid";
-  EXPECT_THROW(slurm::generate_scripts(js, {}, o), std::invalid_argument);
+  EXPECT_THROW(run::parse_launch("tepid"), std::invalid_argument);  // the flag's text, at the edge
   // Warm task messages are JSON: a run directory that is not UTF-8 is refused, for warm only.
   o.run_dir = "/work/runs/latin1-\xe9";
-  o.launch = "cold";
+  o.launch = run::Launch::Cold;
   EXPECT_NO_THROW(slurm::generate_scripts(js, {}, o));
-  o.launch = "warm";
+  o.launch = run::Launch::Warm;
   EXPECT_THROW(slurm::generate_scripts(js, {}, o), std::invalid_argument);
 }
 

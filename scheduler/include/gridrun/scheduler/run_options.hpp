@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gridrun/jobs/select.hpp"
+#include "gridrun/run/launch.hpp"
 #include "gridrun/scheduler/resources.hpp"
 #include "gridrun/scheduler/simulate.hpp"
 
@@ -56,7 +57,7 @@ struct RunOptions {
   // worker_idle_s leaves. A job that fails in a warm worker is retried cold once, not counted.
   // Warm by default (issue 58): 9.1x the makespan of 200 tiny CPU jobs here, 4.8x on Slurm, 8x on
   // an H200 (48 s cold, 6 s warm), with bitwise-equal losses (docs/scheduler.md, "Warm launches").
-  std::string launch = "warm";
+  run::Launch launch = run::Launch::Warm;
   double worker_idle_s = kWorkerIdleS;
 };
 

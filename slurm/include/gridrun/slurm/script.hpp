@@ -24,6 +24,7 @@
 
 #include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/job.hpp"
+#include "gridrun/run/launch.hpp"
 
 namespace gridrun::slurm {
 
@@ -92,7 +93,7 @@ struct ScriptOptions {
   // warm = the chain's jobs after the first run in the first one's warm worker (gridrun-train
   // --worker; single-node shapes only: the worker's pipes do not cross hosts) instead of a launch
   // each. The task's time limit is the sum of its jobs'.
-  std::string launch = "cold";    // cold | warm
+  run::Launch launch = run::Launch::Cold;
   std::size_t jobs_per_task = 1;  // >= 1
 };
 
