@@ -210,7 +210,8 @@ int cmd_report(const Args& args) {
   if (vm_has(args, "--sort") && o.sort.empty())
     throw std::invalid_argument("--sort: expected METRIC[:asc|desc], e.g. --sort test_acc");
   ro.sort = o.sort;
-  if (o.rows < 0) throw std::invalid_argument("--rows " + std::to_string(o.rows) + ": expected N >= 0 (0: all)");
+  if (o.rows < 0)
+    throw std::invalid_argument("--rows " + std::to_string(o.rows) + ": expected N >= 0 (0: all)");
   // csv and json are read by programs: every row.
   if (o.format != "csv" && o.format != "json") ro.max_job_rows = static_cast<std::size_t>(o.rows);
   if (o.inputs.size() > 1) {

@@ -34,7 +34,8 @@ std::optional<ExecOptions> parse_options(const std::vector<std::string>& args) {
       "master-port", po::value(&o.master_port)->default_value(defaults.master_port),
       "MASTER_PORT for every rank; 0: a free one, which rank 0 of a multi-rank job publishes with "
       "its address in the job's work folder for the others (needs --launched-at: a Slurm step)")(
-      "util-hz", po::value(&o.util_hz)->default_value(defaults.util_hz), "utilization samples per second (0.1-100)")(
+      "util-hz", po::value(&o.util_hz)->default_value(defaults.util_hz),
+      "utilization samples per second (0.1-100)")(
       "stop-grace", po::value(&o.stop_grace_s)->default_value(defaults.stop_grace_s),
       "seconds after a forwarded SIGTERM before SIGKILL (> 0)")(
       // Accepted for the executor's sake (jobs_per_gpu); a program caps its own memory.

@@ -15,7 +15,8 @@ bool bind(void* lib, F& fn, const char* sym) {
 
 // The compute processes on `d` through one of the entry points' versions.
 template <class Info>
-bool list(nvml::Return (*fn)(nvml::Device, unsigned*, Info*), nvml::Device d, std::vector<nvml::GpuProcess>& out) {
+bool list(nvml::Return (*fn)(nvml::Device, unsigned*, Info*), nvml::Device d,
+          std::vector<nvml::GpuProcess>& out) {
   // NVML_VALUE_NOT_AVAILABLE: the memory of a process NVML cannot measure (some vGPU set-ups).
   constexpr unsigned long long kNotAvailable = ~0ULL;
   std::vector<Info> infos(16);

@@ -232,8 +232,8 @@ Cell metric_cell(double v) {
 // The rows of the jobs table in their order: by the varying parameters, or by --sort (ties and
 // jobs without the metric, which come last, in the usual order), the first opts.top of them.
 std::vector<const JobRecord*> ordered_jobs(const std::vector<JobRecord>& jobs,
-                                          const std::vector<std::string>& vary,
-                                          const std::optional<JobSort>& sort, std::size_t top) {
+                                           const std::vector<std::string>& vary,
+                                           const std::optional<JobSort>& sort, std::size_t top) {
   const std::size_t n = jobs.size();
   std::vector<std::vector<SortKey>> keys(n);
   for (std::size_t i = 0; i < n; ++i)
@@ -579,8 +579,8 @@ std::vector<std::string> learning_warnings(const std::vector<JobRecord>& jobs) {
 }
 
 std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vector<PhaseFigures>& phases,
-                              const std::string& suffix, const std::optional<JobSort>& sort,
-                              std::size_t top, std::size_t max_rows) {
+                              const std::string& suffix, const std::optional<JobSort>& sort, std::size_t top,
+                              std::size_t max_rows) {
   std::vector<Table> out;
   std::vector<std::string> vary = varying_keys(jobs);
   out.push_back(per_job_table(jobs, vary, sort, top, max_rows));
@@ -735,9 +735,8 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
   std::sort(values.begin(), values.end(), value_less);
   std::vector<Table> out;
   for (const auto& v : values) {
-    auto t =
-        tables_for(groups[v], {}, " [" + opts.group_by + "=" + (v.empty() ? "-" : v) + "]", sort, opts.top,
-                   opts.max_job_rows);
+    auto t = tables_for(groups[v], {}, " [" + opts.group_by + "=" + (v.empty() ? "-" : v) + "]", sort,
+                        opts.top, opts.max_job_rows);
     out.insert(out.end(), t.begin(), t.end());
   }
   if (!phases.empty()) out.push_back(phase_table(phases));

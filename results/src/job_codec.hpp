@@ -26,7 +26,8 @@ std::string encode_job(const JobData& job, Depth depth);
 // Throws std::runtime_error on bytes that are not a whole encoding (a damaged index).
 // `summary_keys` (FolderReadOptions::summary_keys): at Depth::Summary only those /summary figures,
 // no attributes and no parameters.
-JobData decode_job(std::string_view bytes, Depth depth, const std::vector<std::string>* summary_keys = nullptr);
+JobData decode_job(std::string_view bytes, Depth depth,
+                   const std::vector<std::string>* summary_keys = nullptr);
 
 // The byte layout's reader and writer (base/bytes.hpp), shared with the index's own layout.
 using base::ByteReader;

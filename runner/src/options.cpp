@@ -201,7 +201,8 @@ ParseResult parse_options(int argc, const char* const* argv) {
       "with --worker: leave after a job that leaves resident memory above this many times its "
       "size after the first job, plus 256 MiB");
   po::options_description hidden("hidden test hooks");
-  hidden.add_options()("stop-after-step", po::value<std::int64_t>(&o.stop_after_step)->default_value(d.stop_after_step), "")(
+  hidden.add_options()("stop-after-step",
+                       po::value<std::int64_t>(&o.stop_after_step)->default_value(d.stop_after_step), "")(
       "fail-at-step", po::value<std::int64_t>(&o.fail_at_step)->default_value(d.fail_at_step), "")(
       "hang-at-step", po::value<std::int64_t>(&o.hang_at_step)->default_value(d.hang_at_step), "")(
       "fail-rank", po::value<std::int64_t>(&o.fail_rank)->default_value(d.fail_rank), "");

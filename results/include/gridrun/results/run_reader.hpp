@@ -31,9 +31,9 @@ namespace gridrun::results {
 
 struct FolderReadOptions {
   Depth depth = Depth::Summary;
-  bool use_index = true;       // false: read every file, neither read nor write the index
+  bool use_index = true;                // false: read every file, neither read nor write the index
   double item_timeout_s = kReadGuardS;  // a file whose read hangs this long is damaged
-  bool prune_index = false;    // drop index entries of files not asked for (a whole-folder read)
+  bool prune_index = false;             // drop index entries of files not asked for (a whole-folder read)
   // Forked copies reading at the same time when many files need reading (64 or more), at most one
   // per CPU this process may use: the reads are CPU-bound, so 2 cores read 10,000 files in about
   // half the time. 1: one copy, as for a few files.

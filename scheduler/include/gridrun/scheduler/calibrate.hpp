@@ -51,7 +51,7 @@ struct CalibrateOptions {
   double budget_share = 0.20;
   double min_budget_s = kMinBudgetS;
   double group_train_s = kGroupTrainS;  // a co-run member trains about this long (so the members overlap)
-  bool share_process = true;   // chain configurations of one launch key (plan_alone_processes)
+  bool share_process = true;            // chain configurations of one launch key (plan_alone_processes)
   // A measurement during which other processes took more than kCalibrationLoadShare of the CPU is
   // taken again up to this many times; still disturbed, nothing is stored (CalibrateOutcome::refused)
   // unless `accept_load`, which keeps it without repeats and records the load in calibration.json.

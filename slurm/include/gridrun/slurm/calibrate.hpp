@@ -28,10 +28,11 @@ struct SlurmCalibrateOptions {
   std::int64_t steps = 20;        // timed steps per configuration after its warm-up
   std::string cluster_file;       // the cluster's nodes, for the side-by-side groups ("": none)
   std::string policy = "packed";  // placement the prediction will use
-  double group_budget_s = scheduler::kMinBudgetS;  // groups are co-run while the calibration cost less than this
+  double group_budget_s =
+      scheduler::kMinBudgetS;  // groups are co-run while the calibration cost less than this
   double group_train_s = scheduler::kGroupTrainS;  // a co-run member trains about this long
-  double timeout_s = 1800;        // per configuration, from its submission to its end
-  double poll_s = 1;              // squeue polling period while waiting
+  double timeout_s = 1800;                         // per configuration, from its submission to its end
+  double poll_s = 1;                               // squeue polling period while waiting
 };
 
 // Writes RUN_DIR/calibration.json (host "slurm"). Bad input throws std::invalid_argument before
