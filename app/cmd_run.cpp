@@ -34,7 +34,7 @@ struct RunCli {
   int max_parallel = 0, width = 0, repeats = 0;
   bool no_report = false;
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
-  std::string launch = run::to_string(scheduler::RunOptions{}.launch);  // --launch as given
+  std::string launch = run::to_string(scheduler::kDefaultLaunch);  // --launch as given
 };
 
 // --launch and --worker-idle: run, simulate (which predicts what they make) and calibrate.
@@ -214,7 +214,7 @@ struct CalibrateCli {
   int max_parallel = 0, repeats = 0;
   double budget_percent = 20;          // --budget, in % (co.budget_share is the fraction)
   std::vector<std::string> only, set;  // --only selectors, --set overrides (as given)
-  std::string launch = run::to_string(scheduler::RunOptions{}.launch);  // --launch as given
+  std::string launch = run::to_string(scheduler::kDefaultLaunch);  // --launch as given
 };
 
 // The flags of this calibrate command that `gridrun run` takes too, as given (--out, --only/--set,

@@ -16,6 +16,9 @@
 
 namespace gridrun::scheduler {
 
+// `--launch` of run, simulate and calibrate unless given (RunOptions::launch).
+inline constexpr run::Launch kDefaultLaunch = run::Launch::Warm;
+
 struct RunOptions {
   std::string grid;  // GRID.yaml
   // Part of a grid (docs/scheduler.md): `--set` values every job takes (jobs::LoadOptions::
@@ -57,7 +60,7 @@ struct RunOptions {
   // worker_idle_s leaves. A job that fails in a warm worker is retried cold once, not counted.
   // Warm by default (issue 58): 9.1x the makespan of 200 tiny CPU jobs here, 4.8x on Slurm, 8x on
   // an H200 (48 s cold, 6 s warm), with bitwise-equal losses (docs/scheduler.md, "Warm launches").
-  run::Launch launch = run::Launch::Warm;
+  run::Launch launch = kDefaultLaunch;
   double worker_idle_s = kWorkerIdleS;
 };
 
