@@ -178,6 +178,15 @@ s_studies() {
   return "$rc"
 }
 
+# Fashion-MNIST where the example script reads it (Debian's dataset-fashion-mnist), from a carried
+# .fmnist/ (the package's four files) on a machine without the package.
+fmnist_files() {
+  local data=/usr/share/datasets/fashion-mnist
+  if [[ ! -e $data/train-images-idx3-ubyte.gz && -d $root/.fmnist ]]; then
+    mkdir -p "$data" && cp "$root"/.fmnist/*.gz "$data"/
+  fi
+}
+
 # Issue 56 on a GPU: examples/own-script/compare-gpu.yaml (a torchrun-style DDP script, NCCL) as
 # command jobs on the one GPU there is (ranks=1, two seeds): calibrated, predicted, run, reported;
 # the recorded losses against the script's printed ones and against the same script under the
@@ -185,10 +194,8 @@ s_studies() {
 # kill -9 of gridrun mid-job leaving no program on the GPU. Fashion-MNIST from a carried .fmnist/
 # (the Debian package's four files) where the machine has no /usr/share/datasets/fashion-mnist.
 s_ownscript() {
-  local d=$runs/ownscript grid=examples/own-script/compare-gpu.yaml rc=0 data=/usr/share/datasets/fashion-mnist
-  if [[ ! -e $data/train-images-idx3-ubyte.gz && -d $root/.fmnist ]]; then
-    mkdir -p "$data" && cp "$root"/.fmnist/*.gz "$data"/
-  fi
+  local d=$runs/ownscript grid=examples/own-script/compare-gpu.yaml rc=0
+  fmnist_files
   rm -rf "$d"
   "$bin/gridrun" calibrate "$grid" --only ranks=1 --out "$d" --accept-load || rc=$?
   "$bin/gridrun" simulate "$grid" --only ranks=1 --out "$d" || rc=$?
@@ -258,10 +265,8 @@ PY
 # Issue 56's jobs_per_gpu on a GPU: two command jobs side by side on the one GPU; NVML's samples
 # per process, so each job's GPU memory is its own program's, not the pair's.
 s_ownshare() {
-  local d=$runs/ownshare grid=examples/own-script/compare-gpu.yaml rc=0 data=/usr/share/datasets/fashion-mnist
-  if [[ ! -e $data/train-images-idx3-ubyte.gz && -d $root/.fmnist ]]; then
-    mkdir -p "$data" && cp "$root"/.fmnist/*.gz "$data"/
-  fi
+  local d=$runs/ownshare grid=examples/own-script/compare-gpu.yaml rc=0
+  fmnist_files
   rm -rf "$d"
   "$bin/gridrun" run "$grid" --set ranks=1 --set jobs_per_gpu=2 --out "$d" --width 120 || rc=$?
   "$bin/gridrun" report "$d/own-script-gpu" --width 120 | sed -n '/^Phases/,/^$/p;/^Jobs/,/^$/p' || rc=$?
