@@ -26,7 +26,8 @@
 #   --skip-build  use build-cuda/ as it is
 #   --scale F     multiply every time box by F (e.g. 0.5 for a lease already half spent)
 # Exit code: the number of steps that failed or were cut. Run it with `.devdeps/` carried
-# (`scripts/device-build.sh --download` on a Debian machine first).
+# (`scripts/device-build.sh --download` on a Debian machine first), and `.fmnist/` for ownscript and
+# ownshare (a copy of /usr/share/datasets/fashion-mnist, which the device machine lacks).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD
