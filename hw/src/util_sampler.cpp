@@ -213,13 +213,17 @@ GpuReading UtilReader::read_conditions(const std::vector<unsigned>& listed, bool
 }
 
 // Whether a GPU process is the job's: one of `pids_` or a descendant of one (a launcher script's
-// python, a DataLoader worker). Walks up at most 8 parents.
-bool UtilReader::is_own(pid_t pid) const {
-  for (int depth = 0; depth < 8 && pid > 1; ++depth) {
-    if (std::find(pids_.begin(), pids_.end(), pid) != pids_.end()) return true;
-    pid = static_cast<pid_t>(base::parent_of(static_cast<int>(pid)));
+// python, a DataLoader worker). Walks up at most 8 parents, once per PID (the answer is kept, as
+// same_run's: the sampler asks 10 times a second about the same few processes).
+bool UtilReader::is_own(pid_t pid) {
+  if (auto it = own_pid_seen_.find(pid); it != own_pid_seen_.end()) return it->second;
+  bool own = false;
+  pid_t p = pid;
+  for (int depth = 0; depth < 8 && p > 1 && !own; ++depth) {
+    own = std::find(pids_.begin(), pids_.end(), p) != pids_.end();
+    p = static_cast<pid_t>(base::parent_of(static_cast<int>(p)));
   }
-  return false;
+  return own_pid_seen_[pid] = own;
 }
 
 UtilReader::~UtilReader() = default;

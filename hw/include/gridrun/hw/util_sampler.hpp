@@ -77,7 +77,7 @@ class UtilReader {
  private:
   GpuReading read_conditions(const std::vector<unsigned>& listed, bool listed_all);
   bool same_run(pid_t pid);
-  bool is_own(pid_t pid) const;
+  bool is_own(pid_t pid);
   std::vector<pid_t> pids_;
   std::vector<double> prev_proc_s_;  // utime+stime seconds per pid at the previous sample
   double prev_node_busy_ = 0, prev_node_total_ = 0;
@@ -88,6 +88,7 @@ class UtilReader {
   std::string gpu_absent_reason_;
   std::vector<std::string> same_run_env_;
   std::map<pid_t, bool> same_run_seen_;  // pid -> carries a same-run entry (read once per pid)
+  std::map<pid_t, bool> own_pid_seen_;   // pid -> one of pids_ or a descendant (walked once per pid)
   std::vector<unsigned> max_sm_mhz_;     // per device, 0 until read
   std::vector<bool> own_seen_;           // per device: one of the job's processes was listed on it
   GpuConditions conditions_;
