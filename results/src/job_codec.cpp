@@ -29,6 +29,16 @@ AttrValue get_attr(ByteReader& r) {
   }
 }
 
+// Past one attribute's value as get_attr reads it, without making its string.
+void skip_attr(ByteReader& r) {
+  switch (r.u64()) {
+    case 0:
+    case 1: r.f64(); return;
+    case 2: r.view(); return;
+    default: throw std::runtime_error("bad attribute kind");
+  }
+}
+
 void put_doubles(ByteWriter& w, const std::vector<double>& v) {
   w.u64(v.size());
   w.raw(v.data(), v.size() * sizeof(double));
@@ -135,14 +145,8 @@ void get_summary(ByteReader& r, JobData& j, const std::vector<std::string>* keys
   for (auto* s : {&j.run, &j.start_time, &j.end_time, &j.gpu_absent_reason}) *s = r.str();
   for (std::size_t n = r.count(16); n > 0; --n) {
     if (keys) {
-      r.view();
-      const std::uint64_t kind = r.u64();  // then its value, as get_attr reads it
-      if (kind == 2)
-        r.view();
-      else if (kind <= 1)
-        r.f64();
-      else
-        throw std::runtime_error("bad attribute kind");
+      r.view();  // its name
+      skip_attr(r);
       continue;
     }
     std::string k = r.str();

@@ -104,6 +104,14 @@ std::string append_line(const std::string& path, const std::string& line) {
 }  // namespace
 
 namespace {
+// The index read measured_wall needs: each job's status and its wall_s, no other figure.
+results::FolderReadOptions wall_read_options() {
+  results::FolderReadOptions fo;
+  fo.depth = results::Depth::Summary;
+  fo.summary_keys = {"wall_s"};
+  return fo;
+}
+
 // wall_s of a finished job's record, when it has a usable one.
 std::optional<double> measured_wall(const results::JobData& d) {
   if (!run::is_finished(run::outcome_from_results(d.status))) return std::nullopt;
@@ -118,11 +126,8 @@ std::map<std::string, double> measured_durations(results::ResultsFolder& folder,
   std::vector<std::string> names;
   names.reserve(jobs.size());
   for (const auto& j : jobs) names.push_back(run::RunDir::result_file_name(j.id));
-  results::FolderReadOptions fo;
-  fo.depth = results::Depth::Summary;
-  fo.summary_keys = {"wall_s"};  // all measured_wall reads
   std::map<std::string, double> out;
-  for (const auto& r : folder.read(names, fo))
+  for (const auto& r : folder.read(names, wall_read_options()))
     if (r.ok)
       if (auto w = measured_wall(r.data))
         out[r.data.id.empty() ? r.name.substr(0, r.name.size() - 3) : r.data.id] = *w;
@@ -283,11 +288,8 @@ void RunLoop::reconcile() {
   for (const auto& job : ex_.jobs)
     for (const std::string& f : {rd_.result_file(job.id), rd_.partial_file(job.id)})
       if (fs::exists(f, ec)) names.push_back(fs::path(f).filename().string());
-  results::FolderReadOptions fo;
-  fo.depth = results::Depth::Summary;
-  fo.summary_keys = {"wall_s"};  // what reconcile_job reads besides the status (measured_wall)
   results::FolderReadStats stats;
-  for (auto& r : folder_->read(names, fo, &stats)) disk_[r.name] = std::move(r);
+  for (auto& r : folder_->read(names, wall_read_options(), &stats)) disk_[r.name] = std::move(r);
   // Anything read afresh (a changed file, a live .partial, no index) may be news to results.h5.
   fresh_reads_ = stats.read > 0 || stats.index_rebuilt;
   for (std::size_t i = 0; i < ex_.jobs.size(); ++i) reconcile_job(i);

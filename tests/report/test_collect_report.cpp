@@ -57,6 +57,14 @@ class SyntheticRun : public ::testing::Test {
 TempDir* SyntheticRun::dir_ = nullptr;
 std::string SyntheticRun::run_;
 
+// The jobs table's first column (the ids), row by row.
+using Ids = std::vector<std::string>;
+Ids ids(const gridrun::base::Table& t) {
+  Ids v;
+  for (const auto& r : t.rows) v.push_back(r.at(0).text);
+  return v;
+}
+
 }  // namespace
 
 TEST_F(SyntheticRun, CollectIndexesAndSkipsCorruptByName) {
@@ -251,12 +259,6 @@ TEST(JobRows, AtMostNRowsAndEveryFailedOne) {
     o.max_job_rows = rows;
     return build_tables(jobs, {}, o).at(0);
   };
-  auto ids = [](const gridrun::base::Table& t) {
-    std::vector<std::string> v;
-    for (const auto& r : t.rows) v.push_back(r.at(0).text);
-    return v;
-  };
-  using Ids = std::vector<std::string>;
   const gridrun::base::Table three = table(3);
   EXPECT_EQ(ids(three), (Ids{"job0", "job1", "job2", "job6", "job8"}));
   std::string notes;
@@ -295,12 +297,6 @@ TEST(JobSort, OrdersTheJobsTableByAFigure) {
     o.top = top;
     return build_tables(jobs, {}, o).at(0);
   };
-  auto ids = [](const gridrun::base::Table& t) {
-    std::vector<std::string> v;
-    for (const auto& r : t.rows) v.push_back(r.at(0).text);
-    return v;
-  };
-  using Ids = std::vector<std::string>;
   EXPECT_EQ(ids(jobs_table("test_acc", 0)), (Ids{"c", "d", "a", "b"}));
   const gridrun::base::Table top3 = jobs_table("test_acc", 3);
   EXPECT_EQ(ids(top3), (Ids{"c", "d", "a"}));
