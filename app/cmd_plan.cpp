@@ -193,13 +193,21 @@ class Plan {
     }
   }
 
+  // A command grid's own parameters (Expansion::own_params): columns after param_table()'s. Set
+  // before the first add(const Job&); streamed jobs bring their values (add below) before it.
+  void set_own(const std::vector<std::string>& names) { own_ = names; }
+  const std::vector<std::string>& own() const { return own_; }
+
   void add(std::size_t index, const std::string& id, const std::vector<gj::Value>& v) {
+    if (ids_.empty() && v.size() > cols_.size()) cols_.resize(v.size());  // own values after the table's
     index_.push_back(index);
     ids_.push_back(id);
     for (std::size_t c = 0; c < cols_.size(); ++c) codes_.push_back(cols_[c].code(v[c]));
   }
-  void add(const gj::Job& j) {  // from a stored expansion: its values in table order
-    add(j.index, j.id, gj::param_values(j.params));
+  void add(const gj::Job& j) {  // from a stored expansion: its values in table order, then its own
+    std::vector<gj::Value> v = gj::param_values(j.params);
+    for (const auto& name : own_) v.push_back(gj::get_param(j.params, name));
+    add(j.index, j.id, v);
   }
 
   std::size_t size() const { return ids_.size(); }
@@ -207,6 +215,8 @@ class Plan {
   std::size_t column_of(const std::string& name) const {
     for (std::size_t c = 0; c < table_.size(); ++c)
       if (table_[c].name == name) return c;
+    for (std::size_t k = 0; k < own_.size(); ++k)
+      if (own_[k] == name) return table_.size() + k;
     throw std::logic_error("no parameter " + name);
   }
   std::size_t index(std::size_t j) const { return index_[j]; }
@@ -216,7 +226,7 @@ class Plan {
   const std::string& text(std::size_t j, std::size_t c) { return cols_[c].text(code(j, c)); }
   const std::string& csv(std::size_t j, std::size_t c) { return cols_[c].csv(code(j, c)); }
   const std::string& member(std::size_t j, std::size_t c) {
-    return cols_[c].member(table_[c].name, code(j, c));
+    return cols_[c].member(c < table_.size() ? table_[c].name : own_[c - table_.size()], code(j, c));
   }
 
   // What job j occupies (its GPUs, cores and ranks in all), by the one rule in jobs::footprint,
@@ -274,6 +284,7 @@ class Plan {
   };
 
   const std::vector<gj::ParamSpec>& table_;
+  std::vector<std::string> own_;
   std::vector<Column> cols_;
   std::size_t device_ = 0, ranks_ = 0, threads_ = 0, time_limit_ = 0;
   std::vector<std::size_t> index_;
@@ -317,9 +328,13 @@ void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std:
   gr::render_tables({t}, style, os);  // names any left-out columns under the rows
   if (o.all_params && plan.size() > 0) {
     std::vector<std::string> words;
-    for (const auto& p : gj::param_table()) {
-      if (std::find(ex.varying.begin(), ex.varying.end(), p.name) != ex.varying.end()) continue;
-      words.push_back(p.name + "=" + plan.text(0, plan.column_of(p.name)));
+    std::vector<std::string> names;
+    for (const auto& p : gj::param_table()) names.push_back(p.name);
+    names.insert(names.end(), ex.own_params.begin(), ex.own_params.end());
+    for (const auto& name : names) {
+      if (std::find(ex.varying.begin(), ex.varying.end(), name) != ex.varying.end()) continue;
+      if (name == "user_params" && !ex.own_params.empty()) continue;  // its members are listed by name
+      words.push_back(name + "=" + plan.text(0, plan.column_of(name)));
     }
     wrap(os, o.cols, "same in all jobs:", words);
   }
@@ -365,6 +380,7 @@ void print_csv(Plan& plan, Out& out) {
   std::string& b = out.buf();
   b += "index,id";
   for (const auto& p : table) b += ',' + p.name;
+  for (const auto& name : plan.own()) b += ',' + name;
   b += ",gpus,cores\n";
   for (std::size_t j = 0; j < plan.size(); ++j) {
     b += std::to_string(plan.index(j));
@@ -477,6 +493,7 @@ int cmd_plan(const Args& args) {
   auto* expansion = new gj::Expansion(gj::load_grid(o.grid, lo));  // GridError -> exit 2 in main
   kept = expansion;
   const gj::Expansion& ex = *expansion;
+  plan.set_own(ex.own_params);
   for (const auto& w : ex.warnings) std::cerr << "gridrun plan: warning: " << w << "\n";
   // A --set or --only that takes the grid's comparison away: counted and listed with the warnings.
   auto lost_compare = [&](const std::string& w) {

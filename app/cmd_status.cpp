@@ -64,6 +64,11 @@ bool run_over(bool held, const scheduler::RunStatus& st) {
 // (status: the outcome status shows, "completed", "running", ...).
 void keep_only(scheduler::RunStatus& st, const std::vector<jobs::Selector>& only) {
   if (only.empty()) return;
+  // A key that is no parameter of gridrun's must be one of the run's own (params:), as for run --only.
+  if (!st.job_params.empty())
+    for (const auto& s : only)
+      if (const std::string bad = jobs::undeclared(s, st.job_params.front(), "--only"); !bad.empty())
+        throw std::invalid_argument(bad);
   std::vector<scheduler::JobStatusRow> rows;
   std::vector<jobs::JobParams> params;
   for (std::size_t i = 0; i < st.jobs.size(); ++i) {
@@ -72,7 +77,7 @@ void keep_only(scheduler::RunStatus& st, const std::vector<jobs::Selector>& only
     auto matches = [&](const jobs::Selector& s) {
       if (s.key == "id") return s.matches(row.id);
       if (s.key == "status") return s.matches(run::to_string(row.state));
-      return known && s.matches(jobs::get_param(st.job_params[i], s.key));
+      return known && s.matches(st.job_params[i]);
     };
     if (!std::all_of(only.begin(), only.end(), matches)) continue;
     rows.push_back(row);

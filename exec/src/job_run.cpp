@@ -455,7 +455,7 @@ base::SpawnOptions program(const ExecOptions& o, const jobs::Job& job, const Ran
                 "MASTER_PORT=" + std::to_string(master.port),
                 "GRIDRUN_JOB_ID=" + job.id,
                 "GRIDRUN_RUN=" + job.run,
-                "GRIDRUN_PARAMS=" + jobs::canonical_json(job.params),
+                "GRIDRUN_PARAMS=" + jobs::program_params_json(job.params),
                 "GRIDRUN_CHECKPOINT_DIR=" + ckpt,
                 "GRIDRUN_RESUME=" + std::string(o.resume ? "1" : "0"),
                 "GRIDRUN_MAX_STEPS=" + std::to_string(job.params.max_steps)};

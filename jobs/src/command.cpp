@@ -202,7 +202,8 @@ std::string command_problem(const std::vector<std::string>& argv, const std::str
 }
 
 std::vector<std::string> resolve_command(const JobParams& p, const std::string& id, const std::string& run) {
-  const Params values = from_struct(p);
+  Params values = from_struct(p);
+  for (auto& [name, v] : user_params_of(p)) values.emplace(name, std::move(v));  // the grid's params:
   std::vector<std::string> out;
   for (const auto& a : command_from_json(p.command)) {
     std::string problem;
@@ -218,6 +219,13 @@ std::vector<std::string> resolve_command(const JobParams& p, const std::string& 
     out.push_back(std::move(r));
   }
   return out;
+}
+
+std::string program_params_json(const JobParams& p) {
+  Params values = from_struct(p);
+  values.erase("user_params");
+  for (auto& [name, v] : user_params_of(p)) values.emplace(name, std::move(v));
+  return canonical_json(values);
 }
 
 }  // namespace gridrun::jobs

@@ -75,9 +75,31 @@ void add_overrides(GridSpec& spec, const std::vector<std::pair<std::string, Valu
   std::vector<std::pair<int, std::vector<Setting>>> by_key;  // in order of first appearance
   for (const auto& [key, value] : overrides) {
     Setting st;
-    st.param = param_index(key);
-    if (st.param < 0) throw std::invalid_argument("--set " + key + ": unknown parameter");
+    st.param = spec.index_of(key);
+    if (st.param < 0) {
+      // jobs::parse_overrides left the key for the grid to answer (it may have been one of its own).
+      std::string given;
+      for (const auto& [k, v] : overrides)
+        if (k == key) given += (given.empty() ? "" : ",") + to_string(v);
+      std::string msg = "--set " + key + "=" + given + ": unknown key '" + key + "'";
+      const std::string usual = usual_name_hint(key), hint = suggest_param(key);
+      throw std::invalid_argument(msg + (!usual.empty() ? ": " + usual
+                                         : !hint.empty()
+                                             ? "; did you mean '" + hint + "'?"
+                                             : " (expected a parameter: gridrun plan --list-params, or "
+                                               "one of the grid's params:)"));
+    }
     st.value = value;
+    if (static_cast<std::size_t>(st.param) >= param_table().size()) {
+      // The grid's own: jobs::parse_overrides left its text, typed and checked here.
+      const ParamSpec& own = spec.table[static_cast<std::size_t>(st.param)];
+      const std::string* text = std::get_if<std::string>(&value);
+      std::string err;
+      if (text && !text_to_value(own, *text, st.value, err))
+        throw std::invalid_argument("--set " + key + "=" + *text + ": " + err);
+      if (const std::string bad = check_value(own, st.value); !bad.empty())
+        throw std::invalid_argument("--set " + key + "=" + to_string(st.value) + ": " + bad);
+    }
     spec.locs.push_back(Loc{0, 0, "--set " + key});
     st.loc = static_cast<int>(spec.locs.size()) - 1;
     append_member(st.json, key, value);

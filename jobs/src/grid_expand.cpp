@@ -74,6 +74,7 @@ class Expander {
   void check_job(const Draft& d, const JobParams& jp, std::optional<Problem> batch, int origin) const;
   void check_model(const Draft& d, const JobParams& jp, int origin);
   void note_varying(const Draft& d);
+  void fold_own(Draft& d);
   std::uint64_t hash_id_text(const Draft& d);
   bool drop_duplicate(std::uint64_t hash, int origin);
   void record(const Draft& d, JobParams&& jp, std::uint64_t hash);
@@ -87,7 +88,8 @@ class Expander {
   const GridSpec& s_;
   const LoadOptions& opts_;
   const std::vector<ParamSpec>& table_;
-  int bpr_, gb_, seed_, model_file_, model_sha_, data_file_, data_sha_, lr_, model_, task_;
+  int bpr_, gb_, seed_, model_file_, model_sha_, data_file_, data_sha_, lr_, model_, task_, user_;
+  std::size_t builtin_;  // param_table()'s rows; table_'s further rows are the grid's own (params:)
   std::map<double, std::string> lr_json_;  // rendered `"lr":x` per model default (stable pointers)
   // Files a job names (issue 33): the grid's folder that relative paths start from, and per path
   // what was found (absolute path, content hash or problem, each rendered once).
@@ -103,9 +105,9 @@ class Expander {
       derived_sha_;         // FileFacts::sha_json members in drafts  // path|model -> problem ("" = fine)
   std::vector<int> order_;  // parameter indices sorted by name (the canonical key order)
   Draft base_;              // table defaults overlaid with defaults:
-  std::vector<std::string> default_json_;         // rendered table defaults
-  std::string derived_bpr_, derived_gb_, canon_;  // per-job scratch buffers
-  std::vector<Value> first_;                      // the first job's values, to find the varying parameters
+  std::vector<std::string> default_json_;                    // rendered table defaults
+  std::string derived_bpr_, derived_gb_, canon_, own_json_;  // per-job scratch buffers
+  std::vector<Value> first_;  // the first job's values, to find the varying parameters
   std::vector<const std::string*> first_json_;
   std::vector<bool> vary_;
   std::vector<std::size_t> hits_;
@@ -116,7 +118,9 @@ class Expander {
   Expansion ex_;
 };
 
-Expander::Expander(const GridSpec& s, const LoadOptions& o) : s_(s), opts_(o), table_(param_table()) {
+Expander::Expander(const GridSpec& s, const LoadOptions& o) : s_(s), opts_(o), table_(s.table) {
+  builtin_ = param_table().size();
+  user_ = param_index("user_params");
   bpr_ = param_index("batch_per_rank");
   gb_ = param_index("global_batch");
   seed_ = param_index("seed");
@@ -128,7 +132,7 @@ Expander::Expander(const GridSpec& s, const LoadOptions& o) : s_(s), opts_(o), t
   model_ = param_index("model");
   task_ = param_index("task");
   grid_dir_ = grid_dir_of(s_, o);
-  order_.resize(table_.size());
+  order_.resize(builtin_);  // the grid's own parameters are one member, user_params
   std::iota(order_.begin(), order_.end(), 0);
   std::sort(order_.begin(), order_.end(), [&](int a, int b) { return table_[a].name < table_[b].name; });
   base_.v.reserve(table_.size());
@@ -169,7 +173,8 @@ Expansion Expander::run() {
   if (vary_[static_cast<std::size_t>(model_file_)]) vary_[static_cast<std::size_t>(model_sha_)] = false;
   if (vary_[static_cast<std::size_t>(data_file_)]) vary_[static_cast<std::size_t>(data_sha_)] = false;
   for (std::size_t i = 0; i < table_.size(); ++i)
-    if (vary_[i]) ex_.varying.push_back(table_[i].name);
+    if (vary_[i] && static_cast<int>(i) != user_) ex_.varying.push_back(table_[i].name);
+  for (std::size_t i = builtin_; i < table_.size(); ++i) ex_.own_params.push_back(table_[i].name);
   return std::move(ex_);
 }
 
@@ -268,6 +273,7 @@ bool Expander::excluded(const Draft& d) {
 void Expander::finish(Draft& d, int origin, bool apply_excludes) {
   apply(d, s_.overrides);  // the innermost layer: over every grid value (LoadOptions::overrides)
   derive_lr(d);
+  fold_own(d);
   JobParams jp = struct_of_values(d.v);
   std::optional<Problem> batch = derive_batch(d, jp);
   if (!batch) batch = derive_files(d, jp);
@@ -281,6 +287,21 @@ void Expander::finish(Draft& d, int origin, bool apply_excludes) {
   const std::uint64_t hash = hash_id_text(d);
   if (drop_duplicate(hash, origin)) return;
   record(d, std::move(jp), hash);
+}
+
+// The grid's own parameters (params:) as one JSON object in user_params, the member the id and
+// the job file hold (their names are no members of their own: a job file is read against
+// param_table()). Rendered per job into a scratch buffer, like the derived batch fields.
+void Expander::fold_own(Draft& d) {
+  if (table_.size() == builtin_) return;
+  std::vector<std::pair<std::string, Value>> own;
+  own.reserve(table_.size() - builtin_);
+  for (std::size_t i = builtin_; i < table_.size(); ++i) own.emplace_back(table_[i].name, d.v[i]);
+  const auto u = static_cast<std::size_t>(user_);
+  d.v[u] = user_params_json(std::move(own));
+  own_json_.clear();
+  append_member(own_json_, table_[u].name, d.v[u]);
+  d.json[u] = &own_json_;
 }
 
 // A job that sets no lr gets its model's default (jobs::default_lr), so the job file and the id
@@ -488,7 +509,7 @@ void Expander::record(const Draft& d, JobParams&& jp, std::uint64_t hash) {
   }
   Job job;
   std::size_t size = order_.size() + 1;  // braces and commas
-  for (const std::string* m : d.json) size += m->size();
+  for (int k : order_) size += d.json[static_cast<std::size_t>(k)]->size();
   job.canonical.reserve(size);  // exactly: 100,000 jobs' texts are 100 MB, no slack
   job.canonical.push_back('{');
   for (std::size_t k = 0; k < order_.size(); ++k) {
@@ -518,7 +539,7 @@ void Expander::add_repeats() {
   ex_.compare_repeats = n;
   ex_.compare_order = s_.compare_order;
   if (n <= 1) return;
-  const int by = param_index(s_.compare_by);
+  const int by = s_.index_of(s_.compare_by);
   const int rep = param_index("repeat");
   vary_[static_cast<std::size_t>(rep)] = true;
   const std::size_t first = ex_.jobs.size() + ex_.streamed;  // jobs of the first repeat
@@ -569,7 +590,7 @@ void Expander::add_repeats() {
           std::vector<Value> v = streamed_values_[k];
           v[static_cast<std::size_t>(rep)] = static_cast<std::int64_t>(r);
           Params by_name;
-          for (std::size_t i = 0; i < table_.size(); ++i) by_name.emplace(table_[i].name, v[i]);
+          for (std::size_t i = 0; i < builtin_; ++i) by_name.emplace(table_[i].name, v[i]);
           ++ex_.streamed;
           opts_.on_job(index, job_id(by_name), v);
         } else {
@@ -582,7 +603,7 @@ void Expander::add_repeats() {
 }
 
 int Expander::at(const Draft& d, const std::string& name) const {
-  const int p = param_index(name);
+  const int p = s_.index_of(name);
   return p < 0 ? -1 : d.loc[static_cast<std::size_t>(p)];
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "grid_spec.hpp"
@@ -23,8 +24,9 @@ namespace gridrun::jobs::detail {
 namespace {
 
 const std::vector<std::string>& top_keys() {
-  static const std::vector<std::string> k = {"name",    "defaults", "grid",    "zip",     "sample", "exclude",
-                                             "include", "seeds",    "compare", "command", "env",    "files"};
+  static const std::vector<std::string> k = {"name",    "defaults", "grid",  "zip",     "sample",
+                                             "exclude", "include",  "seeds", "compare", "command",
+                                             "env",     "files",    "params"};
   return k;
 }
 
@@ -88,6 +90,11 @@ class Parser {
   void command(const YAML::Node& n, const YAML::Node& key);
   void env(const YAML::Node& n, const YAML::Node& key);
   void files(const YAML::Node& n, const YAML::Node& key);
+  // params: the program's own parameters, each `name: default` or `name: {default, min, max,
+  // choices, help}`; read before every other section, which may use them.
+  void own_params(const YAML::Node& n, const YAML::Node& key);
+  ParamSpec own_param(const std::string& name, const YAML::Node& k, const YAML::Node& v);
+  std::vector<std::string> own_names() const;
   // After every section: a command grid sets model, command and command_env on every job, and
   // refuses a model written anywhere.
   void command_defaults();
@@ -163,24 +170,30 @@ void Parser::each_key(const YAML::Node& map, const std::string& path, Fn fn) {
 }
 
 int Parser::param(const std::string& key, const YAML::Node& keynode, const std::string& path) {
-  int i = param_index(key);
+  if (key == "user_params")
+    fail(keynode, path, "the program's own parameters are declared under params: and set by name");
+  int i = s_.index_of(key);
   if (i >= 0) return i;
   if (const std::string usual = usual_name_hint(key); !usual.empty())
     fail(keynode, path, "unknown parameter '" + key + "': " + usual);
-  std::string hint = suggest_param(key);
+  std::string hint = closest(key, own_names());
+  if (hint.empty()) hint = suggest_param(key);
   fail(keynode, path,
-       "unknown parameter '" + key + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+       "unknown parameter '" + key + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+           (s_.command.argv.empty() && s_.params_loc < 0
+                ? ""
+                : " (your program's own are declared under params:)"));
 }
 
 Setting Parser::value(int p, const YAML::Node& n, const std::string& path, bool check,
                       const YAML::Node* key) {
   if (key && n.IsNull()) {
-    const ParamSpec& s = param_table()[static_cast<std::size_t>(p)];
+    const ParamSpec& s = s_.table[static_cast<std::size_t>(p)];
     fail(*key, path,
          std::string(s.type == Type::Int ? "expected an " : "expected a ") + type_name(s.type) +
              ", got nothing");
   }
-  const ParamSpec& spec = param_table()[static_cast<std::size_t>(p)];
+  const ParamSpec& spec = s_.table[static_cast<std::size_t>(p)];
   const std::string expected =
       std::string(spec.type == Type::Int ? "expected an " : "expected a ") + type_name(spec.type);
   if (!n.IsScalar()) fail(n, path, expected + ", got " + kind(n));
@@ -306,7 +319,7 @@ long long Parser::integer(const YAML::Node& v, const std::string& path, long lon
 // scale starts above 0, and a choice lists two or more different values.
 Distribution Parser::distribution(int p, const YAML::Node& v, const std::string& path,
                                   const YAML::Node& key) {
-  const ParamSpec& spec = param_table()[static_cast<std::size_t>(p)];
+  const ParamSpec& spec = s_.table[static_cast<std::size_t>(p)];
   const std::string example = spec.type == Type::Float ? "{loguniform: [0.0001, 0.1]}"
                               : spec.type == Type::Int ? "{randint: [1, 8]}"
                                                        : "{choice: [A, B]}";
@@ -417,7 +430,7 @@ void Parser::sample(const YAML::Node& n, const YAML::Node& keynode) {
   Axis a;
   a.points.resize(static_cast<std::size_t>(count));
   for (const Sampled& sp : sampled) {
-    const std::string& name = param_table()[static_cast<std::size_t>(sp.param)].name;
+    const std::string& name = s_.table[static_cast<std::size_t>(sp.param)].name;
     const Loc at = s_.locs[static_cast<std::size_t>(sp.loc)];
     const std::vector<Value> values =
         draw_values(sp.dist, static_cast<std::uint64_t>(seed), name, static_cast<std::size_t>(count));
@@ -459,7 +472,7 @@ void Parser::exclude(const YAML::Node& n) {
         any.push_back(value(p, v, kp, false, &k).value);
       }
       for (const auto& val : any) {
-        const ParamSpec& spec = param_table()[static_cast<std::size_t>(p)];
+        const ParamSpec& spec = s_.table[static_cast<std::size_t>(p)];
         if (!spec.choices.empty()) {
           std::string bad = check_value(spec, val);
           if (!bad.empty()) fail(v, kp, bad);
@@ -539,8 +552,17 @@ void Parser::sections(const YAML::Node& root) {
     fail(root, "",
          std::string("expected a map with name, defaults, grid, ... at the top, got ") + kind(root));
   s_.root_loc = loc(root, "");
+  for (const auto& kv : root)  // params: first, wherever it is written: the other sections use it
+    if (kv.first.IsScalar() && kv.first.Scalar() == "params") {
+      try {
+        own_params(kv.second, kv.first);
+      } catch (const GridError& e) {
+        record(e);
+      }
+    }
   bool has_grid = false, has_zip = false, has_sample = false, has_include = false;
   each_key(root, "", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+    if (key == "params") return;  // read above
     if (key == "name") {
       name(v);
     } else if (key == "defaults") {
@@ -583,7 +605,7 @@ void Parser::sections(const YAML::Node& root) {
         else
           msg +=
               "; expected one of name, defaults, grid, zip, sample, exclude, include, seeds, compare, "
-              "command, env, files";
+              "command, env, files, params";
       }
       fail(k, key, msg);
     }
@@ -612,8 +634,9 @@ void Parser::command(const YAML::Node& n, const YAML::Node& key) {
     const int l = loc(a, path);
     std::string problem;
     for (const auto& name : placeholders(a.Scalar(), &problem)) {
-      if (known_placeholder(name)) continue;
-      std::string hint = suggest_param(name);
+      if (known_placeholder(name) || s_.index_of(name) >= 0) continue;
+      std::string hint = closest(name, own_names());
+      if (hint.empty()) hint = suggest_param(name);
       s_.fail(l, "'{" + name + "}' is no parameter" + (hint.empty() ? "" : "; did you mean {" + hint + "}?") +
                      " (placeholders: the job's parameters, {id}, {run}; {{ and }} for braces)");
     }
@@ -621,6 +644,138 @@ void Parser::command(const YAML::Node& n, const YAML::Node& key) {
     s_.command.argv.push_back(a.Scalar());
     s_.command.arg_locs.push_back(l);
   }
+}
+
+std::vector<std::string> Parser::own_names() const {
+  std::vector<std::string> out;
+  for (std::size_t k = param_table().size(); k < s_.table.size(); ++k) out.push_back(s_.table[k].name);
+  return out;
+}
+
+void Parser::own_params(const YAML::Node& n, const YAML::Node& key) {
+  s_.params_loc = loc(key, "params");
+  need(n, YAML::NodeType::Map, "params",
+       "a map of name: default, such as {dropout: 0.1, warmup_ratio: {default: 0.0, min: 0, max: 1}}");
+  each_key(n, "params", [&](const std::string& name, const YAML::Node& k, const YAML::Node& v) {
+    s_.table.push_back(own_param(name, k, v));
+  });
+}
+
+// One declared parameter. Its type is the default's as YAML writes it (0.1 a number, 3 an integer,
+// true a bool, cosine or "3" a string) unless type: says otherwise; then every value given for it
+// anywhere in the grid is checked against type, range and choices as gridrun's own are.
+ParamSpec Parser::own_param(const std::string& name, const YAML::Node& k, const YAML::Node& v) {
+  const std::string path = "params." + name;
+  bool ok = !name.empty() && std::isdigit(static_cast<unsigned char>(name[0])) == 0;
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_');
+  if (!ok)
+    fail(k, path,
+         "'" + name + "' is no parameter name (letters, digits and _, so that {" + name + "} works)");
+  if (param_index(name) >= 0)
+    fail(k, path,
+         "'" + name + "' is one of gridrun's parameters: set it under defaults: or grid:, do not declare it");
+  if (known_placeholder(name))
+    fail(k, path, "{" + name + "} is filled in by gridrun itself; choose another name");
+  ParamSpec spec;
+  spec.name = name;
+  spec.help = "the program's own parameter (params:)";
+  // Copies, never assigned to: yaml-cpp's Node::operator= writes through to the node referred to.
+  std::optional<YAML::Node> def, type, lo, hi, choices;
+  if (!v.IsMap()) {
+    def.emplace(v);
+  } else {
+    static const std::vector<std::string> fields = {"default", "type", "min", "max", "choices", "help"};
+    for (const auto& f : v) {
+      const std::string field = f.first.IsScalar() ? f.first.Scalar() : "";
+      const std::string at = path + "." + field;
+      if (field == "default") {
+        def.emplace(f.second);
+      } else if (field == "type") {
+        type.emplace(f.second);
+      } else if (field == "min") {
+        lo.emplace(f.second);
+      } else if (field == "max") {
+        hi.emplace(f.second);
+      } else if (field == "choices") {
+        choices.emplace(f.second);
+      } else if (field == "help") {
+        if (!f.second.IsScalar())
+          fail(f.second, at, std::string("expected a line of text, got ") + kind(f.second));
+        spec.help = f.second.Scalar();
+      } else {
+        const std::string hint = closest(field, fields);
+        fail(f.first, at,
+             "unknown key '" + field + "'" +
+                 (hint.empty() ? "; expected default, type, min, max, choices or help"
+                               : "; did you mean '" + hint + "'?"));
+      }
+    }
+    if (!def || def->IsNull()) fail(k, path, "needs default: (the value of a job that sets none)");
+  }
+  if (!def->IsScalar())
+    fail(def->IsNull() ? k : *def, path,
+         std::string("expected the default value (a number, bool or string), got ") + kind(*def));
+  if (type) {
+    const std::string t = type->IsScalar() ? type->Scalar() : "";
+    if (t == "bool")
+      spec.type = Type::Bool;
+    else if (t == "int" || t == "integer")
+      spec.type = Type::Int;
+    else if (t == "float" || t == "number")
+      spec.type = Type::Float;
+    else if (t == "string" || t == "str")
+      spec.type = Type::String;
+    else
+      fail(*type, path + ".type", "expected bool, int, float or string, got '" + t + "'");
+  } else {
+    const std::string& text = def->Scalar();
+    bool b = false;
+    std::int64_t i = 0;
+    double d = 0;
+    spec.type = def->Tag() == "!"       ? Type::String
+                : parse_bool(text, b)   ? Type::Bool
+                : parse_int(text, i)    ? Type::Int
+                : parse_double(text, d) ? Type::Float
+                                        : Type::String;
+  }
+  const bool number = spec.type == Type::Int || spec.type == Type::Float;
+  auto bound = [&](const std::optional<YAML::Node>& b, const char* which) -> std::optional<double> {
+    if (!b) return std::nullopt;
+    double x = 0;
+    if (!number)
+      fail(*b, path + "." + which,
+           std::string(which) + " applies to a number, and '" + name + "' is a " + type_name(spec.type));
+    if (!b->IsScalar() || !parse_double(b->Scalar(), x))
+      fail(*b, path + "." + which,
+           std::string("expected a number, got ") + (b->IsScalar() ? "'" + b->Scalar() + "'" : kind(*b)));
+    return x;
+  };
+  spec.min = bound(lo, "min");
+  spec.max = bound(hi, "max");
+  if (spec.min && spec.max && *spec.min > *spec.max)
+    fail(*lo, path + ".min", "min " + format_double(*spec.min) + " is above max " + format_double(*spec.max));
+  if (choices) {
+    if (spec.type != Type::String)
+      fail(*choices, path + ".choices",
+           "choices apply to a string, and '" + name + "' is a " + type_name(spec.type) +
+               " (use min and max)");
+    if (!choices->IsSequence() || choices->size() < 2)
+      fail(*choices, path + ".choices", "expected a list of two or more names");
+    for (const auto& c : *choices) {
+      if (!c.IsScalar()) fail(c, path + ".choices", std::string("expected a name, got ") + kind(c));
+      spec.choices.push_back(c.Scalar());
+    }
+  }
+  Value value;
+  std::string err;
+  if (spec.type != Type::String && def->Tag() == "!")
+    fail(*def, path,
+         std::string("the default of a ") + type_name(spec.type) + " is written without quotes, got \"" +
+             def->Scalar() + "\"");
+  if (!text_to_value(spec, def->Scalar(), value, err)) fail(*def, path, "default: " + err);
+  if (const std::string bad = check_value(spec, value); !bad.empty()) fail(*def, path, "default: " + bad);
+  spec.default_value = std::move(value);
+  return spec;
 }
 
 void Parser::env(const YAML::Node& n, const YAML::Node& key) {
@@ -655,6 +810,10 @@ void Parser::files(const YAML::Node& n, const YAML::Node& key) {
 void Parser::command_defaults() {
   CommandSpec& c = s_.command;
   if (c.argv.empty()) {
+    if (s_.params_loc >= 0)
+      s_.fail(s_.params_loc,
+              "params: declares your own program's parameters: a command: grid only (gridrun-train's are "
+              "fixed: gridrun plan --list-params)");
     if (c.env_loc >= 0) s_.fail(c.env_loc, "env: applies to a command: grid only (your own program)");
     if (c.files_loc >= 0) s_.fail(c.files_loc, "files: applies to a command: grid only (your own program)");
     return;
@@ -703,10 +862,10 @@ void Parser::default_name() {
 }
 
 void Parser::cross_checks() {
-  std::vector<int> seen(param_table().size(), -1);
+  std::vector<int> seen(s_.table.size(), -1);
   int batch = -1;
   for (const auto& [p, l] : axis_keys_) {
-    const std::string& name = param_table()[static_cast<std::size_t>(p)].name;
+    const std::string& name = s_.table[static_cast<std::size_t>(p)].name;
     if (seen[static_cast<std::size_t>(p)] >= 0)
       s_.fail(l, "'" + name + "' is already varied at " +
                      s_.locs[static_cast<std::size_t>(seen[static_cast<std::size_t>(p)])].path +
@@ -727,6 +886,14 @@ void Parser::cross_checks() {
 }
 
 }  // namespace
+
+int GridSpec::index_of(const std::string& name) const {
+  const int i = param_index(name);
+  if (i >= 0) return i;
+  for (std::size_t k = param_table().size(); k < table.size(); ++k)
+    if (table[k].name == name) return static_cast<int>(k);
+  return -1;
+}
 
 void GridSpec::fail(int l, const std::string& message) const {
   const Loc& at = l >= 0 ? locs[static_cast<std::size_t>(l)] : Loc{1, 1, ""};

@@ -68,6 +68,13 @@ struct CommandSpec {
 struct GridSpec {
   std::string file;
   std::string name;
+  // The parameters a Setting's index refers to: param_table() first, then the grid's own (the
+  // `params:` section of a command grid, issue 56), each with its type, default and range. The
+  // expander folds the own ones into JobParams::user_params.
+  std::vector<ParamSpec> table = param_table();
+  int params_loc = -1;  // the params: key
+  // A parameter's index in `table` (gridrun's or the grid's own), or -1.
+  int index_of(const std::string& name) const;
   std::vector<Loc> locs;
   int root_loc = -1;     // the whole document, for problems with no better location
   int product_loc = -1;  // `grid:` (else `zip:`, `seeds:`): where product jobs come from

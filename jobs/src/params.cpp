@@ -221,8 +221,48 @@ Value get_param(const JobParams& p, const std::string& name) {
 #undef GRIDRUN_PARAM
   };
   const int i = detail::param_index(name);
-  if (i < 0) throw std::invalid_argument("unknown job parameter '" + name + "'");
-  return getters[i](p);
+  if (i >= 0) return getters[i](p);
+  if (!p.user_params.empty())
+    for (auto& [key, value] : user_params_of(p))
+      if (key == name) return value;
+  throw std::invalid_argument("unknown job parameter '" + name + "'");
+}
+
+std::vector<std::pair<std::string, Value>> user_params_of(const JobParams& p) {
+  std::vector<std::pair<std::string, Value>> out;
+  if (p.user_params.empty()) return out;
+  base::Json o;
+  try {
+    o = base::parse_json(p.user_params, "user_params");
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string("user_params: ") + e.what());
+  }
+  if (!o.is_object()) throw std::invalid_argument("user_params: expected a JSON object");
+  for (const auto& [key, v] : o.items()) {  // in the text's order: user_params_json sorts them
+    if (v.is_boolean())
+      out.emplace_back(key, v.get<bool>());
+    else if (v.is_number_integer())
+      out.emplace_back(key, v.get<std::int64_t>());
+    else if (v.is_number_float())
+      out.emplace_back(key, v.get<double>());
+    else if (v.is_string())
+      out.emplace_back(key, v.get<std::string>());
+    else
+      throw std::invalid_argument("user_params." + key + ": expected a bool, number or string");
+  }
+  return out;
+}
+
+std::string user_params_json(std::vector<std::pair<std::string, Value>> values) {
+  if (values.empty()) return "";
+  std::sort(values.begin(), values.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out.push_back(',');
+    detail::append_member(out, values[i].first, values[i].second);
+  }
+  out.push_back('}');
+  return out;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #include "gridrun/jobs/suggest.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 #include <tuple>
 
@@ -36,9 +37,25 @@ std::pair<std::string, std::string> split_key_value(const std::string& text, con
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
+// A key that may name a grid's own parameter (params:, issue 56): a name {KEY} could be. Only the
+// grid can tell, and type its values: add_overrides and select_jobs refuse it, with the same
+// "did you mean", when the grid does not declare it.
+bool own_name(const std::string& key) {
+  bool ok = !key.empty() && std::isdigit(static_cast<unsigned char>(key[0])) == 0;
+  for (char c : key) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_');
+  return ok;
+}
+
 }  // namespace
 
 bool Selector::matches(const std::string& have) const {
+  if (!spec && own) {  // a recorded own parameter's text: as a number where both read as one
+    double h = 0, w = 0;
+    for (const auto& text : values)
+      if (text == have || (detail::parse_double(have, h) && detail::parse_double(text, w) && h == w))
+        return true;
+    return false;
+  }
   if (!spec) return std::find(values.begin(), values.end(), have) != values.end();
   Value v;
   std::string err;
@@ -49,7 +66,29 @@ bool Selector::matches(const std::string& have) const {
   return matches(v);
 }
 
+bool Selector::matches(const JobParams& params) const {
+  if (spec) return matches(get_param(params, key));
+  if (!own) return false;
+  for (const auto& [name, have] : user_params_of(params))
+    if (name == key) return matches(have);
+  return false;
+}
+
 bool Selector::matches(const Value& have) const {
+  if (!spec && own) {
+    // Typed as the job's value is (the grid declared the type): 0.10 matches 0.1, 1 matches 1.0.
+    ParamSpec as;
+    as.type = std::holds_alternative<bool>(have)           ? Type::Bool
+              : std::holds_alternative<std::int64_t>(have) ? Type::Int
+              : std::holds_alternative<double>(have)       ? Type::Float
+                                                           : Type::String;
+    for (const auto& text : values) {
+      Value want;
+      std::string err;
+      if (detail::text_to_value(as, text, want, err) && want == have) return true;
+    }
+    return false;
+  }
   if (!spec) return matches(to_string(have));
   // A number parameter may hold an integer (a results file that stored 1.0 as 1): compare values.
   const auto* i = std::get_if<std::int64_t>(&have);
@@ -79,6 +118,10 @@ Selector parse_selector(const std::string& text, const std::string& flag,
       throw std::invalid_argument(flag + " " + text + ": empty value (expected KEY=VALUE[,VALUE...])");
   if (std::find(extra_keys.begin(), extra_keys.end(), s.key) != extra_keys.end()) return s;
   s.spec = find_param(s.key);
+  if (!s.spec && own_name(s.key)) {
+    s.own = true;  // typed by each job's value (Selector::matches)
+    return s;
+  }
   if (!s.spec) throw std::invalid_argument(flag + " " + text + ": " + unknown_key(s.key, extra_keys));
   // Typed as the grid file would type them, so a selector that can never match (lr=abc) is an error
   // rather than an empty selection. Choices and ranges are not checked: a report may select jobs of
@@ -109,14 +152,25 @@ bool matches_all(const std::vector<Selector>& selectors,
 
 bool matches_all(const std::vector<Selector>& selectors, const JobParams& params, const std::string& id) {
   for (const auto& s : selectors) {
-    const bool ok = s.spec ? s.matches(get_param(params, s.key)) : s.key == "id" && s.matches(id);
+    const bool ok = s.spec || s.own ? s.matches(params) : s.key == "id" && s.matches(id);
     if (!ok) return false;
   }
   return true;
 }
 
+std::string undeclared(const Selector& s, const JobParams& any, const std::string& flag) {
+  if (!s.own) return "";
+  for (const auto& [name, v] : user_params_of(any))
+    if (name == s.key) return "";
+  return flag + " " + s.text + ": " + unknown_key(s.key, {"id"});
+}
+
 std::vector<Job> select_jobs(const std::vector<Job>& jobs, const std::vector<Selector>& selectors,
                              const std::string& flag) {
+  if (!jobs.empty())
+    for (const auto& s : selectors)
+      if (const std::string bad = undeclared(s, jobs.front().params, flag); !bad.empty())
+        throw std::invalid_argument(bad);
   std::vector<Job> out;
   for (const auto& j : jobs)
     if (matches_all(selectors, j.params, j.id)) out.push_back(j);
@@ -149,6 +203,7 @@ std::string lost_compare_warning(const Expansion& ex, const std::vector<Job>& se
 std::pair<std::string, Value> parse_override(const std::string& text, const std::string& flag) {
   const auto [key, value] = split_key_value(text, flag, "KEY=VALUE");
   const ParamSpec* spec = find_param(key);
+  if (!spec && own_name(key)) return {key, value};  // typed by the grid that declares it (add_overrides)
   if (!spec) throw std::invalid_argument(flag + " " + text + ": " + unknown_key(key, {}));
   try {
     return {key, parse_value(*spec, value)};  // "epochs: expected an integer, got 'x'"
@@ -165,9 +220,9 @@ std::pair<std::string, std::vector<Value>> parse_override_list(const std::string
                                                                const std::string& flag) {
   const auto [key, list] = split_key_value(text, flag, "KEY=VALUE[,VALUE...]");
   const ParamSpec* spec = find_param(key);
-  if (!spec) throw std::invalid_argument(flag + " " + text + ": " + unknown_key(key, {}));
+  if (!spec && !own_name(key)) throw std::invalid_argument(flag + " " + text + ": " + unknown_key(key, {}));
   std::vector<std::string> pieces;
-  if (override_list_splits(*spec)) {
+  if (!spec || override_list_splits(*spec)) {
     std::size_t start = 0;
     while (true) {
       const auto comma = list.find(',', start);
@@ -179,6 +234,15 @@ std::pair<std::string, std::vector<Value>> parse_override_list(const std::string
     pieces.push_back(list);  // a free string: commas are part of it (mlp_hidden=512,256)
   }
   std::pair<std::string, std::vector<Value>> out{key, {}};
+  if (!spec) {  // a grid's own parameter, maybe: its text, typed by add_overrides against the grid
+    for (const auto& piece : pieces) {
+      if (piece.empty() && pieces.size() > 1)
+        throw std::invalid_argument(flag + " " + text +
+                                    ": empty value in the list (expected KEY=VALUE[,VALUE...])");
+      out.second.emplace_back(piece);
+    }
+    return out;
+  }
   for (const auto& piece : pieces) {
     if (piece.empty() && pieces.size() > 1)
       throw std::invalid_argument(flag + " " + text +

@@ -686,8 +686,11 @@ double sort_value(const JobRecord& job, const std::string& metric) {
 std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const ReportOptions& opts) {
   std::set<std::string> known = {"id", "status"};
   for (const auto& j : all)
-    if (j.params)
+    if (j.params) {
       for (const auto& spec : gj::param_table()) known.insert(spec.name);
+      if (!j.params->user_params.empty())  // a command grid's own (params:)
+        for (const auto& [name, v] : gj::user_params_of(*j.params)) known.insert(name);
+    }
   auto known_list = [&] {
     std::string s;
     for (const auto& k : known) s += (s.empty() ? "" : ", ") + k;
@@ -705,6 +708,9 @@ std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const Repo
   std::vector<gj::Selector> filters;
   for (const auto& [k, v] : opts.filters)
     filters.push_back(gj::parse_selector(k + "=" + v, "--filter", {"id", "status"}));
+  for (const auto& f : filters)
+    if (f.own && !known.count(f.key))
+      throw std::invalid_argument("--only " + f.text + ": " + unknown(f.key));
   if (!opts.group_by.empty() && !known.count(opts.group_by))
     throw std::invalid_argument("--group-by " + opts.group_by + ": " + unknown(opts.group_by));
   std::vector<JobRecord> jobs;

@@ -2,6 +2,8 @@
 // record's attributes and parameters by name.
 #include "gridrun/results/format.hpp"
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -53,8 +55,15 @@ double JobData::attr_number(const std::string& name, double fallback) const {
 }
 
 std::optional<ParamValue> param_value(const RecordedParams& p, const std::string& name) {
-  if (!p || !jobs::find_param(name)) return std::nullopt;
-  return jobs::get_param(*p, name);
+  if (!p) return std::nullopt;
+  if (jobs::find_param(name)) return jobs::get_param(*p, name);
+  if (p->user_params.empty()) return std::nullopt;
+  try {  // a command grid's own parameter (params:); a damaged text answers nothing
+    for (auto& [key, v] : jobs::user_params_of(*p))
+      if (key == name) return v;
+  } catch (const std::invalid_argument&) {
+  }
+  return std::nullopt;
 }
 
 std::string param_text(const RecordedParams& p, const std::string& name) {
@@ -71,14 +80,27 @@ std::vector<std::string> varying_params(const std::vector<const RecordedParams*>
   auto text = [](const RecordedParams* p, const std::string& name) {
     return *p ? param_text(*p, name) : std::string("\x01none");
   };
-  for (const auto& spec : jobs::param_table()) {
-    const std::optional<ParamValue> first = param_value(*params.front(), spec.name);
+  // gridrun's parameters, then a command grid's own (params:) by name; their JSON member
+  // user_params is no column of its own.
+  std::vector<std::string> names;
+  for (const auto& spec : jobs::param_table())
+    if (spec.name != "user_params") names.push_back(spec.name);
+  for (const auto* p : params)
+    if (p->has_value()) {
+      try {
+        for (const auto& [name, v] : jobs::user_params_of(**p)) names.push_back(name);
+      } catch (const std::invalid_argument&) {
+      }
+      break;
+    }
+  for (const auto& name : names) {
+    const std::optional<ParamValue> first = param_value(*params.front(), name);
     std::optional<std::string> first_text;
     for (const auto* p : params) {
-      if (param_value(*p, spec.name) == first) continue;
-      if (!first_text) first_text = text(params.front(), spec.name);
-      if (text(p, spec.name) != *first_text) {
-        out.push_back(spec.name);
+      if (param_value(*p, name) == first) continue;
+      if (!first_text) first_text = text(params.front(), name);
+      if (text(p, name) != *first_text) {
+        out.push_back(name);
         break;
       }
     }

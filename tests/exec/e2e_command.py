@@ -303,6 +303,64 @@ def case_failing_program():
     print("failing program: failed with its stderr as the reason; a NaN loss diverged; the 2 others completed")
 
 
+OWN = """import sys
+
+import gridrun_job  # on PYTHONPATH under gridrun
+
+# The placeholders gave argv; GRIDRUN_PARAMS (the helper's params()) holds the same own values.
+dropout, sched = float(sys.argv[1]), sys.argv[2]
+p = gridrun_job.params()
+assert p["dropout"] == dropout and p["sched"] == sched and "user_params" not in p, (p, sys.argv)
+gridrun_job.log_step(dropout, samples=8)  # the loss the job records is its dropout
+"""
+
+
+def case_own_params():
+    # A grid's own parameters (params:): declared, varied, passed through placeholders and
+    # GRIDRUN_PARAMS, recorded, selectable by --only, a column of the report; a bad value of one is
+    # refused at plan with its line.
+    with open(os.path.join(SRC, "own.py"), "w") as f:
+        f.write(OWN)
+    g = os.path.join(SRC, "own-params.yaml")
+    with open(g, "w") as f:
+        f.write("name: own-params\n"
+                "command: [/usr/bin/python3, own.py, \"{dropout}\", \"{sched}\"]\n"
+                "params:\n"
+                "  dropout: {default: 0.1, min: 0, max: 1}\n"
+                "  sched: {default: cosine, choices: [cosine, linear]}\n"
+                "defaults: {device: cpu}\n"
+                "grid: {dropout: [0.1, 0.3], sched: [cosine, linear]}\n"
+                "exclude: [{dropout: 0.3, sched: linear}]\n")
+    gridrun("run", g, "--out", OUT, "--no-report")
+    run_dir = os.path.join(OUT, "own-params")
+    jobs = state(run_dir)
+    assert len(jobs) == 3, jobs
+    seen = set()
+    for jid, rec in jobs.items():
+        assert rec["state"] == "completed", (jid, rec)
+        own = json.loads(job_params(run_dir, jid)["user_params"])
+        st, why, steps, _ = results(run_dir, jid)
+        assert st == "completed" and [loss for _, loss in steps] == [own["dropout"]], (jid, st, why, steps, own)
+        seen.add((own["dropout"], own["sched"]))
+    assert seen == {(0.1, "cosine"), (0.1, "linear"), (0.3, "cosine")}, seen
+    rows = json.loads(gridrun("status", run_dir, "--only", "dropout=0.30", "--format", "json").stdout)["jobs"]
+    assert len(rows) == 1, rows
+    tables = json.loads(gridrun("report", run_dir, "--format", "json").stdout)["tables"]
+    (jobs_table,) = [t for t in tables if t["title"] == "Jobs"]
+    assert "dropout" in jobs_table["columns"] and "sched" in jobs_table["columns"], jobs_table["columns"]
+    r = gridrun("plan", g, "--set", "dropout=1.5", ok=(2,))
+    assert "--set dropout=1.5" in r.stderr and "out of range" in r.stderr, r.stderr
+    with open(g) as f:
+        text = f.read()
+    with open(g, "w") as f:
+        f.write(text.replace("dropout: [0.1, 0.3]", "dropout: [0.1, high]"))
+    r = gridrun("plan", g, ok=(2,))
+    assert re.search(r"own-params\.yaml:7:\d+: grid\.dropout\[1\]: expected a number, got 'high'", r.stderr), r.stderr
+    print("own parameters: 3 jobs (one excluded), each got its values through argv and GRIDRUN_PARAMS; "
+          "--only dropout=0.30 keeps 1; the report has dropout and sched columns; bad values exit 2")
+
+
+
 SLEEPER = """import json, time
 print(json.dumps({"gridrun": "step", "loss": 0.25, "samples": 4}), flush=True)
 time.sleep(600)
@@ -413,6 +471,7 @@ if __name__ == "__main__":
     shutil.copytree(os.path.join(EXAMPLES, "own-script"), SRC, ignore=shutil.ignore_patterns("__pycache__"))
     case_bad_input()
     case_failing_program()
+    case_own_params()
     case_time_limit()
     case_step_limit()
     case_kill9()

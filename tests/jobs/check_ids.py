@@ -35,7 +35,7 @@ ID_OMITS_DEFAULT = {"cudnn_benchmark": True, "tf32": True, "cuda_graph": False,
                     "memory_format": "auto", "jobs_per_gpu": 1, "augment": "none",
                     "mlp_hidden": "256,128", "nodes": 1, "model_sha256": "",
                     "input": "auto", "repeat": 0, "data_sha256": "",
-                    "command": "", "command_env": "", "command_sha256": ""}
+                    "command": "", "command_env": "", "command_sha256": "", "user_params": ""}
 # A file's path is never hashed: its content hash (model_sha256, data_sha256, command_sha256)
 # stands for it.
 NOT_IN_ID = {"model_file", "data_file", "command_dir"}

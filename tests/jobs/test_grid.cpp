@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
+#include "gridrun/jobs/command.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/jobs/select.hpp"
 
@@ -403,7 +405,7 @@ const ErrorCase kErrors[] = {
    "grid.yaml:2:1: lr: unknown key 'lr'; parameters go under defaults: or grid:"},
   {"unknown top-level key, no hint", "name: x\nfoobar: 1\n",
    "grid.yaml:2:1: foobar: unknown key 'foobar'; expected one of name, defaults, grid, zip, "
-   "sample, exclude, include, seeds, compare, command, env, files"},
+   "sample, exclude, include, seeds, compare, command, env, files, params"},
   // Command jobs (issue 56): what the loader refuses before any file is looked at.
   {"command: unknown placeholder", "name: x\ncommand: [python3, t.py, --lr, \"{lrate}\"]\n",
    "grid.yaml:2:32: command[3]: '{lrate}' is no parameter; did you mean {lr}? (placeholders: the "
@@ -580,7 +582,7 @@ TEST(JobsGridErrorType, EveryErrorInFileOrder) {
       "grid.yaml:2:27: defaults.learning_rate: unknown parameter 'learning_rate': gridrun calls it 'lr'\n"
       "grid.yaml:3:8: grid.rank: unknown parameter 'rank'; did you mean 'ranks'?\n"
       "grid.yaml:4:1: epocs: unknown key 'epocs'; expected one of name, defaults, grid, zip, sample, "
-      "exclude, include, seeds, compare, command, env, files\n"
+      "exclude, include, seeds, compare, command, env, files, params\n"
       "4 errors in grid.yaml");
   std::string many = "name: x\ndefaults:\n";
   for (int i = 0; i < 30; ++i) many += "  bad" + std::to_string(i) + ": 1\n";
@@ -899,14 +901,18 @@ TEST(JobsGridErrors, UsualNamesOfOtherToolsGetGridrunsName) {
   EXPECT_NE(error_of("defaults: {num_nodes: 2}\n").find("'nodes'"), std::string::npos);
   EXPECT_NE(error_of("defaults: {lerning_rate: 0.1}\n").find("'lr'"), std::string::npos);
   EXPECT_NE(error_of("defaults: {rank: 2}\n").find("did you mean 'ranks'?"), std::string::npos);
+  // A --set key no parameter has is refused by the grid (it may declare it under params:).
+  gj::LoadOptions o;
   try {
-    gj::parse_overrides({"lerning_rate=0.1"}, "--set");
+    o.overrides = gj::parse_overrides({"lerning_rate=0.1"}, "--set");
+    load("defaults: {lr: 0.1}\n", o);
     ADD_FAILURE() << "accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("gridrun calls it 'lr'"), std::string::npos) << e.what();
   }
   try {
-    gj::parse_overrides({"zzqqxx=1"}, "--set");
+    o.overrides = gj::parse_overrides({"zzqqxx=1"}, "--set");
+    load("defaults: {lr: 0.1}\n", o);
     ADD_FAILURE() << "accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()).find("expected or"), std::string::npos) << e.what();
@@ -1196,4 +1202,98 @@ TEST(JobsGridCompareGone, OnlyOfTheCompareKeySaysSo) {
   // No compare: nothing to lose.
   const auto plain = load("name: c\ngrid: {ranks: [1, 2]}\n");
   EXPECT_EQ(gj::lost_compare_warning(plain, gj::select_jobs(plain.jobs, only), only), "");
+}
+
+// ---- a command grid's own parameters (params:, issue 56) --------------------------------------
+
+namespace {
+// `echo` is on PATH and names no script: a command grid that needs no file.
+constexpr const char* kOwn =
+    "name: own\n"
+    "command: [echo, \"--dropout={dropout}\", \"--sched={sched}\", \"{warmup}\", \"{lr}\"]\n"
+    "params:\n"
+    "  dropout: 0.1\n"
+    "  warmup: {default: 10, min: 0, max: 100}\n"
+    "  sched: {default: cosine, choices: [cosine, linear]}\n"
+    "grid: {dropout: [0.1, 0.3]}\n"
+    "zip: {sched: [cosine, linear], warmup: [0, 50]}\n"
+    "exclude: [{dropout: 0.3, sched: linear}]\n"
+    "seeds: [1, 2]\n";
+}  // namespace
+
+TEST(JobsGridOwnParams, ExpandedZippedExcludedSeededAndInTheId) {
+  const auto ex = load(kOwn);
+  ASSERT_EQ(ex.jobs.size(), 6u);  // 2 dropout x 2 zip x 2 seeds, less the 2 excluded
+  EXPECT_EQ(ex.jobs[0].params.user_params, R"({"dropout":0.1,"sched":"cosine","warmup":0})");
+  EXPECT_EQ(std::get<double>(gj::get_param(ex.jobs[0].params, "dropout")), 0.1);
+  EXPECT_EQ(std::get<std::int64_t>(gj::get_param(ex.jobs[0].params, "warmup")), 0);
+  EXPECT_EQ(std::get<std::string>(gj::get_param(ex.jobs.back().params, "sched")), "cosine");
+  EXPECT_EQ(std::get<double>(gj::get_param(ex.jobs.back().params, "dropout")), 0.3);
+  EXPECT_THROW(gj::get_param(ex.jobs[0].params, "nope"), std::invalid_argument);
+  for (const auto& j : ex.jobs) {
+    EXPECT_EQ(j.id, gj::job_id(j.params)) << j.canonical;  // the id rule holds: user_params is a member
+    EXPECT_NE(j.canonical.find("\"user_params\":"), std::string::npos);
+  }
+  // The own names vary (plan's and the report's columns); user_params itself is no column.
+  for (const char* k : {"dropout", "sched", "warmup", "seed"})
+    EXPECT_NE(std::find(ex.varying.begin(), ex.varying.end(), k), ex.varying.end()) << k;
+  EXPECT_EQ(std::find(ex.varying.begin(), ex.varying.end(), "user_params"), ex.varying.end());
+  // Placeholders and the program's view of its parameters.
+  const auto argv = gj::resolve_command(ex.jobs[0].params, ex.jobs[0].id, ex.name);
+  EXPECT_EQ(argv, (std::vector<std::string>{"echo", "--dropout=0.1", "--sched=cosine", "0", "0.1"}));
+  const std::string seen = gj::program_params_json(ex.jobs[0].params);
+  EXPECT_NE(seen.find("\"dropout\":0.1,"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("user_params"), std::string::npos) << seen;
+  // Another value of an own parameter is another job; the same values, the same ids.
+  EXPECT_EQ(load(kOwn).jobs[3].id, ex.jobs[3].id);
+  const std::string other =
+      std::string(kOwn).replace(std::string(kOwn).find("dropout: 0.1"), 12, "dropout: 0.2");
+  EXPECT_EQ(load(other).jobs[0].id, ex.jobs[0].id);  // a default the grid overrides everywhere
+  gj::LoadOptions o;
+  o.overrides = gj::parse_overrides({"warmup=7"});
+  const auto set = load(kOwn, o);
+  EXPECT_EQ(std::get<std::int64_t>(gj::get_param(set.jobs[0].params, "warmup")), 7);
+  EXPECT_NE(set.jobs[0].id, ex.jobs[0].id);
+  o.overrides = gj::parse_overrides({"dropout=0.5,0.7"});
+  EXPECT_EQ(load(kOwn, o).jobs.size(), 8u);  // the --set list replaces the grid's axis; nothing excluded
+  // --only by an own parameter, typed as the job's value.
+  const auto only = gj::parse_selectors({"dropout=0.30"}, "--only", {"id"});
+  EXPECT_EQ(gj::select_jobs(ex.jobs, only).size(), 2u);
+}
+
+TEST(JobsGridOwnParams, BadDeclarationsAndValuesNameTheirLine) {
+  const std::string head = "name: own\ncommand: [echo, \"{dropout}\"]\n";
+  const std::string plain = "name: own\ncommand: [echo]\n";  // for errors of params: alone
+  EXPECT_EQ(error_of(head + "params: {dropout: 0.1}\ngrid: {dropout: [0.1, fast]}\n"),
+            "grid.yaml:4:23: grid.dropout[1]: expected a number, got 'fast'");
+  EXPECT_EQ(error_of(head + "params: {dropout: {default: 0.1, max: 1}}\ngrid: {dropout: [2.0]}\n"),
+            "grid.yaml:4:18: grid.dropout[0]: 2.0 is out of range (must be <= 1)");
+  EXPECT_EQ(error_of(plain + "params: {lr: 0.1}\n"),
+            "grid.yaml:3:10: params.lr: 'lr' is one of gridrun's parameters: set it under defaults: or "
+            "grid:, do not declare it");
+  EXPECT_EQ(error_of(plain + "params: {dropout: {min: 0}}\n"),
+            "grid.yaml:3:10: params.dropout: needs default: (the value of a job that sets none)");
+  EXPECT_EQ(error_of(plain + "params: {dropout: {default: 0.1, maxi: 1}}\n"),
+            "grid.yaml:3:34: params.dropout.maxi: unknown key 'maxi'; did you mean 'max'?");
+  EXPECT_EQ(error_of(head + "params: {dropout: 0.1}\ndefaults: {dropuot: 0.2}\n"),
+            "grid.yaml:4:12: defaults.dropuot: unknown parameter 'dropuot'; did you mean 'dropout'? (your "
+            "program's own are declared under params:)");
+  EXPECT_EQ(error_of("name: own\nparams: {dropout: 0.1}\n"),
+            "grid.yaml:2:1: params: params: declares your own program's parameters: a command: grid only "
+            "(gridrun-train's are fixed: gridrun plan --list-params)");
+  EXPECT_EQ(error_of("name: own\ncommand: [echo, \"{dropuot}\"]\nparams: {dropout: 0.1}\n"),
+            "grid.yaml:2:17: command[1]: '{dropuot}' is no parameter; did you mean {dropout}? (placeholders: "
+            "the job's parameters, "
+            "{id}, {run}; {{ and }} for braces)");
+  EXPECT_EQ(error_of(head + "params: {dropout: 0.1}\ndefaults: {user_params: x}\n"),
+            "grid.yaml:4:12: defaults.user_params: the program's own parameters are declared under params: "
+            "and set by name");
+  gj::LoadOptions o;
+  o.overrides = gj::parse_overrides({"dropout=x"});
+  try {
+    load(head + "params: {dropout: 0.1}\n", o);
+    ADD_FAILURE() << "--set dropout=x accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--set dropout=x: expected a number, got 'x'");
+  }
 }

@@ -59,12 +59,16 @@ TEST(JobsSelect, ExtraKeysAreText) {
 }
 
 TEST(JobsSelect, ErrorsNameTheFlag) {
-  EXPECT_EQ(error_of([] {
-              gj::parse_selector("rank=1", "--filter", {"id", "status"});
-            }),
+  // A key no parameter of gridrun's has may be one of a command grid's own (params:): the jobs
+  // tell, with the same did-you-mean.
+  const gj::Expansion ex = gj::load_grid_string(kGrid, "g.yaml");
+  EXPECT_EQ(gj::undeclared(gj::parse_selector("rank=1", "--filter", {"id", "status"}), ex.jobs[0].params,
+                           "--filter"),
             "--filter rank=1: unknown key 'rank'; did you mean 'ranks'?");
-  EXPECT_EQ(error_of([] { gj::parse_selector("devic=cpu", "--only"); }),
+  EXPECT_EQ(error_of([&] { gj::select_jobs(ex.jobs, gj::parse_selectors({"devic=cpu"}, "--only")); }),
             "--only devic=cpu: unknown key 'devic'; did you mean 'device'?");
+  EXPECT_EQ(error_of([] { gj::parse_selector("dev-ice=cpu", "--only"); }),
+            "--only dev-ice=cpu: unknown key 'dev-ice'; did you mean 'device'?");
   EXPECT_EQ(error_of([] { gj::parse_selector("lr=abc", "--only"); }),
             "--only lr=abc: lr: expected a number, got 'abc'");
   EXPECT_EQ(error_of([] { gj::parse_selector("device", "--only"); }),
@@ -98,8 +102,15 @@ TEST(JobsOverride, ValidatedAsInTheGridFile) {
             "--set epochs=x: epochs: expected an integer, got 'x'");
   EXPECT_EQ(error_of([] { gj::parse_override("epochs=-1"); }),
             "--set epochs=-1: epochs: -1 is out of range (must be >= 0)");
-  EXPECT_EQ(error_of([] { gj::parse_override("epoch=1"); }),
+  // A key that is no parameter of gridrun's is left to the grid (its own params:), which refuses it.
+  EXPECT_EQ(error_of([] {
+              gj::LoadOptions o;
+              o.overrides = gj::parse_overrides({"epoch=1"});
+              gj::load_grid_string(kGrid, "g.yaml", o);
+            }),
             "--set epoch=1: unknown key 'epoch'; did you mean 'epochs'?");
+  EXPECT_EQ(error_of([] { gj::parse_override("ep och=1"); }),
+            "--set ep och=1: unknown key 'ep och'; did you mean 'epochs'?");
   // The same value twice is an error; two values of one key are a list (JobsOverrideList).
   EXPECT_EQ(error_of([] {
               gj::parse_overrides({"epochs=1", "epochs=1"});

@@ -392,8 +392,17 @@ TEST(Reader, VaryingParamsAreThoseThatDiffer) {
   // A job without parameters (failed before reading them) differs in every parameter, but
   // model_sha256 and data_sha256 are not shown beside a differing model_file and data_file (each
   // is derived from its file).
+  // user_params, a command grid's own parameters as one JSON text, is never a column: its members are.
   const auto all = varying_params({&pa, &none});
-  EXPECT_EQ(all.size(), gridrun::jobs::param_table().size() - 2);
+  EXPECT_EQ(all.size(), gridrun::jobs::param_table().size() - 3);
+  EXPECT_EQ(std::count(all.begin(), all.end(), "user_params"), 0);
+  gridrun::jobs::JobParams own1 = a, own2 = a;
+  own1.user_params = R"({"dropout":0.1,"sched":"cosine"})";
+  own2.user_params = R"({"dropout":0.3,"sched":"cosine"})";
+  const RecordedParams po1 = own1, po2 = own2;
+  EXPECT_EQ(varying_params({&po1, &po2}), std::vector<std::string>{"dropout"});
+  EXPECT_EQ(param_text(po2, "dropout"), "0.3");
+  EXPECT_EQ(param_text(po2, "nope"), "");
   EXPECT_EQ(std::count(all.begin(), all.end(), "model_sha256"), 0);
   EXPECT_EQ(std::count(all.begin(), all.end(), "data_sha256"), 0);
   gridrun::jobs::JobParams c = a, d = a;

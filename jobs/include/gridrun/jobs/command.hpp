@@ -45,4 +45,9 @@ std::string command_problem(const std::vector<std::string>& argv, const std::str
 // Throws std::invalid_argument (an unknown placeholder in a hand-edited job file).
 std::vector<std::string> resolve_command(const JobParams& p, const std::string& id, const std::string& run);
 
+// The job's parameters as the program reads them (GRIDRUN_PARAMS, the helper's params()): one flat
+// canonical JSON object, the grid's own parameters (params:) members beside gridrun's, not inside
+// user_params. Throws std::invalid_argument as user_params_of does.
+std::string program_params_json(const JobParams& p);
+
 }  // namespace gridrun::jobs

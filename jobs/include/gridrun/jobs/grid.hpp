@@ -36,6 +36,9 @@ struct Expansion {
   std::string source;                // the grid file's path
   std::vector<Job> jobs;             // grid order; index = position; ids unique
   std::vector<std::string> varying;  // parameter names whose value differs between jobs
+  // A command grid's own parameters (params:), in the order declared. A streamed job's values
+  // (LoadOptions::on_job) hold theirs after param_table()'s, in this order.
+  std::vector<std::string> own_params;
   std::vector<std::string>
       warnings;            // "<file>:<line>:<col>: <key>: ..." (exclude matched nothing, duplicates)
   std::string compare_by;  // `compare: {by: KEY}`; empty when absent

@@ -86,8 +86,16 @@ Params from_struct(const JobParams& jp);
 // order (plan's columns, the HDF5 `param.*` attributes, report columns). `Params` is only the
 // form values take on their way in (a grid, a job file, a command-line override); a Job and a
 // results record carry JobParams.
-// get_param throws std::invalid_argument for a name that is not in the table.
+// get_param throws std::invalid_argument for a name that is neither in the table nor one of the
+// job's own parameters (user_params_of).
 Value get_param(const JobParams& p, const std::string& name);
+// A command grid's own parameters (grid key `params:`, issue 56): the job's values, kept in
+// JobParams::user_params as one canonical JSON object, in name order; empty for a job without any.
+// get_param answers their names too (plan's columns, --only, compare by, report). Throws
+// std::invalid_argument on a text that is no such object (a job file edited by hand).
+std::vector<std::pair<std::string, Value>> user_params_of(const JobParams& p);
+// The canonical text of such values (sorted by name, as canonical_json writes members); "" for none.
+std::string user_params_json(std::vector<std::pair<std::string, Value>> values);
 // Sets one field. An integer is accepted for a number parameter (JSON and HDF5 may store 1.0 as
 // 1); returns false for an unknown name or another type, leaving `p` unchanged.
 bool set_param(JobParams& p, const std::string& name, const Value& v);

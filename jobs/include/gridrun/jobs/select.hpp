@@ -27,11 +27,16 @@ struct Selector {
   std::vector<std::string> values;  // as written
   std::vector<Value> typed;         // per value, for a parameter key (empty for an extra key)
   const ParamSpec* spec = nullptr;  // null for an extra key (compared as text)
+  // A key that may be a grid's own parameter (params:, issue 56): compared in the type of the job's
+  // value; a job without it does not match.
+  bool own = false;
 
   // Whether `have` (the job's value of key, as text: jobs::to_string or a record's text) is one of
   // the values: typed for a parameter (numbers by value, bools by meaning), else exact text.
   bool matches(const std::string& have) const;
   bool matches(const Value& have) const;
+  // For a parameter key (spec or own): whether the job's value of it is one of the values.
+  bool matches(const JobParams& params) const;
 };
 
 // Parses one selector. `flag` names the flag in messages ("--only", "--filter"); `extra_keys` are
@@ -43,6 +48,10 @@ Selector parse_selector(const std::string& text, const std::string& flag,
                         const std::vector<std::string>& extra_keys = {});
 std::vector<Selector> parse_selectors(const std::vector<std::string>& texts, const std::string& flag,
                                       const std::vector<std::string>& extra_keys = {});
+
+// For a selector of an own key (Selector::own): "FLAG TEXT: unknown key ..." (with its did-you-mean)
+// when `any`, a job of the run, has no such parameter of its grid's params:; else "".
+std::string undeclared(const Selector& s, const JobParams& any, const std::string& flag);
 
 // Whether a job matches every selector; `value_of(key)` gives the job's value of a key as text.
 bool matches_all(const std::vector<Selector>& selectors,
