@@ -709,8 +709,7 @@ std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const Repo
   for (const auto& [k, v] : opts.filters)
     filters.push_back(gj::parse_selector(k + "=" + v, "--filter", {"id", "status"}));
   for (const auto& f : filters)
-    if (f.own && !known.count(f.key))
-      throw std::invalid_argument("--only " + f.text + ": " + unknown(f.key));
+    if (f.own && !known.count(f.key)) throw std::invalid_argument("--only " + f.text + ": " + unknown(f.key));
   if (!opts.group_by.empty() && !known.count(opts.group_by))
     throw std::invalid_argument("--group-by " + opts.group_by + ": " + unknown(opts.group_by));
   std::vector<JobRecord> jobs;
