@@ -71,8 +71,9 @@ inline constexpr const char* kOnlyHelp =
     "the grid's typed values (lr=0.1 matches 0.10); repeatable, a job must match every --only; the "
     "jobs keep their ids (the selector of status, report and export --only)";
 inline constexpr const char* kSetHelp =
-    "KEY=VALUE: every job takes this parameter value over the grid file's, checked as in the grid "
-    "file; part of each job's id (so new jobs); repeatable. KEY=A,B,C (or KEY repeated): an axis "
+    "KEY=VALUE: every job takes this parameter value over the grid file's (KEY: a parameter, or "
+    "one a command grid declares under params:), checked as in the grid file; part of each job's "
+    "id (so new jobs); repeatable. KEY=A,B,C (or KEY repeated): an axis "
     "of these values in place of the grid's own for KEY, every job once per value (a free-text "
     "value such as a path or mlp_hidden keeps its commas: repeat the flag for a list)";
 // Adds --only and --set (composing, as given; jobs::parse_selectors/parse_overrides read them).

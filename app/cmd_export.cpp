@@ -361,6 +361,7 @@ void write_phases(const report::LoadedRun& run, TidyWriter& w) {
 void select_only(report::LoadedRun& run, const std::vector<jobs::Selector>& only) {
   report::ReportOptions ro;
   ro.filters = only_filters(only);
+  ro.filter_flag = "--only";
   run.jobs = report::select_jobs(run.jobs, ro);
   std::set<std::string> kept;
   for (const auto& j : run.jobs) kept.insert(j.id);

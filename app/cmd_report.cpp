@@ -128,6 +128,16 @@ int cmd_collect(const Args& args) {
   return 0;
 }
 
+namespace {
+// --only, and --filter (its older name): the same selectors; a message names the flag as typed.
+void set_filters(const ReportCli& o, report::ReportOptions& ro) {
+  std::vector<jobs::Selector> only = parse_only(o.only);
+  for (auto& f : parse_only(o.filters, "--filter")) only.push_back(std::move(f));
+  ro.filters = only_filters(only);
+  ro.filter_flag = o.filters.empty() ? "--only" : "--filter";
+}
+}  // namespace
+
 int cmd_report(const Args& args) {
   ReportCli o;
   po::options_description opts = command_options(o.help);
@@ -195,10 +205,7 @@ int cmd_report(const Args& args) {
   ro.group_by = o.group_by;
   ro.width = table_width(o.width);
   ro.all = o.all;
-  // --filter is --only's older name: the same selectors (a message names the flag as typed).
-  std::vector<jobs::Selector> only = parse_only(o.only);
-  for (auto& f : parse_only(o.filters, "--filter")) only.push_back(std::move(f));
-  ro.filters = only_filters(only);
+  set_filters(o, ro);
   if (vm_has(args, "--top")) {
     if (o.top < 1) throw std::invalid_argument("--top " + std::to_string(o.top) + ": expected N >= 1");
     if (o.sort.empty())

@@ -254,6 +254,7 @@ int calibrate_on_slurm(const CalibrateCli& o, bool min_budget_given) {
   const std::string self = base::self_exe();
   so.script.gridrun_bin = self.empty() ? std::string("gridrun") : self;
   so.script.train_bin = ro.train_bin.empty() ? scheduler::default_train_bin() : ro.train_bin;
+  so.script.exec_bin = scheduler::default_exec_bin();  // command grids (docs/own-script.md)
   so.script.out_dir = ro.out;
   so.script.grid_file = ro.grid;
   slurm::check_script_options(so.script);

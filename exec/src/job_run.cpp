@@ -18,6 +18,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -174,17 +175,24 @@ class Recorder {
     // them: the report finds a job's phase and sitting here.
     if (const auto it = job.meta.find("sitting"); it != job.meta.end()) info.attempt_sitting = it->second;
     for (const auto& [k, v] : job.meta) info.str_attrs["meta." + k] = v;
-    writer_ = results::JobWriter::create(o.out_dir, info);
+    info_ = std::move(info);
+    // A resumed attempt keeps the earlier attempts' rows before the step the program resumes at,
+    // which only its first step line tells: the file is reopened then (writer()), and the util
+    // rows sampled until then wait in memory (a few per second of start-up). A fresh one now.
+    if (!o.resume) open_writer(0);
     ranks_ = world;
     hw::SamplerOptions so;
     so.hz = o.util_hz;
     // Rank 0 sees its own program only: the other ranks' columns are NaN (the file has one each).
-    sampler_ = std::make_unique<hw::UtilSampler>(
-        std::move(reader), so, [w = writer_.get(), world](hw::UtilSample s) {
-          s.rank_cpu_pct.resize(static_cast<std::size_t>(world), kNaN);
-          s.rank_rss_bytes.resize(static_cast<std::size_t>(world), kNaN);
-          w->append_util(s);
-        });
+    sampler_ = std::make_unique<hw::UtilSampler>(std::move(reader), so, [this, world](hw::UtilSample s) {
+      s.rank_cpu_pct.resize(static_cast<std::size_t>(world), kNaN);
+      s.rank_rss_bytes.resize(static_cast<std::size_t>(world), kNaN);
+      std::lock_guard<std::mutex> lock(writer_mu_);
+      if (writer_)
+        writer_->append_util(s);
+      else if (early_util_.size() < kMaxEarlyUtil)
+        early_util_.push_back(std::move(s));
+    });
   }
 
   void step(const StepRecord& r) {
@@ -199,6 +207,7 @@ class Recorder {
     ++steps_;
     results::StepRow row;
     row.step = r.step.value_or(steps_);
+    results::JobWriter& w = writer(row.step);
     row.epoch = epoch_ + 1;
     row.wall_s = wall;
     row.loss = r.loss;
@@ -207,7 +216,7 @@ class Recorder {
     row.data_s = row.forward_s = row.backward_s = row.optimizer_s = row.comm_s = row.exposed_comm_s = kNaN;
     row.rank_step_s.assign(static_cast<std::size_t>(ranks_), kNaN);  // only rank 0's is seen
     row.rank_step_s[0] = step_s;
-    writer_->append_step(row);
+    w.append_step(row);
     for (const auto& [k, v] : r.metrics) summary_["last_" + k] = v;
     beat(row.step, wall, false);
   }
@@ -227,8 +236,9 @@ class Recorder {
     row.epoch_s = seconds(now - last_epoch_);
     row.wall_s = seconds(now - t0_);
     last_epoch_ = now;
-    writer_->append_epoch(row);
-    writer_->flush();
+    results::JobWriter& w = writer(kKeepEvery);
+    w.append_epoch(row);
+    w.flush();
     if (r.test_acc) summary_["final_test_acc"] = *r.test_acc;
     if (r.test_loss) summary_["final_test_loss"] = *r.test_loss;
   }
@@ -256,11 +266,32 @@ class Recorder {
       summary_["steps_per_epoch"] = static_cast<double>(std::max<std::int64_t>(first_epoch_steps_, 0));
     if (o_.launched_at > 0) summary_["time_launch_s"] = std::max(0.0, start_unix_ - o_.launched_at);
     beat(steps_, wall, true);
-    writer_->finish(status, reason, summary_);
+    writer(kKeepEvery).finish(status, reason, summary_);
   }
 
  private:
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+  // A resumed attempt that ends or reports an epoch before any step keeps every earlier row.
+  static constexpr std::int64_t kKeepEvery = std::numeric_limits<std::int64_t>::max();
+  // Util rows held until a resumed attempt's file is open (at 2 Hz, about 8 minutes of start-up).
+  static constexpr std::size_t kMaxEarlyUtil = 1000;
+
+  // The writer, opened now if a resumed attempt had not yet: its rows from step `resume_at` on
+  // are redone by the program and dropped (results::JobWriter::create).
+  results::JobWriter& writer(std::int64_t resume_at) {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    if (!writer_) {
+      open_writer(std::max<std::int64_t>(resume_at, 1));
+      for (const auto& u : early_util_) writer_->append_util(u);
+      early_util_.clear();
+    }
+    return *writer_;
+  }
+  void open_writer(std::int64_t resume_from_step) {
+    info_.resume_from_step = resume_from_step;
+    writer_ = results::JobWriter::create(o_.out_dir, info_);
+  }
 
   void beat(std::int64_t step, double wall, bool force) {
     if (o_.heartbeat_file.empty()) return;
@@ -283,7 +314,10 @@ class Recorder {
 
   const ExecOptions& o_;
   const jobs::Job& job_;
+  results::JobFileInfo info_;
+  std::mutex writer_mu_;  // writer_ and early_util_: the sampler's thread appends util rows
   std::unique_ptr<results::JobWriter> writer_;
+  std::vector<hw::UtilSample> early_util_;
   std::unique_ptr<hw::UtilSampler> sampler_;
   results::Summary summary_;
   Clock::time_point t0_, last_step_{}, last_epoch_{Clock::now()}, last_beat_{};

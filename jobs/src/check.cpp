@@ -233,9 +233,11 @@ void Rules::command_rules() {
     add("model", "model=command is given by a grid's top-level command: (your program's arguments)");
   if (!cmd && !p_.command.empty()) add("command", "command: makes every job model=command", "model");
   if (!cmd) {
-    for (const auto* f : {&p_.command_env, &p_.command_sha256})
+    for (const auto* f : {&p_.command_env, &p_.command_sha256, &p_.user_params})
       if (!f->empty())
-        add(f == &p_.command_env ? "command_env" : "command_sha256",
+        add(f == &p_.command_env      ? "command_env"
+            : f == &p_.command_sha256 ? "command_sha256"
+                                      : "user_params",
             "belongs to a command job (a grid's command:)", "command");
     return;
   }

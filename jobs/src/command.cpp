@@ -221,6 +221,23 @@ std::vector<std::string> resolve_command(const JobParams& p, const std::string& 
   return out;
 }
 
+std::vector<std::string> command_with_absolute_files(const JobParams& p) {
+  std::vector<std::string> out;
+  for (const auto& a : command_from_json(p.command)) {
+    std::string problem;
+    const bool plain = placeholders(a, &problem).empty() && problem.empty();
+    const fs::path f(a);
+    // argv[0] without a '/' is looked up on PATH, as resolve_command leaves it.
+    const bool program_name = out.empty() && a.find('/') == std::string::npos;
+    if (plain && !a.empty() && !p.command_dir.empty() && f.is_relative() && !program_name &&
+        is_regular(fs::path(p.command_dir) / f))
+      out.push_back((fs::path(p.command_dir) / f).lexically_normal().string());
+    else
+      out.push_back(a);
+  }
+  return out;
+}
+
 std::string program_params_json(const JobParams& p) {
   Params values = from_struct(p);
   values.erase("user_params");

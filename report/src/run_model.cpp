@@ -39,27 +39,54 @@ struct CurrentGrid {
   std::string compare_by;
   std::vector<std::string> overrides;  // the `--set` the grid was last planned with
 };
-std::optional<CurrentGrid> current_grid(const run::RunDir& rd, std::ostream& log) {
+// `state`: the run's state.json, read once by load_run for this and the phases (a 100,000-job
+// state is 30 MB of JSON). The ids come from a streamed expansion: no Job is kept per id.
+std::optional<CurrentGrid> current_grid(const run::RunDir& rd, const run::RunState& state,
+                                        std::ostream& log) {
   std::error_code ec;
   if (!fs::is_regular_file(rd.grid_copy(), ec)) return std::nullopt;
   try {
     jobs::LoadOptions lo;
-    const run::RunState st = rd.load_state();
-    lo.base_dir = st.grid_dir;  // relative model_file/data_file paths start there
+    lo.base_dir = state.grid_dir;  // relative model_file/data_file paths start there
     // The `--set` the run was last planned with: the same ids as that run.
-    lo.overrides = jobs::parse_overrides(st.overrides);
-    lo.repeats = st.repeats;
-    const jobs::Expansion ex = jobs::load_grid(rd.grid_copy(), lo, base::kinds::kGridCopy);
+    lo.overrides = jobs::parse_overrides(state.overrides);
+    lo.repeats = state.repeats;
     CurrentGrid g;
-    for (const auto& j : ex.jobs) g.ids.insert(j.id);
+    lo.on_job = [&](std::size_t, const std::string& id, const std::vector<jobs::Value>&) {
+      g.ids.insert(id);
+    };
+    const jobs::Expansion ex = jobs::load_grid(rd.grid_copy(), lo, base::kinds::kGridCopy);
     g.compare_by = ex.compare_by;
-    g.overrides = st.overrides;
+    g.overrides = state.overrides;
     return g;
   } catch (const std::exception& e) {
     log << "report: " << rd.grid_copy() << " does not load (" << base::printable_line(e.what())
         << "); reporting every job of the run directory\n";
     return std::nullopt;
   }
+}
+
+// state.json, read once (the current grid's overrides and the recorded phases), and the current
+// grid. A damaged state costs those only (the next `gridrun run` quarantines it).
+struct CurrentFacts {
+  std::optional<run::RunState> state;
+  std::string state_problem;
+  std::optional<CurrentGrid> grid;
+};
+CurrentFacts current_facts(const run::RunDir& rd, std::ostream& log) {
+  CurrentFacts f;
+  try {
+    f.state = rd.load_state();
+  } catch (const std::exception& e) {
+    f.state_problem = base::printable_line(e.what());
+  }
+  std::error_code ec;
+  if (f.state)
+    f.grid = current_grid(rd, *f.state, log);
+  else if (fs::is_regular_file(rd.grid_copy(), ec))
+    log << "report: " << rd.grid_copy() << " does not load (" << f.state_problem
+        << "); reporting every job of the run directory\n";
+  return f;
 }
 
 // The id in a skipped line "<dir>/<id>.h5[.partial]: why".
@@ -108,7 +135,9 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
   // A failed job's reason in one line, from its log when its results file recorded none.
   for (auto& j : run.jobs)
     if (j.status == "failed") j.exit_reason = run::failure_reason(rd, j.id, j.exit_reason);
-  const std::optional<CurrentGrid> grid = current_grid(rd, log);
+  CurrentFacts facts = current_facts(rd, log);
+  const std::optional<CurrentGrid>& grid = facts.grid;
+  std::error_code ec;
   if (grid) {
     run.compare_by = grid->compare_by;
     // A run that `gridrun submit` made is measured again through Slurm, not on this machine.
@@ -141,13 +170,11 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
   for (const auto& d : run.data) read.push_back(&d);
   PhaseInput phases;
   phases.compare_by = run.compare_by;
-  try {
-    // state.json is read for its phases only, so not for a grid without compare-by (a 10,000-job
-    // state costs a tenth of a second to parse).
-    if (!grid || !grid->compare_by.empty()) phases.recorded = rd.load_state().phases;
-  } catch (const std::exception& e) {
-    // A damaged state.json costs the recorded phases only (the next `gridrun run` quarantines it).
-    log << "report: ignoring " << base::printable_line(e.what()) << "\n";
+  if (!grid || !grid->compare_by.empty()) {
+    if (facts.state)
+      phases.recorded = std::move(facts.state->phases);
+    else
+      log << "report: ignoring " << facts.state_problem << "\n";
   }
   // A phase recorded for an earlier grid of this run directory (a repeat or a value the grid no
   // longer has) is not the current grid's either: without this it showed as a phase of 0 jobs.
@@ -167,7 +194,6 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
   run.phases = complete_phases(phases, read);
   // A calibrated prediction made before the run (run/prediction.hpp); one from the cost model
   // alone is not worth printing beside a measurement.
-  std::error_code ec;
   if (fs::is_regular_file(rd.prediction_file(), ec)) {
     try {
       const run::Prediction pred = run::read_prediction(rd.prediction_file());

@@ -687,8 +687,9 @@ std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const Repo
   std::set<std::string> known = {"id", "status"};
   for (const auto& j : all)
     if (j.params) {
-      for (const auto& spec : gj::param_table()) known.insert(spec.name);
-      if (!j.params->user_params.empty())  // a command grid's own (params:)
+      for (const auto& spec : gj::param_table())
+        if (spec.name != "user_params") known.insert(spec.name);  // its members are keys by name
+      if (!j.params->user_params.empty())                         // a command grid's own (params:)
         for (const auto& [name, v] : gj::user_params_of(*j.params)) known.insert(name);
     }
   auto known_list = [&] {
@@ -709,7 +710,8 @@ std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const Repo
   for (const auto& [k, v] : opts.filters)
     filters.push_back(gj::parse_selector(k + "=" + v, "--filter", {"id", "status"}));
   for (const auto& f : filters)
-    if (f.own && !known.count(f.key)) throw std::invalid_argument("--only " + f.text + ": " + unknown(f.key));
+    if (f.own && !known.count(f.key))
+      throw std::invalid_argument(opts.filter_flag + " " + f.text + ": " + unknown(f.key));
   if (!opts.group_by.empty() && !known.count(opts.group_by))
     throw std::invalid_argument("--group-by " + opts.group_by + ": " + unknown(opts.group_by));
   std::vector<JobRecord> jobs;

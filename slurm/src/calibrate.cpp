@@ -14,6 +14,7 @@
 
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/command.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/model_check.hpp"
@@ -30,13 +31,35 @@ using Clock = std::chrono::steady_clock;
 
 // A grid of exactly this one job: an include entry of all its parameters (global_batch follows
 // from batch_per_rank x ranks, and a grid may not give both).
+// A command grid's jobs (your own program, issue 56) as such a grid: its command: (the program's
+// files by absolute path: this grid lies in the calibration folder), env: and params: (each own
+// parameter declared with the value it has), the rest as include entries.
 std::string jobs_grid(const std::string& name, const std::vector<jobs::JobParams>& ps) {
   std::string s =
-      "# Written by `gridrun calibrate --slurm`: configurations measured together.\nname: " + name +
-      "\ninclude:\n";
+      "# Written by `gridrun calibrate --slurm`: configurations measured together.\nname: " + name + "\n";
+  const bool command = !ps.empty() && ps.front().model == "command";
+  if (command) {
+    const jobs::JobParams& first = ps.front();
+    s += "command: " + base::dump_line(base::Json(jobs::command_with_absolute_files(first))) + "\n";
+    if (!first.command_env.empty()) s += "env: " + first.command_env + "\n";
+    const auto own = jobs::user_params_of(first);
+    if (!own.empty()) {
+      base::Json decl = base::Json::object();
+      for (const auto& [k, v] : own)
+        decl[k] = base::parse_json(jobs::canonical_json(jobs::Params{{k, v}}), k)[k];
+      s += "params: " + base::dump_line(decl) + "\n";
+    }
+  }
+  s += "include:\n";
   for (const auto& p : ps) {
     base::Json j = base::parse_json(jobs::canonical_json(p), "calibration job");
     j.erase("global_batch");
+    j.erase("user_params");  // the own parameters, if any, are written by name below
+    if (command) {
+      for (const char* k : {"model", "command", "command_env", "command_dir", "command_sha256"}) j.erase(k);
+      for (const auto& [k, v] : jobs::user_params_of(p))
+        j[k] = base::parse_json(jobs::canonical_json(jobs::Params{{k, v}}), k)[k];
+    }
     s += "  - " + base::dump_line(j) + "\n";
   }
   return s;
@@ -82,10 +105,6 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
   lo.check_model_file = scheduler::model_checker(scheduler::default_train_bin()).callback();
   const jobs::Expansion ex = jobs::load_grid(o.grid_file, lo);
   for (const auto& j : ex.jobs) {
-    if (j.params.model == "command")  // as `gridrun calibrate` (scheduler/calibrate.cpp)
-      throw std::invalid_argument(o.grid_file + ": job " + j.id +
-                                  " is a command job (your own program): calibration does not measure "
-                                  "those yet; `gridrun submit` runs them (docs/own-script.md)");
     if (j.params.task != "train")
       throw std::invalid_argument(o.grid_file + ": job " + j.id + " is task=" + j.params.task +
                                   "; calibration predicts training jobs only");

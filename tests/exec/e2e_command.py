@@ -415,13 +415,22 @@ def case_step_limit():
 
 SLOW = """import json, os, sys, time
 
-if os.environ["RANK"] == "0":  # a checkpoint: what makes gridrun resume the job (GRIDRUN_RESUME=1)
-    open(os.path.join(os.environ["GRIDRUN_CHECKPOINT_DIR"], "ckpt"), "w").write("1")
-for step in range(1, 41):
+# A checkpoint every 5 steps (the step reached); one from the start is what makes gridrun resume
+# the job (GRIDRUN_RESUME=1). A resumed attempt goes on after its checkpoint's step.
+ckpt = os.path.join(os.environ["GRIDRUN_CHECKPOINT_DIR"], "ckpt")
+start = 1
+if os.environ["GRIDRUN_RESUME"] == "1":
+    start = int(open(ckpt).read()) + 1
+elif os.environ["RANK"] == "0":
+    open(ckpt, "w").write("0")
+for step in range(start, 41):
     time.sleep(0.1)
     if os.environ["RANK"] == "0":
-        print(json.dumps({"gridrun": "step", "loss": 1.0 / step, "samples": 16}), flush=True)
-print("resumed" if os.environ["GRIDRUN_RESUME"] == "1" else "fresh", file=sys.stderr)
+        print(json.dumps({"gridrun": "step", "step": step, "loss": 1.0 / step, "samples": 16}), flush=True)
+        if step % 5 == 0:
+            open(ckpt + ".tmp", "w").write(str(step))
+            os.replace(ckpt + ".tmp", ckpt)
+print("resumed at %d" % start if os.environ["GRIDRUN_RESUME"] == "1" else "fresh", file=sys.stderr)
 """
 
 
@@ -443,7 +452,9 @@ def case_kill9():
     while time.monotonic() < deadline:  # until the job has reported steps (its heartbeat)
         hb = [f for f in os.listdir(os.path.join(run_dir, "logs")) if f.endswith(".heartbeat")] \
             if os.path.isdir(os.path.join(run_dir, "logs")) else []
-        if hb and '"step":' in open(os.path.join(run_dir, "logs", hb[0])).read():
+        text = open(os.path.join(run_dir, "logs", hb[0])).read() if hb else ""
+        m = re.search(r'"step":(\d+)', text)
+        if m and int(m.group(1)) >= 7:  # past the first checkpoint (step 5)
             beat = hb[0]
             break
         time.sleep(0.1)
@@ -463,8 +474,18 @@ def case_kill9():
     (jid, job), = jobs.items()
     assert job["state"] == "completed", job
     with open(os.path.join(run_dir, "logs", jid + ".err")) as f:
-        assert "resumed" in f.read(), "the second attempt was not told to resume"
-    print("kill -9: nothing left running; the next run resumed the job (GRIDRUN_RESUME=1) and completed it")
+        m = re.search(r"resumed at (\d+)", f.read())
+    assert m and int(m.group(1)) > 5, "the second attempt was not told to resume"
+    # The results file holds both attempts: the first one's steps before the checkpoint, the
+    # resumed one's from there, each step once (the redone ones dropped).
+    st, why, steps, _ = results(run_dir, jid)
+    assert st == "completed" and [s for s, _ in steps] == list(range(1, 41)), (st, why, steps)
+    assert all(abs(loss - 1.0 / s) < 1e-12 for s, loss in steps), steps
+    with h5py.File(os.path.join(run_dir, "results", jid + ".h5"), "r") as f:
+        resumed = list(f["attempts/resumed_from_step"][:])
+    assert resumed == [0, int(m.group(1))], resumed
+    print("kill -9: nothing left running; the next run resumed the job at step %s (GRIDRUN_RESUME=1) and "
+          "completed it; its file holds steps 1-40 of both attempts" % m.group(1))
 
 
 if __name__ == "__main__":

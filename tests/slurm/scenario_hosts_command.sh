@@ -8,7 +8,9 @@
 #   - every job completed (gridrun status, the results files' status);
 #   - the recorded per-step losses equal the ones the script printed itself;
 #   - the 2-host job's losses equal the 1-host job's (same seed, same global batch), step for step;
-#   - the 2-host job's results file names two hosts.
+#   - the 2-host job's results file names two hosts;
+#   - `gridrun calibrate --slurm` measures the grid's 3 configurations through Slurm, and simulate
+#     predicts from that calibration.
 #   scenario_hosts_command.sh BIN_DIR WORK_DIR PYTHON
 source "$(dirname "$0")/lib.sh"
 BIN=$1 WORK=$2 PY=$3
@@ -71,5 +73,34 @@ assert losses[(2, 2)] == losses[(2, 1)], ("2 hosts vs 1 host", losses[(2, 2)], l
 assert len(set(hosts[(2, 2)].split(","))) == 2, hosts
 print("3 command jobs completed through Slurm; recorded losses = printed; the 2-host job (%s) "
       "equals the 1-host job for all %d steps" % (hosts[(2, 2)], len(losses[(2, 2)])))
+PYEOF
+# calibrate --slurm of the same command grid (each configuration alone through sbatch/srun, a
+# few steps under GRIDRUN_MAX_STEPS), then simulate predicts from the calibration, not the cost model.
+note "calibrate the command grid through Slurm"
+"$BIN/gridrun" calibrate "$WORK/own-script/hosts.yaml" --slurm --network eth0 --steps 5 --out "$WORK/cal" |
+  tee "$WORK/calibrate.txt"
+grep -q "3 configuration(s) of 3 jobs" "$WORK/calibrate.txt" || fail "calibrate --slurm did not measure the 3 configurations"
+"$PY" - "$WORK/cal/hosts-command/calibration.json" <<'PYEOF'
+import json, sys
+configs = json.load(open(sys.argv[1]))["configs"]
+assert len(configs) == 3, configs
+for key, c in configs.items():
+    assert c["step_s"] > 0 and c["steps_per_epoch"] == 20, (key, c)  # 1280 samples / 64 per step
+print("calibrate --slurm: 3 command configurations measured:",
+      ", ".join("%s %.3f s/step" % (k, c["step_s"]) for k, c in sorted(configs.items())))
+PYEOF
+cat >"$WORK/cluster.yaml" <<'YAML'
+nodes:
+  - {name: host1, cores: 2}
+  - {name: host2, cores: 2}
+  - {name: host3, cores: 2}
+YAML
+"$BIN/gridrun" simulate "$WORK/own-script/hosts.yaml" --cluster "$WORK/cluster.yaml" --out "$WORK/cal" \
+  --format json >"$WORK/predicted.json"
+"$PY" - "$WORK/predicted.json" <<'PYEOF'
+import json, sys
+pred = json.load(open(sys.argv[1]))
+assert pred["durations"].startswith("calibration of"), pred["durations"]
+print("simulate --cluster: durations from the", pred["durations"])
 PYEOF
 echo "PASS"

@@ -45,6 +45,11 @@ std::string command_problem(const std::vector<std::string>& argv, const std::str
 // Throws std::invalid_argument (an unknown placeholder in a hand-edited job file).
 std::vector<std::string> resolve_command(const JobParams& p, const std::string& id, const std::string& run);
 
+// The job's command as a grid in another folder would write it (calibrate --slurm writes one per
+// configuration): placeholders kept, the arguments that name one of the program's files (relative
+// to command_dir, as resolve_command finds them) made absolute.
+std::vector<std::string> command_with_absolute_files(const JobParams& p);
+
 // The job's parameters as the program reads them (GRIDRUN_PARAMS, the helper's params()): one flat
 // canonical JSON object, the grid's own parameters (params:) members beside gridrun's, not inside
 // user_params. Throws std::invalid_argument as user_params_of does.

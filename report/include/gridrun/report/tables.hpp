@@ -25,7 +25,8 @@ struct ReportOptions {
   std::string format = "table";                              // table | markdown | csv | json
   std::string group_by;                                      // parameter name, or ""
   std::vector<std::pair<std::string, std::string>> filters;  // key=value, all must match
-  int width = 100;                                           // text/markdown wrap width
+  std::string filter_flag = "--filter";  // the flag the filters came from, as messages name it
+  int width = 100;                       // text/markdown wrap width
   bool all = false;  // also the jobs of earlier grids of the run directory (load_run's LoadOptions)
   // html: the page to write (temporary file, then renamed), its roofs and its limits.
   std::string output;
