@@ -201,17 +201,27 @@ std::string command_problem(const std::vector<std::string>& argv, const std::str
   return "";
 }
 
-std::vector<std::string> resolve_command(const JobParams& p, const std::string& id, const std::string& run) {
+namespace {
+
+// The job's parameters by name with the grid's own (params:) beside gridrun's.
+Params values_with_own(const JobParams& p) {
   Params values = from_struct(p);
-  for (auto& [name, v] : user_params_of(p)) values.emplace(name, std::move(v));  // the grid's params:
+  for (auto& [name, v] : user_params_of(p)) values.emplace(name, std::move(v));
+  return values;
+}
+
+// The command's arguments, each through `resolved` (placeholders), an argument without
+// placeholders that names one of the program's files (relative to command_dir) made absolute.
+// argv[0] without a '/' is left to be looked up on PATH, as a shell would.
+template <typename Resolve>
+std::vector<std::string> command_args(const JobParams& p, Resolve resolved) {
   std::vector<std::string> out;
   for (const auto& a : command_from_json(p.command)) {
     std::string problem;
     const bool plain = placeholders(a, &problem).empty() && problem.empty();
-    std::string r = substitute(a, &values, id, run);
+    std::string r = resolved(a);
     if (plain && !r.empty() && !p.command_dir.empty()) {
       fs::path f(r);
-      // argv[0] without a '/' is looked up on PATH, as a shell would.
       const bool program_name = out.empty() && r.find('/') == std::string::npos;
       if (f.is_relative() && !program_name && is_regular(fs::path(p.command_dir) / f))
         r = (fs::path(p.command_dir) / f).lexically_normal().string();
@@ -221,27 +231,20 @@ std::vector<std::string> resolve_command(const JobParams& p, const std::string& 
   return out;
 }
 
+}  // namespace
+
+std::vector<std::string> resolve_command(const JobParams& p, const std::string& id, const std::string& run) {
+  const Params values = values_with_own(p);
+  return command_args(p, [&](const std::string& a) { return substitute(a, &values, id, run); });
+}
+
 std::vector<std::string> command_with_absolute_files(const JobParams& p) {
-  std::vector<std::string> out;
-  for (const auto& a : command_from_json(p.command)) {
-    std::string problem;
-    const bool plain = placeholders(a, &problem).empty() && problem.empty();
-    const fs::path f(a);
-    // argv[0] without a '/' is looked up on PATH, as resolve_command leaves it.
-    const bool program_name = out.empty() && a.find('/') == std::string::npos;
-    if (plain && !a.empty() && !p.command_dir.empty() && f.is_relative() && !program_name &&
-        is_regular(fs::path(p.command_dir) / f))
-      out.push_back((fs::path(p.command_dir) / f).lexically_normal().string());
-    else
-      out.push_back(a);
-  }
-  return out;
+  return command_args(p, [](const std::string& a) { return a; });
 }
 
 std::string program_params_json(const JobParams& p) {
-  Params values = from_struct(p);
+  Params values = values_with_own(p);
   values.erase("user_params");
-  for (auto& [name, v] : user_params_of(p)) values.emplace(name, std::move(v));
   return canonical_json(values);
 }
 

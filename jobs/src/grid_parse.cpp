@@ -666,9 +666,7 @@ void Parser::own_params(const YAML::Node& n, const YAML::Node& key) {
 // anywhere in the grid is checked against type, range and choices as gridrun's own are.
 ParamSpec Parser::own_param(const std::string& name, const YAML::Node& k, const YAML::Node& v) {
   const std::string path = "params." + name;
-  bool ok = !name.empty() && std::isdigit(static_cast<unsigned char>(name[0])) == 0;
-  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_');
-  if (!ok)
+  if (!is_identifier(name))
     fail(k, path,
          "'" + name + "' is no parameter name (letters, digits and _, so that {" + name + "} works)");
   if (param_index(name) >= 0)
@@ -786,9 +784,8 @@ void Parser::env(const YAML::Node& n, const YAML::Node& key) {
       "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
   each_key(n, "env", [&](const std::string& name, const YAML::Node& k, const YAML::Node& v) {
     const std::string path = "env." + name;
-    bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-    for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-    if (!ok) fail(k, path, "'" + name + "' is no environment variable name (letters, digits, _)");
+    if (!is_identifier(name))
+      fail(k, path, "'" + name + "' is no environment variable name (letters, digits, _)");
     if (reserved.count(name) || name.rfind("GRIDRUN_", 0) == 0)
       fail(k, path, name + " is set by gridrun for every rank (docs/own-script.md)");
     if (!v.IsScalar()) fail(v.IsNull() ? k : v, path, std::string("expected a string, got ") + kind(v));

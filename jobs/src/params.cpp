@@ -222,10 +222,14 @@ Value get_param(const JobParams& p, const std::string& name) {
   };
   const int i = detail::param_index(name);
   if (i >= 0) return getters[i](p);
-  if (!p.user_params.empty())
-    for (auto& [key, value] : user_params_of(p))
-      if (key == name) return value;
+  if (std::optional<Value> own = user_param(p, name)) return std::move(*own);
   throw std::invalid_argument("unknown job parameter '" + name + "'");
+}
+
+std::optional<Value> user_param(const JobParams& p, const std::string& name) {
+  for (auto& [key, value] : user_params_of(p))
+    if (key == name) return std::move(value);
+  return std::nullopt;
 }
 
 std::vector<std::pair<std::string, Value>> user_params_of(const JobParams& p) {

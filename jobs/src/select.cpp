@@ -4,7 +4,6 @@
 #include "gridrun/jobs/suggest.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <stdexcept>
 #include <tuple>
 
@@ -40,11 +39,7 @@ std::pair<std::string, std::string> split_key_value(const std::string& text, con
 // A key that may name a grid's own parameter (params:, issue 56): a name {KEY} could be. Only the
 // grid can tell, and type its values: add_overrides and select_jobs refuse it, with the same
 // "did you mean", when the grid does not declare it.
-bool own_name(const std::string& key) {
-  bool ok = !key.empty() && std::isdigit(static_cast<unsigned char>(key[0])) == 0;
-  for (char c : key) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_');
-  return ok;
-}
+bool own_name(const std::string& key) { return detail::is_identifier(key); }
 
 }  // namespace
 
@@ -69,9 +64,8 @@ bool Selector::matches(const std::string& have) const {
 bool Selector::matches(const JobParams& params) const {
   if (spec) return matches(get_param(params, key));
   if (!own) return false;
-  for (const auto& [name, have] : user_params_of(params))
-    if (name == key) return matches(have);
-  return false;
+  const std::optional<Value> have = user_param(params, key);
+  return have && matches(*have);
 }
 
 bool Selector::matches(const Value& have) const {
@@ -159,9 +153,7 @@ bool matches_all(const std::vector<Selector>& selectors, const JobParams& params
 }
 
 std::string undeclared(const Selector& s, const JobParams& any, const std::string& flag) {
-  if (!s.own) return "";
-  for (const auto& [name, v] : user_params_of(any))
-    if (name == s.key) return "";
+  if (!s.own || user_param(any, s.key)) return "";
   return flag + " " + s.text + ": " + unknown_key(s.key, {"id"});
 }
 
@@ -234,19 +226,14 @@ std::pair<std::string, std::vector<Value>> parse_override_list(const std::string
     pieces.push_back(list);  // a free string: commas are part of it (mlp_hidden=512,256)
   }
   std::pair<std::string, std::vector<Value>> out{key, {}};
-  if (!spec) {  // a grid's own parameter, maybe: its text, typed by add_overrides against the grid
-    for (const auto& piece : pieces) {
-      if (piece.empty() && pieces.size() > 1)
-        throw std::invalid_argument(flag + " " + text +
-                                    ": empty value in the list (expected KEY=VALUE[,VALUE...])");
-      out.second.emplace_back(piece);
-    }
-    return out;
-  }
   for (const auto& piece : pieces) {
     if (piece.empty() && pieces.size() > 1)
       throw std::invalid_argument(flag + " " + text +
                                   ": empty value in the list (expected KEY=VALUE[,VALUE...])");
+    if (!spec) {  // a grid's own parameter, maybe: its text, typed by add_overrides against the grid
+      out.second.emplace_back(piece);
+      continue;
+    }
     try {
       out.second.push_back(parse_value(*spec, piece));  // "lr: expected a number, got 'abc'"
     } catch (const std::invalid_argument& e) {

@@ -66,6 +66,12 @@ bool parse_int(const std::string& text, std::int64_t& out) {
   return true;
 }
 
+bool is_identifier(const std::string& s) {
+  bool ok = !s.empty() && std::isdigit(static_cast<unsigned char>(s[0])) == 0;
+  for (char c : s) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_');
+  return ok;
+}
+
 bool parse_bool(const std::string& text, bool& out) {
   std::string s = base::trim(text);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });

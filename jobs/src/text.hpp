@@ -25,6 +25,10 @@ bool parse_int(const std::string& s, std::int64_t& out);
 bool parse_double(const std::string& s, double& out);
 bool parse_bool(const std::string& s, bool& out);
 
+// Letters, digits and '_', not starting with a digit: an environment variable's name, a grid's own
+// parameter's (so that {name} works), a --set/--only key that may be one.
+bool is_identifier(const std::string& s);
+
 // Levenshtein distance, and the closest candidate within a distance that scales with the length
 // of `word` (empty when nothing is close enough).
 std::size_t edit_distance(const std::string& a, const std::string& b);

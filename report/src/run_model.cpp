@@ -137,7 +137,6 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
     if (j.status == "failed") j.exit_reason = run::failure_reason(rd, j.id, j.exit_reason);
   CurrentFacts facts = current_facts(rd, log);
   const std::optional<CurrentGrid>& grid = facts.grid;
-  std::error_code ec;
   if (grid) {
     run.compare_by = grid->compare_by;
     // A run that `gridrun submit` made is measured again through Slurm, not on this machine.
@@ -194,6 +193,7 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
   run.phases = complete_phases(phases, read);
   // A calibrated prediction made before the run (run/prediction.hpp); one from the cost model
   // alone is not worth printing beside a measurement.
+  std::error_code ec;
   if (fs::is_regular_file(rd.prediction_file(), ec)) {
     try {
       const run::Prediction pred = run::read_prediction(rd.prediction_file());

@@ -57,13 +57,11 @@ double JobData::attr_number(const std::string& name, double fallback) const {
 std::optional<ParamValue> param_value(const RecordedParams& p, const std::string& name) {
   if (!p) return std::nullopt;
   if (jobs::find_param(name)) return jobs::get_param(*p, name);
-  if (p->user_params.empty()) return std::nullopt;
   try {  // a command grid's own parameter (params:); a damaged text answers nothing
-    for (auto& [key, v] : jobs::user_params_of(*p))
-      if (key == name) return v;
+    return jobs::user_param(*p, name);
   } catch (const std::invalid_argument&) {
+    return std::nullopt;
   }
-  return std::nullopt;
 }
 
 std::string param_text(const RecordedParams& p, const std::string& name) {

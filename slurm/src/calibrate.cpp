@@ -29,11 +29,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A grid of exactly this one job: an include entry of all its parameters (global_batch follows
-// from batch_per_rank x ranks, and a grid may not give both).
-// A command grid's jobs (your own program, issue 56) as such a grid: its command: (the program's
-// files by absolute path: this grid lies in the calibration folder), env: and params: (each own
-// parameter declared with the value it has), the rest as include entries.
+// A grid of exactly these jobs: an include entry of all the parameters of each (global_batch
+// follows from batch_per_rank x ranks, and a grid may not give both), the grid's own ones (params:,
+// issue 56) by name as jobs::program_params_json writes them. A command grid's jobs also need its
+// command: (the program's files by absolute path: this grid lies in the calibration folder), env:
+// and params: (each own parameter declared with the value it has).
 std::string jobs_grid(const std::string& name, const std::vector<jobs::JobParams>& ps) {
   std::string s =
       "# Written by `gridrun calibrate --slurm`: configurations measured together.\nname: " + name + "\n";
@@ -42,24 +42,17 @@ std::string jobs_grid(const std::string& name, const std::vector<jobs::JobParams
     const jobs::JobParams& first = ps.front();
     s += "command: " + base::dump_line(base::Json(jobs::command_with_absolute_files(first))) + "\n";
     if (!first.command_env.empty()) s += "env: " + first.command_env + "\n";
-    const auto own = jobs::user_params_of(first);
-    if (!own.empty()) {
-      base::Json decl = base::Json::object();
-      for (const auto& [k, v] : own)
-        decl[k] = base::parse_json(jobs::canonical_json(jobs::Params{{k, v}}), k)[k];
-      s += "params: " + base::dump_line(decl) + "\n";
-    }
+    const base::Json values = base::parse_json(jobs::program_params_json(first), "calibration job");
+    base::Json decl = base::Json::object();
+    for (const auto& [k, v] : jobs::user_params_of(first)) decl[k] = values.at(k);
+    if (!decl.empty()) s += "params: " + base::dump_line(decl) + "\n";
   }
   s += "include:\n";
   for (const auto& p : ps) {
-    base::Json j = base::parse_json(jobs::canonical_json(p), "calibration job");
+    base::Json j = base::parse_json(jobs::program_params_json(p), "calibration job");
     j.erase("global_batch");
-    j.erase("user_params");  // the own parameters, if any, are written by name below
-    if (command) {
+    if (command)
       for (const char* k : {"model", "command", "command_env", "command_dir", "command_sha256"}) j.erase(k);
-      for (const auto& [k, v] : jobs::user_params_of(p))
-        j[k] = base::parse_json(jobs::canonical_json(jobs::Params{{k, v}}), k)[k];
-    }
     s += "  - " + base::dump_line(j) + "\n";
   }
   return s;

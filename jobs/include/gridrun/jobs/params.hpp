@@ -94,6 +94,8 @@ Value get_param(const JobParams& p, const std::string& name);
 // get_param answers their names too (plan's columns, --only, compare by, report). Throws
 // std::invalid_argument on a text that is no such object (a job file edited by hand).
 std::vector<std::pair<std::string, Value>> user_params_of(const JobParams& p);
+// One of them by name; std::nullopt when the job has none of that name. Throws as user_params_of.
+std::optional<Value> user_param(const JobParams& p, const std::string& name);
 // The canonical text of such values (sorted by name, as canonical_json writes members); "" for none.
 std::string user_params_json(std::vector<std::pair<std::string, Value>> values);
 // Sets one field. An integer is accepted for a number parameter (JSON and HDF5 may store 1.0 as
