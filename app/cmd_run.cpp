@@ -279,6 +279,9 @@ int cmd_calibrate(const Args& args) {
       "max-parallel,j", po::value(&o.max_parallel)->default_value(0), "at most N jobs at once, as for run")(
       "steps", po::value(&o.co.steps)->default_value(d.steps),
       "timed steps per configuration after its warm-up (3-100000)")(
+      "launches", po::value(&o.co.alone_launches)->default_value(d.alone_launches),
+      "launch each configuration alone N times and keep the median of each figure (1-10): for jobs "
+      "whose time is mostly start-up, which varies from launch to launch")(
       "budget", po::value(&o.budget_percent)->default_value(d.budget_share * 100),
       "the whole calibration at most this % of the grid's predicted time: side-by-side groups "
       "only while it stays within")(
@@ -333,6 +336,9 @@ int cmd_calibrate(const Args& args) {
   if (!(o.budget_percent > 0 && o.budget_percent <= 100))
     throw std::invalid_argument("--budget: must be in (0, 100]");
   if (!(co.min_budget_s >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
+  if (co.alone_launches < 1 || co.alone_launches > scheduler::CalibrateOptions::kMaxAloneLaunches)
+    throw std::invalid_argument("--launches " + std::to_string(co.alone_launches) + ": expected 1 to " +
+                                std::to_string(scheduler::CalibrateOptions::kMaxAloneLaunches));
   if (vm->count("gpus") && co.run.resources.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
   if (vm->count("cores") && co.run.resources.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
   co.run.overrides = jobs::parse_overrides(o.set, "--set");
@@ -342,6 +348,8 @@ int cmd_calibrate(const Args& args) {
     throw std::invalid_argument(
         "--launch warm: not with --slurm (the Slurm calibration launches each configuration cold; `gridrun "
         "submit --launch warm` runs a grid warm on Slurm)");
+  if (o.slurm && co.alone_launches > 1)
+    throw std::invalid_argument("--launches: not with --slurm (the Slurm calibration launches each configuration once)");
   if (o.slurm) {
     // The Slurm calibration reads the grid itself (slurm/src/calibrate.cpp) and knows no selection.
     if (!co.run.overrides.empty() || !co.run.only.empty())
@@ -357,6 +365,7 @@ int cmd_calibrate(const Args& args) {
     // The same command, so that the rerun measures the same jobs the same way.
     std::string again = "gridrun calibrate " + base::shell_quote(co.run.grid) + run_flags(*vm, o);
     if (flag_given(*vm, "steps")) again += " --steps " + std::to_string(co.steps);
+    if (flag_given(*vm, "launches")) again += " --launches " + std::to_string(co.alone_launches);
     std::cout << "calibrate: nothing stored: " << r.refused
               << ". A prediction from it would be too slow. Run it again on a quiet machine: " << again
               << " (or add --accept-load to keep it, its load recorded and printed with every prediction)\n";

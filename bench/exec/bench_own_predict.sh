@@ -6,13 +6,15 @@
 # `gridrun report --format json` (the phase table's predicted_s and makespan_s), with the phase's
 # other% (CPU that went to other processes: a loaded trial says so). Prints every trial and the
 # median absolute error per phase (goal: within 15 %), and how often the predicted winner was the
-# measured one.
-# Usage: bench/exec/bench_own_predict.sh [BUILD_DIR] [TRIALS]
+# measured one. LAUNCHES: `calibrate --launches` (each configuration's figures the median of that
+# many launches alone).
+# Usage: bench/exec/bench_own_predict.sh [BUILD_DIR] [TRIALS] [LAUNCHES]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 build=$(realpath "${1:-build}")
 trials=${2:-5}
+launches=${3:-1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The example names Debian's python3 (python3-torch) by its path; PATH only for what it starts.
@@ -20,7 +22,8 @@ export PATH=/usr/bin:$PATH
 for ((i = 1; i <= trials; i++)); do
   rm -rf "$work/t" && mkdir -p "$work/t"
   cp -r "$root/examples/own-script" "$work/t/own-script"
-  "$build/bin/gridrun" calibrate "$work/t/own-script/compare-cpu.yaml" --out "$work/t/runs" --accept-load >"$work/t/cal.log" 2>&1
+  "$build/bin/gridrun" calibrate "$work/t/own-script/compare-cpu.yaml" --out "$work/t/runs" --accept-load \
+    --launches "$launches" >"$work/t/cal.log" 2>&1
   "$build/bin/gridrun" run "$work/t/own-script/compare-cpu.yaml" --out "$work/t/runs" --no-report >"$work/t/run.log" 2>&1
   "$build/bin/gridrun" report "$work/t/runs/own-script-cpu" --format json >"$work/report-$i.json"
 done

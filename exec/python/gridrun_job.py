@@ -9,7 +9,7 @@ calls instead of hand-written JSON and signal handling:
     import gridrun_job as gj
     for step, (x, y) in enumerate(loader, 1):
         loss = train_step(x, y)
-        gj.log_step(loss, samples=global_batch)      # prints on rank 0 only
+        gj.log_step(loss, samples=global_batch)      # on every rank: each one's step seconds
         if gj.should_stop():                         # SIGTERM/SIGUSR1, or the job's max_steps
             break
 
@@ -117,8 +117,10 @@ def _number(name, value):
 
 
 def _emit(record):
-    # Only rank 0's records count (docs/own-script.md); printing on the others would only fill logs.
-    if rank() != 0:
+    # Rank 0's records are the job's (docs/own-script.md). Under gridrun the other ranks print their
+    # step records too: their gridrun-exec times them for the per-rank step seconds and keeps them
+    # out of the log. Outside gridrun (torchrun) they would only fill the output.
+    if rank() != 0 and not (record["gridrun"] == "step" and os.environ.get("GRIDRUN_JOB_ID")):
         return
     # json.dumps writes a non-finite float as NaN / Infinity (not strict JSON); gridrun reads those
     # tokens (and null) as non-finite, so a diverged loss ends the job as `diverged`.
@@ -131,8 +133,9 @@ def _emit(record):
 
 def log_step(loss, samples=None, **metrics):
     """Record one training step: its loss, the global batch (samples over all ranks) and any
-    metrics of your own. Call it on every rank (it counts steps there, for should_stop); only
-    rank 0 prints. A `step=N` keyword numbers the step explicitly (after a resume)."""
+    metrics of your own. Call it on every rank (it counts steps there, for should_stop, and
+    times each rank's steps); rank 0's record is the job's. A `step=N` keyword numbers the step
+    explicitly (after a resume)."""
     global _steps
     record = {"gridrun": "step", "loss": _number("loss", loss)}
     if samples is not None:

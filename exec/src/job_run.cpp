@@ -22,6 +22,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gridrun/base/file_kinds.hpp"
@@ -32,6 +33,7 @@
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/exec/protocol.hpp"
+#include "gridrun/exec/rank_report.hpp"
 #include "gridrun/hw/util_sampler.hpp"
 #include "gridrun/jobs/command.hpp"
 #include "gridrun/jobs/footprint.hpp"
@@ -141,11 +143,59 @@ class LineReader {
   bool overlong_ = false;
 };
 
+// The step seconds of a program's step lines: the time between two of them (the first one's start
+// is not seen: the program's start-up comes before it, so it has none).
+class StepClock {
+ public:
+  double lap() {
+    const auto now = Clock::now();
+    const double s = seen_ ? std::chrono::duration<double>(now - last_).count() : kNaN;
+    last_ = now;
+    seen_ = true;
+    return s;
+  }
+
+ private:
+  Clock::time_point last_{};
+  bool seen_ = false;
+};
+
+// A rank > 0's report to rank 0 (rank_report.hpp): its step seconds and its program's CPU and RSS.
+class PeerReporter {
+ public:
+  PeerReporter(const ExecOptions& o, const std::string& dir, const std::string& key, int rank, int child_pid)
+      : out_(dir, key, rank) {
+    hw::UtilReaderOptions ro;
+    ro.pids = {static_cast<pid_t>(child_pid)};
+    ro.gpus = false;  // a GPU's figures are its device's: rank 0 samples the job's GPUs
+    hw::SamplerOptions so;
+    so.hz = o.util_hz;
+    sampler_ = std::make_unique<hw::UtilSampler>(std::make_unique<hw::UtilReader>(ro), so,
+                                                 [this](const hw::UtilSample& s) {
+                                                   if (!s.rank_cpu_pct.empty() && !s.rank_rss_bytes.empty())
+                                                     out_.util(s.rank_cpu_pct[0], s.rank_rss_bytes[0]);
+                                                 });
+  }
+  void step(const StepRecord& r) {
+    const double s = clock_.lap();
+    ++steps_;
+    out_.step(r.step.value_or(steps_), s);
+  }
+
+ private:
+  RankReportWriter out_;
+  StepClock clock_;
+  std::int64_t steps_ = 0;
+  std::unique_ptr<hw::UtilSampler> sampler_;  // last: stopped before out_ goes
+};
+
 // Rank 0's record of the job: the results file, the heartbeat and the summary.
 class Recorder {
  public:
-  Recorder(const ExecOptions& o, const jobs::Job& job, int world, int child_pid)
-      : o_(o), job_(job), t0_(Clock::now()) {
+  // `peers`: the other ranks' reports (a job of more than one rank), else null.
+  Recorder(const ExecOptions& o, const jobs::Job& job, int world, int child_pid,
+           std::unique_ptr<RankReportReader> peers)
+      : o_(o), job_(job), peers_(std::move(peers)), t0_(Clock::now()) {
     const jobs::Footprint fp = jobs::footprint(job.params);
     hw::UtilReaderOptions ro;
     ro.pids = {static_cast<pid_t>(child_pid)};
@@ -183,10 +233,14 @@ class Recorder {
     ranks_ = world;
     hw::SamplerOptions so;
     so.hz = o.util_hz;
-    // Rank 0 sees its own program only: the other ranks' columns are NaN (the file has one each).
+    // Rank 0 samples its own program; the other ranks' columns are their latest reports (NaN
+    // before one, or when their folder could not be used).
     sampler_ = std::make_unique<hw::UtilSampler>(std::move(reader), so, [this, world](hw::UtilSample s) {
       s.rank_cpu_pct.resize(static_cast<std::size_t>(world), kNaN);
       s.rank_rss_bytes.resize(static_cast<std::size_t>(world), kNaN);
+      for (int r = 1; peers_ && r < world; ++r)
+        std::tie(s.rank_cpu_pct[static_cast<std::size_t>(r)], s.rank_rss_bytes[static_cast<std::size_t>(r)]) =
+            peers_->util(r);
       std::lock_guard<std::mutex> lock(writer_mu_);
       if (writer_)
         writer_->append_util(s);
@@ -200,10 +254,8 @@ class Recorder {
     last_step_unix_ = base::unix_now();
     if (steps_ == 0) first_step_unix_ = last_step_unix_;
     const double wall = seconds(now - t0_);
-    // The first step's start is not seen (the program's start-up comes before it): no time, and
-    // the launch (up to first_step_unix) includes it.
-    const double step_s = steps_ ? seconds(now - last_step_) : kNaN;
-    last_step_ = now;
+    // The launch (up to first_step_unix) includes the first step, which has no time.
+    const double step_s = clock_.lap();
     ++steps_;
     results::StepRow row;
     row.step = r.step.value_or(steps_);
@@ -214,11 +266,22 @@ class Recorder {
     row.step_s = step_s;
     row.samples_per_s = r.samples && step_s > 0 ? *r.samples / step_s : kNaN;
     row.data_s = row.forward_s = row.backward_s = row.optimizer_s = row.comm_s = row.exposed_comm_s = kNaN;
-    row.rank_step_s.assign(static_cast<std::size_t>(ranks_), kNaN);  // only rank 0's is seen
+    row.rank_step_s.assign(static_cast<std::size_t>(ranks_), kNaN);
     row.rank_step_s[0] = step_s;
-    w.append_step(row);
     for (const auto& [k, v] : r.metrics) summary_["last_" + k] = v;
     beat(row.step, wall, false);
+    if (!peers_) return w.append_step(row);
+    // The other ranks' seconds of this step come through their files, a moment later: the row
+    // waits for them, up to kPeerWait (then NaN where one is missing).
+    pending_.push_back({std::move(row), now});
+    write_ready(false);
+  }
+
+  // Called by the supervising loop a few times a second: the other ranks' news.
+  void tick() {
+    if (!peers_) return;
+    peers_->poll();
+    write_ready(false);
   }
 
   void epoch(const EpochRecord& r) {
@@ -251,6 +314,15 @@ class Recorder {
 
   void finish(results::Status status, const std::string& reason, int exit_code) {
     sampler_.reset();
+    if (peers_ && status == results::Status::Completed) {
+      // The other ranks' programs end with ours (their last allreduce is ours): their last lines
+      // are a moment away at most. A stopped job does not wait (its launcher may kill it soon).
+      const auto until = Clock::now() + kFinishWait;
+      for (peers_->poll(); !pending_.empty() && !peers_->complete(pending_.back().row.step) && Clock::now() < until;
+           peers_->poll())
+        ::usleep(20000);
+    }
+    if (peers_) write_ready(true);
     const double wall = seconds(Clock::now() - t0_);
     summary_["exit_code"] = exit_code;
     summary_["wall_s"] = wall;
@@ -271,6 +343,32 @@ class Recorder {
 
  private:
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+  // Writes the waiting step rows, in order, whose every rank has reported, or that waited long
+  // enough, or all of them (`all`).
+  void write_ready(bool all) {
+    const auto now = Clock::now();
+    while (!pending_.empty()) {
+      Pending& p = pending_.front();
+      if (!all && !peers_->complete(p.row.step) && now - p.at < kPeerWait) break;
+      for (int r = 1; r < ranks_; ++r)
+        p.row.rank_step_s[static_cast<std::size_t>(r)] = peers_->step_s(r, p.row.step).value_or(kNaN);
+      writer(p.row.step).append_step(p.row);
+      peers_->drop_through(p.row.step);
+      pending_.pop_front();
+    }
+  }
+
+  // How long a step row waits for the other ranks' seconds (only of ranks that print step records:
+  // RankReportReader::complete), which usually come within milliseconds (a DDP step ends on every
+  // rank at its allreduce), later from a loaded machine or through a shared folder between hosts.
+  // A kill -9 of gridrun-exec itself loses at most this much of the rows.
+  static constexpr std::chrono::seconds kPeerWait{3};
+  static constexpr std::chrono::seconds kFinishWait{1};
+  struct Pending {
+    results::StepRow row;
+    Clock::time_point at;
+  };
 
   // A resumed attempt that ends or reports an epoch before any step keeps every earlier row.
   static constexpr std::int64_t kKeepEvery = std::numeric_limits<std::int64_t>::max();
@@ -314,13 +412,16 @@ class Recorder {
 
   const ExecOptions& o_;
   const jobs::Job& job_;
+  std::unique_ptr<RankReportReader> peers_;
+  std::deque<Pending> pending_;
+  StepClock clock_;
   results::JobFileInfo info_;
   std::mutex writer_mu_;  // writer_ and early_util_: the sampler's thread appends util rows
   std::unique_ptr<results::JobWriter> writer_;
   std::vector<hw::UtilSample> early_util_;
   std::unique_ptr<hw::UtilSampler> sampler_;
   results::Summary summary_;
-  Clock::time_point t0_, last_step_{}, last_epoch_{Clock::now()}, last_beat_{};
+  Clock::time_point t0_, last_epoch_{Clock::now()}, last_beat_{};
   double start_unix_ = base::unix_now(), first_step_unix_ = kNaN, last_step_unix_ = kNaN;
   std::int64_t steps_ = 0, epoch_ = 0, first_epoch_steps_ = -1;
   int ranks_ = 1;
@@ -512,9 +613,10 @@ class Supervisor {
  public:
   // `time_limit`: the job's own wall-time limit (params.def), enforced here as Slurm enforces a
   // task's: SIGTERM, then SIGKILL after the grace. "" = none.
-  Supervisor(const ExecOptions& o, base::Child& child, Recorder* rec, const std::string& time_limit,
-             std::int64_t max_steps)
-      : o_(o), child_(child), rec_(rec), time_limit_text_(time_limit), job_max_steps_(max_steps) {
+  // One of `rec` (rank 0) and `peer` (a rank > 0 that reports) or neither.
+  Supervisor(const ExecOptions& o, base::Child& child, Recorder* rec, PeerReporter* peer,
+             const std::string& time_limit, std::int64_t max_steps)
+      : o_(o), child_(child), rec_(rec), peer_(peer), time_limit_text_(time_limit), job_max_steps_(max_steps) {
     if (const std::int64_t s = time_limit.empty() ? 0 : jobs::time_limit_seconds(time_limit); s > 0)
       deadline_ = Clock::now() + std::chrono::seconds(s);
   }
@@ -522,6 +624,7 @@ class Supervisor {
   void run() {
     while (out_open_ || err_open_ || !code_) {
       poll_output();
+      if (rec_) rec_->tick();
       if (const int sig = stop_signal().exchange(0); sig != 0) {
         interrupted_ = true;
         stop(sig == SIGUSR1 ? SIGUSR1 : SIGTERM);
@@ -616,6 +719,12 @@ class Supervisor {
 
   void on_out(const std::string& line, bool whole) {
     ++line_no_;
+    // A rank > 0's step records time its steps for rank 0's file (rank_report.hpp) and are not
+    // passed on: the job's log has rank 0's records once, not once per rank.
+    if (peer_ && whole) {
+      const Record r = parse_record(line);
+      if (const auto* s = std::get_if<StepRecord>(&r)) return peer_->step(*s);
+    }
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);
@@ -657,6 +766,7 @@ class Supervisor {
   const ExecOptions& o_;
   base::Child& child_;
   Recorder* rec_;
+  PeerReporter* peer_;
   LineReader out_, err_;
   Tail tail_;
   bool out_open_ = true, err_open_ = true, diverged_ = false, interrupted_ = false, timed_out_ = false;
@@ -702,8 +812,21 @@ int run_job(const ExecOptions& o) {
     return run::kExitBadInput;
   }
   std::unique_ptr<Recorder> rec;
-  if (rf.rank == 0) rec = std::make_unique<Recorder>(o, job, rf.world, child.pid());
-  Supervisor sup(o, child, rec.get(), job.params.time_limit, job.params.max_steps);
+  std::unique_ptr<PeerReporter> peer;
+  const std::string key = launch_key(o.launched_at, master.port);
+  const std::string ranks_dir = rf.world > 1 ? rank_report_dir(work, rf.rank == 0) : "";
+  if (rf.rank == 0) {
+    rec = std::make_unique<Recorder>(
+        o, job, rf.world, child.pid(),
+        ranks_dir.empty() ? nullptr : std::make_unique<RankReportReader>(ranks_dir, key, rf.world));
+  } else if (!ranks_dir.empty()) {
+    try {
+      peer = std::make_unique<PeerReporter>(o, ranks_dir, key, rf.rank, child.pid());
+    } catch (const std::exception& e) {
+      std::cerr << "gridrun-exec: rank " << rf.rank << " reports no step times: " << e.what() << "\n";
+    }
+  }
+  Supervisor sup(o, child, rec.get(), peer.get(), job.params.time_limit, job.params.max_steps);
   sup.run();
   return sup.finish();
 }

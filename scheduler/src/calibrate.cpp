@@ -345,7 +345,27 @@ auto measured_quietly(const CalibrateOptions& o, Calibration& c, const std::stri
   }
 }
 
-// Each configuration alone (chained in shared processes when `o.share_process`), into `c.alone`.
+// The median of each time of a configuration's launches (the other fields: the first launch's).
+StepFigures median_figures(const std::vector<StepFigures>& runs) {
+  StepFigures f = runs.front();
+  const auto median = [&runs](double StepFigures::*field) {
+    std::vector<double> v;
+    for (const StepFigures& r : runs)
+      if (std::isfinite(r.*field)) v.push_back(r.*field);
+    if (v.empty()) return runs.front().*field;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  for (double StepFigures::*field : {&StepFigures::launch_s, &StepFigures::warm_launch_s, &StepFigures::warm_s,
+                                     &StepFigures::step_s, &StepFigures::eval_s, &StepFigures::checkpoint_s,
+                                     &StepFigures::tail_s, &StepFigures::other_cpu_share})
+    f.*field = median(field);
+  return f;
+}
+
+// Each configuration alone (chained in shared processes when `o.share_process`), into `c.alone`:
+// o.alone_launches launches each, its figures the median of theirs.
 void measure_alone(Calibrator& cal, const GridPlan& plan, const CalibrateOptions& o,
                    const Representatives& reps, Calibration& c, std::ostream& out) {
   std::vector<std::vector<std::size_t>> processes;
@@ -367,18 +387,25 @@ void measure_alone(Calibrator& cal, const GridPlan& plan, const CalibrateOptions
       steps.push_back(reps.steps_of.at(config_key(reps.params[k])));
     }
     const std::string what = config_label(reps.params[proc[0]]);
-    const auto figs = measured_quietly(
-        o, c, what + (proc.size() > 1 ? " and the configurations after it" : ""), out,
-        [&] { return cal.run_chain(members, steps); }, [&] { return cal.last_share(); });
+    std::vector<std::vector<StepFigures>> runs(proc.size());  // per member, its launches' figures
+    for (int launch = 0; launch < std::max(1, o.alone_launches); ++launch) {
+      const auto figs = measured_quietly(
+          o, c, what + (proc.size() > 1 ? " and the configurations after it" : ""), out,
+          [&] { return cal.run_chain(members, steps); }, [&] { return cal.last_share(); });
+      for (std::size_t m = 0; m < proc.size(); ++m)
+        if (figs[m]) runs[m].push_back(*figs[m]);
+    }
     for (std::size_t m = 0; m < proc.size(); ++m) {
       const std::size_t k = proc[m];
       const std::string key = config_key(reps.params[k]);
       c.labels[key] = config_label(reps.params[k]);
-      if (!figs[m]) continue;
-      c.alone[key] = *figs[m];
+      if (runs[m].empty()) continue;
+      c.alone[key] = median_figures(runs[m]);
       out << "  [" << (k + 1) << "/" << reps.jobs.size() << "] " << c.labels[key] << " alone"
           << (m > 0 ? ", in the process of [" + std::to_string(proc[0] + 1) + "]" : std::string()) << ", "
-          << steps[m] << " steps: " << describe_alone(*figs[m]) << "\n";
+          << steps[m] << " steps"
+          << (runs[m].size() > 1 ? ", median of " + std::to_string(runs[m].size()) + " launches" : std::string())
+          << ": " << describe_alone(c.alone[key]) << "\n";
     }
   }
 }

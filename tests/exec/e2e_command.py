@@ -166,6 +166,7 @@ def case_example():
             assert "%.8f" % loss == text, (jid, s, loss, text)
         if p["ranks"] == 2:
             two_rank.append((jid, p, printed))
+            check_other_rank(run_dir, jid)
     assert len(two_rank) == 2 and {p["seed"] for _, p, _ in two_rank} == {1, 2}, two_rank
     # gridrun starts a DDP script as torchrun would: the same losses, step for step.
     for jid, p, printed in two_rank:
@@ -208,6 +209,25 @@ def case_example():
         with h5py.File(os.path.join(run_dir, "results", jid + ".h5"), "r") as f:
             rows = int(f["util/rows"][0]) if "util" in f else 0
             assert rows > 0, (jid, "no /util rows", f["util/rank_cpu_pct"].shape if "util" in f else None)
+
+
+def check_other_rank(run_dir, jid):
+    """Rank 1's figures reach rank 0's file through the work folder (exec/rank_report.hpp): its step
+    seconds for every step but the first (whose start no rank sees), its CPU and RSS in /util."""
+    import math
+    with h5py.File(os.path.join(run_dir, "results", jid + ".h5"), "r") as f:
+        n = int(f["steps/rows"][0])
+        per_rank = f["steps/rank_step_s"][:n]
+        steps = [int(s) for s in f["steps/step"][:n]]
+        u = int(f["util/rows"][0])
+        cpu, rss = f["util/rank_cpu_pct"][:u], f["util/rank_rss_bytes"][:u]
+    assert per_rank.shape == (n, 2), per_rank.shape
+    timed = [s for s, row in zip(steps, per_rank) if math.isfinite(row[1]) and row[1] > 0]
+    # Every row but the first waits for rank 1's line up to a second; on this machine all arrive,
+    # and a row that missed it would show NaN (a loaded machine): most must have it.
+    assert len(timed) >= n // 2 and 1 not in timed, (jid, steps, per_rank.tolist())
+    assert any(math.isfinite(c) and c > 0 for c in cpu[:, 1]), (jid, cpu.tolist())
+    assert any(math.isfinite(r) and r > 1e6 for r in rss[:, 1]), (jid, rss.tolist())
 
 
 TB_READ = """import json, sys

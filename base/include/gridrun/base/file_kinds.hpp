@@ -49,6 +49,9 @@ inline constexpr FileKind kSubmittedList{"submission list", 64 * kMiB, false};  
 inline constexpr FileKind kTensorboardList{"TensorBoard export list", 16 * kMiB, false};
 // A multi-rank command job's meeting point (work/<id>/.rendezvous): rank 0's address and port.
 inline constexpr FileKind kRendezvous{"rendezvous file", 4 * kKiB, false};
+// Another rank's step seconds and utilization for rank 0 (work/<id>/.ranks/<launch>.<rank>), read
+// as it grows: a line per step and per sample, so 64 MiB is over a million steps.
+inline constexpr FileKind kRankReport{"rank report", 64 * kMiB, false};
 
 // gridrun's own cache in the user's cache folder ($XDG_CACHE_HOME/gridrun/sha256.json).
 inline constexpr FileKind kSha256Cache{"SHA-256 cache", 16 * kMiB, false};

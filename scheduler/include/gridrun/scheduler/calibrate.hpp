@@ -52,6 +52,11 @@ struct CalibrateOptions {
   double min_budget_s = kMinBudgetS;
   double group_train_s = kGroupTrainS;  // a co-run member trains about this long (so the members overlap)
   bool share_process = true;            // chain configurations of one launch key (plan_alone_processes)
+  // Launches of each configuration alone; its figures are each one's median over them. Why: a job
+  // whose time is mostly start-up (a Python program's imports, data and rendezvous) varies by a
+  // third from launch to launch, and one launch carries that into every prediction from it.
+  int alone_launches = 1;
+  static constexpr int kMaxAloneLaunches = 10;
   // A measurement during which other processes took more than kCalibrationLoadShare of the CPU is
   // taken again up to this many times; still disturbed, nothing is stored (CalibrateOutcome::refused)
   // unless `accept_load`, which keeps it without repeats and records the load in calibration.json.
