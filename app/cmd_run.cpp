@@ -266,6 +266,20 @@ int calibrate_on_slurm(const CalibrateCli& o, bool min_budget_given) {
   return r.failed > 0 ? 1 : 0;
 }
 
+// calibrate's numeric flags, right after parsing.
+void check_calibrate_numbers(const CalibrateCli& o, const po::variables_map& vm) {
+  const scheduler::CalibrateOptions& co = o.co;
+  if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
+  if (!(o.budget_percent > 0 && o.budget_percent <= 100))
+    throw std::invalid_argument("--budget: must be in (0, 100]");
+  if (!(co.min_budget_s >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
+  if (co.alone_launches < 1 || co.alone_launches > scheduler::CalibrateOptions::kMaxAloneLaunches)
+    throw std::invalid_argument("--launches " + std::to_string(co.alone_launches) + ": expected 1 to " +
+                                std::to_string(scheduler::CalibrateOptions::kMaxAloneLaunches));
+  if (vm.count("gpus") && co.run.resources.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
+  if (vm.count("cores") && co.run.resources.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
+}
+
 }  // namespace
 
 int cmd_calibrate(const Args& args) {
@@ -330,17 +344,9 @@ int cmd_calibrate(const Args& args) {
   scheduler::CalibrateOptions& co = o.co;
   if (co.run.grid.empty()) throw std::invalid_argument("missing GRID.yaml (see gridrun calibrate --help)");
   check_grid_path(co.run.grid);  // a run folder: the command meant (issue 58)
-  if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel: must be >= 0");
   const bool launch_given = flag_given(*vm, "launch");
   check_launch_flags(co.run, o.launch, launch_given);
-  if (!(o.budget_percent > 0 && o.budget_percent <= 100))
-    throw std::invalid_argument("--budget: must be in (0, 100]");
-  if (!(co.min_budget_s >= 0)) throw std::invalid_argument("--min-budget: must be >= 0");
-  if (co.alone_launches < 1 || co.alone_launches > scheduler::CalibrateOptions::kMaxAloneLaunches)
-    throw std::invalid_argument("--launches " + std::to_string(co.alone_launches) + ": expected 1 to " +
-                                std::to_string(scheduler::CalibrateOptions::kMaxAloneLaunches));
-  if (vm->count("gpus") && co.run.resources.gpus < 0) throw std::invalid_argument("--gpus: must be >= 0");
-  if (vm->count("cores") && co.run.resources.cores < 1) throw std::invalid_argument("--cores: must be >= 1");
+  check_calibrate_numbers(o, *vm);
   co.run.overrides = jobs::parse_overrides(o.set, "--set");
   co.run.only = jobs::parse_selectors(o.only, "--only", {"id"});
   if (o.slurm && !launch_given) co.run.launch = run::Launch::Cold;  // the Slurm calibration launches cold
@@ -349,7 +355,8 @@ int cmd_calibrate(const Args& args) {
         "--launch warm: not with --slurm (the Slurm calibration launches each configuration cold; `gridrun "
         "submit --launch warm` runs a grid warm on Slurm)");
   if (o.slurm && co.alone_launches > 1)
-    throw std::invalid_argument("--launches: not with --slurm (the Slurm calibration launches each configuration once)");
+    throw std::invalid_argument(
+        "--launches: not with --slurm (the Slurm calibration launches each configuration once)");
   if (o.slurm) {
     // The Slurm calibration reads the grid itself (slurm/src/calibrate.cpp) and knows no selection.
     if (!co.run.overrides.empty() || !co.run.only.empty())

@@ -42,6 +42,7 @@
 #include "gridrun/run/exit_codes.hpp"
 #include "gridrun/run/progress.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "store_relay.hpp"
 
 namespace gridrun::exec {
 
@@ -318,7 +319,8 @@ class Recorder {
       // The other ranks' programs end with ours (their last allreduce is ours): their last lines
       // are a moment away at most. A stopped job does not wait (its launcher may kill it soon).
       const auto until = Clock::now() + kFinishWait;
-      for (peers_->poll(); !pending_.empty() && !peers_->complete(pending_.back().row.step) && Clock::now() < until;
+      for (peers_->poll();
+           !pending_.empty() && !peers_->complete(pending_.back().row.step) && Clock::now() < until;
            peers_->poll())
         ::usleep(20000);
     }
@@ -616,7 +618,12 @@ class Supervisor {
   // One of `rec` (rank 0) and `peer` (a rank > 0 that reports) or neither.
   Supervisor(const ExecOptions& o, base::Child& child, Recorder* rec, PeerReporter* peer,
              const std::string& time_limit, std::int64_t max_steps)
-      : o_(o), child_(child), rec_(rec), peer_(peer), time_limit_text_(time_limit), job_max_steps_(max_steps) {
+      : o_(o),
+        child_(child),
+        rec_(rec),
+        peer_(peer),
+        time_limit_text_(time_limit),
+        job_max_steps_(max_steps) {
     if (const std::int64_t s = time_limit.empty() ? 0 : jobs::time_limit_seconds(time_limit); s > 0)
       deadline_ = Clock::now() + std::chrono::seconds(s);
   }
@@ -801,7 +808,21 @@ int run_job(const ExecOptions& o) {
     else
       master.port = base::free_local_port();
   }
-  const base::SpawnOptions so = program(o, job, rf, work, ckpt, master);
+  // Rank 0 of several: its program's store listens on a private port behind the relay, which
+  // takes the other ranks' connections on the job's port at once (store_relay.hpp).
+  std::unique_ptr<StoreRelay> relay;
+  Endpoint own = master;
+  if (rf.world > 1 && rf.rank == 0) {
+    try {
+      const int store_port = base::free_local_port();
+      relay = std::make_unique<StoreRelay>(master.port, store_port);
+      own.port = store_port;
+    } catch (const std::exception& e) {
+      std::cerr << "gridrun-exec: no rendezvous relay (" << e.what() << "); the program listens on "
+                << master.port << " itself\n";
+    }
+  }
+  const base::SpawnOptions so = program(o, job, rf, work, ckpt, own);
   base::Child child;
   try {
     child = base::spawn(so);

@@ -4,10 +4,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -66,7 +66,8 @@ std::string rank_report_dir(const std::string& work, bool owner) {
 
 RankReportWriter::RankReportWriter(const std::string& dir, const std::string& key, int rank) {
   const std::string path = file_of(dir, key, rank);
-  base::CheckedOpen o = base::open_checked(path, base::kinds::kRankReport, O_WRONLY | O_APPEND | O_CREAT, 0644);
+  base::CheckedOpen o =
+      base::open_checked(path, base::kinds::kRankReport, O_WRONLY | O_APPEND | O_CREAT, 0644);
   if (!o.fd.valid()) throw std::runtime_error(o.message);
   fd_ = std::move(o.fd);
 }
@@ -91,7 +92,9 @@ void RankReportWriter::line(const std::string& text) {
 }
 
 RankReportReader::RankReportReader(std::string dir, std::string key, int world)
-    : dir_(std::move(dir)), key_(std::move(key)), peers_(static_cast<std::size_t>(std::max(world, 1))),
+    : dir_(std::move(dir)),
+      key_(std::move(key)),
+      peers_(static_cast<std::size_t>(std::max(world, 1))),
       util_(peers_.size(), {kNaN, kNaN}) {
   std::error_code ec;
   const std::string mine = key_ + ".";
@@ -103,8 +106,8 @@ void RankReportReader::poll() {
   for (std::size_t r = 1; r < peers_.size(); ++r) {
     Peer& p = peers_[r];
     if (!p.fd.valid()) {
-      base::CheckedOpen o = base::open_checked(file_of(dir_, key_, static_cast<int>(r)), base::kinds::kRankReport,
-                                               O_RDONLY);
+      base::CheckedOpen o =
+          base::open_checked(file_of(dir_, key_, static_cast<int>(r)), base::kinds::kRankReport, O_RDONLY);
       if (!o.fd.valid()) continue;  // not yet written (or refused: no figures of that rank)
       p.fd = std::move(o.fd);
     }

@@ -357,9 +357,10 @@ StepFigures median_figures(const std::vector<StepFigures>& runs) {
     const std::size_t n = v.size();
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   };
-  for (double StepFigures::*field : {&StepFigures::launch_s, &StepFigures::warm_launch_s, &StepFigures::warm_s,
-                                     &StepFigures::step_s, &StepFigures::eval_s, &StepFigures::checkpoint_s,
-                                     &StepFigures::tail_s, &StepFigures::other_cpu_share})
+  for (double StepFigures::*field :
+       {&StepFigures::launch_s, &StepFigures::warm_launch_s, &StepFigures::warm_s, &StepFigures::step_s,
+        &StepFigures::eval_s, &StepFigures::checkpoint_s, &StepFigures::tail_s,
+        &StepFigures::other_cpu_share})
     f.*field = median(field);
   return f;
 }
@@ -404,7 +405,8 @@ void measure_alone(Calibrator& cal, const GridPlan& plan, const CalibrateOptions
       out << "  [" << (k + 1) << "/" << reps.jobs.size() << "] " << c.labels[key] << " alone"
           << (m > 0 ? ", in the process of [" + std::to_string(proc[0] + 1) + "]" : std::string()) << ", "
           << steps[m] << " steps"
-          << (runs[m].size() > 1 ? ", median of " + std::to_string(runs[m].size()) + " launches" : std::string())
+          << (runs[m].size() > 1 ? ", median of " + std::to_string(runs[m].size()) + " launches"
+                                 : std::string())
           << ": " << describe_alone(c.alone[key]) << "\n";
     }
   }

@@ -223,7 +223,7 @@ def check_other_rank(run_dir, jid):
         cpu, rss = f["util/rank_cpu_pct"][:u], f["util/rank_rss_bytes"][:u]
     assert per_rank.shape == (n, 2), per_rank.shape
     timed = [s for s, row in zip(steps, per_rank) if math.isfinite(row[1]) and row[1] > 0]
-    # Every row but the first waits for rank 1's line up to a second; on this machine all arrive,
+    # Every row but the first waits for rank 1's line up to 3 s; on this machine all arrive,
     # and a row that missed it would show NaN (a loaded machine): most must have it.
     assert len(timed) >= n // 2 and 1 not in timed, (jid, steps, per_rank.tolist())
     assert any(math.isfinite(c) and c > 0 for c in cpu[:, 1]), (jid, cpu.tolist())

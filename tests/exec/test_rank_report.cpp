@@ -96,8 +96,8 @@ TEST_F(RankReport, AnotherLaunchsFilesAreRemovedAndNeverRead) {
 TEST_F(RankReport, BadLinesAreSkipped) {
   const std::string dir = rank_report_dir(work_, true);
   RankReportReader reader(dir, "k", 2);
-  append(dir + "/k.1", "s\ns x 1\ns 1 2 3\nu 1\nx 1 2\ns -4 1\ns 1e300 1\n" + std::string(5000, 's') +
-                           " 9 9\ns 9 0.75\n");
+  append(dir + "/k.1",
+         "s\ns x 1\ns 1 2 3\nu 1\nx 1 2\ns -4 1\ns 1e300 1\n" + std::string(5000, 's') + " 9 9\ns 9 0.75\n");
   reader.poll();
   EXPECT_FALSE(reader.step_s(1, -4));
   ASSERT_TRUE(reader.step_s(1, 9));
@@ -109,7 +109,8 @@ TEST_F(RankReport, WhatIsHeldIsBounded) {
   const std::string dir = rank_report_dir(work_, true);
   RankReportReader reader(dir, "k", 2);
   std::string text;
-  for (std::size_t s = 1; s <= RankReportReader::kMaxHeld + 100; ++s) text += "s " + std::to_string(s) + " 1\n";
+  for (std::size_t s = 1; s <= RankReportReader::kMaxHeld + 100; ++s)
+    text += "s " + std::to_string(s) + " 1\n";
   append(dir + "/k.1", text);
   for (int i = 0; i < 4; ++i) reader.poll();
   EXPECT_FALSE(reader.step_s(1, 1));  // the oldest went first
