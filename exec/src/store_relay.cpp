@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+
+#include "gridrun/base/text.hpp"
 
 namespace gridrun::exec {
 
@@ -55,7 +58,7 @@ bool write_all(int fd, const char* p, ssize_t n) {
 
 StoreRelay::StoreRelay(int port, int store_port) : store_port_(store_port) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) throw std::runtime_error(std::string("relay socket: ") + std::strerror(errno));
+  if (listen_fd_ < 0) throw std::runtime_error("relay socket: " + base::errno_text(errno));
   const int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
@@ -64,7 +67,7 @@ StoreRelay::StoreRelay(int port, int store_port) : store_port_(store_port) {
   a.sin_port = htons(static_cast<std::uint16_t>(port));
   if (::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0 ||
       ::listen(listen_fd_, 64) != 0) {
-    const std::string why = std::strerror(errno);
+    const std::string why = base::errno_text(errno);
     ::close(listen_fd_);
     throw std::runtime_error("cannot listen on port " + std::to_string(port) + ": " + why);
   }
