@@ -544,7 +544,7 @@ std::string check_data_file(const std::string& path, int tokens) {
 }
 
 std::string check_job_data_file(const jobs::JobParams& job) {
-  const int tokens = job.model == "torchscript" ? -1 : job.model == "transformer" ? 1 : 0;
+  const int tokens = jobs::model_kind(job) == jobs::ModelKind::file ? -1 : job.model == "transformer" ? 1 : 0;
   const std::string path = job.data_file;
   // Reading every label of a large file takes a while; a hang is bounded all the same.
   const base::IsolatedRun r = base::run_isolated([&] { return check_data_file(path, tokens); }, 600.0);

@@ -791,7 +791,7 @@ class Supervisor {
 
 int run_job(const ExecOptions& o) {
   const jobs::Job job = jobs::read_job_file(o.job_file);
-  if (job.params.model != "command" || job.params.command.empty())
+  if (jobs::model_kind(job.params) != jobs::ModelKind::command || job.params.command.empty())
     throw std::invalid_argument(o.job_file + ": job " + job.id + " is no command job (model " +
                                 job.params.model + "); gridrun-train runs it");
   const RankFacts rf = rank_facts();

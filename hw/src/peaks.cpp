@@ -44,8 +44,13 @@ RoofQuery roof_query(const JobRoofFacts& job) {
   const bool gpu = job.device == base::Device::gpu;
   RoofQuery q;
   q.device = job.device;
-  q.precision = job.inference ? "fp32" : job.precision;
-  if (gpu && !job.inference && q.precision == "fp32" && job.tf32) q.precision = "tf32";
+  switch (job.inference ? base::Precision::fp32 : job.precision) {
+    case base::Precision::bf16: q.precision = MathMode::bf16; break;
+    case base::Precision::fp16: q.precision = MathMode::fp16; break;
+    case base::Precision::fp32:
+      q.precision = gpu && !job.inference && job.tf32 ? MathMode::tf32 : MathMode::fp32;
+      break;
+  }
   q.ranks = std::max(1.0, job.ranks);
   q.threads_per_rank = job.threads_per_rank;
   if (gpu) q.gpu_name = job.gpu_names.substr(0, job.gpu_names.find(','));
@@ -62,13 +67,14 @@ Roof roof_for(const RoofQuery& q, const RoofOptions& opts) {
       roof.peak_flops = opts.peak_tflops * 1e12;
       roof.bandwidth = g ? g->mem_tbs * 1e12 : 0;
     } else if (g) {
-      const std::string& prec = q.precision;
-      // "tf32": an fp32 job whose convolutions and matmuls ran on TF32 tensor cores (tf32: true).
-      const double t = prec == "bf16"                         ? g->bf16_tflops
-                       : prec == "fp16"                       ? g->fp16_tflops
-                       : prec == "tf32" && g->tf32_tflops > 0 ? g->tf32_tflops
-                                                              : g->fp32_tflops;
-      roof.label = g->name + " " + prec;
+      double t = g->fp32_tflops;
+      switch (q.precision) {
+        case MathMode::bf16: t = g->bf16_tflops; break;
+        case MathMode::fp16: t = g->fp16_tflops; break;
+        case MathMode::tf32: t = g->tf32_tflops > 0 ? g->tf32_tflops : g->fp32_tflops; break;
+        case MathMode::fp32: break;
+      }
+      roof.label = g->name + " " + math_mode_name(q.precision);
       roof.peak_flops = t * 1e12;
       roof.bandwidth = g->mem_tbs * 1e12;
     }

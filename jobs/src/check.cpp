@@ -50,7 +50,7 @@ bool valid_layer_list(const std::string& s) {
 
 class Rules {
  public:
-  explicit Rules(const JobParams& p) : p_(p), train_(p.task == "train") {}
+  explicit Rules(const JobParams& p) : p_(p), train_(p.task == Task::train) {}
 
   std::vector<Problem> run();
 
@@ -148,16 +148,17 @@ void Rules::limits() {
                                 std::to_string(p_.nodes) + " nodes)"
                           : ")"),
         "device");
-  if (p_.device != Device::gpu && p_.precision != "fp32")
-    add("precision", p_.precision + " needs device gpu", "device",
+  if (p_.device != Device::gpu && p_.precision != Precision::fp32)
+    add("precision", base::to_string(p_.precision) + " needs device gpu", "device",
         "this job has device " + to_string(p_.device));
   if (train_ && p_.epochs == 0 && p_.max_steps == 0)
     add("epochs", "epochs and max_steps are both 0, so the job would never stop; set one", "max_steps");
 }
 
 void Rules::task_rules() {
-  if (!train_ && p_.precision != "fp32")
-    add("precision", "precision=" + p_.precision + " needs task=train (inference runs fp32)", "task");
+  if (!train_ && p_.precision != Precision::fp32)
+    add("precision", "precision=" + base::to_string(p_.precision) + " needs task=train (inference runs fp32)",
+        "task");
   if (train_ && !p_.checkpoint.empty())
     add("checkpoint",
         "checkpoint=" + p_.checkpoint +
@@ -166,7 +167,7 @@ void Rules::task_rules() {
         "task");
   if (train_ && p_.quantize != "none")
     add("quantize", "quantize=" + p_.quantize + " needs task=inference", "task",
-        "this job has task " + p_.task);
+        "this job has task " + base::to_string(p_.task));
 }
 
 void Rules::quantize_rules() {
@@ -198,7 +199,7 @@ void Rules::data_rules() {
   // An HDF5 file says itself whether it holds images or token ids: gridrun-train checks it
   // against the model when it opens the file (and the planner, where the file is visible).
   if (hdf5) return;
-  const bool script = p_.model == "torchscript";
+  const bool script = model_kind(p_) == ModelKind::file;
   if (p_.input != "auto" && p_.dataset != "synthetic")
     add("input",
         "input=" + p_.input + " applies to dataset=synthetic only (" + p_.dataset + " decides what it gives)",
@@ -228,7 +229,7 @@ void Rules::data_rules() {
 }
 
 void Rules::command_rules() {
-  const bool cmd = p_.model == "command";
+  const bool cmd = model_kind(p_) == ModelKind::command;
   if (cmd && p_.command.empty())
     add("model", "model=command is given by a grid's top-level command: (your program's arguments)");
   if (!cmd && !p_.command.empty()) add("command", "command: makes every job model=command", "model");
@@ -263,7 +264,7 @@ void Rules::command_rules() {
 }
 
 void Rules::own_model_rules() {
-  const bool script = p_.model == "torchscript";
+  const bool script = model_kind(p_) == ModelKind::file;
   if (script && p_.model_file.empty())
     add("model", "model=torchscript needs model_file (a TorchScript archive saved with torch.jit.save)",
         "model_file");
@@ -283,13 +284,13 @@ void Rules::own_model_rules() {
 void Rules::cuda_graph_rules() {
   if (!p_.cuda_graph) return;
   const std::string c = "cuda_graph=true needs ";
-  if (!train_) add("cuda_graph", c + "task=train", "task", "this job has task " + p_.task);
+  if (!train_) add("cuda_graph", c + "task=train", "task", "this job has task " + base::to_string(p_.task));
   if (p_.device != Device::gpu)
     add("cuda_graph", c + "device=gpu", "device", "this job has device " + to_string(p_.device));
   if (p_.ranks != 1) add("cuda_graph", c + "ranks=1 (the gradient allreduce is not captured)", "ranks");
   if (p_.optimizer != "sgd")
     add("cuda_graph", c + "optimizer=sgd (only the foreach SGD step is captured)", "optimizer");
-  if (p_.precision == "fp16")
+  if (p_.precision == Precision::fp16)
     add("cuda_graph", c + "precision fp32 or bf16 (fp16 loss scaling reads the host every step)",
         "precision");
 }
@@ -359,8 +360,8 @@ std::optional<Problem> resolve_batch(JobParams& p, BatchGiven given) {
   return std::nullopt;
 }
 
-double default_lr(const std::string& model, const std::string& task) {
-  return model == "lenet" && task == "train" ? 0.05 : JobParams{}.lr;
+double default_lr(const std::string& model, Task task) {
+  return model == "lenet" && task == Task::train ? 0.05 : JobParams{}.lr;
 }
 
 }  // namespace gridrun::jobs

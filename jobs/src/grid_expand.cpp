@@ -310,8 +310,9 @@ void Expander::fold_own(Draft& d) {
 void Expander::derive_lr(Draft& d) {
   const auto i = static_cast<std::size_t>(lr_);
   if (d.loc[i] != -1) return;  // written somewhere in the grid (or by --set): the user's value
-  const double lr = default_lr(std::get<std::string>(d.v[static_cast<std::size_t>(model_)]),
-                               std::get<std::string>(d.v[static_cast<std::size_t>(task_)]));
+  const double lr = default_lr(
+      std::get<std::string>(d.v[static_cast<std::size_t>(model_)]),
+      base::parse_task(std::get<std::string>(d.v[static_cast<std::size_t>(task_)])).value_or(Task::train));
   d.v[i] = lr;
   auto [it, added] = lr_json_.try_emplace(lr);
   if (added) append_member(it->second, table_[i].name, d.v[i]);
@@ -430,7 +431,7 @@ void Expander::check_job(const Draft& d, const JobParams& jp, std::optional<Prob
 // forward on the job's input, in a child process: the command's side), after the job passed every
 // other check and its excludes, once per model content and input; reported at model_file.
 void Expander::check_model(const Draft& d, const JobParams& jp, int origin) {
-  if (!opts_.check_model_file || jp.model != "torchscript" || jp.model_file.empty()) return;
+  if (!opts_.check_model_file || model_kind(jp) != ModelKind::file || jp.model_file.empty()) return;
   auto [it, fresh] = model_checked_.try_emplace(jp.model_sha256 + "|" + jp.dataset + "|" + jp.data_dir + "|" +
                                                 jp.data_file + "|" + jp.input);
   if (fresh) it->second = opts_.check_model_file(jp);

@@ -22,9 +22,28 @@ namespace gridrun::jobs {
 
 namespace {
 
-// The parameter type of a JobParams field's C++ type. The device parameter is a name in a grid, a
-// job file and an attribute (a String with the enum's names as its choices), and the enum in
-// JobParams: these helpers are the one place the two meet.
+// The closed sets of names (Device, Task, Precision) are a name in a grid, a job file and an
+// attribute (a String with the enum's names as its choices), and the enum in JobParams: these
+// traits and helpers are the one place the two meet.
+template <typename T>
+struct NamedEnum : std::false_type {};
+template <>
+struct NamedEnum<Device> : std::true_type {
+  static constexpr const auto& all = base::kDevices;
+  static const char* name(Device d) { return base::device_name(d); }
+};
+template <>
+struct NamedEnum<Task> : std::true_type {
+  static constexpr const auto& all = base::kTasks;
+  static const char* name(Task t) { return base::task_name(t); }
+};
+template <>
+struct NamedEnum<Precision> : std::true_type {
+  static constexpr const auto& all = base::kPrecisions;
+  static const char* name(Precision p) { return base::precision_name(p); }
+};
+
+// The parameter type of a JobParams field's C++ type.
 template <typename T>
 constexpr Type type_of() {
   if constexpr (std::is_same_v<T, bool>) {
@@ -34,31 +53,39 @@ constexpr Type type_of() {
   } else if constexpr (std::is_same_v<T, double>) {
     return Type::Float;
   } else {
-    static_assert(std::is_same_v<T, std::string> || std::is_same_v<T, Device>, "not a parameter type");
+    static_assert(std::is_same_v<T, std::string> || NamedEnum<T>::value, "not a parameter type");
     return Type::String;
   }
 }
 
 template <typename T>
 Value to_value(const T& v) {
-  return Value{v};
+  if constexpr (NamedEnum<T>::value) {
+    return Value{std::string(NamedEnum<T>::name(v))};
+  } else {
+    return Value{v};
+  }
 }
-Value to_value(Device d) { return Value{std::string(base::device_name(d))}; }
 
-// The field of a Value of its own type (a name of a device for Device); false for another type.
+// The field of a Value of its own type (a name of the set for a closed set); false for another.
 template <typename T>
 bool from_value(const Value& v, T& out) {
-  if (const T* x = std::get_if<T>(&v)) {
-    out = *x;
-    return true;
+  if constexpr (NamedEnum<T>::value) {
+    const auto* s = std::get_if<std::string>(&v);
+    if (!s) return false;
+    for (T x : NamedEnum<T>::all)
+      if (*s == NamedEnum<T>::name(x)) {
+        out = x;
+        return true;
+      }
+    return false;
+  } else {
+    if (const T* x = std::get_if<T>(&v)) {
+      out = *x;
+      return true;
+    }
+    return false;
   }
-  return false;
-}
-bool from_value(const Value& v, Device& out) {
-  const auto* s = std::get_if<std::string>(&v);
-  const auto d = s ? base::parse_device(*s) : std::nullopt;
-  if (d) out = *d;
-  return d.has_value();
 }
 
 // A value of the expander's vector, which the table's checks already made valid.
@@ -71,9 +98,9 @@ T value_as(const Value& v) {
 
 template <typename T>
 std::vector<std::string> choices_of(std::vector<std::string> listed) {
-  if constexpr (std::is_same_v<T, Device>) {
+  if constexpr (NamedEnum<T>::value) {
     listed.clear();
-    for (Device d : base::kDevices) listed.emplace_back(base::device_name(d));
+    for (T x : NamedEnum<T>::all) listed.emplace_back(NamedEnum<T>::name(x));
   }
   return listed;
 }
@@ -200,6 +227,12 @@ JobParams to_struct(const Params& p) {
 #include "gridrun/jobs/params.def"
 #undef GRIDRUN_PARAM
   return jp;
+}
+
+ModelKind model_kind(std::string_view model) {
+  if (model == "command") return ModelKind::command;
+  if (model == "torchscript") return ModelKind::file;
+  return ModelKind::builtin;
 }
 
 Params from_struct(const JobParams& jp) {

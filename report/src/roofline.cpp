@@ -8,6 +8,7 @@
 
 #include "gridrun/report/roofline.hpp"
 
+#include "gridrun/base/job_kinds.hpp"
 #include "gridrun/jobs/footprint.hpp"
 
 namespace gridrun::report {
@@ -41,7 +42,7 @@ double achieved_flops(const JobData& job) {
   double f = figure(job, "flops_per_s");
   if (std::isfinite(f) && f > 0) return f;
   const double sps = figure(job, "samples_per_s");
-  const bool inference = param(job, "task") == "inference";
+  const bool inference = base::parse_task(param(job, "task")) == base::Task::inference;
   double per_sample = inference ? figure(job, "flops_per_sample") : figure(job, "train_flops_per_sample");
   if (!inference && !std::isfinite(per_sample)) per_sample = 3.0 * figure(job, "flops_per_sample");
   return per_sample * sps;
@@ -73,8 +74,8 @@ Roofline build_roofline(const std::vector<const JobData*>& jobs, const std::vect
     p.intensity = fwd / bytes;
     hw::JobRoofFacts f;
     f.device = device_of(j.params).value_or(jobs::Device::cpu);
-    f.inference = param(j, "task") == "inference";
-    f.precision = param(j, "precision", "fp32");
+    f.inference = base::parse_task(param(j, "task")) == base::Task::inference;
+    f.precision = base::parse_precision(param(j, "precision", "fp32")).value_or(base::Precision::fp32);
     // Results written before the parameter existed keep the fp32 roof they were reported with.
     const std::string tf = param(j, "tf32", "false");
     f.tf32 = tf != "false" && tf != "0";

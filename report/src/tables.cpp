@@ -556,7 +556,9 @@ constexpr double kChanceAccuracy = 0.15;       // 10 classes: chance is 0.10
 std::vector<std::string> learning_warnings(const std::vector<JobRecord>& jobs) {
   std::vector<std::string> out;
   for (const auto& j : jobs) {
-    if (value_of(j, "task") == "inference" || std::isnan(fig(j, "final_test_acc"))) continue;
+    if (base::parse_task(value_of(j, "task")) == base::Task::inference ||
+        std::isnan(fig(j, "final_test_acc")))
+      continue;
     const double loss = fig(j, "final_train_loss");
     const bool text = value_of(j, "dataset") == "text";
     const double chance = std::log(10.0);

@@ -59,7 +59,8 @@ void record_failure(const gridrun::runner::RunnerOptions& o, const std::string& 
 }
 
 int run_job(const gridrun::runner::RunnerOptions& o, gridrun::runner::Communicator& comm) {
-  return o.job.task == "inference" ? gridrun::runner::infer(o, comm) : gridrun::runner::train(o, comm);
+  return o.job.task == gridrun::jobs::Task::inference ? gridrun::runner::infer(o, comm)
+                                                      : gridrun::runner::train(o, comm);
 }
 
 // The launched job, then its --then-job chain while each completes; `current` follows the job that
@@ -146,7 +147,7 @@ int main(int argc, char** argv) {
   std::optional<WarmWorker> worker;  // outlives the try: `current` may point into it
   const RunnerOptions* current = &opts;
   try {
-    if (!opts.then_jobs.empty() && opts.job.task != "train")
+    if (!opts.then_jobs.empty() && opts.job.task != gridrun::jobs::Task::train)
       throw BadInput("gridrun-train: --then-job: only training jobs are chained");
     chain.reserve(opts.then_jobs.size());
     for (const auto& file : opts.then_jobs) chain.push_back(chained_options(argc, argv, file, opts));

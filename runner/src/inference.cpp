@@ -230,7 +230,7 @@ void InferLoop::finish(results::Status status, const std::string& reason) {
     s["latency_p99_s"] = percentile(latencies_, 99);
     s["samples_per_s"] = sps;
     s["test_samples_seen"] = seen_;
-    s["bytes_per_sample"] = model_.bytes_per_sample(b_, gpu_ && j_.precision != "fp32" ? 2.0 : 4.0);
+    s["bytes_per_sample"] = model_.bytes_per_sample(b_, gpu_ ? base::bytes_per_value(j_.precision) : 4.0);
     s["flops_per_s"] = model_.flops_per_sample() * sps;  // forward only
     if (!o_.quiet)
       std::printf(

@@ -77,7 +77,7 @@ bool conv_model(const std::string& m) {
 bool use_channels_last(const jobs::JobParams& j) {
   if (j.device != jobs::Device::gpu || !conv_model(j.model)) return false;
   if (j.memory_format == "channels_last") return true;
-  return j.memory_format == "auto" && (j.precision != "fp32" || j.tf32);
+  return j.memory_format == "auto" && (j.precision != jobs::Precision::fp32 || j.tf32);
 }
 
 std::string join_hosts(const std::vector<std::string>& hosts, bool unique) {
@@ -162,7 +162,7 @@ void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu
   }
   hw::JobRoofFacts f;
   f.device = j.device;
-  f.inference = j.task == "inference";
+  f.inference = j.task == jobs::Task::inference;
   f.precision = j.precision;
   f.tf32 = j.tf32;
   f.ranks = static_cast<double>(j.ranks);

@@ -13,7 +13,7 @@ namespace gridrun::runner {
 // A TorchScript model takes what the data gives: token ids from text, from synthetic with
 // input=tokens, or from an HDF5 file that holds them; images otherwise.
 DatasetOptions dataset_options(const jobs::JobParams& j) {
-  const bool script = j.model == "torchscript";
+  const bool script = jobs::model_kind(j) == jobs::ModelKind::file;
   DatasetOptions o;
   o.name = j.dataset;
   o.data_dir = j.data_dir;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "gridrun/jobs/params.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "models_internal.hpp"
 
@@ -345,7 +346,7 @@ std::vector<std::int64_t> parse_mlp_hidden(const std::string& text) {
 
 namespace {
 std::shared_ptr<Model> build_model(const ModelSpec& s) {
-  if (s.name == "torchscript") return models::make_torchscript(s);
+  if (jobs::model_kind(s.name) == jobs::ModelKind::file) return models::make_torchscript(s);
   if (s.name == "transformer") {
     if (s.channels > 0)
       throw BadInput(

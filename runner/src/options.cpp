@@ -121,9 +121,9 @@ void print_help(const po::options_description& general, const po::options_descri
 void check_flags(const RunnerOptions& o) {
   if (o.out_dir.empty()) throw BadInput("gridrun-train: --out DIR is required (results directory)");
   if (o.log_every < 1) throw BadInput("gridrun-train: --log-every must be >= 1");
-  if (!o.dump_logits.empty() && o.job.task != "inference")
-    throw BadInput("gridrun-train: --dump-logits is for task=inference (this job has task=" + o.job.task +
-                   ")");
+  if (!o.dump_logits.empty() && o.job.task != jobs::Task::inference)
+    throw BadInput("gridrun-train: --dump-logits is for task=inference (this job has task=" +
+                   base::to_string(o.job.task) + ")");
   if (o.peak_tflops < 0) throw BadInput("gridrun-train: --peak-tflops must be >= 0");
   if (!o.probe_file.empty() && !std::filesystem::exists(o.probe_file))
     throw BadInput("gridrun-train: --probe: no such file '" + o.probe_file + "'");
@@ -297,7 +297,7 @@ RunnerOptions reparse_for(int argc, const char* const* argv, const std::string& 
 RunnerOptions chained_options(int argc, const char* const* argv, const std::string& job_file,
                               const RunnerOptions& first) {
   RunnerOptions o = reparse_for(argc, argv, job_file, {"--then-job"}, {}, first, "--then-job");
-  if (o.job.task != "train")
+  if (o.job.task != jobs::Task::train)
     throw BadInput("gridrun-train: --then-job " + job_file + ": only training jobs are chained");
   return o;
 }

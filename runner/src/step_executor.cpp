@@ -148,12 +148,12 @@ StepExecutor::StepExecutor(JobHarness& h, double lr)
       opt_(make_optimizer(j_, params_, lr)),
       fast_sgd_(make_fast_sgd(*opt_, params_)),
       sync_(params_, h.comm(), GradSyncOptions{j_.bucket_mb, j_.overlap}),
-      fp16_(h.gpu() && j_.precision == "fp16"),
-      autocast_(h.gpu() && j_.precision != "fp32") {
+      fp16_(h.gpu() && j_.precision == jobs::Precision::fp16),
+      autocast_(h.gpu() && j_.precision != jobs::Precision::fp32) {
 #ifdef GRIDRUN_HAVE_NCCL
   if (j_.cuda_graph)
     graph_ = std::make_unique<GraphStep>(model_, *fast_sgd_, *opt_, autocast_,
-                                         j_.precision == "bf16" ? at::kBFloat16 : at::kHalf);
+                                         j_.precision == jobs::Precision::bf16 ? at::kBFloat16 : at::kHalf);
 #endif
 }
 
@@ -181,7 +181,7 @@ StepOut StepExecutor::eager_step(const StepInput& in, double& loss_scale, StepTi
   const double lr = in.lr;
   StepOut r;
 #ifdef GRIDRUN_HAVE_NCCL
-  if (autocast_) set_cuda_autocast(true, j_.precision == "bf16" ? at::kBFloat16 : at::kHalf);
+  if (autocast_) set_cuda_autocast(true, j_.precision == jobs::Precision::bf16 ? at::kBFloat16 : at::kHalf);
 #endif
   auto out = model_.forward(x);
   auto loss = torch::nn::functional::cross_entropy(out.to(torch::kFloat32), y);

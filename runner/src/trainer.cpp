@@ -153,7 +153,7 @@ void check_cuda_graph(const jobs::JobParams& j, int world) {
     throw BadInput(
         "gridrun-train: cuda_graph=true needs device=gpu and ranks=1 (the gradient "
         "allreduce is not captured)");
-  if (j.optimizer != "sgd" || j.precision == "fp16")
+  if (j.optimizer != "sgd" || j.precision == jobs::Precision::fp16)
     throw BadInput(
         "gridrun-train: cuda_graph=true needs optimizer=sgd and precision fp32 or "
         "bf16 (fp16 loss scaling reads the host every step)");
@@ -438,7 +438,7 @@ void TrainLoop::finish(results::Status status, const std::string& reason) {
   if (lead_) {
     const double fps = model_.flops_per_sample();
     s["train_flops_per_sample"] = 3.0 * fps;
-    s["bytes_per_sample"] = model_.bytes_per_sample(j_.batch_per_rank, j_.precision == "fp32" ? 4.0 : 2.0);
+    s["bytes_per_sample"] = model_.bytes_per_sample(j_.batch_per_rank, base::bytes_per_value(j_.precision));
     recorder_.summarize(s, fps);
     // Where this process's time went, from its launcher's start to now (docs/results.md,
     // "Where the time went"); NaN where a clock is unknown (no --launched-at).

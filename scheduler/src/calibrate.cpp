@@ -371,7 +371,8 @@ void measure_alone(Calibrator& cal, const GridPlan& plan, const CalibrateOptions
                    const Representatives& reps, Calibration& c, std::ostream& out) {
   std::vector<std::vector<std::size_t>> processes;
   // gridrun-exec runs one program per launch: command jobs are never chained (--then-job).
-  const bool command = !reps.params.empty() && reps.params.front().model == "command";
+  const bool command =
+      !reps.params.empty() && jobs::model_kind(reps.params.front()) == jobs::ModelKind::command;
   if (o.share_process && !command) {
     processes = plan_alone_processes(reps.params);
   } else {
@@ -469,8 +470,9 @@ GridPlan checked_plan(const CalibrateOptions& o, const std::string& train, std::
   ro.simulate = false;
   GridPlan plan = plan_grid(ro, out);
   for (const auto& j : plan.ex.jobs)
-    if (j.params.task != "train")
-      throw std::invalid_argument(o.run.grid + ": job " + j.id + " is task=" + j.params.task +
+    if (j.params.task != jobs::Task::train)
+      throw std::invalid_argument(o.run.grid + ": job " + j.id +
+                                  " is task=" + base::to_string(j.params.task) +
                                   "; calibration predicts training jobs only");
   if (train.find('/') != std::string::npos && ::access(train.c_str(), X_OK) != 0)
     throw std::invalid_argument("--train-bin: " + train + " is not an executable file");

@@ -70,7 +70,7 @@ std::string config_label(const jobs::JobParams& p) {
                   " bpr=" + std::to_string(p.batch_per_rank);
   if (p.threads_per_rank > 1) s += " threads=" + std::to_string(p.threads_per_rank);
   if (p.nodes > 1) s += " nodes=" + std::to_string(p.nodes);
-  if (p.precision != "fp32") s += " " + p.precision;
+  if (p.precision != jobs::Precision::fp32) s += " " + base::to_string(p.precision);
   return s;
 }
 
@@ -118,7 +118,7 @@ jobs::JobParams calibration_params(const jobs::JobParams& in, std::int64_t steps
   jobs::JobParams p = in;
   // A command job's program gets its epochs as it would in the run ({epochs}); the step limit
   // (GRIDRUN_MAX_STEPS, {max_steps}) is what makes the run short.
-  if (p.model != "command") p.epochs = 0;
+  if (jobs::model_kind(p) != jobs::ModelKind::command) p.epochs = 0;
   p.max_steps = p.timing_warmup_steps + steps;
   // A job that stops at a target: run to its first evaluation when that is near (within 4x the
   // steps), so the accuracy there says whether it stops at once (predict_seconds).
@@ -555,7 +555,7 @@ std::optional<StepFigures> figures_from_file(const std::string& result_file, con
                                           : 0;
   f.steps_per_epoch = static_cast<std::int64_t>(d.attr_number("steps_per_epoch", 0));
   // gridrun-exec (a command job) knows it only at the end: /summary, 0 when the program said none.
-  const bool command = d.params && d.params->model == "command";
+  const bool command = d.params && jobs::model_kind(*d.params) == jobs::ModelKind::command;
   if (command && f.steps_per_epoch <= 0 && std::isfinite(sum("steps_per_epoch")))
     f.steps_per_epoch = std::max<std::int64_t>(0, static_cast<std::int64_t>(sum("steps_per_epoch")));
   if (const auto* acc = d.epochs.column("test_acc"); acc && !acc->empty() && std::isfinite(acc->back())) {

@@ -364,7 +364,7 @@ class LocalExecutor : public Executor {
 
 std::string set_program(LaunchSpec& spec, const jobs::JobParams& params, const std::string& train_bin,
                         const std::string& exec_bin) {
-  if (params.model != "command") {
+  if (jobs::model_kind(params) != jobs::ModelKind::command) {
     spec.train_bin = train_bin;
     return "";
   }

@@ -58,7 +58,7 @@ int gpu_slots(const jobs::Expansion& ex, std::vector<int>& share) {
 // cannot be built never gets here: the grid was refused at its model_file line.
 void count_script_flops(GridPlan& plan, const ModelChecker& checker) {
   for (const auto& j : plan.ex.jobs)
-    if (j.params.model == "torchscript")
+    if (jobs::model_kind(j.params) == jobs::ModelKind::file)
       if (const double f = checker.flops(j.params); f > 0)
         plan.cost.script_flops[script_cost_key(j.params)] = f;
 }

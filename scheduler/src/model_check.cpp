@@ -67,7 +67,7 @@ double ModelChecker::flops(const jobs::JobParams& job) const {
 }
 
 std::string ModelChecker::check(const jobs::JobParams& job) {
-  if (job.model != "torchscript" || job.model_file.empty()) return "";
+  if (jobs::model_kind(job) != jobs::ModelKind::file || job.model_file.empty()) return "";
   const std::string key = script_cost_key(job);
   if (const auto it = answers_.find(key); it != answers_.end()) return it->second.problem;
   std::string dir = (fs::temp_directory_path() / "gridrun-model-check-XXXXXX").string();

@@ -214,8 +214,10 @@ void plan_notes(const jobs::Expansion& ex, const std::string& grid, bool calibra
         << "when the calibration reached it, else to run all their epochs (an upper bound)\n";
   // A command job's program is the user's: the cost model knows nothing of it, so without a
   // calibration its duration is only trustworthy from an earlier run's results.
-  const std::size_t commands = static_cast<std::size_t>(std::count_if(
-      ex.jobs.begin(), ex.jobs.end(), [](const jobs::Job& j) { return j.params.model == "command"; }));
+  const std::size_t commands =
+      static_cast<std::size_t>(std::count_if(ex.jobs.begin(), ex.jobs.end(), [](const jobs::Job& j) {
+        return jobs::model_kind(j.params) == jobs::ModelKind::command;
+      }));
   if (commands > 0 && !calibrated)
     out << "note: " << commands << " command job(s) (your own program): without a calibration "
         << "(`gridrun calibrate " << grid << "`) their durations come from an earlier run's results "
@@ -321,7 +323,8 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
       s.req = plan.req[i];
       s.host = cluster.nodes[alloc.node].name;
       for (int c : alloc.cores) s.core_ids.push_back(cluster.nodes[alloc.node].cores[c]);
-      s.train_bin = ex.jobs[i].params.model == "command" ? default_exec_bin() : train;
+      s.train_bin =
+          jobs::model_kind(ex.jobs[i].params) == jobs::ModelKind::command ? default_exec_bin() : train;
       std::string line = "  ";
       for (const auto& a : exec->command(s)) line += a + " ";
       out << line << "\n";

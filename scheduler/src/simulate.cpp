@@ -56,13 +56,13 @@ double estimate_seconds(const jobs::JobParams& p, const CostModel& m) {
     samples = epochs > 0 ? std::min(samples, by_steps) : by_steps;
   }
   double fwd = model_forward_flops(p.model);
-  if (p.model == "torchscript")
+  if (jobs::model_kind(p) == jobs::ModelKind::file)
     if (const auto it = m.script_flops.find(script_cost_key(p)); it != m.script_flops.end()) fwd = it->second;
   if (!(fwd > 0) || !std::isfinite(fwd)) fwd = 1e8;  // unknown model: assume a mid-sized CNN
   double evals = p.eval_every > 0
                      ? std::max(1.0, std::floor(std::max(epochs, 1.0) / static_cast<double>(p.eval_every)))
                      : 0;
-  double flops = p.task == "inference" ? fwd * test : fwd * samples * 3.0 + fwd * test * evals;
+  double flops = p.task == jobs::Task::inference ? fwd * test : fwd * samples * 3.0 + fwd * test * evals;
   const jobs::Footprint fp = jobs::footprint(p);
   const double rate = fp.gpu()
                           ? m.gpu_gflops * static_cast<double>(std::max<std::int64_t>(fp.gpus, 1))

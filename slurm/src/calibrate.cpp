@@ -37,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 std::string jobs_grid(const std::string& name, const std::vector<jobs::JobParams>& ps) {
   std::string s =
       "# Written by `gridrun calibrate --slurm`: configurations measured together.\nname: " + name + "\n";
-  const bool command = !ps.empty() && ps.front().model == "command";
+  const bool command = !ps.empty() && jobs::model_kind(ps.front()) == jobs::ModelKind::command;
   if (command) {
     const jobs::JobParams& first = ps.front();
     s += "command: " + base::dump_line(base::Json(jobs::command_with_absolute_files(first))) + "\n";
@@ -98,8 +98,9 @@ scheduler::CalibrateOutcome calibrate_on_slurm(const SlurmCalibrateOptions& o, c
   lo.check_model_file = scheduler::model_checker(scheduler::default_train_bin()).callback();
   const jobs::Expansion ex = jobs::load_grid(o.grid_file, lo);
   for (const auto& j : ex.jobs) {
-    if (j.params.task != "train")
-      throw std::invalid_argument(o.grid_file + ": job " + j.id + " is task=" + j.params.task +
+    if (j.params.task != jobs::Task::train)
+      throw std::invalid_argument(o.grid_file + ": job " + j.id +
+                                  " is task=" + base::to_string(j.params.task) +
                                   "; calibration predicts training jobs only");
   }
   const run::RunDir rd = run::RunDir::for_grid(o.out_dir, ex.name);

@@ -230,7 +230,7 @@ ScriptOptions script_options(const SubmitOptions& opts, const jobs::Expansion& e
   // A command grid (every job model=command): the tasks start gridrun-exec, which maps srun's or
   // mpirun's rank variables onto torch.distributed's and meets its ranks through the run folder;
   // cold, since a warm worker is gridrun-train's.
-  if (!exp.jobs.empty() && exp.jobs.front().params.model == "command") {
+  if (!exp.jobs.empty() && jobs::model_kind(exp.jobs.front().params) == jobs::ModelKind::command) {
     so.train_bin = so.exec_bin;
     so.launch = run::Launch::Cold;
   }

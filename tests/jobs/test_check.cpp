@@ -30,7 +30,7 @@ gj::JobParams gpu() {
 
 gj::JobParams inference() {
   gj::JobParams p;
-  p.task = "inference";
+  p.task = gj::Task::inference;
   return p;
 }
 
@@ -44,7 +44,7 @@ TEST(JobsCheck, DefaultsAndExamplesPass) {
   p.ranks = 4;
   p.batch_per_rank = 64;
   p.global_batch = 256;
-  p.precision = "bf16";
+  p.precision = gj::Precision::bf16;
   EXPECT_EQ(problems(p), V{});
   p = inference();
   p.quantize = "int8";
@@ -53,7 +53,7 @@ TEST(JobsCheck, DefaultsAndExamplesPass) {
   EXPECT_EQ(problems(p), V{});
   p = gpu();
   p.cuda_graph = true;
-  p.precision = "bf16";
+  p.precision = gj::Precision::bf16;
   p.jobs_per_gpu = 4;
   EXPECT_EQ(problems(p), V{});
 }
@@ -64,7 +64,7 @@ TEST(JobsCheck, DevicePrecisionBatchAndStop) {
   p.global_batch = 256;
   EXPECT_EQ(problems(p), V{"ranks: 8 is out of range for device gpu (1-4)"});
   p = gj::JobParams{};
-  p.precision = "fp16";
+  p.precision = gj::Precision::fp16;
   auto b = gj::check(p);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(b[0].message, "fp16 needs device gpu");
@@ -82,8 +82,8 @@ TEST(JobsCheck, DevicePrecisionBatchAndStop) {
 
 TEST(JobsCheck, TrainOrInferenceOnly) {
   gj::JobParams p = gpu();
-  p.task = "inference";
-  p.precision = "bf16";
+  p.task = gj::Task::inference;
+  p.precision = gj::Precision::bf16;
   EXPECT_EQ(problems(p), V{"precision: precision=bf16 needs task=train (inference runs fp32)"});
   p = gj::JobParams{};
   p.checkpoint = "runs/x/checkpoints/abc";
@@ -151,14 +151,14 @@ TEST(JobsCheck, CudaGraph) {
   EXPECT_EQ(problems(p), V{c + "optimizer=sgd (only the foreach SGD step is captured)"});
   p = gpu();
   p.cuda_graph = true;
-  p.precision = "fp16";
+  p.precision = gj::Precision::fp16;
   EXPECT_EQ(problems(p), V{c + "precision fp32 or bf16 (fp16 loss scaling reads the host every step)"});
   p = gj::JobParams{};
   p.cuda_graph = true;
   EXPECT_EQ(problems(p), V{c + "device=gpu"});
   p = gpu();
   p.cuda_graph = true;
-  p.task = "inference";
+  p.task = gj::Task::inference;
   EXPECT_EQ(problems(p), V{c + "task=train"});
 }
 
@@ -203,7 +203,7 @@ TEST(JobsCheck, MlpHidden) {
 
 TEST(JobsCheck, EveryProblemIsReported) {
   gj::JobParams p;
-  p.precision = "bf16";
+  p.precision = gj::Precision::bf16;
   p.quantize = "int8";
   p.dataset = "mnist";
   p.cuda_graph = true;

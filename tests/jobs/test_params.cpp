@@ -65,6 +65,35 @@ TEST(JobsParams, StructRoundTrip) {
   EXPECT_EQ(back.time_limit, "1:00:00");
 }
 
+// Issue 59: the task and the precision are enums in JobParams and their names everywhere else
+// (grid, job file, attribute, id): each name reads back as its value and writes as its name, a word
+// that is none is refused, and the model's kind comes from the model's name alone.
+TEST(JobsParams, ClosedSetsAreEnumsWrittenAsTheirNames) {
+  gj::Params p = defaults();
+  p["task"] = std::string("inference");
+  p["precision"] = std::string("bf16");
+  const gj::JobParams jp = gj::to_struct(p);
+  EXPECT_EQ(jp.task, gj::Task::inference);
+  EXPECT_EQ(jp.precision, gj::Precision::bf16);
+  EXPECT_EQ(std::get<std::string>(gj::from_struct(jp).at("task")), "inference");
+  EXPECT_EQ(std::get<std::string>(gj::get_param(jp, "precision")), "bf16");
+  EXPECT_EQ(gj::canonical_json(gj::from_struct(jp)), gj::canonical_json(p));
+  for (gridrun::base::Precision x : gridrun::base::kPrecisions)
+    EXPECT_EQ(gridrun::base::parse_precision(gridrun::base::precision_name(x)), x);
+  for (gridrun::base::Task x : gridrun::base::kTasks)
+    EXPECT_EQ(gridrun::base::parse_task(gridrun::base::task_name(x)), x);
+  EXPECT_FALSE(gridrun::base::parse_precision("fp8"));
+  EXPECT_FALSE(gridrun::base::parse_task("Train"));
+  gj::JobParams q;
+  EXPECT_FALSE(gj::set_param(q, "task", std::string("infer")));
+  EXPECT_TRUE(gj::set_param(q, "task", std::string("inference")));
+  EXPECT_EQ(q.task, gj::Task::inference);
+  EXPECT_EQ(gj::model_kind("torchscript"), gj::ModelKind::file);
+  EXPECT_EQ(gj::model_kind("command"), gj::ModelKind::command);
+  for (const char* m : {"mlp", "resnet50", "transformer"})
+    EXPECT_EQ(gj::model_kind(m), gj::ModelKind::builtin) << m;
+}
+
 TEST(JobsParams, ToStructRejectsMissingAndMistyped) {
   gj::Params p = defaults();
   p.erase("lr");

@@ -24,7 +24,7 @@ JobData job(const std::string& device, int ranks, const std::string& precision =
   gridrun::jobs::JobParams p;
   p.device = *gridrun::base::parse_device(device);
   p.ranks = ranks;
-  p.precision = precision;
+  p.precision = *gridrun::base::parse_precision(precision);
   p.tf32 = false;  // the table's default is true; these cases start from plain fp32
   j.params = p;
   j.summary["flops_per_sample"] = 1e6;
@@ -59,7 +59,7 @@ TEST(Roofline, PeakTableMatchesDeviceNames) {
 TEST(Roofline, AchievedFlopsIsThreeTimesForwardForTraining) {
   JobData j = job("cpu", 1);
   EXPECT_DOUBLE_EQ(achieved_flops(j), 3 * 1e6 * 1000);
-  j.params->task = "inference";
+  j.params->task = gridrun::base::Task::inference;
   EXPECT_DOUBLE_EQ(achieved_flops(j), 1e6 * 1000);
   j.summary["flops_per_s"] = 42;  // the runner's own figure wins
   EXPECT_DOUBLE_EQ(achieved_flops(j), 42);
@@ -106,32 +106,32 @@ TEST(Roofline, InferenceJobsUseTheFp32RoofTheyRanAt) {
   // runner's MFU and the report's roofline share hw::roof_query).
   JobData g = job("gpu", 1, "fp32");
   g.attrs["gpu_names"] = std::string("NVIDIA H100 80GB HBM3");
-  g.params->task = "inference";
+  g.params->task = gridrun::base::Task::inference;
   g.params->tf32 = true;
   Roofline r = build_roofline({&g}, {"g"}, {});
   ASSERT_EQ(r.roofs.size(), 1u);
   EXPECT_EQ(r.roofs[0].label, "H100 fp32");
   EXPECT_DOUBLE_EQ(r.points[0].peak_flops, 67e12);
-  g.params->precision = "bf16";  // a job file jobs::check would refuse
+  g.params->precision = gridrun::base::Precision::bf16;  // a job file jobs::check would refuse
   r = build_roofline({&g}, {"g"}, {});
   EXPECT_EQ(r.roofs[0].label, "H100 fp32");
   // The shared rule itself: training keeps its precision, and TF32 only on a GPU.
   JobRoofFacts f;
   f.device = gridrun::base::Device::gpu;
-  f.precision = "fp32";
+  f.precision = gridrun::base::Precision::fp32;
   f.tf32 = true;
   f.ranks = 0;
   f.gpu_names = "NVIDIA H100 80GB HBM3,NVIDIA H100 80GB HBM3";
   RoofQuery q = roof_query(f);
-  EXPECT_EQ(q.precision, "tf32");
+  EXPECT_EQ(q.precision, MathMode::tf32);
   EXPECT_EQ(q.gpu_name, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(q.ranks, 1);
   f.inference = true;
-  EXPECT_EQ(roof_query(f).precision, "fp32");
+  EXPECT_EQ(roof_query(f).precision, MathMode::fp32);
   f.inference = false;
   f.device = gridrun::base::Device::cpu;
   q = roof_query(f);
-  EXPECT_EQ(q.precision, "fp32");
+  EXPECT_EQ(q.precision, MathMode::fp32);
   EXPECT_TRUE(q.gpu_name.empty());
 }
 

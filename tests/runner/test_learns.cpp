@@ -73,7 +73,7 @@ Outcome train(const Case& c, std::int64_t test_samples) {
   job.model = c.model;
   auto model = make_model(model_spec(job, data.input));
   model->train();
-  const double lr = gridrun::jobs::default_lr(c.model, "train");
+  const double lr = gridrun::jobs::default_lr(c.model, gridrun::jobs::Task::train);
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(lr).momentum(0.9));
   EpochSampler sampler(data.train->size(), c.batch, 0, 1, c.seed);
   LoaderOptions lo;

@@ -122,7 +122,7 @@ TEST(Options, InferenceParametersAreChecked) {
   auto o = parse({"--out", "/tmp/x", "--task", "inference", "--epochs", "0", "--quantize", "int8",
                   "--infer-batches", "7", "--checkpoint", "abc"})
                .options;
-  EXPECT_EQ(o.job.task, "inference");  // epochs=0 needs no max_steps for inference
+  EXPECT_EQ(o.job.task, gridrun::jobs::Task::inference);  // epochs=0 needs no max_steps for inference
   EXPECT_EQ(o.job.infer_batches, 7);
   EXPECT_EQ(o.job.quantize, "int8");
   EXPECT_EQ(o.job.checkpoint, "abc");

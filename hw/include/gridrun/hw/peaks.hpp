@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gridrun/base/device.hpp"
+#include "gridrun/base/job_kinds.hpp"
 #include "gridrun/hw/peak_probe.hpp"
 
 namespace gridrun::hw {
@@ -39,11 +40,24 @@ struct RoofOptions {
   std::string probe_source;                                       // where the probe came from (for the notes)
 };
 
+// The arithmetic a job's math ran at, which picks a GPU's peak: the job's precision, or tf32 for an
+// fp32 job whose convolutions and matmuls ran on TF32 tensor cores (its `tf32: true`).
+enum class MathMode { fp32, tf32, bf16, fp16 };
+constexpr const char* math_mode_name(MathMode m) {
+  switch (m) {
+    case MathMode::tf32: return "tf32";
+    case MathMode::bf16: return "bf16";
+    case MathMode::fp16: return "fp16";
+    case MathMode::fp32: break;
+  }
+  return "fp32";
+}
+
 // What a job ran on, for choosing its compute roof.
 struct RoofQuery {
   base::Device device = base::Device::cpu;
   std::string gpu_name;  // first device's name (gpu jobs), as NVML reports it
-  std::string precision = "fp32";
+  MathMode precision = MathMode::fp32;
   double ranks = 1, threads_per_rank = 1;
 };
 // What a job was, as the roof needs it: plain fields, because jobs/ (JobParams) sits beside hw/ on
@@ -51,7 +65,7 @@ struct RoofQuery {
 struct JobRoofFacts {
   base::Device device = base::Device::cpu;
   bool inference = false;  // task: inference
-  std::string precision = "fp32";
+  base::Precision precision = base::Precision::fp32;
   bool tf32 = false;  // the job's `tf32` parameter
   double ranks = 1, threads_per_rank = 1;
   std::string gpu_names;  // the devices' names, comma-separated (`gpu_names`): the first counts

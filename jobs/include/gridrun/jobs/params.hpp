@@ -12,16 +12,20 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 #include "gridrun/base/device.hpp"
+#include "gridrun/base/job_kinds.hpp"
 
 namespace gridrun::jobs {
 
 // The device parameter's type (base/device.hpp): `JobParams::device` is typed, its text "cpu" /
 // "gpu" exists only at the edges (grid, job file, HDF5 attribute, --set), as every Value does.
 using base::Device;
+using base::Precision;
+using base::Task;
 
 // A parameter value as written in a grid: YAML scalars map onto these four types.
 using Value = std::variant<bool, std::int64_t, double, std::string>;
@@ -76,6 +80,13 @@ struct JobParams {
 #include "gridrun/jobs/params.def"
 #undef GRIDRUN_PARAM
 };
+
+// What runs a job (the `model` parameter's kind): one of the built-in networks, a TorchScript file
+// (model torchscript, `model_file`) or the user's own program (model command, a grid's command:).
+// The names "torchscript" and "command" are compared here only (issue 59).
+enum class ModelKind { builtin, file, command };
+ModelKind model_kind(std::string_view model);
+inline ModelKind model_kind(const JobParams& p) { return model_kind(p.model); }
 
 // Converts a complete Params map to the typed struct (throws std::invalid_argument on a missing key
 // or wrong type: a programming error, since the expander validated the map).
@@ -185,6 +196,6 @@ std::optional<Problem> resolve_batch(JobParams& p, BatchGiven given);
 // rank count and thread count tried (docs/runner.md, "Data sets"). The planner and gridrun-train both
 // apply it, so the job's `lr` (and its id) is the value that runs; a grid that writes `lr: 0.1`
 // keeps 0.1. Inference ignores lr and keeps the table's, so no inference job changed its id.
-double default_lr(const std::string& model, const std::string& task);
+double default_lr(const std::string& model, Task task);
 
 }  // namespace gridrun::jobs
