@@ -30,7 +30,6 @@ int cmd_collect(const Args& args);
 int cmd_report(const Args& args);
 int cmd_export(const Args& args);
 int cmd_probe(const Args& args);
-int cmd_worker_msg(const Args& args);  // the Slurm task script's warm-worker messages
 int cmd_ls(const Args& args);
 
 }  // namespace gridrun::app

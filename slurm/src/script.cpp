@@ -230,8 +230,6 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
   s += "LIST=" + shell_quote(a.list_path) + "\n";
   s += "LAUNCHER=" + o.launcher + "\n";
   s += "LAUNCH=" + run::to_string(o.launch) + "\n";
-  // The warm worker's messages are written and checked by `gridrun worker-msg` (one codec).
-  if (o.launch == run::Launch::Warm) s += "GRIDRUN=" + shell_quote(o.gridrun_bin) + "\n";
   if (a.shape.packed) {
     s += "RANKS=   # packed: ranks, threads, GPUs and cores of each step come from its list entry\n";
     s += "THREADS=\n";
