@@ -34,6 +34,7 @@
 #include "gridrun/base/text.hpp"
 #include "gridrun/exec/protocol.hpp"
 #include "gridrun/exec/rank_report.hpp"
+#include "gridrun/exec/store_relay.hpp"
 #include "gridrun/hw/util_sampler.hpp"
 #include "gridrun/jobs/command.hpp"
 #include "gridrun/jobs/footprint.hpp"
@@ -42,7 +43,6 @@
 #include "gridrun/run/exit_codes.hpp"
 #include "gridrun/run/progress.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "store_relay.hpp"
 
 namespace gridrun::exec {
 
