@@ -31,16 +31,19 @@ template <>
 struct NamedEnum<Device> : std::true_type {
   static constexpr const auto& all = base::kDevices;
   static const char* name(Device d) { return base::device_name(d); }
+  static std::optional<Device> parse(std::string_view s) { return base::parse_device(s); }
 };
 template <>
 struct NamedEnum<Task> : std::true_type {
   static constexpr const auto& all = base::kTasks;
   static const char* name(Task t) { return base::task_name(t); }
+  static std::optional<Task> parse(std::string_view s) { return base::parse_task(s); }
 };
 template <>
 struct NamedEnum<Precision> : std::true_type {
   static constexpr const auto& all = base::kPrecisions;
   static const char* name(Precision p) { return base::precision_name(p); }
+  static std::optional<Precision> parse(std::string_view s) { return base::parse_precision(s); }
 };
 
 // The parameter type of a JobParams field's C++ type.
@@ -72,13 +75,9 @@ template <typename T>
 bool from_value(const Value& v, T& out) {
   if constexpr (NamedEnum<T>::value) {
     const auto* s = std::get_if<std::string>(&v);
-    if (!s) return false;
-    for (T x : NamedEnum<T>::all)
-      if (*s == NamedEnum<T>::name(x)) {
-        out = x;
-        return true;
-      }
-    return false;
+    const std::optional<T> x = s ? NamedEnum<T>::parse(*s) : std::nullopt;
+    if (x) out = *x;
+    return x.has_value();
   } else {
     if (const T* x = std::get_if<T>(&v)) {
       out = *x;

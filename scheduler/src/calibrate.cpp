@@ -352,10 +352,7 @@ StepFigures median_figures(const std::vector<StepFigures>& runs) {
     std::vector<double> v;
     for (const StepFigures& r : runs)
       if (std::isfinite(r.*field)) v.push_back(r.*field);
-    if (v.empty()) return runs.front().*field;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return v.empty() ? runs.front().*field : base::median(std::move(v));
   };
   for (double StepFigures::*field :
        {&StepFigures::launch_s, &StepFigures::warm_launch_s, &StepFigures::warm_s, &StepFigures::step_s,
