@@ -551,12 +551,11 @@ Endpoint rendezvous(const ExecOptions& o, const RankFacts& rf, const std::string
     throw std::invalid_argument(
         "gridrun-exec: a job of more than one rank needs --master-port, or --launched-at (the same "
         "value on every rank) to meet through its work folder");
-  char key[64];
-  std::snprintf(key, sizeof key, "%.6f", o.launched_at);
+  const std::string key = launch_key(o.launched_at, 0);  // launched_at > 0: its text
   const std::string file = work + "/.rendezvous";
   if (rf.rank == 0) {
     Endpoint e{rank0_address(rf), base::free_local_port()};
-    base::write_file_atomic(file, std::string(key) + " " + e.addr + " " + std::to_string(e.port) + "\n");
+    base::write_file_atomic(file, key + " " + e.addr + " " + std::to_string(e.port) + "\n");
     return e;
   }
   constexpr int kWaitS = 300;
@@ -565,8 +564,8 @@ Endpoint rendezvous(const ExecOptions& o, const RankFacts& rf, const std::string
     if (const auto text = base::try_read_file(file, base::kinds::kRendezvous)) {
       char got[64] = {}, addr[256] = {};
       int port = 0;
-      if (std::sscanf(text->c_str(), "%63s %255s %d", got, addr, &port) == 3 && std::string(got) == key &&
-          port > 0 && port < 65536)
+      if (std::sscanf(text->c_str(), "%63s %255s %d", got, addr, &port) == 3 && got == key && port > 0 &&
+          port < 65536)
         return Endpoint{addr, port};
     }
     if (stop_signal().load() != 0 || !alive(o.owner_pid))
