@@ -6,12 +6,14 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "gridrun/base/bytes.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/hw/peak_probe.hpp"
@@ -19,6 +21,7 @@
 #include "gridrun/report/compare.hpp"
 #include "gridrun/report/reporter.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "gridrun/run/run_summary.hpp"
 
 namespace gridrun::app {
 
@@ -138,6 +141,64 @@ void set_filters(const ReportCli& o, report::ReportOptions& ro) {
 }
 }  // namespace
 
+namespace {
+
+// RUN_DIR/.cache/report: the last table report of the run (run/run_summary.hpp rules), with the
+// options and the gridrun build that made it.
+constexpr const char* kReportCache = "report";
+constexpr std::size_t kReportCacheMax = 4 << 20;  // a larger report (csv of every job) is not kept
+
+// What makes two reports of the same files the same text: this build and every option that shapes
+// the tables (the run directory's state is the cache's stamps).
+std::string report_key(const report::ReportOptions& ro) {
+  std::ostringstream k;
+  k << "gridrun " GRIDRUN_VERSION " (" GRIDRUN_GIT_COMMIT ")\n"
+    << base::absolute_path(ro.input) << "\n"
+    << ro.format << "\n"
+    << ro.group_by << "\n"
+    << ro.width << " " << ro.all << " " << ro.top << " " << ro.max_job_rows << "\n"
+    << ro.sort << "\n";
+  for (const auto& [key, value] : ro.filters) k << key << "=" << value << "\n";
+  return k.str();
+}
+
+// A table report of a run directory, from the run's report cache while no file of the run changed
+// and the options are the same; else written afresh and cached unless a job was running. A settled
+// run of 100,000 jobs: one small read instead of its index, state.json and the grid (issue 60);
+// `gridrun run` with nothing to do ends with this report too.
+void cached_report(const report::ReportOptions& ro, report::Reporter& reporter) {
+  const run::RunDir rd(ro.input);
+  const std::string key = report_key(ro);
+  if (auto bytes = run::read_current_cache(rd, kReportCache)) {
+    try {
+      base::ByteReader r(*bytes);
+      if (r.view() == key) {
+        const std::string_view log = r.view(), out = r.view();
+        std::cerr << log;
+        std::cout << out;
+        return;
+      }
+    } catch (const std::exception&) {
+      // Damaged: written afresh below, and replaced.
+    }
+  }
+  run::SummaryWriteOptions w;
+  w.stamps_before = run::run_stamps(rd);
+  std::ostringstream out, log;
+  const report::ReportResult res = report::write_report(ro, reporter, out, log);
+  std::cerr << log.str();
+  std::cout << out.str();
+  w.live = res.live;
+  if (out.str().size() + log.str().size() > kReportCacheMax) return;
+  base::ByteWriter b;
+  b.str(key);
+  b.str(log.str());
+  b.str(out.str());
+  run::write_cache(rd, kReportCache, b.bytes(), w);
+}
+
+}  // namespace
+
 int cmd_report(const Args& args) {
   ReportCli o;
   po::options_description opts = command_options(o.help);
@@ -252,7 +313,10 @@ int cmd_report(const Args& args) {
     output = "html";
   }
   const std::unique_ptr<report::Reporter> reporter = report::make_reporter(output);
-  report::write_report(ro, *reporter, std::cout, std::cerr);
+  if (base::is_table_format(output) && std::filesystem::is_directory(ro.input))
+    cached_report(ro, *reporter);
+  else
+    report::write_report(ro, *reporter, std::cout, std::cerr);
   return 0;
 }
 

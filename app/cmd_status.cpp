@@ -45,7 +45,7 @@ struct StatusCli {
 
 struct CancelCli {
   std::string run_dir;
-  double timeout_s = 120;  // --timeout, or its older name --wait
+  double timeout_s = scheduler::LocalCancelOptions{}.timeout_s;  // --timeout, or its older name --wait
   bool help = false;
 };
 

@@ -221,14 +221,15 @@ std::string stat_stamp(const std::string& path) {
          ":" + std::to_string(ns(st.st_ctim));
 }
 
-std::string folder_entries_stamp(const std::string& dir) {
-  std::string own = stat_stamp(dir);
+std::string folder_entries_stamp(const std::string& dir, const FolderStampOptions& opts) {
+  std::string own = opts.own ? stat_stamp(dir) : std::string("entries");
   DIR* d = ::opendir(dir.c_str());
   if (!d) return own;
   std::vector<std::string> names;
   while (const dirent* e = ::readdir(d)) {
     if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
       continue;
+    if (std::find(opts.skip.begin(), opts.skip.end(), e->d_name) != opts.skip.end()) continue;
     names.emplace_back(e->d_name);
   }
   // Each entry's FNV-1a over its name and stat fields, summed: the sum does not depend on the

@@ -2,6 +2,7 @@
 // offset, because "offset 1234" means nothing to someone looking at a job file in an editor.
 #include "gridrun/base/json.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -51,24 +52,34 @@ class OrderedBuilder {
   std::size_t error_byte = 0;
   bool positioned = false;  // a syntax error (a byte offset); else a value error (no position)
 
-  bool null() { return put(Json(nullptr)); }
-  bool boolean(bool v) { return put(Json(v)); }
-  bool number_integer(number_integer_t v) { return put(Json(v)); }
-  bool number_unsigned(number_unsigned_t v) { return put(Json(v)); }
+  // Members of the root object whose values are parsed but not kept (JsonParseOptions).
+  const std::vector<std::string>* skip_members = nullptr;
+
+  bool null() { return skipped_scalar() || put(Json(nullptr)); }
+  bool boolean(bool v) { return skipped_scalar() || put(Json(v)); }
+  bool number_integer(number_integer_t v) { return skipped_scalar() || put(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) { return skipped_scalar() || put(Json(v)); }
   bool number_float(number_float_t v, const string_t& text) {
     if (!std::isfinite(v)) {  // as nlohmann's DOM builder (its error 406)
       error = "number overflow parsing '" + text + "'";
       return false;
     }
-    return put(Json(v));
+    return skipped_scalar() || put(Json(v));
   }
-  bool string(string_t& v) { return put(Json(std::move(v))); }
-  bool binary(binary_t& v) { return put(Json::binary(std::move(v))); }
+  bool string(string_t& v) { return skipped_scalar() || put(Json(std::move(v))); }
+  bool binary(binary_t& v) { return skipped_scalar() || put(Json::binary(std::move(v))); }
   bool start_object(std::size_t /*elements*/) {
+    if (skipped_open()) return true;
     open_.push_back({put_and_get(Json::object()), {}, {}});
     return true;
   }
   bool key(string_t& k) {
+    if (skip_depth_ > 0) return true;
+    if (skip_members && open_.size() == 1 &&
+        std::find(skip_members->begin(), skip_members->end(), k) != skip_members->end()) {
+      skip_next_ = true;
+      return true;
+    }
     Open& o = open_.back();
     std::size_t at = o.members.size();
     if (!o.index.empty()) {
@@ -90,6 +101,10 @@ class OrderedBuilder {
     return true;
   }
   bool end_object() {
+    if (skip_depth_ > 0) {
+      --skip_depth_;
+      return true;
+    }
     // Into ordered_map, reserved: its pairs have a const key, so a growing vector of them copies
     // every value it moves (deep copies of whole sub-objects); the staging pairs move.
     Open& o = open_.back();
@@ -100,10 +115,15 @@ class OrderedBuilder {
     return true;
   }
   bool start_array(std::size_t /*elements*/) {
+    if (skipped_open()) return true;
     open_.push_back({put_and_get(Json::array()), {}, {}});
     return true;
   }
   bool end_array() {
+    if (skip_depth_ > 0) {
+      --skip_depth_;
+      return true;
+    }
     open_.pop_back();
     return true;
   }
@@ -131,7 +151,24 @@ class OrderedBuilder {
     std::unordered_map<std::string, std::size_t> index;  // key -> member position (large objects)
   };
   std::vector<Open> open_;
-  Json* member_ = nullptr;  // where the value after key() goes
+  Json* member_ = nullptr;      // where the value after key() goes
+  bool skip_next_ = false;      // the next value is a skipped member's
+  std::size_t skip_depth_ = 0;  // containers open inside a skipped member's value
+
+  // A scalar that is (inside) a skipped member's value: true, nothing kept.
+  bool skipped_scalar() {
+    if (skip_depth_ > 0) return true;
+    if (!skip_next_) return false;
+    skip_next_ = false;
+    return true;
+  }
+  // An object or array that opens (inside) a skipped member's value: true, counted, nothing kept.
+  bool skipped_open() {
+    if (skip_depth_ == 0 && !skip_next_) return false;
+    skip_next_ = false;
+    ++skip_depth_;
+    return true;
+  }
 
   // Places `v` (the root, an array's next element or the pending member) and returns where it is.
   // Pointers stay valid: only the innermost open container grows (an open object's members are
@@ -155,8 +192,9 @@ class OrderedBuilder {
   }
 };
 
-Json parse_json(std::string_view text, const std::string& origin) {
+Json parse_json(std::string_view text, const std::string& origin, const JsonParseOptions& opts) {
   OrderedBuilder b;
+  if (!opts.skip_members.empty()) b.skip_members = &opts.skip_members;
   bool ok = false;
   try {
     ok = Json::sax_parse(text.begin(), text.end(), &b);

@@ -33,7 +33,8 @@ std::string checked_json_text(const Json& object, int indent) {
   return text;
 }
 
-Json parse_checked_json(std::string_view text, const std::string& origin, bool* checked) {
+Json parse_checked_json(std::string_view text, const std::string& origin, bool* checked,
+                        const JsonParseOptions& opts) {
   if (checked) *checked = false;
   const std::size_t at = text.rfind(kChecksumKey);
   const bool whole = at != std::string_view::npos &&
@@ -46,13 +47,13 @@ Json parse_checked_json(std::string_view text, const std::string& origin, bool* 
     if (tail.find("checksum") != std::string_view::npos || tail.find("sha256:") != std::string_view::npos)
       throw std::runtime_error(origin + ": damaged: its checksum line is not intact" +
                                std::string(kHandEdit));
-    return parse_json(text, origin);
+    return parse_json(text, origin, opts);
   }
   const std::string_view hex = text.substr(at + kChecksumKey.size(), kHexDigits);
   if (sha256_hex(text.data(), at) != hex)
     throw std::runtime_error(origin + ": damaged: its bytes do not match their SHA-256 checksum" +
                              std::string(kHandEdit));
-  Json value = parse_json(text, origin);
+  Json value = parse_json(text, origin, opts);
   if (value.is_object()) value.erase("checksum");
   if (checked) *checked = true;
   return value;

@@ -16,7 +16,7 @@ using results::Depth;
 using results::FolderReadOptions;
 using results::JobRecord;
 
-ScannedRun scan_results(const std::string& run_dir, Depth depth) {
+ScannedRun scan_results(const std::string& run_dir, FolderReadOptions fo) {
   ScannedRun out;
   const run::RunDir rd(run_dir);
   const std::string results = rd.results_dir();
@@ -37,10 +37,11 @@ ScannedRun scan_results(const std::string& run_dir, Depth depth) {
     std::sort(missing.begin(), missing.end());
     out.skipped = std::move(missing);
   }
-  FolderReadOptions fo;
-  fo.depth = depth;
   fo.prune_index = true;
-  for (auto& r : results::read_job_files(results, names, fo)) {
+  std::vector<results::JobFileRead> read = results::read_job_files(results, names, fo);
+  out.records.reserve(read.size());
+  out.data.reserve(read.size());
+  for (auto& r : read) {
     if (!r.ok) {
       out.skipped.push_back(r.error);
       continue;
@@ -52,7 +53,9 @@ ScannedRun scan_results(const std::string& run_dir, Depth depth) {
 }
 
 std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped) {
-  ScannedRun s = scan_results(run_dir, Depth::Summary);
+  FolderReadOptions fo;
+  fo.depth = Depth::Summary;
+  ScannedRun s = scan_results(run_dir, fo);
   skipped.insert(skipped.end(), s.skipped.begin(), s.skipped.end());
   return std::move(s.records);
 }

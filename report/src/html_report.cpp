@@ -659,6 +659,57 @@ std::string table_html(const Table& t) {
   return o.str();
 }
 
+// The jobs whose time series are drawn, read whole: the jobs table's first --rows (all of them
+// without a limit), in the selection's order. A page of 100,000 loss curves shows nothing and read
+// every job file's tables (185 s at 100,000 jobs); the others stay in the tables. The ids of the
+// files that could not be read go to `unreadable`.
+std::vector<JobView> drawn_views(const LoadedRun& run, const std::vector<const JobRecord*>& selected,
+                                 const ReportOptions& opts, std::vector<std::string>& unreadable) {
+  std::set<const JobRecord*> pick;
+  for (const JobRecord* r : jobs_in_table_order(run.jobs, opts))
+    if (opts.max_job_rows == 0 || pick.size() < opts.max_job_rows) pick.insert(r);
+  std::vector<const JobRecord*> recs;
+  for (const JobRecord* r : selected)
+    if (pick.count(r)) recs.push_back(r);
+  std::vector<results::JobData> whole = read_whole_jobs(run, recs);
+  std::vector<JobView> drawn(recs.size());
+  for (std::size_t k = 0; k < recs.size(); ++k) {
+    drawn[k].rec = recs[k];
+    drawn[k].color = static_cast<int>(k);
+    drawn[k].loaded = !whole[k].id.empty();
+    if (drawn[k].loaded) {
+      drawn[k].data = std::move(whole[k]);
+    } else {
+      unreadable.push_back(recs[k]->id);
+      drawn[k].data.id = recs[k]->id;
+    }
+  }
+  label_jobs(drawn);
+  return drawn;
+}
+
+// Every selected job, to its summary (the roofline, the counts); the views take the loaded records
+// over (call it after drawn_views, which copies from them): each selected id once, no copies.
+std::vector<JobView> summary_views(LoadedRun& run, const std::vector<const JobRecord*>& selected) {
+  std::map<std::string, JobData*> loaded;
+  for (auto& d : run.data) loaded[d.id] = &d;
+  std::vector<JobView> jobs(selected.size());
+  for (std::size_t k = 0; k < selected.size(); ++k) {
+    jobs[k].rec = selected[k];
+    jobs[k].color = static_cast<int>(k);
+    auto it = loaded.find(selected[k]->id);
+    if (it != loaded.end()) {
+      jobs[k].data = std::move(*it->second);
+    } else {
+      jobs[k].data.id = selected[k]->id;
+      jobs[k].data.params = selected[k]->params;
+      jobs[k].data.summary = selected[k]->summary;
+    }
+  }
+  label_jobs(jobs);
+  return jobs;
+}
+
 }  // namespace
 
 void check_html_output(const std::string& output) {
@@ -675,29 +726,11 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
   note_left_out(tables, run, opts);
   const std::vector<std::string> verdict =
       verdict_lines(run.phases, VerdictOptions{run.compare_by, run.rerun_prefix});
-  std::vector<JobRecord> selected = select_jobs(run.jobs, opts);
-  // The views take the loaded files over (tables and all): each selected id once, no copies.
-  std::map<std::string, JobData*> loaded;
-  for (auto& d : run.data) loaded[d.id] = &d;
-
-  std::vector<JobView> jobs(selected.size());
+  const std::vector<const JobRecord*> selected = select_job_refs(run.jobs, opts);
   std::vector<std::string> unreadable;
-  for (std::size_t k = 0; k < selected.size(); ++k) {
-    jobs[k].rec = &selected[k];
-    jobs[k].color = static_cast<int>(k);
-    auto it = loaded.find(selected[k].id);
-    if (it != loaded.end()) {
-      jobs[k].data = std::move(*it->second);
-      jobs[k].loaded = true;
-    } else {
-      unreadable.push_back(selected[k].id);
-      jobs[k].data.id = selected[k].id;
-      jobs[k].data.params = selected[k].params;
-      jobs[k].data.summary = selected[k].summary;
-    }
-  }
-  label_jobs(jobs);
-
+  const std::vector<JobView> drawn = drawn_views(run, selected, opts, unreadable);
+  const std::size_t not_drawn = selected.size() - drawn.size();
+  const std::vector<JobView> jobs = summary_views(run, selected);
   std::vector<const JobData*> datas;
   std::vector<std::string> labels;
   for (const auto& j : jobs) {
@@ -707,12 +740,12 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
   Roofline roof = build_roofline(datas, labels, opts.roofline);
 
   std::vector<Chart> charts = {
-      loss_chart(jobs, opts.max_points),
-      accuracy_chart(jobs, opts.max_points),
+      loss_chart(drawn, opts.max_points),
+      accuracy_chart(drawn, opts.max_points),
       scaling_chart(tables),
       speedup_chart(tables),
-      util_chart(jobs, opts.max_points),
-      power_chart(jobs, opts.max_points),
+      util_chart(drawn, opts.max_points),
+      power_chart(drawn, opts.max_points),
       phase_chart(run.phases, "phase_makespan", "Makespan", "Makespan per arrangement (lower is better)",
                   "makespan (s)", &PhaseFigures::makespan_s, 0),
       phase_chart(run.phases, "phase_throughput", "Aggregate throughput",
@@ -722,7 +755,14 @@ HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts) {
                   "Time to target accuracy per arrangement (lower is better)", "time to target (s)",
                   &PhaseFigures::time_to_target_s, 2),
       roofline_chart(roof)};
-  for (auto& c : operator_charts(jobs, opts.max_profiled_jobs)) charts.push_back(c);
+  for (auto& c : operator_charts(drawn, opts.max_profiled_jobs)) charts.push_back(c);
+  if (not_drawn > 0)
+    for (auto& c : charts)
+      if (c.note.empty() && (c.id == "loss" || c.id == "accuracy" || c.id == "util" || c.id == "power"))
+        c.notes.push_back("The first " + std::to_string(drawn.size()) + " of " +
+                          std::to_string(selected.size()) +
+                          " jobs in the jobs table's order (--rows N draws N, --rows 0 all; --filter, --sort "
+                          "and --top choose which).");
   for (auto& c : charts) log_ranges(c);
   if (!roof.points.empty()) tables.push_back(roofline_table(roof));
 

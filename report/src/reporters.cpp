@@ -42,7 +42,9 @@ class TablesReporter : public Reporter {
 class HtmlReporter : public Reporter {
  public:
   std::string name() const override { return "html"; }
-  Depth depth() const override { return Depth::Full; }
+  // The summaries of every job; the few whose series it draws are read whole (write_html_report).
+  Depth depth() const override { return Depth::Summary; }
+  bool whole_when_read() const override { return true; }
   void check(const ReportOptions& opts) const override { check_html_output(opts.output); }
   void report(LoadedRun run, const ReportOptions& opts, std::ostream&, std::ostream& log) override {
     const HtmlReportResult r = write_html_report(std::move(run), opts);
@@ -131,12 +133,19 @@ std::unique_ptr<Reporter> make_reporter(const std::string& name) {
   throw std::invalid_argument("report format " + name + ": expected one of " + known);
 }
 
-void write_report(const ReportOptions& opts, Reporter& reporter, std::ostream& out, std::ostream& log) {
+ReportResult write_report(const ReportOptions& opts, Reporter& reporter, std::ostream& out,
+                          std::ostream& log) {
   reporter.check(opts);  // bad options fail before anything is read
   LoadOptions lo;
   lo.depth = reporter.depth();
+  lo.whole_when_read = reporter.whole_when_read();
   lo.all = opts.all;
-  reporter.report(load_run(opts.input, log, lo), opts, out, log);
+  LoadedRun run = load_run(opts.input, log, lo);
+  ReportResult r;
+  r.live = std::any_of(run.jobs.begin(), run.jobs.end(),
+                       [](const results::JobRecord& j) { return j.status == to_string(Status::Running); });
+  reporter.report(std::move(run), opts, out, log);
+  return r;
 }
 
 }  // namespace gridrun::report

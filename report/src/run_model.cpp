@@ -76,7 +76,7 @@ struct CurrentFacts {
 CurrentFacts current_facts(const run::RunDir& rd, std::ostream& log) {
   CurrentFacts f;
   try {
-    f.state = rd.load_state();
+    f.state = rd.load_state(/*with_jobs=*/false);  // its phases and `--set` only
   } catch (const std::exception& e) {
     f.state_problem = base::printable_line(e.what());
   }
@@ -106,7 +106,10 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
   if (fs::is_directory(in)) {
     if (!fs::is_directory(run::RunDir(input).results_dir()))
       throw std::invalid_argument(input + ": not a run directory (no results/ folder)");
-    ScannedRun scanned = scan_results(input, depth);
+    FolderReadOptions fo;
+    fo.depth = depth;
+    fo.whole_when_read = opts.whole_when_read;
+    ScannedRun scanned = scan_results(input, fo);
     skipped = std::move(scanned.skipped);
     run.jobs = std::move(scanned.records);
     run.data = std::move(scanned.data);
@@ -122,6 +125,7 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
     for (const auto& r : run.jobs) names.push_back(fs::path(r.file).filename().string());
     FolderReadOptions fo;
     fo.depth = depth;
+    fo.whole_when_read = opts.whole_when_read;
     for (auto& r : results::read_job_files(run::RunDir(run.run_dir).results_dir(), names, fo)) {
       if (r.ok)
         run.data.push_back(std::move(r.data));
@@ -209,6 +213,34 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
     }
   }
   return run;
+}
+
+std::vector<JobData> read_whole_jobs(const LoadedRun& run,
+                                     const std::vector<const results::JobRecord*>& records) {
+  std::vector<JobData> out(records.size());
+  // What load_run read whole already (FolderReadOptions::whole_when_read) is copied, not read again.
+  std::map<std::string, const JobData*> have;
+  for (const auto& d : run.data)
+    if (d.depth == Depth::Full) have[d.id] = &d;
+  // The rest in one read per folder (a run's records all name results/<id>.h5).
+  std::map<std::string, std::vector<std::size_t>> by_folder;
+  for (std::size_t k = 0; k < records.size(); ++k) {
+    if (const auto it = have.find(records[k]->id); it != have.end()) {
+      out[k] = *it->second;
+      continue;
+    }
+    by_folder[(fs::path(run.run_dir) / records[k]->file).parent_path().string()].push_back(k);
+  }
+  FolderReadOptions fo;
+  fo.depth = Depth::Full;
+  for (const auto& [folder, ks] : by_folder) {
+    std::vector<std::string> names;
+    for (const std::size_t k : ks) names.push_back(fs::path(records[k]->file).filename().string());
+    std::vector<results::JobFileRead> got = results::read_job_files(folder, names, fo);
+    for (std::size_t q = 0; q < ks.size(); ++q)
+      if (got[q].ok) out[ks[q]] = std::move(got[q].data);
+  }
+  return out;
 }
 
 }  // namespace gridrun::report

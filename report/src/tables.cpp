@@ -29,6 +29,9 @@ using base::number_cell;
 using base::Table;
 using base::text_cell;
 using results::JobRecord;
+// The jobs a table is made of, as pointers into the loaded run: a report of 100,000 jobs selected,
+// split into finished ones and grouped them as copies of every record (parameters and summary map).
+using JobRefs = std::vector<const JobRecord*>;
 
 namespace fs = std::filesystem;
 
@@ -136,9 +139,10 @@ bool value_less(const std::string& a, const std::string& b) {
   return a < b;
 }
 
-std::vector<std::string> varying_keys(const std::vector<JobRecord>& jobs) {
+std::vector<std::string> varying_keys(const JobRefs& jobs) {
   std::vector<const RecordedParams*> params;
-  for (const auto& j : jobs) params.push_back(&j.params);
+  params.reserve(jobs.size());
+  for (const JobRecord* j : jobs) params.push_back(&j->params);
   std::vector<std::string> out = varying_params(params);
   std::stable_sort(out.begin(), out.end(),
                    [](const std::string& a, const std::string& b) { return key_rank(a) < key_rank(b); });
@@ -231,13 +235,12 @@ Cell metric_cell(double v) {
 
 // The rows of the jobs table in their order: by the varying parameters, or by --sort (ties and
 // jobs without the metric, which come last, in the usual order), the first opts.top of them.
-std::vector<const JobRecord*> ordered_jobs(const std::vector<JobRecord>& jobs,
-                                           const std::vector<std::string>& vary,
+std::vector<const JobRecord*> ordered_jobs(const JobRefs& jobs, const std::vector<std::string>& vary,
                                            const std::optional<JobSort>& sort, std::size_t top) {
   const std::size_t n = jobs.size();
   std::vector<std::vector<SortKey>> keys(n);
   for (std::size_t i = 0; i < n; ++i)
-    for (const auto& k : vary) keys[i].push_back(sort_key(value_of(jobs[i], k)));
+    for (const auto& k : vary) keys[i].push_back(sort_key(value_of(*jobs[i], k)));
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -246,12 +249,12 @@ std::vector<const JobRecord*> ordered_jobs(const std::vector<JobRecord>& jobs,
       const SortKey& y = keys[b][q];
       if (x.text != y.text) return x.numeric && y.numeric ? x.num < y.num : x.text < y.text;
     }
-    return jobs[a].id < jobs[b].id;
+    return jobs[a]->id < jobs[b]->id;
   });
   if (sort) {
     std::vector<std::pair<double, std::size_t>> by;
     by.reserve(n);
-    for (const std::size_t i : order) by.emplace_back(sort_value(jobs[i], sort->metric), i);
+    for (const std::size_t i : order) by.emplace_back(sort_value(*jobs[i], sort->metric), i);
     std::stable_sort(by.begin(), by.end(), [&](const auto& a, const auto& b) {
       const bool an = std::isnan(a.first), bn = std::isnan(b.first);
       if (an || bn) return !an && bn;
@@ -262,11 +265,11 @@ std::vector<const JobRecord*> ordered_jobs(const std::vector<JobRecord>& jobs,
   if (top > 0 && order.size() > top) order.resize(top);
   std::vector<const JobRecord*> out;
   out.reserve(order.size());
-  for (const std::size_t i : order) out.push_back(&jobs[i]);
+  for (const std::size_t i : order) out.push_back(jobs[i]);
   return out;
 }
 
-Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary,
+Table per_job_table(const JobRefs& jobs, const std::vector<std::string>& vary,
                     const std::optional<JobSort>& sort = std::nullopt, std::size_t top = 0,
                     std::size_t max_rows = 0) {
   Table t;
@@ -361,12 +364,12 @@ Table per_job_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
 
 // Jobs grouped by every varying key except `except`; keys are the group's column values.
 std::map<std::vector<std::string>, std::vector<const JobRecord*>> group_except(
-    const std::vector<JobRecord>& jobs, const std::vector<std::string>& keys) {
+    const JobRefs& jobs, const std::vector<std::string>& keys) {
   std::map<std::vector<std::string>, std::vector<const JobRecord*>> g;
-  for (const auto& j : jobs) {
+  for (const JobRecord* j : jobs) {
     std::vector<std::string> key;
-    for (const auto& k : keys) key.push_back(value_of(j, k));
-    g[key].push_back(&j);
+    for (const auto& k : keys) key.push_back(value_of(*j, k));
+    g[key].push_back(j);
   }
   return g;
 }
@@ -391,7 +394,7 @@ void add_key_cells(std::vector<Cell>& r, const std::vector<std::string>& key) {
   }
 }
 
-Table scaling_table(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary) {
+Table scaling_table(const JobRefs& jobs, const std::vector<std::string>& vary) {
   Table t;
   t.title = "Scaling over ranks";
   std::vector<std::string> cols = minus(vary, {"ranks", "seed", "global_batch", "batch_per_rank"});
@@ -437,7 +440,7 @@ Table scaling_table(const std::vector<JobRecord>& jobs, const std::vector<std::s
   return t;
 }
 
-Table device_table(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary) {
+Table device_table(const JobRefs& jobs, const std::vector<std::string>& vary) {
   Table t;
   t.title = "GPU vs CPU";
   std::vector<std::string> cols = minus(vary, {"device", "seed"});
@@ -472,7 +475,7 @@ Table device_table(const std::vector<JobRecord>& jobs, const std::vector<std::st
   return t;
 }
 
-Table convergence_table(const std::vector<JobRecord>& jobs, const std::vector<std::string>& vary) {
+Table convergence_table(const JobRefs& jobs, const std::vector<std::string>& vary) {
   Table t;
   t.title = "Convergence";
   std::vector<std::string> cols = minus(vary, {"seed"});
@@ -553,11 +556,11 @@ Table phase_table(const std::vector<PhaseFigures>& phases) {
 // NaN/inf check applies to them.
 constexpr double kChanceLossTolerance = 0.03;  // within 3 % of ln(10): 2.234-2.372
 constexpr double kChanceAccuracy = 0.15;       // 10 classes: chance is 0.10
-std::vector<std::string> learning_warnings(const std::vector<JobRecord>& jobs) {
+std::vector<std::string> learning_warnings(const JobRefs& jobs) {
   std::vector<std::string> out;
-  for (const auto& j : jobs) {
-    if (base::parse_task(value_of(j, "task")) == base::Task::inference ||
-        std::isnan(fig(j, "final_test_acc")))
+  for (const JobRecord* jp : jobs) {
+    const JobRecord& j = *jp;
+    if ((j.params && j.params->task == base::Task::inference) || std::isnan(fig(j, "final_test_acc")))
       continue;
     const double loss = fig(j, "final_train_loss");
     const bool text = value_of(j, "dataset") == "text";
@@ -580,16 +583,17 @@ std::vector<std::string> learning_warnings(const std::vector<JobRecord>& jobs) {
   return out;
 }
 
-std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vector<PhaseFigures>& phases,
+std::vector<Table> tables_for(const JobRefs& jobs, const std::vector<PhaseFigures>& phases,
                               const std::string& suffix, const std::optional<JobSort>& sort, std::size_t top,
                               std::size_t max_rows) {
   std::vector<Table> out;
   std::vector<std::string> vary = varying_keys(jobs);
   out.push_back(per_job_table(jobs, vary, sort, top, max_rows));
-  std::vector<JobRecord> done;
-  for (const auto& j : jobs)
-    if (finished(j)) done.push_back(j);
-  std::vector<std::string> vdone = varying_keys(done);
+  JobRefs done;
+  for (const JobRecord* j : jobs)
+    if (finished(*j)) done.push_back(j);
+  // What varies among the finished jobs: the same as among all when every job finished.
+  const std::vector<std::string> vdone = done.size() == jobs.size() ? vary : varying_keys(done);
   std::vector<std::string> omitted;
   Table s = scaling_table(done, vdone);
   if (!s.rows.empty())
@@ -602,7 +606,7 @@ std::vector<Table> tables_for(const std::vector<JobRecord>& jobs, const std::vec
   else
     omitted.push_back("GPU vs CPU (no finished jobs differing only in device)");
   bool any_acc = false;
-  for (const auto& j : done) any_acc |= !std::isnan(fig(j, "final_test_acc"));
+  for (const JobRecord* j : done) any_acc |= !std::isnan(fig(*j, "final_test_acc"));
   if (any_acc)
     out.push_back(convergence_table(done, vdone));
   else
@@ -685,7 +689,7 @@ double sort_value(const JobRecord& job, const std::string& metric) {
   return fig(job, metric);
 }
 
-std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const ReportOptions& opts) {
+JobRefs select_job_refs(const std::vector<JobRecord>& all, const ReportOptions& opts) {
   // The parameter names once (not per job: 100,000 jobs made them 5 million set inserts), a
   // command grid's own (params:) from each job that has them; user_params itself is no key.
   std::set<std::string> known = {"id", "status"};
@@ -717,10 +721,25 @@ std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const Repo
       throw std::invalid_argument(opts.filter_flag + " " + f.text + ": " + unknown(f.key));
   if (!opts.group_by.empty() && !known.count(opts.group_by))
     throw std::invalid_argument("--group-by " + opts.group_by + ": " + unknown(opts.group_by));
-  std::vector<JobRecord> jobs;
+  JobRefs jobs;
+  jobs.reserve(all.size());
   for (const auto& j : all)
-    if (gj::matches_all(filters, [&](const std::string& k) { return value_of(j, k); })) jobs.push_back(j);
+    if (filters.empty() || gj::matches_all(filters, [&](const std::string& k) { return value_of(j, k); }))
+      jobs.push_back(&j);
   return jobs;
+}
+
+JobRefs jobs_in_table_order(const std::vector<JobRecord>& all, const ReportOptions& opts) {
+  std::optional<JobSort> sort;
+  if (!opts.sort.empty()) sort = parse_job_sort(opts.sort, all);
+  const JobRefs jobs = select_job_refs(all, opts);
+  return ordered_jobs(jobs, varying_keys(jobs), sort, opts.top);
+}
+
+std::vector<JobRecord> select_jobs(const std::vector<JobRecord>& all, const ReportOptions& opts) {
+  std::vector<JobRecord> out;
+  for (const JobRecord* j : select_job_refs(all, opts)) out.push_back(*j);
+  return out;
 }
 
 std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::vector<PhaseFigures>& phases,
@@ -729,7 +748,7 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
   // whatever --only keeps.
   std::optional<JobSort> sort;
   if (!opts.sort.empty()) sort = parse_job_sort(opts.sort, all);
-  std::vector<JobRecord> jobs = select_jobs(all, opts);
+  const JobRefs jobs = select_job_refs(all, opts);
   if (jobs.empty()) {
     Table t;
     t.title = "Jobs";
@@ -738,8 +757,8 @@ std::vector<Table> build_tables(const std::vector<JobRecord>& all, const std::ve
     return {t};
   }
   if (opts.group_by.empty()) return tables_for(jobs, phases, "", sort, opts.top, opts.max_job_rows);
-  std::map<std::string, std::vector<JobRecord>> groups;
-  for (const auto& j : jobs) groups[value_of(j, opts.group_by)].push_back(j);
+  std::map<std::string, JobRefs> groups;
+  for (const JobRecord* j : jobs) groups[value_of(*j, opts.group_by)].push_back(j);
   std::vector<std::string> values;
   for (const auto& [v, g] : groups) values.push_back(v);
   std::sort(values.begin(), values.end(), value_less);

@@ -234,6 +234,7 @@ JobData decode_job(std::string_view bytes, Depth depth, const std::vector<std::s
   if (have > static_cast<std::uint64_t>(Depth::Full)) throw std::runtime_error("bad record depth");
   if (static_cast<std::uint64_t>(depth) > have) throw std::runtime_error("record holds less than asked");
   JobData j;
+  j.depth = depth;
   {
     ByteReader s(in.view());
     get_glance(s, j);

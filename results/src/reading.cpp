@@ -84,6 +84,7 @@ std::vector<OpProfile> read_profile(hid_t file) {
 JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& opts) {
   JobData j;
   j.path = path;
+  j.depth = opts.tables ? Depth::Full : Depth::Summary;
   j.partial = base::ends_with(path, ".partial");
   for (auto& [k, v] : h5::read_attrs(file)) j.attrs[k] = v;
   if (!j.attrs.count("schema_version") || !j.attrs.count("id"))
@@ -97,6 +98,13 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string("attribute ") + e.what());
     }
+    // The typed parameters carry what `params` and the ~60 `param.<name>` attributes (written for
+    // h5py users) say again: kept, they were most of a job's attributes, of its record in the
+    // folder's index and of a report's memory at 100,000 jobs (docs/architecture.md). A file
+    // without `params` (older writers) keeps them: param_number reads them there.
+    for (auto it = j.attrs.begin(); it != j.attrs.end();)
+      it = (it->first == "params" || base::starts_with(it->first, "param.")) ? j.attrs.erase(it)
+                                                                             : std::next(it);
   }
   if (opts.tables) {
     read_table(file, "steps", step_columns(), j.steps);

@@ -20,6 +20,7 @@
 #include "gridrun/results/summary.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "job_codec.hpp"
+#include "journal.hpp"
 #include "reading.hpp"
 
 namespace gridrun::results {
@@ -27,20 +28,13 @@ namespace gridrun::results {
 namespace fs = std::filesystem;
 using detail::ByteReader;
 using detail::ByteWriter;
+using detail::checksum;
+using detail::stat_key;
+using detail::StatKey;
 
 namespace {
 
-constexpr std::string_view kMagic = "GRIDRUN-INDEX-4\n";
-
-// What identifies one version of a file: a rewrite (the writer renames .partial over it), a copy
-// or a changed byte with a touch back to the old mtime all change at least the ctime or inode.
-struct StatKey {
-  std::uint64_t dev = 0, ino = 0, size = 0;
-  std::int64_t mtime_ns = 0, ctime_ns = 0;
-  bool operator==(const StatKey& o) const {
-    return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns;
-  }
-};
+constexpr std::string_view kMagic = "GRIDRUN-INDEX-5\n";
 
 enum class Verdict : std::uint64_t { Ok = 0, Unreadable = 1, Damaged = 2 };
 
@@ -57,35 +51,6 @@ struct Entry {
 void put_entry(std::unordered_map<std::string, Entry>& entries, const std::string& name, Entry e) {
   Entry& slot = entries[name] = std::move(e);
   if (!slot.owned.empty()) slot.record = slot.owned;
-}
-
-// FNV-1a over 8-byte words (then the tail): the index's checksum. Not cryptographic; it tells a
-// torn or bit-flipped index from a whole one.
-std::uint64_t checksum(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    h = (h ^ w) * 1099511628211ULL;
-  }
-  for (; i < s.size(); ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ULL;
-  return h;
-}
-
-std::optional<StatKey> stat_key(const std::string& path, int* err) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    *err = errno;
-    return std::nullopt;
-  }
-  StatKey k;
-  k.dev = st.st_dev;
-  k.ino = st.st_ino;
-  k.size = static_cast<std::uint64_t>(st.st_size);
-  k.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
-  k.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000LL + st.st_ctim.tv_nsec;
-  return k;
 }
 
 std::unordered_map<std::string, Entry> parse_index(std::string_view bytes) {
@@ -149,6 +114,10 @@ struct ResultsFolder::Impl {
   bool loaded = false, dirty = false, rebuilt = false;
   std::string bytes;  // the index file as read: the entries' records point into it
   std::unordered_map<std::string, Entry> entries;
+  // The journal (journal.hpp), read at the first file the index cannot answer; `journal_used`:
+  // some of its records went into the index, which then takes the journal's place.
+  bool journal_loaded = false, journal_used = false;
+  std::unordered_map<std::string, detail::JournalEntry> journal;
 
   std::string index_path() const { return (fs::path(folder) / kIndexName).string(); }
 
@@ -171,6 +140,33 @@ struct ResultsFolder::Impl {
       entries.clear();  // damaged, torn or of another version: rebuilt from the job files
       rebuilt = dirty = true;
     }
+  }
+
+  // Answers `r` from the journal's record of its file when that record is of the file as it is
+  // now (`key`), and puts it into the index like a fresh read's. False: read the file.
+  bool answer_from_journal(JobFileRead& r, const StatKey& key, Depth depth,
+                           const std::vector<std::string>* keys_wanted) {
+    if (!journal_loaded) {
+      journal_loaded = true;
+      journal = detail::read_journal(folder);
+    }
+    const auto it = journal.find(r.name);
+    if (it == journal.end() || !(it->second.key == key)) return false;
+    std::string record = std::move(it->second.record);
+    journal.erase(it);
+    try {
+      r.data = detail::decode_job(record, depth, keys_wanted);
+    } catch (const std::exception&) {
+      return false;  // a record that does not decode: the file is read
+    }
+    r.data.path = r.path;
+    r.ok = r.from_index = true;
+    Entry e;
+    e.key = key;
+    e.owned = std::move(record);
+    put_entry(entries, r.name, std::move(e));
+    dirty = journal_used = true;
+    return true;
   }
 };
 
@@ -197,6 +193,14 @@ void ResultsFolder::flush() noexcept {
   try {
     base::write_file_atomic(impl_->index_path(), render_index(impl_->entries));
     impl_->dirty = false;
+    if (impl_->journal_used) {
+      const auto& entries = impl_->entries;
+      detail::empty_journal(impl_->folder, [&](const std::string& name, const StatKey& key) {
+        const auto it = entries.find(name);
+        return it != entries.end() && it->second.key == key;
+      });
+      impl_->journal_used = false;
+    }
   } catch (...) {
     // A read-only run directory or a full disk: the index is only a cache, the next command
     // reads the files again.
@@ -263,6 +267,11 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
         im.dirty = true;
       }
     }
+    // Not in the index (or stale there): the record its writer left in the journal, when it is
+    // of the file as it is now; it goes into the index like a fresh read's.
+    if (!hit && im.use_index && final_file && opts.depth != Depth::Full &&
+        im.answer_from_journal(r, *keys[k], opts.depth, keys_wanted))
+      continue;
     // Only a regular file goes to libhdf5 (issue 57): a FIFO in its place blocked the forked
     // copy's open until the guard's timeout, and a link is never a file gridrun-train wrote. A
     // refused file is damaged: named by readers, quarantined and redone by `run`. Checked from
@@ -280,7 +289,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
   // Everything else in one forked copy (a few, one per CPU, when there are many files). A copy reads
   // whole files (tables too) whatever the depth asked, so that the verdict is the same for every
   // command, and sends at least Depth::Summary back (what the index keeps).
-  const Depth sent = std::max(opts.depth, Depth::Summary);
+  const Depth sent = opts.whole_when_read ? Depth::Full : std::max(opts.depth, Depth::Summary);
   std::size_t copies = 1;
   if (to_read.size() >= 64 && opts.max_copies > 1) {
     cpu_set_t cpus;
@@ -291,14 +300,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
   const auto reads = base::run_isolated_each(
       to_read.size(),
       [&](std::size_t i) {
-        ReadOptions ro;
-        ro.isolate = false;  // this is the isolated copy
-        JobData d = detail::read_job_here(out[to_read[i]].path, ro);
-        if (d.status.empty()) throw std::runtime_error("no status attribute");
-        // A running or killed job's figures come from its rows (as record_of did), here where the
-        // rows are, so that a shallower record still carries them.
-        if (d.summary.empty()) d.summary = derive_summary(d);
-        return detail::encode_job(d, sent);
+        return detail::record_of_file(out[to_read[i]].path, sent);  // this is the isolated copy
       },
       opts.item_timeout_s, copies);
   for (std::size_t i = 0; i < to_read.size(); ++i) {
@@ -310,7 +312,8 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
     ++st.read;
     if (got.ok) {
       try {
-        r.data = detail::decode_job(got.message, opts.depth, keys_wanted);
+        r.data = detail::decode_job(got.message, opts.whole_when_read ? sent : opts.depth,
+                                    opts.whole_when_read ? nullptr : keys_wanted);
         r.data.path = r.path;
         r.ok = true;
         e.owned = sent == Depth::Summary

@@ -27,6 +27,7 @@
 #include "gridrun/results/summary.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "journal.hpp"
 #include "reading.hpp"
 
 namespace gridrun::results {
@@ -233,7 +234,9 @@ class H5JobWriter final : public JobWriter {
   void check_open() const;
   void maybe_auto_flush();
   void flush_locked();
-  void write_summary(hid_t file, const Summary& summary);
+  // Writes /summary and returns the job as the file now holds it (its attributes and summary,
+  // read for the derived figures), for the journal's record.
+  JobData write_summary(hid_t file, const Summary& summary);
   void write_profile(hid_t file) const;
   void close_tables();
   void close_all();
@@ -338,11 +341,14 @@ void H5JobWriter::finish(Status status, const std::string& exit_reason, const Su
     h5::write_attr(file, "exit_reason", exit_reason);
     h5::write_attr(file, "end_time", base::iso_now());
     h5::write_attr(file, "end_unix", base::unix_now());
-    write_summary(file, summary);
+    JobData written = write_summary(file, summary);
     if (has_profile_) write_profile(file);
     file.close(__FILE__, __LINE__);
     base::rename_durable(partial_, final_);
     finished_ = true;
+    written.path = final_;
+    written.partial = false;
+    detail::journal_finished_file(final_, std::move(written));  // for the first reader (journal.hpp)
   } catch (const std::runtime_error& e) {
     finished_ = true;
     if (std::string(e.what()).rfind(partial_ + ": ", 0) == 0) throw;
@@ -354,12 +360,15 @@ void H5JobWriter::finish(Status status, const std::string& exit_reason, const Su
 }
 
 // `/summary`: the figures derived from the file's own rows, the caller's winning.
-void H5JobWriter::write_summary(hid_t file, const Summary& summary) {
-  Summary all = derive_summary(detail::read_open_job(file, partial_, ReadOptions{}));
+JobData H5JobWriter::write_summary(hid_t file, const Summary& summary) {
+  JobData job = detail::read_open_job(file, partial_, ReadOptions{});
+  Summary all = derive_summary(job);
   for (const auto& [k, v] : summary) all[k] = v;
   Id group = H5_OWN(H5Gopen2(file, "summary", H5P_DEFAULT), H5Gclose);
   for (const auto& name : h5::list_group(group)) H5_CHECK(H5Ldelete(group, name.c_str(), H5P_DEFAULT));
   for (const auto& [k, v] : all) h5::write_doubles(group, k, {v});
+  job.summary = std::move(all);
+  return job;
 }
 
 void H5JobWriter::set_profile(const std::vector<OpProfile>& ops) {

@@ -180,7 +180,7 @@ PhaseRecord phase_from_json(const std::string& name, const base::Json& v) {
 
 }  // namespace
 
-RunState RunDir::load_state() const {
+RunState RunDir::load_state(bool with_jobs) const {
   RunState st;
   // A FIFO, a link or an oversized file in its place is a damaged state file: named, and quarantined
   // and rebuilt by `gridrun run` like any other (issue 57: a FIFO here blocked every command).
@@ -188,7 +188,9 @@ RunState RunDir::load_state() const {
   const auto text = base::try_read_file(state_file(), base::kinds::kStateFile, &refused);
   if (!text && !refused.empty()) throw std::runtime_error(refused);
   if (!text) return st;
-  const base::Json root = base::parse_checked_json(*text, state_file());
+  base::JsonParseOptions parse;
+  if (!with_jobs) parse.skip_members = {"jobs"};
+  const base::Json root = base::parse_checked_json(*text, state_file(), nullptr, parse);
   st.name = base::get_string(root, "name");
   st.grid_dir = base::get_string(root, "grid_dir");
   st.grid_file = base::get_string(root, "grid_file");

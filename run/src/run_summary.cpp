@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <exception>
+#include <filesystem>
 #include <string_view>
 
 #include "gridrun/base/file_kinds.hpp"
@@ -18,7 +19,15 @@ constexpr int kVersion = 1;
 }
 
 std::string run_stamps(const RunDir& dir) {
-  std::string out = base::stat_stamp(dir.root());
+  // The root's entries, not its own stat: every `gridrun run` renames a new launch-token into it
+  // and touches its lock, which change nothing a cache holds (a finished run started again must
+  // keep its caches: issue 60); what else lands in the root (a new file, state.json renamed over)
+  // changes an entry's stat or the entries' count.
+  base::FolderStampOptions root;
+  root.own = false;
+  for (const std::string& p : {dir.launch_token_file(), dir.lock_file(), dir.cache_dir()})
+    root.skip.push_back(std::filesystem::path(p).filename().string());
+  std::string out = base::folder_entries_stamp(dir.root(), root);
   for (const std::string& p : {dir.jobs_dir(), dir.logs_dir(), dir.slurm_dir(), dir.slurm_ended_dir(),
                                dir.state_file(), dir.grid_copy(), dir.index_file()})
     out += ' ' + base::stat_stamp(p);

@@ -15,9 +15,12 @@
 #include <stdexcept>
 
 #include "grid_plan.hpp"
+#include "gridrun/base/bytes.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
+#include "gridrun/base/sha256.hpp"
 #include "gridrun/base/spawn.hpp"
+#include "gridrun/base/tee.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/dataset/data_file.hpp"
 #include "gridrun/jobs/grid.hpp"
@@ -25,6 +28,7 @@
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/prepare.hpp"
+#include "gridrun/run/run_summary.hpp"
 #include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/placement.hpp"
@@ -338,6 +342,68 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
 
 }  // namespace
 
+namespace {
+
+// RUN_DIR/.cache/settled: what the last `gridrun run` of this run printed when it had nothing to do
+// (every job finished), under run/run_summary.hpp's rules, with the key of what it was asked.
+constexpr const char* kSettledCache = "settled";
+
+// What a run with nothing to do depends on besides the run directory's files (the cache's stamps):
+// this build, the grid file as given, the jobs it expands to (ids: parameters, --set, --repeats,
+// model and data files' contents), the selection and every option its lines print.
+std::string settled_key(const GridPlan& plan, const RunOptions& o, const std::string& train) {
+  base::Sha256 h;
+  auto add = [&](const std::string& s) {
+    const std::uint64_t n = s.size();
+    h.update(&n, sizeof n);
+    h.update(s.data(), s.size());
+  };
+  add("gridrun " GRIDRUN_VERSION " (" GRIDRUN_GIT_COMMIT ")");
+  std::string refused;
+  add(base::try_read_file(o.grid, base::kinds::kGridFile, &refused).value_or("\x01" + refused));
+  for (const auto& job : plan.ex.jobs) add(job.id);
+  add(run::selection_flags(o.overrides, o.only));
+  add(o.out + "\n" + o.policy + "\n" + train + "\n" + o.executor + "\n" + run::to_string(o.launch));
+  add(std::to_string(o.max_parallel) + " " + std::to_string(o.retries) + " " + std::to_string(o.repeats) +
+      " " + std::to_string(o.tty) + " " + std::to_string(o.width));
+  add(plan.cluster.source + "\n" + std::to_string(plan.cluster.total_cores()) + "\n" +
+      plan.cluster.gpus_text());
+  return h.hex_digest();
+}
+
+std::optional<RunOutcome> replay_settled(const run::RunDir& rd, const std::string& key, std::ostream& out) {
+  const auto bytes = run::read_current_cache(rd, kSettledCache);
+  if (!bytes) return std::nullopt;
+  try {
+    base::ByteReader r(*bytes);
+    if (r.view() != key) return std::nullopt;
+    const std::string_view said = r.view();
+    RunOutcome res;
+    res.run_dir = rd.root();
+    for (std::size_t* n : {&res.total, &res.completed, &res.failed, &res.skipped}) *n = r.u64();
+    res.index_stale = r.u64() != 0;
+    res.exit_code = static_cast<int>(r.i64());
+    res.launched = true;
+    out << said << std::flush;
+    return res;
+  } catch (const std::exception&) {
+    return std::nullopt;  // damaged: the run goes the long way and replaces it
+  }
+}
+
+void keep_settled(const run::RunDir& rd, const std::string& key, const std::string& said,
+                  const RunOutcome& res, const run::SummaryWriteOptions& w) {
+  base::ByteWriter b;
+  b.str(key);
+  b.str(said);
+  for (const std::size_t n : {res.total, res.completed, res.failed, res.skipped}) b.u64(n);
+  b.u64(res.index_stale ? 1 : 0);
+  b.i64(res.exit_code);
+  run::write_cache(rd, kSettledCache, b.bytes(), w);
+}
+
+}  // namespace
+
 RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
   const GridPlan plan = plan_grid(o, out);
   if (o.dry_run || o.simulate) return print_plan(plan, o, out);
@@ -353,6 +419,14 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
   // spent anything (prediction.json; the report puts it beside the measurement).
   std::string why;
   const run::RunDir rd = run::RunDir::for_grid(o.out, plan.ex.name);
+  // A finished run started again, unchanged since its last start that had nothing to do: that
+  // start's lines again, without its state.json, the index and every job reconciled (100,000
+  // jobs: 5 s; issue 60). --rerun always goes the long way.
+  const std::string key = o.rerun.empty() ? settled_key(plan, o, train) : std::string();
+  if (!key.empty())
+    if (auto again = replay_settled(rd, key, out)) return *again;
+  run::SummaryWriteOptions keep;
+  keep.stamps_before = run::run_stamps(rd);
   if (const auto cal = usable_calibration(rd.root(), train, false, why)) {
     for (const auto& w : cal->warnings) out << "warning: " << w << "\n";
     out << "prediction (prediction.json) from the " << describe_conditions(*cal) << "\n";
@@ -360,8 +434,12 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
         predict_grid(plan, *cal, plan.cost, PredictOptions{sim_options_of(o), base::iso_now()});
     run::write_prediction(rd.prediction_file(), g.record);
   }
-  RunLoop loop(plan, o, train, out);
-  return loop.run();
+  base::TeeStream said(out);
+  RunLoop loop(plan, o, train, said);
+  RunOutcome res = loop.run();
+  if (!key.empty() && res.to_run == 0 && !res.interrupted && res.completed == res.total)
+    keep_settled(rd, key, said.kept(), res, keep);
+  return res;
 }
 
 }  // namespace gridrun::scheduler

@@ -226,7 +226,9 @@ RunOutcome RunLoop::run() {
   progress_->clear();
   exec_->retire_idle(0);  // warm workers leave now, not at their idle time
   folder_->flush();
-  return summary();
+  RunOutcome res = summary();
+  res.to_run = n_to_run;
+  return res;
 }
 
 // A new engine with the phase's jobs to run; false when it has none.

@@ -74,6 +74,27 @@ TEST(Json, KeepsKeyOrderAndTypedAccess) {
 
 // Values nlohmann can parse but not hold, found by fuzzing job files and state.json (issue 24):
 // clear errors or absent values, never std::terminate or undefined behaviour.
+TEST(Json, SkippedRootMembersAreCheckedButNotKept) {
+  const std::string text =
+      R"({"name": "r", "jobs": {"a": {"x": [1, {"y": null}], "z": "s"}, "b": 2}, "phases": {"jobs": [1]},)"
+      R"( "list": [3], "jobs2": 7})";
+  JsonParseOptions o;
+  o.skip_members = {"jobs"};
+  const Json j = parse_json(text, "state.json", o);
+  EXPECT_FALSE(j.contains("jobs"));
+  // Only the root's member: a nested "jobs" is kept, and so is everything after the skipped value.
+  EXPECT_EQ(j.at("phases").at("jobs"), Json::array({1}));
+  EXPECT_EQ(j.at("name"), "r");
+  EXPECT_EQ(j.at("list"), Json::array({3}));
+  EXPECT_EQ(j.at("jobs2"), 7);
+  o.skip_members = {"name"};  // a scalar member
+  EXPECT_FALSE(parse_json(text, "state.json", o).contains("name"));
+  EXPECT_EQ(parse_json(text, "state.json", o).at("jobs").at("b"), 2);
+  // A skipped member is still parsed: its syntax errors are errors.
+  o.skip_members = {"jobs"};
+  EXPECT_THROW(parse_json(R"({"jobs": {"a": [1,]}, "b": 1})", "state.json", o), std::runtime_error);
+}
+
 TEST(Json, OverflowsAreClearErrorsOrAbsent) {
   try {
     parse_json(R"({"a": 1e999})", "job.json");

@@ -14,6 +14,7 @@
 #include "gridrun/report/collect.hpp"
 #include "gridrun/report/reporter.hpp"
 #include "gridrun/results/run_reader.hpp"
+#include "gridrun/results/writer.hpp"
 #include "synthetic.hpp"
 #include "test_util.hpp"
 
@@ -270,4 +271,118 @@ TEST_F(RunReader, EveryCommandOpensEachJobFileAtMostOnce) {
       EXPECT_EQ(coll, 0);
     }
   }
+}
+
+namespace {
+
+// Figures as text, so that two NaNs compare equal.
+std::string figures_text(const Summary& s) {
+  std::ostringstream os;
+  os.precision(17);
+  for (const auto& [k, v] : s) os << k << "=" << v << " ";
+  return os.str();
+}
+
+// A run directory whose jobs were written by JobWriter (each leaves its record in the journal).
+std::vector<std::string> write_journaled_jobs(const std::string& run, int n) {
+  fs::create_directories(run + "/jobs");  // a run directory (RunDir::holds_run)
+  fs::create_directories(run + "/results");
+  std::vector<std::string> names;
+  for (int k = 0; k < n; ++k) {
+    JobFileInfo i;
+    i.id = "job" + std::to_string(k);
+    i.run = "journal";
+    i.params = gridrun::jobs::job_params_from_json("{\"lr\":0.1,\"seed\":" + std::to_string(k) + "}");
+    i.ranks = 1;
+    i.flush_interval_s = 0;
+    auto w = JobWriter::create(run + "/results", i);
+    StepRow s;
+    s.rank_step_s = {0.01};
+    for (int t = 1; t <= 8; ++t) {
+      s.step = t;
+      s.wall_s = 0.01 * t;
+      s.loss = 1.0 / t + k;
+      s.step_s = 0.01;
+      s.samples_per_s = 100;
+      w->append_step(s);
+    }
+    w->finish(Status::Completed, "", Summary{{"final_test_acc", 0.5 + 0.1 * k}});
+    names.push_back(i.id + ".h5");
+  }
+  return names;
+}
+
+}  // namespace
+
+// The records JobWriter leaves in the journal answer the first read of a run's files (no job file
+// opened), the same as reading the files; the index then takes the journal's place.
+TEST(RunReaderJournal, AnswersTheFirstReadAsTheFilesWould) {
+  TempDir dir;
+  const std::string run = dir.path() + "/run", folder = run + "/results";
+  const std::vector<std::string> names = write_journaled_jobs(run, 3);
+  ASSERT_TRUE(fs::exists(folder + "/.gridrun-journal"));
+  FolderReadOptions fresh;
+  fresh.use_index = false;
+  const auto files = read_job_files(folder, names, fresh);
+  OpenCounter opens(folder);
+  FolderReadStats st;
+  const auto got = read_job_files(folder, names, FolderReadOptions{}, &st);
+  EXPECT_EQ(st.read, 0u);
+  EXPECT_EQ(st.from_index, 3u);
+  for (const auto& [name, n] : opens.take()) EXPECT_NE(name.rfind("job", 0), 0u) << name << " opened " << n;
+  ASSERT_EQ(got.size(), files.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    ASSERT_TRUE(got[k].ok && files[k].ok) << got[k].error << files[k].error;
+    EXPECT_EQ(got[k].data.id, files[k].data.id);
+    EXPECT_EQ(got[k].data.status, files[k].data.status);
+    EXPECT_EQ(figures_text(got[k].data.summary), figures_text(files[k].data.summary));  // NaN == NaN
+    EXPECT_EQ(got[k].data.attrs, files[k].data.attrs);
+    EXPECT_EQ(got[k].data.params, files[k].data.params);
+    EXPECT_EQ(got[k].data.end_time, files[k].data.end_time);
+    EXPECT_EQ(got[k].data.partial, files[k].data.partial);
+    EXPECT_EQ(got[k].data.attempts.size(), files[k].data.attempts.size());
+  }
+  EXPECT_DOUBLE_EQ(got[2].data.summary.at("final_test_acc"), 0.7);
+  // Its records are in the index now: the journal is emptied, the next read is the index's.
+  EXPECT_FALSE(fs::exists(folder + "/.gridrun-journal"));
+  EXPECT_TRUE(fs::exists(folder + "/" + kIndexName));
+  read_job_files(folder, names, FolderReadOptions{}, &st);
+  EXPECT_EQ(st.read, 0u);
+  EXPECT_EQ(st.from_index, 3u);
+}
+
+// A record is trusted only for the file its writer saw: a file changed since, and a damaged or
+// torn frame, are read from the file; neither is fatal.
+TEST(RunReaderJournal, ChangedFilesAndDamagedFramesAreReadAgain) {
+  TempDir dir;
+  const std::string run = dir.path() + "/run", folder = run + "/results";
+  const std::vector<std::string> names = write_journaled_jobs(run, 3);
+  const std::string journal = folder + "/.gridrun-journal";
+  // job0 changed after its record (a byte rewritten in place: its ctime moves), job1's frame
+  // damaged (one byte flipped in its middle), and a torn frame at the end.
+  {
+    std::fstream f(folder + "/job0.h5", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0, std::ios::end);
+    f << 'x';
+  }
+  std::string bytes;
+  {
+    std::ifstream in(journal, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::size_t job1 = bytes.find("job1.h5");
+  ASSERT_NE(job1, std::string::npos);
+  bytes[job1 + 200] = static_cast<char>(bytes[job1 + 200] ^ 0x5a);
+  bytes += bytes.substr(0, 100);
+  {
+    std::ofstream out(journal, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  FolderReadStats st;
+  const auto got = read_job_files(folder, names, FolderReadOptions{}, &st);
+  EXPECT_EQ(st.from_index, 1u);  // job2 only
+  EXPECT_EQ(st.read, 2u);
+  EXPECT_TRUE(got[1].ok) << got[1].error;
+  EXPECT_TRUE(got[2].ok) << got[2].error;
+  EXPECT_EQ(got[1].data.id, "job1");
 }

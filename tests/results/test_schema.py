@@ -116,7 +116,8 @@ def main():
     # Job files.
     ids = {}
     for name in sorted(os.listdir(os.path.join(run, "results"))):
-        if name.startswith("corrupt"):
+        # Hidden names are gridrun's caches (.gridrun-index, .gridrun-journal), not job files.
+        if name.startswith("corrupt") or name.startswith("."):
             continue
         jid, rows = check_job_file(os.path.join(run, "results", name))
         ids[jid] = rows

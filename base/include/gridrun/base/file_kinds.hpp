@@ -28,11 +28,12 @@ inline constexpr FileKind kProbeFile{"probe file", 16 * kMiB, true};
 inline constexpr FileKind kHashedInput{"model or data file", 1024 * kGiB, true};
 
 // A run's own files (runs/<name>/...), all written by gridrun or its jobs.
-inline constexpr FileKind kGridCopy{"run's grid copy", 16 * kMiB, false};   // grid.yaml
-inline constexpr FileKind kStateFile{"state file", 256 * kMiB, false};      // state.json
-inline constexpr FileKind kResultsIndex{"results index", 4 * kGiB, false};  // results/.gridrun-index
-inline constexpr FileKind kJobFile{"job file", 1 * kMiB, false};            // jobs/<id>.json
-inline constexpr FileKind kHeartbeat{"heartbeat", 4 * kKiB, false};         // logs/<id>.out.heartbeat
+inline constexpr FileKind kGridCopy{"run's grid copy", 16 * kMiB, false};       // grid.yaml
+inline constexpr FileKind kStateFile{"state file", 256 * kMiB, false};          // state.json
+inline constexpr FileKind kResultsIndex{"results index", 4 * kGiB, false};      // results/.gridrun-index
+inline constexpr FileKind kResultsJournal{"results journal", 4 * kGiB, false};  // results/.gridrun-journal
+inline constexpr FileKind kJobFile{"job file", 1 * kMiB, false};                // jobs/<id>.json
+inline constexpr FileKind kHeartbeat{"heartbeat", 4 * kKiB, false};             // logs/<id>.out.heartbeat
 inline constexpr FileKind kResultsFile{"results file", 1024 * kGiB,
                                        false};                     // results/<id>.h5[.partial], to libhdf5
 inline constexpr FileKind kJobLog{"job log", 1024 * kGiB, false};  // logs/<id>.out|.err (tail read)

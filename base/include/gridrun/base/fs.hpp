@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gridrun::base {
 
@@ -134,7 +135,11 @@ std::string stat_stamp(const std::string& path);
 // The stamp of a folder and of every entry in it (not below): a digest of the folder's stat_stamp
 // and each entry's name and lstat, so that a file changed in place (truncated, rewritten without
 // a rename) changes it too. One readdir and one fstatat per entry (about 1 us each when cached).
-std::string folder_entries_stamp(const std::string& dir);
+struct FolderStampOptions {
+  bool own = true;                // the folder's own stat_stamp too (a rename in it changes that)
+  std::vector<std::string> skip;  // entries left out (files rewritten by every reader of the folder)
+};
+std::string folder_entries_stamp(const std::string& dir, const FolderStampOptions& opts = {});
 // fsync of a directory; best effort (errors are ignored: not every file system supports it).
 void fsync_dir(const std::string& dir);
 

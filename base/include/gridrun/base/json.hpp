@@ -14,13 +14,21 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gridrun::base {
 
 using Json = nlohmann::ordered_json;
 
+struct JsonParseOptions {
+  // Members of the root object that are checked as JSON but not kept (absent from the result):
+  // a reader that needs the head of a large file (state.json of 100,000 jobs without its "jobs")
+  // builds no node of them.
+  std::vector<std::string> skip_members;
+};
+
 // Parses `text`; throws std::runtime_error "ORIGIN:LINE:COL: MESSAGE" on malformed input.
-Json parse_json(std::string_view text, const std::string& origin);
+Json parse_json(std::string_view text, const std::string& origin, const JsonParseOptions& opts = {});
 
 // Appends a member the caller knows `object` does not have yet (keys of a std::map, say), in O(1):
 // ordered_json's own insert searches every member first, which makes an object of n members cost

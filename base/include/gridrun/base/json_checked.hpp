@@ -23,7 +23,8 @@ std::string checked_json_text(const Json& object, int indent);
 // the checksum member itself is damaged, and as parse_json on malformed JSON. A file without any
 // checksum (written before gridrun had them, or edited by hand) is accepted: `*checked` (when
 // given) says which it was.
-Json parse_checked_json(std::string_view text, const std::string& origin, bool* checked = nullptr);
+Json parse_checked_json(std::string_view text, const std::string& origin, bool* checked = nullptr,
+                        const JsonParseOptions& opts = {});
 
 // read_file (with the rules of `kind`: fs.hpp) + parse_checked_json(..., path).
 struct FileKind;

@@ -20,7 +20,8 @@ struct ScannedRun {
   std::vector<results::JobData> data;
   std::vector<std::string> skipped;
 };
-ScannedRun scan_results(const std::string& run_dir, results::Depth depth);
+// `fo`: the depth asked and the like (its prune_index is set: the whole folder is read).
+ScannedRun scan_results(const std::string& run_dir, results::FolderReadOptions fo);
 // The records only (Depth::Summary).
 std::vector<results::JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped);
 

@@ -26,7 +26,9 @@ struct HtmlReportResult {
 // Throws std::invalid_argument for a missing output folder (before anything is read).
 void check_html_output(const std::string& output);
 
-// Writes opts.output from `run` (loaded at Depth::Full; its rows are moved into the page's views).
+// Writes opts.output from `run` (loaded at Depth::Summary: the tables, the roofline and the counts
+// of every selected job; the time series of the jobs table's first opts.max_job_rows jobs, read
+// whole here: read_whole_jobs).
 // Throws std::invalid_argument for a bad filter or group-by.
 HtmlReportResult write_html_report(LoadedRun run, const ReportOptions& opts);
 

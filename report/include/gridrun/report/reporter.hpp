@@ -23,6 +23,10 @@ class Reporter {
   virtual std::string name() const = 0;
   // How deep load_run must read the job files for this output.
   virtual results::Depth depth() const = 0;
+  // Whether load_run keeps the files it reads from disk whole (FolderReadOptions::
+  // whole_when_read): a reporter that reads some jobs whole later (read_whole_jobs) then opens none
+  // of them twice.
+  virtual bool whole_when_read() const { return false; }
   // Validates what this output needs of `opts` before anything is read (std::invalid_argument).
   virtual void check(const ReportOptions& /*opts*/) const {}
   // Renders `run` (moved in: a reporter may take its rows); output to `out` (the html reporter
@@ -36,7 +40,14 @@ const std::vector<std::string>& reporter_names();
 // Throws std::invalid_argument for an unknown name (listing the known ones).
 std::unique_ptr<Reporter> make_reporter(const std::string& name);
 
+struct ReportResult {
+  // A job of the report was running (its file changes in place, not by a rename): the report may
+  // differ a moment later even if no file of the run was renamed (run/run_summary.hpp's "live").
+  bool live = false;
+};
+
 // load_run(opts.input) at the reporter's depth, then reporter.report().
-void write_report(const ReportOptions& opts, Reporter& reporter, std::ostream& out, std::ostream& log);
+ReportResult write_report(const ReportOptions& opts, Reporter& reporter, std::ostream& out,
+                          std::ostream& log);
 
 }  // namespace gridrun::report

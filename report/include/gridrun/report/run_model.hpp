@@ -39,10 +39,18 @@ struct LoadOptions {
   results::Depth depth = results::Depth::Summary;
   // Also the jobs of earlier grids of the run directory (by default only the current grid.yaml's).
   bool all = false;
+  bool whole_when_read = false;  // results::FolderReadOptions::whole_when_read
 };
 
 // Throws std::invalid_argument when `input` is neither a run directory nor a results.h5; skipped
 // job files are named on `log`.
 LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOptions& opts = {});
+
+// The job files of `records` (of `run`) read whole (Depth::Full: tables and profile), in their
+// order; an unreadable one is a JobData with an empty id. For a report that needs the tables of a
+// few jobs of a run loaded to its summaries (the HTML report's drawn series). A record's data that
+// load_run read whole already is copied from run.data, not read again.
+std::vector<results::JobData> read_whole_jobs(const LoadedRun& run,
+                                              const std::vector<const results::JobRecord*>& records);
 
 }  // namespace gridrun::report

@@ -75,6 +75,13 @@ double sort_value(const results::JobRecord& job, const std::string& metric);
 // (std::invalid_argument naming the flag).
 std::vector<results::JobRecord> select_jobs(const std::vector<results::JobRecord>& all,
                                             const ReportOptions& opts);
+// The same, as pointers into `all` (no copy of 100,000 records).
+std::vector<const results::JobRecord*> select_job_refs(const std::vector<results::JobRecord>& all,
+                                                       const ReportOptions& opts);
+// The selected jobs in the jobs table's order (by the parameters that vary, or by opts.sort), the
+// first opts.top of them: what the HTML report draws the series of (its first --rows).
+std::vector<const results::JobRecord*> jobs_in_table_order(const std::vector<results::JobRecord>& all,
+                                                           const ReportOptions& opts);
 
 // Validates filters/group-by against the records (std::invalid_argument naming the flag).
 std::vector<base::Table> build_tables(const std::vector<results::JobRecord>& jobs,

@@ -120,6 +120,7 @@ struct JobData {
   Summary summary;                 // /summary (empty while running)
   std::vector<OpProfile> profile;  // /profile (operator table), if recorded
   std::vector<Attempt> attempts;   // /attempts, oldest first (files before it: empty)
+  Depth depth = Depth::Full;       // how much of the file this holds (a record decoded shallower)
 
   std::string attr_string(const std::string& name, const std::string& fallback = "") const;
   double attr_number(const std::string& name, double fallback) const;  // NaN-friendly

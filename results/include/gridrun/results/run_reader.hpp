@@ -42,6 +42,10 @@ struct FolderReadOptions {
   // its attributes nor its parameters (what `gridrun run` reconciles 100,000 finished jobs with:
   // their status and wall_s; the map of every figure was most of its time).
   std::vector<std::string> summary_keys;
+  // A file read from disk this time (not answered by the index) comes back whole (Depth::Full,
+  // JobData::depth says so) whatever `depth` asks: its tables were read anyway, and a caller that
+  // wants some jobs whole later (the HTML report's drawn series) need not open it again.
+  bool whole_when_read = false;
 };
 
 struct JobFileRead {

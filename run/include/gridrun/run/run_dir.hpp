@@ -93,8 +93,11 @@ class RunDir {
            std::filesystem::is_directory(jobs_dir(), ec);
   }
 
-  RunState load_state() const;               // empty state if no file; throws
-                                             // std::runtime_error naming a corrupt file
+  // Empty state if no file; throws std::runtime_error naming a corrupt file. `with_jobs` false:
+  // everything but the per-job records (RunState::jobs stays empty; the file is still checked
+  // whole), for readers that need the run's head only (a report of 100,000 jobs: its phases and
+  // `--set`, not 30 MB of job records).
+  RunState load_state(bool with_jobs = true) const;
   void save_state(const RunState& s) const;  // base::write_file_atomic
 
   // The launch token: a random secret that a `gridrun run` puts into the environment of every

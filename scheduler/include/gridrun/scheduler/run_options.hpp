@@ -68,6 +68,7 @@ struct RunOptions {
 struct RunOutcome {
   std::string run_dir;
   std::size_t total = 0, completed = 0, failed = 0, skipped = 0;
+  std::size_t to_run = 0;  // jobs this invocation set out to run (0: the run had nothing to do)
   bool interrupted = false;
   bool launched = false;  // false for --dry-run and --simulate
   // Whether results.h5 (gridrun collect) may be out of date: a job ran, a results file was read

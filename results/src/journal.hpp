@@ -1,0 +1,71 @@
+// The results folder's journal (<folder>/.gridrun-journal): the record each finished job file's
+// writer appends as it renames the file into place, so that the first command to look at a run of
+// 100,000 finished jobs reads one file instead of opening every job file with libhdf5 (issue 60:
+// the first adoption took 334 s). Private to results/.
+//
+// Trust: a record is used for a file only while the file's stat (device, inode, size, mtime,
+// ctime) is the one the writer saw right after its rename, as the index's entries are; a file
+// changed since (a rewrite, a copy over it, a flipped byte: at least its ctime) is read again. The
+// record is what a reader's fresh read makes (record_of_file, the same code as the run reader's
+// guarded copy), read back by the writer from the file it has just closed. Each record is framed
+// (magic, length, checksum): a torn or damaged one is skipped and its file read, never fatal.
+// The journal is a cache: a command that has put its records into the index (run_reader.cpp)
+// empties it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "gridrun/results/format.hpp"
+
+namespace gridrun::results::detail {
+
+// What identifies one version of a file: a rewrite (the writer renames .partial over it), a copy
+// or a changed byte with a touch back to the old mtime all change at least the ctime or inode.
+struct StatKey {
+  std::uint64_t dev = 0, ino = 0, size = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const StatKey& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns;
+  }
+};
+
+// The stat of `path`, or std::nullopt with the errno in *err.
+std::optional<StatKey> stat_key(const std::string& path, int* err);
+
+// FNV-1a over 8-byte words (then the tail): the index's and the journal's checksum. Not
+// cryptographic; it tells a torn or bit-flipped record from a whole one.
+std::uint64_t checksum(std::string_view s);
+
+inline constexpr const char* kJournalName = ".gridrun-journal";
+
+// A job file read whole in this process and encoded to `depth` (at least Summary): what the run
+// reader's guarded copy sends back and what the journal keeps. Throws on an unreadable file.
+std::string record_of_file(const std::string& path, Depth depth);
+
+// Appends the record of the finished job file `path` (just renamed into place by this process) to
+// its folder's journal when that folder is a run's results/ (RunDir::holds_run of its parent).
+// `job`: the file as its writer read it back before the rename (JobWriter::finish reads it whole
+// for the derived figures), summary included; encoded as a fresh read would be (record_of_file).
+// Best effort: a failure leaves the file to be read by the next command.
+void journal_finished_file(const std::string& path, JobData job) noexcept;
+
+struct JournalEntry {
+  StatKey key;
+  std::string record;  // encode_job(..., Depth::Summary)
+};
+// The journal's whole records by file name (the last one of a name wins); damaged frames skipped.
+// An absent or refused journal (a FIFO, a link, over its cap) is empty.
+std::unordered_map<std::string, JournalEntry> read_journal(const std::string& folder);
+
+// After the index holds the journal's records: the journal is emptied, except for records that
+// appeared since it was read and are still current (put back). Best effort, never throws.
+// `in_index(name, key)`: whether the index now holds that file at that stat.
+void empty_journal(const std::string& folder,
+                   const std::function<bool(const std::string&, const StatKey&)>& in_index) noexcept;
+
+}  // namespace gridrun::results::detail

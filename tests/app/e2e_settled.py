@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""A finished run started again, reported again (issue 60): what stays the same is answered from
+what the last command kept, and any change of the run's files, the grid or the options is seen.
+
+A run of 6 finished jobs written by gridrun-test-make-run (the real JobWriter, no training):
+  - the writers left their records in results/.gridrun-journal: the first `gridrun run` adopts
+    them (0 to run), puts them into the results index and empties the journal;
+  - a second `gridrun run` prints exactly what the first printed (its lines and its report), and
+    `gridrun report` twice prints the same tables; status counts 6 completed;
+  - another --policy is not the same run: its own head line;
+  - a results file changed in place (bytes overwritten, same size) is read again: `run` names it
+    damaged and runs its job again (a trainer that exits 1: "1 to run"), not the kept lines; the
+    report after it differs;
+  - a results file removed: its job runs again.
+
+    e2e_settled.py GRIDRUN GRIDRUN_TEST_MAKE_RUN
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+GRIDRUN, MAKE_RUN = (os.path.abspath(a) for a in sys.argv[1:3])
+FAILED = []
+
+GRID = ("name: done6\n"
+        "defaults: {model: mlp, dataset: synthetic, device: cpu, threads_per_rank: 1, epochs: 1,\n"
+        "           train_samples: 64, test_samples: 32, batch_per_rank: 32}\n"
+        "grid:\n  lr: [0.05, 0.1, 0.2]\nseeds: [0, 1]\n")
+
+
+def check(cond, what):
+    if not cond:
+        FAILED.append(what)
+        print("FAIL:", what)
+    return cond
+
+
+def run(*argv, cwd):
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="gridrun-settled-")
+    try:
+        with open(os.path.join(tmp, "done6.yaml"), "w") as f:
+            f.write(GRID)
+        made = run(MAKE_RUN, "done6.yaml", "runs", cwd=tmp)
+        if not check(made.returncode == 0, f"make-run: {made.stderr}"):
+            return 1
+        results = os.path.join(tmp, "runs/done6/results")
+        journal = os.path.join(results, ".gridrun-journal")
+        check(os.path.isfile(journal), "the writers left a journal")
+        fail = os.path.join(tmp, "fail.sh")
+        with open(fail, "w") as f:
+            f.write("#!/bin/sh\nexit 1\n")
+        os.chmod(fail, 0o755)
+        argv = [GRIDRUN, "run", "done6.yaml", "--out", "runs", "--train-bin", fail, "--retries", "0",
+                "--launch", "cold", "--width", "100"]
+
+        first = run(*argv, cwd=tmp)
+        check(first.returncode == 0, f"first run exits 0: {first.returncode} {first.stderr}")
+        check("(6 already completed, 0 to run)" in first.stdout, f"first run adopts all 6: {first.stdout[:300]}")
+        check("Jobs" in first.stdout, "the first run ends with its report")
+        check(not os.path.exists(journal), "the journal is emptied once the index holds its records")
+        check(os.path.isfile(os.path.join(results, ".gridrun-index")), "the results index is written")
+
+        second = run(*argv, cwd=tmp)
+        check(second.returncode == 0, "second run exits 0")
+        check(second.stdout == first.stdout, "a second run with nothing to do prints what the first printed:\n"
+              + second.stdout[:400])
+        rep1 = run(GRIDRUN, "report", "runs/done6", "--width", "100", cwd=tmp)
+        rep2 = run(GRIDRUN, "report", "runs/done6", "--width", "100", cwd=tmp)
+        check(rep1.returncode == 0 and rep1.stdout == rep2.stdout, "report twice: the same tables")
+        check(rep1.stdout.count("completed") >= 6, "the report shows the 6 completed jobs")
+        st = run(GRIDRUN, "status", "runs/done6", "--format", "json", cwd=tmp)
+        check(st.returncode == 0 and '"completed": 6' in st.stdout.replace('"completed":6', '"completed": 6'),
+              f"status counts 6 completed: {st.stdout[:200]}")
+
+        fifo = run(*argv, "--policy", "fifo", cwd=tmp)
+        check(fifo.returncode == 0 and "policy fifo" in fifo.stdout, "another --policy: its own head line")
+
+        # One results file changed in place: same size, bytes in its middle overwritten.
+        names = sorted(n for n in os.listdir(results) if n.endswith(".h5"))
+        victim = os.path.join(results, names[0])
+        size = os.path.getsize(victim)
+        with open(victim, "r+b") as f:
+            f.seek(size // 2)
+            f.write(b"\xff" * 64)
+        check(os.path.getsize(victim) == size, "the damaged file keeps its size")
+        third = run(*argv, cwd=tmp)
+        check(third.stdout != first.stdout, "a damaged results file is not answered by the kept lines")
+        check("1 to run" in third.stdout, f"the damaged job runs again: {third.stdout[:300]}")
+        check(third.returncode != 0, "its trainer fails: exit non-zero")
+        rep3 = run(GRIDRUN, "report", "runs/done6", "--width", "100", cwd=tmp)
+        check(rep3.stdout != rep1.stdout, "the report after the change differs")
+
+        # A results file removed: its job runs again.
+        os.remove(os.path.join(results, names[1]))
+        fourth = run(*argv, cwd=tmp)
+        check("to run)" in fourth.stdout and "0 to run)" not in fourth.stdout,
+              f"a removed results file's job runs again: {fourth.stdout[:300]}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("e2e_settled:", "FAILED " + str(len(FAILED)) if FAILED else "ok")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
