@@ -17,6 +17,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "gridrun/base/text.hpp"
 #include "gridrun/jobs/select.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/run/run_summary.hpp"
@@ -39,7 +40,9 @@ struct StatusCli {
   int width = 0;       // 0: the terminal's (table_width)
   bool watch = false;  // print again every interval_s until the run is over
   double interval_s = 2;
-  std::vector<std::string> only;  // --only selectors (cli.hpp: the same as report and export)
+  std::vector<std::string> only;    // --only selectors (cli.hpp: the same as report and export)
+  std::vector<std::string> states;  // --state STATE[,STATE...]: --only status=... by outcome name
+  int limit = 0;                    // --limit N: job rows shown at most (0: all)
   bool help = false;
 };
 
@@ -87,6 +90,15 @@ void keep_only(scheduler::RunStatus& st, const std::vector<jobs::Selector>& only
   st.job_params = std::move(params);
   st.counts.clear();
   for (const auto& row : st.jobs) st.counts[row.state] += 1;
+}
+
+// status --limit: the first `limit` rows (0: all), with a note of the rest; the counts stay.
+void limit_rows(scheduler::RunStatus& st, std::size_t limit) {
+  if (limit == 0 || st.jobs.size() <= limit) return;
+  st.notes.push_back(std::to_string(limit) + " of " + std::to_string(st.jobs.size()) +
+                     " jobs shown (--limit; --limit 0 shows all, --state and --only choose which)");
+  st.jobs.resize(limit);
+  if (st.job_params.size() > limit) st.job_params.resize(limit);
 }
 
 // The status of the whole run: from the run's status cache while no file of it changed (a settled
@@ -143,6 +155,12 @@ int cmd_status(const Args& args) {
       "interval", po::value<double>(&c.interval_s)->default_value(2.0, "2"),
       "SECONDS between two prints of --watch (> 0)");
   add_only_flag(desc, c.only);
+  desc.add_options()(
+      "state", po::value(&c.states)->composing(),
+      "STATE[,STATE...]: only the jobs in these states (pending, running, completed, failed, "
+      "interrupted, target_reached, submitted), counted; answered from the run's status cache")(
+      "limit", po::value(&c.limit)->default_value(c.limit),
+      "N: at most N job rows, the first by id (the counts stay those of every shown state; 0: all)");
   const HelpText help{"gridrun status RUN_DIR [options]",
                       "Counts and a per-job table of a run: Slurm's view (squeue, scontrol show job, sacct\n"
                       "when accounting answers) merged with state.json and the results files on disk.\n"
@@ -168,16 +186,34 @@ int cmd_status(const Args& args) {
   if (!(c.interval_s > 0) || !std::isfinite(c.interval_s))
     throw std::invalid_argument("--interval: must be > 0 seconds");
   const int width = table_width(c.width);
-  const std::vector<jobs::Selector> only = parse_only(c.only);
+  if (c.limit < 0)
+    throw std::invalid_argument("--limit " + std::to_string(c.limit) + ": expected N >= 0 (0: all)");
+  for (const auto& list : c.states)
+    for (const auto& s : base::split(list, ',')) {
+      try {
+        run::job_outcome_from_string(s);
+      } catch (const std::invalid_argument&) {
+        throw std::invalid_argument("--state " + list + ": '" + s +
+                                    "' is not a state (pending, running, completed, failed, interrupted, "
+                                    "target_reached, submitted)");
+      }
+    }
+  std::vector<std::string> selectors = c.only;
+  for (const auto& list : c.states) selectors.push_back("status=" + list);
+  const std::vector<jobs::Selector> only = parse_only(selectors);
+  // Selecting by id and status needs no parameters: the run's status cache answers it.
+  const bool by_params = std::any_of(
+      only.begin(), only.end(), [](const jobs::Selector& s) { return s.key != "id" && s.key != "status"; });
   // A run with Slurm ids gets Slurm's view overlaid; a local run is its state and results files.
   slurm::SlurmCli cli;
   if (!c.watch) {
-    scheduler::RunStatus st =
-        only.empty() ? settled_status(c.run_dir, cli) : slurm::run_status(c.run_dir, &cli);
+    scheduler::RunStatus st = by_params ? slurm::run_status(c.run_dir, &cli) : settled_status(c.run_dir, cli);
     const std::size_t all = st.jobs.size();
     keep_only(st, only);
     if (!only.empty() && st.jobs.empty() && all > 0)
-      std::cerr << "status: --only matches none of the run's " << all << " jobs\n";
+      std::cerr << "status: " << (c.states.empty() ? "--only matches" : "--only/--state match")
+                << " none of the run's " << all << " jobs\n";
+    limit_rows(st, static_cast<std::size_t>(c.limit));
     scheduler::print_status(st, fmt, std::cout, width);
     return 0;
   }
@@ -192,6 +228,7 @@ int cmd_status(const Args& args) {
     scheduler::RunStatus st = slurm::run_status(c.run_dir, &cli);
     const bool over = run_over(held, st);  // judged on every job, not only the selected ones
     keep_only(st, only);
+    limit_rows(st, static_cast<std::size_t>(c.limit));
     const std::string text = status_text(st, fmt, width);
     if (tty)
       std::cout << "\033[H\033[2J" << text;  // home, clear screen

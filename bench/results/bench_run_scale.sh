@@ -111,9 +111,17 @@ PY
     "$make_run" "$grid" "$runs_dir" 2>&1 | sed 's/^/# /'
   fi
   cp "$run/grid.yaml" "$grid"  # the run's own copy: `run` below compares the grid with it
-  # The first adoption: `gridrun run` of the finished files with no index (each file read once).
+  # The writers' journal as they left it (results/.gridrun-journal, emptied by the first command
+  # that reads the run): kept aside, put back before each first adoption. A kept run read before
+  # has none left: its adoption reads every file.
+  journal=$run/results/.gridrun-journal
+  if [[ -f $journal ]]; then cp "$journal" "$work/journal"; else rm -f "$work/journal"; fi
+  echo "# $n jobs: writers' journal $([[ -f $work/journal ]] && echo present || echo absent)"
+  # The first adoption: `gridrun run` of the finished files with no index (each file read once,
+  # or its record taken from the writers' journal).
   adopt() {
     rm -f "$run/results/.gridrun-index"
+    if [[ -f $work/journal ]]; then cp "$work/journal" "$journal"; fi
     local t0 t1
     t0=$(date +%s.%N)
     /usr/bin/time -f %M -o "$work/rss" "$gridrun" run "$grid" --out "$runs_dir" >/dev/null 2>&1

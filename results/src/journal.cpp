@@ -33,11 +33,7 @@ std::string journal_path(const std::string& folder) { return (fs::path(folder) /
 std::string frame(const std::string& name, const StatKey& k, std::string_view record) {
   base::ByteWriter body;
   body.str(name);
-  body.u64(k.dev);
-  body.u64(k.ino);
-  body.u64(k.size);
-  body.i64(k.mtime_ns);
-  body.i64(k.ctime_ns);
+  put_stat_key(body, k);
   body.str(record);
   base::ByteWriter out;
   out.u64(kFrameMagic);
@@ -71,6 +67,24 @@ std::optional<StatKey> stat_key(const std::string& path, int* err) {
   k.size = static_cast<std::uint64_t>(st.st_size);
   k.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
   k.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000LL + st.st_ctim.tv_nsec;
+  return k;
+}
+
+void put_stat_key(base::ByteWriter& w, const StatKey& k) {
+  w.u64(k.dev);
+  w.u64(k.ino);
+  w.u64(k.size);
+  w.i64(k.mtime_ns);
+  w.i64(k.ctime_ns);
+}
+
+StatKey get_stat_key(base::ByteReader& r) {
+  StatKey k;
+  k.dev = r.u64();
+  k.ino = r.u64();
+  k.size = r.u64();
+  k.mtime_ns = r.i64();
+  k.ctime_ns = r.i64();
   return k;
 }
 
@@ -143,11 +157,7 @@ std::unordered_map<std::string, JournalEntry> read_journal_file(const std::strin
             base::ByteReader r(body);
             std::string name = r.str();
             JournalEntry e;
-            e.key.dev = r.u64();
-            e.key.ino = r.u64();
-            e.key.size = r.u64();
-            e.key.mtime_ns = r.i64();
-            e.key.ctime_ns = r.i64();
+            e.key = get_stat_key(r);
             e.record = r.str();
             if (r.done()) {
               out[std::move(name)] = std::move(e);

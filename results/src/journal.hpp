@@ -20,6 +20,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "gridrun/base/bytes.hpp"
 #include "gridrun/results/format.hpp"
 
 namespace gridrun::results::detail {
@@ -36,6 +37,9 @@ struct StatKey {
 
 // The stat of `path`, or std::nullopt with the errno in *err.
 std::optional<StatKey> stat_key(const std::string& path, int* err);
+// A StatKey in the index's and the journal's byte layout (base/bytes.hpp).
+void put_stat_key(base::ByteWriter& w, const StatKey& k);
+StatKey get_stat_key(base::ByteReader& r);
 
 // FNV-1a over 8-byte words (then the tail): the index's and the journal's checksum. Not
 // cryptographic; it tells a torn or bit-flipped record from a whole one.

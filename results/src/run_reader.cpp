@@ -65,11 +65,7 @@ std::unordered_map<std::string, Entry> parse_index(std::string_view bytes) {
   for (std::size_t n = r.count(80); n > 0; --n) {
     std::string name = r.str();
     Entry e;
-    e.key.dev = r.u64();
-    e.key.ino = r.u64();
-    e.key.size = r.u64();
-    e.key.mtime_ns = r.i64();
-    e.key.ctime_ns = r.i64();
+    e.key = detail::get_stat_key(r);
     const std::uint64_t v = r.u64();
     if (v > 2) throw std::runtime_error("bad verdict");
     e.verdict = static_cast<Verdict>(v);
@@ -92,11 +88,7 @@ std::string render_index(const std::unordered_map<std::string, Entry>& entries) 
   for (const auto* kv : sorted) {
     const Entry& e = kv->second;
     w.str(kv->first);
-    w.u64(e.key.dev);
-    w.u64(e.key.ino);
-    w.u64(e.key.size);
-    w.i64(e.key.mtime_ns);
-    w.i64(e.key.ctime_ns);
+    detail::put_stat_key(w, e.key);
     w.u64(static_cast<std::uint64_t>(e.verdict));
     w.str(e.reason);
     w.str(e.record);

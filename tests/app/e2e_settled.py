@@ -11,10 +11,13 @@ A run of 6 finished jobs written by gridrun-test-make-run (the real JobWriter, n
   - a results file changed in place (bytes overwritten, same size) is read again: `run` names it
     damaged and runs its job again (a trainer that exits 1: "1 to run"), not the kept lines; the
     report after it differs;
-  - a results file removed: its job runs again.
+  - a results file removed: its job runs again;
+  - status --state failed shows and counts the 2 failed jobs, --limit 2 two rows with a note and
+    every count, a bad --state exits 2 naming the flag.
 
     e2e_settled.py GRIDRUN GRIDRUN_TEST_MAKE_RUN
 """
+import json
 import os
 import shutil
 import subprocess
@@ -101,6 +104,21 @@ def main():
         fourth = run(*argv, cwd=tmp)
         check("to run)" in fourth.stdout and "0 to run)" not in fourth.stdout,
               f"a removed results file's job runs again: {fourth.stdout[:300]}")
+
+        # status --state and --limit: the failed ones (their trainer exits 1), the first rows.
+        failed = run(GRIDRUN, "status", "runs/done6", "--state", "failed", "--format", "json", cwd=tmp)
+        doc = json.loads(failed.stdout) if failed.returncode == 0 else {}
+        rows = doc.get("jobs", [])
+        check(len(rows) == 2 and all(r.get("state") == "failed" for r in rows),
+              f"--state failed: the 2 failed jobs only: {[r.get('state') for r in rows]}")
+        check(doc.get("counts") == {"failed": 2}, f"--state counts the shown state: {doc.get('counts')}")
+        limited = run(GRIDRUN, "status", "runs/done6", "--limit", "2", "--format", "json", cwd=tmp)
+        doc = json.loads(limited.stdout) if limited.returncode == 0 else {}
+        check(len(doc.get("jobs", [])) == 2, "--limit 2: 2 rows")
+        check(sum(doc.get("counts", {}).values()) == 6, f"--limit keeps the counts: {doc.get('counts')}")
+        check(any("2 of 6 jobs shown" in n for n in doc.get("notes", [])), f"--limit's note: {doc.get('notes')}")
+        bad = run(GRIDRUN, "status", "runs/done6", "--state", "finished", cwd=tmp)
+        check(bad.returncode == 2 and "--state" in bad.stderr, f"a bad --state exits 2 naming it: {bad.stderr}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("e2e_settled:", "FAILED " + str(len(FAILED)) if FAILED else "ok")
