@@ -216,7 +216,7 @@ int cmd_report(const Args& args) {
       "rows", po::value(&o.rows)->default_value(o.rows),
       "N: the jobs table shows at most N rows in the text, markdown and HTML reports: the first N in "
       "its order and every failed one after them, with a note of the rest (0: all; csv and json "
-      "always have every row)");
+      "always have every row); the HTML report draws the time series of those first N jobs");
   opts.add_options()("filter", po::value(&o.filters)->composing(),
                      "deprecated: the older name of --only (still read, same meaning)")(
       "all", po::bool_switch(&o.all),

@@ -135,10 +135,11 @@ void journal_finished_file(const std::string& path, JobData job) noexcept {
 
 namespace {
 
-std::unordered_map<std::string, JournalEntry> read_journal_file(const std::string& path) {
+std::unordered_map<std::string, JournalEntry> read_journal_file(const std::string& path, std::size_t* size) {
   std::unordered_map<std::string, JournalEntry> out;
   std::string refused;
   const auto bytes = base::try_read_file(path, base::kinds::kResultsJournal, &refused);
+  if (size) *size = bytes ? bytes->size() : 0;
   if (!bytes) return out;
   const std::string_view all = *bytes;
   const std::string_view magic(reinterpret_cast<const char*>(&kFrameMagic), sizeof kFrameMagic);
@@ -182,11 +183,12 @@ std::unordered_map<std::string, JournalEntry> read_journal_file(const std::strin
 
 }  // namespace
 
-std::unordered_map<std::string, JournalEntry> read_journal(const std::string& folder) {
-  return read_journal_file(journal_path(folder));
+std::unordered_map<std::string, JournalEntry> read_journal(const std::string& folder,
+                                                           std::size_t* bytes_read) {
+  return read_journal_file(journal_path(folder), bytes_read);
 }
 
-void empty_journal(const std::string& folder,
+void empty_journal(const std::string& folder, std::size_t bytes_read,
                    const std::function<bool(const std::string&, const StatKey&)>& in_index) noexcept {
   try {
     const std::string path = journal_path(folder);
@@ -196,8 +198,15 @@ void empty_journal(const std::string& folder,
     // appended between our read and this rename is found in the moved file and put back.
     const std::string aside = path + "." + std::to_string(::getpid()) + ".old";
     if (::rename(path.c_str(), aside.c_str()) != 0) return;
+    // Nothing appended since it was read (its size then): every record of it is in the index.
+    struct stat st {};
+    if (::lstat(aside.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        static_cast<std::size_t>(st.st_size) == bytes_read) {
+      ::unlink(aside.c_str());
+      return;
+    }
     std::string keep;
-    for (const auto& [name, e] : read_journal_file(aside)) {
+    for (const auto& [name, e] : read_journal_file(aside, nullptr)) {
       if (in_index(name, e.key)) continue;
       int err = 0;
       const auto now = stat_key((fs::path(folder) / name).string(), &err);

@@ -63,13 +63,14 @@ struct JournalEntry {
   std::string record;  // encode_job(..., Depth::Summary)
 };
 // The journal's whole records by file name (the last one of a name wins); damaged frames skipped.
-// An absent or refused journal (a FIFO, a link, over its cap) is empty.
-std::unordered_map<std::string, JournalEntry> read_journal(const std::string& folder);
+// An absent or refused journal (a FIFO, a link, over its cap) is empty. `bytes_read`: its size.
+std::unordered_map<std::string, JournalEntry> read_journal(const std::string& folder,
+                                                           std::size_t* bytes_read);
 
 // After the index holds the journal's records: the journal is emptied, except for records that
-// appeared since it was read and are still current (put back). Best effort, never throws.
-// `in_index(name, key)`: whether the index now holds that file at that stat.
-void empty_journal(const std::string& folder,
+// appeared since it was read (`bytes_read` of it then) and are still current (put back). Best
+// effort, never throws. `in_index(name, key)`: whether the index now holds that file at that stat.
+void empty_journal(const std::string& folder, std::size_t bytes_read,
                    const std::function<bool(const std::string&, const StatKey&)>& in_index) noexcept;
 
 }  // namespace gridrun::results::detail

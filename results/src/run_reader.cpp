@@ -110,6 +110,7 @@ struct ResultsFolder::Impl {
   // some of its records went into the index, which then takes the journal's place.
   bool journal_loaded = false, journal_used = false;
   std::unordered_map<std::string, detail::JournalEntry> journal;
+  std::size_t journal_bytes = 0;  // its size when read
 
   std::string index_path() const { return (fs::path(folder) / kIndexName).string(); }
 
@@ -140,7 +141,7 @@ struct ResultsFolder::Impl {
                            const std::vector<std::string>* keys_wanted) {
     if (!journal_loaded) {
       journal_loaded = true;
-      journal = detail::read_journal(folder);
+      journal = detail::read_journal(folder, &journal_bytes);
     }
     const auto it = journal.find(r.name);
     if (it == journal.end() || !(it->second.key == key)) return false;
@@ -187,10 +188,11 @@ void ResultsFolder::flush() noexcept {
     impl_->dirty = false;
     if (impl_->journal_used) {
       const auto& entries = impl_->entries;
-      detail::empty_journal(impl_->folder, [&](const std::string& name, const StatKey& key) {
-        const auto it = entries.find(name);
-        return it != entries.end() && it->second.key == key;
-      });
+      detail::empty_journal(impl_->folder, impl_->journal_bytes,
+                            [&](const std::string& name, const StatKey& key) {
+                              const auto it = entries.find(name);
+                              return it != entries.end() && it->second.key == key;
+                            });
       impl_->journal_used = false;
     }
   } catch (...) {

@@ -283,12 +283,13 @@ std::string figures_text(const Summary& s) {
   return os.str();
 }
 
-// A run directory whose jobs were written by JobWriter (each leaves its record in the journal).
-std::vector<std::string> write_journaled_jobs(const std::string& run, int n) {
+// A run directory whose jobs were written by JobWriter (each leaves its record in the journal):
+// jobs `first` .. first+n-1.
+std::vector<std::string> write_journaled_jobs(const std::string& run, int n, int first = 0) {
   fs::create_directories(run + "/jobs");  // a run directory (RunDir::holds_run)
   fs::create_directories(run + "/results");
   std::vector<std::string> names;
-  for (int k = 0; k < n; ++k) {
+  for (int k = first; k < first + n; ++k) {
     JobFileInfo i;
     i.id = "job" + std::to_string(k);
     i.run = "journal";
@@ -385,4 +386,26 @@ TEST(RunReaderJournal, ChangedFilesAndDamagedFramesAreReadAgain) {
   EXPECT_TRUE(got[1].ok) << got[1].error;
   EXPECT_TRUE(got[2].ok) << got[2].error;
   EXPECT_EQ(got[1].data.id, "job1");
+}
+
+// A record appended while a command reads the journal (a job that ends meanwhile) is put back when
+// that command empties it, and answers the next command.
+TEST(RunReaderJournal, RecordsAppendedMeanwhileArePutBack) {
+  TempDir dir;
+  const std::string run = dir.path() + "/run", folder = run + "/results";
+  const std::vector<std::string> names = write_journaled_jobs(run, 2);
+  {
+    ResultsFolder f(folder);
+    FolderReadStats st;
+    f.read(names, FolderReadOptions{}, &st);
+    EXPECT_EQ(st.from_index, 2u);
+    write_journaled_jobs(run, 1, 2);  // job2 ends while the index is not written yet
+  }  // flush: the index written, the journal emptied but for job2's record
+  ASSERT_TRUE(fs::exists(folder + "/.gridrun-journal"));
+  FolderReadStats st;
+  const auto got = read_job_files(folder, {"job0.h5", "job1.h5", "job2.h5"}, FolderReadOptions{}, &st);
+  EXPECT_EQ(st.read, 0u);
+  EXPECT_EQ(st.from_index, 3u);
+  EXPECT_TRUE(got[2].ok) << got[2].error;
+  EXPECT_FALSE(fs::exists(folder + "/.gridrun-journal"));
 }
