@@ -400,7 +400,7 @@ TEST(RunReaderJournal, RecordsAppendedMeanwhileArePutBack) {
     f.read(names, FolderReadOptions{}, &st);
     EXPECT_EQ(st.from_index, 2u);
     write_journaled_jobs(run, 1, 2);  // job2 ends while the index is not written yet
-  }  // flush: the index written, the journal emptied but for job2's record
+  }                                   // flush: the index written, the journal emptied but for job2's record
   ASSERT_TRUE(fs::exists(folder + "/.gridrun-journal"));
   FolderReadStats st;
   const auto got = read_job_files(folder, {"job0.h5", "job1.h5", "job2.h5"}, FolderReadOptions{}, &st);
