@@ -559,12 +559,13 @@ TEST(Host, OwnProcessesAreFoundByTheirEnvironment) {
   const std::string entry = "GRIDRUN_TEST_MARK=" + mark;
   TempDir d;
   ::chmod(d.path.c_str(), 0755);  // the other user's sh below writes to the FIFO too
-  // Each sh says it runs through a FIFO (open blocks until it does: no sleeps); "; :" keeps sh
-  // itself running (a lone command would be exec'd).
+  // Each sh says it runs through a FIFO (open blocks until it does: no sleeps), after it started
+  // its sleep: the processes that carry the entry are all there before the first look (the sleep
+  // started after the "up" made two looks count 1 and 2 processes). "wait" keeps sh itself running.
   const std::string fifo = (d.path / "ready").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
   ::chmod(fifo.c_str(), 0666);
-  const std::string script = "echo up > '" + fifo + "'; sleep 30; :";
+  const std::string script = "sleep 30 & echo up > '" + fifo + "'; wait; :";
   // Each sh leads its own process group, so that its sleep dies with it at the end of the test.
   std::vector<Child> shells;
   auto start = [&](std::vector<std::string> argv, std::vector<std::string> env) {
