@@ -26,6 +26,7 @@
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/stats.hpp"
 #include "gridrun/base/table.hpp"
+#include "gridrun/base/tee.hpp"
 #include "gridrun/base/text.hpp"
 
 namespace fs = std::filesystem;
@@ -74,6 +75,17 @@ TEST(Json, KeepsKeyOrderAndTypedAccess) {
 
 // Values nlohmann can parse but not hold, found by fuzzing job files and state.json (issue 24):
 // clear errors or absent values, never std::terminate or undefined behaviour.
+// TeeStream: what is written goes through at once and is kept.
+TEST(Tee, WritesThroughAndKeeps) {
+  std::ostringstream through;
+  TeeStream tee(through);
+  tee << "run x: " << 3 << " jobs\n" << std::flush;
+  EXPECT_EQ(through.str(), "run x: 3 jobs\n");
+  tee.put('!');
+  EXPECT_EQ(tee.kept(), "run x: 3 jobs\n!");
+  EXPECT_EQ(through.str(), tee.kept());
+}
+
 TEST(Json, SkippedRootMembersAreCheckedButNotKept) {
   const std::string text =
       R"({"name": "r", "jobs": {"a": {"x": [1, {"y": null}], "z": "s"}, "b": 2}, "phases": {"jobs": [1]},)"

@@ -11,33 +11,38 @@
 
 namespace gridrun::base {
 
-class TeeStream : public std::ostream {
+namespace detail {
+// The buffer, in a base of its own so that it is built before the std::ostream that uses it.
+struct TeeBuf : std::streambuf {
+  explicit TeeBuf(std::ostream& o) : out(o) {}
+  std::ostream& out;
+  std::string kept;
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    kept.push_back(ch);
+    out.put(ch);
+    return out ? c : traits_type::eof();
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    kept.append(s, static_cast<std::size_t>(n));
+    out.write(s, n);
+    return out ? n : 0;
+  }
+  int sync() override { return out.flush() ? 0 : -1; }
+};
+struct TeeBufHolder {
+  explicit TeeBufHolder(std::ostream& o) : tee_buf(o) {}
+  TeeBuf tee_buf;
+};
+}  // namespace detail
+
+class TeeStream : private detail::TeeBufHolder, public std::ostream {
  public:
-  explicit TeeStream(std::ostream& through) : std::ostream(&buf_), buf_(through) {}
+  explicit TeeStream(std::ostream& through) : detail::TeeBufHolder(through), std::ostream(&tee_buf) {}
   TeeStream(const TeeStream&) = delete;
   TeeStream& operator=(const TeeStream&) = delete;
-  const std::string& kept() const { return buf_.kept; }
-
- private:
-  struct Buf : std::streambuf {
-    explicit Buf(std::ostream& o) : out(o) {}
-    std::ostream& out;
-    std::string kept;
-    int_type overflow(int_type c) override {
-      if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
-      const char ch = traits_type::to_char_type(c);
-      kept.push_back(ch);
-      out.put(ch);
-      return out ? c : traits_type::eof();
-    }
-    std::streamsize xsputn(const char* s, std::streamsize n) override {
-      kept.append(s, static_cast<std::size_t>(n));
-      out.write(s, n);
-      return out ? n : 0;
-    }
-    int sync() override { return out.flush() ? 0 : -1; }
-  };
-  Buf buf_;
+  const std::string& kept() const { return tee_buf.kept; }
 };
 
 }  // namespace gridrun::base
