@@ -184,16 +184,17 @@ void cached_report(const report::ReportOptions& ro, report::Reporter& reporter) 
   }
   run::SummaryWriteOptions w;
   w.stamps_before = run::run_stamps(rd);
-  std::ostringstream out, log;
-  const report::ReportResult res = report::write_report(ro, reporter, out, log);
-  std::cerr << log.str();
-  std::cout << out.str();
+  std::ostringstream out_stream, log_stream;
+  const report::ReportResult res = report::write_report(ro, reporter, out_stream, log_stream);
+  const std::string out = out_stream.str(), log = log_stream.str();
+  std::cerr << log;
+  std::cout << out;
   w.live = res.live;
-  if (out.str().size() + log.str().size() > kReportCacheMax) return;
+  if (out.size() + log.size() > kReportCacheMax) return;
   base::ByteWriter b;
   b.str(key);
-  b.str(log.str());
-  b.str(out.str());
+  b.str(log);
+  b.str(out);
   run::write_cache(rd, kReportCache, b.bytes(), w);
 }
 

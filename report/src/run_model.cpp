@@ -218,15 +218,18 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
 std::vector<JobData> read_whole_jobs(const LoadedRun& run,
                                      const std::vector<const results::JobRecord*>& records) {
   std::vector<JobData> out(records.size());
-  // What load_run read whole already (FolderReadOptions::whole_when_read) is copied, not read again.
+  // What load_run read whole already (FolderReadOptions::whole_when_read) is copied, not read again:
+  // one pass over the loaded jobs for the few asked (not a map of every loaded job).
   std::map<std::string, const JobData*> have;
+  for (const results::JobRecord* r : records) have.emplace(r->id, nullptr);
   for (const auto& d : run.data)
-    if (d.depth == Depth::Full) have[d.id] = &d;
+    if (d.depth == Depth::Full)
+      if (const auto it = have.find(d.id); it != have.end()) it->second = &d;
   // The rest in one read per folder (a run's records all name results/<id>.h5).
   std::map<std::string, std::vector<std::size_t>> by_folder;
   for (std::size_t k = 0; k < records.size(); ++k) {
-    if (const auto it = have.find(records[k]->id); it != have.end()) {
-      out[k] = *it->second;
+    if (const JobData* whole = have.at(records[k]->id)) {
+      out[k] = *whole;
       continue;
     }
     by_folder[(fs::path(run.run_dir) / records[k]->file).parent_path().string()].push_back(k);

@@ -188,7 +188,7 @@ std::unordered_map<std::string, JournalEntry> read_journal(const std::string& fo
   return read_journal_file(journal_path(folder), bytes_read);
 }
 
-void empty_journal(const std::string& folder, std::size_t bytes_read,
+void empty_journal(const std::string& folder, std::optional<std::size_t> all_taken_at,
                    const std::function<bool(const std::string&, const StatKey&)>& in_index) noexcept {
   try {
     const std::string path = journal_path(folder);
@@ -198,10 +198,10 @@ void empty_journal(const std::string& folder, std::size_t bytes_read,
     // appended between our read and this rename is found in the moved file and put back.
     const std::string aside = path + "." + std::to_string(::getpid()) + ".old";
     if (::rename(path.c_str(), aside.c_str()) != 0) return;
-    // Nothing appended since it was read (its size then): every record of it is in the index.
+    // Every record read went into the index and nothing was appended since (its size then).
     struct stat st {};
-    if (::lstat(aside.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        static_cast<std::size_t>(st.st_size) == bytes_read) {
+    if (all_taken_at && ::lstat(aside.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        static_cast<std::size_t>(st.st_size) == *all_taken_at) {
       ::unlink(aside.c_str());
       return;
     }

@@ -67,10 +67,13 @@ struct JournalEntry {
 std::unordered_map<std::string, JournalEntry> read_journal(const std::string& folder,
                                                            std::size_t* bytes_read);
 
-// After the index holds the journal's records: the journal is emptied, except for records that
-// appeared since it was read (`bytes_read` of it then) and are still current (put back). Best
-// effort, never throws. `in_index(name, key)`: whether the index now holds that file at that stat.
-void empty_journal(const std::string& folder, std::size_t bytes_read,
+// After the index holds the journal's records: the journal is emptied, except for records the
+// index does not hold (files not asked for, records appended since it was read) whose files are
+// still as they recorded (put back). `all_taken_at`: the journal's size when read, when every
+// record read from it went into the index: if it is still that size, nothing is left to put back
+// and it is not read again. Best effort, never throws. `in_index(name, key)`: whether the index
+// now holds that file at that stat.
+void empty_journal(const std::string& folder, std::optional<std::size_t> all_taken_at,
                    const std::function<bool(const std::string&, const StatKey&)>& in_index) noexcept;
 
 }  // namespace gridrun::results::detail

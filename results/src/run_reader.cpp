@@ -188,11 +188,13 @@ void ResultsFolder::flush() noexcept {
     impl_->dirty = false;
     if (impl_->journal_used) {
       const auto& entries = impl_->entries;
-      detail::empty_journal(impl_->folder, impl_->journal_bytes,
-                            [&](const std::string& name, const StatKey& key) {
-                              const auto it = entries.find(name);
-                              return it != entries.end() && it->second.key == key;
-                            });
+      // Records are moved out of `journal` as they go into the index: none left, all were taken.
+      const std::optional<std::size_t> all_taken_at =
+          impl_->journal.empty() ? std::optional<std::size_t>(impl_->journal_bytes) : std::nullopt;
+      detail::empty_journal(impl_->folder, all_taken_at, [&](const std::string& name, const StatKey& key) {
+        const auto it = entries.find(name);
+        return it != entries.end() && it->second.key == key;
+      });
       impl_->journal_used = false;
     }
   } catch (...) {

@@ -347,6 +347,9 @@ namespace {
 // RUN_DIR/.cache/settled: what the last `gridrun run` of this run printed when it had nothing to do
 // (every job finished), under run/run_summary.hpp's rules, with the key of what it was asked.
 constexpr const char* kSettledCache = "settled";
+// A start with nothing to do prints its head line, any warnings and its last line: far less than
+// this. A longer output (a run that launched jobs) is neither kept in memory nor replayed.
+constexpr std::size_t kSettledMaxBytes = std::size_t{64} * 1024;
 
 // What a run with nothing to do depends on besides the run directory's files (the cache's stamps):
 // this build, the grid file as given, the jobs it expands to (ids: parameters, --set, --repeats,
@@ -434,10 +437,10 @@ RunOutcome run_grid(const RunOptions& o, std::ostream& out) {
         predict_grid(plan, *cal, plan.cost, PredictOptions{sim_options_of(o), base::iso_now()});
     run::write_prediction(rd.prediction_file(), g.record);
   }
-  base::TeeStream said(out);
+  base::TeeStream said(out, kSettledMaxBytes);
   RunLoop loop(plan, o, train, said);
   RunOutcome res = loop.run();
-  if (!key.empty() && res.to_run == 0 && !res.interrupted && res.completed == res.total)
+  if (!key.empty() && res.to_run == 0 && !res.interrupted && res.completed == res.total && said.whole())
     keep_settled(rd, key, said.kept(), res, keep);
   return res;
 }

@@ -75,15 +75,21 @@ TEST(Json, KeepsKeyOrderAndTypedAccess) {
 
 // Values nlohmann can parse but not hold, found by fuzzing job files and state.json (issue 24):
 // clear errors or absent values, never std::terminate or undefined behaviour.
-// TeeStream: what is written goes through at once and is kept.
+// TeeStream: what is written goes through at once and is kept, up to its bound.
 TEST(Tee, WritesThroughAndKeeps) {
   std::ostringstream through;
-  TeeStream tee(through);
+  TeeStream tee(through, 16);
   tee << "run x: " << 3 << " jobs\n" << std::flush;
   EXPECT_EQ(through.str(), "run x: 3 jobs\n");
   tee.put('!');
   EXPECT_EQ(tee.kept(), "run x: 3 jobs\n!");
+  EXPECT_TRUE(tee.whole());
   EXPECT_EQ(through.str(), tee.kept());
+  // Past its bound it keeps nothing and says so; the output still goes through whole.
+  tee << "a longer line";
+  EXPECT_FALSE(tee.whole());
+  EXPECT_EQ(tee.kept(), "");
+  EXPECT_EQ(through.str(), "run x: 3 jobs\n!a longer line");
 }
 
 TEST(Json, SkippedRootMembersAreCheckedButNotKept) {

@@ -409,3 +409,20 @@ TEST(RunReaderJournal, RecordsAppendedMeanwhileArePutBack) {
   EXPECT_TRUE(got[2].ok) << got[2].error;
   EXPECT_FALSE(fs::exists(folder + "/.gridrun-journal"));
 }
+
+// A command that reads some of the files takes their records into the index and leaves the others'
+// in the journal, for the command that reads those.
+TEST(RunReaderJournal, RecordsOfFilesNotAskedForStay) {
+  TempDir dir;
+  const std::string run = dir.path() + "/run", folder = run + "/results";
+  write_journaled_jobs(run, 3);
+  FolderReadStats st;
+  read_job_files(folder, {"job0.h5"}, FolderReadOptions{}, &st);
+  EXPECT_EQ(st.from_index, 1u);
+  ASSERT_TRUE(fs::exists(folder + "/.gridrun-journal"));
+  const auto got = read_job_files(folder, {"job1.h5", "job2.h5"}, FolderReadOptions{}, &st);
+  EXPECT_EQ(st.read, 0u);
+  EXPECT_EQ(st.from_index, 2u);
+  EXPECT_TRUE(got[0].ok && got[1].ok);
+  EXPECT_FALSE(fs::exists(folder + "/.gridrun-journal"));
+}
