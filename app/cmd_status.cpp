@@ -104,19 +104,27 @@ void limit_rows(scheduler::RunStatus& st, std::size_t limit) {
 // The status of the whole run: from the run's status cache while no file of it changed (a settled
 // run: finished, failed or pending, no Slurm job), else merged afresh and cached when settled.
 // A run of 100,000 finished jobs: one read of the cache instead of state.json, the grid's
-// expansion and the results index (issue 60).
+// expansion and the results index (issue 60); where only some results files changed since, the
+// cache brought up to date from those files alone (scheduler::patch_status).
 scheduler::RunStatus settled_status(const std::string& run_dir, const slurm::SlurmCli& cli) {
   const run::RunDir rd(run_dir);
-  if (auto bytes = run::read_current_cache(rd, kStatusCache)) {
+  run::SummaryWriteOptions w;
+  w.keep_results_entries = true;
+  if (auto cache = run::read_cache_changes(rd, kStatusCache)) {
     try {
-      scheduler::RunStatus st = scheduler::decode_status(*bytes);
+      scheduler::RunStatus st = scheduler::decode_status(cache->payload);
       st.run_dir = run_dir;
-      return st;
+      if (cache->changed.empty()) return st;
+      if (scheduler::patch_status(st, rd, cache->changed)) {
+        w.stamps_before = cache->stamps_now;
+        w.live = !scheduler::status_is_settled(st);
+        run::write_cache(rd, kStatusCache, scheduler::encode_status(st), w);
+        return st;
+      }
     } catch (const std::exception&) {
       // Damaged: computed again below, and replaced.
     }
   }
-  run::SummaryWriteOptions w;
   w.stamps_before = run::run_stamps(rd);
   scheduler::RunStatus st = slurm::run_status(run_dir, &cli);
   w.live = !scheduler::status_is_settled(st);

@@ -221,20 +221,22 @@ std::string stat_stamp(const std::string& path) {
          ":" + std::to_string(ns(st.st_ctim));
 }
 
-std::string folder_entries_stamp(const std::string& dir, const FolderStampOptions& opts) {
-  std::string own = opts.own ? stat_stamp(dir) : std::string("entries");
+std::optional<std::vector<EntryStamp>> folder_entry_stamps(const std::string& dir,
+                                                           const FolderStampOptions& opts, int* err) {
   DIR* d = ::opendir(dir.c_str());
-  if (!d) return own;
-  std::vector<std::string> names;
+  if (!d) {
+    if (err) *err = errno;
+    return std::nullopt;
+  }
+  std::vector<EntryStamp> out;
   while (const dirent* e = ::readdir(d)) {
     if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
       continue;
     if (std::find(opts.skip.begin(), opts.skip.end(), e->d_name) != opts.skip.end()) continue;
-    names.emplace_back(e->d_name);
+    out.push_back(EntryStamp{e->d_name, 0});
   }
-  // Each entry's FNV-1a over its name and stat fields, summed: the sum does not depend on the
-  // order, so the stats (almost all of the time: 100,000 of them take 0.3 s on one core) are
-  // split over a few threads.
+  // Each entry's FNV-1a over its name and stat fields. The stats are almost all of the time
+  // (100,000 of them take 0.3 s on one core), so they are split over a few threads.
   auto entry_hash = [fd = ::dirfd(d)](const std::string& name) {
     std::uint64_t h = 1469598103934665603ULL;
     auto mix = [&h](const void* p, std::size_t n) {
@@ -253,23 +255,38 @@ std::string folder_entries_stamp(const std::string& dir, const FolderStampOption
     return h;
   };
   const std::size_t parts =
-      names.size() < 4096 ? 1 : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 4);
-  std::vector<std::uint64_t> sums(parts, 0);
+      out.size() < 4096 ? 1 : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 4);
   {
     std::vector<std::thread> threads;
     for (std::size_t t = 1; t < parts; ++t)
       threads.emplace_back([&, t] {
-        for (std::size_t i = t; i < names.size(); i += parts) sums[t] += entry_hash(names[i]);
+        for (std::size_t i = t; i < out.size(); i += parts) out[i].hash = entry_hash(out[i].name);
       });
-    for (std::size_t i = 0; i < names.size(); i += parts) sums[0] += entry_hash(names[i]);
+    for (std::size_t i = 0; i < out.size(); i += parts) out[i].hash = entry_hash(out[i].name);
     for (auto& th : threads) th.join();
   }
   ::closedir(d);
+  if (opts.sorted)
+    std::sort(out.begin(), out.end(),
+              [](const EntryStamp& a, const EntryStamp& b) { return a.name < b.name; });
+  return out;
+}
+
+std::string entries_digest(const std::vector<EntryStamp>& entries) {
+  // The sum does not depend on the order in which the folder listed its entries.
   std::uint64_t sum = 0;
-  for (std::uint64_t v : sums) sum += v;
+  for (const EntryStamp& e : entries) sum += e.hash;
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sum));
-  return own + "/" + std::to_string(names.size()) + ":" + hex;
+  return std::to_string(entries.size()) + ":" + hex;
+}
+
+std::string folder_entries_stamp(const std::string& dir, const FolderStampOptions& opts) {
+  const std::string own = opts.own ? stat_stamp(dir) : std::string("entries");
+  int err = 0;
+  const auto entries = folder_entry_stamps(dir, opts, &err);
+  if (!entries) return own + " unlisted:" + std::to_string(err);  // absent and empty differ
+  return own + "/" + entries_digest(*entries);
 }
 
 void fsync_dir(const std::string& dir) {

@@ -55,6 +55,20 @@ void append(const std::string& folder, const std::string& bytes) {
 
 }  // namespace
 
+std::string journal_frame(const std::string& name, const StatKey& key, std::string_view record) {
+  return frame(name, key, record);
+}
+
+void append_to_journal(const std::string& folder, const std::string& frames) {
+  if (!frames.empty()) append(folder, frames);
+}
+
+std::size_t journal_size(const std::string& folder) {
+  struct stat st {};
+  if (::lstat(journal_path(folder).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  return static_cast<std::size_t>(st.st_size);
+}
+
 std::optional<StatKey> stat_key(const std::string& path, int* err) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {

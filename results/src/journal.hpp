@@ -22,6 +22,7 @@
 
 #include "gridrun/base/bytes.hpp"
 #include "gridrun/results/format.hpp"
+#include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::results::detail {
 
@@ -45,7 +46,7 @@ StatKey get_stat_key(base::ByteReader& r);
 // cryptographic; it tells a torn or bit-flipped record from a whole one.
 std::uint64_t checksum(std::string_view s);
 
-inline constexpr const char* kJournalName = ".gridrun-journal";
+inline constexpr const char* kJournalName = run::RunDir::kResultsJournalName;
 
 // A job file read whole in this process and encoded to `depth` (at least Summary): what the run
 // reader's guarded copy sends back and what the journal keeps. Throws on an unreadable file.
@@ -57,6 +58,15 @@ std::string record_of_file(const std::string& path, Depth depth);
 // for the derived figures), summary included; encoded as a fresh read would be (record_of_file).
 // Best effort: a failure leaves the file to be read by the next command.
 void journal_finished_file(const std::string& path, JobData job) noexcept;
+
+// The index's delta (run_reader.cpp): a reader that read a few files again appends their records
+// here instead of rewriting an index of every job (274 MB at 100,000 jobs) for them; the journal
+// is then the index's newer part until a reader writes the index whole. `records`: the frames of
+// journal_frame, one write. Throws std::runtime_error when the journal cannot be appended to.
+std::string journal_frame(const std::string& name, const StatKey& key, std::string_view record);
+void append_to_journal(const std::string& folder, const std::string& frames);
+// The journal's size in bytes now (0: none, or something else in its place).
+std::size_t journal_size(const std::string& folder);
 
 struct JournalEntry {
   StatKey key;

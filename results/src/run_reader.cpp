@@ -103,7 +103,13 @@ std::string render_index(const std::unordered_map<std::string, Entry>& entries) 
 struct ResultsFolder::Impl {
   std::string folder;
   bool use_index = true;
+  IndexWriteOptions writes;
   bool loaded = false, dirty = false, rebuilt = false;
+  // `whole`: the next flush must write the index whole (an entry left it, or one is not a
+  // readable file's record, which the journal cannot hold). `fresh`: files read from disk since
+  // the last flush, whose records a flush may append to the journal instead.
+  bool whole = false;
+  std::vector<std::string> fresh;
   std::string bytes;  // the index file as read: the entries' records point into it
   std::unordered_map<std::string, Entry> entries;
   // The journal (journal.hpp), read at the first file the index cannot answer; `journal_used`:
@@ -135,6 +141,27 @@ struct ResultsFolder::Impl {
     }
   }
 
+  // The index's delta: when the index read is whole and large and only files read again changed it,
+  // their records go to the journal (one append) rather than the index being written whole for
+  // them; answers taken from the journal stay there. True when that was done (or nothing was
+  // left to write). The journal is read by every command that misses the index, so it is kept
+  // to a fraction of the index: past it, the index is written whole and the journal emptied.
+  bool append_to_journal() {
+    if (rebuilt || whole || bytes.size() < writes.delta_from_bytes) return false;
+    std::string frames;
+    for (const std::string& name : fresh) {
+      const auto it = entries.find(name);
+      if (it != entries.end() && it->second.verdict == Verdict::Ok)
+        frames += detail::journal_frame(name, it->second.key, it->second.record);
+    }
+    const double limit = writes.max_journal_fraction * static_cast<double>(bytes.size());
+    if (static_cast<double>(detail::journal_size(folder) + frames.size()) > limit) return false;
+    detail::append_to_journal(folder, frames);
+    fresh.clear();
+    dirty = journal_used = false;
+    return true;
+  }
+
   // Answers `r` from the journal's record of its file when that record is of the file as it is
   // now (`key`), and puts it into the index like a fresh read's. False: read the file.
   bool answer_from_journal(JobFileRead& r, const StatKey& key, Depth depth,
@@ -163,9 +190,11 @@ struct ResultsFolder::Impl {
   }
 };
 
-ResultsFolder::ResultsFolder(std::string folder, bool use_index) : impl_(std::make_unique<Impl>()) {
+ResultsFolder::ResultsFolder(std::string folder, bool use_index, const IndexWriteOptions& writes)
+    : impl_(std::make_unique<Impl>()) {
   impl_->folder = std::move(folder);
   impl_->use_index = use_index;
+  impl_->writes = writes;
 }
 
 ResultsFolder::~ResultsFolder() { flush(); }
@@ -184,8 +213,10 @@ IndexWritesOff::~IndexWritesOff() { --index_writes_off; }
 void ResultsFolder::flush() noexcept {
   if (!impl_ || !impl_->use_index || !impl_->dirty || index_writes_off.load() > 0) return;
   try {
+    if (impl_->append_to_journal()) return;
     base::write_file_atomic(impl_->index_path(), render_index(impl_->entries));
-    impl_->dirty = false;
+    impl_->dirty = impl_->whole = false;
+    impl_->fresh.clear();
     if (impl_->journal_used) {
       const auto& entries = impl_->entries;
       // Records are moved out of `journal` as they go into the index: none left, all were taken.
@@ -260,7 +291,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
         continue;
       } catch (const std::exception&) {
         im.entries.erase(it);  // an entry that does not decode is read again from the file
-        im.dirty = true;
+        im.dirty = im.whole = true;
       }
     }
     // Not in the index (or stale there): the record its writer left in the journal, when it is
@@ -326,11 +357,16 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
     }
     if (!r.ok) r.error = r.path + ": " + e.reason;
     if (im.use_index && !run::RunDir::is_partial_file(r.name)) {
+      if (e.verdict == Verdict::Ok)
+        im.fresh.push_back(r.name);
+      else
+        im.whole = true;
       put_entry(im.entries, r.name, std::move(e));
       im.dirty = true;
     }
   }
-  if (opts.prune_index && im.use_index) prune_entries(im.entries, names, im.dirty);
+  if (opts.prune_index && im.use_index) prune_entries(im.entries, names, im.whole);
+  im.dirty = im.dirty || im.whole;
   for (const auto& r : out) {
     st.from_index += r.from_index ? 1 : 0;
     st.failed += (!r.ok && !r.missing) ? 1 : 0;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <string_view>
@@ -18,27 +19,44 @@ namespace {
 constexpr int kVersion = 1;
 }
 
-std::string run_stamps(const RunDir& dir) {
+RunStampParts run_stamp_parts(const RunDir& dir) {
+  RunStampParts out;
   // The root's entries, not its own stat: every `gridrun run` renames a new launch-token into it
   // and touches its lock, which change nothing a cache holds (a finished run started again must
   // keep its caches: issue 60); what else lands in the root (a new file, state.json renamed over)
   // changes an entry's stat or the entries' count.
   base::FolderStampOptions root;
   root.own = false;
-  for (const std::string& p : {dir.launch_token_file(), dir.lock_file(), dir.cache_dir()})
+  // results/ itself neither: a rename into it changes its mtime; its entries are stamped below.
+  for (const std::string& p : {dir.launch_token_file(), dir.lock_file(), dir.cache_dir(), dir.results_dir()})
     root.skip.push_back(std::filesystem::path(p).filename().string());
-  std::string out = base::folder_entries_stamp(dir.root(), root);
+  out.rest = base::folder_entries_stamp(dir.root(), root);
   for (const std::string& p : {dir.jobs_dir(), dir.logs_dir(), dir.slurm_dir(), dir.slurm_ended_dir(),
                                dir.state_file(), dir.grid_copy(), dir.index_file()})
-    out += ' ' + base::stat_stamp(p);
-  // A results file changed in place (truncated, bits flipped and touched) renames nothing: each
-  // file's own stat is in the stamp, so that such damage is named by the next listing.
-  out += ' ' + base::folder_entries_stamp(dir.results_dir());
+    out.rest += ' ' + base::stat_stamp(p);
   // What computed the payload: a new gridrun (a fix in how a row or a status is derived) must not
   // keep showing what the old one cached for a run that did not change.
-  out += " by " + base::stat_stamp(base::self_exe());
+  out.rest += " by " + base::stat_stamp(base::self_exe());
+  // A results file changed in place (truncated, bits flipped and touched) renames nothing: each
+  // file's own stat is in the stamp, so that such damage is named by the next listing. The
+  // folder's own stat and its caches of the job files (the index and journal every reader may
+  // rewrite or append to) are left out: a `status` that brought the index up to date must not
+  // make its own answer stale (it did: after a change, two statuses computed the whole merge).
+  base::FolderStampOptions results;
+  results.own = false;
+  results.sorted = true;
+  results.skip = {RunDir::kResultsIndexName, RunDir::kResultsJournalName};
+  int err = 0;
+  if (auto entries = base::folder_entry_stamps(dir.results_dir(), results, &err)) {
+    out.results = std::move(*entries);
+    out.results_stamp = "results:" + base::entries_digest(out.results);
+  } else {
+    out.results_stamp = "results-unlisted:" + std::to_string(err);
+  }
   return out;
 }
+
+std::string run_stamps(const RunDir& dir) { return run_stamp_parts(dir).text(); }
 
 std::optional<base::Json> read_current_summary(const RunDir& dir) {
   try {
@@ -57,41 +75,82 @@ std::optional<base::Json> read_current_summary(const RunDir& dir) {
 
 namespace {
 
-// The cache folder, made when missing; `before` (the stamps the payload was computed under) is
-// brought up to date for the new folder. False when the cache may not be written: the run changed
-// while the payload was computed, or something else is in the folder's place (a link, a file).
-bool ready_to_store(const RunDir& dir, std::string& before) {
+// The cache folder, made when missing, and the stamps now when the payload computed under
+// `before` may be stored: std::nullopt when the run changed while it was computed, or something
+// else is in the folder's place (a link, a file).
+std::optional<RunStampParts> ready_to_store(const RunDir& dir, const std::string& before) {
   struct stat st {};
-  if (::lstat(dir.cache_dir().c_str(), &st) != 0) {
-    if (errno != ENOENT || ::mkdir(dir.cache_dir().c_str(), 0755) != 0) return false;
-    // The new folder changed the root's stamp, and only that: take the root's again, keep the
-    // rest as they were before the payload was computed.
-    const std::string now = run_stamps(dir);
-    if (now.substr(now.find(' ')) != before.substr(before.find(' '))) return false;
-    before = now;
-    return true;  // `now` is the check below, already made
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return false;  // not ours to replace
-  }
-  return run_stamps(dir) == before;  // changed while computed: the payload may be stale
+  const bool made = ::lstat(dir.cache_dir().c_str(), &st) != 0;
+  if (made && (errno != ENOENT || ::mkdir(dir.cache_dir().c_str(), 0755) != 0)) return std::nullopt;
+  if (!made && !S_ISDIR(st.st_mode)) return std::nullopt;  // not ours to replace
+  RunStampParts now = run_stamp_parts(dir);
+  const std::string text = now.text();
+  // A new folder changed the root's stamp (the first word), and only that: the rest must be as
+  // it was before the payload was computed.
+  const bool same = made ? text.substr(text.find(' ')) == before.substr(before.find(' ')) : text == before;
+  if (!same) return std::nullopt;  // changed while computed: the payload may be stale
+  return now;
 }
 
-constexpr std::string_view kCacheMagic = "gridrun-cache 1\n";
+// RUN_DIR/.cache/NAME: the magic, the stamps line, "entries N" and N entries of the results
+// folder (name, NUL, its 8-byte hash) or "entries -", then the payload.
+constexpr std::string_view kCacheMagic = "gridrun-cache 2\n";
 
 std::string cache_file(const RunDir& dir, const std::string& name) { return dir.cache_dir() + "/" + name; }
+
+struct CacheFile {
+  std::string_view stamps;
+  std::optional<std::vector<base::EntryStamp>> entries;  // when kept and asked for
+  std::string_view payload;
+};
+
+// Throws std::runtime_error on a file that is not whole.
+CacheFile parse_cache(std::string_view text, bool with_entries) {
+  auto line = [&text](std::size_t& at) {
+    const std::size_t eol = text.find('\n', at);
+    if (eol == std::string_view::npos) throw std::runtime_error("torn");
+    const std::string_view l = text.substr(at, eol - at);
+    at = eol + 1;
+    return l;
+  };
+  if (text.substr(0, kCacheMagic.size()) != kCacheMagic) throw std::runtime_error("not a cache");
+  std::size_t at = kCacheMagic.size();
+  CacheFile f;
+  f.stamps = line(at);
+  const std::string_view head = line(at);
+  if (head.substr(0, 8) != "entries ") throw std::runtime_error("no entries line");
+  if (head != "entries -") {
+    const std::size_t n = std::stoull(std::string(head.substr(8)));
+    std::vector<base::EntryStamp> entries;
+    if (with_entries) entries.reserve(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t nul = text.find('\0', at);
+      if (nul == std::string_view::npos || nul + 9 > text.size()) throw std::runtime_error("torn entries");
+      base::EntryStamp e;
+      std::memcpy(&e.hash, text.data() + nul + 1, 8);
+      if (with_entries) {
+        e.name = std::string(text.substr(at, nul - at));
+        entries.push_back(std::move(e));
+      }
+      at = nul + 9;
+    }
+    if (with_entries) f.entries = std::move(entries);
+  }
+  f.payload = text.substr(at);
+  return f;
+}
 
 }  // namespace
 
 bool write_summary(const RunDir& dir, const base::Json& payload, const SummaryWriteOptions& opts) {
   if (opts.live) return false;
   try {
-    std::string before = opts.stamps_before;
-    if (!ready_to_store(dir, before)) return false;
+    const auto now = ready_to_store(dir, opts.stamps_before);
+    if (!now) return false;
     base::Json j = base::Json::object();
     j["version"] = kVersion;
     j["live"] = false;
-    j["stamps"] = before;
+    j["stamps"] = now->text();
     j["payload"] = payload;
     base::replace_file(dir.summary_file(), j.dump(1) + "\n");
     return true;
@@ -103,13 +162,41 @@ bool write_summary(const RunDir& dir, const base::Json& payload, const SummaryWr
 std::optional<std::string> read_current_cache(const RunDir& dir, const std::string& name) {
   try {
     std::string refused;
-    auto text = base::try_read_file(cache_file(dir, name), base::kinds::kRunCache, &refused);
-    if (!text || text->compare(0, kCacheMagic.size(), kCacheMagic) != 0) return std::nullopt;
-    const std::size_t eol = text->find('\n', kCacheMagic.size());
-    if (eol == std::string::npos) return std::nullopt;
-    if (std::string_view(*text).substr(kCacheMagic.size(), eol - kCacheMagic.size()) != run_stamps(dir))
-      return std::nullopt;
-    return text->substr(eol + 1);
+    const auto text = base::try_read_file(cache_file(dir, name), base::kinds::kRunCache, &refused);
+    if (!text) return std::nullopt;
+    const CacheFile f = parse_cache(*text, false);
+    if (f.stamps != run_stamps(dir)) return std::nullopt;
+    return std::string(f.payload);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<CacheChanges> read_cache_changes(const RunDir& dir, const std::string& name) {
+  try {
+    std::string refused;
+    const auto text = base::try_read_file(cache_file(dir, name), base::kinds::kRunCache, &refused);
+    if (!text) return std::nullopt;
+    const CacheFile f = parse_cache(*text, true);
+    RunStampParts now = run_stamp_parts(dir);
+    CacheChanges out;
+    out.stamps_now = now.text();
+    if (f.stamps != out.stamps_now) {
+      // Only results files changed, each under its name: the rest of the stamps as stored, the
+      // same names listed.
+      const std::size_t cut = f.stamps.rfind(' ');
+      if (!f.entries || cut == std::string_view::npos || f.stamps.substr(0, cut) != now.rest ||
+          f.entries->size() != now.results.size())
+        return std::nullopt;
+      for (std::size_t k = 0; k < now.results.size(); ++k) {
+        const base::EntryStamp &was = (*f.entries)[k], &is = now.results[k];
+        if (was.name != is.name) return std::nullopt;
+        if (was.hash != is.hash) out.changed.push_back(is.name);
+      }
+      if (out.changed.empty()) return std::nullopt;  // a digest of the same entries cannot differ
+    }
+    out.payload = std::string(f.payload);
+    return out;
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -119,11 +206,21 @@ bool write_cache(const RunDir& dir, const std::string& name, std::string_view pa
                  const SummaryWriteOptions& opts) {
   if (opts.live) return false;
   try {
-    std::string before = opts.stamps_before;
-    if (!ready_to_store(dir, before)) return false;
+    const auto now = ready_to_store(dir, opts.stamps_before);
+    if (!now) return false;
     std::string bytes(kCacheMagic);
-    bytes += before;
+    bytes += now->text();
     bytes += '\n';
+    if (opts.keep_results_entries) {
+      bytes += "entries " + std::to_string(now->results.size()) + "\n";
+      for (const base::EntryStamp& e : now->results) {
+        bytes += e.name;
+        bytes += '\0';
+        bytes.append(reinterpret_cast<const char*>(&e.hash), 8);
+      }
+    } else {
+      bytes += "entries -\n";
+    }
     bytes += payload;
     base::replace_file(cache_file(dir, name), bytes);
     return true;

@@ -51,6 +51,14 @@ struct DiskGlance {
   std::int64_t epoch = -1, steps_per_epoch = 0;
 };
 
+DiskGlance glance_of(const results::JobData& d) {
+  DiskGlance g;
+  g.status = d.status;
+  g.exit_reason = d.exit_reason;
+  g.attempts = d.attempts;
+  return g;
+}
+
 void keep_progress(DiskGlance& g, const results::JobData& d) {
   if (const auto* s = d.steps.column("step")) g.steps = *s;
   if (const auto* w = d.steps.column("wall_s")) g.wall_s = *w;
@@ -81,10 +89,7 @@ std::map<std::string, DiskGlance> glance_results(const run::RunDir& dir) {
       if (fs::exists(dir.partial_file(id), ec)) partials.push_back(run::RunDir::partial_file_name(id));
       continue;
     }
-    DiskGlance& g = out[id];
-    g.status = r.data.status;
-    g.exit_reason = r.data.exit_reason;
-    g.attempts = r.data.attempts;
+    out[id] = glance_of(r.data);
   }
   for (const auto& r : rf.read(partials, full)) {
     if (!r.ok) continue;
@@ -97,14 +102,27 @@ std::map<std::string, DiskGlance> glance_results(const run::RunDir& dir) {
   return out;
 }
 
+// What the job's results file says of it: its status on disk and the hosts of its attempts (where
+// state.json names no host, the last of them). Also what patch_status takes again.
+void take_glance(JobStatusRow& row, const DiskGlance* glance) {
+  row.disk = glance ? glance->status : std::string();
+  row.attempt_hosts.clear();
+  if (glance)
+    for (const auto& a : glance->attempts)
+      row.attempt_hosts.push_back(a.hostnames.empty() ? a.hostname : a.hostnames);
+  row.node = row.recorded_host;
+  if (row.node.empty() && !row.attempt_hosts.empty()) row.node = row.attempt_hosts.back();
+  row.attempts = std::max(row.recorded_attempts, static_cast<int>(row.attempt_hosts.size()));
+}
+
 JobStatusRow row_from_record(const run::JobRecord& r, const DiskGlance* glance) {
   JobStatusRow row;
   row.id = r.id;
-  row.state = r.state;
-  row.attempts = r.attempts;
+  row.state = row.recorded_state = r.state;
+  row.recorded_attempts = r.attempts;
+  row.recorded_host = r.host;
   row.slurm_id = r.slurm_job_id;
   if (!r.exit_codes.empty()) row.exit_code = r.exit_codes.back();
-  row.node = r.host;
   // Local runs: timings from state.json; a running job's up to now.
   if (r.start_unix > 0 && r.end_unix > r.start_unix)
     row.elapsed_s = r.end_unix - r.start_unix;
@@ -116,13 +134,7 @@ JobStatusRow row_from_record(const run::JobRecord& r, const DiskGlance* glance) 
     std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", sec / 3600, sec / 60 % 60, sec % 60);
     row.elapsed = buf;
   }
-  if (glance) {
-    row.disk = glance->status;
-    for (const auto& a : glance->attempts)
-      row.attempt_hosts.push_back(a.hostnames.empty() ? a.hostname : a.hostnames);
-  }
-  if (row.node.empty() && !row.attempt_hosts.empty()) row.node = row.attempt_hosts.back();
-  row.attempts = std::max(row.attempts, static_cast<int>(row.attempt_hosts.size()));
+  take_glance(row, glance);
   return row;
 }
 
@@ -424,6 +436,44 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
     }
   }
   return st;
+}
+
+bool patch_status(RunStatus& st, const run::RunDir& dir, const std::vector<std::string>& changed) {
+  // Only what the merge takes from a finished results file can change: a live `.partial` beside
+  // it (whose progress shows) or a job without a row (of an earlier grid, never started) needs
+  // the whole merge.
+  std::vector<std::string> names;
+  std::vector<std::size_t> rows;
+  for (const std::string& name : changed) {
+    const std::optional<std::string> id = run::RunDir::job_id_of_results_file(name);
+    std::error_code ec;
+    if (!id || run::RunDir::is_partial_file(name) ||
+        fs::symlink_status(dir.partial_file(*id), ec).type() != fs::file_type::not_found)
+      return false;
+    const auto it = std::lower_bound(st.jobs.begin(), st.jobs.end(), *id,
+                                     [](const JobStatusRow& r, const std::string& v) { return r.id < v; });
+    if (it == st.jobs.end() || it->id != *id) return false;
+    names.push_back(name);
+    rows.push_back(static_cast<std::size_t>(it - st.jobs.begin()));
+  }
+  // Read without the folder's index: loading an index of 100,000 jobs for 10 files would cost
+  // more than the files (the next command that wants them whole reads them into it).
+  results::FolderReadOptions glance;
+  glance.depth = results::Depth::Glance;
+  glance.use_index = false;
+  const auto reads = results::read_job_files(dir.results_dir(), names, glance);
+  for (std::size_t k = 0; k < reads.size(); ++k) {
+    JobStatusRow& row = st.jobs[rows[k]];
+    const std::optional<DiskGlance> g =
+        reads[k].ok ? std::optional<DiskGlance>(glance_of(reads[k].data)) : std::nullopt;
+    take_glance(row, g ? &*g : nullptr);
+    row.state = row.recorded_state;
+    settle_with_results(row);
+    row.reason = run::is_failure(row.state) ? run::failure_reason(dir, row.id, g ? g->exit_reason : "") : "";
+  }
+  st.counts.clear();
+  for (const JobStatusRow& row : st.jobs) st.counts[row.state] += 1;
+  return true;
 }
 
 namespace {

@@ -10,7 +10,7 @@ namespace gridrun::scheduler {
 
 namespace {
 
-constexpr std::uint64_t kVersion = 2;  // 2: earlier jobs (issue 58)
+constexpr std::uint64_t kVersion = 3;  // 2: earlier jobs (issue 58); 3: recorded state, attempts, host
 constexpr auto kLastOutcome = static_cast<std::uint64_t>(run::JobOutcome::Diverged);
 
 void put_strings(base::ByteWriter& w, const std::vector<std::string>& v) {
@@ -49,6 +49,9 @@ std::string encode_status(const RunStatus& st) {
     for (double v : {j.elapsed_s, j.eta_s, j.predicted_eta_s}) w.f64(v);
     put_strings(w, j.params);
     w.u64(j.earlier ? 1 : 0);
+    w.u64(static_cast<std::uint64_t>(j.recorded_state));
+    w.i64(j.recorded_attempts);
+    w.str(j.recorded_host);
   }
   w.u64(st.counts.size());
   for (const auto& [outcome, n] : st.counts) {
@@ -87,6 +90,9 @@ RunStatus decode_status(std::string_view bytes) {
     for (double* v : {&j.elapsed_s, &j.eta_s, &j.predicted_eta_s}) *v = r.f64();
     j.params = get_strings(r);
     j.earlier = r.u64() != 0;
+    j.recorded_state = get_outcome(r);
+    j.recorded_attempts = static_cast<int>(r.i64());
+    j.recorded_host = r.str();
   }
   for (std::size_t n = r.count(16); n > 0; --n) {
     const run::JobOutcome o = get_outcome(r);

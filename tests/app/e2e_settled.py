@@ -12,6 +12,8 @@ A run of 6 finished jobs written by gridrun-test-make-run (the real JobWriter, n
     damaged and runs its job again (a trainer that exits 1: "1 to run"), not the kept lines; the
     report after it differs;
   - a results file removed: its job runs again;
+  - a status after 2 results files were written again (failed, another host) reads those 2 alone
+    and equals one computed afresh (json, csv, table);
   - status --state failed shows and counts the 2 failed jobs, --limit 2 two rows with a note and
     every count, a bad --state exits 2 naming the flag.
 
@@ -80,6 +82,34 @@ def main():
         st = run(GRIDRUN, "status", "runs/done6", "--format", "json", cwd=tmp)
         check(st.returncode == 0 and '"completed": 6' in st.stdout.replace('"completed":6', '"completed": 6'),
               f"status counts 6 completed: {st.stdout[:200]}")
+
+        # A status after 2 results files were written again (failed now, on another host) is brought
+        # up to date from those 2 files (the status cache keeps each file's stamp): the same as a
+        # status computed afresh, and the results index is not rewritten for them (a whole merge
+        # would bring it up to date). On a copy, so that the run above stays as it was.
+        shutil.copytree(os.path.join(tmp, "runs/done6"), os.path.join(tmp, "copy/done6"))
+        cres = os.path.join(tmp, "copy/done6/results")
+        for _ in range(2):
+            run(GRIDRUN, "status", "copy/done6", cwd=tmp)  # the first merges and caches
+        cache = os.path.join(tmp, "copy/done6/.cache/status")
+        check(os.path.isfile(cache), "status keeps the run's status cache")
+        index_before = os.stat(os.path.join(cres, ".gridrun-index")).st_mtime_ns
+        made = run(MAKE_RUN, "done6.yaml", "copy", "--rewrite", "2", "--fail", cwd=tmp)
+        check(made.returncode == 0, f"make-run --rewrite 2 --fail: {made.stderr}")
+        views = (["--format", "json"], ["--format", "csv"], ["--width", "200"])
+        patched = [run(GRIDRUN, "status", "copy/done6", *v, cwd=tmp) for v in views]
+        check(os.stat(os.path.join(cres, ".gridrun-index")).st_mtime_ns == index_before,
+              "the status after 2 changed files read those 2 alone (the results index untouched)")
+        os.remove(cache)
+        fresh = [run(GRIDRUN, "status", "copy/done6", *v, cwd=tmp) for v in views]
+        for v, p, f in zip(views, patched, fresh):
+            check(p.returncode == 0 and p.stdout == f.stdout,
+                  f"status {' '.join(v)} brought up to date = computed afresh:\n{p.stdout}\n---\n{f.stdout}")
+        doc = json.loads(patched[0].stdout) if patched[0].returncode == 0 else {}
+        check(doc.get("counts") == {"completed": 4, "failed": 2}, f"2 failed, 4 completed: {doc.get('counts')}")
+        hosts = [r.get("attempt_hosts") for r in doc.get("jobs", []) if r.get("state") == "failed"]
+        check(len(hosts) == 2 and all(h and h[-1] == "elsewhere" for h in hosts),
+              f"the failed jobs' attempts on their new host: {hosts}")
 
         fifo = run(*argv, "--policy", "fifo", cwd=tmp)
         check(fifo.returncode == 0 and "policy fifo" in fifo.stdout, "another --policy: its own head line")

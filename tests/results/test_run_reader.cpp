@@ -184,6 +184,72 @@ TEST_F(RunReader, ChangedFileIsReadAgain) {
   }
 }
 
+// A large index is not written whole for a few files read again: their records are appended to
+// the journal, which answers the next read (no file opened), until the journal passes its share of
+// the index; then the index is written whole and the journal emptied (issue 60). Here the limits
+// are lowered so that a small run takes the path a run of 100,000 jobs takes.
+TEST_F(RunReader, FewChangedFilesGoToTheJournalNotAWholeIndex) {
+  const IndexWriteOptions delta{0, 10.0};  // every index is "large"; the journal may grow to 10x it
+  auto read_with = [&](const IndexWriteOptions& w, FolderReadStats* st) {
+    ResultsFolder f(folder_, true, w);
+    FolderReadOptions o;
+    auto got = f.read(names_, o, st);
+    f.flush();
+    return got;
+  };
+  const auto want = read(Depth::Summary, nullptr);  // the index written whole (none before)
+  const std::string index = folder_ + "/" + kIndexName, journal = folder_ + "/.gridrun-journal";
+  ASSERT_TRUE(fs::exists(index));
+  const std::string index_bytes = gridrun::results::testing::read_file(index);
+  // A changed file (rewritten with the same bytes: a new inode and ctime) is read again...
+  const std::string f = folder_ + "/cpu-r1-s0.h5";
+  const std::string bytes = gridrun::results::testing::read_file(f);
+  fs::remove(f);
+  std::ofstream(f, std::ios::binary) << bytes;
+  FolderReadStats st;
+  read_with(delta, &st);
+  EXPECT_EQ(st.read, 2u);  // the changed file and the .partial (never indexed)
+  // ...and its record appended to the journal; the index is left as it was.
+  EXPECT_EQ(gridrun::results::testing::read_file(index), index_bytes);
+  ASSERT_TRUE(fs::exists(journal));
+  EXPECT_GT(fs::file_size(journal), 0u);
+  // The next read takes it from the journal: only the .partial is opened, the answers are a fresh
+  // read's, and still nothing is written.
+  FolderReadStats again;
+  std::vector<JobFileRead> got;
+  {
+    OpenCounter counter(folder_);
+    got = read_with(delta, &again);
+    for (const auto& [name, n] : counter.take())
+      if (is_job_file(name)) {
+        EXPECT_NE(name.find(".partial"), std::string::npos) << name << " opened";
+      }
+  }
+  EXPECT_EQ(again.read, 1u);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].ok, want[k].ok) << got[k].name;
+    EXPECT_EQ(got[k].data.summary, want[k].data.summary) << got[k].name;
+    EXPECT_EQ(got[k].data.status, want[k].data.status) << got[k].name;
+  }
+  EXPECT_EQ(gridrun::results::testing::read_file(index), index_bytes);
+  // Past the journal's share (here: any journal at all), a read of another changed file writes the
+  // index whole, with both files, and empties the journal.
+  const std::string g = folder_ + "/cpu-r1-s1.h5";
+  ASSERT_TRUE(fs::exists(g));
+  const std::string gbytes = gridrun::results::testing::read_file(g);
+  fs::remove(g);
+  std::ofstream(g, std::ios::binary) << gbytes;
+  FolderReadStats third;
+  read_with(IndexWriteOptions{0, 0.0}, &third);
+  EXPECT_EQ(third.read, 2u);
+  EXPECT_NE(gridrun::results::testing::read_file(index), index_bytes);
+  EXPECT_FALSE(fs::exists(journal));
+  FolderReadStats last;
+  read_with(delta, &last);
+  EXPECT_EQ(last.read, 1u);  // the .partial only: both changed files are in the index now
+}
+
 TEST_F(RunReader, DamagedOrForeignIndexIsRebuilt) {
   auto want = read(Depth::Summary, nullptr);
   const std::string index = folder_ + "/" + kIndexName;

@@ -1,12 +1,13 @@
 // gridrun-test-make-run: a finished run of N real jobs without training them, for the many-jobs
 // scenario tests (e2e_many.py) and bench/results/bench_run_scale.sh.
 //
-//   gridrun-test-make-run GRID OUT [--rewrite K] [--set KEY=VALUE[,VALUE...]]... [--spread]
+//   gridrun-test-make-run GRID OUT [--rewrite K [--fail]] [--set KEY=VALUE[,VALUE...]]... [--spread]
 //
 // Expands GRID like `gridrun run` (same run directory: grid.yaml, job files, state.json), then
 // writes every job's results file through the real JobWriter (20 step rows, 2 epochs, 4 util rows,
 // status completed, its own id and parameters), so each file is a valid, distinct job of the run.
-// --rewrite K: writes the first K jobs' files again (a status afterwards must read only those K).
+// --rewrite K: writes the first K jobs' files again (a status afterwards must read only those K);
+// with --fail they end failed ("made to fail" on host "elsewhere") instead of completed.
 // --set: as `gridrun run --set` (jobs::parse_overrides; recorded in state.json as a run does).
 // --spread: job k's figures differ by a permutation of k (final test accuracy 0.7 + 0.01 *
 // (7k mod 11), step time 10 + (3k mod 11) ms), not in grid order, for tests of `report --sort`.
@@ -28,8 +29,8 @@ using namespace gridrun;
 
 namespace {
 
-void write_job(const std::string& dir, const jobs::Job& job, const std::string& run, int variant,
-               bool spread) {
+void write_job(const std::string& dir, const jobs::Job& job, const std::string& run, int variant, bool spread,
+               bool fail = false) {
   const int acc_rank = spread ? static_cast<int>((job.index * 7) % 11) : 0;
   const int step_rank = spread ? static_cast<int>((job.index * 3) % 11) : 0;
   results::JobFileInfo info;
@@ -38,7 +39,7 @@ void write_job(const std::string& dir, const jobs::Job& job, const std::string& 
   info.params = job.params;
   info.ranks = 1;
   info.flush_interval_s = 0;
-  info.attempt_hostname = "bench";
+  info.attempt_hostname = fail ? "elsewhere" : "bench";
   auto w = results::JobWriter::create(dir, info);
   results::StepRow s;
   s.rank_step_s = {0.01};
@@ -68,7 +69,10 @@ void write_job(const std::string& dir, const jobs::Job& job, const std::string& 
     r.node_cpu_pct = 50;
     w->append_util(r);
   }
-  w->finish(results::Status::Completed, "", {});
+  if (fail)
+    w->finish(results::Status::Failed, "made to fail", {});
+  else
+    w->finish(results::Status::Completed, "", {});
 }
 
 }  // namespace
@@ -76,12 +80,13 @@ void write_job(const std::string& dir, const jobs::Job& job, const std::string& 
 int main(int argc, char** argv) {
   try {
     if (argc < 3 || std::strcmp(argv[1], "--help") == 0) {
-      std::cerr << "usage: gridrun-test-make-run GRID OUT [--rewrite K] [--set KEY=VALUE]... [--spread]\n";
+      std::cerr
+          << "usage: gridrun-test-make-run GRID OUT [--rewrite K [--fail]] [--set KEY=VALUE]... [--spread]\n";
       return 2;
     }
     const std::string grid = argv[1], out = argv[2];
     int rewrite = -1;
-    bool spread = false;
+    bool spread = false, fail = false;
     std::vector<std::string> set;
     for (int a = 3; a < argc; ++a) {
       if (std::strcmp(argv[a], "--rewrite") == 0 && a + 1 < argc) {
@@ -90,6 +95,8 @@ int main(int argc, char** argv) {
         set.emplace_back(argv[++a]);
       } else if (std::strcmp(argv[a], "--spread") == 0) {
         spread = true;
+      } else if (std::strcmp(argv[a], "--fail") == 0) {
+        fail = true;
       } else {
         std::cerr << "gridrun-test-make-run: unknown argument " << argv[a] << "\n";
         return 2;
@@ -102,7 +109,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     if (rewrite >= 0) {
       for (int k = 0; k < rewrite && k < static_cast<int>(ex.jobs.size()); ++k)
-        write_job(rd.results_dir(), ex.jobs[k], ex.name, 1, spread);
+        write_job(rd.results_dir(), ex.jobs[k], ex.name, 1, spread, fail);
     } else {
       run::PrepareOptions popt;
       popt.grid_file = grid;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "gridrun/results/format.hpp"
+#include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::results {
 
@@ -65,14 +66,25 @@ struct FolderReadStats {
 };
 
 // The file name index kept in each results folder.
-inline constexpr const char* kIndexName = ".gridrun-index";
+inline constexpr const char* kIndexName = run::RunDir::kResultsIndexName;
+
+// When a whole index is written again (ResultsFolder::flush). An index of 100,000 jobs is 274 MB:
+// rewriting it because 10 files changed made `status` after a change cost as much as the run, so a
+// large index takes the records of a few files read again as a delta appended to the folder's
+// journal (the file writers append their records to), which readers consult wherever the index
+// misses; once the journal passes a fraction of the index, the next flush writes the index whole
+// and empties the journal. A small index is always written whole (it costs nothing).
+struct IndexWriteOptions {
+  std::size_t delta_from_bytes = std::size_t{4} << 20;  // smaller indexes: always written whole
+  double max_journal_fraction = 0.125;                  // journal bytes / index bytes, at most
+};
 
 // A results folder with its index loaded once, for a caller that reads files of it many times (the
 // run loop reads each job's file as the job ends): reads update the index in memory and flush()
 // writes it, so a run of 10,000 jobs does not rewrite a 10,000-entry index 10,000 times.
 class ResultsFolder {
  public:
-  explicit ResultsFolder(std::string folder, bool use_index = true);
+  explicit ResultsFolder(std::string folder, bool use_index = true, const IndexWriteOptions& writes = {});
   ~ResultsFolder();  // flush(); a failure to write the index is ignored (it is only a cache)
   ResultsFolder(const ResultsFolder&) = delete;
   ResultsFolder& operator=(const ResultsFolder&) = delete;

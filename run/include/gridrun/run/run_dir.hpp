@@ -85,6 +85,10 @@ class RunDir {
   // <id>.h5 or <id>.h5.partial
   static std::optional<std::string> job_id_of_results_file(const std::string& name);
   static bool is_partial_file(const std::string& name);  // <id>.h5.partial
+  // The results folder's caches of its job files (results/run_reader.hpp): the index readers keep
+  // and the journal writers and readers append to. Neither says anything the job files do not.
+  static constexpr const char* kResultsIndexName = ".gridrun-index";
+  static constexpr const char* kResultsJournalName = ".gridrun-journal";
   // Whether root() holds a run: a state.json or a jobs/ folder (a crashed `gridrun submit` may have
   // written only the job files). What `gridrun status` and `gridrun ls` take for a run directory.
   bool holds_run() const {

@@ -20,7 +20,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/run/run_dir.hpp"
 
@@ -29,6 +31,15 @@ namespace gridrun::run {
 // The stamps a summary depends on: the run's root and its jobs/, logs/, slurm/ and slurm/ended/
 // folders, state.json, grid.yaml, results.h5, and results/ with each of its files, one line.
 std::string run_stamps(const RunDir& dir);
+// The same stamps with the results folder's entries one by one (by name), for a cache that can
+// bring itself up to date when only some results files changed (app/cmd_status.cpp).
+struct RunStampParts {
+  std::string rest;                       // every stamp but the results folder's
+  std::vector<base::EntryStamp> results;  // its entries, by name (none when it cannot be listed)
+  std::string results_stamp;              // their digest (no space in it)
+  std::string text() const { return rest + ' ' + results_stamp; }  // run_stamps
+};
+RunStampParts run_stamp_parts(const RunDir& dir);
 
 // The payload of the summary when it is current: present, whole, of this version, its stamps
 // equal to run_stamps(dir) now, and not marked live. std::nullopt otherwise (never throws).
@@ -37,6 +48,8 @@ std::optional<base::Json> read_current_summary(const RunDir& dir);
 struct SummaryWriteOptions {
   std::string stamps_before;  // run_stamps(dir) taken before the payload was computed
   bool live = false;          // a job ran or was queued: never reused
+  // write_cache: keep the results folder's entries one by one, for read_cache_changes.
+  bool keep_results_entries = false;
 };
 // Stores `payload` when the run did not change while it was computed (run_stamps(dir) still
 // equals opts.stamps_before) and is not live. Creates .cache/ when missing (which changes the
@@ -45,11 +58,22 @@ struct SummaryWriteOptions {
 // disk): a summary is a cache.
 bool write_summary(const RunDir& dir, const base::Json& payload, const SummaryWriteOptions& opts);
 
-// The same rules for a binary cache of any command, RUN_DIR/.cache/NAME ("gridrun-cache 1", the
-// stamps, then the payload): the payload when current, else std::nullopt (never throws); stored
-// only when the run did not change while it was computed and is not live.
+// The same rules for a binary cache of any command, RUN_DIR/.cache/NAME ("gridrun-cache 2", the
+// stamps, the results folder's entries when kept, then the payload): the payload when current, else
+// std::nullopt (never throws); stored only when the run did not change while it was computed and is not live.
 std::optional<std::string> read_current_cache(const RunDir& dir, const std::string& name);
 bool write_cache(const RunDir& dir, const std::string& name, std::string_view payload,
                  const SummaryWriteOptions& opts);
+// A cache stored with keep_results_entries whose run changed in its results files only (each
+// still there under its name: rewritten, renamed over, changed in place): its payload and those
+// files, so that the caller brings it up to date by reading them alone (a status after 10 of
+// 100,000 files changed). Also a current cache (`changed` empty). std::nullopt otherwise: none,
+// damaged, anything else changed (a file added or removed, state.json, the grid, the binary).
+struct CacheChanges {
+  std::string payload;
+  std::vector<std::string> changed;  // names in results/, sorted
+  std::string stamps_now;            // run_stamps(dir) as read: the stamps_before of an update
+};
+std::optional<CacheChanges> read_cache_changes(const RunDir& dir, const std::string& name);
 
 }  // namespace gridrun::run
