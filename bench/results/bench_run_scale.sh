@@ -64,8 +64,8 @@ status_after_change() {  # rewrites 10 job files, then one status (the figure is
   awk "BEGIN{print $t1 - $t0}"
 }
 
-cold_status() {  # the index removed: every job file read once (one guarded child)
-  rm -f "$run/results/.gridrun-index"
+cold_status() {  # the index and the status cache removed: every job file read once
+  rm -rf "$run/results/.gridrun-index" "$run/.cache"
   local t0 t1
   t0=$(date +%s.%N)
   /usr/bin/time -f %M -o "$work/rss" "$gridrun" status "$run" >/dev/null
@@ -120,8 +120,12 @@ PY
   # The first adoption: `gridrun run` of the finished files with no index (each file read once,
   # or its record taken from the writers' journal).
   adopt() {
-    rm -f "$run/results/.gridrun-index"
+    # A run no command has read: no index and none of the run's caches (RUN_DIR/.cache: they
+    # hold while no job file changed, and removing the index changes none). `sync`: the copy's
+    # writeback is not the adoption's.
+    rm -rf "$run/results/.gridrun-index" "$run/.cache"
     if [[ -f $work/journal ]]; then cp "$work/journal" "$journal"; fi
+    sync
     local t0 t1
     t0=$(date +%s.%N)
     /usr/bin/time -f %M -o "$work/rss" "$gridrun" run "$grid" --out "$runs_dir" >/dev/null 2>&1

@@ -16,7 +16,7 @@ using results::Depth;
 using results::FolderReadOptions;
 using results::JobRecord;
 
-ScannedRun scan_results(const std::string& run_dir, FolderReadOptions fo) {
+ScannedRun scan_results(const std::string& run_dir, FolderReadOptions fo, bool keep_data) {
   ScannedRun out;
   const run::RunDir rd(run_dir);
   const std::string results = rd.results_dir();
@@ -40,10 +40,14 @@ ScannedRun scan_results(const std::string& run_dir, FolderReadOptions fo) {
   fo.prune_index = true;
   std::vector<results::JobFileRead> read = results::read_job_files(results, names, fo);
   out.records.reserve(read.size());
-  out.data.reserve(read.size());
+  if (keep_data) out.data.reserve(read.size());
   for (auto& r : read) {
     if (!r.ok) {
       out.skipped.push_back(r.error);
+      continue;
+    }
+    if (!keep_data) {
+      out.records.push_back(results::record_of(std::move(r.data), (relative / r.name).string()));
       continue;
     }
     out.records.push_back(results::record_of(r.data, (relative / r.name).string()));
@@ -55,7 +59,7 @@ ScannedRun scan_results(const std::string& run_dir, FolderReadOptions fo) {
 std::vector<JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped) {
   FolderReadOptions fo;
   fo.depth = Depth::Summary;
-  ScannedRun s = scan_results(run_dir, fo);
+  ScannedRun s = scan_results(run_dir, fo, false);
   skipped.insert(skipped.end(), s.skipped.begin(), s.skipped.end());
   return std::move(s.records);
 }

@@ -149,13 +149,12 @@ void journal_finished_file(const std::string& path, JobData job) noexcept {
 
 namespace {
 
-std::unordered_map<std::string, JournalEntry> read_journal_file(const std::string& path, std::size_t* size) {
+std::unordered_map<std::string, JournalEntry> read_journal_file(const std::string& path, std::string& bytes) {
   std::unordered_map<std::string, JournalEntry> out;
   std::string refused;
-  const auto bytes = base::try_read_file(path, base::kinds::kResultsJournal, &refused);
-  if (size) *size = bytes ? bytes->size() : 0;
-  if (!bytes) return out;
-  const std::string_view all = *bytes;
+  auto read = base::try_read_file(path, base::kinds::kResultsJournal, &refused);
+  bytes = read ? std::move(*read) : std::string();
+  const std::string_view all = bytes;
   const std::string_view magic(reinterpret_cast<const char*>(&kFrameMagic), sizeof kFrameMagic);
   std::size_t at = 0;
   while (at + kFrameHead + kFrameTail <= all.size()) {
@@ -173,7 +172,7 @@ std::unordered_map<std::string, JournalEntry> read_journal_file(const std::strin
             std::string name = r.str();
             JournalEntry e;
             e.key = get_stat_key(r);
-            e.record = r.str();
+            e.record = r.view();
             if (r.done()) {
               out[std::move(name)] = std::move(e);
               whole = true;
@@ -197,9 +196,8 @@ std::unordered_map<std::string, JournalEntry> read_journal_file(const std::strin
 
 }  // namespace
 
-std::unordered_map<std::string, JournalEntry> read_journal(const std::string& folder,
-                                                           std::size_t* bytes_read) {
-  return read_journal_file(journal_path(folder), bytes_read);
+std::unordered_map<std::string, JournalEntry> read_journal(const std::string& folder, std::string& bytes) {
+  return read_journal_file(journal_path(folder), bytes);
 }
 
 void empty_journal(const std::string& folder, std::optional<std::size_t> all_taken_at,
@@ -220,7 +218,8 @@ void empty_journal(const std::string& folder, std::optional<std::size_t> all_tak
       return;
     }
     std::string keep;
-    for (const auto& [name, e] : read_journal_file(aside, nullptr)) {
+    std::string bytes;
+    for (const auto& [name, e] : read_journal_file(aside, bytes)) {
       if (in_index(name, e.key)) continue;
       int err = 0;
       const auto now = stat_key((fs::path(folder) / name).string(), &err);

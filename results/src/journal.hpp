@@ -70,12 +70,12 @@ std::size_t journal_size(const std::string& folder);
 
 struct JournalEntry {
   StatKey key;
-  std::string record;  // encode_job(..., Depth::Summary)
+  std::string_view record;  // encode_job(..., Depth::Summary), in the bytes read_journal kept
 };
 // The journal's whole records by file name (the last one of a name wins); damaged frames skipped.
-// An absent or refused journal (a FIFO, a link, over its cap) is empty. `bytes_read`: its size.
-std::unordered_map<std::string, JournalEntry> read_journal(const std::string& folder,
-                                                           std::size_t* bytes_read);
+// An absent or refused journal (a FIFO, a link, over its cap) is empty. `bytes`: the journal as
+// read, which the records point into (no copy of 274 MB of records at 100,000 jobs).
+std::unordered_map<std::string, JournalEntry> read_journal(const std::string& folder, std::string& bytes);
 
 // After the index holds the journal's records: the journal is emptied, except for records the
 // index does not hold (files not asked for, records appended since it was read) whose files are

@@ -36,6 +36,18 @@ JobRecord record_of(const JobData& job, const std::string& relative_file) {
   return r;
 }
 
+JobRecord record_of(JobData&& job, const std::string& relative_file) {
+  JobRecord r;
+  if (job.summary.empty()) job.summary = derive_summary(job);
+  r.id = std::move(job.id);
+  r.status = std::move(job.status);
+  r.exit_reason = std::move(job.exit_reason);
+  r.file = relative_file;
+  r.params = std::move(job.params);
+  r.summary = std::move(job.summary);
+  return r;
+}
+
 namespace {
 
 // The fixed string columns of the index's /jobs (parameters and figures are columns by name).

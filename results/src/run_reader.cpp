@@ -41,9 +41,10 @@ enum class Verdict : std::uint64_t { Ok = 0, Unreadable = 1, Damaged = 2 };
 struct Entry {
   StatKey key;
   Verdict verdict = Verdict::Ok;
-  std::string reason;       // without the path
-  std::string_view record;  // encode_job(..., Depth::Summary) when Ok: in `owned` or in the index's bytes
-  std::string owned;        // a record read from its file this time (the index's own stay in its bytes)
+  std::string reason;  // without the path
+  std::string_view
+      record;  // encode_job(..., Depth::Summary) when Ok: in `owned`, the index's bytes or the journal's
+  std::string owned;  // a record read from its file this time (the index's own stay in its bytes)
 };
 
 // Moves `e` into the map under `name`, its record pointing at its own copy (a std::string's buffer
@@ -117,6 +118,7 @@ struct ResultsFolder::Impl {
   bool journal_loaded = false, journal_used = false;
   std::unordered_map<std::string, detail::JournalEntry> journal;
   std::size_t journal_bytes = 0;  // its size when read
+  std::string journal_buf;        // its bytes: the records taken from it point into them
 
   std::string index_path() const { return (fs::path(folder) / kIndexName).string(); }
 
@@ -168,11 +170,12 @@ struct ResultsFolder::Impl {
                            const std::vector<std::string>* keys_wanted) {
     if (!journal_loaded) {
       journal_loaded = true;
-      journal = detail::read_journal(folder, &journal_bytes);
+      journal = detail::read_journal(folder, journal_buf);
+      journal_bytes = journal_buf.size();
     }
     const auto it = journal.find(r.name);
     if (it == journal.end() || !(it->second.key == key)) return false;
-    std::string record = std::move(it->second.record);
+    const std::string_view record = it->second.record;  // in journal_buf, which outlives the entries
     journal.erase(it);
     try {
       r.data = detail::decode_job(record, depth, keys_wanted);
@@ -183,7 +186,7 @@ struct ResultsFolder::Impl {
     r.ok = r.from_index = true;
     Entry e;
     e.key = key;
-    e.owned = std::move(record);
+    e.record = record;
     put_entry(entries, r.name, std::move(e));
     dirty = journal_used = true;
     return true;

@@ -111,3 +111,62 @@ TEST(RunSummary, DamagedOrForeignCacheIsIgnored) {
 }
 
 }  // namespace
+
+// A binary cache kept with the results folder's entries (the status cache) tells which results
+// files changed when nothing else did; anything else changed is no answer at all.
+TEST(RunSummary, CacheNamesTheResultsFilesThatChanged) {
+  auto store = [](const FakeRun& r) {
+    run::SummaryWriteOptions o;
+    o.stamps_before = run::run_stamps(r.dir);
+    o.keep_results_entries = true;
+    return run::write_cache(r.dir, "status", "payload", o);
+  };
+  const std::string a = "aaaaaaaaaaaa.h5", b = "bbbbbbbbbbbb.h5";
+  {
+    FakeRun r;
+    base::write_file_atomic(r.dir.results_dir() + "/" + b, "results");
+    ASSERT_TRUE(store(r));
+    auto got = run::read_cache_changes(r.dir, "status");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->payload, "payload");
+    EXPECT_TRUE(got->changed.empty());  // current
+    EXPECT_EQ(got->stamps_now, run::run_stamps(r.dir));
+    base::write_file_atomic(r.dir.results_dir() + "/" + b, "rewritten");  // renamed over
+    fs::resize_file(r.dir.results_dir() + "/" + a, 3);                    // changed in place
+    got = run::read_cache_changes(r.dir, "status");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->changed, (std::vector<std::string>{a, b}));
+    EXPECT_EQ(got->payload, "payload");
+    EXPECT_FALSE(run::read_current_cache(r.dir, "status"));  // not current, for the other callers
+  }
+  for (int what = 0; what < 3; ++what) {
+    FakeRun r;
+    ASSERT_TRUE(store(r));
+    if (what == 0) base::write_file_atomic(r.dir.results_dir() + "/" + b, "results");  // a file added
+    if (what == 1) fs::remove(r.dir.results_dir() + "/" + a);                          // one removed
+    if (what == 2) base::write_file_atomic(r.dir.state_file(), "{\"jobs\": {}}\n");    // state.json
+    EXPECT_FALSE(run::read_cache_changes(r.dir, "status")) << what;
+  }
+  {
+    FakeRun r;  // stored without the entries: only "current" can be told
+    run::SummaryWriteOptions o;
+    o.stamps_before = run::run_stamps(r.dir);
+    ASSERT_TRUE(run::write_cache(r.dir, "report", "payload", o));
+    ASSERT_TRUE(run::read_cache_changes(r.dir, "report"));
+    fs::resize_file(r.dir.results_dir() + "/" + a, 3);
+    EXPECT_FALSE(run::read_cache_changes(r.dir, "report"));
+  }
+}
+
+// The results folder's own caches of its files (the index readers rewrite, the journal they and
+// the writers append to) and the folder's own mtime change no answer: a command that brought the
+// index up to date keeps the caches current.
+TEST(RunSummary, TheResultsIndexAndJournalChangeNoStamp) {
+  FakeRun r;
+  const std::string before = run::run_stamps(r.dir);
+  base::write_file_atomic(r.dir.results_dir() + "/" + run::RunDir::kResultsIndexName, "index");
+  base::write_file_atomic(r.dir.results_dir() + "/" + run::RunDir::kResultsJournalName, "journal");
+  EXPECT_EQ(run::run_stamps(r.dir), before);
+  base::write_file_atomic(r.dir.results_dir() + "/bbbbbbbbbbbb.h5", "results");
+  EXPECT_NE(run::run_stamps(r.dir), before);
+}

@@ -21,7 +21,9 @@ struct ScannedRun {
   std::vector<std::string> skipped;
 };
 // `fo`: the depth asked and the like (its prune_index is set: the whole folder is read).
-ScannedRun scan_results(const std::string& run_dir, results::FolderReadOptions fo);
+// `keep_data` false: `data` stays empty and each record takes what it needs from its job's data
+// (collect at 100,000 jobs: no second copy of every summary and parameter set).
+ScannedRun scan_results(const std::string& run_dir, results::FolderReadOptions fo, bool keep_data = true);
 // The records only (Depth::Summary).
 std::vector<results::JobRecord> scan_run_dir(const std::string& run_dir, std::vector<std::string>& skipped);
 

@@ -24,6 +24,8 @@ struct JobRecord {
 };
 
 JobRecord record_of(const JobData& job, const std::string& relative_file);
+// The same, taking what it keeps from `job` (a caller that needs the records only: collect).
+JobRecord record_of(JobData&& job, const std::string& relative_file);
 
 // Reads the /jobs table of a results.h5 written by collect(), once, in a forked copy (a damaged
 // index that crashes libhdf5 is a "damaged" error, a read that hangs past `timeout_s` too). Throws
