@@ -325,7 +325,9 @@ void print_table(const gj::Expansion& ex, Plan& plan, const PlanOptions& o, std:
   style.width = static_cast<int>(o.cols);
   style.fit = gr::TableStyle::Fit::Drop;
   style.heading = false;
-  gr::render_tables({t}, style, os);  // names any left-out columns under the rows
+  std::vector<gr::Table> tables;  // moved in: an initializer list would copy every row
+  tables.push_back(std::move(t));
+  gr::render_tables(tables, style, os);  // names any left-out columns under the rows
   if (o.all_params && plan.size() > 0) {
     std::vector<std::string> words;
     std::vector<std::string> names;

@@ -266,9 +266,6 @@ std::optional<std::vector<EntryStamp>> folder_entry_stamps(const std::string& di
     for (auto& th : threads) th.join();
   }
   ::closedir(d);
-  if (opts.sorted)
-    std::sort(out.begin(), out.end(),
-              [](const EntryStamp& a, const EntryStamp& b) { return a.name < b.name; });
   return out;
 }
 

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -44,7 +45,6 @@ RunStampParts run_stamp_parts(const RunDir& dir) {
   // make its own answer stale (it did: after a change, two statuses computed the whole merge).
   base::FolderStampOptions results;
   results.own = false;
-  results.sorted = true;
   results.skip = {RunDir::kResultsIndexName, RunDir::kResultsJournalName};
   int err = 0;
   if (auto entries = base::folder_entry_stamps(dir.results_dir(), results, &err)) {
@@ -97,6 +97,11 @@ std::optional<RunStampParts> ready_to_store(const RunDir& dir, const std::string
 constexpr std::string_view kCacheMagic = "gridrun-cache 2\n";
 
 std::string cache_file(const RunDir& dir, const std::string& name) { return dir.cache_dir() + "/" + name; }
+
+void sort_by_name(std::vector<base::EntryStamp>& v) {
+  std::sort(v.begin(), v.end(),
+            [](const base::EntryStamp& a, const base::EntryStamp& b) { return a.name < b.name; });
+}
 
 struct CacheFile {
   std::string_view stamps;
@@ -177,11 +182,13 @@ std::optional<CacheChanges> read_cache_changes(const RunDir& dir, const std::str
     std::string refused;
     const auto text = base::try_read_file(cache_file(dir, name), base::kinds::kRunCache, &refused);
     if (!text) return std::nullopt;
-    const CacheFile f = parse_cache(*text, true);
     RunStampParts now = run_stamp_parts(dir);
     CacheChanges out;
     out.stamps_now = now.text();
+    // The entries are parsed (100,000 names) only when the stamps say something changed.
+    const CacheFile f = parse_cache(*text, parse_cache(*text, false).stamps != out.stamps_now);
     if (f.stamps != out.stamps_now) {
+      sort_by_name(now.results);
       // Only results files changed, each under its name: the rest of the stamps as stored, the
       // same names listed.
       const std::size_t cut = f.stamps.rfind(' ');
@@ -212,8 +219,10 @@ bool write_cache(const RunDir& dir, const std::string& name, std::string_view pa
     bytes += now->text();
     bytes += '\n';
     if (opts.keep_results_entries) {
-      bytes += "entries " + std::to_string(now->results.size()) + "\n";
-      for (const base::EntryStamp& e : now->results) {
+      std::vector<base::EntryStamp> entries = now->results;
+      sort_by_name(entries);
+      bytes += "entries " + std::to_string(entries.size()) + "\n";
+      for (const base::EntryStamp& e : entries) {
         bytes += e.name;
         bytes += '\0';
         bytes.append(reinterpret_cast<const char*>(&e.hash), 8);

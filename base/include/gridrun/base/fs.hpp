@@ -138,12 +138,11 @@ std::string stat_stamp(const std::string& path);
 struct FolderStampOptions {
   bool own = true;                // the folder's own stat_stamp too (a rename in it changes that)
   std::vector<std::string> skip;  // entries left out (files rewritten by every reader of the folder)
-  bool sorted = false;            // folder_entry_stamps: by name (folder_entries_stamp needs no order)
 };
 std::string folder_entries_stamp(const std::string& dir, const FolderStampOptions& opts = {});
 // The same, entry by entry, for a cache that wants to know which entries changed (the status of a
 // run where 10 of 100,000 results files changed re-reads those 10): each entry's name and the
-// hash of its name and lstat, in the folder's order (by name when opts.sorted); std::nullopt with
+// hash of its name and lstat, in the folder's order; std::nullopt with
 // the errno in *err when the folder cannot be listed. folder_entries_stamp's digest of them is
 // entries_digest.
 struct EntryStamp {

@@ -35,7 +35,7 @@ std::string run_stamps(const RunDir& dir);
 // bring itself up to date when only some results files changed (app/cmd_status.cpp).
 struct RunStampParts {
   std::string rest;                       // every stamp but the results folder's
-  std::vector<base::EntryStamp> results;  // its entries, by name (none when it cannot be listed)
+  std::vector<base::EntryStamp> results;  // its entries, as listed (none when it cannot be)
   std::string results_stamp;              // their digest (no space in it)
   std::string text() const { return rest + ' ' + results_stamp; }  // run_stamps
 };
