@@ -164,6 +164,17 @@ struct ResultsFolder::Impl {
     return true;
   }
 
+  // A fresh read's entry, of a finished file only (a live `.partial` is never indexed).
+  void keep_read(const std::string& name, Entry e) {
+    if (!use_index || run::RunDir::is_partial_file(name)) return;
+    if (e.verdict == Verdict::Ok)
+      fresh.push_back(name);
+    else
+      whole = true;
+    put_entry(entries, name, std::move(e));
+    dirty = true;
+  }
+
   // Answers `r` from the journal's record of its file when that record is of the file as it is
   // now (`key`), and puts it into the index like a fresh read's. False: read the file.
   bool answer_from_journal(JobFileRead& r, const StatKey& key, Depth depth,
@@ -254,6 +265,18 @@ void prune_entries(Map& entries, const std::vector<std::string>& names, bool& di
 }
 }  // namespace
 
+namespace {
+// Forked copies for `files` reads: one, else from 64 files on one per CPU this process may use
+// (at most `max`).
+std::size_t copies_for(std::size_t files, std::size_t max) {
+  if (files < 64 || max <= 1) return 1;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const std::size_t usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return std::max<std::size_t>(1, std::min(max, usable));
+}
+}  // namespace
+
 std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& names,
                                              const FolderReadOptions& opts, FolderReadStats* stats) {
   Impl& im = *impl_;
@@ -320,13 +343,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
   // whole files (tables too) whatever the depth asked, so that the verdict is the same for every
   // command, and sends at least Depth::Summary back (what the index keeps).
   const Depth sent = opts.whole_when_read ? Depth::Full : std::max(opts.depth, Depth::Summary);
-  std::size_t copies = 1;
-  if (to_read.size() >= 64 && opts.max_copies > 1) {
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    const std::size_t usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    copies = std::max<std::size_t>(1, std::min(opts.max_copies, usable));
-  }
+  const std::size_t copies = copies_for(to_read.size(), opts.max_copies);
   const auto reads = base::run_isolated_each(
       to_read.size(),
       [&](std::size_t i) {
@@ -359,14 +376,7 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
       r.damaged = got.no_answer;
     }
     if (!r.ok) r.error = r.path + ": " + e.reason;
-    if (im.use_index && !run::RunDir::is_partial_file(r.name)) {
-      if (e.verdict == Verdict::Ok)
-        im.fresh.push_back(r.name);
-      else
-        im.whole = true;
-      put_entry(im.entries, r.name, std::move(e));
-      im.dirty = true;
-    }
+    im.keep_read(r.name, std::move(e));
   }
   if (opts.prune_index && im.use_index) prune_entries(im.entries, names, im.whole);
   im.dirty = im.dirty || im.whole;
