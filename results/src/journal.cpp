@@ -174,7 +174,7 @@ std::unordered_map<std::string, JournalEntry> read_journal_file(const std::strin
             e.key = get_stat_key(r);
             e.record = r.view();
             if (r.done()) {
-              out[std::move(name)] = std::move(e);
+              out[std::move(name)] = e;
               whole = true;
             }
           } catch (const std::exception&) {
