@@ -110,6 +110,17 @@ def main():
         hosts = [r.get("attempt_hosts") for r in doc.get("jobs", []) if r.get("state") == "failed"]
         check(len(hosts) == 2 and all(h and h[-1] == "elsewhere" for h in hosts),
               f"the failed jobs' attempts on their new host: {hosts}")
+        # A results file damaged in place (no rename: only its own stat changes): the same again.
+        run(GRIDRUN, "status", "copy/done6", cwd=tmp)  # the cache is current again
+        last = os.path.join(cres, sorted(n for n in os.listdir(cres) if n.endswith(".h5"))[-1])
+        with open(last, "r+b") as f:
+            f.seek(os.path.getsize(last) // 2)
+            f.write(b"\xff" * 256)
+        patched = run(GRIDRUN, "status", "copy/done6", "--format", "json", cwd=tmp)
+        os.remove(cache)
+        fresh = run(GRIDRUN, "status", "copy/done6", "--format", "json", cwd=tmp)
+        check(patched.returncode == 0 and patched.stdout == fresh.stdout,
+              f"status after a file damaged in place = computed afresh:\n{patched.stdout}\n---\n{fresh.stdout}")
 
         fifo = run(*argv, "--policy", "fifo", cwd=tmp)
         check(fifo.returncode == 0 and "policy fifo" in fifo.stdout, "another --policy: its own head line")
