@@ -116,6 +116,9 @@ struct ResultsFolder::Impl {
   // The journal (journal.hpp), read at the first file the index cannot answer; `journal_used`:
   // some of its records went into the index, which then takes the journal's place.
   bool journal_loaded = false, journal_used = false;
+  // It passed its share of the index (append_to_journal): emptied by the next whole write even
+  // when none of its records was taken (records of files changed since are never taken).
+  bool journal_over = false;
   std::unordered_map<std::string, detail::JournalEntry> journal;
   std::size_t journal_bytes = 0;  // its size when read
   std::string journal_buf;        // its bytes: the records taken from it point into them
@@ -157,7 +160,10 @@ struct ResultsFolder::Impl {
         frames += detail::journal_frame(name, it->second.key, it->second.record);
     }
     const double limit = writes.max_journal_fraction * static_cast<double>(bytes.size());
-    if (static_cast<double>(detail::journal_size(folder) + frames.size()) > limit) return false;
+    if (static_cast<double>(detail::journal_size(folder) + frames.size()) > limit) {
+      journal_over = true;
+      return false;
+    }
     detail::append_to_journal(folder, frames);
     fresh.clear();
     dirty = journal_used = false;
@@ -231,16 +237,17 @@ void ResultsFolder::flush() noexcept {
     base::write_file_atomic(impl_->index_path(), render_index(impl_->entries));
     impl_->dirty = impl_->whole = false;
     impl_->fresh.clear();
-    if (impl_->journal_used) {
+    if (impl_->journal_used || impl_->journal_over) {
       const auto& entries = impl_->entries;
       // Records are moved out of `journal` as they go into the index: none left, all were taken.
-      const std::optional<std::size_t> all_taken_at =
-          impl_->journal.empty() ? std::optional<std::size_t>(impl_->journal_bytes) : std::nullopt;
+      const std::optional<std::size_t> all_taken_at = impl_->journal_loaded && impl_->journal.empty()
+                                                          ? std::optional<std::size_t>(impl_->journal_bytes)
+                                                          : std::nullopt;
       detail::empty_journal(impl_->folder, all_taken_at, [&](const std::string& name, const StatKey& key) {
         const auto it = entries.find(name);
         return it != entries.end() && it->second.key == key;
       });
-      impl_->journal_used = false;
+      impl_->journal_used = impl_->journal_over = false;
     }
   } catch (...) {
     // A read-only run directory or a full disk: the index is only a cache, the next command

@@ -248,6 +248,20 @@ TEST_F(RunReader, FewChangedFilesGoToTheJournalNotAWholeIndex) {
   FolderReadStats last;
   read_with(delta, &last);
   EXPECT_EQ(last.read, 1u);  // the .partial only: both changed files are in the index now
+  // A journal past its share whose records are all stale (their file changed again since) is
+  // emptied by the next whole write, though none of its records was taken.
+  auto rewrite = [&] {
+    fs::remove(f);
+    std::ofstream(f, std::ios::binary) << bytes;
+  };
+  rewrite();
+  read_with(delta, nullptr);  // its record goes to the journal
+  ASSERT_TRUE(fs::exists(journal));
+  rewrite();  // the record is stale now
+  FolderReadStats stale;
+  read_with(IndexWriteOptions{0, 0.0}, &stale);
+  EXPECT_EQ(stale.read, 2u);  // the file again (its record is of the old one) and the .partial
+  EXPECT_FALSE(fs::exists(journal));
 }
 
 TEST_F(RunReader, DamagedOrForeignIndexIsRebuilt) {
