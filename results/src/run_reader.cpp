@@ -101,6 +101,10 @@ std::string render_index(const std::unordered_map<std::string, Entry>& entries) 
 
 }  // namespace
 
+namespace {
+std::atomic<int> index_writes_off{0};  // IndexWritesOff objects alive
+}  // namespace
+
 struct ResultsFolder::Impl {
   std::string folder;
   bool use_index = true;
@@ -116,8 +120,9 @@ struct ResultsFolder::Impl {
   // The journal (journal.hpp), read at the first file the index cannot answer; `journal_used`:
   // some of its records went into the index, which then takes the journal's place.
   bool journal_loaded = false, journal_used = false;
-  // It passed its share of the index (append_to_journal): emptied by the next whole write even
-  // when none of its records was taken (records of files changed since are never taken).
+  // Emptied by the next whole write even when none of its records was taken: it passed its share
+  // of the index (append_to_journal; records of files changed since are never taken), or this
+  // command appended its own reads to it (checkpoint), which the index then holds.
   bool journal_over = false;
   std::unordered_map<std::string, detail::JournalEntry> journal;
   std::size_t journal_bytes = 0;  // its size when read
@@ -168,6 +173,52 @@ struct ResultsFolder::Impl {
     fresh.clear();
     dirty = journal_used = false;
     return true;
+  }
+
+  // One file's answer from the guarded copy that read it: `r` filled, its entry kept.
+  void take_read(JobFileRead& r, const StatKey& key, const base::IsolatedRun& got,
+                 const FolderReadOptions& opts, Depth sent, const std::vector<std::string>* keys_wanted) {
+    Entry e;
+    e.key = key;
+    if (got.ok) {
+      try {
+        r.data = detail::decode_job(got.message, opts.whole_when_read ? sent : opts.depth,
+                                    opts.whole_when_read ? nullptr : keys_wanted);
+        r.data.path = r.path;
+        r.ok = true;
+        e.owned = sent == Depth::Summary
+                      ? got.message
+                      : detail::encode_job(detail::decode_job(got.message, Depth::Summary), Depth::Summary);
+      } catch (const std::exception& ex) {
+        e.verdict = Verdict::Unreadable;
+        e.reason = std::string("cannot decode its record: ") + ex.what();
+      }
+    } else {
+      e.verdict = got.no_answer ? Verdict::Damaged : Verdict::Unreadable;  // crashed, hung or exited
+      e.reason = detail::guarded_read_failure(got);
+      r.damaged = got.no_answer;
+    }
+    if (!r.ok) r.error = r.path + ": " + e.reason;
+    keep_read(r.name, std::move(e));
+  }
+
+  // The records read so far, appended to the journal (FolderReadOptions::checkpoint_every): what
+  // a command cut short leaves for the next. Best effort; the whole index is still written by the
+  // flush, which then empties the journal of what it holds.
+  void checkpoint() noexcept {
+    if (!use_index || fresh.empty() || index_writes_off.load() > 0) return;
+    try {
+      std::string frames;
+      for (const std::string& name : fresh) {
+        const auto it = entries.find(name);
+        if (it != entries.end() && it->second.verdict == Verdict::Ok)
+          frames += detail::journal_frame(name, it->second.key, it->second.record);
+      }
+      detail::append_to_journal(folder, frames);
+      fresh.clear();
+      journal_over = true;
+    } catch (...) {
+    }
   }
 
   // A fresh read's entry, of a finished file only (a live `.partial` is never indexed).
@@ -222,10 +273,6 @@ ResultsFolder::~ResultsFolder() { flush(); }
 const std::string& ResultsFolder::folder() const { return impl_->folder; }
 
 std::string ResultsFolder::index_path() const { return impl_->index_path(); }
-
-namespace {
-std::atomic<int> index_writes_off{0};  // IndexWritesOff objects alive
-}  // namespace
 
 IndexWritesOff::IndexWritesOff() { ++index_writes_off; }
 IndexWritesOff::~IndexWritesOff() { --index_writes_off; }
@@ -346,44 +393,25 @@ std::vector<JobFileRead> ResultsFolder::read(const std::vector<std::string>& nam
     }
     to_read.push_back(k);
   }
-  // Everything else in one forked copy (a few, one per CPU, when there are many files). A copy reads
+  // Everything else in one forked copy (a few, one per CPU, when there are many files; a part of
+  // checkpoint_every files at a time, each part's records then kept in the journal). A copy reads
   // whole files (tables too) whatever the depth asked, so that the verdict is the same for every
   // command, and sends at least Depth::Summary back (what the index keeps).
   const Depth sent = opts.whole_when_read ? Depth::Full : std::max(opts.depth, Depth::Summary);
   const std::size_t copies = copies_for(to_read.size(), opts.max_copies);
-  const auto reads = base::run_isolated_each(
-      to_read.size(),
-      [&](std::size_t i) {
-        return detail::record_of_file(out[to_read[i]].path, sent);  // this is the isolated copy
-      },
-      opts.item_timeout_s, copies);
-  for (std::size_t i = 0; i < to_read.size(); ++i) {
-    const std::size_t k = to_read[i];
-    JobFileRead& r = out[k];
-    const base::IsolatedRun& got = reads[i];
-    Entry e;
-    e.key = *keys[k];
-    ++st.read;
-    if (got.ok) {
-      try {
-        r.data = detail::decode_job(got.message, opts.whole_when_read ? sent : opts.depth,
-                                    opts.whole_when_read ? nullptr : keys_wanted);
-        r.data.path = r.path;
-        r.ok = true;
-        e.owned = sent == Depth::Summary
-                      ? got.message
-                      : detail::encode_job(detail::decode_job(got.message, Depth::Summary), Depth::Summary);
-      } catch (const std::exception& ex) {
-        e.verdict = Verdict::Unreadable;
-        e.reason = std::string("cannot decode its record: ") + ex.what();
-      }
-    } else {
-      e.verdict = got.no_answer ? Verdict::Damaged : Verdict::Unreadable;  // crashed, hung or exited
-      e.reason = detail::guarded_read_failure(got);
-      r.damaged = got.no_answer;
-    }
-    if (!r.ok) r.error = r.path + ": " + e.reason;
-    im.keep_read(r.name, std::move(e));
+  const std::size_t part = opts.checkpoint_every > 0 ? opts.checkpoint_every : to_read.size();
+  for (std::size_t first = 0; first < to_read.size(); first += part) {
+    const std::size_t n = std::min(part, to_read.size() - first);
+    const auto reads = base::run_isolated_each(
+        n,
+        [&](std::size_t i) {
+          return detail::record_of_file(out[to_read[first + i]].path, sent);  // the isolated copy
+        },
+        opts.item_timeout_s, copies);
+    for (std::size_t i = 0; i < n; ++i)
+      im.take_read(out[to_read[first + i]], *keys[to_read[first + i]], reads[i], opts, sent, keys_wanted);
+    st.read += n;
+    if (n < to_read.size()) im.checkpoint();
   }
   if (opts.prune_index && im.use_index) prune_entries(im.entries, names, im.whole);
   im.dirty = im.dirty || im.whole;

@@ -264,6 +264,46 @@ TEST_F(RunReader, FewChangedFilesGoToTheJournalNotAWholeIndex) {
   EXPECT_FALSE(fs::exists(journal));
 }
 
+// A read of many files keeps what it read in the journal as it goes (FolderReadOptions::
+// checkpoint_every): a command cut short before it wrote the index leaves its reads to the next,
+// which opens none of those files again; the index written whole then empties the journal.
+TEST_F(RunReader, ABigReadIsResumedFromTheJournal) {
+  const std::string journal = folder_ + "/.gridrun-journal", index = folder_ + "/" + kIndexName;
+  FolderReadOptions parts;
+  parts.checkpoint_every = 2;
+  auto cut_short = std::make_unique<ResultsFolder>(folder_);
+  FolderReadStats first;
+  const auto want = cut_short->read(names_, parts, &first);
+  EXPECT_EQ(first.read, names_.size());
+  // Not flushed: no index yet, but the records are in the journal.
+  EXPECT_FALSE(fs::exists(index));
+  ASSERT_TRUE(fs::exists(journal));
+  FolderReadStats again;
+  std::vector<JobFileRead> got;
+  {
+    OpenCounter counter(folder_);
+    ResultsFolder next(folder_);
+    got = next.read(names_, FolderReadOptions{}, &again);
+    next.flush();
+    for (const auto& [name, n] : counter.take()) {
+      if (is_job_file(name) && name.find(".partial") == std::string::npos &&
+          name.find("corrupt") == std::string::npos) {
+        ADD_FAILURE() << name << " opened again";
+      }
+    }
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].ok, want[k].ok) << got[k].name;
+    EXPECT_EQ(got[k].data.summary, want[k].data.summary) << got[k].name;
+  }
+  EXPECT_TRUE(fs::exists(index));
+  EXPECT_FALSE(fs::exists(journal));  // the index holds its records now
+  cut_short.reset();                  // its own flush, later: the index again, no journal left
+  EXPECT_TRUE(fs::exists(index));
+  EXPECT_FALSE(fs::exists(journal));
+}
+
 TEST_F(RunReader, DamagedOrForeignIndexIsRebuilt) {
   auto want = read(Depth::Summary, nullptr);
   const std::string index = folder_ + "/" + kIndexName;

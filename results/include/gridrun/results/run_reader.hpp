@@ -47,6 +47,11 @@ struct FolderReadOptions {
   // JobData::depth says so) whatever `depth` asks: its tables were read anyway, and a caller that
   // wants some jobs whole later (the HTML report's drawn series) need not open it again.
   bool whole_when_read = false;
+  // A read of many files (a first adoption of 100,000 files no writer journaled: minutes) is done
+  // in parts of this many files; after each part the records read so far go to the folder's
+  // journal, so that a read cut short (a kill, a Ctrl-C) is resumed by the next command instead of
+  // starting over. 0: one part. Nothing is written while an IndexWritesOff lives.
+  std::size_t checkpoint_every = 4096;
 };
 
 struct JobFileRead {
