@@ -42,8 +42,8 @@ struct Entry {
   StatKey key;
   Verdict verdict = Verdict::Ok;
   std::string reason;  // without the path
-  std::string_view
-      record;  // encode_job(..., Depth::Summary) when Ok: in `owned`, the index's bytes or the journal's
+  // encode_job(..., Depth::Summary) when Ok: in `owned`, in the index's bytes or in the journal's
+  std::string_view record;
   std::string owned;  // a record read from its file this time (the index's own stay in its bytes)
 };
 
@@ -151,6 +151,17 @@ struct ResultsFolder::Impl {
     }
   }
 
+  // The journal frames of the files read since the last flush (their records as the index keeps them).
+  std::string fresh_frames() const {
+    std::string frames;
+    for (const std::string& name : fresh) {
+      const auto it = entries.find(name);
+      if (it != entries.end() && it->second.verdict == Verdict::Ok)
+        frames += detail::journal_frame(name, it->second.key, it->second.record);
+    }
+    return frames;
+  }
+
   // The index's delta: when the index read is whole and large and only files read again changed it,
   // their records go to the journal (one append) rather than the index being written whole for
   // them; answers taken from the journal stay there. True when that was done (or nothing was
@@ -158,12 +169,7 @@ struct ResultsFolder::Impl {
   // to a fraction of the index: past it, the index is written whole and the journal emptied.
   bool append_to_journal() {
     if (rebuilt || whole || bytes.size() < writes.delta_from_bytes) return false;
-    std::string frames;
-    for (const std::string& name : fresh) {
-      const auto it = entries.find(name);
-      if (it != entries.end() && it->second.verdict == Verdict::Ok)
-        frames += detail::journal_frame(name, it->second.key, it->second.record);
-    }
+    const std::string frames = fresh_frames();
     const double limit = writes.max_journal_fraction * static_cast<double>(bytes.size());
     if (static_cast<double>(detail::journal_size(folder) + frames.size()) > limit) {
       journal_over = true;
@@ -208,12 +214,7 @@ struct ResultsFolder::Impl {
   void checkpoint() noexcept {
     if (!use_index || fresh.empty() || index_writes_off.load() > 0) return;
     try {
-      std::string frames;
-      for (const std::string& name : fresh) {
-        const auto it = entries.find(name);
-        if (it != entries.end() && it->second.verdict == Verdict::Ok)
-          frames += detail::journal_frame(name, it->second.key, it->second.record);
-      }
+      const std::string frames = fresh_frames();
       detail::append_to_journal(folder, frames);
       fresh.clear();
       journal_over = true;
