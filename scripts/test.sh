@@ -32,7 +32,34 @@ done
 case $lane in debian|lint|asan|cuda|all) ;; *) echo "test.sh: --lane must be debian, lint, asan, cuda or all, not '$lane'" >&2; exit 2 ;; esac
 
 t_start=$(date +%s)
-scripts/install-deps.sh --test --wheel
+# The Debian packages first; the pinned PyTorch wheel's environment (.venv-wheel: 2.9 GB downloaded
+# and unpacked, network and disk rather than CPU) is made beside the Debian lane's build, which does
+# not use it; the Debian lane's tests (torch_equal against torch 2.15, torchrun) and the CUDA lane
+# wait for it.
+scripts/install-deps.sh --test
+mkdir -p build-logs
+wheel_pid='' wheel_ready=''
+if [[ $lane == all || $lane == debian || $lane == cuda ]]; then
+  scripts/install-deps.sh --wheel >build-logs/wheel.log 2>&1 &
+  wheel_pid=$!
+fi
+# wait_wheel: waits once for the wheel's environment; its log is printed either way.
+wait_wheel() {
+  [[ -n $wheel_ready ]] && return "$wheel_ready"
+  local t0 wrc=0
+  t0=$(date +%s)
+  wait "$wheel_pid" || wrc=1
+  sed 's/^/install-deps (wheel): /' build-logs/wheel.log
+  wheel_ready=$wrc
+  if ((wrc == 0)); then
+    lane_lines+=("wheel environment: ready ($(($(date +%s) - t0)) s waited for it after the build)")
+  else
+    lane_lines+=("wheel environment: FAILED (build-logs/wheel.log)")
+    echo "test.sh: FAIL: scripts/install-deps.sh --wheel (log above)" >&2
+    rc=1
+  fi
+  return "$wrc"
+}
 junits=()
 rc=0
 
@@ -91,7 +118,10 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -
 
 if [[ $lane == all || $lane == debian || $lane == lint ]]; then
   if build_lane debian scripts/build.sh "${launcher[@]}"; then
-    [[ $lane == lint ]] || run_ctest build debian
+    if [[ $lane != lint ]]; then
+      wait_wheel || true
+      run_ctest build debian
+    fi
   else
     echo "test.sh: FAIL: lane debian did not build (log above)" >&2
     rc=1
@@ -139,6 +169,8 @@ if [[ $lane == all || $lane == cuda ]]; then
     fi
   else
     # No benchmarks: the lane runs tests only (bench/ is built and linted in the Debian lane).
+    # It builds against the wheel's LibTorch.
+    wait_wheel || true
     if build_lane cuda scripts/device-build.sh --no-test -- -DGRIDRUN_BUILD_BENCH=OFF "${launcher[@]}"; then
       run_ctest build-cuda cuda -L 'unit|gpu|cuda_lane'
     else
@@ -148,6 +180,9 @@ if [[ $lane == all || $lane == cuda ]]; then
   fi
 fi
 
+# Nothing outlives this script: a wheel environment no lane waited for (a lane's build failed) is
+# waited for here.
+if [[ -n $wheel_pid && -z $wheel_ready ]]; then wait_wheel || true; fi
 for name in "${failed_builds[@]}"; do
   echo "test.sh: the last 40 lines of lane $name's build (build-logs/$name.log):"
   tail -n 40 "build-logs/$name.log" | sed 's/^/  | /'
