@@ -12,8 +12,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gridrun/base/own_dir.hpp"
@@ -221,6 +223,28 @@ std::string stat_stamp(const std::string& path) {
          ":" + std::to_string(ns(st.st_ctim));
 }
 
+namespace {
+// The names an open folder lists, but "." and "..".
+std::vector<std::string> entry_names(DIR* d) {
+  std::vector<std::string> out;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
+      continue;
+    out.emplace_back(e->d_name);
+  }
+  return out;
+}
+}  // namespace
+
+std::optional<std::vector<std::string>> list_folder(const std::string& dir, int* err) {
+  const std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+  if (!d) {
+    if (err) *err = errno;
+    return std::nullopt;
+  }
+  return entry_names(d.get());
+}
+
 std::optional<std::vector<EntryStamp>> folder_entry_stamps(const std::string& dir,
                                                            const FolderStampOptions& opts, int* err) {
   DIR* d = ::opendir(dir.c_str());
@@ -229,12 +253,9 @@ std::optional<std::vector<EntryStamp>> folder_entry_stamps(const std::string& di
     return std::nullopt;
   }
   std::vector<EntryStamp> out;
-  while (const dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
-      continue;
-    if (std::find(opts.skip.begin(), opts.skip.end(), e->d_name) != opts.skip.end()) continue;
-    out.push_back(EntryStamp{e->d_name, 0});
-  }
+  for (std::string& name : entry_names(d))
+    if (std::find(opts.skip.begin(), opts.skip.end(), name) == opts.skip.end())
+      out.push_back(EntryStamp{std::move(name), 0});
   // Each entry's FNV-1a over its name and stat fields. The stats are almost all of the time
   // (100,000 of them take 0.3 s on one core), so they are split over a few threads.
   auto entry_hash = [fd = ::dirfd(d)](const std::string& name) {
@@ -293,33 +314,50 @@ void fsync_dir(const std::string& dir) {
 
 namespace {
 void write_then_rename(const std::string& path, std::string_view data, unsigned mode, bool durable) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const char* step, int err) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(path + ": cannot write (" + step + "): " + errno_text(err));
-  };
-  {
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
-    if (fd.get() < 0) fail("create", errno);
-    // A temporary that a crashed process of the same PID left keeps its permissions through
-    // O_TRUNC: a secret's are set here, before its first byte.
-    if (mode != 0644 && ::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) fail("chmod", errno);
-    std::size_t done = 0;
-    while (done < data.size()) {
-      const ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail("write", errno);
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    if (durable && ::fsync(fd.get()) != 0) fail("fsync", errno);
-    if (::close(fd.release()) != 0) fail("close", errno);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename", errno);
-  if (durable) fsync_dir(dir_of(path));
+  AtomicFileWriter w(path, mode);
+  w.append(data);
+  w.commit(durable);
 }
 }  // namespace
+
+AtomicFileWriter::AtomicFileWriter(std::string path, unsigned mode)
+    : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+  fd_ = UniqueFd(::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
+  if (fd_.get() < 0) fail("create", errno);
+  // A temporary that a crashed process of the same PID left keeps its permissions through
+  // O_TRUNC: a secret's are set here, before its first byte.
+  if (mode != 0644 && ::fchmod(fd_.get(), static_cast<mode_t>(mode)) != 0) fail("chmod", errno);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::fail(const char* step, int err) {
+  ::unlink(tmp_.c_str());
+  tmp_.clear();
+  throw std::runtime_error(path_ + ": cannot write (" + step + "): " + errno_text(err));
+}
+
+void AtomicFileWriter::append(std::string_view data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd_.get(), data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write", errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void AtomicFileWriter::commit(bool durable) {
+  if (durable && ::fsync(fd_.get()) != 0) fail("fsync", errno);
+  if (::close(fd_.release()) != 0) fail("close", errno);
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename", errno);
+  tmp_.clear();
+  if (durable) fsync_dir(dir_of(path_));
+}
 
 void write_file_atomic(const std::string& path, std::string_view data, unsigned mode) {
   write_then_rename(path, data, mode, true);

@@ -237,19 +237,26 @@ Cell metric_cell(double v) {
 // jobs without the metric, which come last, in the usual order), the first opts.top of them.
 std::vector<const JobRecord*> ordered_jobs(const JobRefs& jobs, const std::vector<std::string>& vary,
                                            const std::optional<JobSort>& sort, std::size_t top) {
-  const std::size_t n = jobs.size();
-  std::vector<std::vector<SortKey>> keys(n);
-  for (std::size_t i = 0; i < n; ++i)
-    for (const auto& k : vary) keys[i].push_back(sort_key(value_of(*jobs[i], k)));
+  const std::size_t n = jobs.size(), m = vary.size();
+  // Each job's keys and id copied once into flat arrays: the sort compares n log n times, and at
+  // 100,000 jobs a compare that follows pointers into the loaded records misses the CPU's cache.
+  std::vector<SortKey> keys;
+  keys.reserve(n * m);
+  std::vector<std::string> ids;
+  ids.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (const auto& k : vary) keys.push_back(sort_key(value_of(*jobs[i], k)));
+    ids.push_back(jobs[i]->id);
+  }
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    for (std::size_t q = 0; q < vary.size(); ++q) {
-      const SortKey& x = keys[a][q];
-      const SortKey& y = keys[b][q];
+    for (std::size_t q = 0; q < m; ++q) {
+      const SortKey& x = keys[a * m + q];
+      const SortKey& y = keys[b * m + q];
       if (x.text != y.text) return x.numeric && y.numeric ? x.num < y.num : x.text < y.text;
     }
-    return jobs[a]->id < jobs[b]->id;
+    return ids[a] < ids[b];
   });
   if (sort) {
     std::vector<std::pair<double, std::size_t>> by;

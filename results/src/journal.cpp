@@ -102,16 +102,35 @@ StatKey get_stat_key(base::ByteReader& r) {
   return k;
 }
 
-std::uint64_t checksum(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ULL;
+void Checksum::update(std::string_view s) {
+  constexpr std::uint64_t kPrime = 1099511628211ULL;
   std::size_t i = 0;
+  if (tail_n_ > 0) {
+    while (tail_n_ < 8 && i < s.size()) tail_[tail_n_++] = s[i++];
+    if (tail_n_ < 8) return;
+    std::uint64_t w;
+    std::memcpy(&w, tail_, 8);
+    h_ = (h_ ^ w) * kPrime;
+    tail_n_ = 0;
+  }
   for (; i + 8 <= s.size(); i += 8) {
     std::uint64_t w;
     std::memcpy(&w, s.data() + i, 8);
-    h = (h ^ w) * 1099511628211ULL;
+    h_ = (h_ ^ w) * kPrime;
   }
-  for (; i < s.size(); ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ULL;
+  for (; i < s.size(); ++i) tail_[tail_n_++] = s[i];
+}
+
+std::uint64_t Checksum::value() const {
+  std::uint64_t h = h_;
+  for (std::size_t i = 0; i < tail_n_; ++i) h = (h ^ static_cast<unsigned char>(tail_[i])) * 1099511628211ULL;
   return h;
+}
+
+std::uint64_t checksum(std::string_view s) {
+  Checksum c;
+  c.update(s);
+  return c.value();
 }
 
 namespace {

@@ -45,6 +45,18 @@ StatKey get_stat_key(base::ByteReader& r);
 // FNV-1a over 8-byte words (then the tail): the index's and the journal's checksum. Not
 // cryptographic; it tells a torn or bit-flipped record from a whole one.
 std::uint64_t checksum(std::string_view s);
+// The same over bytes given in pieces (an index written as it is rendered): update() with each
+// piece in order, then value() equals checksum() of them all together.
+class Checksum {
+ public:
+  void update(std::string_view s);
+  std::uint64_t value() const;
+
+ private:
+  std::uint64_t h_ = 1469598103934665603ULL;
+  char tail_[8] = {};
+  std::size_t tail_n_ = 0;  // bytes of an unfinished word, kept for the next piece
+};
 
 inline constexpr const char* kJournalName = run::RunDir::kResultsJournalName;
 

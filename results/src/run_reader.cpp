@@ -78,25 +78,40 @@ std::unordered_map<std::string, Entry> parse_index(std::string_view bytes) {
   return out;
 }
 
-std::string render_index(const std::unordered_map<std::string, Entry>& entries) {
+// Renders the index into `path` (base::AtomicFileWriter) a megabyte at a time: 274 MB at 100,000
+// jobs, built whole it was copied into the page cache from memory long out of the CPU's cache.
+void write_index(const std::string& path, const std::unordered_map<std::string, Entry>& entries) {
+  base::AtomicFileWriter out(path);
   ByteWriter w;
+  detail::Checksum sum;
+  auto spill = [&] {
+    sum.update(w.bytes());
+    out.append(w.bytes());
+    w.bytes().clear();
+  };
   w.raw(kMagic.data(), kMagic.size());
   w.u64(entries.size());
-  // In name order, so that two commands that saw the same files write the same bytes.
-  std::vector<const std::pair<const std::string, Entry>*> sorted;
-  for (const auto& kv : entries) sorted.push_back(&kv);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
-  for (const auto* kv : sorted) {
-    const Entry& e = kv->second;
-    w.str(kv->first);
+  // In name order, so that two commands that saw the same files write the same bytes. The names
+  // (short: in the strings themselves) are copied beside their entries, so that the sort reads
+  // one array rather than the map's scattered nodes.
+  std::vector<std::pair<std::string, const Entry*>> sorted;
+  sorted.reserve(entries.size());
+  for (const auto& [name, e] : entries) sorted.emplace_back(name, &e);
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [name, ep] : sorted) {
+    const Entry& e = *ep;
+    w.str(name);
     detail::put_stat_key(w, e.key);
     w.u64(static_cast<std::uint64_t>(e.verdict));
     w.str(e.reason);
     w.str(e.record);
+    if (w.bytes().size() >= (std::size_t{1} << 20)) spill();
   }
-  const std::uint64_t sum = checksum(w.bytes());
-  w.raw(&sum, sizeof sum);
-  return std::move(w.bytes());
+  spill();
+  const std::uint64_t total = sum.value();
+  w.raw(&total, sizeof total);
+  out.append(w.bytes());
+  out.commit();
 }
 
 }  // namespace
@@ -282,7 +297,7 @@ void ResultsFolder::flush() noexcept {
   if (!impl_ || !impl_->use_index || !impl_->dirty || index_writes_off.load() > 0) return;
   try {
     if (impl_->append_to_journal()) return;
-    base::write_file_atomic(impl_->index_path(), render_index(impl_->entries));
+    write_index(impl_->index_path(), impl_->entries);
     impl_->dirty = impl_->whole = false;
     impl_->fresh.clear();
     if (impl_->journal_used || impl_->journal_over) {

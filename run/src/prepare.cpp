@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <ostream>
 #include <stdexcept>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
@@ -121,13 +124,20 @@ PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const Prep
   std::error_code aec;
   p.state.grid_dir = fs::absolute(fs::path(opts.grid_file), aec).parent_path().string();
   p.state.grid_file = fs::absolute(fs::path(opts.grid_file), aec).lexically_normal().string();
+  std::vector<std::string> ids;
+  ids.reserve(ex.jobs.size());
+  for (const jobs::Job& job : ex.jobs) ids.push_back(job.id);
+  const std::vector<JobRecord*> records = records_of(p.state, ids);
+  // The ids whose job file exists, from one listing of jobs/ (not a stat per job).
+  std::unordered_set<std::string> present;
+  if (auto names = base::list_folder(dir.jobs_dir()))
+    for (const std::string& name : *names)
+      if (auto id = RunDir::job_id_of_job_file(name)) present.insert(std::move(*id));
   for (std::size_t i = 0; i < ex.jobs.size(); ++i) {
     const std::string& id = ex.jobs[i].id;
-    JobRecord& rec = p.state.jobs[id];
-    rec.id = id;
+    JobRecord& rec = *records[i];
     rec.phase = phase_of(ex, i);
-    std::error_code ec;
-    if (!fs::exists(dir.job_file(id), ec)) continue;
+    if (present.count(id) == 0) continue;
     try {
       jobs::read_job_file(dir.job_file(id));
     } catch (const std::exception& e) {

@@ -1,8 +1,12 @@
 // The job outcome vocabulary of state.json (state.hpp).
 #include "gridrun/run/state.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
 
 namespace gridrun::run {
 
@@ -63,6 +67,24 @@ bool operator==(const PhaseRecord& a, const PhaseRecord& b) {
 bool operator==(const RunState& a, const RunState& b) {
   return a.name == b.name && a.grid_dir == b.grid_dir && a.grid_file == b.grid_file &&
          a.overrides == b.overrides && a.repeats == b.repeats && a.jobs == b.jobs && a.phases == b.phases;
+}
+
+std::vector<JobRecord*> records_of(RunState& s, const std::vector<std::string>& ids) {
+  std::vector<std::pair<std::string_view, std::size_t>> order;
+  order.reserve(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) order.emplace_back(ids[i], i);
+  std::sort(order.begin(), order.end());
+  std::vector<JobRecord*> out(ids.size());
+  auto it = s.jobs.begin();
+  for (const auto& [id, i] : order) {
+    while (it != s.jobs.end() && std::string_view(it->first) < id) ++it;
+    if (it == s.jobs.end() || it->first != id) {
+      it = s.jobs.emplace_hint(it, std::string(id), JobRecord{});  // before `it`: no search
+      it->second.id = it->first;
+    }
+    out[i] = &it->second;
+  }
+  return out;
 }
 
 }  // namespace gridrun::run

@@ -270,7 +270,7 @@ RunOutcome print_plan(const GridPlan& plan, const RunOptions& o, std::ostream& o
                                                 "(the next `gridrun run` writes a new one)\n";
   } else {
     std::size_t from_results = 0;
-    std::map<std::string, double> measured;
+    Durations measured;
     std::error_code ec;
     if (fs::is_directory(rd.results_dir(), ec)) {
       results::ResultsFolder folder(rd.results_dir());

@@ -20,6 +20,9 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
@@ -112,6 +115,13 @@ results::FolderReadOptions wall_read_options() {
   return fo;
 }
 
+std::vector<std::string> ids_of(const std::vector<jobs::Job>& jobs) {
+  std::vector<std::string> ids;
+  ids.reserve(jobs.size());
+  for (const jobs::Job& job : jobs) ids.push_back(job.id);
+  return ids;
+}
+
 // wall_s of a finished job's record, when it has a usable one.
 std::optional<double> measured_wall(const results::JobData& d) {
   if (!run::is_finished(run::outcome_from_results(d.status))) return std::nullopt;
@@ -121,12 +131,11 @@ std::optional<double> measured_wall(const results::JobData& d) {
 }
 }  // namespace
 
-std::map<std::string, double> measured_durations(results::ResultsFolder& folder,
-                                                 const std::vector<jobs::Job>& jobs) {
+Durations measured_durations(results::ResultsFolder& folder, const std::vector<jobs::Job>& jobs) {
   std::vector<std::string> names;
   names.reserve(jobs.size());
   for (const auto& j : jobs) names.push_back(run::RunDir::result_file_name(j.id));
-  std::map<std::string, double> out;
+  Durations out;
   for (const auto& r : folder.read(names, wall_read_options()))
     if (r.ok)
       if (auto w = measured_wall(r.data))
@@ -134,8 +143,8 @@ std::map<std::string, double> measured_durations(results::ResultsFolder& folder,
   return out;
 }
 
-double estimate_for(const jobs::Job& job, const std::map<std::string, double>& measured,
-                    const CostModel& cost, bool* from_results) {
+double estimate_for(const jobs::Job& job, const Durations& measured, const CostModel& cost,
+                    bool* from_results) {
   auto it = measured.find(job.id);
   *from_results = it != measured.end();
   return *from_results ? it->second : estimate_seconds(job.params, cost);
@@ -180,6 +189,7 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
                                                      run::override_texts(opts.overrides), opts.repeats},
                                  out)),
       state_(prepared_.state),
+      records_(run::records_of(state_, ids_of(plan.ex.jobs))),
       to_run_(plan.ex.jobs.size(), 0),
       resume_(plan.ex.jobs.size(), 0),
       cold_(plan.ex.jobs.size(), 0) {}
@@ -283,19 +293,30 @@ void RunLoop::reconcile() {
   // unchanged since a command last read them). The verdict is the reports' verdict (run_reader.hpp):
   // what `report` cannot read is quarantined and redone here.
   folder_ = std::make_unique<results::ResultsFolder>(rd_.results_dir());
-  // Only the files that exist: asking the reader for every job's absent .partial too would cost
-  // more (an entry and a message each) than this second stat of the present ones.
+  // Only the files that exist, from one listing of results/ (a stat of each job's final and
+  // .partial file was 200,000 path lookups at 100,000 jobs), each name taken back to its job.
+  std::unordered_map<std::string_view, std::size_t> job_of;
+  job_of.reserve(ex_.jobs.size());
+  for (std::size_t i = 0; i < ex_.jobs.size(); ++i) job_of.emplace(ex_.jobs[i].id, i);
   std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& job : ex_.jobs)
-    for (const std::string& f : {rd_.result_file(job.id), rd_.partial_file(job.id)})
-      if (fs::exists(f, ec)) names.push_back(fs::path(f).filename().string());
+  std::vector<std::pair<std::size_t, bool>> owner;  // per name: its job, and whether a .partial
+  if (auto listed = base::list_folder(rd_.results_dir()))
+    for (std::string& name : *listed) {
+      const std::optional<std::string> id = run::RunDir::job_id_of_results_file(name);
+      const auto it = id ? job_of.find(*id) : job_of.end();
+      if (it == job_of.end()) continue;
+      owner.emplace_back(it->second, run::RunDir::is_partial_file(name));
+      names.push_back(std::move(name));
+    }
   results::FolderReadStats stats;
-  for (auto& r : folder_->read(names, wall_read_options(), &stats)) disk_[r.name] = std::move(r);
+  disk_ = folder_->read(names, wall_read_options(), &stats);
+  disk_of_.assign(ex_.jobs.size(), {kNoRead, kNoRead});
+  for (std::size_t k = 0; k < owner.size(); ++k) disk_of_[owner[k].first][owner[k].second ? 1 : 0] = k;
   // Anything read afresh (a changed file, a live .partial, no index) may be news to results.h5.
   fresh_reads_ = stats.read > 0 || stats.index_rebuilt;
   for (std::size_t i = 0; i < ex_.jobs.size(); ++i) reconcile_job(i);
   disk_.clear();
+  disk_of_.clear();
   save_state();
   folder_->flush();
 }
@@ -310,24 +331,26 @@ void RunLoop::save_state() {
 
 void RunLoop::reconcile_job(std::size_t i) {
   const jobs::Job& job = ex_.jobs[i];
-  run::JobRecord& rec = state_.jobs[job.id];
+  run::JobRecord& rec = *records_[i];
   // A damaged results file (final or .partial) has lost the job's history, which no checkpoint
   // holds: the job restarts from scratch so that its results are those of an undisturbed run.
   bool restart = false;
   std::error_code ec;
   std::string final_status;
-  for (const std::string& f : {rd_.result_file(job.id), rd_.partial_file(job.id)}) {
-    auto it = disk_.find(fs::path(f).filename().string());
-    if (it == disk_.end() || it->second.missing) continue;
-    if (it->second.ok) {
-      if (f == rd_.result_file(job.id)) {
-        final_status = it->second.data.status;
-        if (auto w = measured_wall(it->second.data)) measured_[job.id] = *w;
+  for (const bool partial : {false, true}) {
+    const std::size_t k = disk_of_[i][partial ? 1 : 0];
+    if (k == kNoRead || disk_[k].missing) continue;
+    const results::JobFileRead& r = disk_[k];
+    if (r.ok) {
+      if (!partial) {
+        final_status = r.data.status;
+        if (auto w = measured_wall(r.data)) measured_[job.id] = *w;
       }
       continue;
     }
     // The reader's message starts with the path, which run::quarantine_damaged names itself.
-    std::string why = it->second.error;
+    const std::string& f = r.path;
+    std::string why = r.error;
     if (why.rfind(f + ": ", 0) == 0) why.erase(0, f.size() + 2);
     run::quarantine_damaged(f, why, out_);
     restart = true;
@@ -374,7 +397,7 @@ void RunLoop::launch(const Start& s) {
   const Cluster& cluster = plan_.cluster;
   jobs::Job job = ex_.jobs[i];
   const Node& node = cluster.nodes[s.alloc.node];
-  run::JobRecord& rec = state_.jobs[job.id];
+  run::JobRecord& rec = *records_[i];
   rec.state = run::JobOutcome::Running;
   rec.attempts += 1;
   rec.start_unix = base::unix_now();
@@ -452,7 +475,7 @@ void RunLoop::launch(const Start& s) {
 // bad input (exit 2), which would only fail again.
 void RunLoop::on_exit(std::size_t i, int code) {
   const jobs::Job& job = ex_.jobs[i];
-  run::JobRecord& rec = state_.jobs[job.id];
+  run::JobRecord& rec = *records_[i];
   ProgressCounts& counts = progress_->counts();
   PhaseRun& ph = *phase_;
   const double dur = progress_->elapsed() - ph.live[i].start;
@@ -634,8 +657,8 @@ RunOutcome RunLoop::summary() {
          (h5.st_mtim.tv_sec == idx.st_mtim.tv_sec && h5.st_mtim.tv_nsec >= idx.st_mtim.tv_nsec));
     res.index_stale = !current || fresh_reads_ || skipped_ < ex_.jobs.size();
   }
-  for (const auto& job : ex_.jobs) {
-    const run::JobOutcome s = state_.jobs[job.id].state;
+  for (const run::JobRecord* rec : records_) {
+    const run::JobOutcome s = rec->state;
     if (run::is_finished(s))
       ++res.completed;
     else if (run::is_failure(s))

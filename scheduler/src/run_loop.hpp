@@ -5,11 +5,13 @@
 // output and the phase's engine; as members they stay small and each can be read on its own.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <map>
 #include <memory>
 #include <ostream>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,15 +26,15 @@
 
 namespace gridrun::scheduler {
 
-// Previous wall time of the same job id when it completed before (from its results file), else
-// the cost model. `from_results` says which.
-// Measured durations (wall_s) of the jobs whose results files are finished, by id: one read of
-// the results folder (run_reader.hpp; through its index, so a finished run reads no file).
-std::map<std::string, double> measured_durations(results::ResultsFolder& folder,
-                                                 const std::vector<jobs::Job>& jobs);
-// A job's duration: measured when it has finished before, else the cost model's estimate.
-double estimate_for(const jobs::Job& job, const std::map<std::string, double>& measured,
-                    const CostModel& cost, bool* from_results);
+// Measured durations (wall_s) of the jobs whose results files are finished, by id.
+using Durations = std::unordered_map<std::string, double>;
+// One read of the results folder (run_reader.hpp; through its index, so a finished run reads no
+// file).
+Durations measured_durations(results::ResultsFolder& folder, const std::vector<jobs::Job>& jobs);
+// A job's duration: measured when it has finished before (from its results file), else the cost
+// model's estimate; `from_results` says which.
+double estimate_for(const jobs::Job& job, const Durations& measured, const CostModel& cost,
+                    bool* from_results);
 
 class RunLoop {
  public:
@@ -76,15 +78,21 @@ class RunLoop {
   std::unique_ptr<Executor> exec_;
   run::PreparedRun prepared_;
   run::RunState& state_;
+  // Each job's record in state_ (run::records_of), in the order of ex_.jobs.
+  std::vector<run::JobRecord*> records_;
   std::vector<char> to_run_, resume_;
   std::vector<char> cold_;  // lost in a warm worker: its next attempt is cold
   // The results folder with its index, read once at reconcile and once per ended job; the index is
   // written with state.json, so a `status` after the run reads no job file.
   std::unique_ptr<results::ResultsFolder> folder_;
-  std::map<std::string, results::JobFileRead> disk_;  // reconcile's reads, by file name
-  std::map<std::string, double> measured_;            // wall_s of finished jobs, by id
-  double index_flushed_at_ = 0;                       // progress time of the last index write
-  bool fresh_reads_ = false;                          // reconcile read or quarantined a file
+  // Reconcile's reads of the job files that exist, and each job's final and .partial file among
+  // them (kNoRead: none).
+  static constexpr std::size_t kNoRead = static_cast<std::size_t>(-1);
+  std::vector<results::JobFileRead> disk_;
+  std::vector<std::array<std::size_t, 2>> disk_of_;
+  Durations measured_;           // wall_s of finished jobs, by id
+  double index_flushed_at_ = 0;  // progress time of the last index write
+  bool fresh_reads_ = false;     // reconcile read or quarantined a file
   std::size_t skipped_ = 0;
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<PhaseRun> phase_;

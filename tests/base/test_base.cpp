@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -204,6 +205,42 @@ TEST(Fs, AtomicWriteReplacesWholeAndLeavesNoTemporary) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(d.path)) (void)e, ++n;
   EXPECT_EQ(n, 1);
+}
+
+TEST(Fs, AtomicFileWriterRenamesOnCommitOnlyAndRemovesItsTemporary) {
+  TempDir d;
+  const std::string p = (d.path / "index").string();
+  write_file_atomic(p, "old");
+  {
+    AtomicFileWriter w(p);
+    w.append("half ");
+    // Destroyed uncommitted (an exception on the way): the old file stays, no temporary is left.
+  }
+  EXPECT_EQ(read_file(p, kTestFile), "old");
+  {
+    AtomicFileWriter w(p);
+    w.append("new ");
+    w.append("content");
+    EXPECT_EQ(read_file(p, kTestFile), "old") << "replaced before commit";
+    w.commit();
+  }
+  EXPECT_EQ(read_file(p, kTestFile), "new content");
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(d.path)) (void)e, ++n;
+  EXPECT_EQ(n, 1);
+}
+
+TEST(Fs, ListFolderNamesEveryEntryButDots) {
+  TempDir d;
+  write_file_atomic((d.path / "a.h5").string(), "x");
+  fs::create_directory(d.path / "sub");
+  auto names = list_folder(d.path.string());
+  ASSERT_TRUE(names.has_value());
+  std::sort(names->begin(), names->end());
+  EXPECT_EQ(*names, (std::vector<std::string>{"a.h5", "sub"}));
+  int err = 0;
+  EXPECT_FALSE(list_folder((d.path / "absent").string(), &err).has_value());
+  EXPECT_EQ(err, ENOENT);
 }
 
 TEST(Fs, AtomicWriteFailureNamesPathAndKeepsOldFile) {

@@ -139,6 +139,24 @@ TEST(RunState, RoundTripsJobsAndPhaseFacts) {
 
 // Issue 57: an id read from state.json names the job's files (logs/<id>.out.heartbeat, ...); one
 // that is not a job id is left out with a warning naming the file, never used as a path.
+TEST(RunState, RecordsOfFollowTheIdsAndAddTheMissing) {
+  run::RunState s;
+  s.jobs["bbbb"].id = "bbbb";
+  s.jobs["bbbb"].attempts = 3;
+  s.jobs["zzzz"].id = "zzzz";
+  const std::vector<std::string> ids = {"cccc", "bbbb", "aaaa", "bbbb"};
+  const std::vector<run::JobRecord*> recs = run::records_of(s, ids);
+  ASSERT_EQ(recs.size(), ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_NE(recs[i], nullptr);
+    EXPECT_EQ(recs[i]->id, ids[i]);
+    EXPECT_EQ(recs[i], &s.jobs.at(ids[i]));
+  }
+  EXPECT_EQ(recs[1]->attempts, 3);  // an existing record is kept, not replaced
+  EXPECT_EQ(recs[0]->attempts, 0);
+  EXPECT_EQ(s.jobs.size(), 4u);  // aaaa, bbbb, cccc and the other job's zzzz
+}
+
 TEST(RunState, IdThatIsNotAJobIdIsSkippedWithAWarning) {
   TempDir t;
   const run::RunDir rd(t.path.string());
