@@ -29,6 +29,7 @@
 #include "gridrun/results/reader.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/executor.hpp"
+#include "launch_spec.hpp"
 #include "predict.hpp"
 
 namespace fs = std::filesystem;
@@ -210,21 +211,8 @@ class Calibrator {
     p.job.meta["sitting"] = "calibrate";
     jobs::write_job_file(crd_.job_file(p.job.id), p.job);
     ++launches_;
-    LaunchSpec spec;
-    spec.job_id = p.job.id;
-    spec.job_file = fs::absolute(crd_.job_file(p.job.id)).string();
-    spec.results_dir = fs::absolute(crd_.results_dir()).string();
-    spec.log_out = crd_.log_out(p.job.id);
-    spec.log_err = crd_.log_err(p.job.id);
-    spec.rankfile = crd_.rankfile(p.job.id);
-    spec.req = p.req;
-    spec.host = node.name;
-    if (cluster.bindable)
-      for (int c : s.alloc.cores) spec.core_ids.push_back(node.cores[c]);
-    else
-      spec.oversubscribe = true;
-    spec.gpus = p.job.meta["gpus"];
-    spec.owner_pid = static_cast<int>(::getpid());
+    const run::RunDir acrd(fs::absolute(crd_.root()).lexically_normal().string());
+    LaunchSpec spec = launch_spec_for(p.job.id, LaunchPlace{acrd, cluster, s.alloc, p.req});
     // --launch warm: a group's members take the workers the configurations alone left on their
     // cores (measure_groups keeps the cold launch of each from its alone figures).
     spec.warm = o_.run.launch == run::Launch::Warm;
@@ -232,11 +220,10 @@ class Calibrator {
     // steps as GRIDRUN_MAX_STEPS says (and stops one that goes on past them).
     if (const std::string why = set_program(spec, p.job.params, train_, default_exec_bin()); !why.empty())
       out_ << "calibrate: " << config_label(p.job.params) << ": " << why << "\n";
-    spec.workers_dir = fs::absolute(crd_.workers_dir()).string();
     for (auto& j : p.then) {
       j.meta = p.job.meta;
       jobs::write_job_file(crd_.job_file(j.id), j);
-      spec.then_job_files.push_back(fs::absolute(crd_.job_file(j.id)).string());
+      spec.then_job_files.push_back(acrd.job_file(j.id));
     }
     p.proc = exec_->launch(spec);
   }

@@ -34,6 +34,7 @@
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/failure.hpp"
 #include "gridrun/run/prepare.hpp"
+#include "launch_spec.hpp"
 
 namespace fs = std::filesystem;
 
@@ -413,31 +414,16 @@ void RunLoop::launch(const Start& s) {
   phase_->tries[i] += 1;
   --progress_->counts().pending;
 
-  LaunchSpec spec;
-  spec.job_id = job.id;
-  spec.job_file = ard_.job_file(job.id);
-  spec.results_dir = ard_.results_dir();
-  spec.log_out = ard_.log_out(job.id);
-  spec.log_err = ard_.log_err(job.id);
-  spec.rankfile = ard_.rankfile(job.id);
-  spec.req = plan_.req[i];
-  spec.host = rec.host;
-  if (cluster.bindable)
-    for (int c : s.alloc.cores) spec.core_ids.push_back(node.cores[c]);
-  else
-    spec.oversubscribe = true;
-  spec.gpus = rec.gpus;
+  LaunchSpec spec = launch_spec_for(job.id, LaunchPlace{ard_, cluster, s.alloc, plan_.req[i]});
   spec.resume = resume_[i] != 0;
   spec.heartbeat_file = ard_.heartbeat_file(job.id);
   std::remove(spec.heartbeat_file.c_str());  // a stale one must not count for this attempt
   const int share = plan_.share[i];
   if (spec.req.gpus > 0 && share > 1) spec.gpu_memory_fraction = 1.0 / share;
-  spec.owner_pid = static_cast<int>(::getpid());
   spec.warm = o_.launch == run::Launch::Warm && !cold_[i];
   // A command job (issue 56): gridrun-exec, cold, with a MASTER_PORT of its own (set_program).
   if (const std::string why = set_program(spec, job.params, train_, default_exec_bin()); !why.empty())
     progress_->event("warning " + job.id + ": " + why);
-  spec.workers_dir = ard_.workers_dir();
   // One header per attempt in both logs, so appended attempts can be told apart.
   std::string cmd = exec_->warm_worker_for(spec);
   if (!cmd.empty())
