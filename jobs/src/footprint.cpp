@@ -24,4 +24,15 @@ Footprint footprint(const JobParams& p) {
   return f;
 }
 
+ProcessKey process_key(const Footprint& f) {
+  return ProcessKey{f.device, f.ranks, f.threads_per_rank, f.nodes};
+}
+
+ProcessKey process_key(const JobParams& p) { return process_key(footprint(p)); }
+
+std::string ProcessKey::text() const {
+  return to_string(device) + "|" + std::to_string(ranks) + "|" + std::to_string(threads_per_rank) + "|" +
+         std::to_string(nodes);
+}
+
 }  // namespace gridrun::jobs

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/jobs/suggest.hpp"
 #include "gridrun/run/run_dir.hpp"
@@ -285,8 +286,7 @@ RunnerOptions reparse_for(int argc, const char* const* argv, const std::string& 
   for (const auto& a : args) ptrs.push_back(a.c_str());
   RunnerOptions o = parse_options(static_cast<int>(ptrs.size()), ptrs.data()).options;
   const jobs::JobParams &p = o.job, &q = first.job;
-  if (p.device != q.device || p.ranks != q.ranks || p.threads_per_rank != q.threads_per_rank ||
-      p.nodes != q.nodes)
+  if (jobs::process_key(p) != jobs::process_key(q))
     throw BadInput(
         "gridrun-train: " + what + " " + job_file +
         ": a job in the same process must run on the first job's device, ranks, threads and nodes");

@@ -27,6 +27,7 @@
 #include "gridrun/base/json_checked.hpp"
 #include "gridrun/base/stats.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/run/run_dir.hpp"
@@ -137,16 +138,11 @@ jobs::JobParams calibration_params(const jobs::JobParams& in, std::int64_t steps
   return p;
 }
 
-std::string launch_key(const jobs::JobParams& p) {
-  return to_string(p.device) + "|" + std::to_string(p.ranks) + "|" + std::to_string(p.threads_per_rank) +
-         "|" + std::to_string(p.nodes);
-}
-
 std::vector<std::vector<std::size_t>> plan_alone_processes(const std::vector<jobs::JobParams>& configs) {
   std::vector<std::vector<std::size_t>> out;
   std::map<std::string, std::size_t> of_key;
   for (std::size_t i = 0; i < configs.size(); ++i) {
-    const auto [it, fresh] = of_key.emplace(launch_key(configs[i]), out.size());
+    const auto [it, fresh] = of_key.emplace(jobs::process_key(configs[i]).text(), out.size());
     if (fresh) out.emplace_back();
     out[it->second].push_back(i);
   }

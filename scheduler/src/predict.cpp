@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 
+#include "gridrun/jobs/footprint.hpp"
+
 namespace gridrun::scheduler {
 
 namespace {
@@ -100,7 +102,7 @@ PredictedGrid predict_grid(const GridPlan& plan, const Calibration& cal, const C
     const auto it = cal.alone.find(keys[i]);
     s.duration_s = it != cal.alone.end() ? predict_seconds(jobs[i].params, it->second)
                                          : estimate_seconds(jobs[i].params, cost);
-    s.launch_key = launch_key(jobs[i].params);
+    s.launch_key = jobs::process_key(jobs[i].params).text();
     if (it != cal.alone.end()) s.warm_saving_s = warm_saving(it->second);
   }
   const SimResult first = simulate(plan.cluster, g.jobs, opts.sim);

@@ -12,6 +12,7 @@
 
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
+#include "gridrun/jobs/job.hpp"
 #include "gridrun/runner/archive_check.hpp"
 #include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
@@ -78,6 +79,37 @@ ParseResult parse(std::vector<const char*> args) {
   return parse_options(static_cast<int>(args.size()), args.data());
 }
 }  // namespace
+
+// A job chained after another in one process (--then-job) must share its process key
+// (jobs::process_key: device, ranks, threads, nodes); any other parameter may differ.
+TEST(Options, AChainedJobMustShareTheFirstJobsProcessKey) {
+  const auto dir = std::filesystem::temp_directory_path() / ("gridrun-chain-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto job_file = [&](const std::string& name, std::int64_t ranks, std::int64_t seed) {
+    gridrun::jobs::JobParams p;
+    p.model = "mlp";
+    p.dataset = "synthetic";
+    p.ranks = ranks;
+    p.batch_per_rank = 16;
+    p.global_batch = 16 * ranks;
+    p.seed = seed;
+    const std::string path = (dir / name).string();
+    gridrun::jobs::write_job_file(path, gridrun::jobs::make_job("chain", 0, p));
+    return path;
+  };
+  const std::string first = job_file("first.json", 1, 0), same = job_file("same.json", 1, 7),
+                    wider = job_file("wider.json", 2, 0);
+  const std::vector<const char*> argv = {"gridrun-train", "--job", first.c_str(), "--out", dir.c_str()};
+  const RunnerOptions o = parse_options(static_cast<int>(argv.size()), argv.data()).options;
+  EXPECT_EQ(chained_options(static_cast<int>(argv.size()), argv.data(), same, o).job.seed, 7);
+  try {
+    chained_options(static_cast<int>(argv.size()), argv.data(), wider, o);
+    ADD_FAILURE() << "a 2-rank job chained after a 1-rank one";
+  } catch (const BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find("same process"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
 
 // Issue 34: a manual lenet run without --lr trains at lenet's default 0.05, as a planned job would.
 TEST(Options, ManualLenetGetsItsDefaultLr) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "gridrun/jobs/params.hpp"
 
@@ -52,5 +53,24 @@ struct Footprint {
 // job that never went through it (a hand-edited job file) must not wrap to 0 cores on its way to a
 // scheduler.
 Footprint footprint(const JobParams& p);
+
+// Which jobs may share one process (a chain of --then-job, a warm worker, a Slurm task's chain):
+// those of equal keys. What a process fixes when it starts: its device, ranks, threads per rank and
+// nodes; the rest is each job's own. The calibration's chains, the simulator's and executor's warm
+// workers and the runner's check of a chained job all take it from here (issue 59: the test was
+// written four times).
+struct ProcessKey {
+  Device device = Device::cpu;
+  std::int64_t ranks = 1, threads_per_rank = 1, nodes = 1;
+  bool operator==(const ProcessKey& o) const {
+    return device == o.device && ranks == o.ranks && threads_per_rank == o.threads_per_rank &&
+           nodes == o.nodes;
+  }
+  bool operator!=(const ProcessKey& o) const { return !(*this == o); }
+  // "cpu|2|1|1": a map key, and what the simulator's records carry.
+  std::string text() const;
+};
+ProcessKey process_key(const Footprint& f);
+ProcessKey process_key(const JobParams& p);  // process_key(footprint(p))
 
 }  // namespace gridrun::jobs

@@ -120,12 +120,9 @@ struct FigureOptions {
 std::optional<StepFigures> figures_from_file(const std::string& result_file, const FigureOptions& o,
                                              BuildVersions& versions, std::string& why);
 
-// What must be equal for configurations to share one gridrun-train process while they are measured
-// alone (--then-job): device, ranks, threads and nodes, so the same mpirun command and placement.
-std::string launch_key(const jobs::JobParams& p);
 // The processes that measure `configs` (one job's parameters per configuration) alone: indices
-// into `configs`, one list per launch key in the order the keys first appear, the first of each
-// launched and the rest chained after it. Why: the launch (mpirun, process start, library load,
+// into `configs`, one list per process key (jobs::process_key) in the order the keys first appear, the first
+// of each launched and the rest chained after it. Why: the launch (mpirun, process start, library load,
 // communicator) is the same for all of a process's configurations and was most of what
 // calibration cost (a launch of 1-2 s against 20 steps of 0.1 s); measured once per launch
 // key, each configuration's own launch is that plus its own set-up (data, model).

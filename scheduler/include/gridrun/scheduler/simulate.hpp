@@ -48,7 +48,8 @@ struct SimJob {
   std::string phase;        // compare-by value; phases run one after another in first-seen order
   // Warm launches (SimOptions::warm): a job started on the very cores and GPUs where a job of the
   // same launch key ended takes that job's warm worker, and `warm_saving_s` less (its cold launch
-  // and exit tail minus a warm job's set-up; 0 = unknown, as cold).
+  // and exit tail minus a warm job's set-up; 0 = unknown, as cold). The key:
+  // jobs::process_key(params).text().
   std::string launch_key;
   double warm_saving_s = 0;
 };
