@@ -52,7 +52,7 @@ wait_wheel() {
   sed 's/^/install-deps (wheel): /' build-logs/wheel.log
   wheel_ready=$wrc
   if ((wrc == 0)); then
-    lane_lines+=("wheel environment: ready ($(($(date +%s) - t0)) s waited for it after the build)")
+    lane_lines+=("wheel environment: ready ($(($(date +%s) - t0)) s waited for it)")
   else
     lane_lines+=("wheel environment: FAILED (build-logs/wheel.log)")
     echo "test.sh: FAIL: scripts/install-deps.sh --wheel (log above)" >&2
