@@ -98,6 +98,13 @@ jobs::Job with_phase(const jobs::Job& job, const std::string& phase) {
   return j;
 }
 
+std::vector<JobRecord*> records_of(RunState& s, const std::vector<jobs::Job>& jobs) {
+  std::vector<std::string> ids;
+  ids.reserve(jobs.size());
+  for (const jobs::Job& job : jobs) ids.push_back(job.id);
+  return records_of(s, ids);
+}
+
 PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const PrepareOptions& opts,
                         std::ostream& log) {
   PreparedRun p;
@@ -124,10 +131,7 @@ PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const Prep
   std::error_code aec;
   p.state.grid_dir = fs::absolute(fs::path(opts.grid_file), aec).parent_path().string();
   p.state.grid_file = fs::absolute(fs::path(opts.grid_file), aec).lexically_normal().string();
-  std::vector<std::string> ids;
-  ids.reserve(ex.jobs.size());
-  for (const jobs::Job& job : ex.jobs) ids.push_back(job.id);
-  const std::vector<JobRecord*> records = records_of(p.state, ids);
+  const std::vector<JobRecord*> records = records_of(p.state, ex.jobs);
   // The ids whose job file exists, from one listing of jobs/ (not a stat per job).
   std::unordered_set<std::string> present;
   if (auto names = base::list_folder(dir.jobs_dir()))

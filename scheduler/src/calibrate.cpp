@@ -109,6 +109,7 @@ class Calibrator {
         out_(out),
         rd_(run::RunDir::for_grid(o.run.out, plan.ex.name)),
         crd_(rd_.root() + "/calibration"),
+        acrd_(fs::absolute(crd_.root()).lexically_normal().string()),
         exec_(make_executor("local")) {}
 
   // Runs `members` side by side (one when alone): each with `steps[k]` timed steps.
@@ -211,8 +212,7 @@ class Calibrator {
     p.job.meta["sitting"] = "calibrate";
     jobs::write_job_file(crd_.job_file(p.job.id), p.job);
     ++launches_;
-    const run::RunDir acrd(fs::absolute(crd_.root()).lexically_normal().string());
-    LaunchSpec spec = launch_spec_for(p.job.id, LaunchPlace{acrd, cluster, s.alloc, p.req});
+    LaunchSpec spec = launch_spec_for(p.job.id, LaunchPlace{acrd_, cluster, s.alloc, p.req});
     // --launch warm: a group's members take the workers the configurations alone left on their
     // cores (measure_groups keeps the cold launch of each from its alone figures).
     spec.warm = o_.run.launch == run::Launch::Warm;
@@ -223,7 +223,7 @@ class Calibrator {
     for (auto& j : p.then) {
       j.meta = p.job.meta;
       jobs::write_job_file(crd_.job_file(j.id), j);
-      spec.then_job_files.push_back(acrd.job_file(j.id));
+      spec.then_job_files.push_back(acrd_.job_file(j.id));
     }
     p.proc = exec_->launch(spec);
   }
@@ -242,6 +242,7 @@ class Calibrator {
   std::string train_;
   std::ostream& out_;
   run::RunDir rd_, crd_;
+  run::RunDir acrd_;  // crd_ absolute (what launched processes get)
   std::unique_ptr<Executor> exec_;
   BuildVersions versions_;
   int failed_ = 0, launches_ = 0;

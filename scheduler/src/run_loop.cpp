@@ -116,13 +116,6 @@ results::FolderReadOptions wall_read_options() {
   return fo;
 }
 
-std::vector<std::string> ids_of(const std::vector<jobs::Job>& jobs) {
-  std::vector<std::string> ids;
-  ids.reserve(jobs.size());
-  for (const jobs::Job& job : jobs) ids.push_back(job.id);
-  return ids;
-}
-
 // wall_s of a finished job's record, when it has a usable one.
 std::optional<double> measured_wall(const results::JobData& d) {
   if (!run::is_finished(run::outcome_from_results(d.status))) return std::nullopt;
@@ -190,7 +183,7 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
                                                      run::override_texts(opts.overrides), opts.repeats},
                                  out)),
       state_(prepared_.state),
-      records_(run::records_of(state_, ids_of(plan.ex.jobs))),
+      records_(run::records_of(state_, plan.ex.jobs)),
       to_run_(plan.ex.jobs.size(), 0),
       resume_(plan.ex.jobs.size(), 0),
       cold_(plan.ex.jobs.size(), 0) {}

@@ -54,11 +54,12 @@ struct Footprint {
 // scheduler.
 Footprint footprint(const JobParams& p);
 
-// Which jobs may share one process (a chain of --then-job, a warm worker, a Slurm task's chain):
-// those of equal keys. What a process fixes when it starts: its device, ranks, threads per rank and
-// nodes; the rest is each job's own. The calibration's chains, the simulator's and executor's warm
-// workers and the runner's check of a chained job all take it from here (issue 59: the test was
-// written four times).
+// Which jobs may share one process (a chain of --then-job, a warm worker): those of equal keys.
+// What a process fixes when it starts: its device, ranks, threads per rank and nodes; the rest is
+// each job's own. The calibration's chains, the simulator's warm-worker key and the runner's check
+// of a chained job take it from here (issue 59: the test was written in each). The local
+// executor's worker key is the worker's command line (host, cores and GPUs too); Slurm's tasks
+// group by slurm::Shape, which holds the Footprint.
 struct ProcessKey {
   Device device = Device::cpu;
   std::int64_t ranks = 1, threads_per_rank = 1, nodes = 1;

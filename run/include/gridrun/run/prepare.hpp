@@ -46,6 +46,9 @@ struct PreparedRun {
   std::optional<RunState> on_disk;
 };
 
+// Each job's record in `s.jobs`, in the jobs' order (records_of by their ids).
+std::vector<JobRecord*> records_of(RunState& s, const std::vector<jobs::Job>& jobs);
+
 // Throws RunLocked when the run is held by another gridrun; warnings about quarantined files go
 // to `log`.
 PreparedRun prepare_run(const RunDir& dir, const jobs::Expansion& ex, const PrepareOptions& opts,
