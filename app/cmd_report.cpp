@@ -166,7 +166,9 @@ std::string report_key(const report::ReportOptions& ro) {
 // and the options are the same; else written afresh and cached unless a job was running. A settled
 // run of 100,000 jobs: one small read instead of its index, state.json and the grid (issue 60);
 // `gridrun run` with nothing to do ends with this report too.
-void cached_report(const report::ReportOptions& ro, report::Reporter& reporter) {
+// `stamps_before`: when the caller read the job files already (PreScan), the stamps it took then.
+void cached_report(const report::ReportOptions& ro, report::Reporter& reporter,
+                   const std::string* stamps_before = nullptr) {
   const run::RunDir rd(ro.input);
   const std::string key = report_key(ro);
   if (auto bytes = run::read_current_cache(rd, kReportCache)) {
@@ -183,7 +185,7 @@ void cached_report(const report::ReportOptions& ro, report::Reporter& reporter) 
     }
   }
   run::SummaryWriteOptions w;
-  w.stamps_before = run::run_stamps(rd);
+  w.stamps_before = stamps_before ? *stamps_before : run::run_stamps(rd);
   std::ostringstream out_stream, log_stream;
   const report::ReportResult res = report::write_report(ro, reporter, out_stream, log_stream);
   const std::string out = out_stream.str(), log = log_stream.str();
@@ -198,9 +200,38 @@ void cached_report(const report::ReportOptions& ro, report::Reporter& reporter) 
   run::write_cache(rd, kReportCache, b.bytes(), w);
 }
 
-}  // namespace
+// The job files of a run read once for collect and the report (collect_and_report), and the
+// stamps the report's cache is to be stored under.
+struct PreScan {
+  report::ScannedRun scan;
+  std::string stamps_before;
+};
 
-int cmd_report(const Args& args) {
+// The reporter --profile and --html choose (else the table format), their flags checked and set.
+std::string reporter_name(const Args& args, const ReportCli& o, report::ReportOptions& ro) {
+  std::string output = o.format;
+  if (vm_has(args, "--profile")) {
+    if (o.profile_top < 1) throw std::invalid_argument("--profile: expected N >= 1");
+    if (!o.html.empty()) throw std::invalid_argument("--profile and --html: choose one");
+    if (!o.sort.empty())
+      throw std::invalid_argument("--sort and --top order the jobs table; --profile prints operator tables");
+    ro.profile_top = o.profile_top;
+    output = "profile";
+  } else if (o.html.empty()) {
+    if (vm_has(args, "--peak-tflops") || vm_has(args, "--probe"))
+      throw std::invalid_argument("--peak-tflops and --probe only apply with --html");
+  } else {
+    if (o.peak_tflops < 0 || !std::isfinite(o.peak_tflops))
+      throw std::invalid_argument("--peak-tflops: expected a positive number of TFLOP/s");
+    ro.output = o.html;
+    if (o.peak_tflops > 0) ro.roofline.peak_tflops = o.peak_tflops;
+    load_probe(o, ro.roofline);
+    output = "html";
+  }
+  return output;
+}
+
+int report_command(const Args& args, PreScan* pre) {
   ReportCli o;
   po::options_description opts = command_options(o.help);
   add_table_flags(opts, o.format, o.width, "table | markdown | csv | json");
@@ -294,31 +325,38 @@ int cmd_report(const Args& args) {
     report::write_comparison(o.inputs, ro, std::cout, std::cerr);
     return 0;
   }
-  std::string output = o.format;  // the reporter: a table format, html or profile
-  if (vm_has(args, "--profile")) {
-    if (o.profile_top < 1) throw std::invalid_argument("--profile: expected N >= 1");
-    if (!o.html.empty()) throw std::invalid_argument("--profile and --html: choose one");
-    if (!o.sort.empty())
-      throw std::invalid_argument("--sort and --top order the jobs table; --profile prints operator tables");
-    ro.profile_top = o.profile_top;
-    output = "profile";
-  } else if (o.html.empty()) {
-    if (vm_has(args, "--peak-tflops") || vm_has(args, "--probe"))
-      throw std::invalid_argument("--peak-tflops and --probe only apply with --html");
-  } else {
-    if (o.peak_tflops < 0 || !std::isfinite(o.peak_tflops))
-      throw std::invalid_argument("--peak-tflops: expected a positive number of TFLOP/s");
-    ro.output = o.html;
-    if (o.peak_tflops > 0) ro.roofline.peak_tflops = o.peak_tflops;
-    load_probe(o, ro.roofline);
-    output = "html";
-  }
+  const std::string output = reporter_name(args, o, ro);  // a table format, html or profile
   const std::unique_ptr<report::Reporter> reporter = report::make_reporter(output);
+  if (pre) ro.scanned = &pre->scan;  // load_run takes it only when read as this reporter asks
   if (base::is_table_format(output) && std::filesystem::is_directory(ro.input))
-    cached_report(ro, *reporter);
+    cached_report(ro, *reporter, pre ? &pre->stamps_before : nullptr);
   else
     report::write_report(ro, *reporter, std::cout, std::cerr);
   return 0;
+}
+
+}  // namespace
+
+int cmd_report(const Args& args) { return report_command(args, nullptr); }
+
+int collect_and_report(const std::string& run_dir, const Args& report_args) {
+  const run::RunDir rd(run_dir);
+  PreScan pre;
+  const run::RunStampParts before = run::run_stamp_parts(rd);
+  // As the table reports read (report::make_reporter("table")->depth()); another depth is read again.
+  results::FolderReadOptions fo;
+  fo.depth = results::Depth::Summary;
+  pre.scan = report::scan_results(run_dir, fo);
+  report::CollectOptions co;
+  co.run_dir = run_dir;
+  co.quiet = true;
+  co.scanned = &pre.scan;
+  report::collect(co, std::cerr);
+  // results.h5 is what collect just wrote from this read: a cached report of the same read stays
+  // current under the stamps after it. Anything else changed meanwhile: the report is not cached.
+  const run::RunStampParts after = run::run_stamp_parts(rd);
+  pre.stamps_before = run::same_but_index(before, after) ? after.text() : before.text();
+  return report_command(report_args, &pre);
 }
 
 }  // namespace gridrun::app

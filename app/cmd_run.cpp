@@ -1,5 +1,6 @@
 // `gridrun run` and `gridrun simulate`: flags -> scheduler::RunOptions, then run_grid, then (after
-// a real run) `gridrun collect` and `gridrun report` in-process. All flags are in RunCli below.
+// a real run) `gridrun collect` and `gridrun report` in-process, from one read of the job files.
+// All flags are in RunCli below.
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -197,8 +198,8 @@ int run_impl(const Args& args, bool simulate_cmd) {
   const scheduler::RunOutcome r = scheduler::run_grid(ro, std::cout);
   if (!r.launched || r.interrupted || o.no_report) return r.exit_code;
   // The results side owns collect and report; they live in this binary (app/cmd_report.cpp).
-  int rc = r.index_stale ? cmd_collect({r.run_dir, "--quiet"}) : 0;
-  if (rc == 0) rc = cmd_report({r.run_dir, "--format", report_format, "--width", std::to_string(width)});
+  const Args report_args{r.run_dir, "--format", report_format, "--width", std::to_string(width)};
+  const int rc = r.index_stale ? collect_and_report(r.run_dir, report_args) : cmd_report(report_args);
   if (rc != 0)
     std::cerr << "gridrun run: collect/report failed (exit " << rc << "); results are in " << r.run_dir
               << "\n";

@@ -28,8 +28,12 @@ int cmd_status(const Args& args);
 int cmd_cancel(const Args& args);
 int cmd_collect(const Args& args);
 int cmd_report(const Args& args);
+// `gridrun run`'s ending after it ran or adopted jobs: collect, then `gridrun report` with
+// `report_args`, from one read of RUN_DIR's job files (each read decodes every job's record).
+int collect_and_report(const std::string& run_dir, const Args& report_args);
 int cmd_export(const Args& args);
 int cmd_probe(const Args& args);
 int cmd_ls(const Args& args);
+int cmd_worker_msg(const Args& args);
 
 }  // namespace gridrun::app

@@ -33,6 +33,8 @@ const Command kCommands[] = {
     {"ls", gridrun::app::cmd_ls, "list the runs in a folder: jobs done/failed/running, last change, verdict"},
     {"export", gridrun::app::cmd_export, "write a run's steps, epochs, jobs or phases as one CSV/JSON table"},
     {"probe", gridrun::app::cmd_probe, "measure this CPU's GEMM and memory-bandwidth roofs (roofline)"},
+    {"worker-msg", gridrun::app::cmd_worker_msg,
+     "write or check a warm worker's message (the Slurm task body's)"},
 };
 
 void usage(std::ostream& os) {

@@ -18,6 +18,8 @@ using results::JobRecord;
 
 ScannedRun scan_results(const std::string& run_dir, FolderReadOptions fo, bool keep_data) {
   ScannedRun out;
+  out.depth = fo.depth;
+  out.whole_when_read = fo.whole_when_read;
   const run::RunDir rd(run_dir);
   const std::string results = rd.results_dir();
   // The records name their files relative to the run directory (results.h5 links them so).
@@ -70,7 +72,12 @@ CollectResult collect(const CollectOptions& opts, std::ostream& log) {
     throw std::invalid_argument(opts.run_dir + ": not a run directory (no results/ folder)");
   CollectResult res;
   res.index_path = rd.index_file();
-  std::vector<JobRecord> jobs = scan_run_dir(opts.run_dir, res.skipped);
+  std::vector<JobRecord> own;
+  if (opts.scanned)
+    res.skipped = opts.scanned->skipped;
+  else
+    own = scan_run_dir(opts.run_dir, res.skipped);
+  const std::vector<JobRecord>& jobs = opts.scanned ? opts.scanned->records : own;
   for (const auto& s : res.skipped) log << "collect: skipped " << s << "\n";
   results::write_run_index(res.index_path, opts.run_dir, jobs);
   res.jobs = jobs.size();

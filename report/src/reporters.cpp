@@ -140,6 +140,7 @@ ReportResult write_report(const ReportOptions& opts, Reporter& reporter, std::os
   lo.depth = reporter.depth();
   lo.whole_when_read = reporter.whole_when_read();
   lo.all = opts.all;
+  lo.scanned = opts.scanned;
   LoadedRun run = load_run(opts.input, log, lo);
   ReportResult r;
   r.live = std::any_of(run.jobs.begin(), run.jobs.end(),

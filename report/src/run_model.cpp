@@ -109,7 +109,9 @@ LoadedRun load_run(const std::string& input, std::ostream& log, const LoadOption
     FolderReadOptions fo;
     fo.depth = depth;
     fo.whole_when_read = opts.whole_when_read;
-    ScannedRun scanned = scan_results(input, fo);
+    const bool given =
+        opts.scanned && opts.scanned->depth == depth && opts.scanned->whole_when_read == opts.whole_when_read;
+    ScannedRun scanned = given ? std::move(*opts.scanned) : scan_results(input, fo);
     skipped = std::move(scanned.skipped);
     run.jobs = std::move(scanned.records);
     run.data = std::move(scanned.data);

@@ -110,37 +110,49 @@ std::string index_image(const std::string& run_dir, const std::vector<JobRecord>
     std::sort(order.begin(), order.end(),
               [&](std::size_t a, std::size_t b) { return table[a].name < table[b].name; });
   }
-  std::vector<std::vector<gj::Value>> values(jobs.size());
+  // Each job's values taken once into per-column arrays (8 bytes a number): holding every job's
+  // value list at once cost 2 KB a job, the largest part of collect's memory at 100,000 jobs.
+  struct Column {
+    Kind kind = Kind::Float;
+    std::vector<std::string> strings;
+    std::vector<double> numbers;  // ints and bools too, written back as integers
+  };
+  std::vector<Column> cols(table.size());
+  for (const std::size_t i : order) {
+    cols[i].kind = column_kind(table[i], all_params);
+    if (cols[i].kind == Kind::String)
+      cols[i].strings.reserve(jobs.size());
+    else
+      cols[i].numbers.reserve(jobs.size());
+  }
   if (any_params)
-    for (std::size_t k = 0; k < jobs.size(); ++k)
-      if (jobs[k].params) values[k] = gj::param_values(*jobs[k].params);
+    for (const auto& j : jobs) {
+      const std::vector<gj::Value> v = j.params ? gj::param_values(*j.params) : std::vector<gj::Value>{};
+      for (const std::size_t i : order) {
+        if (cols[i].kind == Kind::String)
+          cols[i].strings.push_back(v.empty() ? "" : to_string(v[i]));
+        else
+          cols[i].numbers.push_back(v.empty() ? std::nan("") : as_double(v[i]));
+      }
+    }
   Id pg = H5_OWN(H5Gcreate2(g, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
   for (const std::size_t i : order) {
-    const gj::ParamSpec& spec = table[i];
-    const Kind kind = column_kind(spec, all_params);
-    const std::string& key = spec.name;
-    if (kind == Kind::String) {
-      std::vector<std::string> col;
-      col.reserve(jobs.size());
-      for (const auto& v : values) col.push_back(v.empty() ? "" : to_string(v[i]));
-      h5::write_strings(pg, key, col);
-    } else if (kind == Kind::Float) {
-      std::vector<double> col;
-      col.reserve(jobs.size());
-      for (const auto& v : values) col.push_back(v.empty() ? std::nan("") : as_double(v[i]));
-      h5::write_doubles(pg, key, col);
+    Column& col = cols[i];
+    const std::string& key = table[i].name;
+    if (col.kind == Kind::String) {
+      h5::write_strings(pg, key, col.strings);
+    } else if (col.kind == Kind::Float) {
+      h5::write_doubles(pg, key, col.numbers);
     } else {
-      std::vector<std::int64_t> col;
-      col.reserve(jobs.size());
-      for (const auto& v : values) col.push_back(static_cast<std::int64_t>(as_double(v[i])));
-      h5::write_int64s(pg, key, col);
-      if (kind == Kind::Bool) {
+      std::vector<std::int64_t> ints(col.numbers.begin(), col.numbers.end());
+      h5::write_int64s(pg, key, ints);
+      if (col.kind == Kind::Bool) {
         Id ds = H5_OWN(H5Dopen2(pg, key.c_str(), H5P_DEFAULT), H5Dclose);
         h5::write_attr(ds, "type", std::string("bool"));
       }
     }
+    col = Column{};  // freed as written
   }
-  values.clear();
   // The summary columns filled job by job: each job's sorted map walked beside the sorted names.
   const std::vector<std::string> summary_keys(summary_set.begin(), summary_set.end());
   std::vector<std::vector<double>> summary_cols(summary_keys.size(),

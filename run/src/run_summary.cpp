@@ -29,12 +29,15 @@ RunStampParts run_stamp_parts(const RunDir& dir) {
   base::FolderStampOptions root;
   root.own = false;
   // results/ itself neither: a rename into it changes its mtime; its entries are stamped below.
-  for (const std::string& p : {dir.launch_token_file(), dir.lock_file(), dir.cache_dir(), dir.results_dir()})
+  // results.h5 neither: its own stamp is `index` (what `gridrun run` rewrites: same_but_index).
+  for (const std::string& p :
+       {dir.launch_token_file(), dir.lock_file(), dir.cache_dir(), dir.results_dir(), dir.index_file()})
     root.skip.push_back(std::filesystem::path(p).filename().string());
   out.rest = base::folder_entries_stamp(dir.root(), root);
   for (const std::string& p : {dir.jobs_dir(), dir.logs_dir(), dir.slurm_dir(), dir.slurm_ended_dir(),
-                               dir.state_file(), dir.grid_copy(), dir.index_file()})
+                               dir.state_file(), dir.grid_copy()})
     out.rest += ' ' + base::stat_stamp(p);
+  out.index = base::stat_stamp(dir.index_file());
   // What computed the payload: a new gridrun (a fix in how a row or a status is derived) must not
   // keep showing what the old one cached for a run that did not change.
   out.rest += " by " + base::stat_stamp(base::self_exe());
@@ -57,6 +60,10 @@ RunStampParts run_stamp_parts(const RunDir& dir) {
 }
 
 std::string run_stamps(const RunDir& dir) { return run_stamp_parts(dir).text(); }
+
+bool same_but_index(const RunStampParts& earlier, const RunStampParts& later) {
+  return earlier.rest == later.rest && earlier.results_stamp == later.results_stamp;
+}
 
 std::optional<base::Json> read_current_summary(const RunDir& dir) {
   try {
@@ -192,7 +199,7 @@ std::optional<CacheChanges> read_cache_changes(const RunDir& dir, const std::str
       // Only results files changed, each under its name: the rest of the stamps as stored, the
       // same names listed.
       const std::size_t cut = f.stamps.rfind(' ');
-      if (!f.entries || cut == std::string_view::npos || f.stamps.substr(0, cut) != now.rest ||
+      if (!f.entries || cut == std::string_view::npos || f.stamps.substr(0, cut) != now.head() ||
           f.entries->size() != now.results.size())
         return std::nullopt;
       for (std::size_t k = 0; k < now.results.size(); ++k) {

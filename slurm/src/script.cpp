@@ -227,6 +227,7 @@ void render_header(std::string& s, const ArrayScript& a, const ScriptOptions& o,
 void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions& o) {
   const ScriptPaths p = script_paths(o.run_dir);
   s += "\nTRAIN=" + shell_quote(o.train_bin) + "\n";
+  s += "GRIDRUN=" + shell_quote(o.gridrun_bin) + "\n";  // `gridrun worker-msg` (warm launches)
   s += "LIST=" + shell_quote(a.list_path) + "\n";
   s += "LAUNCHER=" + o.launcher + "\n";
   s += "LAUNCH=" + run::to_string(o.launch) + "\n";

@@ -1,5 +1,6 @@
 # The body of every gridrun array script (slurm/src/script.cpp puts it after the #SBATCH block and
-# the variables it reads: LIST, LAUNCHER, LAUNCH (cold|warm), RANKS, THREADS, NODES (multi-node
+# the variables it reads: GRIDRUN (the gridrun binary: `gridrun worker-msg` writes and checks the
+# warm worker's messages), LIST, LAUNCHER, LAUNCH (cold|warm), RANKS, THREADS, NODES (multi-node
 # arrays only), STEP_FLAGS, TRAIN, RESULTS_DIR, ENDED_DIR, WORKERS_DIR, EXIT_INTERRUPTED
 # (run/exit_codes.hpp) and the per-job paths JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS,
 # JOB_OTHERS, each an array of the path before and after the job id, all from the run directory's
@@ -54,13 +55,6 @@ others_append() {  # others_append start|end JOB
     OTHERS_AT=$now
   fi
   printf '%s %s task %s\n%s' "$1" "$now" "$TASK" "$OTHERS" >>"${JOB_OTHERS[0]}$2${JOB_OTHERS[1]}"
-}
-
-# A JSON string of $1 for a warm worker's task message: the run directory has no control
-# characters (submit refuses them), so a backslash and a quote are all there is to escape.
-json_str() {
-  local s=${1//\\/\\\\}
-  printf '"%s"' "${s//\"/\\\"}"
 }
 
 # ---- one entry of the line: a chain of jobs ID[+ID...] run one after another on the same ranks,
@@ -192,22 +186,24 @@ close_worker() {  # the worker reads end-of-file and leaves
 new_ticket() {  # TICKET: 32 random hex digits, as run::new_worker_ticket makes them
   TICKET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 }
-send_job() {  # send_job JOB: the next job's task message to every rank
+send_job() {  # send_job JOB: the next job's task message to every rank; 1 when none could be made
   job_paths "$1"
-  local resumed="" fd msg
-  if wants_resume; then resumed=true; fi
-  others_append start "$1"
-  echo "gridrun: $(date -Is) task $TASK restart $RESTART: job $1 in the warm worker${resumed/#true/ --resume}"
+  local resume=() fd msg
+  if wants_resume; then resume=(--resume); fi
   now_precise
   new_ticket
-  msg="{\"job\":$(json_str "$JOB_JSON"),\"resume\":${resumed:-false},\"launched_at\":$NOW,\"heartbeat\":\"\",\"log_out\":$(json_str "$JOB_OUT"),\"log_err\":$(json_str "$JOB_ERR"),\"ticket\":\"$TICKET\"}"
+  # The line is written by the same field tables as the C++ launcher's (run/worker_channel.hpp).
+  msg=$("$GRIDRUN" worker-msg task --job-file "$JOB_JSON" "${resume[@]}" --launched-at "$NOW" \
+    --log-out "$JOB_OUT" --log-err "$JOB_ERR" --ticket "$TICKET") || return 1
+  others_append start "$1"
+  echo "gridrun: $(date -Is) task $TASK restart $RESTART: job $1 in the warm worker${resume[0]:+ --resume}"
   for fd in "${TASK_FDS[@]}"; do printf '%s\n' "$msg" >&"$fd"; done
 }
 run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
   ENTRY_R=$2 ENTRY_T=$3 ENTRY_GPUS=$4 ENTRY_CORES=$5
   trap 'entry_forward USR1' USR1
   trap 'entry_forward TERM' TERM
-  local ids=() todo=() id rc=0 k=0 cur line
+  local ids=() todo=() id rc=0 k=0 cur line said
   IFS=+ read -r -a ids <<<"$1"
   for id in "${ids[@]}"; do
     if [[ $RESTART -gt 0 && -f "$ENDED_DIR/$id" ]]; then
@@ -238,9 +234,10 @@ run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
         read -r -t 0.2 -u "$DONE_FD" line || line=""
         if [[ -z "$line" ]]; then close_worker && break; fi
       fi
-      # rank 0's {"code":0,"job":"ID",...,"ticket":"T"}: job `cur` completed. A line without the
-      # ticket of job `cur` (forged, stale, cut) retires the worker; the job runs again cold.
-      if [[ ${#line} -gt 4096 || "$line" != *"\"ticket\":\"$TICKET\""* || "$line" != *"\"job\":\"${todo[$cur]}\""* ]]; then
+      # rank 0's done message: job `cur` completed. A line that is not job `cur`'s with its ticket
+      # (forged, stale, cut, too long; `gridrun worker-msg done` says why) retires the worker; the
+      # job runs again cold.
+      if ! said=$(printf '%s\n' "$line" | "$GRIDRUN" worker-msg 'done' --job "${todo[$cur]}" --ticket "$TICKET"); then
         echo "gridrun: $(date -Is) job ${todo[$cur]}: a done message without its ticket in the worker's pipe; the worker is retired, the job runs again cold"
         kill -KILL "$RUNNER_PID" 2>/dev/null
         close_worker
@@ -249,9 +246,9 @@ run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
       fi
       job_ended "${todo[$cur]}" 0 "$([[ $cur -gt $k ]] && echo "(warm)")"
       cur=$((cur + 1))
-      if [[ $cur -lt ${#todo[@]} && $STOPPING -eq 0 && "$line" != *'"retiring":true'* ]] &&
-          kill -0 "$RUNNER_PID" 2>/dev/null; then
-        send_job "${todo[$cur]}"
+      if [[ $cur -lt ${#todo[@]} && $STOPPING -eq 0 && "$said" == continue ]] &&
+          kill -0 "$RUNNER_PID" 2>/dev/null && send_job "${todo[$cur]}"; then
+        :
       else
         close_worker
       fi

@@ -239,7 +239,7 @@ def doc_sections(path):
     """{'gridrun CMD' or 'gridrun-train': {long: short}} from docs/cli.md's flag tables."""
     sections, current = {}, None
     for line in open(path, encoding="utf-8"):
-        m = re.match(r"^### `(gridrun(?:-train| \w+))`", line)
+        m = re.match(r"^### `(gridrun(?:-train| [\w-]+))`", line)
         if m:
             current = sections.setdefault(m.group(1), {})
             continue

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 
+import h5py
+
 GRIDRUN, MAKE_RUN = (os.path.abspath(a) for a in sys.argv[1:3])
 FAILED = []
 
@@ -70,6 +72,11 @@ def main():
         check("Jobs" in first.stdout, "the first run ends with its report")
         check(not os.path.exists(journal), "the journal is emptied once the index holds its records")
         check(os.path.isfile(os.path.join(results, ".gridrun-index")), "the results index is written")
+        # collect and the closing report share one read of the job files: results.h5 holds the 6
+        # jobs, and the report is kept although collect rewrote results.h5 after that read.
+        with h5py.File(os.path.join(tmp, "runs/done6/results.h5"), "r") as f:
+            check(len(f["jobs/id"]) == 6, f"results.h5 indexes the 6 jobs: {len(f['jobs/id'])}")
+        check(os.path.isfile(os.path.join(tmp, "runs/done6/.cache/report")), "the closing report is kept")
 
         second = run(*argv, cwd=tmp)
         check(second.returncode == 0, "second run exits 0")

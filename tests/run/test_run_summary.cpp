@@ -170,3 +170,19 @@ TEST(RunSummary, TheResultsIndexAndJournalChangeNoStamp) {
   base::write_file_atomic(r.dir.results_dir() + "/bbbbbbbbbbbb.h5", "results");
   EXPECT_NE(run::run_stamps(r.dir), before);
 }
+
+// `gridrun run` rewrites results.h5 from the job files it read for its closing report, and caches
+// that report under the stamps after the rewrite only when nothing else changed meanwhile.
+TEST(RunSummary, SameButIndexTellsTheIndexRewriteFromAnyOtherChange) {
+  FakeRun r;
+  const run::RunStampParts before = run::run_stamp_parts(r.dir);
+  base::write_file_atomic(r.dir.index_file(), "index");
+  const run::RunStampParts indexed = run::run_stamp_parts(r.dir);
+  EXPECT_NE(indexed.text(), before.text());
+  EXPECT_TRUE(run::same_but_index(before, indexed));
+  base::write_file_atomic(r.dir.results_dir() + "/bbbbbbbbbbbb.h5", "results");
+  EXPECT_FALSE(run::same_but_index(indexed, run::run_stamp_parts(r.dir))) << "a new results file";
+  const run::RunStampParts more = run::run_stamp_parts(r.dir);
+  base::write_file_atomic(r.dir.state_file(), "{\"jobs\": {}}\n");
+  EXPECT_FALSE(run::same_but_index(more, run::run_stamp_parts(r.dir))) << "state.json rewritten";
+}

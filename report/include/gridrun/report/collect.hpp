@@ -19,6 +19,9 @@ struct ScannedRun {
   std::vector<results::JobRecord> records;
   std::vector<results::JobData> data;
   std::vector<std::string> skipped;
+  // How it was read: a later reader takes it only when it asks the same (LoadOptions::scanned).
+  results::Depth depth = results::Depth::Summary;
+  bool whole_when_read = false;
 };
 // `fo`: the depth asked and the like (its prune_index is set: the whole folder is read).
 // `keep_data` false: `data` stays empty and each record takes what it needs from its job's data
@@ -30,6 +33,10 @@ std::vector<results::JobRecord> scan_run_dir(const std::string& run_dir, std::ve
 struct CollectOptions {
   std::string run_dir;
   bool quiet = false;  // no progress lines on `log`
+  // The run directory's job files as the caller read them already (scan_results, any depth):
+  // indexed from these instead of reading every file again. `gridrun run` reads its run once for
+  // collect and the closing report (at 100,000 jobs each read decodes 100,000 records: issue 60).
+  const ScannedRun* scanned = nullptr;
 };
 
 struct CollectResult {

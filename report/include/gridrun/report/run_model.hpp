@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gridrun/report/collect.hpp"
 #include "gridrun/report/phases.hpp"
 #include "gridrun/results/run_index.hpp"
 #include "gridrun/results/run_reader.hpp"
@@ -40,6 +41,10 @@ struct LoadOptions {
   // Also the jobs of earlier grids of the run directory (by default only the current grid.yaml's).
   bool all = false;
   bool whole_when_read = false;  // results::FolderReadOptions::whole_when_read
+  // A run directory's job files as the caller read them already (`gridrun run`, which indexed
+  // them for collect): taken (moved from) instead of reading them again when read at this depth
+  // and whole_when_read; else ignored.
+  ScannedRun* scanned = nullptr;
 };
 
 // Throws std::invalid_argument when `input` is neither a run directory nor a results.h5; skipped

@@ -43,6 +43,8 @@ struct ReportOptions {
   // or diverged job after them, with a note of how many are not shown. `gridrun report --rows`
   // (kReportJobRows unless given) for the text, markdown and HTML reports; csv and json keep all.
   std::size_t max_job_rows = 0;
+  // A run directory's job files read already (LoadOptions::scanned): `gridrun run`'s closing report.
+  ScannedRun* scanned = nullptr;
 };
 
 // The default of `gridrun report --rows`: a run of 100,000 jobs printed 200,000 lines of jobs table

@@ -34,12 +34,17 @@ std::string run_stamps(const RunDir& dir);
 // The same stamps with the results folder's entries one by one (by name), for a cache that can
 // bring itself up to date when only some results files changed (app/cmd_status.cpp).
 struct RunStampParts {
-  std::string rest;                       // every stamp but the results folder's
-  std::vector<base::EntryStamp> results;  // its entries, as listed (none when it cannot be)
+  std::string rest;                       // every stamp but results.h5's and the results folder's
+  std::string index;                      // results.h5's (no space in it)
+  std::vector<base::EntryStamp> results;  // the results folder's entries, as listed (none when it cannot be)
   std::string results_stamp;              // their digest (no space in it)
-  std::string text() const { return rest + ' ' + results_stamp; }  // run_stamps
+  std::string head() const { return rest + ' ' + index; }            // all but the results folder
+  std::string text() const { return head() + ' ' + results_stamp; }  // run_stamps
 };
 RunStampParts run_stamp_parts(const RunDir& dir);
+// Whether `later` differs from `earlier` in results.h5's stamp at most: what `gridrun run` checks
+// when it rewrote results.h5 from the job files it read, before caching its report of the same read.
+bool same_but_index(const RunStampParts& earlier, const RunStampParts& later);
 
 // The payload of the summary when it is current: present, whole, of this version, its stamps
 // equal to run_stamps(dir) now, and not marked live. std::nullopt otherwise (never throws).

@@ -64,8 +64,8 @@ struct ScriptOptions {
   // the user's program on each rank. A command grid's jobs are all command jobs, so a submission
   // starts one or the other (submit.cpp), never both.
   std::string exec_bin = "gridrun-exec";
-  std::string gridrun_bin = "gridrun";
-  int submission = 1;  // array names start with s<submission>-
+  std::string gridrun_bin = "gridrun";  // the collect script's, and the task body's worker-msg
+  int submission = 1;                   // array names start with s<submission>-
   std::string partition, account, qos, constraint;
   std::string default_time;              // --time: for jobs whose time_limit is empty
   std::vector<std::string> sbatch_args;  // extra "#SBATCH <arg>" lines, after the template

@@ -1,0 +1,98 @@
+// `gridrun worker-msg`: the warm worker's messages (run/worker_channel.hpp) for a launcher written
+// in bash, the Slurm task body (slurm/src/task_body.sh). Why a command: the task body wrote the
+// task line as JSON by hand and recognised a done line by substrings; now both go through the
+// same field tables as the C++ launcher (scheduler/) and the ranks (runner/), so a field added or
+// renamed there cannot drift from what bash writes. One process per message: a Slurm step's job
+// lasts seconds at least, the command a few milliseconds.
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "gridrun/run/worker_channel.hpp"
+
+namespace gridrun::app {
+
+namespace po = boost::program_options;
+
+namespace {
+
+// Both messages' flags in one struct: `task` reads the task's fields, `done` the job id; both the ticket.
+struct WorkerMsgCli {
+  std::string what;  // task | done
+  run::WorkerTask task;
+  std::string job_id, ticket;
+  bool help = false;
+};
+
+// The done line on stdin: at most run::kMaxDoneLineBytes before its '\n' (a longer one is not a
+// done message: the worker that wrote it is retired), as the C++ launcher reads the pipe.
+std::string read_done_line() {
+  std::string line;
+  for (int c; (c = std::cin.get()) != EOF && c != '\n';) {
+    if (line.size() >= run::kMaxDoneLineBytes)
+      throw std::runtime_error("a done message longer than " + std::to_string(run::kMaxDoneLineBytes) +
+                               " bytes");
+    line.push_back(static_cast<char>(c));
+  }
+  return line;
+}
+
+}  // namespace
+
+int cmd_worker_msg(const Args& args) {
+  WorkerMsgCli o;
+  po::options_description opts = command_options(o.help);
+  // One group, as every command's (docs/cli.md lists it); each flag says which message reads it.
+  opts.add_options()("ticket", po::value(&o.ticket),
+                     "the job's ticket (the launcher's secret, 32 hex digits): `task` writes it into the "
+                     "line, a `done` line must carry it")("job-file", po::value(&o.task.job_file),
+                                                          "task: absolute path of RUN_DIR/jobs/<id>.json")(
+      "resume", po::bool_switch(&o.task.resume), "task: the job continues from its checkpoint")(
+      "launched-at", po::value(&o.task.launched_at),
+      "task: when the launcher sends it (seconds since the epoch)")(
+      "heartbeat", po::value(&o.task.heartbeat_file), "task: the job's heartbeat file (default: none)")(
+      "log-out", po::value(&o.task.log_out), "task: the job's stdout log (every rank appends to it)")(
+      "log-err", po::value(&o.task.log_err), "task: the job's stderr log (every rank appends to it)")(
+      "job", po::value(&o.job_id), "done: the id of the job the worker runs");
+  const HelpText help{
+      "gridrun worker-msg task|done [options]",
+      "The warm worker's messages for the Slurm task body (docs/scheduler.md, \"Warm launches\").\n"
+      "task: prints the task line that hands the next job to a worker's ranks.\n"
+      "done: reads rank 0's done line from stdin and prints `continue` (the worker takes another\n"
+      "job) or `retiring` (it leaves after this one); a line that is not the done message of\n"
+      "--job with --ticket (forged, stale, cut, too long) exits 1 with the reason on stderr,\n"
+      "and the worker is to be retired.",
+      "\nExit codes: 0 ok, 1 not that job's done message, 2 bad input.\n"};
+  if (!parse_command(args, opts,
+                     {{"what", "task|done", "which message: task (write one) or done (check one)", 1,
+                       po::value(&o.what)}},
+                     "worker-msg", o.help, help, std::cout))
+    return 0;
+  if (o.what == "task") {
+    if (o.task.job_file.empty()) throw std::invalid_argument("--job-file: required for `task`");
+    if (o.ticket.empty()) throw std::invalid_argument("--ticket: required for `task`");
+    o.task.ticket = o.ticket;
+    std::cout << run::encode(o.task) << std::flush;
+    return 0;
+  }
+  if (o.what != "done") throw std::invalid_argument("expected task or done, not '" + o.what + "'");
+  if (o.job_id.empty() || o.ticket.empty())
+    throw std::invalid_argument("--job and --ticket: required for `done`");
+  try {
+    const run::WorkerDone d = run::decode_done(read_done_line());
+    // The task body cannot name its ranks' pids (srun starts them): the message's own pid is not
+    // checked here; its ticket, a secret only this launcher and that worker hold, is.
+    const std::string why = run::check_done(d, o.job_id, o.ticket, {d.pid});
+    if (!why.empty()) throw std::runtime_error(why);
+    std::cout << (d.retiring ? "retiring" : "continue") << "\n";
+    return 0;
+  } catch (const std::runtime_error& e) {
+    std::cerr << "gridrun worker-msg: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace gridrun::app
