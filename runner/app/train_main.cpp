@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     if (!opts.then_jobs.empty() && opts.job.task != gridrun::jobs::Task::train)
       throw BadInput("gridrun-train: --then-job: only training jobs are chained");
     chain.reserve(opts.then_jobs.size());
-    for (const auto& file : opts.then_jobs) chain.push_back(chained_options(argc, argv, file, opts));
+    for (const auto& file : opts.then_jobs) chain.push_back(chained_options(file, opts));
     const bool gpu = opts.job.device == gridrun::jobs::Device::gpu;
     comm = make_communicator(gpu ? "nccl" : "mpi", CommOptions{opts.job.comm_timeout_s});
     const double comm_ready = gridrun::base::unix_now();
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     if (!opts.worker_dir.empty()) {
       // A warm worker: the next jobs come from the launcher until it has none (worker.hpp). A job
       // that does not complete ends the process with its code, as in a cold launch.
-      worker.emplace(argc, argv, opts, *comm);
+      worker.emplace(opts, *comm);
       while (done == kExitCompleted) {
         const RunnerOptions* next = worker->next();
         if (!next) break;

@@ -48,9 +48,25 @@ std::string help_of(const jobs::ParamSpec& s) {
   return h.str();
 }
 
+// The parameter flags given on the command line, parsed with the grid's parser: they apply to the
+// launched job and to every job the process takes after it (chained or warm).
+jobs::Params parameter_flags(const po::variables_map& vm) {
+  jobs::Params given;
+  for (const auto& spec : jobs::param_table()) {
+    const std::string f = flag_of(spec.name);
+    if (!vm.count(f)) continue;
+    try {
+      given[spec.name] = jobs::parse_value(spec, vm[f].as<std::string>());
+    } catch (const std::exception& e) {
+      throw BadInput("gridrun-train: --" + f + ": " + e.what());
+    }
+  }
+  return given;
+}
+
 // The job's parameters: the job file's (or the defaults), then the parameter flags over them, then
-// the batch fields by jobs::resolve_batch (the planner's derivation). Fills params, job and id.
-void resolve_job(const po::variables_map& vm, RunnerOptions& o) {
+// the batch fields by jobs::resolve_batch (the planner's derivation). Fills job, id, run and meta.
+void resolve_job(RunnerOptions& o) {
   jobs::Params p;
   if (!o.job_file.empty()) {
     jobs::Job job;
@@ -66,17 +82,8 @@ void resolve_job(const po::variables_map& vm, RunnerOptions& o) {
   } else {
     for (const auto& spec : jobs::param_table()) p[spec.name] = spec.default_value;
   }
-  std::set<std::string> given;
-  for (const auto& spec : jobs::param_table()) {
-    const std::string f = flag_of(spec.name);
-    if (!vm.count(f)) continue;
-    try {
-      p[spec.name] = jobs::parse_value(spec, vm[f].as<std::string>());
-    } catch (const std::exception& e) {
-      throw BadInput("gridrun-train: --" + f + ": " + e.what());
-    }
-    given.insert(spec.name);
-  }
+  const jobs::Params& given = o.parameter_flags;
+  for (const auto& [name, value] : given) p[name] = value;
   try {
     o.job = jobs::to_struct(p);
   } catch (const std::exception& e) {
@@ -244,49 +251,40 @@ ParseResult parse_options(int argc, const char* const* argv) {
   }
 
   if (!o.check_checkpoint.empty()) return res;  // reads one folder; needs no job or --out
-  resolve_job(vm, o);
+  o.parameter_flags = parameter_flags(vm);
+  resolve_job(o);
   if (o.count_flops) {
     validate(o);
     return res;
   }
   check_flags(o);
-  if (o.checkpoint_dir.empty())
-    o.checkpoint_dir = run::RunDir::of_results_dir(o.out_dir).checkpoint_dir(o.id);
+  o.checkpoint_dir_given = !o.checkpoint_dir.empty();
+  if (!o.checkpoint_dir_given) o.checkpoint_dir = run::RunDir::of_results_dir(o.out_dir).checkpoint_dir(o.id);
   validate(o);
   return res;
 }
 
 namespace {
-// argv again with `job_file` as the job and the flags in `drop` (with their values) left out, then
-// `extra` appended: the flags (--out, --owner-pid, overrides) apply to every job of a chain or a
-// worker alike, and the id, checkpoint folder and checks follow from the job file as for --job.
-// Throws BadInput when the job cannot follow `first` on its ranks.
-RunnerOptions reparse_for(int argc, const char* const* argv, const std::string& job_file,
-                          const std::vector<std::string>& drop, const std::vector<std::string>& extra,
-                          const RunnerOptions& first, const std::string& what) {
-  std::vector<std::string> args;
-  bool had_job = false;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    const std::string name = a.substr(0, a.find('='));
-    const bool job = name == "--job";
-    const bool dropped = std::find(drop.begin(), drop.end(), name) != drop.end();
-    if (!job && !dropped) {
-      args.push_back(a);
-      continue;
-    }
-    had_job = had_job || job;
-    if (job) args.push_back("--job=" + job_file);
-    // The flag's value is the next word unless it came as --flag=value; --resume has none.
-    if (name == a && name != "--resume" && i + 1 < argc) ++i;
-  }
-  if (!had_job) throw BadInput("gridrun-train: " + what + " needs --job (the first job of the process)");
-  args.insert(args.end(), extra.begin(), extra.end());
-  std::vector<const char*> ptrs;
-  for (const auto& a : args) ptrs.push_back(a.c_str());
-  RunnerOptions o = parse_options(static_cast<int>(ptrs.size()), ptrs.data()).options;
-  const jobs::JobParams &p = o.job, &q = first.job;
-  if (jobs::process_key(p) != jobs::process_key(q))
+// `first`'s options for another job file of the same process: the flags that apply to every job
+// (--out, --owner-pid, the parameter flags, ...) as `first` has them, the job and what follows from
+// it (id, checkpoint folder unless --checkpoint-dir was given, the checks) from `job_file`. What
+// main and the worker set per job (main_unix, comm_s, warm) starts unset. Throws BadInput when the
+// job cannot follow `first` on its ranks.
+RunnerOptions options_for(const RunnerOptions& first, const std::string& job_file, const std::string& what) {
+  if (first.job_file.empty())
+    throw BadInput("gridrun-train: " + what + " needs --job (the first job of the process)");
+  RunnerOptions o = first;
+  o.job_file = job_file;
+  o.then_jobs.clear();
+  o.main_unix = 0;
+  o.comm_s = 0;
+  o.warm = false;
+  o.meta.clear();
+  resolve_job(o);
+  check_flags(o);
+  if (!o.checkpoint_dir_given) o.checkpoint_dir = run::RunDir::of_results_dir(o.out_dir).checkpoint_dir(o.id);
+  validate(o);
+  if (jobs::process_key(o.job) != jobs::process_key(first.job))
     throw BadInput(
         "gridrun-train: " + what + " " + job_file +
         ": a job in the same process must run on the first job's device, ranks, threads and nodes");
@@ -294,23 +292,19 @@ RunnerOptions reparse_for(int argc, const char* const* argv, const std::string& 
 }
 }  // namespace
 
-RunnerOptions chained_options(int argc, const char* const* argv, const std::string& job_file,
-                              const RunnerOptions& first) {
-  RunnerOptions o = reparse_for(argc, argv, job_file, {"--then-job"}, {}, first, "--then-job");
+RunnerOptions chained_options(const std::string& job_file, const RunnerOptions& first) {
+  RunnerOptions o = options_for(first, job_file, "--then-job");
   if (o.job.task != jobs::Task::train)
     throw BadInput("gridrun-train: --then-job " + job_file + ": only training jobs are chained");
   return o;
 }
 
-RunnerOptions next_job_options(int argc, const char* const* argv, const run::WorkerTask& task,
-                               const RunnerOptions& first) {
-  std::vector<std::string> extra;
-  if (task.resume) extra.emplace_back("--resume");
-  if (!task.heartbeat_file.empty()) extra.push_back("--heartbeat=" + task.heartbeat_file);
-  extra.push_back("--launched-at=" + base::format_fixed(task.launched_at, 6));
-  RunnerOptions o =
-      reparse_for(argc, argv, task.job_file, {"--then-job", "--resume", "--heartbeat", "--launched-at"},
-                  extra, first, "--worker");
+RunnerOptions next_job_options(const run::WorkerTask& task, const RunnerOptions& first) {
+  RunnerOptions o = options_for(first, task.job_file, "--worker");
+  o.resume = task.resume;
+  o.heartbeat_file = task.heartbeat_file;
+  o.launched_at = task.launched_at;
+  if (o.launched_at < 0) throw BadInput("gridrun-train: --worker: a task launched at a negative time");
   o.warm = true;
   return o;
 }

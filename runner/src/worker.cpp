@@ -44,12 +44,8 @@ void release_job_caches() {
 #endif
 }
 
-WarmWorker::WarmWorker(int argc, const char* const* argv, const RunnerOptions& first, Communicator& comm)
-    : argc_(argc),
-      argv_(argv),
-      first_(first),
-      comm_(comm),
-      inbox_(run::open_worker_inbox(first.worker_dir, comm.rank())) {
+WarmWorker::WarmWorker(const RunnerOptions& first, Communicator& comm)
+    : first_(first), comm_(comm), inbox_(run::open_worker_inbox(first.worker_dir, comm.rank())) {
   // The first job's ticket came in the environment (the launcher started the worker with it).
   if (const char* t = std::getenv(run::kWorkerTicketEnv)) ticket_ = t;
 }
@@ -93,7 +89,7 @@ const RunnerOptions* WarmWorker::next() {
   std::fflush(nullptr);
   redirect(STDOUT_FILENO, task.log_out);
   redirect(STDERR_FILENO, task.log_err);
-  job_ = next_job_options(argc_, argv_, task, first_);
+  job_ = next_job_options(task, first_);
   ticket_ = task.ticket;
   job_.main_unix = received;
   // Each rank read its own pipe: they must all have been given the same job.

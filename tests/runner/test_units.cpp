@@ -13,6 +13,7 @@
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/job.hpp"
+#include "gridrun/run/run_dir.hpp"
 #include "gridrun/runner/archive_check.hpp"
 #include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
@@ -101,13 +102,67 @@ TEST(Options, AChainedJobMustShareTheFirstJobsProcessKey) {
                     wider = job_file("wider.json", 2, 0);
   const std::vector<const char*> argv = {"gridrun-train", "--job", first.c_str(), "--out", dir.c_str()};
   const RunnerOptions o = parse_options(static_cast<int>(argv.size()), argv.data()).options;
-  EXPECT_EQ(chained_options(static_cast<int>(argv.size()), argv.data(), same, o).job.seed, 7);
+  EXPECT_EQ(chained_options(same, o).job.seed, 7);
   try {
-    chained_options(static_cast<int>(argv.size()), argv.data(), wider, o);
+    chained_options(wider, o);
     ADD_FAILURE() << "a 2-rank job chained after a 1-rank one";
   } catch (const BadInput& e) {
     EXPECT_NE(std::string(e.what()).find("same process"), std::string::npos) << e.what();
   }
+  std::filesystem::remove_all(dir);
+}
+
+// A warm worker's next job comes as a typed task (run::WorkerTask), not as a command line rebuilt
+// and parsed again: the process's flags (--out, the parameter flags) carry over, the job, its id,
+// checkpoint folder, resume, heartbeat and launch time are the task's; the same process key holds.
+TEST(Options, AWorkersNextJobIsTheTasksWithTheProcesssFlags) {
+  const auto dir = std::filesystem::temp_directory_path() / ("gridrun-next-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "results");
+  auto job_file = [&](const std::string& name, std::int64_t ranks, std::int64_t seed) {
+    gridrun::jobs::JobParams p;
+    p.model = "mlp";
+    p.dataset = "synthetic";
+    p.ranks = ranks;
+    p.batch_per_rank = 16;
+    p.global_batch = 16 * ranks;
+    p.seed = seed;
+    const std::string path = (dir / name).string();
+    gridrun::jobs::write_job_file(path, gridrun::jobs::make_job("warm", 0, p));
+    return path;
+  };
+  const std::string first = job_file("first.json", 1, 0), next = job_file("next.json", 1, 9),
+                    wider = job_file("wider.json", 2, 0);
+  const std::string out = (dir / "results").string();
+  const std::vector<const char*> argv = {"gridrun-train", "--job",       first.c_str(), "--out",
+                                         out.c_str(),     "--lr",        "0.25",        "--then-job",
+                                         first.c_str(),   "--heartbeat", "/tmp/hb"};
+  RunnerOptions o = parse_options(static_cast<int>(argv.size()), argv.data()).options;
+  o.main_unix = 5;  // as main and the first job leave them
+  o.comm_s = 0.5;
+  gridrun::run::WorkerTask t;
+  t.job_file = next;
+  t.resume = true;
+  t.launched_at = 1234.5;
+  const RunnerOptions n = next_job_options(t, o);
+  EXPECT_EQ(n.job_file, next);
+  EXPECT_EQ(n.job.seed, 9);
+  EXPECT_DOUBLE_EQ(n.job.lr, 0.25) << "the parameter flag applies to every job of the process";
+  EXPECT_NE(n.id, o.id);
+  EXPECT_EQ(n.out_dir, out);
+  EXPECT_EQ(n.checkpoint_dir, gridrun::run::RunDir::of_results_dir(out).checkpoint_dir(n.id));
+  EXPECT_TRUE(n.resume);
+  EXPECT_EQ(n.heartbeat_file, "") << "the task's heartbeat, not the first job's";
+  EXPECT_DOUBLE_EQ(n.launched_at, 1234.5);
+  EXPECT_TRUE(n.warm);
+  EXPECT_TRUE(n.then_jobs.empty());
+  EXPECT_EQ(n.main_unix, 0);
+  EXPECT_EQ(n.comm_s, 0);
+  // The same id as the launcher computes for that job file with the same flags.
+  const std::vector<const char*> cold = {"gridrun-train", "--job", next.c_str(), "--out",
+                                         out.c_str(),     "--lr",  "0.25"};
+  EXPECT_EQ(n.id, parse_options(static_cast<int>(cold.size()), cold.data()).options.id);
+  t.job_file = wider;
+  EXPECT_THROW(next_job_options(t, o), BadInput);
   std::filesystem::remove_all(dir);
 }
 

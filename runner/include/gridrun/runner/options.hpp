@@ -79,6 +79,10 @@ struct RunnerOptions {
   std::string id;
   std::string run = "manual";
   std::map<std::string, std::string> meta;
+  // The parameter flags given (`--lr 0.1`: lr), parsed: over the job file of every job the process
+  // runs (the launched one, chained ones, a warm worker's next ones).
+  jobs::Params parameter_flags;
+  bool checkpoint_dir_given = false;  // --checkpoint-dir was given (else <out>/../checkpoints/<id>)
 };
 
 // Parses argv; prints --help or --version and returns std::nullopt-equivalent `help_shown = true`.
@@ -94,16 +98,15 @@ ParseResult parse_options(int argc, const char* const* argv);
 // half precision needs a GPU). Throws BadInput naming the parameter.
 void validate(const RunnerOptions& o);
 
-// The options of the next job of a warm worker: `argv` parsed again with the task's job file as
-// --job, its --resume, --launched-at and --heartbeat instead of argv's, and without --then-job.
-// Throws BadInput when the job cannot run on these ranks (as chained_options).
-RunnerOptions next_job_options(int argc, const char* const* argv, const run::WorkerTask& task,
-                               const RunnerOptions& first);
+// The options of the next job of a warm worker, from the typed task (no command line rebuilt and
+// parsed again): `first`'s flags, the task's job file (with the parameter flags over it), its
+// resume, heartbeat and launch time, no --then-job. Throws BadInput when the job cannot run on
+// these ranks (as chained_options).
+RunnerOptions next_job_options(const run::WorkerTask& task, const RunnerOptions& first);
 
-// The options of one --then-job FILE of `argv`: argv parsed again with FILE as --job and without
-// --then-job. Throws BadInput when FILE cannot follow `first` in its process (another device,
-// other ranks or threads, not a training job).
-RunnerOptions chained_options(int argc, const char* const* argv, const std::string& job_file,
-                              const RunnerOptions& first);
+// The options of one --then-job FILE: `first`'s flags with FILE as the job (the parameter flags
+// over it) and no --then-job. Throws BadInput when FILE cannot follow `first` in its process
+// (another device, other ranks or threads, not a training job).
+RunnerOptions chained_options(const std::string& job_file, const RunnerOptions& first);
 
 }  // namespace gridrun::runner

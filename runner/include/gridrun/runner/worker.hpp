@@ -22,7 +22,7 @@ namespace gridrun::runner {
 class WarmWorker {
  public:
   // Opens this rank's pipes in first.worker_dir. Throws std::runtime_error naming a missing pipe.
-  WarmWorker(int argc, const char* const* argv, const RunnerOptions& first, Communicator& comm);
+  WarmWorker(const RunnerOptions& first, Communicator& comm);
 
   // Collective. After the job it was given last completed (the launched one first: with --then-job,
   // its chain): release its caches, report it by the id the launcher knows (rank 0), wait for the
@@ -33,8 +33,6 @@ class WarmWorker {
   const RunnerOptions* next();
 
  private:
-  int argc_;
-  const char* const* argv_;
   const RunnerOptions& first_;
   Communicator& comm_;
   run::WorkerInbox inbox_;
