@@ -40,32 +40,39 @@ std::string read_done_line() {
   return line;
 }
 
+// Every flag in one group, as every command's (docs/cli.md lists it); each says which message
+// reads it.
+void add_worker_msg_flags(po::options_description& opts, WorkerMsgCli& o) {
+  auto flag = opts.add_options();
+  flag("ticket", po::value(&o.ticket),
+       "the job's ticket (the launcher's secret, 32 hex digits): `task` writes it into the line, a "
+       "`done` line must carry it");
+  flag("job-file", po::value(&o.task.job_file), "task: absolute path of RUN_DIR/jobs/<id>.json");
+  flag("resume", po::bool_switch(&o.task.resume), "task: the job continues from its checkpoint");
+  flag("launched-at", po::value(&o.task.launched_at),
+       "task: when the launcher sends it (seconds since the epoch)");
+  flag("heartbeat", po::value(&o.task.heartbeat_file), "task: the job's heartbeat file (default: none)");
+  flag("log-out", po::value(&o.task.log_out), "task: the job's stdout log (every rank appends to it)");
+  flag("log-err", po::value(&o.task.log_err), "task: the job's stderr log (every rank appends to it)");
+  flag("job", po::value(&o.job_id), "done: the id of the job the worker runs");
+}
+
+constexpr const char* kWorkerMsgAbout =
+    "The warm worker's messages for the Slurm task body (docs/scheduler.md, \"Warm launches\").\n"
+    "task: prints the task line that hands the next job to a worker's ranks.\n"
+    "done: reads rank 0's done line from stdin and prints `continue` (the worker takes another\n"
+    "job) or `retiring` (it leaves after this one); a line that is not the done message of\n"
+    "--job with --ticket (forged, stale, cut, too long) exits 1 with the reason on stderr,\n"
+    "and the worker is to be retired.";
+
 }  // namespace
 
 int cmd_worker_msg(const Args& args) {
   WorkerMsgCli o;
   po::options_description opts = command_options(o.help);
-  // One group, as every command's (docs/cli.md lists it); each flag says which message reads it.
-  opts.add_options()("ticket", po::value(&o.ticket),
-                     "the job's ticket (the launcher's secret, 32 hex digits): `task` writes it into the "
-                     "line, a `done` line must carry it")("job-file", po::value(&o.task.job_file),
-                                                          "task: absolute path of RUN_DIR/jobs/<id>.json")(
-      "resume", po::bool_switch(&o.task.resume), "task: the job continues from its checkpoint")(
-      "launched-at", po::value(&o.task.launched_at),
-      "task: when the launcher sends it (seconds since the epoch)")(
-      "heartbeat", po::value(&o.task.heartbeat_file), "task: the job's heartbeat file (default: none)")(
-      "log-out", po::value(&o.task.log_out), "task: the job's stdout log (every rank appends to it)")(
-      "log-err", po::value(&o.task.log_err), "task: the job's stderr log (every rank appends to it)")(
-      "job", po::value(&o.job_id), "done: the id of the job the worker runs");
-  const HelpText help{
-      "gridrun worker-msg task|done [options]",
-      "The warm worker's messages for the Slurm task body (docs/scheduler.md, \"Warm launches\").\n"
-      "task: prints the task line that hands the next job to a worker's ranks.\n"
-      "done: reads rank 0's done line from stdin and prints `continue` (the worker takes another\n"
-      "job) or `retiring` (it leaves after this one); a line that is not the done message of\n"
-      "--job with --ticket (forged, stale, cut, too long) exits 1 with the reason on stderr,\n"
-      "and the worker is to be retired.",
-      "\nExit codes: 0 ok, 1 not that job's done message, 2 bad input.\n"};
+  add_worker_msg_flags(opts, o);
+  const HelpText help{"gridrun worker-msg task|done [options]", kWorkerMsgAbout,
+                      "\nExit codes: 0 ok, 1 not that job's done message, 2 bad input.\n"};
   if (!parse_command(args, opts,
                      {{"what", "task|done", "which message: task (write one) or done (check one)", 1,
                        po::value(&o.what)}},

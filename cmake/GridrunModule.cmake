@@ -1,5 +1,6 @@
 # gridrun_module(NAME SOURCES...): one folder's library target gridrun_<NAME> with the alias
-# gridrun::<NAME>, public headers in <folder>/include, private ones in <folder>/src, position-
+# gridrun::<NAME>, public headers in <folder>/include (what other modules include), private ones in
+# <folder>/src (also what only the module's program and tests include), position-
 # independent code (the test and bench executables link it too) and warnings on.
 # Why a function: every module's target has this same shape; writing it once keeps them equal.
 # gridrun_warnings(TARGET): the one set of warning flags, for module libraries (below), the two
@@ -34,4 +35,11 @@ function(gridrun_module name)
     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
   set_target_properties(gridrun_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   gridrun_warnings(gridrun_${name})
+  # gridrun::<NAME>_internals: the library plus its src/ headers, for what tests or runs the
+  # module from inside: its own program (runner/app, exec/app), its unit tests and benchmarks. No
+  # other module links it (tests/arch/check_layers.py refuses the link: not in the folder table).
+  add_library(gridrun_${name}_internals INTERFACE)
+  add_library(gridrun::${name}_internals ALIAS gridrun_${name}_internals)
+  target_include_directories(gridrun_${name}_internals INTERFACE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  target_link_libraries(gridrun_${name}_internals INTERFACE gridrun_${name})
 endfunction()

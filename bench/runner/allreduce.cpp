@@ -12,8 +12,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "grad_sync.hpp"
 #include "gridrun/runner/communicator.hpp"
-#include "gridrun/runner/grad_sync.hpp"
 #include "gridrun/runner/model.hpp"
 
 namespace {

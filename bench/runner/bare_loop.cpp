@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "epoch_sampler.hpp"
 #include "gridrun/runner/dataset.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/model_cost.hpp"
+#include "model_cost.hpp"
 
 int main(int argc, char** argv) {
   using namespace gridrun::runner;

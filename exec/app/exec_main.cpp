@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "gridrun/exec/job_run.hpp"
 #include "gridrun/exec/options.hpp"
 #include "gridrun/run/exit_codes.hpp"
+#include "job_run.hpp"
 
 int main(int argc, char** argv) {
   try {

@@ -1,7 +1,7 @@
 // See job_run.hpp. One loop: poll the program's stdout and stderr, pass every line through, turn
 // rank 0's records into rows, and watch for a stop (a signal to us, the owner gone, a non-finite
 // loss) and for the program's end.
-#include "gridrun/exec/job_run.hpp"
+#include "job_run.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -32,9 +32,6 @@
 #include "gridrun/base/net.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
-#include "gridrun/exec/protocol.hpp"
-#include "gridrun/exec/rank_report.hpp"
-#include "gridrun/exec/store_relay.hpp"
 #include "gridrun/hw/util_sampler.hpp"
 #include "gridrun/jobs/command.hpp"
 #include "gridrun/jobs/footprint.hpp"
@@ -43,6 +40,9 @@
 #include "gridrun/run/exit_codes.hpp"
 #include "gridrun/run/progress.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "protocol.hpp"
+#include "rank_report.hpp"
+#include "store_relay.hpp"
 
 namespace gridrun::exec {
 

@@ -1,5 +1,5 @@
 // See protocol.hpp.
-#include "gridrun/exec/protocol.hpp"
+#include "protocol.hpp"
 
 #include <cmath>
 #include <limits>

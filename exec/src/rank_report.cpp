@@ -1,5 +1,5 @@
 // See rank_report.hpp.
-#include "gridrun/exec/rank_report.hpp"
+#include "rank_report.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // See store_relay.hpp.
-#include "gridrun/exec/store_relay.hpp"
+#include "store_relay.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

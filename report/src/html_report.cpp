@@ -19,10 +19,10 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
-#include "gridrun/report/html_report.hpp"
-#include "gridrun/report/roofline.hpp"
 #include "gridrun/report/verdict.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "html_report.hpp"
+#include "roofline.hpp"
 
 namespace gridrun::report {
 

@@ -5,8 +5,8 @@
 #include <stdexcept>
 
 #include "gridrun/base/text.hpp"
-#include "gridrun/report/html_report.hpp"
 #include "gridrun/report/reporter.hpp"
+#include "html_report.hpp"
 
 namespace gridrun::report {
 

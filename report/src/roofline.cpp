@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "gridrun/report/roofline.hpp"
+#include "roofline.hpp"
 
 #include "gridrun/base/job_kinds.hpp"
 #include "gridrun/jobs/footprint.hpp"

@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/text.hpp"
@@ -21,15 +22,14 @@
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/communicator.hpp"
 #include "gridrun/runner/errors.hpp"
-#include "gridrun/runner/inference.hpp"
-#include "gridrun/runner/model_cost.hpp"
 #include "gridrun/runner/options.hpp"
-#include "gridrun/runner/signals.hpp"
-#include "gridrun/runner/trainer.hpp"
-#include "gridrun/runner/worker.hpp"
+#include "inference.hpp"
+#include "model_cost.hpp"
+#include "signals.hpp"
+#include "trainer.hpp"
+#include "worker.hpp"
 
 namespace {
 // "One line naming the file and the cause": LibTorch messages carry a backtrace on further lines.

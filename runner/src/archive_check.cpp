@@ -2,7 +2,7 @@
 // PKWARE's APPNOTE (end record, optional zip64 end record, central directory, local headers); the
 // pickle opcodes are CPython's Lib/pickletools.py, protocols 0-5. No LibTorch here: this runs before
 // LibTorch is trusted with the file.
-#include "gridrun/runner/archive_check.hpp"
+#include "archive_check.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Checkpoint save/load (see checkpoint.hpp for the layout and the atomicity argument).
-#include "gridrun/runner/checkpoint.hpp"
+#include "checkpoint.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/optim/optimizer.h>
@@ -19,12 +19,12 @@
 #include <sstream>
 #include <thread>
 
+#include "archive_check.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/runner/archive_check.hpp"
 #include "gridrun/runner/errors.hpp"
 
 namespace gridrun::runner {

@@ -1,5 +1,5 @@
 // Portable epoch permutations and per-rank shards (see epoch_sampler.hpp for the contract).
-#include "gridrun/runner/epoch_sampler.hpp"
+#include "epoch_sampler.hpp"
 
 #include <stdexcept>
 

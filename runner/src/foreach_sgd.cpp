@@ -1,5 +1,5 @@
 // See foreach_sgd.hpp.
-#include "gridrun/runner/foreach_sgd.hpp"
+#include "foreach_sgd.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/utils.h>

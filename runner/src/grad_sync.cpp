@@ -9,7 +9,7 @@
 // Consequence: gradients must be zeroed in place (GradSync::zero_grad), never reset or detached,
 // which is why the trainer does not call Optimizer::zero_grad on multi-rank jobs; begin_step()
 // re-attaches any parameter whose .grad() was replaced by someone else.
-#include "gridrun/runner/grad_sync.hpp"
+#include "grad_sync.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/function.h>

@@ -31,15 +31,15 @@
 #include <limits>
 #include <vector>
 
+#include "epoch_sampler.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/runner/dataset.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
-#include "gridrun/runner/inference.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/signals.hpp"
+#include "inference.hpp"
 #include "job_harness.hpp"
+#include "signals.hpp"
 
 namespace gridrun::runner {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gridrun/base/fs.hpp"
-#include "gridrun/runner/init_export.hpp"
+#include "init_export.hpp"
 
 namespace gridrun::runner {
 

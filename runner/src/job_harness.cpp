@@ -18,17 +18,17 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/hw/peak_probe.hpp"
 #include "gridrun/hw/peaks.hpp"
 #include "gridrun/jobs/footprint.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/errors.hpp"
-#include "gridrun/runner/init_export.hpp"
-#include "gridrun/runner/model_cost.hpp"
-#include "gridrun/runner/signals.hpp"
-#include "gridrun/runner/system_info.hpp"
+#include "init_export.hpp"
+#include "model_cost.hpp"
+#include "signals.hpp"
+#include "system_info.hpp"
 
 namespace gridrun::runner {
 

@@ -3,7 +3,7 @@
 // Why a hash and not a random generator: a generator's state would depend on how many samples
 // this rank drew before, which differs between 1 rank and R ranks; hashing (seed, epoch, index)
 // gives every sample its own draw wherever and whenever it is loaded, also after a resume.
-#include "gridrun/runner/loader.hpp"
+#include "loader.hpp"
 
 #include <ATen/ATen.h>
 

@@ -1,5 +1,5 @@
 // Learning-rate schedules (see lr_schedule.hpp for the formulas and why they are stateless).
-#include "gridrun/runner/lr_schedule.hpp"
+#include "lr_schedule.hpp"
 
 #include <algorithm>
 #include <cmath>

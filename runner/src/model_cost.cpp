@@ -1,6 +1,6 @@
 // What a job's model costs (see model_cost.hpp), and the data set options and model spec every job
 // builds from its parameters: the harness and `gridrun-train --count-flops` share them here.
-#include "gridrun/runner/model_cost.hpp"
+#include "model_cost.hpp"
 
 #include <torch/utils.h>
 

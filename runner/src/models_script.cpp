@@ -28,8 +28,8 @@
 #include <cstdio>
 #include <string>
 
+#include "archive_check.hpp"
 #include "gridrun/base/sha256.hpp"
-#include "gridrun/runner/archive_check.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "models_internal.hpp"
 

@@ -2,7 +2,7 @@
 // static storage, so this is the one deliberate piece of process-wide mutable state in the runner;
 // it is a lock-free atomic written only by the handler (and the owner watch) and read by the
 // training loop.
-#include "gridrun/runner/signals.hpp"
+#include "signals.hpp"
 
 #include <poll.h>
 #include <sys/syscall.h>

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "clocks.hpp"
-#include "gridrun/runner/foreach_sgd.hpp"
-#include "gridrun/runner/grad_sync.hpp"
+#include "foreach_sgd.hpp"
+#include "grad_sync.hpp"
 #include "job_harness.hpp"
 
 namespace gridrun::runner {

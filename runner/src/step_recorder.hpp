@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "clocks.hpp"
 #include "gridrun/results/writer.hpp"
-#include "gridrun/runner/checkpoint.hpp"
 #include "job_harness.hpp"
 
 namespace gridrun::runner {

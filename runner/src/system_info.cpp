@@ -1,5 +1,5 @@
 // Process facts for the results file (see system_info.hpp).
-#include "gridrun/runner/system_info.hpp"
+#include "system_info.hpp"
 
 #include <sched.h>
 #include <sys/resource.h>

@@ -13,8 +13,8 @@
 // checkpointing at the same step boundary. Nothing in it waits for the device (step_recorder.hpp
 // says why). On the GPU the step also uses device-resident data, cuDNN autotuning, TF32 (job
 // parameters) and optionally a CUDA graph.
-#include "gridrun/runner/trainer.hpp"
-#include "gridrun/runner/loader.hpp"
+#include "trainer.hpp"
+#include "loader.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/nn/functional/loss.h>
@@ -31,22 +31,22 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "clocks.hpp"
+#include "epoch_sampler.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/results/writer.hpp"
 #include "gridrun/run/progress.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/runner/checkpoint.hpp"
 #include "gridrun/runner/dataset.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
-#include "gridrun/runner/lr_schedule.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/signals.hpp"
 #include "job_harness.hpp"
+#include "lr_schedule.hpp"
 #include "op_profiler.hpp"
+#include "signals.hpp"
 #include "step_executor.hpp"
 #include "step_recorder.hpp"
 

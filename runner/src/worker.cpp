@@ -1,5 +1,5 @@
 // The warm worker's loop between jobs (worker.hpp).
-#include "gridrun/runner/worker.hpp"
+#include "worker.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,8 +19,8 @@
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/runner/errors.hpp"
-#include "gridrun/runner/signals.hpp"
-#include "gridrun/runner/system_info.hpp"
+#include "signals.hpp"
+#include "system_info.hpp"
 
 namespace gridrun::runner {
 

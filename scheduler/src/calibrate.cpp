@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "executor.hpp"
 #include "gridrun/base/checked.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
@@ -28,7 +29,6 @@
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/scheduler/executor.hpp"
 #include "launch_spec.hpp"
 #include "predict.hpp"
 

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "executor.hpp"
 #include "gridrun/base/checked.hpp"
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
@@ -31,7 +32,6 @@
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
 
 namespace fs = std::filesystem;

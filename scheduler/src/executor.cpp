@@ -16,7 +16,7 @@
 // - Nothing but gridrun itself can notice that gridrun was SIGKILLed (no handler runs, and mpirun
 //   sits in its own process group), so each job gets --owner-pid: the ranks watch gridrun's pid
 //   and checkpoint and exit 75 when it is gone; mpirun exits with them.
-#include "gridrun/scheduler/executor.hpp"
+#include "executor.hpp"
 
 #include <signal.h>
 #include <unistd.h>

@@ -5,8 +5,8 @@
 
 #include <string>
 
+#include "executor.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/resources.hpp"
 

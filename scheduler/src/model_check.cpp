@@ -52,7 +52,7 @@ std::string reason_of(const std::string& err) {
 }
 
 // What gridrun-train --count-flops says before the reason when it could not read the job's data
-// set and so built no model (runner::kDataUnreadable, runner/include/gridrun/runner/model_cost.hpp).
+// set and so built no model (runner::kDataUnreadable, runner/src/model_cost.hpp).
 constexpr const char* kDataUnreadable = "the data set cannot be read here, so no model was built: ";
 
 std::string gib(std::uint64_t bytes) {

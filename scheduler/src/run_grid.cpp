@@ -14,6 +14,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "executor.hpp"
 #include "grid_plan.hpp"
 #include "gridrun/base/bytes.hpp"
 #include "gridrun/base/host.hpp"
@@ -29,7 +30,6 @@
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/run/run_summary.hpp"
-#include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/model_check.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "predict.hpp"

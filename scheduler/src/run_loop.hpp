@@ -15,11 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "executor.hpp"
 #include "grid_plan.hpp"
 #include "gridrun/jobs/grid.hpp"
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/prepare.hpp"
-#include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/run_options.hpp"
 #include "progress.hpp"

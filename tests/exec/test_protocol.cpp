@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "gridrun/exec/job_run.hpp"
-#include "gridrun/exec/protocol.hpp"
+#include "job_run.hpp"
+#include "protocol.hpp"
 
 namespace gridrun::exec {
 namespace {

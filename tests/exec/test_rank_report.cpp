@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-#include "gridrun/exec/rank_report.hpp"
+#include "rank_report.hpp"
 
 namespace gridrun::exec {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "gridrun/base/net.hpp"
-#include "gridrun/exec/store_relay.hpp"
+#include "store_relay.hpp"
 
 namespace gridrun::exec {
 namespace {

@@ -5,7 +5,7 @@
 // target that needs LibTorch.
 #include <stdexcept>
 
-#include "gridrun/runner/checkpoint.hpp"
+#include "checkpoint.hpp"
 #include "gridrun/runner/errors.hpp"
 #include "gridrun/runner/model.hpp"
 #include "targets.hpp"

@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "gridrun/hw/peak_probe.hpp"
-#include "gridrun/report/roofline.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/writer.hpp"
+#include "roofline.hpp"
 #include "test_util.hpp"
 
 using namespace gridrun::results;

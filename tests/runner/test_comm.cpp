@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "grad_sync.hpp"
 #include "gridrun/runner/communicator.hpp"
 #include "gridrun/runner/errors.hpp"
-#include "gridrun/runner/grad_sync.hpp"
 
 using namespace gridrun::runner;
 

@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "epoch_sampler.hpp"
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/runner/dataset.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
-#include "gridrun/runner/loader.hpp"
 #include "gridrun/runner/model.hpp"
-#include "gridrun/runner/model_cost.hpp"
+#include "loader.hpp"
+#include "model_cost.hpp"
 
 using namespace gridrun::runner;
 

@@ -10,10 +10,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "epoch_sampler.hpp"
 #include "gridrun/runner/dataset.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
-#include "gridrun/runner/loader.hpp"
+#include "loader.hpp"
 
 using namespace gridrun::runner;
 

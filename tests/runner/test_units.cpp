@@ -10,16 +10,16 @@
 #include <set>
 #include <string>
 
+#include "archive_check.hpp"
+#include "epoch_sampler.hpp"
+#include "foreach_sgd.hpp"
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/fs.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/runner/archive_check.hpp"
-#include "gridrun/runner/epoch_sampler.hpp"
 #include "gridrun/runner/errors.hpp"
-#include "gridrun/runner/foreach_sgd.hpp"
-#include "gridrun/runner/lr_schedule.hpp"
 #include "gridrun/runner/options.hpp"
+#include "lr_schedule.hpp"
 
 using namespace gridrun::runner;
 
@@ -79,6 +79,20 @@ ParseResult parse(std::vector<const char*> args) {
   args.insert(args.begin(), "gridrun-train");
   return parse_options(static_cast<int>(args.size()), args.data());
 }
+
+// A job file of an mlp job on synthetic data with `ranks` ranks (16 samples a rank) and `seed`.
+std::string write_mlp_job(const std::string& path, const std::string& run, std::int64_t ranks,
+                          std::int64_t seed) {
+  gridrun::jobs::JobParams p;
+  p.model = "mlp";
+  p.dataset = "synthetic";
+  p.ranks = ranks;
+  p.batch_per_rank = 16;
+  p.global_batch = 16 * ranks;
+  p.seed = seed;
+  gridrun::jobs::write_job_file(path, gridrun::jobs::make_job(run, 0, p));
+  return path;
+}
 }  // namespace
 
 // A job chained after another in one process (--then-job) must share its process key
@@ -87,16 +101,7 @@ TEST(Options, AChainedJobMustShareTheFirstJobsProcessKey) {
   const auto dir = std::filesystem::temp_directory_path() / ("gridrun-chain-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto job_file = [&](const std::string& name, std::int64_t ranks, std::int64_t seed) {
-    gridrun::jobs::JobParams p;
-    p.model = "mlp";
-    p.dataset = "synthetic";
-    p.ranks = ranks;
-    p.batch_per_rank = 16;
-    p.global_batch = 16 * ranks;
-    p.seed = seed;
-    const std::string path = (dir / name).string();
-    gridrun::jobs::write_job_file(path, gridrun::jobs::make_job("chain", 0, p));
-    return path;
+    return write_mlp_job((dir / name).string(), "chain", ranks, seed);
   };
   const std::string first = job_file("first.json", 1, 0), same = job_file("same.json", 1, 7),
                     wider = job_file("wider.json", 2, 0);
@@ -119,16 +124,7 @@ TEST(Options, AWorkersNextJobIsTheTasksWithTheProcesssFlags) {
   const auto dir = std::filesystem::temp_directory_path() / ("gridrun-next-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "results");
   auto job_file = [&](const std::string& name, std::int64_t ranks, std::int64_t seed) {
-    gridrun::jobs::JobParams p;
-    p.model = "mlp";
-    p.dataset = "synthetic";
-    p.ranks = ranks;
-    p.batch_per_rank = 16;
-    p.global_batch = 16 * ranks;
-    p.seed = seed;
-    const std::string path = (dir / name).string();
-    gridrun::jobs::write_job_file(path, gridrun::jobs::make_job("warm", 0, p));
-    return path;
+    return write_mlp_job((dir / name).string(), "warm", ranks, seed);
   };
   const std::string first = job_file("first.json", 1, 0), next = job_file("next.json", 1, 9),
                     wider = job_file("wider.json", 2, 0);

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <vector>
 
+#include "executor.hpp"
 #include "gridrun/base/file_kinds.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
@@ -22,7 +23,6 @@
 #include "gridrun/run/prediction.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/scheduler/calibrate.hpp"
-#include "gridrun/scheduler/executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/run_grid.hpp"
 
