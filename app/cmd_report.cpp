@@ -343,9 +343,11 @@ int collect_and_report(const std::string& run_dir, const Args& report_args) {
   const run::RunDir rd(run_dir);
   PreScan pre;
   const run::RunStampParts before = run::run_stamp_parts(rd);
-  // As the table reports read (report::make_reporter("table")->depth()); another depth is read again.
+  // As the table reports read (a reporter that asked otherwise would read the files again).
+  const std::unique_ptr<report::Reporter> tables = report::make_reporter("table");
   results::FolderReadOptions fo;
-  fo.depth = results::Depth::Summary;
+  fo.depth = tables->depth();
+  fo.whole_when_read = tables->whole_when_read();
   pre.scan = report::scan_results(run_dir, fo);
   report::CollectOptions co;
   co.run_dir = run_dir;

@@ -4,8 +4,11 @@
 // same field tables as the C++ launcher (scheduler/) and the ranks (runner/), so a field added or
 // renamed there cannot drift from what bash writes. One process per message: a Slurm step's job
 // lasts seconds at least, the command a few milliseconds.
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -26,19 +29,6 @@ struct WorkerMsgCli {
   std::string job_id, ticket;
   bool help = false;
 };
-
-// The done line on stdin: at most run::kMaxDoneLineBytes before its '\n' (a longer one is not a
-// done message: the worker that wrote it is retired), as the C++ launcher reads the pipe.
-std::string read_done_line() {
-  std::string line;
-  for (int c; (c = std::cin.get()) != EOF && c != '\n';) {
-    if (line.size() >= run::kMaxDoneLineBytes)
-      throw std::runtime_error("a done message longer than " + std::to_string(run::kMaxDoneLineBytes) +
-                               " bytes");
-    line.push_back(static_cast<char>(c));
-  }
-  return line;
-}
 
 // Every flag in one group, as every command's (docs/cli.md lists it); each says which message
 // reads it.
@@ -89,7 +79,12 @@ int cmd_worker_msg(const Args& args) {
   if (o.job_id.empty() || o.ticket.empty())
     throw std::invalid_argument("--job and --ticket: required for `done`");
   try {
-    const run::WorkerDone d = run::decode_done(read_done_line());
+    // Read as the C++ launcher reads its done pipe: one line of at most kMaxDoneLineBytes (a longer
+    // one is not a done message: the worker that wrote it is retired).
+    run::PipeEnd in(STDIN_FILENO, run::kMaxDoneLineBytes);
+    const std::optional<std::string> line = in.read_line(-1, nullptr);
+    if (!line) throw std::runtime_error("no done line on stdin");
+    const run::WorkerDone d = run::decode_done(*line);
     // The task body cannot name its ranks' pids (srun starts them): the message's own pid is not
     // checked here; its ticket, a secret only this launcher and that worker hold, is.
     const std::string why = run::check_done(d, o.job_id, o.ticket, {d.pid});

@@ -267,14 +267,21 @@ ParseResult parse_options(int argc, const char* const* argv) {
 namespace {
 // `first`'s options for another job file of the same process: the flags that apply to every job
 // (--out, --owner-pid, the parameter flags, ...) as `first` has them, the job and what follows from
-// it (id, checkpoint folder unless --checkpoint-dir was given, the checks) from `job_file`. What
-// main and the worker set per job (main_unix, comm_s, warm) starts unset. Throws BadInput when the
-// job cannot follow `first` on its ranks.
-RunnerOptions options_for(const RunnerOptions& first, const std::string& job_file, const std::string& what) {
+// it (id, checkpoint folder unless --checkpoint-dir was given, the checks) from `job_file`, or from
+// a warm worker's `task` with its resume, heartbeat and launch time. What main and the worker set
+// per job (main_unix, comm_s, warm) starts unset. Throws BadInput when the job cannot follow
+// `first` on its ranks.
+RunnerOptions options_for(const RunnerOptions& first, const std::string& job_file, const std::string& what,
+                          const run::WorkerTask* task = nullptr) {
   if (first.job_file.empty())
     throw BadInput("gridrun-train: " + what + " needs --job (the first job of the process)");
   RunnerOptions o = first;
   o.job_file = job_file;
+  if (task) {
+    o.resume = task->resume;
+    o.heartbeat_file = task->heartbeat_file;
+    o.launched_at = task->launched_at;  // checked with the other flags below
+  }
   o.then_jobs.clear();
   o.main_unix = 0;
   o.comm_s = 0;
@@ -300,11 +307,7 @@ RunnerOptions chained_options(const std::string& job_file, const RunnerOptions& 
 }
 
 RunnerOptions next_job_options(const run::WorkerTask& task, const RunnerOptions& first) {
-  RunnerOptions o = options_for(first, task.job_file, "--worker");
-  o.resume = task.resume;
-  o.heartbeat_file = task.heartbeat_file;
-  o.launched_at = task.launched_at;
-  if (o.launched_at < 0) throw BadInput("gridrun-train: --worker: a task launched at a negative time");
+  RunnerOptions o = options_for(first, task.job_file, "--worker", &task);
   o.warm = true;
   return o;
 }
