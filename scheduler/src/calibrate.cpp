@@ -26,11 +26,14 @@
 #include "gridrun/base/json_checked.hpp"
 #include "gridrun/base/stats.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/run/run_dir.hpp"
+#include "idle_places.hpp"
 #include "launch_spec.hpp"
 #include "predict.hpp"
+#include "worker_pool.hpp"
 
 namespace fs = std::filesystem;
 
@@ -110,7 +113,8 @@ class Calibrator {
         rd_(run::RunDir::for_grid(o.run.out, plan.ex.name)),
         crd_(rd_.root() + "/calibration"),
         acrd_(fs::absolute(crd_.root()).lexically_normal().string()),
-        exec_(make_executor("local")) {}
+        exec_(make_executor("local")),
+        pool_(*exec_) {}
 
   // Runs `members` side by side (one when alone): each with `steps[k]` timed steps.
   std::vector<std::optional<StepFigures>> run_group(const std::vector<std::size_t>& members,
@@ -129,6 +133,10 @@ class Calibrator {
       probes.push_back(std::move(pr));
       engine.submit(QueuedJob{k, k, probes.back().req, 1.0});
     }
+    // Members go where an idle worker of their process waits (idle_places.hpp), as in `gridrun run`.
+    IdlePlaces idle([&](std::size_t k) { return jobs::process_key(probes[k].job.params).text(); });
+    for (IdleWorker& w : pool_.idle()) idle.add(std::move(w.process_key), std::move(w.place), w.since);
+    engine.set_preference(&idle);
     const auto starts = engine.schedule(0);
     if (starts.size() < probes.size())
       throw std::runtime_error("calibrate: the group does not fit side by side on " + plan_.cluster.source);
@@ -212,7 +220,8 @@ class Calibrator {
     p.job.meta["sitting"] = "calibrate";
     jobs::write_job_file(crd_.job_file(p.job.id), p.job);
     ++launches_;
-    LaunchSpec spec = launch_spec_for(p.job.id, LaunchPlace{acrd_, cluster, s.alloc, p.req});
+    LaunchSpec spec = launch_spec_for(
+        p.job.id, LaunchPlace{acrd_, cluster, s.alloc, p.req, jobs::process_key(p.job.params).text()});
     // --launch warm: a group's members take the workers the configurations alone left on their
     // cores (measure_groups keeps the cold launch of each from its alone figures).
     spec.warm = o_.run.launch == run::Launch::Warm;
@@ -225,7 +234,7 @@ class Calibrator {
       jobs::write_job_file(crd_.job_file(j.id), j);
       spec.then_job_files.push_back(acrd_.job_file(j.id));
     }
-    p.proc = exec_->launch(spec);
+    p.proc = pool_.launch(spec);
   }
 
   const run::RunDir& run_dir() const { return rd_; }
@@ -244,6 +253,7 @@ class Calibrator {
   run::RunDir rd_, crd_;
   run::RunDir acrd_;  // crd_ absolute (what launched processes get)
   std::unique_ptr<Executor> exec_;
+  WorkerPool pool_;  // --launch warm: the workers a chain leaves take a group's members
   BuildVersions versions_;
   int failed_ = 0, launches_ = 0;
   double last_share_ = std::nan("");

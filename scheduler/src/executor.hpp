@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gridrun/base/host.hpp"
+#include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/resources.hpp"
 
 namespace gridrun::scheduler {
@@ -37,11 +38,17 @@ struct LaunchSpec {
   // --then-job FILE each: jobs of the same device, ranks and threads trained after job_file in the
   // same process (`gridrun calibrate`, scheduler::plan_alone_processes); absolute paths.
   std::vector<std::string> then_job_files;
-  // Warm launches (docs/scheduler.md): an idle warm worker started with the same command (same
-  // host, cores, GPUs, ranks, threads) takes the job; else a new worker is started, its pipes in a
-  // new folder under `workers_dir`. false: one process for this job only (cold).
+  // Warm launches (docs/scheduler.md) go through a WorkerPool (worker_pool.hpp): an idle warm
+  // worker of the same process (`process_key`, binary, host, cores and GPUs) takes the job; else a
+  // new worker is started, its pipes in a new folder under `workers_dir`. false: one process for
+  // this job only (cold).
   bool warm = false;
   std::string workers_dir;
+  std::string process_key;  // jobs::process_key(params).text(): which jobs may share a process
+  Allocation place;         // where the engine put it (the pool's placement preference)
+  // Set by the pool only: start the ranks as a warm worker whose pipes are in `worker_dir`, its
+  // first done message to carry `worker_ticket` (run/worker_channel.hpp).
+  std::string worker_dir, worker_ticket;
 };
 
 // The program of a job's ranks, for `gridrun run` and `gridrun calibrate` alike: `train_bin`
@@ -81,21 +88,6 @@ class Executor {
   // everything those start: the run's launch token (run_loop.cpp, stop_leftovers), by which the
   // next `gridrun run` tells what this one left running from any other process.
   void set_launch_env(std::vector<std::string> env) { launch_env_ = std::move(env); }
-  // Warm workers idle for more than `idle_s` leave (the run loop calls it each tick; 0: all idle
-  // ones). Ended workers are reaped. Returns how many workers are alive.
-  virtual std::size_t retire_idle(double idle_s) {
-    (void)idle_s;
-    return 0;
-  }
-  // Descriptors that become readable when a job may have ended without a process exiting (warm
-  // workers' done pipes): the run loop waits on them beside its signals.
-  virtual std::vector<int> event_fds() const { return {}; }
-  // When an idle warm worker would take this job: what it is, for the job's log ("warm worker w2
-  // (mpirun pid 1234)"); "" when launch() would start processes.
-  virtual std::string warm_worker_for(const LaunchSpec& spec) const {
-    (void)spec;
-    return "";
-  }
 
  protected:
   std::vector<std::string> launch_env_;

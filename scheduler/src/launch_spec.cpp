@@ -16,6 +16,8 @@ LaunchSpec launch_spec_for(const std::string& job_id, const LaunchPlace& at) {
   spec.rankfile = at.dir.rankfile(job_id);
   spec.workers_dir = at.dir.workers_dir();
   spec.req = at.req;
+  spec.process_key = at.process_key;
+  spec.place = at.alloc;
   spec.host = node.name;
   if (at.cluster.bindable)
     for (int c : at.alloc.cores) spec.core_ids.push_back(node.cores[c]);

@@ -19,6 +19,7 @@ struct LaunchPlace {
   const Cluster& cluster;
   const Allocation& alloc;
   Request req;
+  std::string process_key;  // jobs::process_key(params).text() (warm workers: which jobs share one)
 };
 
 // A job's files in `at.dir` (job file, results, logs, rankfile, warm workers' folder), its host,

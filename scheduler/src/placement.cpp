@@ -131,17 +131,37 @@ void ClusterState::clear_limit(int node) {
   update(node);
 }
 
+namespace {
+// Whether `ids` are distinct indices of `used` that are all free.
+bool all_free(const std::vector<int>& ids, const std::vector<char>& used) {
+  std::vector<char> seen(used.size(), 0);
+  for (int i : ids) {
+    if (i < 0 || static_cast<std::size_t>(i) >= used.size() || used[i] || seen[i]) return false;
+    seen[i] = 1;
+  }
+  return true;
+}
+}  // namespace
+
 Allocation ClusterState::allocate(int node, const Request& r, std::size_t key, double end) {
   if (!fits(node, r)) throw std::logic_error("ClusterState::allocate: request does not fit");
   Allocation a;
   a.node = node;
   auto& cu = core_used_[node];
+  auto& gu = gpu_used_[node];
+  if (const Allocation* p = preference_ && r.nodes == 1 ? preference_->preferred(key, node) : nullptr;
+      p && p->node == node && p->peers.empty() && static_cast<int>(p->cores.size()) == r.cores &&
+      static_cast<int>(p->gpus.size()) == r.gpus && all_free(p->cores, cu) && all_free(p->gpus, gu)) {
+    a.cores = p->cores;
+    a.gpus = p->gpus;
+    for (int c : a.cores) cu[c] = 1;
+    for (int g : a.gpus) gu[g] = 1;
+  }
   for (std::size_t i = 0; i < cu.size() && static_cast<int>(a.cores.size()) < r.cores; ++i)
     if (!cu[i]) {
       cu[i] = 1;
       a.cores.push_back(static_cast<int>(i));
     }
-  auto& gu = gpu_used_[node];
   for (std::size_t i = 0; i < gu.size() && static_cast<int>(a.gpus.size()) < r.gpus; ++i)
     if (!gu[i]) {
       gu[i] = 1;

@@ -29,6 +29,7 @@
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/text.hpp"
+#include "gridrun/jobs/footprint.hpp"
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/results/reader.hpp"
 #include "gridrun/results/run_reader.hpp"
@@ -178,6 +179,8 @@ RunLoop::RunLoop(const GridPlan& plan, const RunOptions& opts, std::string train
       rd_(run::RunDir::for_grid(opts.out, plan.ex.name)),
       ard_(fs::absolute(rd_.root()).lexically_normal().string()),
       exec_(make_executor(opts.executor)),
+      pool_(*exec_),
+      idle_places_([this](std::size_t i) { return jobs::process_key(ex_.jobs[i].params).text(); }),
       prepared_(run::prepare_run(rd_, plan.whole.jobs.empty() ? plan.ex : plan.whole,
                                  run::PrepareOptions{opts.grid, /*lock=*/true, /*slurm_dir=*/false,
                                                      run::override_texts(opts.overrides), opts.repeats},
@@ -210,7 +213,7 @@ RunOutcome RunLoop::run() {
     if (!open_phase(value)) continue;
     launch_ready();
     while (!phase_->live.empty()) {  // feasible jobs always start on an idle machine
-      const auto sigs = signals.wait(1000, exec_->event_fds());  // the watchdog below needs a tick
+      const auto sigs = signals.wait(1000, pool_.event_fds());  // the watchdog below needs a tick
       for (int sig : sigs)
         if (sig != SIGCHLD) on_signal();
       std::vector<std::pair<std::size_t, int>> ended;
@@ -221,14 +224,14 @@ RunOutcome RunLoop::run() {
       if (!killing_) watchdog(ended);
       for (const auto& [i, code] : ended) on_exit(i, code);
       launch_ready();
-      exec_->retire_idle(o_.worker_idle_s);
+      pool_.retire_idle(o_.worker_idle_s);
       progress_->redraw();
     }
     if (stopping_) break;
     if (!ex_.compare_by.empty()) close_phase(value);
   }
   progress_->clear();
-  exec_->retire_idle(0);  // warm workers leave now, not at their idle time
+  pool_.retire_idle(0);  // warm workers leave now, not at their idle time
   folder_->flush();
   RunOutcome res = summary();
   res.to_run = n_to_run;
@@ -382,6 +385,10 @@ void RunLoop::reconcile_job(std::size_t i) {
 
 void RunLoop::launch_ready() {
   if (stopping_) return;
+  // A job goes where an idle worker of its process waits, when that is free (idle_places.hpp).
+  idle_places_.clear();
+  for (IdleWorker& w : pool_.idle()) idle_places_.add(std::move(w.process_key), std::move(w.place), w.since);
+  phase_->engine.set_preference(idle_places_.size() > 0 ? &idle_places_ : nullptr);
   for (const Start& s : phase_->engine.schedule(progress_->elapsed())) launch(s);
 }
 
@@ -407,7 +414,8 @@ void RunLoop::launch(const Start& s) {
   phase_->tries[i] += 1;
   --progress_->counts().pending;
 
-  LaunchSpec spec = launch_spec_for(job.id, LaunchPlace{ard_, cluster, s.alloc, plan_.req[i]});
+  LaunchSpec spec = launch_spec_for(
+      job.id, LaunchPlace{ard_, cluster, s.alloc, plan_.req[i], jobs::process_key(job.params).text()});
   spec.resume = resume_[i] != 0;
   spec.heartbeat_file = ard_.heartbeat_file(job.id);
   std::remove(spec.heartbeat_file.c_str());  // a stale one must not count for this attempt
@@ -418,7 +426,7 @@ void RunLoop::launch(const Start& s) {
   if (const std::string why = set_program(spec, job.params, train_, default_exec_bin()); !why.empty())
     progress_->event("warning " + job.id + ": " + why);
   // One header per attempt in both logs, so appended attempts can be told apart.
-  std::string cmd = exec_->warm_worker_for(spec);
+  std::string cmd = pool_.idle_worker_for(spec);
   if (!cmd.empty())
     cmd += ": " + spec.job_file + (spec.resume ? " --resume " : " ");
   else
@@ -433,7 +441,7 @@ void RunLoop::launch(const Start& s) {
   phase_->live[i] = Live{nullptr, progress_->elapsed()};
   phase_->peak = std::max(phase_->peak, phase_->live.size());
   try {
-    phase_->live[i].proc = exec_->launch(spec);
+    phase_->live[i].proc = pool_.launch(spec);
     phase_->live[i].warm = phase_->live[i].proc->warm();
   } catch (const std::exception& e) {
     (void)append_line(spec.log_err, std::string("gridrun: ") + e.what() + "\n");  // its header's warned

@@ -22,7 +22,9 @@
 #include "gridrun/run/prepare.hpp"
 #include "gridrun/scheduler/placement.hpp"
 #include "gridrun/scheduler/run_options.hpp"
+#include "idle_places.hpp"
 #include "progress.hpp"
+#include "worker_pool.hpp"
 
 namespace gridrun::scheduler {
 
@@ -76,6 +78,9 @@ class RunLoop {
   run::RunDir rd_;   // as given (messages)
   run::RunDir ard_;  // absolute (what launched processes get)
   std::unique_ptr<Executor> exec_;
+  WorkerPool pool_;  // --launch warm; before phase_, whose jobs' handles share its workers
+  // Where pool_'s idle workers wait, as the phase's engine prefers them (launch_ready).
+  IdlePlaces idle_places_;
   run::PreparedRun prepared_;
   run::RunState& state_;
   // Each job's record in state_ (run::records_of), in the order of ex_.jobs.

@@ -11,6 +11,7 @@
 
 #include "gridrun/base/text.hpp"
 #include "gridrun/jobs/footprint.hpp"
+#include "idle_places.hpp"
 
 namespace gridrun::scheduler {
 
@@ -72,54 +73,6 @@ double estimate_seconds(const jobs::JobParams& p, const CostModel& m) {
   return std::max(engine_seconds(m.startup_s + flops / (std::max(rate, 1e-3) * 1e9)), 1e-3);
 }
 
-namespace {
-// The warm workers of a simulated run that wait for a job: one per ended job, on its allocation.
-class IdleWorkers {
- public:
-  void add(const std::string& key, const Allocation& a, double since) { idle_.push_back({key, a, since}); }
-  // A worker of `key` on exactly `a`, idle since `not_before` or later, is taken (true); any other
-  // on a core or GPU of `a` leaves (the job would share it), as do those idle for too long.
-  bool take(const std::string& key, const Allocation& a, double not_before) {
-    bool got = false;
-    std::vector<Idle> keep;
-    for (auto& w : idle_) {
-      if (w.since < not_before) continue;
-      if (!got && w.key == key && same(w.alloc, a)) {
-        got = true;
-        continue;
-      }
-      if (!overlaps(w.alloc, a)) keep.push_back(std::move(w));
-    }
-    idle_.swap(keep);
-    return got;
-  }
-
- private:
-  struct Idle {
-    std::string key;
-    Allocation alloc;
-    double since;
-  };
-  static bool same(const Allocation& x, const Allocation& y) {
-    return x.node == y.node && x.cores == y.cores && x.gpus == y.gpus && x.peers.size() == y.peers.size() &&
-           std::equal(x.peers.begin(), x.peers.end(), y.peers.begin(), same);
-  }
-  static bool overlaps(const Allocation& x, const Allocation& y) {
-    auto shares = [](const std::vector<int>& a, const std::vector<int>& b) {
-      return std::any_of(a.begin(), a.end(),
-                         [&](int v) { return std::find(b.begin(), b.end(), v) != b.end(); });
-    };
-    if (x.node == y.node && (shares(x.cores, y.cores) || shares(x.gpus, y.gpus))) return true;
-    for (const auto& p : x.peers)
-      if (overlaps(p, y)) return true;
-    for (const auto& p : y.peers)
-      if (overlaps(x, p)) return true;
-    return false;
-  }
-  std::vector<Idle> idle_;
-};
-}  // namespace
-
 SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, const SimOptions& opts) {
   {
     int max_cores = 0, max_gpus = 0;
@@ -162,7 +115,10 @@ SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, cons
     r.phases[ins.first->second].jobs.push_back(i);
   }
   Engine engine(cluster, EngineOptions{opts.policy, opts.max_parallel});
-  IdleWorkers idle;
+  // The simulated warm workers: a job is placed where one of its process waits (the engine's
+  // preference, as in `gridrun run`), and takes it when it starts there.
+  IdlePlaces idle([&](std::size_t k) { return jobs[k].launch_key; });
+  if (opts.warm) engine.set_preference(&idle);
   const double cap_g = cluster.total_gpus(), cap_c = cluster.total_cores();
   double t = 0, busy_g_total = 0, busy_c_total = 0;
   using Ev = std::pair<double, std::size_t>;  // (end time, job)
@@ -175,9 +131,10 @@ SimResult simulate(const Cluster& cluster, const std::vector<SimJob>& jobs, cons
     }
     double busy_g = 0, busy_c = 0;
     auto launch = [&](double now) {
+      idle.expire_before(now - opts.worker_idle_s);
       for (auto& s : engine.schedule(now)) {
         const SimJob& j = jobs[s.key];
-        const bool warm = opts.warm && idle.take(j.launch_key, s.alloc, now - opts.worker_idle_s);
+        const bool warm = opts.warm && idle.take(j.launch_key, s.alloc);
         const double d = warm ? std::max(0.0, duration[s.key] - j.warm_saving_s) : duration[s.key];
         auto& p = r.placements[s.key];
         p.start_s = now;

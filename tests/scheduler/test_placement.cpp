@@ -657,3 +657,86 @@ TEST(WarmLaunches, AnotherKeyOnTheCoresOrAnIdleTimeRetiresTheWorker) {
   warm.worker_idle_s = -1;
   EXPECT_DOUBLE_EQ(simulate(c, warm_jobs({"k", "k"}), warm).makespan_s, 20.0);
 }
+
+// Worker reuse is a placement preference (issue 59): two jobs of different processes end together
+// on a 2-core node; the next job of each goes back to its own process's worker, not to the lowest
+// free core (which would put each on the other's worker, retiring both).
+TEST(WarmLaunches, AJobIsPlacedWhereAWorkerOfItsProcessWaits) {
+  Cluster c;
+  c.nodes.push_back(make_node("n0", 2, 0));
+  const auto jobs = warm_jobs({"a", "b", "b", "a"});
+  SimOptions warm;
+  warm.warm = true;
+  const SimResult r = simulate(c, jobs, warm);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 16.0);
+  EXPECT_TRUE(r.placements[2].warm);
+  EXPECT_TRUE(r.placements[3].warm);
+  EXPECT_EQ(r.placements[2].alloc.cores, r.placements[1].alloc.cores);
+  EXPECT_EQ(r.placements[3].alloc.cores, r.placements[0].alloc.cores);
+  // Cold, the lowest free cores: job 2 on job 0's.
+  const SimResult cold = simulate(c, jobs, SimOptions{});
+  EXPECT_EQ(cold.placements[2].alloc.cores, cold.placements[0].alloc.cores);
+}
+
+namespace {
+// Prefers `at` for the job keyed `job`.
+class PreferOne : public PlacementPreference {
+ public:
+  PreferOne(std::size_t job, Allocation at) : job_(job), at_(std::move(at)) {}
+  const Allocation* preferred(std::size_t key, int node) const override {
+    return key == job_ && node == at_.node ? &at_ : nullptr;
+  }
+
+ private:
+  std::size_t job_;
+  Allocation at_;
+};
+}  // namespace
+
+// A preference picks among the chosen node's free resources only: taken when free and of the
+// request's size, else the lowest free ids; what starts when is the policy's.
+TEST(Engine, APreferenceIsTakenOnlyWhenFreeAndOfTheRequestsSize) {
+  Cluster c;
+  c.nodes.push_back(make_node("n0", 4, 2));
+  Request one;
+  one.cores = 1;
+  one.gpus = 1;
+  Allocation want;
+  want.node = 0;
+  want.cores = {3};
+  want.gpus = {1};
+  Engine e(c, EngineOptions{});
+  const PreferOne pref(7, want);
+  e.set_preference(&pref);
+  e.submit(QueuedJob{7, 0, one, 5});
+  auto s = e.schedule(0);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].alloc.cores, std::vector<int>{3});
+  EXPECT_EQ(s[0].alloc.gpus, std::vector<int>{1});
+  // Another job is not preferred: lowest free ids.
+  e.submit(QueuedJob{8, 1, one, 5});
+  s = e.schedule(0);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].alloc.cores, std::vector<int>{0});
+  EXPECT_EQ(s[0].alloc.gpus, std::vector<int>{0});
+  // Job 9 preferring job 7's resources while 7 holds them: the lowest free ids.
+  e.finish(8);
+  const PreferOne busy(9, want);
+  e.set_preference(&busy);
+  e.submit(QueuedJob{9, 2, one, 5});
+  s = e.schedule(0);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].alloc.cores, std::vector<int>{0});
+  EXPECT_EQ(s[0].alloc.gpus, std::vector<int>{0});
+  // Of another size than the request (2 cores, no GPU): not taken.
+  e.finish(7);
+  e.finish(9);
+  Request two = one;
+  two.cores = 2;
+  two.gpus = 0;
+  e.set_preference(&pref);
+  e.submit(QueuedJob{7, 3, two, 5});
+  s = e.schedule(0);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].alloc.cores, (std::vector<int>{0, 1}));
+}

@@ -38,6 +38,18 @@ std::string nodes_string(const Cluster& c, const Allocation& a);
 std::string cores_string(const Cluster& c, const Allocation& a);  // "0,1" (OS cpu ids)
 std::string gpus_string(const Cluster& c, const Allocation& a);   // "2,3" (CUDA_VISIBLE_DEVICES)
 
+// Where a job would rather run on the node its policy chose (issue 59): resources on which a warm
+// worker of the job's process waits (idle_places.hpp), so that the job reuses it instead of
+// retiring it. Policies decide which job starts and on which node; a preference only picks among
+// that node's free cores and GPUs, so it never changes what starts when.
+class PlacementPreference {
+ public:
+  virtual ~PlacementPreference() = default;
+  // An allocation on `node` for the job the caller knows as `key` (QueuedJob::key), or nullptr.
+  // Taken only when all of it is free and it has exactly the request's cores and GPUs.
+  virtual const Allocation* preferred(std::size_t key, int node) const = 0;
+};
+
 // Free resources of every node plus who runs where (with estimated end times, for reservations).
 class ClusterState {
  public:
@@ -58,8 +70,11 @@ class ClusterState {
   std::vector<int> find_nodes(const Request& r) const;
   void set_limit(int node, int gpus, int cores);
   void clear_limit(int node);
-  // Lowest free ids; `r` must fit. `key` and `end` record the running job for reservations.
+  // The preference's allocation when it is free and of the request's size (one-node jobs), else the
+  // lowest free ids; `r` must fit. `key` and `end` record the running job for reservations.
   Allocation allocate(int node, const Request& r, std::size_t key, double end);
+  // nullptr: none (the lowest free ids). Not owned; must outlive the calls to allocate.
+  void set_preference(const PlacementPreference* p) { preference_ = p; }
   // The same share on each of `nodes` (from find_nodes): the first holds the rest as peers.
   Allocation allocate(const std::vector<int>& nodes, const Request& r, std::size_t key, double end);
   // Releases the allocation and its peers.
@@ -91,6 +106,7 @@ class ClusterState {
   std::size_t leaves_ = 1;
   std::vector<int> tree_gpus_, tree_cores_;  // max of (capped) free over each subtree
   std::set<std::tuple<double, std::size_t, int>> by_end_;
+  const PlacementPreference* preference_ = nullptr;
 };
 
 // The longest duration the engine works with, in seconds (about 31.7 years): an estimate beyond
@@ -149,6 +165,8 @@ class Engine {
   // Starts what should start at `now`, which must be finite (std::invalid_argument otherwise).
   std::vector<Start> schedule(double now);
   void finish(std::size_t key);
+  // Where jobs would rather run (ClusterState::set_preference); nullptr: none.
+  void set_preference(const PlacementPreference* p) { state_.set_preference(p); }
   std::size_t pending() const { return policy_->pending(); }
   std::size_t running() const { return running_.size(); }
   const ClusterState& state() const { return state_; }
