@@ -36,7 +36,7 @@
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/run/run_summary.hpp"
-#include "gridrun/scheduler/status.hpp"
+#include "gridrun/status/status.hpp"
 #include "gridrun/slurm/submit.hpp"
 
 namespace gridrun::app {
@@ -162,7 +162,7 @@ RunRow compute_row(const std::string& path, bool& live) {
   try {
     // As `gridrun status` reads it: a damaged state.json is listed in `damaged`, never thrown.
     slurm::SlurmCli cli;
-    const scheduler::RunStatus st = slurm::run_status(path, &cli);
+    const status::RunStatus st = slurm::run_status(path, &cli);
     row.name = st.name;
     row.jobs = static_cast<long>(st.jobs.size());
     row.done = row.failed = row.running = row.pending = 0;

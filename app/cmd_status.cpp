@@ -21,8 +21,8 @@
 #include "gridrun/jobs/select.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/run/run_summary.hpp"
-#include "gridrun/scheduler/cancel.hpp"
-#include "gridrun/scheduler/status.hpp"
+#include "gridrun/status/cancel.hpp"
+#include "gridrun/status/status.hpp"
 #include "gridrun/slurm/submit.hpp"
 
 namespace po = boost::program_options;
@@ -48,16 +48,16 @@ struct StatusCli {
 
 struct CancelCli {
   std::string run_dir;
-  double timeout_s = scheduler::LocalCancelOptions{}.timeout_s;  // --timeout, or its older name --wait
+  double timeout_s = status::LocalCancelOptions{}.timeout_s;  // --timeout, or its older name --wait
   bool help = false;
 };
 
 // The end of `gridrun status --watch`: a local run when no `gridrun run` holds it any more (its
 // jobs may stay pending: it was interrupted), a Slurm run when Slurm holds none of its jobs.
 // `held`: whether a gridrun held the run's lock before `st` was read.
-bool run_over(bool held, const scheduler::RunStatus& st) {
+bool run_over(bool held, const status::RunStatus& st) {
   if (held) return false;
-  return std::none_of(st.jobs.begin(), st.jobs.end(), [](const scheduler::JobStatusRow& r) {
+  return std::none_of(st.jobs.begin(), st.jobs.end(), [](const status::JobStatusRow& r) {
     return !r.slurm_id.empty() && run::is_queued(r.state);
   });
 }
@@ -65,17 +65,17 @@ bool run_over(bool held, const scheduler::RunStatus& st) {
 // status --only: the rows of the matching jobs, counted again. A parameter key is answered from the
 // job's parameters as the run resolved them (RunStatus::job_params), id and status from the row
 // (status: the outcome status shows, "completed", "running", ...).
-void keep_only(scheduler::RunStatus& st, const std::vector<jobs::Selector>& only) {
+void keep_only(status::RunStatus& st, const std::vector<jobs::Selector>& only) {
   if (only.empty()) return;
   // A key that is no parameter of gridrun's must be one of the run's own (params:), as for run --only.
   if (!st.job_params.empty())
     for (const auto& s : only)
       if (const std::string bad = jobs::undeclared(s, st.job_params.front(), "--only"); !bad.empty())
         throw std::invalid_argument(bad);
-  std::vector<scheduler::JobStatusRow> rows;
+  std::vector<status::JobStatusRow> rows;
   std::vector<jobs::JobParams> params;
   for (std::size_t i = 0; i < st.jobs.size(); ++i) {
-    const scheduler::JobStatusRow& row = st.jobs[i];
+    const status::JobStatusRow& row = st.jobs[i];
     const bool known = i < st.job_params.size();
     auto matches = [&](const jobs::Selector& s) {
       if (s.key == "id") return s.matches(row.id);
@@ -93,7 +93,7 @@ void keep_only(scheduler::RunStatus& st, const std::vector<jobs::Selector>& only
 }
 
 // status --limit: the first `limit` rows (0: all), with a note of the rest; the counts stay.
-void limit_rows(scheduler::RunStatus& st, std::size_t limit) {
+void limit_rows(status::RunStatus& st, std::size_t limit) {
   if (limit == 0 || st.jobs.size() <= limit) return;
   st.notes.push_back(std::to_string(limit) + " of " + std::to_string(st.jobs.size()) +
                      " jobs shown (--limit; --limit 0 shows all, --state and --only choose which)");
@@ -105,20 +105,20 @@ void limit_rows(scheduler::RunStatus& st, std::size_t limit) {
 // run: finished, failed or pending, no Slurm job), else merged afresh and cached when settled.
 // A run of 100,000 finished jobs: one read of the cache instead of state.json, the grid's
 // expansion and the results index (issue 60); where only some results files changed since, the
-// cache brought up to date from those files alone (scheduler::patch_status).
-scheduler::RunStatus settled_status(const std::string& run_dir, const slurm::SlurmCli& cli) {
+// cache brought up to date from those files alone (status::patch_status).
+status::RunStatus settled_status(const std::string& run_dir, const slurm::SlurmCli& cli) {
   const run::RunDir rd(run_dir);
   run::SummaryWriteOptions w;
   w.keep_results_entries = true;
   if (auto cache = run::read_cache_changes(rd, kStatusCache)) {
     try {
-      scheduler::RunStatus st = scheduler::decode_status(cache->payload);
+      status::RunStatus st = status::decode_status(cache->payload);
       st.run_dir = run_dir;
       if (cache->changed.empty()) return st;
-      if (scheduler::patch_status(st, rd, cache->changed)) {
+      if (status::patch_status(st, rd, cache->changed)) {
         w.stamps_before = cache->stamps_now;
-        w.live = !scheduler::status_is_settled(st);
-        run::write_cache(rd, kStatusCache, scheduler::encode_status(st), w);
+        w.live = !status::status_is_settled(st);
+        run::write_cache(rd, kStatusCache, status::encode_status(st), w);
         return st;
       }
     } catch (const std::exception&) {
@@ -126,16 +126,16 @@ scheduler::RunStatus settled_status(const std::string& run_dir, const slurm::Slu
     }
   }
   w.stamps_before = run::run_stamps(rd);
-  scheduler::RunStatus st = slurm::run_status(run_dir, &cli);
-  w.live = !scheduler::status_is_settled(st);
-  run::write_cache(rd, kStatusCache, scheduler::encode_status(st), w);
+  status::RunStatus st = slurm::run_status(run_dir, &cli);
+  w.live = !status::status_is_settled(st);
+  run::write_cache(rd, kStatusCache, status::encode_status(st), w);
   return st;
 }
 
 // One status as text: what --watch redraws.
-std::string status_text(const scheduler::RunStatus& st, scheduler::StatusFormat fmt, int width) {
+std::string status_text(const status::RunStatus& st, status::StatusFormat fmt, int width) {
   std::ostringstream os;
-  scheduler::print_status(st, fmt, os, width);
+  status::print_status(st, fmt, os, width);
   return os.str();
 }
 
@@ -182,13 +182,13 @@ int cmd_status(const Args& args) {
                       "shows the matching jobs (as report --only) and counts those.",
                       "\nExit codes: 0 ok, 1 runtime failure, 2 bad input (flags, not a run directory).\n"};
   if (!parse_run_dir(args, desc, "status", c.help, c.run_dir, help)) return 0;
-  scheduler::StatusFormat fmt;
+  status::StatusFormat fmt;
   if (c.format == "table")
-    fmt = scheduler::StatusFormat::Table;
+    fmt = status::StatusFormat::Table;
   else if (c.format == "json")
-    fmt = scheduler::StatusFormat::Json;
+    fmt = status::StatusFormat::Json;
   else if (c.format == "csv")
-    fmt = scheduler::StatusFormat::Csv;
+    fmt = status::StatusFormat::Csv;
   else
     throw std::invalid_argument("--format: '" + c.format + "' is not one of table, json, csv");
   if (!(c.interval_s > 0) || !std::isfinite(c.interval_s))
@@ -215,25 +215,25 @@ int cmd_status(const Args& args) {
   // A run with Slurm ids gets Slurm's view overlaid; a local run is its state and results files.
   slurm::SlurmCli cli;
   if (!c.watch) {
-    scheduler::RunStatus st = by_params ? slurm::run_status(c.run_dir, &cli) : settled_status(c.run_dir, cli);
+    status::RunStatus st = by_params ? slurm::run_status(c.run_dir, &cli) : settled_status(c.run_dir, cli);
     const std::size_t all = st.jobs.size();
     keep_only(st, only);
     if (!only.empty() && st.jobs.empty() && all > 0)
       std::cerr << "status: " << (c.states.empty() ? "--only matches" : "--only/--state match")
                 << " none of the run's " << all << " jobs\n";
     limit_rows(st, static_cast<std::size_t>(c.limit));
-    scheduler::print_status(st, fmt, std::cout, width);
+    status::print_status(st, fmt, std::cout, width);
     return 0;
   }
   // On a terminal the screen is redrawn in place; into a pipe or file each status is printed in
   // turn, without escape codes. The end is judged before reading the status, so the last status
   // printed is one of the run after it ended.
-  const bool tty = ::isatty(STDOUT_FILENO) == 1 && fmt == scheduler::StatusFormat::Table;
+  const bool tty = ::isatty(STDOUT_FILENO) == 1 && fmt == status::StatusFormat::Table;
   const run::RunDir dir(c.run_dir);
   const auto interval = std::chrono::duration<double>(std::max(c.interval_s, 0.1));
   for (;;) {
     const bool held = run::lock_holder(dir).has_value();
-    scheduler::RunStatus st = slurm::run_status(c.run_dir, &cli);
+    status::RunStatus st = slurm::run_status(c.run_dir, &cli);
     const bool over = run_over(held, st);  // judged on every job, not only the selected ones
     keep_only(st, only);
     limit_rows(st, static_cast<std::size_t>(c.limit));
@@ -241,7 +241,7 @@ int cmd_status(const Args& args) {
     if (tty)
       std::cout << "\033[H\033[2J" << text;  // home, clear screen
     else
-      std::cout << text << (fmt == scheduler::StatusFormat::Table ? "\n" : "");
+      std::cout << text << (fmt == status::StatusFormat::Table ? "\n" : "");
     std::cout << std::flush;
     if (over) break;
     std::this_thread::sleep_for(interval);
@@ -274,15 +274,15 @@ int cmd_cancel(const Args& args) {
   const run::RunDir dir(c.run_dir);
   if (!fs::is_directory(c.run_dir))
     throw std::invalid_argument("RUN_DIR: '" + c.run_dir + "' is not a directory");
-  scheduler::LocalCancelOptions lo;
+  status::LocalCancelOptions lo;
   lo.timeout_s = c.timeout_s;
-  const auto local = scheduler::cancel_local_run(dir, lo);
-  if (local.outcome != scheduler::LocalCancelResult::Outcome::NotRunning) {
-    scheduler::print_local_cancel(dir, local, lo, std::cout);
+  const auto local = status::cancel_local_run(dir, lo);
+  if (local.outcome != status::LocalCancelResult::Outcome::NotRunning) {
+    status::print_local_cancel(dir, local, lo, std::cout);
     switch (local.outcome) {
-      case scheduler::LocalCancelResult::Outcome::TimedOut: return 1;
-      case scheduler::LocalCancelResult::Outcome::Elsewhere:
-      case scheduler::LocalCancelResult::Outcome::Unverified: return 2;
+      case status::LocalCancelResult::Outcome::TimedOut: return 1;
+      case status::LocalCancelResult::Outcome::Elsewhere:
+      case status::LocalCancelResult::Outcome::Unverified: return 2;
       default: return 0;
     }
   }

@@ -32,7 +32,7 @@ using run::JobOutcome;
 // A job's state as submit judges it: a job whose Slurm task is still queued or running counts as
 // queued, even when status shows it ended (a chain's earlier job): a new task would remove its
 // slurm/ended/ file at its start, and a requeue of the old task would then run it a second time.
-JobOutcome state_for_submit(const scheduler::JobStatusRow& r) {
+JobOutcome state_for_submit(const status::JobStatusRow& r) {
   const bool task_alive = !r.slurm_state.empty() && run::is_queued(map_slurm_state(r.slurm_state, 0));
   return task_alive ? JobOutcome::Submitted : r.state;
 }
@@ -99,7 +99,7 @@ void rerun_phase(const jobs::Expansion& exp, const run::RunDir& rd, const std::s
     throw std::invalid_argument("--rerun " + rerun + ": no phase " + exp.compare_by + "=" + value +
                                 " in this grid (phases: " + known + ")");
   }
-  const scheduler::RunStatus st = run_status(rd.root(), &cli);
+  const status::RunStatus st = run_status(rd.root(), &cli);
   std::map<std::string, run::JobOutcome> state;
   for (const auto& r : st.jobs) state[r.id] = state_for_submit(r);
   for (const auto& j : todo) in_todo.insert(j.id);
@@ -193,7 +193,7 @@ namespace {
 // Jobs that are neither finished nor queued, judged as `gridrun status` judges them.
 std::vector<jobs::Job> jobs_to_submit(const jobs::Expansion& exp, const std::string& run_dir,
                                       const SlurmCli& cli, SubmitResult& res) {
-  const scheduler::RunStatus before = run_status(run_dir, &cli);
+  const status::RunStatus before = run_status(run_dir, &cli);
   std::map<std::string, run::JobOutcome> known;
   for (const auto& r : before.jobs) known[r.id] = state_for_submit(r);
   std::vector<jobs::Job> todo;
@@ -391,12 +391,12 @@ SubmitResult submit(const SubmitOptions& opts, const SlurmCli& cli, std::ostream
   return res;
 }
 
-scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli) {
+status::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli) {
   const run::RunDir rd(run_dir);
   const std::vector<SubmittedLine> submitted =
       fs::is_directory(run_dir) ? read_submitted(rd) : std::vector<SubmittedLine>{};
   // Slurm's view of the run's arrays and latest collect job, over the rows from the disk.
-  auto overlay = [&](scheduler::RunStatus& st, const std::map<std::string, run::JobRecord>& recs) {
+  auto overlay = [&](status::RunStatus& st, const std::map<std::string, run::JobRecord>& recs) {
     std::vector<std::string> ids;
     std::set<std::string> seen;
     for (const auto& [id, r] : recs)
@@ -448,7 +448,7 @@ scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli)
       if (traces[i].ended_code && !run::is_queued(row.state)) row.exit_code = *traces[i].ended_code;
     }
   };
-  return scheduler::run_status(rd, overlay);
+  return status::run_status(rd, overlay);
 }
 
 CancelResult cancel_run(const std::string& run_dir, const SlurmCli& cli, double wait_s, std::ostream& log) {

@@ -20,7 +20,7 @@
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/jobs/select.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/scheduler/status.hpp"
+#include "gridrun/status/status.hpp"
 #include "gridrun/slurm/script.hpp"
 #include "gridrun/slurm/slurm_cli.hpp"
 
@@ -78,8 +78,8 @@ Packing pack_jobs(const std::vector<jobs::Job>& jobs, int node_gpus, int node_co
 
 // `gridrun status` of a run: the scheduler's merge (scheduler/status.hpp: state.json, job files,
 // results files) with Slurm's view overlaid when `cli` is given and the run has Slurm ids. Print
-// with scheduler::print_status.
-scheduler::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli);
+// with status::print_status.
+status::RunStatus run_status(const std::string& run_dir, const SlurmCli* cli);
 
 struct CancelResult {
   std::vector<std::string> cancelled;  // Slurm ids scancel was given

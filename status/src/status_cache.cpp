@@ -4,9 +4,9 @@
 #include <stdexcept>
 
 #include "gridrun/base/bytes.hpp"
-#include "gridrun/scheduler/status.hpp"
+#include "gridrun/status/status.hpp"
 
-namespace gridrun::scheduler {
+namespace gridrun::status {
 
 namespace {
 
@@ -123,4 +123,4 @@ bool status_is_settled(const RunStatus& st) {
   return true;
 }
 
-}  // namespace gridrun::scheduler
+}  // namespace gridrun::status

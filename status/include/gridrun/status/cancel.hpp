@@ -14,7 +14,7 @@
 
 #include "gridrun/run/run_dir.hpp"
 
-namespace gridrun::scheduler {
+namespace gridrun::status {
 
 struct LocalCancelOptions {
   double timeout_s = 120;  // how long to wait for the holder to exit
@@ -51,4 +51,4 @@ LocalCancelResult cancel_local_run(const run::RunDir& dir, const LocalCancelOpti
 void print_local_cancel(const run::RunDir& dir, const LocalCancelResult& res, const LocalCancelOptions& opts,
                         std::ostream& os);
 
-}  // namespace gridrun::scheduler
+}  // namespace gridrun::status

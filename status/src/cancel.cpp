@@ -1,5 +1,5 @@
 // `gridrun cancel` of a local run: signal the lock's holder, wait for it. See cancel.hpp.
-#include "gridrun/scheduler/cancel.hpp"
+#include "gridrun/status/cancel.hpp"
 
 #include <signal.h>
 
@@ -17,7 +17,7 @@
 
 namespace fs = std::filesystem;
 
-namespace gridrun::scheduler {
+namespace gridrun::status {
 
 namespace {
 
@@ -148,4 +148,4 @@ void print_local_cancel(const run::RunDir& dir, const LocalCancelResult& res, co
   for (const auto& id : res.interrupted) os << "  interrupted " << id << "\n";
 }
 
-}  // namespace gridrun::scheduler
+}  // namespace gridrun::status

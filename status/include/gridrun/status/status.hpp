@@ -21,7 +21,7 @@
 #include "gridrun/jobs/params.hpp"
 #include "gridrun/run/run_dir.hpp"
 
-namespace gridrun::scheduler {
+namespace gridrun::status {
 
 struct JobStatusRow {
   std::string id;
@@ -134,4 +134,4 @@ enum class StatusFormat { Table, Json, Csv };
 // left out until the rest fits (table only).
 void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os, int width = 100);
 
-}  // namespace gridrun::scheduler
+}  // namespace gridrun::status

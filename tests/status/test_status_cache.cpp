@@ -7,9 +7,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "gridrun/scheduler/status.hpp"
+#include "gridrun/status/status.hpp"
 
-namespace gs = gridrun::scheduler;
+namespace gs = gridrun::status;
 using gridrun::run::JobOutcome;
 
 namespace {

@@ -1,6 +1,6 @@
 // `gridrun status`: the merge of state.json, job files, an optional batch-system overlay and the
 // results files, and its table/json/csv output. See status.hpp.
-#include "gridrun/scheduler/status.hpp"
+#include "gridrun/status/status.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -25,7 +25,7 @@
 
 namespace fs = std::filesystem;
 
-namespace gridrun::scheduler {
+namespace gridrun::status {
 
 namespace {
 
@@ -713,4 +713,4 @@ void print_status(const RunStatus& st, StatusFormat fmt, std::ostream& os, int w
   }
 }
 
-}  // namespace gridrun::scheduler
+}  // namespace gridrun::status

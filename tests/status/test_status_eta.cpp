@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "gridrun/scheduler/status.hpp"
+#include "gridrun/status/status.hpp"
 
-namespace gs = gridrun::scheduler;
+namespace gs = gridrun::status;
 
 TEST(StatusEta, ProgressRateOfTheRows) {
   // 10 steps a second from step 10 to 50: 50 steps left take 5 s.
