@@ -36,8 +36,8 @@
 #include "gridrun/results/run_reader.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/run/run_summary.hpp"
-#include "gridrun/status/status.hpp"
 #include "gridrun/slurm/submit.hpp"
+#include "gridrun/status/status.hpp"
 
 namespace gridrun::app {
 

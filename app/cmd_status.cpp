@@ -21,9 +21,9 @@
 #include "gridrun/jobs/select.hpp"
 #include "gridrun/run/run_dir.hpp"
 #include "gridrun/run/run_summary.hpp"
+#include "gridrun/slurm/submit.hpp"
 #include "gridrun/status/cancel.hpp"
 #include "gridrun/status/status.hpp"
-#include "gridrun/slurm/submit.hpp"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;

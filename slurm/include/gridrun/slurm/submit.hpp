@@ -20,9 +20,9 @@
 #include "gridrun/jobs/job.hpp"
 #include "gridrun/jobs/select.hpp"
 #include "gridrun/run/run_dir.hpp"
-#include "gridrun/status/status.hpp"
 #include "gridrun/slurm/script.hpp"
 #include "gridrun/slurm/slurm_cli.hpp"
+#include "gridrun/status/status.hpp"
 
 namespace gridrun::slurm {
 
