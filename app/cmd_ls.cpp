@@ -3,16 +3,17 @@
 //
 // Why built from the existing readers and not a reader of its own: a run directory is what
 // run::RunDir::holds_run recognises (as `gridrun status`), the counts are `gridrun status`'s
-// (slurm::run_status: state.json, job files, results files, Slurm's view), the verdict is
+// (settled_status: state.json, job files, results files, Slurm's view), the verdict is
 // `gridrun report`'s first verdict line (report::load_run, report::verdict_lines). So `ls` never
 // says something about a run that `status` or `report` would contradict.
 //
 // It writes nothing into the runs it lists but each run's summary cache (.cache/summary.json,
 // run/run_summary.hpp: the row, reused while the run's stamps hold, so that a run of 100,000 jobs
-// lists in milliseconds). The readers it calls do not quarantine or repair (that is `gridrun
-// run`'s), and the results folders' index cache is not written while results::IndexWritesOff is
-// held. One damaged run never stops the listing: its row names the problem and the command still
-// exits 0.
+// lists in milliseconds) and the status cache it shares with `gridrun status` (.cache/status: a
+// `status` after `ls`, or `ls` after `status`, reads the run once). The readers it calls do not quarantine or
+// repair (that is `gridrun run`'s), and the results folders' index cache is not written while
+// results::IndexWritesOff is held. One damaged run never stops the listing: its row names the problem and the
+// command still exits 0.
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -38,6 +39,7 @@
 #include "gridrun/run/run_summary.hpp"
 #include "gridrun/slurm/submit.hpp"
 #include "gridrun/status/status.hpp"
+#include "settled_status.hpp"
 
 namespace gridrun::app {
 
@@ -161,8 +163,9 @@ RunRow compute_row(const std::string& path, bool& live) {
   row.changed_unix = last_change(rd);
   try {
     // As `gridrun status` reads it: a damaged state.json is listed in `damaged`, never thrown.
+    // Through the run's status cache, shared with `gridrun status` (settled_status.hpp).
     slurm::SlurmCli cli;
-    const status::RunStatus st = slurm::run_status(path, &cli);
+    const status::RunStatus st = settled_status(path, cli);
     row.name = st.name;
     row.jobs = static_cast<long>(st.jobs.size());
     row.done = row.failed = row.running = row.pending = 0;
@@ -335,8 +338,9 @@ int cmd_ls(const Args& args) {
       "slowed (over 15 % slower than calibrated), start-up (launch is most of the time). A run\n"
       "without one shows its verdict's first sentence. A run that cannot be read fully\n"
       "still gets its row, with the problem in place of the verdict. Writes nothing into the\n"
-      "runs but each one's row, RUN_DIR/.cache/summary.json, reused until a file of the run\n"
-      "changes (a run with jobs running or queued is read afresh each time). A run cut short\n"
+      "runs but each one's row, RUN_DIR/.cache/summary.json, and the status `gridrun status`\n"
+      "also reads, RUN_DIR/.cache/status, each reused until a file of the run changes (a run\n"
+      "with jobs running or queued is read afresh each time). A run cut short\n"
       "(its lock free, jobs left running or interrupted) is\n"
       "\"interrupted\", with the command that resumes it; jobs that state.json calls finished but\n"
       "that have no results file are pending, with a warning. csv and json: path, name,\n"

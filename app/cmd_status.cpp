@@ -24,6 +24,7 @@
 #include "gridrun/slurm/submit.hpp"
 #include "gridrun/status/cancel.hpp"
 #include "gridrun/status/status.hpp"
+#include "settled_status.hpp"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -101,6 +102,26 @@ void limit_rows(status::RunStatus& st, std::size_t limit) {
   if (st.job_params.size() > limit) st.job_params.resize(limit);
 }
 
+// One status as text: what --watch redraws.
+std::string status_text(const status::RunStatus& st, status::StatusFormat fmt, int width) {
+  std::ostringstream os;
+  status::print_status(st, fmt, os, width);
+  return os.str();
+}
+
+// status and cancel: RUN_DIR is their one positional argument and required. False: help printed.
+bool parse_run_dir(const Args& args, const po::options_description& desc, const char* cmd, const bool& help,
+                   std::string& run_dir, const HelpText& text) {
+  const Positional pos{"run-dir", "RUN_DIR", "the run directory (`gridrun run/submit --out OUT`: OUT/NAME)",
+                       1, po::value(&run_dir)};
+  if (!parse_command(args, desc, {pos}, cmd, help, text, std::cout)) return false;
+  if (run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
+  check_run_path(run_dir, cmd, false);  // a grid file, a folder of runs: the command meant (issue 58)
+  return true;
+}
+
+}  // namespace
+
 // The status of the whole run: from the run's status cache while no file of it changed (a settled
 // run: finished, failed or pending, no Slurm job), else merged afresh and cached when settled.
 // A run of 100,000 finished jobs: one read of the cache instead of state.json, the grid's
@@ -131,26 +152,6 @@ status::RunStatus settled_status(const std::string& run_dir, const slurm::SlurmC
   run::write_cache(rd, kStatusCache, status::encode_status(st), w);
   return st;
 }
-
-// One status as text: what --watch redraws.
-std::string status_text(const status::RunStatus& st, status::StatusFormat fmt, int width) {
-  std::ostringstream os;
-  status::print_status(st, fmt, os, width);
-  return os.str();
-}
-
-// status and cancel: RUN_DIR is their one positional argument and required. False: help printed.
-bool parse_run_dir(const Args& args, const po::options_description& desc, const char* cmd, const bool& help,
-                   std::string& run_dir, const HelpText& text) {
-  const Positional pos{"run-dir", "RUN_DIR", "the run directory (`gridrun run/submit --out OUT`: OUT/NAME)",
-                       1, po::value(&run_dir)};
-  if (!parse_command(args, desc, {pos}, cmd, help, text, std::cout)) return false;
-  if (run_dir.empty()) throw std::invalid_argument("RUN_DIR: missing run directory (see --help)");
-  check_run_path(run_dir, cmd, false);  // a grid file, a folder of runs: the command meant (issue 58)
-  return true;
-}
-
-}  // namespace
 
 int cmd_status(const Args& args) {
   StatusCli c;

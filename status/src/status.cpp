@@ -10,6 +10,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "gridrun/base/json.hpp"
 #include "gridrun/base/table.hpp"
@@ -198,7 +199,7 @@ void flag_missing_results(const run::RunDir& dir, const std::map<std::string, Di
 // nothing is known of the current grid).
 std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunState& state,
                                         std::vector<JobStatusRow>& rows) {
-  std::map<std::string, jobs::JobParams> by_id;
+  std::unordered_map<std::string, jobs::JobParams> by_id;
   bool grid_known = false;
   std::error_code ec;
   if (fs::exists(dir.grid_copy(), ec)) {
@@ -209,8 +210,9 @@ std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunSt
       // As the run resolved them: its `--set` values are part of every job's parameters (and id).
       lo.overrides = jobs::parse_overrides(state.overrides, "--set");
       lo.repeats = state.repeats;
-      for (auto& j : jobs::load_grid(dir.grid_copy(), lo, base::kinds::kGridCopy).jobs)
-        by_id.emplace(j.id, std::move(j.params));
+      jobs::Expansion ex = jobs::load_grid(dir.grid_copy(), lo, base::kinds::kGridCopy);
+      by_id.reserve(ex.jobs.size());
+      for (auto& j : ex.jobs) by_id.emplace(std::move(j.id), std::move(j.params));
       grid_known = true;
     } catch (const std::exception&) {
       // The job files below have every job's parameters too.
@@ -219,9 +221,10 @@ std::vector<jobs::JobParams> job_params(const run::RunDir& dir, const run::RunSt
   std::vector<jobs::JobParams> out;
   out.reserve(rows.size());
   for (auto& row : rows) {
+    // Moved out: the rows' ids are distinct (one row per record of a map by id).
     auto it = by_id.find(row.id);
     if (it != by_id.end()) {
-      out.push_back(it->second);
+      out.push_back(std::move(it->second));
       continue;
     }
     row.earlier = grid_known;
@@ -368,7 +371,7 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   }
   st.name = state.name.empty() ? fs::path(root).filename().string() : state.name;
   // Jobs known from state.json and from job files (a crashed submit may have written only those).
-  std::map<std::string, run::JobRecord> recs = state.jobs;
+  std::map<std::string, run::JobRecord> recs = std::move(state.jobs);  // state.jobs is not read below
   for (const auto& e : fs::directory_iterator(dir.jobs_dir(), ec)) {
     const std::optional<std::string> id = run::RunDir::job_id_of_job_file(e.path().string());
     if (id && !recs.count(*id)) recs[*id].id = *id;
@@ -399,12 +402,19 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
   std::vector<jobs::JobParams> params = job_params(dir, state, st.jobs);
   hide_earlier_pending(st, params);
   {
+    // Each job's parameters moved in and out, never copied (three copies of 100,000 jobs'
+    // parameters were most of a first `status`'s memory at that size).
+    std::vector<results::RecordedParams> recorded;
+    recorded.reserve(params.size());
+    for (auto& p : params) recorded.emplace_back(std::move(p));
     std::vector<const results::RecordedParams*> ptrs;
-    std::vector<results::RecordedParams> recorded(params.begin(), params.end());
+    ptrs.reserve(recorded.size());
     for (const auto& p : recorded) ptrs.push_back(&p);
     st.varying = results::varying_params(ptrs);
     for (std::size_t i = 0; i < st.jobs.size(); ++i)
       for (const auto& name : st.varying) st.jobs[i].params.push_back(results::param_text(recorded[i], name));
+    st.job_params.reserve(recorded.size());
+    for (auto& r : recorded) st.job_params.push_back(std::move(*r));
   }
   std::optional<run::Prediction> prediction;
   if (fs::exists(dir.prediction_file(), ec)) {
@@ -415,7 +425,6 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
     }
   }
   st.has_prediction = prediction.has_value();
-  st.job_params = params;
   for (std::size_t i = 0; i < st.jobs.size(); ++i) {
     auto it = disk.find(st.jobs[i].id);
     // A completed job's file is the whole truth; for every other job (running, interrupted,
@@ -424,7 +433,7 @@ RunStatus run_status(const run::RunDir& dir, const StatusOverlay& overlay) {
     const std::optional<run::Progress> live = st.jobs[i].state == run::JobOutcome::Completed
                                                   ? std::nullopt
                                                   : run::read_progress(dir.heartbeat_file(st.jobs[i].id));
-    add_progress(st.jobs[i], params[i], it == disk.end() ? nullptr : &it->second, live,
+    add_progress(st.jobs[i], st.job_params[i], it == disk.end() ? nullptr : &it->second, live,
                  prediction ? &*prediction : nullptr);
   }
   for (auto& row : st.jobs) {

@@ -187,6 +187,18 @@ def check_ls(tmp):
     check(before == after, f"ls changed the runs: {sorted(set(before.items()) ^ set(after.items()))[:6]}")
     check(not os.path.exists(os.path.join(tmp, "runs/done4/results/.gridrun-index")),
           "ls wrote runs/done4/results/.gridrun-index")
+    # ls and status share the run's status cache (issue 60: a first ls after a first status read the
+    # whole run again): status answers from what ls left, the same as computed afresh (status, unlike
+    # ls, may write the results folder's index).
+    for path in ("runs/done4", "runs/failed2"):
+        cache = os.path.join(tmp, path, ".cache", "status")
+        check(os.path.isfile(cache), f"ls kept no status of {path}")
+        shared = gridrun("status", path, "-f", "json", cwd=tmp)
+        os.remove(cache)
+        fresh = gridrun("status", path, "-f", "json", cwd=tmp)
+        check(shared.returncode == 0 and shared.stdout == fresh.stdout,
+              f"status of {path} from ls's cache differs from a fresh one: {shared.stdout[:300]!r} vs "
+              f"{fresh.stdout[:300]!r}")
 
     # Where it looks: DIR itself as a run, deeper levels with --depth, nothing at depth 0 of a folder.
     check(sorted(ls_json(tmp, "runs/done4")) == ["runs/done4"], "ls RUN_DIR: the run itself")
