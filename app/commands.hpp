@@ -35,5 +35,6 @@ int cmd_export(const Args& args);
 int cmd_probe(const Args& args);
 int cmd_ls(const Args& args);
 int cmd_worker_msg(const Args& args);
+int cmd_job_shape(const Args& args);
 
 }  // namespace gridrun::app

@@ -35,6 +35,8 @@ const Command kCommands[] = {
     {"probe", gridrun::app::cmd_probe, "measure this CPU's GEMM and memory-bandwidth roofs (roofline)"},
     {"worker-msg", gridrun::app::cmd_worker_msg,
      "write or check a warm worker's message (the Slurm task body's)"},
+    {"job-shape", gridrun::app::cmd_job_shape,
+     "print a job's ranks, threads and nodes (the Slurm task body's)"},
 };
 
 void usage(std::ostream& os) {

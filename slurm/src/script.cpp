@@ -35,7 +35,7 @@ std::string shape_tag(const Shape& s) {
 }
 
 // Whether a task's chain runs in a warm worker: --launch warm, on one node (the worker's pipes are
-// files of this host). The task body makes the same test (NODES).
+// files of this host). The task body makes the same test (the nodes `gridrun job-shape` reads).
 bool warm_chains(const Shape& s, const ScriptOptions& o) {
   return o.launch == run::Launch::Warm && s.fp.nodes <= 1;
 }
@@ -231,14 +231,6 @@ void render_variables(std::string& s, const ArrayScript& a, const ScriptOptions&
   s += "LIST=" + shell_quote(a.list_path) + "\n";
   s += "LAUNCHER=" + o.launcher + "\n";
   s += "LAUNCH=" + run::to_string(o.launch) + "\n";
-  if (a.shape.packed) {
-    s += "RANKS=   # packed: ranks, threads, GPUs and cores of each step come from its list entry\n";
-    s += "THREADS=\n";
-  } else {
-    s += "RANKS=" + std::to_string(a.shape.fp.ranks) + "\n";
-    if (a.shape.fp.nodes > 1) s += "NODES=" + std::to_string(a.shape.fp.nodes) + "\n";
-    s += "THREADS=" + std::to_string(a.shape.fp.threads_per_rank) + "\n";
-  }
   // Packed steps share one allocation: --exact gives each only the cores it asks for.
   s += a.shape.packed ? "STEP_FLAGS=(--exact)\n" : "STEP_FLAGS=()\n";
   if (!o.network.empty()) {
@@ -596,7 +588,9 @@ std::vector<Bundle> chain_bundles(const std::vector<Bundle>& bundles, std::size_
 }
 
 // Packed bundles: one array per time limit (a bundle's limit is its longest step's); a list line
-// holds the bundle's steps as ID:RANKS:THREADS:GPUS:CORES (ID: one job or a chain ID+ID+...).
+// holds the bundle's steps by id, one word each (one job or a chain ID+ID+...): each step's ranks,
+// threads, GPUs and cores are in its jobs' files (meta.planned_gpus/cores, write_job_files), which
+// the task body reads through `gridrun job-shape`.
 void packed_arrays(const std::vector<Bundle>& plain_bundles, const ScriptOptions& o, std::size_t& counter,
                    ScriptSet& set) {
   const std::vector<Bundle> bundles = chain_bundles(plain_bundles, o.jobs_per_task);
@@ -619,8 +613,7 @@ void packed_arrays(const std::vector<Bundle>& plain_bundles, const ScriptOptions
       for (const auto& st : *b) {
         for (const auto& id : base::split(st.job_id, '+')) ids.push_back(id);
         if (!line.empty()) line += ' ';
-        line += st.job_id + ":" + std::to_string(st.ranks) + ":" + std::to_string(st.threads) + ":" +
-                st.gpus + ":" + st.cores;
+        line += st.job_id;
       }
       n_jobs += ids.size();
       a.tasks.push_back(std::move(ids));

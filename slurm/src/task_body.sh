@@ -1,7 +1,8 @@
 # The body of every gridrun array script (slurm/src/script.cpp puts it after the #SBATCH block and
-# the variables it reads: GRIDRUN (the gridrun binary: `gridrun worker-msg` writes and checks the
-# warm worker's messages), LIST, LAUNCHER, LAUNCH (cold|warm), RANKS, THREADS, NODES (multi-node
-# arrays only), STEP_FLAGS, TRAIN, RESULTS_DIR, ENDED_DIR, WORKERS_DIR, EXIT_INTERRUPTED
+# the variables it reads: GRIDRUN (the gridrun binary: `gridrun job-shape` reads a job's ranks,
+# threads, nodes and planned GPUs and cores from its job file, `gridrun worker-msg` writes and
+# checks the warm worker's messages), LIST, LAUNCHER, LAUNCH (cold|warm), STEP_FLAGS, TRAIN,
+# RESULTS_DIR, ENDED_DIR, WORKERS_DIR, EXIT_INTERRUPTED
 # (run/exit_codes.hpp) and the per-job paths JOB_FILE, JOB_LOG_OUT, JOB_LOG_ERR, JOB_CHECKPOINTS,
 # JOB_OTHERS, each an array of the path before and after the job id, all from the run directory's
 # RunDir; RUN_JOB_PREFIX, the name every Slurm job of this run starts with). Kept as a file so that
@@ -58,7 +59,8 @@ others_append() {  # others_append start|end JOB
 }
 
 # ---- one entry of the line: a chain of jobs ID[+ID...] run one after another on the same ranks,
-# threads, GPUs and cores (ENTRY_R ENTRY_T ENTRY_GPUS ENTRY_CORES). It runs in a subshell of its
+# threads, nodes, GPUs and cores, which its first job's file says (entry_shape: ENTRY_R ENTRY_T
+# ENTRY_N ENTRY_GPUS ENTRY_CORES, through `gridrun job-shape`). It runs in a subshell of its
 # own, so that the entries of a packed line run side by side. Its exit status: 0, the last job's
 # failure, or EXIT_INTERRUPTED when a job was interrupted (the task is requeued; ended jobs are
 # skipped on restart). With LAUNCH=warm the first job of the chain starts a warm worker
@@ -115,7 +117,7 @@ launch_job() {  # launch_job JOB [WORKER_DIR]: starts the launcher in the backgr
   others_append start "$1"
   echo "gridrun: $(date -Is) task $TASK restart $RESTART: job $1 ($ENTRY_R x $ENTRY_T${ENTRY_GPUS:+, gpus $ENTRY_GPUS}${ENTRY_CORES:+, cores $ENTRY_CORES})${resume[*]:+ ${resume[*]}}${worker[*]:+, starts a warm worker}"
   case "$LAUNCHER" in
-    srun) cmd=(srun --mpi=pmix "${STEP_FLAGS[@]}" "${gres[@]}" --nodes="${NODES:-1}" --ntasks="$ENTRY_R" --cpus-per-task="$ENTRY_T") ;;
+    srun) cmd=(srun --mpi=pmix "${STEP_FLAGS[@]}" "${gres[@]}" --nodes="$ENTRY_N" --ntasks="$ENTRY_R" --cpus-per-task="$ENTRY_T") ;;
     mpirun) cmd=(mpirun "${MPI_ROOT[@]}" -np "$ENTRY_R" --bind-to none ${worker[*]:+-x GRIDRUN_WORKER_TICKET}) ;;
   esac
   # `env` runs inside each rank, after Slurm has set the step's own CUDA_VISIBLE_DEVICES.
@@ -199,12 +201,26 @@ send_job() {  # send_job JOB: the next job's task message to every rank; 1 when 
   echo "gridrun: $(date -Is) task $TASK restart $RESTART: job $1 in the warm worker${resume[0]:+ --resume}"
   for fd in "${TASK_FDS[@]}"; do printf '%s\n' "$msg" >&"$fd"; done
 }
-run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
-  ENTRY_R=$2 ENTRY_T=$3 ENTRY_GPUS=$4 ENTRY_CORES=$5
+entry_shape() {  # entry_shape JOB: ENTRY_R ENTRY_T ENTRY_N ENTRY_GPUS ENTRY_CORES from its job file
+  local shape
+  job_paths "$1"
+  shape=$("$GRIDRUN" job-shape "$JOB_JSON") || return 1
+  read -r ENTRY_R ENTRY_T ENTRY_N ENTRY_GPUS ENTRY_CORES <<<"$shape"
+  [[ "$ENTRY_GPUS" == - ]] && ENTRY_GPUS=""
+  [[ "$ENTRY_CORES" == - ]] && ENTRY_CORES=""
+  return 0
+}
+run_entry() {  # run_entry CHAIN INDEX
   trap 'entry_forward USR1' USR1
   trap 'entry_forward TERM' TERM
   local ids=() todo=() id rc=0 k=0 cur line said
   IFS=+ read -r -a ids <<<"$1"
+  # The jobs of a chain share one process (jobs::process_key): the first one's file says its shape.
+  if ! entry_shape "${ids[0]}"; then
+    echo "gridrun: $(date -Is) task $TASK: job ${ids[0]}'s file gives no shape (gridrun job-shape above); its entry fails" >&2
+    for id in "${ids[@]}"; do job_ended "$id" 2; done
+    exit 2
+  fi
   for id in "${ids[@]}"; do
     if [[ $RESTART -gt 0 && -f "$ENDED_DIR/$id" ]]; then
       echo "gridrun: job $id ended (exit $(cat "$ENDED_DIR/$id")) before this restart, skipped"
@@ -214,8 +230,8 @@ run_entry() {  # run_entry CHAIN R T GPUS CORES INDEX
     fi
   done
   # Warm only where every rank is on this host: a named pipe does not cross hosts.
-  if [[ "$LAUNCH" == warm && "${NODES:-1}" -eq 1 && ${#todo[@]} -gt 1 ]]; then
-    ENTRY_DIR="$WORKERS_DIR/slurm-$TASK-$6"
+  if [[ "$LAUNCH" == warm && "$ENTRY_N" -eq 1 && ${#todo[@]} -gt 1 ]]; then
+    ENTRY_DIR="$WORKERS_DIR/slurm-$TASK-$2"
     trap 'close_worker; rm -rf "$ENTRY_DIR"' EXIT
   fi
   while [[ $k -lt ${#todo[@]} && $STOPPING -eq 0 ]]; do
@@ -307,8 +323,7 @@ trap 'forward USR1' USR1
 trap 'forward TERM' TERM
 E=0
 for STEP in $LINE; do
-  IFS=: read -r CHAIN R T GPUS CORES <<<"$STEP"
-  run_entry "$CHAIN" "${R:-$RANKS}" "${T:-$THREADS}" "${GPUS:-}" "${CORES:-}" "$E" &
+  run_entry "$STEP" "$E" &
   PIDS+=($!)
   E=$((E + 1))
 done

@@ -1,15 +1,19 @@
 // `gridrun worker-msg` (app/cmd_worker_msg.cpp), the Slurm task body's end of the warm worker's
 // channel, against the C++ ends (run/worker_channel.hpp: the local launcher and the ranks): a task
 // line it writes decodes to the same task, odd paths included; a done line the ranks encode is
-// `continue` or `retiring`, and anything that is not that job's with its ticket exits 1.
+// `continue` or `retiring`, and anything that is not that job's with its ticket exits 1. Also
+// `gridrun job-shape`, the task body's other helper.
 //   test_app_worker_msg GRIDRUN
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "gridrun/base/spawn.hpp"
+#include "gridrun/jobs/job.hpp"
 #include "gridrun/run/worker_channel.hpp"
 
 using namespace gridrun;
@@ -126,6 +130,44 @@ TEST(WorkerMsg, AnyOtherDoneLineExitsOneWithTheReason) {
     EXPECT_EQ(r.out, "") << line.substr(0, 80);
     EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
   }
+}
+
+// `gridrun job-shape` (issue 59): the Slurm task body reads a step's ranks, threads, nodes and planned
+// GPUs and cores from the job file through it, not from text in the script or its list.
+TEST(JobShape, PrintsTheJobFilesFootprintAndPlannedDevices) {
+  char dir_template[] = "/tmp/gridrun-job-shape-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  jobs::JobParams p;
+  p.ranks = 4;
+  p.threads_per_rank = 2;
+  p.nodes = 2;
+  jobs::Job packed = jobs::make_job("shape", 0, p);
+  packed.meta["planned_gpus"] = "0,1";
+  packed.meta["planned_cores"] = "4,5";
+  jobs::write_job_file(dir + "/packed.json", packed);
+  jobs::write_job_file(dir + "/plain.json", jobs::make_job("shape", 1, jobs::JobParams{}));
+  std::FILE* f = std::fopen((dir + "/not-a-job.json").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"id\": 1}", f);
+  std::fclose(f);
+
+  auto shape = [&](const std::string& name) {
+    return base::run_captured({binary().gridrun, "job-shape", dir + "/" + name});
+  };
+  const base::CapturedRun a = shape("packed.json"), b = shape("plain.json"), c = shape("not-a-job.json"),
+                          d = shape("missing.json");
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, "4 2 2 0,1 4,5\n");
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(b.out, "1 1 1 - -\n");
+  EXPECT_EQ(c.exit_code, 1);
+  EXPECT_NE(c.err.find("not-a-job.json"), std::string::npos) << c.err;
+  EXPECT_EQ(d.exit_code, 1);
+  EXPECT_NE(d.err.find("missing.json"), std::string::npos) << d.err;
+  for (const char* name : {"packed.json", "plain.json", "not-a-job.json"})
+    std::remove((dir + "/" + name).c_str());
+  ::rmdir(dir.c_str());
 }
 
 int main(int argc, char** argv) {

@@ -114,7 +114,7 @@ TEST(SlurmScripts, MultiNodeJobsAndNetwork) {
   EXPECT_EQ(set.arrays[0].name, "s1-a0-gpu-r8-t2-n2");
   const std::string& s = set.arrays[0].script;
   for (const char* line : {"#SBATCH --nodes=2\n", "#SBATCH --ntasks=8\n", "#SBATCH --ntasks-per-node=4\n",
-                           "#SBATCH --gres=gpu:4\n", "#SBATCH --cpus-per-task=2\n", "\nNODES=2\n",
+                           "#SBATCH --gres=gpu:4\n", "#SBATCH --cpus-per-task=2\n", "--nodes=\"$ENTRY_N\"",
                            "\nexport OMPI_MCA_btl_tcp_if_include=eth1,10.1.0.0/16\n",
                            "\nexport OMPI_MCA_oob_tcp_if_include=eth1,10.1.0.0/16\n",
                            "\nexport NCCL_SOCKET_IFNAME=eth1\n", " --network eth1,10.1.0.0/16"})
@@ -122,7 +122,10 @@ TEST(SlurmScripts, MultiNodeJobsAndNetwork) {
   const std::string& one = set.arrays[1].script;
   EXPECT_NE(one.find("#SBATCH --nodes=1\n"), std::string::npos);
   EXPECT_EQ(one.find("--ntasks-per-node"), std::string::npos);
-  EXPECT_EQ(one.find("\nNODES="), std::string::npos);
+  // The steps' shape comes from the job files (`gridrun job-shape`), never from script text.
+  for (const auto* a : {&s, &one})
+    for (const char* var : {"\nNODES=", "\nRANKS=", "\nTHREADS="})
+      EXPECT_EQ(a->find(var), std::string::npos) << var;
   EXPECT_EQ(set.arrays[2].shape.phase, "2");
   EXPECT_EQ(set.arrays[2].name, "s1-a2-cpu-r4-t1-n2");
 }
@@ -220,7 +223,7 @@ TEST(SlurmScripts, WarmChainsRunSeveralJobsPerTask) {
   const auto& packed = set.arrays[1];
   ASSERT_EQ(packed.tasks.size(), 1u);
   EXPECT_EQ(packed.tasks[0].size(), 4u);
-  EXPECT_EQ(packed.job_list, "g00000000000+g00000000010:2:1:0,1:0,1 g00000000001+g00000000011:2:1:2,3:2,3\n");
+  EXPECT_EQ(packed.job_list, "g00000000000+g00000000010 g00000000001+g00000000011\n");
   EXPECT_NE(packed.script.find("#SBATCH --time=0:20:00\n"), std::string::npos);
   check_golden("warm", render(set));
   o.jobs_per_task = 0;

@@ -3,8 +3,10 @@
 // Why job arrays indexed into a job-list file: one array per resource shape keeps the queue small
 // (10,000 jobs are a handful of array records, not 10,000 submissions), and the list file
 // (`runs/<name>/slurm/<array>.jobs`, line i+1 = task i) keeps the script itself readable and
-// identical for every task. Each line names one job, or, in packed mode, several job steps
-// `ID:RANKS:THREADS:GPUS:CORES` that run side by side in one whole-node allocation. Where
+// identical for every task. Each line names one job, or, in packed mode, several job steps that
+// run side by side in one whole-node allocation, by id only: a job's shape (ranks, threads, nodes,
+// a packed step's planned GPUs and cores) is read from its job file by `gridrun job-shape` when
+// the task runs (issue 59: it was written again as text beside the job file). Where
 // --jobs-per-task N > 1, an ID is a chain `ID+ID+...` of up to N jobs that run one after another on
 // the same ranks (warm: in one warm worker, docs/slurm.md "Several jobs per task"). Under srun each
 // packed step asks for its own `--gres=gpu:R` and `--exact` cores, so Slurm keeps steps on disjoint
