@@ -85,9 +85,8 @@ int cmd_worker_msg(const Args& args) {
     const std::optional<std::string> line = in.read_line(-1, nullptr);
     if (!line) throw std::runtime_error("no done line on stdin");
     const run::WorkerDone d = run::decode_done(*line);
-    // The task body cannot name its ranks' pids (srun starts them): the message's own pid is not
-    // checked here; its ticket, a secret only this launcher and that worker hold, is.
-    const std::string why = run::check_done(d, o.job_id, o.ticket, {d.pid});
+    // The task body cannot name its ranks' pids (srun starts them): the ticket decides.
+    const std::string why = run::check_done(d, o.job_id, o.ticket, std::nullopt);
     if (!why.empty()) throw std::runtime_error(why);
     std::cout << (d.retiring ? "retiring" : "continue") << "\n";
     return 0;

@@ -109,12 +109,12 @@ WorkerDone decode_done(const std::string& line) { return decode_fields(line, kDo
 std::string new_worker_ticket() { return base::random_hex(16); }
 
 std::string check_done(const WorkerDone& d, const std::string& job_id, const std::string& ticket,
-                       const std::vector<int>& rank_pids) {
+                       const std::optional<std::vector<int>>& rank_pids) {
   // The ticket first: it is the secret; a job id or a pid anyone can guess.
   if (ticket.empty() || d.ticket != ticket) return "a done message without the ticket of the worker's job";
   if (d.job_id != job_id)
     return "a done message for job '" + base::printable_line(d.job_id) + "', but the worker runs " + job_id;
-  if (std::find(rank_pids.begin(), rank_pids.end(), d.pid) == rank_pids.end())
+  if (rank_pids && std::find(rank_pids->begin(), rank_pids->end(), d.pid) == rank_pids->end())
     return "a done message from pid " + std::to_string(d.pid) + ", not one of the worker's ranks";
   return "";
 }

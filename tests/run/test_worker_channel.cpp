@@ -74,6 +74,12 @@ TEST(WorkerChannel, ADoneMessageCountsOnlyWithItsJobsTicketFromItsRanks) {
             std::string::npos);
   // A worker that was given no ticket believes nothing, not even an empty one.
   EXPECT_NE(check_done(WorkerDone{"aaaaaaaaaaaa", 0, 0, false, "", 100}, "aaaaaaaaaaaa", "", ranks), "");
+  // Ranks not known (the Slurm task body's `gridrun worker-msg done`): any pid, the ticket decides.
+  EXPECT_EQ(
+      check_done(WorkerDone{"aaaaaaaaaaaa", 0, 0, false, ticket, 999}, "aaaaaaaaaaaa", ticket, std::nullopt),
+      "");
+  EXPECT_NE(
+      check_done(WorkerDone{"aaaaaaaaaaaa", 0, 0, false, "", 999}, "aaaaaaaaaaaa", ticket, std::nullopt), "");
 }
 
 // Issue 57: 49 MiB without a line end were buffered whole; now a line past the cap is an error as

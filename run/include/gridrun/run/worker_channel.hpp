@@ -62,8 +62,10 @@ std::string new_worker_ticket();
 
 // Why the launcher must not believe `d` from the worker running `job_id` with `ticket`, whose ranks
 // are `rank_pids` (mpirun's children); "" when it is that worker's message about that job.
+// std::nullopt: the launcher cannot know its ranks' pids (the Slurm task body: srun starts them on
+// the step's nodes); the ticket, a secret only it and that worker hold, then decides alone.
 std::string check_done(const WorkerDone& d, const std::string& job_id, const std::string& ticket,
-                       const std::vector<int>& rank_pids);
+                       const std::optional<std::vector<int>>& rank_pids);
 
 std::string encode(const WorkerTask& t);  // one line, '\n'-terminated
 std::string encode(const WorkerDone& d);
