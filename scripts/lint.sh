@@ -46,8 +46,8 @@ echo "lint.sh: shellcheck: ${#sh[@]} scripts checked"
 # compile_commands.json lacks has no flags to check it with (runner/comm/nccl_communicator.cpp in a
 # build without NCCL). Two at a time: the machines CI runs on have two cores; runner/ costs about
 # 2.5 minutes of the lint lane.
-mapfile -t tidy < <(git ls-files 'base/*.cpp' 'jobs/*.cpp' 'run/*.cpp' 'hw/*.cpp' 'results/*.cpp' 'report/*.cpp' \
-  'scheduler/*.cpp' 'slurm/*.cpp' 'exec/*.cpp' 'app/*.cpp' \
+mapfile -t tidy < <(git ls-files 'base/*.cpp' 'jobs/*.cpp' 'run/*.cpp' 'hw/*.cpp' 'h5/*.cpp' 'dataset/*.cpp' \
+  'results/*.cpp' 'report/*.cpp' 'scheduler/*.cpp' 'status/*.cpp' 'slurm/*.cpp' 'exec/*.cpp' 'app/*.cpp' \
   'runner/*.cpp' |
   while read -r f; do grep -q "\"file\": \"$PWD/$f\"" "$build/compile_commands.json" && echo "$f"; done)
 if ! printf '%s\n' "${tidy[@]}" |
