@@ -164,8 +164,8 @@ WorkerPool::~WorkerPool() {
     if (auto p = base::PinnedProcess::open(w->proc->pid()); p && w->running()) p->wait_exit(5.0);
   for (auto& w : workers_) {
     w->proc->kill();
-    w->proc.reset();
     w->state = WorkerState::gone;
+    w->job_id.clear();  // a job handle that outlives the pool has nothing left to kill
     remove_dir(*w);
   }
 }
