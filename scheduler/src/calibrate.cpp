@@ -135,7 +135,7 @@ class Calibrator {
     }
     // Members go where an idle worker of their process waits (idle_places.hpp), as in `gridrun run`.
     IdlePlaces idle([&](std::size_t k) { return jobs::process_key(probes[k].job.params).text(); });
-    for (IdleWorker& w : pool_.idle()) idle.add(std::move(w.process_key), std::move(w.place), w.since);
+    pool_.offer_idle(idle);
     engine.set_preference(&idle);
     const auto starts = engine.schedule(0);
     if (starts.size() < probes.size())

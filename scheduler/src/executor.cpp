@@ -23,16 +23,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <iomanip>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include "gridrun/base/fs.hpp"
 #include "gridrun/base/host.hpp"
 #include "gridrun/base/net.hpp"
-#include "gridrun/base/own_dir.hpp"
 #include "gridrun/base/spawn.hpp"
 #include "gridrun/base/text.hpp"
 #include "gridrun/run/worker_channel.hpp"

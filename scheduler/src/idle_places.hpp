@@ -4,9 +4,11 @@
 // Why a placement preference: the engine picks a job's cores by lowest free id, so two jobs of
 // different processes ending together could each land on the other's worker and retire both. With
 // the idle places as a PlacementPreference, a job placed on a node takes the cores and GPUs of an
-// idle worker of its process there when they are free. `gridrun run` fills it from its WorkerPool
-// (worker_pool.hpp) before each placement; `gridrun simulate` keeps it as its simulated workers
-// end jobs, and applies the pool's rule for who takes a job and who leaves (take()).
+// idle worker of its process there when they are free. `gridrun run` and `gridrun calibrate` fill
+// it from their WorkerPool (worker_pool.hpp, offer_idle) before each placement; `gridrun simulate`
+// keeps it as its simulated workers end jobs, and models the pool's rule for who takes a job and
+// who leaves (take(): on the engine's core and GPU indices, where the pool compares OS core ids and
+// CUDA devices, and also retires every idle worker of the host for an unbound job).
 #pragma once
 
 #include <cstddef>

@@ -386,8 +386,7 @@ void RunLoop::reconcile_job(std::size_t i) {
 void RunLoop::launch_ready() {
   if (stopping_) return;
   // A job goes where an idle worker of its process waits, when that is free (idle_places.hpp).
-  idle_places_.clear();
-  for (IdleWorker& w : pool_.idle()) idle_places_.add(std::move(w.process_key), std::move(w.place), w.since);
+  pool_.offer_idle(idle_places_);
   phase_->engine.set_preference(idle_places_.size() > 0 ? &idle_places_ : nullptr);
   for (const Start& s : phase_->engine.schedule(progress_->elapsed())) launch(s);
 }

@@ -42,7 +42,7 @@ struct WorkerPool::Worker {
   std::string lost;    // why it was retired with its job: a done message it could not trust
   double idle_since = 0;
 
-  bool running() { return state != WorkerState::gone && !exited(); }
+  bool running() { return !exited(); }
   bool exited() {
     if (state == WorkerState::gone) return true;
     if (!proc->try_wait()) return false;
@@ -58,7 +58,7 @@ struct WorkerPool::Worker {
   // A message it cannot trust (issue 57): nothing more of it is believed. Its ranks are killed (a
   // job whose end cannot be told must not go on), and the job is tried again cold (lost()).
   void distrust(const std::string& why) {
-    lost = "worker " + std::filesystem::path(dir).filename().string() + "'s done pipe: " + why;
+    lost = "worker " + name() + "'s done pipe: " + why;
     pipes.done.close();
     retire();
     proc->kill();
@@ -250,6 +250,11 @@ std::vector<IdleWorker> WorkerPool::idle() const {
   for (const auto& w : workers_)
     if (w->state == WorkerState::idle) out.push_back({w->process_key, w->place, w->idle_since});
   return out;
+}
+
+void WorkerPool::offer_idle(IdlePlaces& places) const {
+  places.clear();
+  for (IdleWorker& w : idle()) places.add(std::move(w.process_key), std::move(w.place), w.since);
 }
 
 std::size_t WorkerPool::count(WorkerState s) const {

@@ -23,6 +23,7 @@
 
 #include "executor.hpp"
 #include "gridrun/scheduler/placement.hpp"
+#include "idle_places.hpp"
 
 namespace gridrun::scheduler {
 
@@ -62,8 +63,11 @@ class WorkerPool {
   // Descriptors that become readable when a job may have ended without a process exiting (the done
   // pipes of workers with a job): the run loop waits on them beside its signals.
   std::vector<int> event_fds() const;
-  // Where idle workers wait, for the engine's placement preference.
+  // Where idle workers wait.
   std::vector<IdleWorker> idle() const;
+  // `places` becomes where idle workers wait now: the engine's placement preference for the next
+  // placement (run loop and calibration alike).
+  void offer_idle(IdlePlaces& places) const;
   // How many workers are in state `s` (gone ones until reaped).
   std::size_t count(WorkerState s) const;
 
