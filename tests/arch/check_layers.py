@@ -16,9 +16,13 @@ every source file of every module, and fails on:
     size"), found by a brace scan of the definitions at the outer level (long_functions says what
     it cannot see);
   - docs/architecture.md's function-size figures (the paragraph "Largest functions now ...") when
-    they differ from the code's (issue 59: figures in docs come from the code).
+    they differ from the code's (issue 59: figures in docs come from the code);
+  - its walk of a job parameter (a paragraph "The walk of `P` ...": the files the value crosses
+    from the grid file to the processes, parameter_walk) when it differs from the code's, or when
+    a walk crosses more than MAX_WALK_FILES files.
 Usage: check_layers.py SOURCE_DIR    (--self-test: first checks that each planted kind of violation
-       is found; --figures: print the function-size paragraph the doc must hold, and nothing else)
+       is found; --figures: print the function-size paragraph the doc must hold, and nothing else;
+       --walk PARAM: print the walk paragraph of PARAM, and nothing else)
 """
 import pathlib
 import re
@@ -33,6 +37,8 @@ MAX_FUNCTION_LINES = 120
 LARGE_FUNCTION_LINES = 80
 LARGEST_NAMED = 8
 FIGURES_START = "Largest functions now"
+# The most files a job parameter's walk from the grid file to the processes may cross (issue 59).
+MAX_WALK_FILES = 10
 
 
 def check(root):
@@ -47,7 +53,7 @@ def check(root):
     return check_tree(root, allowed)
 
 
-MODULE_SUFFIXES = (".cpp", ".hpp", ".h", ".in")
+MODULE_SUFFIXES = (".cpp", ".hpp", ".h", ".in", ".def")
 INCLUDE = re.compile(r'#\s*include\s*[<"]([^">]+)[">]')
 
 
@@ -161,7 +167,22 @@ def blank_code(text):
 
 
 def long_functions(path, limit):
-    """Function bodies in one .cpp longer than `limit` lines, as (name, first line, lines).
+    """Function bodies in one .cpp longer than `limit` lines, as (name, first line, lines)."""
+    return [(d.name, d.first, d.last - d.first + 1) for d in definitions(path)
+            if d.last - d.first + 1 > limit]
+
+
+class Definition:
+    """A function defined at a .cpp's outer level: its name, head (return type and parameters),
+    first and last line, and the offsets of its body in the file's text."""
+
+    def __init__(self, name, head, first, last, start, end):
+        self.name, self.head, self.first, self.last, self.start, self.end = name, head, first, last, start, end
+
+
+def definitions(path, into_classes=False):
+    """The functions defined in one .cpp, as Definitions (with into_classes, also the methods
+    defined inside class bodies).
 
     A simple brace scan: comments and literals are blanked, `namespace ... {` and `extern "C" {`
     are see-through, and every other block opened at the outer level is a definition; it is a
@@ -201,13 +222,17 @@ def long_functions(path, limit):
                 continue
             is_type = re.search(r"\b(class|struct|union|enum)\b[^(]*$", head_clean)
             is_init = re.search(r"=\s*$", head_clean)
+            if is_type and into_classes:
+                see_through.append(depth)
+                depth += 1
+                head_start = i + 1
+                i += 1
+                continue
             if "(" in head_clean and not is_type and not is_init:
                 name_line = code.count("\n", 0, head_start + len(head) - len(head.lstrip()))
                 name = re.search(r"([~A-Za-z_][\w:~<>]*(operator\W+)?)\s*\([^()]*", head_clean)
-                first = name_line + 1
-                last = code.count("\n", 0, j) + 1
-                if last - first + 1 > limit:
-                    found.append((name.group(1) if name else head_clean[:40], first, last - first + 1))
+                found.append(Definition(name.group(1) if name else head_clean[:40], head_clean, name_line + 1,
+                                        code.count("\n", 0, j) + 1, i, j + 1))
             i = j + 1
             head_start = i
             continue
@@ -254,9 +279,183 @@ def figures_problems(root, doc):
             f"(tests/arch/check_layers.py --figures):\n    {want}"]
 
 
+WALK_START = "The walk of"
+# What hands a value to processes: a launcher's process-count option (a string literal of its own),
+# the standard output of a command the Slurm task body hands to its launcher, or a check of the MPI
+# world the processes were started with.
+LAUNCH_OPTION = re.compile(r'"(-np|--ntasks|--ntasks-per-node)=?"')
+NUMBER_TYPE = r"(?:std::)?(?:u?int\d*_t|int|long|size_t|double)"
+
+
+def matching_brace(code, i):
+    """The offset of the brace closing the one at `i`."""
+    d = 0
+    for j in range(i, len(code)):
+        if code[j] == "{":
+            d += 1
+        elif code[j] == "}":
+            d -= 1
+            if d == 0:
+                return j
+    return len(code)
+
+
+def statement_at(code, i):
+    """The offsets of the statement around offset `i` (from the last `;`, `{` or `}` to the next `;`)."""
+    start = max(code.rfind(c, 0, i) for c in ";{}") + 1
+    end = code.find(";", i)
+    return start, len(code) if end < 0 else end
+
+
+def parameter_walk(root, param):
+    """Where a job parameter's value goes from the grid file to the processes, as the types carry it.
+
+    The schema is the .def file with a row for `param`; the struct that includes it (JobParams) is
+    the first carrier, and every struct with a number member named `param`, or a member of a carrier
+    type, is a carrier too. A function (of a module's .cpp) is on the walk when it uses a carrier
+    (names its type, or calls a function that returns one) and reads the member; it passes the value
+    on when its return type is a carrier, and hands it to processes when a statement reading it holds
+    a launcher's process-count option (LAUNCH_OPTION), writes it to std::cout (a command whose output
+    the Slurm task body gives its launcher) or compares it with the MPI world (`world...`). The walk
+    keeps the functions that hand it to processes and, back from them, those that return a carrier
+    they use. Returns the hops as (file, [(function, what it gives)]) in the order the value reaches
+    them, the schema first. Text is never a carrier: a value printed and parsed back would end the
+    walk at the printing."""
+    files = [f for m in module_names(root) for f in module_files(root, m)]
+    raw = {f: f.read_text(errors="replace") for f in files}
+    code = {f: blank_code(raw[f]) for f in files}
+    schema = [f for f in files if f.suffix == ".def" and re.search(r"\w+\(\s*" + param + r"\s*,", code[f])]
+    members, seed = {}, set()  # carrier candidates: struct name -> its body (blanked)
+    for f in files:
+        for m in re.finditer(r"\b(?:struct|class)\s+(\w+)\b[^;{}()]*\{", code[f]):
+            body_end = matching_brace(code[f], m.end() - 1)
+            members[m.group(1)] = members.get(m.group(1), "") + code[f][m.end():body_end]
+            if any(re.search(r'#\s*include\s*"[^"]*' + re.escape(d.name) + '"', raw[f][m.end():body_end])
+                   for d in schema):
+                seed.add(m.group(1))
+    own = re.compile(r"\b" + NUMBER_TYPE + r"\s+(?:\w+\s*(?:=\s*[^,;{}]+|\{[^}]*\})?\s*,\s*)*" + param + r"\b\s*[=;,{]")
+    carriers = seed | {n for n, body in members.items() if own.search(body)}
+    contains = {}
+    while True:
+        grown = False
+        for n, body in members.items():
+            inner = {c for c in carriers if c != n and re.search(
+                r"\b" + c + r"\b[^;(){}]*\s\w+\s*[;={]", body)}
+            if inner and n not in carriers:
+                carriers.add(n)
+                grown = True
+            contains[n] = inner
+        if not grown:
+            break
+
+    def closure(types):
+        out, todo = set(), list(types)
+        while todo:
+            t = todo.pop()
+            if t not in out:
+                out.add(t)
+                todo.extend(contains.get(t, ()))
+        return out
+
+    read = re.compile(r"(?:\.|->)" + param + r"\b(?!\s*=[^=])")
+    carrier_word = re.compile(r"\b(" + "|".join(sorted(carriers)) + r")\b")
+    funcs = {}  # (file, first line) -> (definition, carriers named, returned, reads, passes on, to processes, body)
+    for f in files:
+        if f.suffix != ".cpp":
+            continue
+        c = code[f]
+        for d in definitions(f, into_classes=True):
+            body = c[d.start:d.end]
+            reads = [d.start + m.start() for m in read.finditer(body)]
+            if not reads:
+                continue
+            name_at = d.head.rfind(d.name.split("::")[-1] + "(")
+            returns = set(carrier_word.findall(d.head[:name_at])) if name_at > 0 else set()
+            passes, sinks = False, []
+            for at in reads:
+                a, b = statement_at(c, at)
+                st = c[a:b].strip()
+                if re.match(r"(return\b|\w+(\.\w+)+\s*=[^=])", st):
+                    passes = True
+                option = LAUNCH_OPTION.search(raw[f][a:b])
+                if option:
+                    sinks.append(f"`{option.group(1)}`")
+                elif "std::cout" in st:
+                    sinks.append("standard output, for the Slurm task body's launcher")
+                elif re.search(r"(==|!=)\s*\w*world\w*\b|\bworld\w*\s*(==|!=)", st):
+                    sinks.append("checked against the MPI world")
+            sink = "processes: " + ", ".join(dict.fromkeys(sinks)) if sinks else ""
+            funcs[(f, d.first)] = (d, set(carrier_word.findall(d.head + body)), returns if passes else set(),
+                                   sink, body)
+    producers = {d.name.split("::")[-1]: r for d, _, r, _, _ in funcs.values() if r}
+    call = re.compile(r"\b(" + "|".join(sorted(producers)) + r")\s*\(") if producers else None
+    uses = {}
+    for k, (d, named, _, _, body) in funcs.items():
+        called = {t for p in (call.findall(body) if call else ()) for t in producers[p]}
+        uses[k] = closure(named | called)
+    reached, depth, level = set(seed), {}, 0
+    while True:  # forward: what each carrier reaches, level by level
+        level += 1
+        new = {k for k in funcs if k not in depth and uses[k] & reached}
+        if not new:
+            break
+        for k in new:
+            depth[k] = level
+            reached |= funcs[k][2]
+    kept = {k for k in depth if funcs[k][3]}
+    needed = set().union(*(uses[k] for k in kept)) if kept else set()
+    while True:  # backward: who gives what those handing it to processes use
+        more = {k for k in depth if k not in kept and funcs[k][2] & needed}
+        if not more:
+            break
+        kept |= more
+        for k in more:
+            needed |= uses[k]
+    hops = {}
+    for (f, _), k in ((key, key) for key in kept):
+        d, _, returns, sink, _ = funcs[k]
+        hops.setdefault(f, []).append((depth[k], d.name, sink or ", ".join(sorted(returns))))
+    order = sorted(hops, key=lambda f: (min(h[0] for h in hops[f]), str(f)))
+    out = [(f.relative_to(root), [("", "the schema: " + ", ".join(sorted(seed)))]) for f in schema]
+    # The schema's X-macro users: where the grid's values and a job file's fields become the struct.
+    out += [(f.relative_to(root), [("", "the schema's rows, included")]) for f in files if f not in schema
+            and any(re.search(r'#\s*include\s*"[^"]*' + re.escape(d.name) + '"', raw[f]) for d in schema)]
+    return out + [(f.relative_to(root), [(n, g) for _, n, g in sorted(hops[f])]) for f in order]
+
+
+def walk_text(root, param):
+    """The paragraph of docs/architecture.md that quotes parameter_walk."""
+    hops = parameter_walk(root, param)
+    parts = []
+    for f, fs in hops:
+        what = "; ".join(f"`{n}` -> {g}" if n else g for n, g in fs)
+        parts.append(f"`{f}` ({what})")
+    return (f"{WALK_START} `{param}`, as `tests/arch/check_layers.py --walk {param}` finds it ({len(hops)} "
+            f"files): " + "; ".join(parts) + ".")
+
+
+def walk_problems(root, doc):
+    """Each walk docs/architecture.md quotes against the code's, and none longer than MAX_WALK_FILES."""
+    problems = []
+    for para in (" ".join(p.split()) for p in re.split(r"\n\s*\n", doc) if p.strip().startswith(WALK_START)):
+        param = re.match(WALK_START + r" `(\w+)`", para)
+        if not param:
+            continue
+        want = walk_text(root, param.group(1))
+        if para != want:
+            problems.append(f"docs/architecture.md: the walk of `{param.group(1)}` differs from the code; it should "
+                            f"read (tests/arch/check_layers.py --walk {param.group(1)}):\n    {want}")
+        files = len(parameter_walk(root, param.group(1)))
+        if files > MAX_WALK_FILES:
+            problems.append(f"the walk of `{param.group(1)}` crosses {files} files (at most {MAX_WALK_FILES}: a value "
+                            "that every layer restates is one no layer owns)")
+    return problems
+
+
 def check_tree(root, allowed):
     modules = module_names(root)
-    problems = figures_problems(root, (root / "docs/architecture.md").read_text())
+    doc = (root / "docs/architecture.md").read_text()
+    problems = figures_problems(root, doc) + walk_problems(root, doc)
     for m in modules:
         if m not in allowed:
             problems.append(f"docs/architecture.md: folder {m}/ is missing from the folder table")
@@ -325,22 +524,49 @@ def self_test():
             "Big::Big(int a)", "    : x_{a},", "      y_(a) {"] + body(MAX_FUNCTION_LINES - 2) + ["}",
             "int over_limit(int a) {"] + body(MAX_FUNCTION_LINES + 1) + ["}", "}  // namespace gridrun::jobs"]
         (r / "jobs/src/long.cpp").write_text("\n".join(over) + "\n")
+        # A parameter's walk: the schema, a struct that includes it, a conversion, a launcher's
+        # option, a world check; a reader that only reports and a printed label are not on it.
+        (r / "jobs/include/gridrun/jobs/p.def").write_text("ROW(ranks, int, 1)\nROW(seed, int, 0)\n")
+        (r / "jobs/include/gridrun/jobs/params.hpp").write_text(
+            'struct Params {\n#define ROW(n, t, d) t n = d;\n#include "gridrun/jobs/p.def"\n};\n'
+            "struct Shape { int ranks = 1; };\nstruct Spec { Shape shape; };\n")
+        (r / "jobs/src/shape.cpp").write_text(
+            "Shape shape_of(const Params& p) {\n  Shape s;\n  s.ranks = p.ranks;\n  return s;\n}\n"
+            "double per_rank(const Params& p, double x) { return x / p.ranks; }\n"
+            'std::string label(const Shape& s) { return "r" + std::to_string(s.ranks); }\n')
+        (r / "jobs/src/launch.cpp").write_text(
+            'class Mpi {\n public:\n  Argv argv(const Spec& s) const {\n    return {"mpirun", "-np", '
+            "std::to_string(s.shape.ranks)};\n  }\n};\nvoid check(const Params& p, int world_size) {\n"
+            '  if (p.ranks != world_size) throw Bad("ranks");\n}\n')
+        doc = (r / "docs/architecture.md").read_text()
+        (r / "docs/architecture.md").write_text(doc + "\nThe walk of `ranks`, as the check finds it (1 files).\n")
         found = check(r)
         want = ["base/src/a.cpp:1", "base/src/a.cpp:2", "{grid, spec}", "jobs/src/grid.cpp:2",
-                "jobs/src/spec.hpp:2", "over_limit is 121 lines", "(3 functions are over 80 lines)"]
-        if len(found) != 7 or not all(any(w in f for f in found) for w in want):
+                "jobs/src/spec.hpp:2", "over_limit is 121 lines", "(3 functions are over 80 lines)",
+                "the walk of `ranks` differs"]
+        if len(found) != 8 or not all(any(w in f for f in found) for w in want):
             print("check_layers: self-test failed, found:", *found, sep="\n  ")
             sys.exit(1)
-        # The figures as the code gives them: no problem of theirs.
-        doc = (r / "docs/architecture.md").read_text()
-        (r / "docs/architecture.md").write_text(doc.split("Largest")[0] + function_figures(r) + "\n")
+        walk = walk_text(r, "ranks")
+        want = ["(4 files)", "`jobs/include/gridrun/jobs/p.def` (the schema: Params)", "`shape_of` -> Shape",
+                "`argv` -> processes: `-np`", "`check` -> processes: checked against"]
+        if not all(w in walk for w in want) or "per_rank" in walk or "label" in walk:
+            print("check_layers: self-test failed: the walk of the planted `ranks` reads", walk)
+            sys.exit(1)
+        # The figures and the walk as the code gives them: no problem of theirs.
+        (r / "docs/architecture.md").write_text(doc.split("Largest")[0] + function_figures(r) + "\n\n" + walk + "\n")
         if len(check(r)) != 6:
-            print("check_layers: self-test failed: the code's own figures were called different")
+            print("check_layers: self-test failed: the code's own figures were called different:", *check(r),
+                  sep="\n  ")
             sys.exit(1)
 
 if "--self-test" in sys.argv:
     self_test()
     sys.argv.remove("--self-test")
+if "--walk" in sys.argv:
+    i = sys.argv.index("--walk")
+    print(walk_text(pathlib.Path(sys.argv[i + 2] if len(sys.argv) > i + 2 else "."), sys.argv[i + 1]))
+    sys.exit(0)
 if "--figures" in sys.argv:
     sys.argv.remove("--figures")
     print(function_figures(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")))

@@ -57,8 +57,8 @@ Footprint footprint(const JobParams& p);
 // Which jobs may share one process (a chain of --then-job, a warm worker): those of equal keys.
 // What a process fixes when it starts: its device, ranks, threads per rank and nodes; the rest is
 // each job's own. The calibration's chains, the simulator's warm-worker key and the runner's check
-// of a chained job take it from here (issue 59: the test was written in each). The local
-// executor's worker key is the worker's command line (host, cores and GPUs too); Slurm's tasks
+// of a chained job take it from here (issue 59: the test was written in each). The local warm
+// worker's key is this plus the binary, host, cores and GPUs (scheduler::WorkerPool); Slurm's tasks
 // group by slurm::Shape, which holds the Footprint.
 struct ProcessKey {
   Device device = Device::cpu;
