@@ -52,8 +52,10 @@ class OrderedBuilder {
   std::size_t error_byte = 0;
   bool positioned = false;  // a syntax error (a byte offset); else a value error (no position)
 
-  // Members of the root object whose values are parsed but not kept (JsonParseOptions).
+  // Members of the root object whose values are parsed but not kept, and the one whose members
+  // are handed over one by one (JsonParseOptions).
   const std::vector<std::string>* skip_members = nullptr;
+  const JsonParseOptions* stream = nullptr;
 
   bool null() { return skipped_scalar() || put(Json(nullptr)); }
   bool boolean(bool v) { return skipped_scalar() || put(Json(v)); }
@@ -70,7 +72,9 @@ class OrderedBuilder {
   bool binary(binary_t& v) { return skipped_scalar() || put(Json::binary(std::move(v))); }
   bool start_object(std::size_t /*elements*/) {
     if (skipped_open()) return true;
-    open_.push_back({put_and_get(Json::object()), {}, {}});
+    const bool streamed = stream_next_;
+    stream_next_ = false;
+    open_.push_back({put_and_get(Json::object()), {}, {}, streamed});
     return true;
   }
   bool key(string_t& k) {
@@ -81,6 +85,13 @@ class OrderedBuilder {
       return true;
     }
     Open& o = open_.back();
+    if (o.streamed) {  // a member handed over when its value is complete (handed_over)
+      stream_key_ = std::move(k);
+      stream_value_ = nullptr;
+      member_ = &stream_value_;
+      return true;
+    }
+    stream_next_ = stream && open_.size() == 1 && k == stream->stream_member;
     std::size_t at = o.members.size();
     if (!o.index.empty()) {
       if (auto it = o.index.find(k); it != o.index.end()) at = it->second;
@@ -112,10 +123,12 @@ class OrderedBuilder {
     members.reserve(o.members.size());
     for (auto& [k, v] : o.members) members.emplace_back(std::move(k), std::move(v));
     open_.pop_back();
+    handed_over();
     return true;
   }
   bool start_array(std::size_t /*elements*/) {
     if (skipped_open()) return true;
+    stream_next_ = false;
     open_.push_back({put_and_get(Json::array()), {}, {}});
     return true;
   }
@@ -125,6 +138,7 @@ class OrderedBuilder {
       return true;
     }
     open_.pop_back();
+    handed_over();
     return true;
   }
   bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
@@ -149,11 +163,22 @@ class OrderedBuilder {
     Json* value;
     std::vector<std::pair<std::string, Json>> members;   // an object's, until it closes
     std::unordered_map<std::string, std::size_t> index;  // key -> member position (large objects)
+    bool streamed = false;  // JsonParseOptions::stream_member's object: members handed over, not kept
   };
   std::vector<Open> open_;
   Json* member_ = nullptr;      // where the value after key() goes
   bool skip_next_ = false;      // the next value is a skipped member's
   std::size_t skip_depth_ = 0;  // containers open inside a skipped member's value
+  bool stream_next_ = false;    // the next value is the streamed member's
+  std::string stream_key_;      // the streamed object's member being built, and its value
+  Json stream_value_;
+
+  // A value just completed: a direct member of the streamed object goes to on_member.
+  void handed_over() {
+    if (open_.empty() || !open_.back().streamed) return;
+    stream->on_member(stream_key_, stream_value_);
+    stream_value_ = nullptr;
+  }
 
   // A scalar that is (inside) a skipped member's value: true, nothing kept.
   bool skipped_scalar() {
@@ -187,7 +212,9 @@ class OrderedBuilder {
     return member_;
   }
   bool put(Json v) {
+    stream_next_ = false;
     put_and_get(std::move(v));
+    handed_over();
     return true;
   }
 };
@@ -195,6 +222,7 @@ class OrderedBuilder {
 Json parse_json(std::string_view text, const std::string& origin, const JsonParseOptions& opts) {
   OrderedBuilder b;
   if (!opts.skip_members.empty()) b.skip_members = &opts.skip_members;
+  if (opts.on_member && !opts.stream_member.empty()) b.stream = &opts;
   bool ok = false;
   try {
     ok = Json::sax_parse(text.begin(), text.end(), &b);

@@ -190,6 +190,36 @@ RunState RunDir::load_state(bool with_jobs) const {
   if (!text) return st;
   base::JsonParseOptions parse;
   if (!with_jobs) parse.skip_members = {"jobs"};
+  // Each job's record as the parser completes it, its nodes let go at once (a tree of 100,000
+  // records was most of the first adoption's state read, issue 60). Ids come in order (save_state
+  // writes a std::map's): each is placed at the end; a repeated id takes its last record.
+  parse.stream_member = "jobs";
+  parse.on_member = [&](std::string& id, base::Json& j) {
+    // An id names the job's files (logs/<id>.out.heartbeat, ...): one that is not a job id
+    // ("../../x", a hand edit, checksum or not) is never used (issue 57).
+    if (!::gridrun::jobs::is_job_id(id)) {
+      st.warnings.push_back(state_file() + ": job id '" + base::printable_line(id) +
+                            "' is not a job id (12 lowercase hex digits); skipped");
+      return;
+    }
+    JobRecord r;
+    r.id = id;
+    try {
+      r.state = job_outcome_from_string(base::get_string(j, "state", "pending"));
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(state_file() + ": job " + id + ": " + e.what());
+    }
+    r.attempts = static_cast<int>(std::clamp(base::get_int(j, "attempts"), 0LL, 1LL << 30));
+    // Exit codes are small integers; anything else in a damaged file is skipped (a float
+    // beyond int's range cast to int is undefined behaviour; found by fuzzing, issue 24).
+    if (const auto ec = j.find("exit_codes"); ec != j.end() && ec->is_array())
+      for (const auto& e : *ec)
+        if (e.is_number_integer() && e.get<double>() >= -2147483648.0 && e.get<double>() <= 2147483647.0)
+          r.exit_codes.push_back(static_cast<int>(e.get<long long>()));
+    for (const auto& [key, field] : kJobNumbers) r.*field = base::get_number(j, key);
+    for (const auto& [key, field] : kJobTexts) r.*field = base::get_string(j, key);
+    st.jobs.insert_or_assign(st.jobs.end(), std::move(id), std::move(r));
+  };
   const base::Json root = base::parse_checked_json(*text, state_file(), nullptr, parse);
   st.name = base::get_string(root, "name");
   st.grid_dir = base::get_string(root, "grid_dir");
@@ -201,34 +231,6 @@ RunState RunDir::load_state(bool with_jobs) const {
   if (const auto ov = root.find("overrides"); ov != root.end() && ov->is_array())
     for (const auto& o : *ov)
       if (o.is_string()) st.overrides.push_back(o.get<std::string>());
-  if (const auto jobs = root.find("jobs"); jobs != root.end() && jobs->is_object()) {
-    for (const auto& [id, j] : jobs->items()) {
-      // An id names the job's files (logs/<id>.out.heartbeat, ...): one that is not a job id
-      // ("../../x", a hand edit, checksum or not) is never used (issue 57).
-      if (!::gridrun::jobs::is_job_id(id)) {
-        st.warnings.push_back(state_file() + ": job id '" + base::printable_line(id) +
-                              "' is not a job id (12 lowercase hex digits); skipped");
-        continue;
-      }
-      JobRecord r;
-      r.id = id;
-      try {
-        r.state = job_outcome_from_string(base::get_string(j, "state", "pending"));
-      } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(state_file() + ": job " + id + ": " + e.what());
-      }
-      r.attempts = static_cast<int>(std::clamp(base::get_int(j, "attempts"), 0LL, 1LL << 30));
-      // Exit codes are small integers; anything else in a damaged file is skipped (a float
-      // beyond int's range cast to int is undefined behaviour; found by fuzzing, issue 24).
-      if (const auto ec = j.find("exit_codes"); ec != j.end() && ec->is_array())
-        for (const auto& e : *ec)
-          if (e.is_number_integer() && e.get<double>() >= -2147483648.0 && e.get<double>() <= 2147483647.0)
-            r.exit_codes.push_back(static_cast<int>(e.get<long long>()));
-      for (const auto& [key, field] : kJobNumbers) r.*field = base::get_number(j, key);
-      for (const auto& [key, field] : kJobTexts) r.*field = base::get_string(j, key);
-      st.jobs.emplace(r.id, std::move(r));
-    }
-  }
   if (const auto ph = root.find("phases"); ph != root.end() && ph->is_object())
     for (const auto& [value, facts] : ph->items()) st.phases[value] = phase_from_json(value, facts);
   return st;

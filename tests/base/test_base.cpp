@@ -114,6 +114,36 @@ TEST(Json, SkippedRootMembersAreCheckedButNotKept) {
   EXPECT_THROW(parse_json(R"({"jobs": {"a": [1,]}, "b": 1})", "state.json", o), std::runtime_error);
 }
 
+// A streamed member's members reach the callback one by one, each whole, in file order (a
+// repeated key again), and the result holds the member as an empty object; a nested member of the
+// same name and one that is not an object are parsed as usual (issue 60: state.json's jobs).
+TEST(Json, StreamedMemberHandsOverEachMemberWhole) {
+  const std::string text =
+      R"({"name": "r", "jobs": {"a": {"x": [1, {"y": null}], "z": "s"}, "b": 2, "c": [3, [4]], "a": "again"},)"
+      R"( "phases": {"jobs": {"p": 1}}, "list": [3]})";
+  JsonParseOptions o;
+  std::vector<std::pair<std::string, Json>> got;
+  o.stream_member = "jobs";
+  o.on_member = [&](std::string& k, Json& v) { got.emplace_back(k, std::move(v)); };
+  const Json j = parse_json(text, "state.json", o);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0].first, "a");
+  EXPECT_EQ(got[0].second, Json::parse(R"({"x": [1, {"y": null}], "z": "s"})"));
+  EXPECT_EQ(got[1], (std::pair<std::string, Json>{"b", 2}));
+  EXPECT_EQ(got[2].second, Json::parse("[3, [4]]"));
+  EXPECT_EQ(got[3], (std::pair<std::string, Json>{"a", "again"}));
+  EXPECT_EQ(j.at("jobs"), Json::object());
+  EXPECT_EQ(j.at("phases").at("jobs").at("p"), 1);
+  EXPECT_EQ(j.at("name"), "r");
+  EXPECT_EQ(j.at("list"), Json::array({3}));
+  got.clear();
+  EXPECT_EQ(parse_json(R"({"jobs": [1, {"a": 2}]})", "state.json", o).at("jobs"),
+            Json::parse(R"([1, {"a": 2}])"));
+  EXPECT_TRUE(got.empty());
+  // A syntax error inside is still one (the members before it were handed over).
+  EXPECT_THROW(parse_json(R"({"jobs": {"a": 1, "b": [1,]}})", "state.json", o), std::runtime_error);
+}
+
 TEST(Json, OverflowsAreClearErrorsOrAbsent) {
   try {
     parse_json(R"({"a": 1e999})", "job.json");

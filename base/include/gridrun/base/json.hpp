@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,12 @@ struct JsonParseOptions {
   // a reader that needs the head of a large file (state.json of 100,000 jobs without its "jobs")
   // builds no node of them.
   std::vector<std::string> skip_members;
+  // A member of the root object, an object itself, whose members are handed to on_member one at a
+  // time as each is complete, and not kept: the result holds it as an empty object. A reader of one
+  // large table (state.json's "jobs" of 100,000 records) builds each row's nodes and lets them go
+  // instead of holding the whole table (issue 60). A key that repeats is handed over again.
+  std::string stream_member;
+  std::function<void(std::string& key, Json& value)> on_member;
 };
 
 // Parses `text`; throws std::runtime_error "ORIGIN:LINE:COL: MESSAGE" on malformed input.
