@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
-#include <set>
 #include <stdexcept>
 
+#include "gridrun/base/fs.hpp"
 #include "gridrun/run/run_dir.hpp"
 
 namespace gridrun::report {
@@ -25,15 +25,17 @@ ScannedRun scan_results(const std::string& run_dir, FolderReadOptions fo, bool k
   // The records name their files relative to the run directory (results.h5 links them so).
   const fs::path relative = fs::path(results).lexically_relative(rd.root());
   const std::vector<std::string> names = results::list_job_files(results);
-  std::set<std::string> have;
-  for (const auto& n : names) have.insert(run::RunDir::job_id_of_results_file(n).value_or(n));
-  // Jobs planned in jobs/*.json but without any results file: named, not fatal.
-  std::error_code ec;
-  if (fs::is_directory(rd.jobs_dir(), ec)) {
+  // Their ids, sorted (list_job_files gives them in id order; sorted again all the same).
+  std::vector<std::string> have;
+  have.reserve(names.size());
+  for (const auto& n : names) have.push_back(run::RunDir::job_id_of_results_file(n).value_or(n));
+  if (!std::is_sorted(have.begin(), have.end())) std::sort(have.begin(), have.end());
+  // Jobs planned in jobs/*.json but without any results file: named, not fatal (one listing).
+  if (auto listed = base::list_folder(rd.jobs_dir())) {
     std::vector<std::string> missing;
-    for (const auto& e : fs::directory_iterator(rd.jobs_dir())) {
-      const std::optional<std::string> id = run::RunDir::job_id_of_job_file(e.path().string());
-      if (id && !have.count(*id))
+    for (const std::string& name : *listed) {
+      const std::optional<std::string> id = run::RunDir::job_id_of_job_file(name);
+      if (id && !std::binary_search(have.begin(), have.end(), *id))
         missing.push_back(rd.result_file(*id) + ": missing (job has no results file)");
     }
     std::sort(missing.begin(), missing.end());
