@@ -359,7 +359,9 @@ def parameter_walk(root, param):
 
     read = re.compile(r"(?:\.|->)" + param + r"\b(?!\s*=[^=])")
     carrier_word = re.compile(r"\b(" + "|".join(sorted(carriers)) + r")\b")
-    funcs = {}  # (file, first line) -> (definition, carriers named, returned, reads, passes on, to processes, body)
+    # (file, first line) -> (definition, carriers it names, carriers it passes the value on in,
+    # what it hands to processes ("" for nothing), body): the functions that read the member.
+    funcs = {}
     for f in files:
         if f.suffix != ".cpp":
             continue
@@ -412,9 +414,9 @@ def parameter_walk(root, param):
         for k in more:
             needed |= uses[k]
     hops = {}
-    for (f, _), k in ((key, key) for key in kept):
+    for k in kept:
         d, _, returns, sink, _ = funcs[k]
-        hops.setdefault(f, []).append((depth[k], d.name, sink or ", ".join(sorted(returns))))
+        hops.setdefault(k[0], []).append((depth[k], d.name, sink or ", ".join(sorted(returns))))
     order = sorted(hops, key=lambda f: (min(h[0] for h in hops[f]), str(f)))
     out = [(f.relative_to(root), [("", "the schema: " + ", ".join(sorted(seed)))]) for f in schema]
     # The schema's X-macro users: where the grid's values and a job file's fields become the struct.
