@@ -166,6 +166,19 @@ def blank_code(text):
     return "".join(out)
 
 
+def matching_brace(code, i):
+    """The offset of the brace closing the one at `i`."""
+    d = 0
+    for j in range(i, len(code)):
+        if code[j] == "{":
+            d += 1
+        elif code[j] == "}":
+            d -= 1
+            if d == 0:
+                return j
+    return len(code)
+
+
 def long_functions(path, limit):
     """Function bodies in one .cpp longer than `limit` lines, as (name, first line, lines)."""
     return [(d.name, d.first, d.last - d.first + 1) for d in definitions(path)
@@ -206,16 +219,7 @@ def definitions(path, into_classes=False):
                 head_start = i + 1
                 i += 1
                 continue
-            # the block's end, by brace matching
-            d, j = 0, i
-            while j < len(code):
-                if code[j] == "{":
-                    d += 1
-                elif code[j] == "}":
-                    d -= 1
-                    if d == 0:
-                        break
-                j += 1
+            j = matching_brace(code, i)  # the block's end
             after = code[j + 1:].lstrip()[:1]
             if after in (",", "{") and re.search(r"\)[^(){}]*:(?!:)", head_clean):
                 i = j + 1  # a brace initializer in a constructor's member list: the body follows
@@ -287,19 +291,6 @@ LAUNCH_OPTION = re.compile(r'"(-np|--ntasks|--ntasks-per-node)=?"')
 NUMBER_TYPE = r"(?:std::)?(?:u?int\d*_t|int|long|size_t|double)"
 
 
-def matching_brace(code, i):
-    """The offset of the brace closing the one at `i`."""
-    d = 0
-    for j in range(i, len(code)):
-        if code[j] == "{":
-            d += 1
-        elif code[j] == "}":
-            d -= 1
-            if d == 0:
-                return j
-    return len(code)
-
-
 def statement_at(code, i):
     """The offsets of the statement around offset `i` (from the last `;`, `{` or `}` to the next `;`)."""
     start = max(code.rfind(c, 0, i) for c in ";{}") + 1
@@ -325,13 +316,16 @@ def parameter_walk(root, param):
     raw = {f: f.read_text(errors="replace") for f in files}
     code = {f: blank_code(raw[f]) for f in files}
     schema = [f for f in files if f.suffix == ".def" and re.search(r"\w+\(\s*" + param + r"\s*,", code[f])]
+
+    def includes_schema(text):  # an X-macro use: `#include "...<schema file>"`
+        return any(re.search(r'#\s*include\s*"[^"]*' + re.escape(d.name) + '"', text) for d in schema)
+
     members, seed = {}, set()  # carrier candidates: struct name -> its body (blanked)
     for f in files:
         for m in re.finditer(r"\b(?:struct|class)\s+(\w+)\b[^;{}()]*\{", code[f]):
             body_end = matching_brace(code[f], m.end() - 1)
             members[m.group(1)] = members.get(m.group(1), "") + code[f][m.end():body_end]
-            if any(re.search(r'#\s*include\s*"[^"]*' + re.escape(d.name) + '"', raw[f][m.end():body_end])
-                   for d in schema):
+            if includes_schema(raw[f][m.end():body_end]):
                 seed.add(m.group(1))
     own = re.compile(r"\b" + NUMBER_TYPE + r"\s+(?:\w+\s*(?:=\s*[^,;{}]+|\{[^}]*\})?\s*,\s*)*" + param + r"\b\s*[=;,{]")
     carriers = seed | {n for n, body in members.items() if own.search(body)}
@@ -420,14 +414,13 @@ def parameter_walk(root, param):
     order = sorted(hops, key=lambda f: (min(h[0] for h in hops[f]), str(f)))
     out = [(f.relative_to(root), [("", "the schema: " + ", ".join(sorted(seed)))]) for f in schema]
     # The schema's X-macro users: where the grid's values and a job file's fields become the struct.
-    out += [(f.relative_to(root), [("", "the schema's rows, included")]) for f in files if f not in schema
-            and any(re.search(r'#\s*include\s*"[^"]*' + re.escape(d.name) + '"', raw[f]) for d in schema)]
+    out += [(f.relative_to(root), [("", "the schema's rows, included")]) for f in files
+            if f not in schema and includes_schema(raw[f])]
     return out + [(f.relative_to(root), [(n, g) for _, n, g in sorted(hops[f])]) for f in order]
 
 
-def walk_text(root, param):
-    """The paragraph of docs/architecture.md that quotes parameter_walk."""
-    hops = parameter_walk(root, param)
+def walk_text(param, hops):
+    """The paragraph of docs/architecture.md that quotes parameter_walk's `hops` of `param`."""
     parts = []
     for f, fs in hops:
         what = "; ".join(f"`{n}` -> {g}" if n else g for n, g in fs)
@@ -443,11 +436,12 @@ def walk_problems(root, doc):
         param = re.match(WALK_START + r" `(\w+)`", para)
         if not param:
             continue
-        want = walk_text(root, param.group(1))
+        hops = parameter_walk(root, param.group(1))
+        want = walk_text(param.group(1), hops)
         if para != want:
             problems.append(f"docs/architecture.md: the walk of `{param.group(1)}` differs from the code; it should "
                             f"read (tests/arch/check_layers.py --walk {param.group(1)}):\n    {want}")
-        files = len(parameter_walk(root, param.group(1)))
+        files = len(hops)
         if files > MAX_WALK_FILES:
             problems.append(f"the walk of `{param.group(1)}` crosses {files} files (at most {MAX_WALK_FILES}: a value "
                             "that every layer restates is one no layer owns)")
@@ -549,7 +543,7 @@ def self_test():
         if len(found) != 8 or not all(any(w in f for f in found) for w in want):
             print("check_layers: self-test failed, found:", *found, sep="\n  ")
             sys.exit(1)
-        walk = walk_text(r, "ranks")
+        walk = walk_text("ranks", parameter_walk(r, "ranks"))
         want = ["(4 files)", "`jobs/include/gridrun/jobs/p.def` (the schema: Params)", "`shape_of` -> Shape",
                 "`argv` -> processes: `-np`", "`check` -> processes: checked against"]
         if not all(w in walk for w in want) or "per_rank" in walk or "label" in walk:
@@ -567,7 +561,8 @@ if "--self-test" in sys.argv:
     sys.argv.remove("--self-test")
 if "--walk" in sys.argv:
     i = sys.argv.index("--walk")
-    print(walk_text(pathlib.Path(sys.argv[i + 2] if len(sys.argv) > i + 2 else "."), sys.argv[i + 1]))
+    print(walk_text(sys.argv[i + 1], parameter_walk(pathlib.Path(sys.argv[i + 2] if len(sys.argv) > i + 2 else "."),
+                                                    sys.argv[i + 1])))
     sys.exit(0)
 if "--figures" in sys.argv:
     sys.argv.remove("--figures")
