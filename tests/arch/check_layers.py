@@ -343,12 +343,12 @@ def parameter_walk(root, param):
             break
 
     def closure(types):
-        out, todo = set(), list(types)
-        while todo:
-            t = todo.pop()
+        out, pending = set(), list(types)
+        while pending:
+            t = pending.pop()
             if t not in out:
                 out.add(t)
-                todo.extend(contains.get(t, ()))
+                pending.extend(contains.get(t, ()))
         return out
 
     read = re.compile(r"(?:\.|->)" + param + r"\b(?!\s*=[^=])")
