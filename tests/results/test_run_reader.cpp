@@ -130,7 +130,7 @@ TEST_F(RunReader, SummaryKeysKeepOnlyThoseFigures) {
         continue;
       }
       ++with_wall;
-      EXPECT_EQ(some[k].data.summary, (std::map<std::string, double>{{"wall_s", it->second}}))
+      EXPECT_EQ(some[k].data.summary, (Summary{{"wall_s", it->second}}))
           << some[k].name;
     }
     EXPECT_GT(with_wall, 0u);

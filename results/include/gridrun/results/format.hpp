@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "gridrun/base/flat_map.hpp"
 #include "gridrun/hw/util_sample.hpp"
 #include "gridrun/jobs/params.hpp"
 
@@ -41,7 +42,8 @@ struct EpochRow {
 using UtilRow = hw::UtilSample;
 
 // Final figures; names become fields of the one-row /summary datasets.
-using Summary = std::map<std::string, double>;
+// A flat map (base/flat_map.hpp): a run holds one per job, twice (issue 60).
+using Summary = base::FlatMap<std::string, double>;
 
 // One operator of the profiler's table (`/profile`, written at finish when set): times summed over
 // the profiled steps, in microseconds; device times are 0 for CPU jobs.
@@ -110,7 +112,7 @@ struct Attempt {
 struct JobData {
   std::string path;
   bool partial = false;                    // file name ends in .partial
-  std::map<std::string, AttrValue> attrs;  // root attributes
+  base::FlatMap<std::string, AttrValue> attrs;  // root attributes (a flat map: one per job)
   RecordedParams params;                   // the `params` attribute, through jobs::
                                            //   job_params_from_json (older files: defaults)
   std::string id, run, status, exit_reason, start_time, end_time;
