@@ -143,16 +143,20 @@ void get_summary(ByteReader& r, JobData& j, const std::vector<std::string>* keys
   j.partial = r.u64() != 0;
   j.schema_version = static_cast<int>(r.i64());
   for (auto* s : {&j.run, &j.start_time, &j.end_time, &j.gpu_absent_reason}) *s = r.str();
-  for (std::size_t n = r.count(16); n > 0; --n) {
+  std::size_t n = r.count(16);
+  if (!keys) j.attrs.reserve(n);  // flat maps: one allocation each
+  for (; n > 0; --n) {
     if (keys) {
       r.view();  // its name
       skip_attr(r);
       continue;
     }
     std::string k = r.str();
-    j.attrs[k] = get_attr(r);
+    j.attrs.insert_or_assign(std::move(k), get_attr(r));
   }
-  for (std::size_t n = r.count(16); n > 0; --n) {
+  n = r.count(16);
+  if (!keys) j.summary.reserve(n);
+  for (; n > 0; --n) {
     if (keys) {
       const std::string_view k = r.view();
       const double v = r.f64();
@@ -161,7 +165,7 @@ void get_summary(ByteReader& r, JobData& j, const std::vector<std::string>* keys
       continue;
     }
     std::string k = r.str();
-    j.summary[k] = r.f64();
+    j.summary.insert_or_assign(std::move(k), r.f64());
   }
   if (keys) return;  // the parameters come last
   if (r.u64() != 0) {

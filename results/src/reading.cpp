@@ -102,9 +102,8 @@ JobData read_open_job(hid_t file, const std::string& path, const ReadOptions& op
     // h5py users) say again: kept, they were most of a job's attributes, of its record in the
     // folder's index and of a report's memory at 100,000 jobs (docs/architecture.md). A file
     // without `params` (older writers) keeps them: param_number reads them there.
-    for (auto it = j.attrs.begin(); it != j.attrs.end();)
-      it = (it->first == "params" || base::starts_with(it->first, "param.")) ? j.attrs.erase(it)
-                                                                             : std::next(it);
+    j.attrs.erase_if(
+        [](const auto& kv) { return kv.first == "params" || base::starts_with(kv.first, "param."); });
   }
   if (opts.tables) {
     read_table(file, "steps", step_columns(), j.steps);

@@ -67,6 +67,9 @@ TEST(FlatMap, ErasesByKeyAndByPosition) {
   ASSERT_NE(it, m.end());
   EXPECT_EQ(it->first, "c");
   EXPECT_EQ(items(m), (std::vector<std::pair<std::string, double>>{{"c", 3}}));
+  FlatMap<std::string, double> n{{"param.a", 1}, {"param.b", 2}, {"params", 3}, {"wall_s", 4}};
+  EXPECT_EQ(n.erase_if([](const auto& kv) { return kv.first.rfind("param", 0) == 0; }), 3u);
+  EXPECT_EQ(items(n), (std::vector<std::pair<std::string, double>>{{"wall_s", 4}}));
 }
 
 // Random operations on both maps: the same contents in the same order after each.

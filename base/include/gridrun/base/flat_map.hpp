@@ -125,6 +125,16 @@ class FlatMap {
     return 1;
   }
 
+  // Erases every item for which pred(item) holds, in one pass (erasing them one by one would
+  // shift the rest each time); how many went.
+  template <class Pred>
+  size_type erase_if(Pred pred) {
+    const auto first = std::remove_if(items_.begin(), items_.end(), pred);
+    const auto gone = static_cast<size_type>(items_.end() - first);
+    items_.erase(first, items_.end());
+    return gone;
+  }
+
   friend bool operator==(const FlatMap& a, const FlatMap& b) { return a.items_ == b.items_; }
   friend bool operator!=(const FlatMap& a, const FlatMap& b) { return !(a == b); }
 
