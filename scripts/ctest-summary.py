@@ -5,10 +5,12 @@ failed, and skipped grouped by reason. The reason is the test's own last "SKIP: 
 what ctest recorded. A test ctest did not run
 for another cause (missing executable, failed fixture) is counted as failed, as ctest counts it.
 
-    ctest-summary.py [--tails N] JUNIT.xml [JUNIT.xml ...]
+    ctest-summary.py [--tails N] [--slowest N] JUNIT.xml [JUNIT.xml ...]
         several files: the lanes of scripts/test.sh, added up. --tails N: first the last N lines of
         each failed test's output (at most 4 tests), so that the end of a long CI log, often all
-        that is kept of it, still says why a test failed.
+        that is kept of it, still says why a test failed. --slowest N: then the N tests that took
+        longest, with their seconds (what to look at when the suite's time grows: a CI run must
+        stay under an hour).
 """
 import collections
 import sys
@@ -51,13 +53,17 @@ def print_tails(failed_cases, lines):
 
 def main():
     args = sys.argv[1:]
-    tails = 0
-    if args[:1] == ["--tails"]:
+    tails = slowest = 0
+    while args[:1] in (["--tails"], ["--slowest"]):
         if len(args) < 2 or not args[1].isdigit():
-            sys.exit("ctest-summary.py: --tails needs a number of lines")
-        tails, args = int(args[1]), args[2:]
+            sys.exit(f"ctest-summary.py: {args[0]} needs a number")
+        if args[0] == "--tails":
+            tails = int(args[1])
+        else:
+            slowest = int(args[1])
+        args = args[2:]
     if not args:
-        sys.exit("usage: ctest-summary.py [--tails N] JUNIT.xml [JUNIT.xml ...]")
+        sys.exit("usage: ctest-summary.py [--tails N] [--slowest N] JUNIT.xml [JUNIT.xml ...]")
     cases = [c for f in args for c in ET.parse(f).getroot().iter("testcase")]
     passed, failed, failed_cases = [], [], []
     skipped = collections.defaultdict(list)
@@ -88,6 +94,12 @@ def main():
         print(f"  failed: {names(failed)}")
     for reason, tests in sorted(skipped.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         print(f"  skipped {len(tests)}: {reason}: {names(tests)}")
+    if slowest:
+        # GoogleTest's parameterised names carry "  # GetParam() = ...": the name is enough.
+        timed = sorted(((float(c.get("time") or 0), c.get("name").split("  #")[0]) for c in cases), reverse=True)
+        total_s = sum(t for t, _ in timed)
+        print(f"  slowest {min(slowest, len(timed))} of {total_s:.0f} s of test time: "
+              + ", ".join(f"{name} {t:.0f} s" for t, name in timed[:slowest]))
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ run_ctest() {
   ((trc == 0)) || rc=1
   echo "test.sh: lane $name ran its tests in $(($(date +%s) - t0)) s"
   lane_lines+=("lane $name: tests $( ((trc == 0)) && echo passed || echo FAILED) in $(($(date +%s) - t0)) s")
-  python3 scripts/ctest-summary.py "$junit" || echo "test.sh: no counts (could not read $junit)" >&2
+  python3 scripts/ctest-summary.py --slowest 12 "$junit" || echo "test.sh: no counts (could not read $junit)" >&2
   [[ -f $junit ]] && junits+=("$junit")
 }
 

@@ -545,13 +545,15 @@ void shape_arrays(const std::vector<jobs::Job>& jobs, const ScriptOptions& o, st
   });
 }
 
-// A bundle's layout: each step's ranks, threads, GPUs and cores. Bundles of one layout can follow
-// one another in a task, step by step on the same devices.
-std::string layout_of(const Bundle& b) {
-  std::string l;
-  for (const auto& st : b)
-    l += std::to_string(st.ranks) + ":" + std::to_string(st.threads) + ":" + st.gpus + ":" + st.cores + " ";
-  return l;
+// Whether two bundles have one layout (each step's ranks, threads, GPUs and cores) and time limit:
+// bundles of one layout can follow one another in a task, step by step on the same devices.
+bool same_layout(const Bundle& a, const Bundle& b) {
+  if (a.size() != b.size() || a.front().time_s != b.front().time_s) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].ranks != b[i].ranks || a[i].threads != b[i].threads || a[i].gpus != b[i].gpus ||
+        a[i].cores != b[i].cores)
+      return false;
+  return true;
 }
 
 // Up to jobs_per_task bundles of the same layout and time limit as one: each step a chain of
@@ -559,16 +561,15 @@ std::string layout_of(const Bundle& b) {
 std::vector<Bundle> chain_bundles(const std::vector<Bundle>& bundles, std::size_t per_task) {
   std::vector<Bundle> out;
   std::vector<std::size_t> open;  // index in `out` of the chain each layout fills now
-  std::vector<std::string> layouts;
+  std::vector<const Bundle*> layouts;  // the first bundle of each layout met (of `bundles`)
   std::vector<std::size_t> filled;
   for (const auto& b : bundles) {
     if (b.empty()) continue;
-    const std::string l = layout_of(b) + std::to_string(b.front().time_s);
     std::size_t k = 0;
-    while (k < layouts.size() && layouts[k] != l) ++k;
+    while (k < layouts.size() && !same_layout(*layouts[k], b)) ++k;
     if (k == layouts.size() || filled[k] == per_task) {
       if (k == layouts.size()) {
-        layouts.push_back(l);
+        layouts.push_back(&b);
         open.push_back(0);
         filled.push_back(0);
       }

@@ -72,8 +72,20 @@ TEST(RunDir, FileNamesParseBackToTheirJobIds) {
 TEST(RunDir, OfResultsDirIsItsParent) {
   EXPECT_EQ(run::RunDir::of_results_dir("/r/x/results").root(), "/r/x");
   EXPECT_EQ(run::RunDir::of_results_dir("/r/x/results/").root(), "/r/x");
-  EXPECT_EQ(run::RunDir::of_results_dir("results").root(), ".");
   EXPECT_EQ(run::RunDir::of_results_dir("/r/x/results").checkpoint_dir("id"), "/r/x/checkpoints/id");
+}
+
+// A relative results folder: its parent lexically while it does not exist, as the OS resolves it
+// once it does. Run from a fresh folder, so that a `results` folder where the test is started (a
+// build tree has one) does not decide the answer.
+TEST(RunDir, OfARelativeResultsDirIsItsParentFromTheWorkingDirectory) {
+  TempDir t;
+  const fs::path back = fs::current_path();
+  fs::current_path(t.path);
+  EXPECT_EQ(run::RunDir::of_results_dir("results").root(), ".");
+  fs::create_directory(t.path / "results");
+  EXPECT_EQ(run::RunDir::of_results_dir("results").root(), fs::canonical(t.path).string());
+  fs::current_path(back);
 }
 
 TEST(RunDir, ExitCodesAreTheDocumentedOnes) {

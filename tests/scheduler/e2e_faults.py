@@ -150,8 +150,11 @@ def interrupted_run(name, how):
         os.kill(ranks_of(job_file)[0], signal.SIGKILL)
     p.communicate(timeout=300)
     assert p.returncode == 1
-    d = os.path.dirname(ckpt)  # later checkpoints replaced the first one: take the one left
-    (left,) = [c for c in os.listdir(d) if "." not in c]
+    # Later checkpoints replaced the first one: take the newest left. A rank killed between a
+    # checkpoint's rename into place and the removal of the one before it leaves both (the trainer
+    # resumes from the newest), so more than one is not an error.
+    d = os.path.dirname(ckpt)
+    left = max((c for c in os.listdir(d) if "." not in c), key=lambda c: int(c.split("-")[-1]))
     return g, ref, jid, os.path.join(d, left)
 
 
