@@ -560,7 +560,7 @@ bool same_layout(const Bundle& a, const Bundle& b) {
 // their jobs (ID+ID+...), its time limit their sum. Bundles in order of first appearance.
 std::vector<Bundle> chain_bundles(const std::vector<Bundle>& bundles, std::size_t per_task) {
   std::vector<Bundle> out;
-  std::vector<std::size_t> open;  // index in `out` of the chain each layout fills now
+  std::vector<std::size_t> open;       // index in `out` of the chain each layout fills now
   std::vector<const Bundle*> layouts;  // the first bundle of each layout met (of `bundles`)
   std::vector<std::size_t> filled;
   for (const auto& b : bundles) {

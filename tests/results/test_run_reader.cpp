@@ -130,8 +130,7 @@ TEST_F(RunReader, SummaryKeysKeepOnlyThoseFigures) {
         continue;
       }
       ++with_wall;
-      EXPECT_EQ(some[k].data.summary, (Summary{{"wall_s", it->second}}))
-          << some[k].name;
+      EXPECT_EQ(some[k].data.summary, (Summary{{"wall_s", it->second}})) << some[k].name;
     }
     EXPECT_GT(with_wall, 0u);
   }

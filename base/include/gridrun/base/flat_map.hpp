@@ -107,7 +107,9 @@ class FlatMap {
   std::pair<iterator, bool> emplace(KK&& key, VV&& value) {
     return try_emplace(std::forward<KK>(key), std::forward<VV>(value));
   }
-  std::pair<iterator, bool> insert(value_type kv) { return try_emplace(std::move(kv.first), std::move(kv.second)); }
+  std::pair<iterator, bool> insert(value_type kv) {
+    return try_emplace(std::move(kv.first), std::move(kv.second));
+  }
   template <class KK, class VV>
   std::pair<iterator, bool> insert_or_assign(KK&& key, VV&& value) {
     auto [it, inserted] = try_emplace(std::forward<KK>(key));

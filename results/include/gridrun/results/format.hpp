@@ -111,10 +111,10 @@ struct Attempt {
 
 struct JobData {
   std::string path;
-  bool partial = false;                    // file name ends in .partial
+  bool partial = false;                         // file name ends in .partial
   base::FlatMap<std::string, AttrValue> attrs;  // root attributes (a flat map: one per job)
-  RecordedParams params;                   // the `params` attribute, through jobs::
-                                           //   job_params_from_json (older files: defaults)
+  RecordedParams params;                        // the `params` attribute, through jobs::
+                                                //   job_params_from_json (older files: defaults)
   std::string id, run, status, exit_reason, start_time, end_time;
   int schema_version = 0;
   TableData steps, epochs, util;
