@@ -1,24 +1,17 @@
 #!/usr/bin/env bash
-# Real Slurm. Two parts, run side by side:
-#  A. Requeue and resume, real gridrun-train: once the job's first checkpoint exists, the test sends
-#     USR1 to the batch shell itself (`scancel --signal=USR1 --batch`, what `--signal=B:USR1@T`
-#     makes slurmctld do before the time limit); the shell forwards it, the runner checkpoints and
-#     exits 75, the script requeues the task, the restart runs with --resume from that checkpoint
-#     and completes. Its final losses equal those of the same job run uninterrupted (directly,
-#     outside Slurm). The time limit is far away, so slurmctld itself never signals this job. The
-#     grid is a compare-by grid (one phase): a requeued job splits its phase into two sittings,
-#     so the report's phase table says "not measured" instead of a makespan.
-#  B. `--signal` reaches the batch script: a job with a 3-minute limit and --signal=B:USR1@90 whose
-#     trainer (fake-signal-train.sh) only waits for a signal; slurmctld's warning must arrive through
-#     the batch shell's forwarding, and the task is requeued and restarted with --resume. The
-#     stand-in waits for the signal however late it comes; it must only be running (its trap set)
-#     before the signal can come: Slurm may send it up to 60 s early, so with a 1-minute limit it
-#     could come at the task's first second, before mpirun had started the stand-in (seen once:
-#     the stand-in died of the USR1, exit 138). With 3 minutes and @90 it comes 30-120 s in.
+# Real Slurm, real gridrun-train: requeue and resume. Once the job's first checkpoint exists, the
+# test sends USR1 to the batch shell itself (`scancel --signal=USR1 --batch`, what
+# `--signal=B:USR1@T` makes slurmctld do before the time limit); the shell forwards it, the runner
+# checkpoints and exits 75, the script requeues the task, the restart runs with --resume from that
+# checkpoint and completes. Its final losses equal those of the same job run uninterrupted
+# (directly, outside Slurm). The time limit is far away, so slurmctld itself never signals this
+# job. The grid is a compare-by grid (one phase): a requeued job splits its phase into two
+# sittings, so the report's phase table says "not measured" instead of a makespan.
+# slurmctld's own --signal warning reaching the batch script is scenario_signal.sh (a test of its
+# own: it waits for slurmctld, not for the CPU).
 #   scenario_requeue.sh BIN_DIR WORK_DIR PYTHON
 source "$(dirname "$0")/lib.sh"
 BIN=$1 WORK=$2 PY=$3
-HERE=$(cd "$(dirname "$0")" && pwd)
 require_cluster
 require_train "$BIN/gridrun-train"
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -50,22 +43,6 @@ script=$(ls "$RUN"/slurm/s1-a0-*.sbatch)
 grep -qx -- "#SBATCH --signal=B:USR1@60" "$script" || fail "no '#SBATCH --signal=B:USR1@60' in $script"
 grep -qx -- "#SBATCH --time=0:30:00" "$script" || fail "no '#SBATCH --time=0:30:00' in $script"
 
-# B: the stand-in ignores everything but signals; one job, a 3-minute limit, the warning due 90 s
-# after the start (Slurm sends it up to 60 s early and checks every 30 s: 30-120 s in).
-cat >"$WORK/signal.yaml" <<'YAML'
-name: slurm-signal
-defaults: {dataset: synthetic, model: mlp, device: cpu, ranks: 1, threads_per_rank: 1,
-           time_limit: "3"}
-grid:
-  seed: [0]
-YAML
-SRUN="$WORK/runs/slurm-signal"
-"$BIN/gridrun" submit "$WORK/signal.yaml" --slurm --out "$WORK/runs" --signal B:USR1@90 \
-  --train-bin "$HERE/fake-signal-train.sh"
-sid=$(basename "$SRUN"/jobs/*.json .json)
-grep -qx -- "#SBATCH --signal=B:USR1@90" "$SRUN"/slurm/s1-a0-*.sbatch ||
-  fail "no '#SBATCH --signal=B:USR1@90' in the script of the --signal check"
-
 note "uninterrupted reference run of job $id (outside Slurm, in the background)"
 mkdir -p "$WORK/ref/results"
 "$BIN/gridrun-train" --job "$RUN/jobs/$id.json" --out "$WORK/ref/results" --quiet \
@@ -91,7 +68,6 @@ scancel --signal=USR1 --batch "${arr}_0" ||
   fail "could not signal ${arr}_0 (did the job end before its first checkpoint was seen?)"
 
 wait_until 480 "the requeued job and collect to finish" run_drained "$RUN"
-wait_until 240 "the --signal check job to finish" run_drained "$SRUN"
 wait "$ref_pid" || { cat "$WORK/ref.out" >&2; fail "reference run failed"; }
 
 note "A: requeued on the test's signal, resumed from the checkpoint it wrote, completed"
@@ -142,12 +118,4 @@ assert any("2 sittings" in n for n in phases["notes"]), phases["notes"]
 print("phase lr=0.05: not measured (2 sittings: the requeue)")
 PYEOF
 
-note "B: slurmctld's --signal warning reached the stand-in through the batch shell"
-cat "$SRUN"/logs/slurm-*.out
-[[ "$(cat "$SRUN/signalcheck/$sid.signal" 2>/dev/null)" == USR1 ]] ||
-  fail "the stand-in trainer never got USR1 (--signal=B:USR1@90 did not reach the batch script)"
-grep -q "got SIGUSR1, forwarding to 1 runner" "$SRUN"/logs/slurm-*.out ||
-  fail "the batch shell of the --signal check did not log the forwarded USR1"
-grep -q "requeueing" "$SRUN"/logs/slurm-*.out || fail "the --signal check job was not requeued"
-[[ -f "$SRUN/signalcheck/$sid.resumed" ]] || fail "the --signal check job did not restart with --resume"
 echo "PASS"
