@@ -148,6 +148,7 @@ results::JobFileInfo file_info(const RunnerOptions& o, const Communicator& comm,
 void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu_name) {
   const auto fl = s.find("flops_per_s");
   if (fl == s.end() || !std::isfinite(fl->second) || fl->second <= 0) return;
+  const double flops_per_s = fl->second;  // by value: the inserts below move the summary's items
   const jobs::JobParams& j = o.job;
   hw::RoofOptions ro;
   if (o.peak_tflops > 0) ro.peak_tflops = o.peak_tflops;
@@ -172,7 +173,7 @@ void add_mfu(results::Summary& s, const RunnerOptions& o, const std::string& gpu
   if (roof.label.empty() || roof.peak_flops <= 0) return;
   const double devices = static_cast<double>(jobs::footprint(j).compute_devices());
   s["peak_flops"] = roof.peak_flops * devices;
-  s["mfu"] = fl->second / (roof.peak_flops * devices);
+  s["mfu"] = flops_per_s / (roof.peak_flops * devices);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ launch token, lock). Then, on a fresh copy each time:
            file (only ever opened by libhdf5 once it is a regular file), grid.yaml,
            a job file, a heartbeat, a job's .err log, launch-token, lock, calibration.json,
            prediction.json) replaced by a FIFO nobody writes and by a link to /dev/zero; then
-           status, ls, report, export (csv) and run, each under `timeout 20` and a 2 GB
+           status, ls, report, export (csv) and run, each under `timeout 60` and a 2 GB
            address-space limit (RLIMIT_AS, as `ulimit -v 2000000`): no hang (exit 124), no crash
            (a signal, std::bad_alloc, std::terminate), a clear exit code; where the file is one a
            command must name (state.json), the output names it.
@@ -65,15 +65,15 @@ def limit_memory():
 
 
 def run(argv, cwd, env=None):
-    """argv under `timeout 20` with the address-space limit: (exit code, stdout + stderr)."""
-    p = subprocess.run(["timeout", "20"] + [str(a) for a in argv], cwd=cwd, capture_output=True, text=True,
+    """argv under `timeout 60` with the address-space limit: (exit code, stdout + stderr)."""
+    p = subprocess.run(["timeout", "60"] + [str(a) for a in argv], cwd=cwd, capture_output=True, text=True,
                        errors="replace", preexec_fn=limit_memory, env=env)
     return p.returncode, p.stdout + p.stderr
 
 
 def sound(what, code, out):
     """No hang, no crash, no unnamed failure."""
-    ok = check(code != 124, f"{what}: hung (timeout 20 ended it)")
+    ok = check(code != 124, f"{what}: hung (timeout 60 ended it)")
     ok = check(0 <= code <= 3, f"{what}: exit {code} (a signal or a crash): {out[-400:]}") and ok
     for bad in ("bad_alloc", "terminate called", "Segmentation", "Aborted"):
         ok = check(bad not in out, f"{what}: {bad!r} in its output: {out[-400:]}") and ok

@@ -80,12 +80,18 @@ TEST(RunDir, OfResultsDirIsItsParent) {
 // build tree has one) does not decide the answer.
 TEST(RunDir, OfARelativeResultsDirIsItsParentFromTheWorkingDirectory) {
   TempDir t;
-  const fs::path back = fs::current_path();
+  // Back to the first folder however the test ends, before the temporary one is removed.
+  struct WorkingDir {
+    fs::path back = fs::current_path();
+    ~WorkingDir() {
+      std::error_code ec;
+      fs::current_path(back, ec);
+    }
+  } restore;
   fs::current_path(t.path);
   EXPECT_EQ(run::RunDir::of_results_dir("results").root(), ".");
   fs::create_directory(t.path / "results");
   EXPECT_EQ(run::RunDir::of_results_dir("results").root(), fs::canonical(t.path).string());
-  fs::current_path(back);
 }
 
 TEST(RunDir, ExitCodesAreTheDocumentedOnes) {

@@ -154,7 +154,10 @@ def interrupted_run(name, how):
     # checkpoint's rename into place and the removal of the one before it leaves both (the trainer
     # resumes from the newest), so more than one is not an error.
     d = os.path.dirname(ckpt)
-    left = max((c for c in os.listdir(d) if "." not in c), key=lambda c: int(c.split("-")[-1]))
+    whole = [c for c in os.listdir(d) if "." not in c]
+    # A clean stop (sigint) keeps exactly one: the older ones were removed.
+    assert len(whole) == 1 or (how == "kill_rank" and len(whole) == 2), whole
+    left = max(whole, key=lambda c: int(c.split("-")[-1]))
     return g, ref, jid, os.path.join(d, left)
 
 

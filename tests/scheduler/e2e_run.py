@@ -527,6 +527,7 @@ def case_failure_reason():
     # per attempt, a retry line before each but the first, exit 2 the last code and no other.
     codes = st[bad]["exit_codes"]
     assert codes[-1] == 2 and 2 not in codes[:-1] and st[bad]["attempts"] == len(codes), st[bad]
+    assert len(codes) <= 2, ("more than one attempt failed before the exit 2", st[bad])
     assert r.stdout.count("start   " + bad) == len(codes), r.stdout
     assert r.stdout.count("retry   " + bad) == len(codes) - 1 and r.stdout.count("retry ") == len(codes) - 1, r.stdout
     if len(codes) > 1:

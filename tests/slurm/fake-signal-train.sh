@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stand-in for gridrun-train in the `--signal` check of scenario_requeue.sh. It does no work: it
+# Stand-in for gridrun-train in scenario_signal.sh (the `--signal` check). It does no work: it
 # waits for the signal that slurmctld sends before the time limit, so the check depends on when
 # slurmctld sends it, never on how fast anything runs. On USR1/TERM it records the signal and
 # exits 75 (checkpointed, as gridrun-train does); a restart (--resume) records that and exits 0.

@@ -31,7 +31,8 @@ sid=$(basename "$SRUN"/jobs/*.json .json)
 grep -qx -- "#SBATCH --signal=B:USR1@90" "$SRUN"/slurm/s1-a0-*.sbatch ||
   fail "no '#SBATCH --signal=B:USR1@90' in the script of the --signal check"
 
-wait_until 240 "the --signal check job to finish" run_drained "$SRUN"
+# From the submission: the warning 30-120 s in, the requeue, the restart and the collect job.
+wait_until 300 "the --signal check job to finish" run_drained "$SRUN"
 
 note "slurmctld's --signal warning reached the stand-in through the batch shell"
 cat "$SRUN"/logs/slurm-*.out

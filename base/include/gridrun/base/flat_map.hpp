@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -35,8 +36,9 @@ class FlatMap {
   using size_type = std::size_t;
 
   FlatMap() = default;
+  // A repeated key keeps its first value, as std::map's.
   FlatMap(std::initializer_list<value_type> init) {
-    for (const auto& kv : init) insert_or_assign(kv.first, kv.second);
+    for (const auto& kv : init) try_emplace(kv.first, kv.second);
   }
 
   iterator begin() noexcept { return items_.begin(); }
@@ -112,8 +114,9 @@ class FlatMap {
   }
   template <class KK, class VV>
   std::pair<iterator, bool> insert_or_assign(KK&& key, VV&& value) {
+    V v(std::forward<VV>(value));  // first: `value` may be an item of this map, which the insert moves
     auto [it, inserted] = try_emplace(std::forward<KK>(key));
-    it->second = std::forward<VV>(value);
+    it->second = std::move(v);
     return {it, inserted};
   }
 
