@@ -14,9 +14,9 @@
 #                   this proves without a GPU.
 # Usage: bash scripts/test.sh [--lane debian|lint|asan|cuda|all]   (as root, or a user with sudo)
 # Exit code: non-zero if any lane failed. Ends with the counts of each lane (and its 12 slowest
-# tests: where CI's time goes) and of all together: passed, failed, and skipped by reason (a test whose tool is missing skips with a reason, see
-# tests/needs.sh; under CI=true that is a failure for what the install steps install), after the
-# last 30 lines of each failed test's output. Under
+# tests: where CI's time goes) and of all together: passed, failed, and skipped by reason (a test
+# whose tool is missing skips with a reason, see tests/needs.sh; under CI=true that is a failure for
+# what the install steps install), after the last 30 lines of each failed test's output. Under
 # CI=true a missing CUDA toolkit (/usr/local/cuda) fails the CUDA lane instead of skipping it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

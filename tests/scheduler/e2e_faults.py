@@ -150,12 +150,11 @@ def interrupted_run(name, how):
         os.kill(ranks_of(job_file)[0], signal.SIGKILL)
     p.communicate(timeout=300)
     assert p.returncode == 1
-    # Later checkpoints replaced the first one: take the newest left. A rank killed between a
-    # checkpoint's rename into place and the removal of the one before it leaves both (the trainer
-    # resumes from the newest), so more than one is not an error.
+    # Later checkpoints replaced the first one: a clean stop (sigint) leaves exactly one; a rank
+    # killed between a checkpoint's rename into place and the removal of the one before it leaves
+    # both. Take the newest (what the trainer resumes from).
     d = os.path.dirname(ckpt)
     whole = [c for c in os.listdir(d) if "." not in c]
-    # A clean stop (sigint) keeps exactly one: the older ones were removed.
     assert len(whole) == 1 or (how == "kill_rank" and len(whole) == 2), whole
     left = max(whole, key=lambda c: int(c.split("-")[-1]))
     return g, ref, jid, os.path.join(d, left)
